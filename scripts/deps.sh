@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tide builds and tests with, only those missing,
+# so a second run costs a few dpkg queries and nothing else.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev
+  libsqlite3-dev libpq-dev libcmocka-dev
+  python3 curl procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+# python3 may come from elsewhere than Debian (pyenv); a working one is enough.
+if command -v python3 >/dev/null 2>&1; then
+  missing=("${missing[@]/python3}")
+fi
+read -r -a missing <<<"${missing[*]}"
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+echo "deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,12 @@
+/* Placeholder until this role is written. */
+#include <stdio.h>
+
+#include "cli/roles.h"
+
+int cli_submit_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "tide: not implemented yet\n");
+    return 1;
+}

@@ -1,0 +1,21 @@
+/*
+ * Entry points of every `tide` subcommand. One binary serves every role;
+ * main.c dispatches on argv[1] and each role lives in its own folder.
+ * Each returns the process exit status (0 success, 1 failure, 2 bad usage).
+ */
+#ifndef TIDE_ROLES_H
+#define TIDE_ROLES_H
+
+int server_main(int argc, char **argv); /* src/server/server_main.c */
+int agent_main(int argc, char **argv);  /* src/agent/agent_main.c */
+
+int cli_up_main(int argc, char **argv);     /* src/cli/cmd_up.c */
+int cli_submit_main(int argc, char **argv); /* src/cli/cmd_submit.c */
+int cli_jobs_main(int argc, char **argv);   /* src/cli/cmd_jobs.c */
+int cli_show_main(int argc, char **argv);   /* src/cli/cmd_show.c */
+int cli_cancel_main(int argc, char **argv); /* src/cli/cmd_cancel.c */
+int cli_logs_main(int argc, char **argv);   /* src/cli/cmd_logs.c */
+int cli_nodes_main(int argc, char **argv);  /* src/cli/cmd_nodes.c */
+int cli_token_main(int argc, char **argv);  /* src/cli/cmd_token.c */
+
+#endif

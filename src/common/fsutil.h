@@ -1,0 +1,34 @@
+/*
+ * Small file-system and OS helpers for the shells: directories, whole-file
+ * reads, atomic writes, random tokens and the wall clock.
+ */
+#ifndef TIDE_FSUTIL_H
+#define TIDE_FSUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* mkdir -p with the given mode for directories it creates. 0 or -errno. */
+int fs_mkdir_p(const char *path, mode_t mode);
+
+/* Reads a whole file into a new NUL-terminated buffer the caller frees.
+ * Fails with -EFBIG when it is larger than max_bytes. 0 or -errno. */
+int fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
+
+/* Writes data to path atomically (temp file, fsync, rename) with mode. */
+int fs_write_file_atomic(const char *path, const char *data, size_t len, mode_t mode);
+
+/* Fills out with 2*nbytes hex characters of kernel randomness plus NUL. */
+int fs_random_hex(char *out, size_t nbytes);
+
+/* Wall clock in milliseconds since the epoch; shells pass it to the core. */
+int64_t clock_now_ms(void);
+
+/* Monotonic clock in milliseconds, for timeouts and intervals. */
+int64_t clock_mono_ms(void);
+
+/* Sleeps for ms milliseconds (restarts on EINTR unless *stop becomes non-zero). */
+void clock_sleep_ms(int64_t ms, volatile int *stop);
+
+#endif

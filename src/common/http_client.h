@@ -1,0 +1,37 @@
+/*
+ * A small blocking HTTP/JSON client over libcurl, shared by the CLI and the
+ * agent. One call, one request; thread-safe after http_client_global_init().
+ */
+#ifndef TIDE_HTTP_CLIENT_H
+#define TIDE_HTTP_CLIENT_H
+
+#include <stddef.h>
+
+#include "common/tide_err.h"
+
+struct http_response {
+    long status; /* HTTP status, 0 when no answer came */
+    char *body;  /* NUL-terminated, owned by the response */
+    size_t len;
+};
+
+/* Call once per process before any request. */
+int http_client_global_init(void);
+
+/* Sends method to url with an optional bearer token and JSON body (NULL for
+ * none). Fills resp (release with http_response_release) when the server
+ * answered at all, whatever the status. Returns 0, or TIDE_EIO with err set
+ * when the server could not be reached or timed out. */
+int http_request(const char *method, const char *url, const char *token, const char *json_body,
+                 long timeout_ms, struct http_response *resp, struct tide_err *err);
+
+/* Streams a GET response body to on_data as it arrives (logs -f). Stops when
+ * the server closes or on_data returns non-zero. Returns 0 or TIDE_EIO; the
+ * HTTP status lands in *status. */
+int http_stream(const char *url, const char *token, long *status,
+                int (*on_data)(const char *data, size_t len, void *ctx), void *ctx,
+                struct tide_err *err);
+
+void http_response_release(struct http_response *resp);
+
+#endif

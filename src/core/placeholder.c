@@ -1,0 +1,1 @@
+/* placeholder */ typedef int core_placeholder;
