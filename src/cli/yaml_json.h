@@ -1,0 +1,26 @@
+/*
+ * YAML to JSON for `tide submit job.yaml`: one YAML document becomes one
+ * jansson value. Mappings become objects, sequences arrays; plain scalars
+ * that read as null, bool, int or float (YAML 1.2 core schema) become those
+ * JSON types, every other scalar (quoted, block, `!!str`) a string.
+ */
+#ifndef TIDE_CLI_YAML_JSON_H
+#define TIDE_CLI_YAML_JSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "common/tide_err.h"
+
+/* Converts the YAML text (len bytes, need not be NUL-terminated) into a new
+ * jansson value stored in *out, which the caller releases with json_decref.
+ * name (a file name, or NULL for "<input>") prefixes error messages, which
+ * read "job.yaml:3:5: problem". Fails with TIDE_EINVAL on a syntax error,
+ * a duplicate mapping key (err->field names the key), a non-scalar key, an
+ * empty stream or more than one document, a number JSON cannot hold, or
+ * nesting or alias expansion beyond fixed bounds; TIDE_ENOMEM when memory
+ * runs out. On failure *out is NULL. */
+int cli_yaml_to_json(const char *text, size_t len, const char *name, json_t **out,
+                     struct tide_err *err);
+
+#endif
