@@ -1,0 +1,53 @@
+/* A growable list of actions. */
+#include "core/action.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_banned.h"
+
+void action_list_init(struct action_list *l)
+{
+    memset(l, 0, sizeof *l);
+}
+
+void action_list_release(struct action_list *l)
+{
+    if (!l)
+        return;
+    free(l->items);
+    memset(l, 0, sizeof *l);
+}
+
+void action_list_clear(struct action_list *l)
+{
+    l->len = 0;
+}
+
+struct action *action_list_push(struct action_list *l, const struct action *a)
+{
+    if (l->len == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        struct action *grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        l->items = grown;
+        l->cap = cap;
+    }
+    l->items[l->len] = *a;
+    return &l->items[l->len++];
+}
+
+const char *action_type_name(enum action_type t)
+{
+    static const char *const names[] = {
+        [ACTION_START] = "start",           [ACTION_RUNNING] = "running",
+        [ACTION_FINISH] = "finish",         [ACTION_REQUEUE] = "requeue",
+        [ACTION_NODE_LOST] = "node_lost",   [ACTION_NODE_BACK] = "node_back",
+        [ACTION_SEND_START] = "send_start", [ACTION_SEND_STOP] = "send_stop",
+        [ACTION_ACK] = "ack",
+    };
+    if ((unsigned)t >= sizeof names / sizeof names[0])
+        return "unknown";
+    return names[t];
+}

@@ -1,0 +1,158 @@
+/* Growing arrays of nodes and unfinished jobs, and GPU bookkeeping. */
+#include "core/cluster.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_banned.h"
+
+const char *node_state_name(enum node_state s)
+{
+    switch (s) {
+    case NODE_READY: return "ready";
+    case NODE_LOST: return "lost";
+    default: return "unknown";
+    }
+}
+
+void cluster_init(struct cluster *c)
+{
+    memset(c, 0, sizeof *c);
+}
+
+void cluster_release(struct cluster *c)
+{
+    if (!c)
+        return;
+    free(c->nodes);
+    free(c->jobs);
+    memset(c, 0, sizeof *c);
+}
+
+static int grow(void **items, size_t *cap, size_t need, size_t item_size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t next = *cap ? *cap * 2 : 16;
+    while (next < need)
+        next *= 2;
+    void *grown = realloc(*items, next * item_size);
+    if (!grown)
+        return -1;
+    *items = grown;
+    *cap = next;
+    return 0;
+}
+
+struct node *cluster_find_node(struct cluster *c, int64_t id)
+{
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].id == id)
+            return &c->nodes[i];
+    return NULL;
+}
+
+struct node *cluster_find_node_by_name(struct cluster *c, const char *name)
+{
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (!strcmp(c->nodes[i].name, name))
+            return &c->nodes[i];
+    return NULL;
+}
+
+struct node *cluster_put_node(struct cluster *c, const struct node *node)
+{
+    struct node *existing = cluster_find_node(c, node->id);
+    if (existing) {
+        *existing = *node;
+        return existing;
+    }
+    if (grow((void **)&c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof *c->nodes) != 0)
+        return NULL;
+    c->nodes[c->nnodes] = *node;
+    return &c->nodes[c->nnodes++];
+}
+
+struct job *cluster_add_job(struct cluster *c, const struct job *job)
+{
+    if (grow((void **)&c->jobs, &c->jobs_cap, c->njobs + 1, sizeof *c->jobs) != 0)
+        return NULL;
+    c->jobs[c->njobs] = *job;
+    return &c->jobs[c->njobs++];
+}
+
+struct job *cluster_find_job(struct cluster *c, int64_t id)
+{
+    for (size_t i = 0; i < c->njobs; i++)
+        if (c->jobs[i].id == id)
+            return &c->jobs[i];
+    return NULL;
+}
+
+void cluster_remove_job(struct cluster *c, int64_t id)
+{
+    for (size_t i = 0; i < c->njobs; i++) {
+        if (c->jobs[i].id != id)
+            continue;
+        cluster_unassign(c, &c->jobs[i]);
+        /* Keep submission order: the scheduler sorts, but stable input helps tests. */
+        memmove(&c->jobs[i], &c->jobs[i + 1], (c->njobs - i - 1) * sizeof *c->jobs);
+        c->njobs--;
+        return;
+    }
+}
+
+void cluster_assign(struct cluster *c, struct job *job, struct node *node, const int *gpu_index,
+                    int ngpus)
+{
+    (void)c;
+    job->node_id = node->id;
+    job->ngpus_assigned = ngpus;
+    for (int i = 0; i < ngpus; i++) {
+        job->gpu_index[i] = gpu_index[i];
+        for (int g = 0; g < node->ngpus; g++)
+            if (node->gpus[g].index == gpu_index[i])
+                node->gpus[g].job_id = job->id;
+    }
+    node->cpus_allocated += job->cpus;
+    node->memory_allocated_mib += job->memory_mib;
+}
+
+void cluster_unassign(struct cluster *c, struct job *job)
+{
+    if (job->node_id == 0)
+        return;
+    struct node *node = cluster_find_node(c, job->node_id);
+    if (node) {
+        for (int g = 0; g < node->ngpus; g++)
+            if (node->gpus[g].job_id == job->id)
+                node->gpus[g].job_id = 0;
+        node->cpus_allocated -= job->cpus;
+        node->memory_allocated_mib -= job->memory_mib;
+        if (node->cpus_allocated < 0)
+            node->cpus_allocated = 0;
+        if (node->memory_allocated_mib < 0)
+            node->memory_allocated_mib = 0;
+    }
+    job->node_id = 0;
+    job->ngpus_assigned = 0;
+}
+
+int cluster_gpus_allocated(const struct cluster *c)
+{
+    int n = 0;
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].state == NODE_READY)
+            for (int g = 0; g < c->nodes[i].ngpus; g++)
+                n += c->nodes[i].gpus[g].job_id != 0;
+    return n;
+}
+
+int cluster_gpus_total(const struct cluster *c)
+{
+    int n = 0;
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].state == NODE_READY)
+            n += c->nodes[i].ngpus;
+    return n;
+}

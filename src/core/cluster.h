@@ -1,0 +1,111 @@
+/*
+ * The scheduler's picture of the world: nodes with their GPUs, and the jobs
+ * that are not finished yet. The server keeps one of these in memory as a
+ * cache of the database; the simulator keeps one on a virtual clock. Plain
+ * data: the owner locks it, the core reads and updates it.
+ */
+#ifndef TIDE_CLUSTER_H
+#define TIDE_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/job_state.h"
+
+#define TIDE_MAX_GPUS_PER_NODE 64
+#define TIDE_MAX_JOB_GPUS 512
+#define TIDE_NAME_MAX 64
+#define TIDE_REASON_MAX 160
+
+enum node_state { NODE_READY, NODE_LOST, NODE_STATE_COUNT };
+
+const char *node_state_name(enum node_state s);
+
+struct gpu {
+    int index;
+    char uuid[96];
+    char name[TIDE_NAME_MAX];
+    int64_t memory_total_mib;
+    int64_t memory_used_mib; /* telemetry */
+    int utilization_pct;     /* telemetry */
+    int temperature_c;
+    int power_w;
+    int64_t job_id; /* 0 when no tide task holds it */
+};
+
+struct node {
+    int64_t id;
+    char name[TIDE_NAME_MAX];
+    enum node_state state;
+    int64_t last_heartbeat_ms;
+    int cpus;
+    int64_t memory_mib;
+    int cpus_allocated;
+    int64_t memory_allocated_mib;
+    char driver[TIDE_NAME_MAX];
+    int ngpus;
+    struct gpu gpus[TIDE_MAX_GPUS_PER_NODE];
+};
+
+/* What the scheduler needs of a job; the full spec lives in the store. */
+struct job {
+    int64_t id;
+    char project[TIDE_NAME_MAX];
+    char queue[TIDE_NAME_MAX];
+    char gpu_model[128]; /* glob, "" for any */
+    int priority;
+    int gpus;
+    int64_t gpu_memory_mib; /* minimum memory per GPU, 0 for any */
+    int cpus;
+    int64_t memory_mib;
+    int64_t max_runtime_s;
+    int retries;
+    int attempt; /* attempts started so far; the running one is `attempt` */
+    enum job_state state;
+    int64_t submit_ms;
+    bool cancel_requested;
+    /* Where it runs (starting/running): */
+    int64_t node_id;
+    int ngpus_assigned;
+    int gpu_index[TIDE_MAX_GPUS_PER_NODE];
+    /* Why a pending job is still waiting, set by each scheduling pass. */
+    char wait_reason[TIDE_REASON_MAX];
+};
+
+struct cluster {
+    struct node *nodes;
+    size_t nnodes, nodes_cap;
+    struct job *jobs; /* only unfinished jobs */
+    size_t njobs, jobs_cap;
+};
+
+void cluster_init(struct cluster *c);
+void cluster_release(struct cluster *c);
+
+/* Adds a copy of node (or replaces the one with the same id). Returns the
+ * stored node or NULL when out of memory. Pointers into the cluster stay
+ * valid only until the next add. */
+struct node *cluster_put_node(struct cluster *c, const struct node *node);
+struct node *cluster_find_node(struct cluster *c, int64_t id);
+struct node *cluster_find_node_by_name(struct cluster *c, const char *name);
+
+/* Adds a copy of job; NULL when out of memory. */
+struct job *cluster_add_job(struct cluster *c, const struct job *job);
+struct job *cluster_find_job(struct cluster *c, int64_t id);
+
+/* Removes a job (after it finished); frees its GPUs first. */
+void cluster_remove_job(struct cluster *c, int64_t id);
+
+/* Gives job the listed GPUs (and its CPUs and memory) of node. */
+void cluster_assign(struct cluster *c, struct job *job, struct node *node, const int *gpu_index,
+                    int ngpus);
+
+/* Returns the job's GPUs, CPUs and memory to its node and clears its placement. */
+void cluster_unassign(struct cluster *c, struct job *job);
+
+/* GPUs that tide tasks hold, across ready nodes. */
+int cluster_gpus_allocated(const struct cluster *c);
+int cluster_gpus_total(const struct cluster *c);
+
+#endif

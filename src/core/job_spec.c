@@ -1,0 +1,338 @@
+/* Field-by-field validation of job specs with messages that name the field. */
+#include "core/job_spec.h"
+
+#include <ctype.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_banned.h"
+
+#define MAX_MIB (16LL * 1024 * 1024) /* 16 TiB: anything above is a typo */
+
+typedef int (*field_check)(json_t *value, const char *field, json_t *spec, struct job *job,
+                           struct tide_err *err);
+
+static int want_integer(json_t *v, const char *field, long long lo, long long hi, long long *out,
+                        struct tide_err *err)
+{
+    if (!json_is_integer(v))
+        return tide_err_set(err, TIDE_EINVAL, field, "%s: must be an integer, got %s", field,
+                            json_is_real(v) ? "a fraction" : json_is_string(v) ? "a string"
+                            : json_is_boolean(v) ? "a boolean" : json_is_null(v) ? "null"
+                                                               : "an object or array");
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return tide_err_set(err, TIDE_EINVAL, field, "%s: must be between %lld and %lld, got %lld",
+                            field, lo, hi, x);
+    *out = x;
+    return 0;
+}
+
+static int want_string(json_t *v, const char *field, size_t min_len, size_t max_len,
+                       const char **out, struct tide_err *err)
+{
+    if (!json_is_string(v))
+        return tide_err_set(err, TIDE_EINVAL, field, "%s: must be a string", field);
+    size_t n = json_string_length(v);
+    if (n < min_len || n > max_len)
+        return tide_err_set(err, TIDE_EINVAL, field,
+                            "%s: must be %zu to %zu characters long, got %zu", field, min_len,
+                            max_len, n);
+    const char *s = json_string_value(v);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return tide_err_set(err, TIDE_EINVAL, field, "%s: must not contain control characters",
+                                field);
+    *out = s;
+    return 0;
+}
+
+static int want_identifier(json_t *v, const char *field, const char **out, struct tide_err *err)
+{
+    int rc = want_string(v, field, 1, TIDE_NAME_MAX - 1, out, err);
+    if (rc)
+        return rc;
+    for (const char *p = *out; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.')
+            return tide_err_set(err, TIDE_EINVAL, field,
+                                "%s: may contain only letters, digits, '-', '_' and '.'", field);
+    return 0;
+}
+
+static int check_name(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)
+{
+    (void)job;
+    const char *s;
+    int rc = want_string(v, f, 1, JOB_SPEC_MAX_NAME, &s, err);
+    return rc ? rc : json_object_set(spec, f, v);
+}
+
+static int check_queue(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)
+{
+    const char *s;
+    int rc = want_identifier(v, f, &s, err);
+    if (rc)
+        return rc;
+    snprintf(job->queue, sizeof job->queue, "%s", s);
+    return json_object_set(spec, f, v);
+}
+
+static int check_project(json_t *v, const char *f, json_t *spec, struct job *job,
+                         struct tide_err *err)
+{
+    const char *s;
+    int rc = want_identifier(v, f, &s, err);
+    if (rc)
+        return rc;
+    snprintf(job->project, sizeof job->project, "%s", s);
+    return json_object_set(spec, f, v);
+}
+
+#define INTEGER_FIELD(fn, lo, hi, assign)                                                          \
+    static int fn(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)  \
+    {                                                                                              \
+        long long x;                                                                               \
+        int rc = want_integer(v, f, lo, hi, &x, err);                                              \
+        if (rc)                                                                                    \
+            return rc;                                                                             \
+        assign;                                                                                    \
+        (void)job;                                                                                 \
+        return json_object_set(spec, f, v);                                                        \
+    }
+
+INTEGER_FIELD(check_priority, -JOB_SPEC_MAX_PRIORITY, JOB_SPEC_MAX_PRIORITY, job->priority = (int)x)
+INTEGER_FIELD(check_gpus, 0, TIDE_MAX_GPUS_PER_NODE, job->gpus = (int)x)
+INTEGER_FIELD(check_gpu_memory, 0, MAX_MIB, job->gpu_memory_mib = x)
+INTEGER_FIELD(check_cpus, 0, 4096, job->cpus = (int)x)
+INTEGER_FIELD(check_memory, 0, MAX_MIB, job->memory_mib = x)
+INTEGER_FIELD(check_max_runtime, 0, JOB_SPEC_MAX_RUNTIME_S, job->max_runtime_s = x)
+INTEGER_FIELD(check_est_runtime, 0, JOB_SPEC_MAX_RUNTIME_S, (void)x)
+INTEGER_FIELD(check_retries, 0, JOB_SPEC_MAX_RETRIES, job->retries = (int)x)
+
+static int check_gpu_model(json_t *v, const char *f, json_t *spec, struct job *job,
+                           struct tide_err *err)
+{
+    const char *s;
+    int rc = want_string(v, f, 0, sizeof job->gpu_model - 1, &s, err);
+    if (rc)
+        return rc;
+    snprintf(job->gpu_model, sizeof job->gpu_model, "%s", s);
+    return json_object_set(spec, f, v);
+}
+
+static int check_command(json_t *v, const char *f, json_t *spec, struct job *job,
+                         struct tide_err *err)
+{
+    (void)job;
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return tide_err_set(err, TIDE_EINVAL, f,
+                            "%s: must be a non-empty array of strings (argv)", f);
+    if (json_array_size(v) > JOB_SPEC_MAX_ARGS)
+        return tide_err_set(err, TIDE_EINVAL, f, "%s: at most %d arguments", f, JOB_SPEC_MAX_ARGS);
+    size_t i;
+    json_t *arg;
+    json_array_foreach(v, i, arg)
+    {
+        if (!json_is_string(arg))
+            return tide_err_set(err, TIDE_EINVAL, f, "%s[%zu]: must be a string", f, i);
+        if (i == 0 && json_string_length(arg) == 0)
+            return tide_err_set(err, TIDE_EINVAL, f, "%s[0]: the program must not be empty", f);
+        if (strlen(json_string_value(arg)) != json_string_length(arg))
+            return tide_err_set(err, TIDE_EINVAL, f, "%s[%zu]: must not contain NUL", f, i);
+    }
+    return json_object_set(spec, f, v);
+}
+
+static int check_env(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)
+{
+    (void)job;
+    if (!json_is_object(v))
+        return tide_err_set(err, TIDE_EINVAL, f, "%s: must be an object of NAME: \"value\"", f);
+    if (json_object_size(v) > JOB_SPEC_MAX_ENV)
+        return tide_err_set(err, TIDE_EINVAL, f, "%s: at most %d variables", f, JOB_SPEC_MAX_ENV);
+    const char *key;
+    json_t *val;
+    json_object_foreach(v, key, val)
+    {
+        bool ok = key[0] && (isalpha((unsigned char)key[0]) || key[0] == '_');
+        for (const char *p = key; ok && *p; p++)
+            ok = isalnum((unsigned char)*p) || *p == '_';
+        if (!ok)
+            return tide_err_set(err, TIDE_EINVAL, f,
+                                "%s: '%.64s' is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)",
+                                f, key);
+        if (!json_is_string(val) || strlen(json_string_value(val)) != json_string_length(val))
+            return tide_err_set(err, TIDE_EINVAL, f, "%s.%.64s: must be a string without NUL", f,
+                                key);
+    }
+    return json_object_set(spec, f, v);
+}
+
+static int check_workdir(json_t *v, const char *f, json_t *spec, struct job *job,
+                         struct tide_err *err)
+{
+    (void)job;
+    const char *s;
+    int rc = want_string(v, f, 1, 1024, &s, err);
+    if (rc)
+        return rc;
+    if (s[0] != '/')
+        return tide_err_set(err, TIDE_EINVAL, f, "%s: must be an absolute path", f);
+    return json_object_set(spec, f, v);
+}
+
+static int check_preemptible(json_t *v, const char *f, json_t *spec, struct job *job,
+                             struct tide_err *err)
+{
+    (void)job;
+    if (!json_is_boolean(v))
+        return tide_err_set(err, TIDE_EINVAL, f, "%s: must be true or false", f);
+    return json_object_set(spec, f, v);
+}
+
+int job_spec_signal_number(const char *name)
+{
+    static const struct {
+        const char *name;
+        int number;
+    } signals[] = {{"TERM", SIGTERM}, {"INT", SIGINT}, {"HUP", SIGHUP}, {"USR1", SIGUSR1},
+                   {"USR2", SIGUSR2}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL}};
+    if (!strncmp(name, "SIG", 3))
+        name += 3;
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+        if (!strcmp(name, signals[i].name))
+            return signals[i].number;
+    char *end;
+    long n = strtol(name, &end, 10);
+    if (*name && !*end && n >= 1 && n <= 64)
+        return (int)n;
+    return -1;
+}
+
+static int check_checkpoint_signal(json_t *v, const char *f, json_t *spec, struct job *job,
+                                   struct tide_err *err)
+{
+    (void)job;
+    const char *s;
+    int rc = want_string(v, f, 1, 16, &s, err);
+    if (rc)
+        return rc;
+    if (job_spec_signal_number(s) < 0)
+        return tide_err_set(err, TIDE_EINVAL, f,
+                            "%s: '%s' is not a signal (use e.g. SIGTERM, SIGUSR1 or a number)", f, s);
+    return json_object_set(spec, f, v);
+}
+
+/* Fields of the contract that this server cannot honour yet: refusing them
+ * beats accepting and silently ignoring them. */
+static int check_not_supported(json_t *v, const char *f, json_t *spec, struct job *job,
+                               struct tide_err *err)
+{
+    (void)spec;
+    (void)job;
+    if (json_is_null(v))
+        return 0;
+    return tide_err_set(err, TIDE_EINVAL, f, "%s: not supported by this server yet", f);
+}
+
+static const struct {
+    const char *name;
+    field_check check;
+} fields[] = {
+    {"name", check_name},
+    {"queue", check_queue},
+    {"project", check_project},
+    {"priority", check_priority},
+    {"gpus", check_gpus},
+    {"gpu_memory", check_gpu_memory},
+    {"mig", check_not_supported},
+    {"gpu_model", check_gpu_model},
+    {"cpus", check_cpus},
+    {"memory", check_memory},
+    {"command", check_command},
+    {"env", check_env},
+    {"workdir", check_workdir},
+    {"image", check_not_supported},
+    {"max_runtime", check_max_runtime},
+    {"est_runtime", check_est_runtime},
+    {"retries", check_retries},
+    {"preemptible", check_preemptible},
+    {"checkpoint_signal", check_checkpoint_signal},
+    {"depends_on", check_not_supported},
+    {"array", check_not_supported},
+};
+
+static void set_default(json_t *spec, const char *key, json_t *value)
+{
+    if (!json_object_get(spec, key))
+        json_object_set_new(spec, key, value);
+    else
+        json_decref(value);
+}
+
+int job_spec_from_object(json_t *obj, json_t **spec_out, struct job *job, struct tide_err *err)
+{
+    *spec_out = NULL;
+    memset(job, 0, sizeof *job);
+    if (!json_is_object(obj))
+        return tide_err_set(err, TIDE_EINVAL, NULL, "the job spec must be a JSON object");
+    json_t *spec = json_object();
+    if (!spec)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    job->gpus = 1;
+    snprintf(job->project, sizeof job->project, "default");
+    snprintf(job->queue, sizeof job->queue, "default");
+
+    const char *key;
+    json_t *value;
+    json_object_foreach(obj, key, value)
+    {
+        field_check check = NULL;
+        for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+            if (!strcmp(key, fields[i].name))
+                check = fields[i].check;
+        if (!check) {
+            json_decref(spec);
+            return tide_err_set(err, TIDE_EINVAL, key, "%.64s: unknown field", key);
+        }
+        int rc = check(value, key, spec, job, err);
+        if (rc) {
+            json_decref(spec);
+            return rc < 0 ? rc : tide_err_set(err, TIDE_ENOMEM, key, "out of memory");
+        }
+    }
+    json_t *command = json_object_get(spec, "command");
+    if (!command) {
+        json_decref(spec);
+        return tide_err_set(err, TIDE_EINVAL, "command",
+                            "command: required (an argv array such as [\"python3\", \"train.py\"])");
+    }
+    const char *program = json_string_value(json_array_get(command, 0));
+    const char *base = strrchr(program, '/');
+    set_default(spec, "name", json_string(base && base[1] ? base + 1 : program));
+    set_default(spec, "project", json_string(job->project));
+    set_default(spec, "queue", json_string(job->queue));
+    set_default(spec, "priority", json_integer(job->priority));
+    set_default(spec, "gpus", json_integer(job->gpus));
+    set_default(spec, "retries", json_integer(job->retries));
+    set_default(spec, "max_runtime", json_integer(job->max_runtime_s));
+    set_default(spec, "preemptible", json_false());
+    *spec_out = spec;
+    return 0;
+}
+
+int job_spec_parse(const char *body, size_t len, json_t **spec_out, struct job *job,
+                   struct tide_err *err)
+{
+    *spec_out = NULL;
+    json_error_t jerr;
+    json_t *obj = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!obj)
+        return tide_err_set(err, TIDE_EINVAL, NULL, "invalid JSON at line %d column %d: %s",
+                            jerr.line, jerr.column, jerr.text);
+    int rc = job_spec_from_object(obj, spec_out, job, err);
+    json_decref(obj);
+    return rc;
+}

@@ -1,1 +1,0 @@
-/* placeholder */ typedef int core_placeholder;

@@ -1,0 +1,120 @@
+/* Agent heartbeat → job state changes and agent messages. */
+#include "core/reconcile.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/tide_err.h"
+#include "core/sched.h"
+
+#include "core/core_banned.h"
+
+static int push(struct action_list *out, enum action_type type, const struct job *job,
+                int64_t job_id, int attempt, int64_t node_id, const char *reason)
+{
+    struct action a = {.type = type, .job_id = job ? job->id : job_id,
+                       .attempt = job ? job->attempt : attempt, .node_id = node_id,
+                       .state = job ? job->state : JOB_PENDING, .exit_code = -1};
+    snprintf(a.reason, sizeof a.reason, "%s", reason);
+    return action_list_push(out, &a) ? 0 : TIDE_ENOMEM;
+}
+
+static void record_exit(struct cluster *c, struct job *job, const struct task_report *r,
+                        struct action_list *out)
+{
+    enum job_state final_state;
+    if (job->cancel_requested || !strcmp(r->reason, "cancelled"))
+        final_state = JOB_CANCELLED;
+    else if (!strcmp(r->reason, "max_runtime"))
+        final_state = JOB_TIMEOUT;
+    else if (r->exit_code == 0 && r->signal == 0 && strncmp(r->reason, "start failed", 12) != 0)
+        final_state = JOB_SUCCEEDED;
+    else
+        final_state = JOB_FAILED;
+
+    if (final_state == JOB_FAILED) {
+        sched_fail_attempt(c, job, JOB_FAILED, JOB_FAILED, r->reason, r->exit_code, r->signal, out);
+        return;
+    }
+    struct action a = {.type = ACTION_FINISH, .job_id = job->id, .attempt = job->attempt,
+                       .node_id = job->node_id, .state = final_state,
+                       .exit_code = r->exit_code, .signal = r->signal};
+    if (final_state == JOB_TIMEOUT)
+        snprintf(a.reason, sizeof a.reason, "max_runtime (%lld s) exceeded",
+                 (long long)job->max_runtime_s);
+    else if (final_state == JOB_CANCELLED)
+        snprintf(a.reason, sizeof a.reason, "cancelled by user");
+    else
+        snprintf(a.reason, sizeof a.reason, "%s", r->reason[0] ? r->reason : "exit 0");
+    action_list_push(out, &a);
+    cluster_remove_job(c, job->id);
+}
+
+static bool job_reported(const struct task_report *tasks, size_t n, const struct job *job)
+{
+    for (size_t i = 0; i < n; i++)
+        if (tasks[i].job_id == job->id && tasks[i].attempt == job->attempt)
+            return true;
+    return false;
+}
+
+int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_report *tasks,
+                        size_t ntasks, int64_t now_ms, struct action_list *out)
+{
+    int failed = 0;
+    int64_t node_id = node->id;
+    node->last_heartbeat_ms = now_ms;
+    if (node->state == NODE_LOST) {
+        node->state = NODE_READY;
+        failed |= push(out, ACTION_NODE_BACK, NULL, 0, 0, node_id, "heartbeat after being lost");
+    }
+
+    for (size_t i = 0; i < ntasks; i++) {
+        const struct task_report *r = &tasks[i];
+        struct job *job = cluster_find_job(c, r->job_id);
+        bool current = job && job->attempt == r->attempt && job->node_id == node_id &&
+                       job_state_is_on_node(job->state);
+        if (!current) {
+            /* Finished and recorded before, or an attempt the server gave up on. */
+            if (r->exited)
+                failed |= push(out, ACTION_ACK, NULL, r->job_id, r->attempt, node_id,
+                               "already recorded");
+            else
+                failed |= push(out, ACTION_SEND_STOP, NULL, r->job_id, r->attempt, node_id,
+                     "not scheduled on this node");
+            continue;
+        }
+        if (r->exited) {
+            record_exit(c, job, r, out);
+            failed |= push(out, ACTION_ACK, NULL, r->job_id, r->attempt, node_id, "recorded");
+            continue;
+        }
+        if (job->state == JOB_STARTING) {
+            job->state = JOB_RUNNING;
+            failed |= push(out, ACTION_RUNNING, job, 0, 0, node_id, "running");
+        }
+        if (job->cancel_requested)
+            failed |= push(out, ACTION_SEND_STOP, job, 0, 0, node_id, "cancelled");
+    }
+
+    /* Jobs placed here that the agent did not mention. */
+    for (size_t j = 0; j < c->njobs;) {
+        struct job *job = &c->jobs[j];
+        if (job->node_id != node_id || !job_state_is_on_node(job->state) ||
+            job_reported(tasks, ntasks, job)) {
+            j++;
+            continue;
+        }
+        if (job->state == JOB_STARTING && !job->cancel_requested) {
+            failed |= push(out, ACTION_SEND_START, job, 0, 0, node_id, "start");
+            j++;
+            continue;
+        }
+        /* Running but unknown to its agent (it restarted), or cancelled before
+         * it started: either way this attempt is over. Index j is looked at
+         * again because the job was requeued or removed. */
+        sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "task vanished from its node", -1, 0,
+                           out);
+    }
+    return failed ? TIDE_ENOMEM : 0;
+}

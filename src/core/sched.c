@@ -1,0 +1,166 @@
+/* Scheduler v1: priority then FIFO, placement by strategy, node loss. */
+#include "core/sched.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tide_err.h"
+
+#include "core/core_banned.h"
+
+void sched_config_defaults(struct sched_config *cfg)
+{
+    cfg->placement = &placement_loadaware;
+    placement_config_defaults(&cfg->placement_cfg);
+    cfg->node_timeout_ms = 30000;
+}
+
+void sched_init(struct scheduler *s, const struct sched_config *cfg)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+}
+
+void sched_release(struct scheduler *s)
+{
+    if (!s)
+        return;
+    free(s->order);
+    s->order = NULL;
+    s->order_cap = 0;
+}
+
+static int by_priority_then_fifo(const void *a, const void *b)
+{
+    const struct job *x = *(const struct job *const *)a, *y = *(const struct job *const *)b;
+    if (x->priority != y->priority)
+        return x->priority > y->priority ? -1 : 1;
+    if (x->submit_ms != y->submit_ms)
+        return x->submit_ms < y->submit_ms ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static void format_gpu_list(char *out, size_t size, const int *gpus, int n)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && used < size; i++)
+        used += (size_t)snprintf(out + used, size - used, "%s%d", i ? "," : "", gpus[i]);
+}
+
+int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out)
+{
+    (void)now_ms;
+    if (c->njobs > s->order_cap) {
+        struct job **grown = realloc(s->order, c->njobs * sizeof *grown);
+        if (!grown)
+            return TIDE_ENOMEM;
+        s->order = grown;
+        s->order_cap = c->njobs;
+    }
+    size_t npending = 0;
+    for (size_t i = 0; i < c->njobs; i++)
+        if (c->jobs[i].state == JOB_PENDING)
+            s->order[npending++] = &c->jobs[i];
+    qsort(s->order, npending, sizeof *s->order, by_priority_then_fifo);
+
+    int placed = 0;
+    for (size_t i = 0; i < npending; i++) {
+        struct job *job = s->order[i];
+        struct placement_choice choice;
+        char why[TIDE_REASON_MAX] = "";
+        enum placement_result r =
+            s->cfg.placement->choose(&s->cfg.placement_cfg, c, job, &choice, why);
+        if (r != PLACEMENT_FOUND) {
+            snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
+            continue;
+        }
+        cluster_assign(c, job, choice.node, choice.gpu_index, choice.ngpus);
+        job->state = JOB_STARTING;
+        job->attempt++;
+        job->wait_reason[0] = '\0';
+        struct action a = {.type = ACTION_START, .job_id = job->id, .attempt = job->attempt,
+                           .node_id = choice.node->id, .state = JOB_STARTING, .exit_code = -1};
+        char gpus[128];
+        format_gpu_list(gpus, sizeof gpus, choice.gpu_index, choice.ngpus);
+        snprintf(a.reason, sizeof a.reason, "placed on %s%s%s", choice.node->name,
+                 choice.ngpus ? " GPUs " : "", gpus);
+        if (!action_list_push(out, &a))
+            return TIDE_ENOMEM;
+        placed++;
+    }
+    return placed;
+}
+
+void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passed_through,
+                        enum job_state final_state, const char *failure, int exit_code,
+                        int signal, struct action_list *out)
+{
+    struct action a = {.job_id = job->id, .attempt = job->attempt, .node_id = job->node_id,
+                       .exit_code = exit_code, .signal = signal};
+    cluster_unassign(c, job);
+    if (job->cancel_requested) {
+        a.type = ACTION_FINISH;
+        a.state = JOB_CANCELLED;
+        snprintf(a.reason, sizeof a.reason, "cancelled (%s)", failure);
+    } else if (final_state == JOB_FAILED && job->attempt <= job->retries) {
+        a.type = ACTION_REQUEUE;
+        a.state = passed_through;
+        snprintf(a.reason, sizeof a.reason, "%s; retry %d of %d", failure, job->attempt,
+                 job->retries);
+        job->state = JOB_PENDING;
+    } else {
+        a.type = ACTION_FINISH;
+        a.state = final_state;
+        snprintf(a.reason, sizeof a.reason, "%s", failure);
+    }
+    action_list_push(out, &a);
+    if (a.type == ACTION_FINISH)
+        cluster_remove_job(c, job->id);
+}
+
+int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
+                      struct action_list *out)
+{
+    int lost = 0;
+    for (size_t n = 0; n < c->nnodes; n++) {
+        struct node *node = &c->nodes[n];
+        if (node->state != NODE_READY || now_ms - node->last_heartbeat_ms <= s->cfg.node_timeout_ms)
+            continue;
+        node->state = NODE_LOST;
+        lost++;
+        struct action a = {.type = ACTION_NODE_LOST, .node_id = node->id, .exit_code = -1};
+        snprintf(a.reason, sizeof a.reason, "no heartbeat for %lld s",
+                 (long long)((now_ms - node->last_heartbeat_ms) / 1000));
+        action_list_push(out, &a);
+        int64_t node_id = node->id;
+        for (size_t j = 0; j < c->njobs;) {
+            struct job *job = &c->jobs[j];
+            if (job->node_id != node_id || !job_state_is_on_node(job->state)) {
+                j++;
+                continue;
+            }
+            /* Requeued (now off this node) or removed: look at index j again. */
+            sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, out);
+        }
+    }
+    return lost;
+}
+
+int sched_cancel(struct cluster *c, int64_t job_id, struct action_list *out)
+{
+    struct job *job = cluster_find_job(c, job_id);
+    if (!job)
+        return TIDE_ENOENT;
+    if (job->state == JOB_PENDING || job->state == JOB_PREEMPTED || job->state == JOB_LOST) {
+        struct action a = {.type = ACTION_FINISH, .job_id = job_id, .attempt = job->attempt,
+                           .state = JOB_CANCELLED, .exit_code = -1};
+        snprintf(a.reason, sizeof a.reason, "cancelled by user");
+        action_list_push(out, &a);
+        cluster_remove_job(c, job_id);
+        return 1;
+    }
+    job->cancel_requested = true;
+    return 0;
+}

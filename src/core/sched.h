@@ -1,0 +1,60 @@
+/*
+ * The scheduler: pure functions from (cluster, now) to actions. Each call
+ * also updates the cluster to match its decisions, so the next call sees
+ * them; the shell persists the actions and, if that fails, reloads the
+ * cluster from its store.
+ */
+#ifndef TIDE_SCHED_H
+#define TIDE_SCHED_H
+
+#include <stdint.h>
+
+#include "core/action.h"
+#include "core/cluster.h"
+#include "core/placement.h"
+
+struct sched_config {
+    const struct placement_ops *placement;
+    struct placement_config placement_cfg;
+    int64_t node_timeout_ms; /* no heartbeat for this long: node lost */
+};
+
+void sched_config_defaults(struct sched_config *cfg);
+
+struct scheduler {
+    struct sched_config cfg;
+    struct job **order; /* scratch: pending jobs in scheduling order */
+    size_t order_cap;
+};
+
+void sched_init(struct scheduler *s, const struct sched_config *cfg);
+void sched_release(struct scheduler *s);
+
+/* One scheduling pass: pending jobs by priority (high first), FIFO within a
+ * priority, each placed where the placement strategy chooses; jobs that fit
+ * nowhere wait with wait_reason set. Appends ACTION_START for each placed
+ * job (its state becomes starting, attempt rises by one). Returns the
+ * number placed, or TIDE_ENOMEM. */
+int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out);
+
+/* Declares nodes lost whose last heartbeat is older than node_timeout_ms
+ * and requeues their jobs while retries remain (else they fail with reason
+ * "node lost"). Returns the number of nodes lost now. */
+int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
+                      struct action_list *out);
+
+/* Cancels a job: a pending one is finished now (ACTION_FINISH, removed from
+ * the cluster); one on a node gets cancel_requested and is stopped through
+ * its agent. Returns 1 when finished now, 0 when a stop is under way,
+ * TIDE_ENOENT when the job is not active. */
+int sched_cancel(struct cluster *c, int64_t job_id, struct action_list *out);
+
+/* Ends a job's current attempt with `failure` as reason: requeued while
+ * retries remain, else finished as `final_state`. Frees its resources;
+ * removes it from the cluster when final. Used for node loss, vanished
+ * tasks and failed exits. */
+void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passed_through,
+                        enum job_state final_state, const char *failure, int exit_code,
+                        int signal, struct action_list *out);
+
+#endif

@@ -1,0 +1,321 @@
+/*
+ * The agent protocol (docs/api.md): registration with the join token, then
+ * heartbeats with the node token that carry telemetry, task states and log
+ * chunks in, and start/stop/ack messages out. The reply is sent only after
+ * the state changes it implies are committed.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "core/reconcile.h"
+#include "server/server.h"
+
+#define MAX_TASKS_PER_HEARTBEAT 1024
+
+static long long int_field(json_t *obj, const char *key, long long fallback)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_integer(v) ? json_integer_value(v) : fallback;
+}
+
+static const char *string_field(json_t *obj, const char *key, const char *fallback)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : fallback;
+}
+
+static json_t *parse_body(struct api_request *req, struct api_reply *reply)
+{
+    json_error_t jerr;
+    json_t *body = json_loadb(req->body, req->body_len, 0, &jerr);
+    if (!json_is_object(body)) {
+        json_decref(body);
+        api_error_msg(reply, TIDE_EINVAL, NULL, "body must be a JSON object (%s)", jerr.text);
+        return NULL;
+    }
+    return body;
+}
+
+/* Fills node's static description from a registration body. */
+static int node_from_registration(json_t *body, struct node *node, struct api_reply *reply)
+{
+    const char *name = string_field(body, "name", "");
+    size_t n = strlen(name);
+    if (n == 0 || n >= sizeof node->name)
+        return api_error_msg(reply, TIDE_EINVAL, "name", "name: must be 1 to %zu characters",
+                             sizeof node->name - 1), -1;
+    for (const char *p = name; *p; p++)
+        if (!(*p == '-' || *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') ||
+              (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+            return api_error_msg(reply, TIDE_EINVAL, "name",
+                                 "name: may contain only letters, digits, '-', '_' and '.'"), -1;
+    snprintf(node->name, sizeof node->name, "%s", name);
+    node->cpus = (int)int_field(body, "cpus", 0);
+    node->memory_mib = int_field(body, "memory_mib", 0);
+    snprintf(node->driver, sizeof node->driver, "%s", string_field(body, "driver", ""));
+    json_t *gpus = json_object_get(body, "gpus");
+    if (gpus && !json_is_array(gpus))
+        return api_error_msg(reply, TIDE_EINVAL, "gpus", "gpus: must be an array"), -1;
+    if (json_array_size(gpus) > TIDE_MAX_GPUS_PER_NODE)
+        return api_error_msg(reply, TIDE_EINVAL, "gpus", "gpus: at most %d per node",
+                             TIDE_MAX_GPUS_PER_NODE), -1;
+    size_t i;
+    json_t *g;
+    node->ngpus = 0;
+    json_array_foreach(gpus, i, g)
+    {
+        struct gpu *gpu = &node->gpus[node->ngpus++];
+        memset(gpu, 0, sizeof *gpu);
+        gpu->index = (int)int_field(g, "index", (long long)i);
+        snprintf(gpu->uuid, sizeof gpu->uuid, "%s", string_field(g, "uuid", ""));
+        snprintf(gpu->name, sizeof gpu->name, "%s", string_field(g, "name", ""));
+        gpu->memory_total_mib = int_field(g, "memory_total_mib", 0);
+    }
+    return 0;
+}
+
+int api_agent_register(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    if (req->token.kind != TOKEN_JOIN)
+        return api_error_msg(reply, TIDE_EPERM, NULL, "registering needs the join token");
+    json_t *body = parse_body(req, reply);
+    if (!body)
+        return 0;
+    struct node node;
+    memset(&node, 0, sizeof node);
+    if (node_from_registration(body, &node, reply) != 0) {
+        json_decref(body);
+        return 0;
+    }
+    struct tide_err err;
+    tide_err_clear(&err);
+    char token[65];
+    int64_t now = clock_now_ms();
+    pthread_mutex_lock(&srv->lock);
+    struct node *old = cluster_find_node_by_name(&srv->cluster, node.name);
+    if (old) {
+        /* Same node again (agent restart): keep what tasks hold; the next
+         * heartbeat tells which of them survived. */
+        node.cpus_allocated = old->cpus_allocated;
+        node.memory_allocated_mib = old->memory_allocated_mib;
+        for (int i = 0; i < node.ngpus; i++)
+            for (int j = 0; j < old->ngpus; j++)
+                if (old->gpus[j].index == node.gpus[i].index)
+                    node.gpus[i].job_id = old->gpus[j].job_id;
+    }
+    node.state = NODE_READY;
+    node.last_heartbeat_ms = now;
+    int rc = store_begin(srv->store, &err);
+    if (!rc)
+        rc = store_node_upsert(srv->store, &node, body, now, &err);
+    if (!rc)
+        rc = store_token_delete_node(srv->store, node.id, &err);
+    if (!rc)
+        rc = auth_issue(srv, TOKEN_NODE, node.name, NULL, node.id, token, &err);
+    char msg[160];
+    snprintf(msg, sizeof msg, "registered with %d GPU%s (%s)", node.ngpus, node.ngpus == 1 ? "" : "s",
+             node.driver[0] ? node.driver : "no driver");
+    if (!rc)
+        rc = store_event_add(srv->store, now, "node_registered", 0, node.id, msg, &err);
+    if (!rc)
+        rc = store_commit(srv->store, &err);
+    if (rc)
+        store_rollback(srv->store);
+    else if (!cluster_put_node(&srv->cluster, &node))
+        rc = tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
+    if (!rc)
+        sched_loop_kick(srv);
+    pthread_mutex_unlock(&srv->lock);
+    json_decref(body);
+    if (rc)
+        return api_error(reply, &err);
+    log_info("node %s (id %lld) registered with %d GPUs", node.name, (long long)node.id, node.ngpus);
+    reply->json = json_pack("{s:I, s:s, s:i}", "node_id", (json_int_t)node.id, "node_token", token,
+                            "heartbeat_interval_ms", srv->cfg.heartbeat_interval_ms);
+    return 0;
+}
+
+static void update_telemetry(struct node *node, json_t *gpus)
+{
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g)
+    {
+        int index = (int)int_field(g, "index", -1);
+        for (int k = 0; k < node->ngpus; k++) {
+            struct gpu *gpu = &node->gpus[k];
+            if (gpu->index != index)
+                continue;
+            gpu->memory_used_mib = int_field(g, "memory_used_mib", 0);
+            gpu->utilization_pct = (int)int_field(g, "utilization_pct", 0);
+            gpu->temperature_c = (int)int_field(g, "temperature_c", 0);
+            gpu->power_w = (int)int_field(g, "power_w", 0);
+        }
+    }
+}
+
+/* Appends each log chunk of a task that is (or just was) placed on this
+ * node; returns the offsets the server now holds. */
+static json_t *store_log_chunks(struct server *srv, struct node *node, json_t *logs)
+{
+    json_t *offsets = json_array();
+    size_t i;
+    json_t *chunk;
+    json_array_foreach(logs, i, chunk)
+    {
+        int64_t job_id = int_field(chunk, "job_id", 0);
+        int attempt = (int)int_field(chunk, "attempt", 0);
+        int64_t offset = int_field(chunk, "offset", -1);
+        json_t *data = json_object_get(chunk, "data");
+        struct job *job = cluster_find_job(&srv->cluster, job_id);
+        if (!job || job->node_id != node->id || job->attempt != attempt || offset < 0 ||
+            !json_is_string(data))
+            continue;
+        int64_t have = log_store_append(srv->cfg.data_dir, job_id, attempt, offset,
+                                        json_string_value(data), json_string_length(data));
+        if (have < 0) {
+            log_warn("cannot store log of job %lld: %s", (long long)job_id, strerror((int)-have));
+            continue;
+        }
+        json_array_append_new(offsets, json_pack("{s:I, s:i, s:I}", "job_id", (json_int_t)job_id,
+                                                 "attempt", attempt, "offset", (json_int_t)have));
+    }
+    return offsets;
+}
+
+static int parse_reports(json_t *tasks, struct task_report *out, size_t *n, struct api_reply *reply)
+{
+    *n = 0;
+    if (tasks && !json_is_array(tasks))
+        return api_error_msg(reply, TIDE_EINVAL, "tasks", "tasks: must be an array"), -1;
+    if (json_array_size(tasks) > MAX_TASKS_PER_HEARTBEAT)
+        return api_error_msg(reply, TIDE_EINVAL, "tasks", "tasks: at most %d",
+                             MAX_TASKS_PER_HEARTBEAT), -1;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tasks, i, t)
+    {
+        struct task_report *r = &out[(*n)++];
+        memset(r, 0, sizeof *r);
+        r->job_id = int_field(t, "job_id", 0);
+        r->attempt = (int)int_field(t, "attempt", 0);
+        r->exited = !strcmp(string_field(t, "state", "running"), "exited");
+        r->exit_code = (int)int_field(t, "exit_code", -1);
+        r->signal = (int)int_field(t, "signal", 0);
+        snprintf(r->reason, sizeof r->reason, "%s", string_field(t, "reason", ""));
+        if (r->exited && !r->reason[0]) {
+            if (r->signal)
+                snprintf(r->reason, sizeof r->reason, "signal %d", r->signal);
+            else
+                snprintf(r->reason, sizeof r->reason, "exit %d", r->exit_code);
+        }
+    }
+    return 0;
+}
+
+static json_t *start_message(struct server *srv, struct node *node, const struct action *a)
+{
+    struct job *job = cluster_find_job(&srv->cluster, a->job_id);
+    json_t *row = NULL;
+    struct tide_err err;
+    if (!job || store_job_get(srv->store, a->job_id, &row, &err) != 0)
+        return NULL;
+    json_t *spec = json_object_get(row, "spec");
+    json_t *gpus = json_array(), *uuids = json_array();
+    for (int i = 0; i < job->ngpus_assigned; i++) {
+        json_array_append_new(gpus, json_integer(job->gpu_index[i]));
+        for (int g = 0; g < node->ngpus; g++)
+            if (node->gpus[g].index == job->gpu_index[i])
+                json_array_append_new(uuids, json_string(node->gpus[g].uuid));
+    }
+    json_t *env = json_object_get(spec, "env");
+    json_t *workdir = json_object_get(spec, "workdir");
+    json_t *msg = json_pack("{s:s, s:I, s:i, s:O, s:o, s:o, s:o, s:I, s:O, s:i}", "type", "start",
+                            "job_id", (json_int_t)job->id, "attempt", job->attempt, "command",
+                            json_object_get(spec, "command"), "env", env ? json_incref(env) : json_object(),
+                            "gpus", gpus, "gpu_uuids", uuids, "max_runtime",
+                            (json_int_t)job->max_runtime_s, "workdir",
+                            workdir ? workdir : json_null(), "kill_grace_s", srv->cfg.kill_grace_s);
+    json_decref(row);
+    return msg;
+}
+
+int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    if (req->token.kind != TOKEN_NODE)
+        return api_error_msg(reply, TIDE_EPERM, NULL, "heartbeats need a node token");
+    json_t *body = parse_body(req, reply);
+    if (!body)
+        return 0;
+    static struct task_report reports[MAX_TASKS_PER_HEARTBEAT];
+    struct tide_err err;
+    tide_err_clear(&err);
+    int64_t now = clock_now_ms();
+    pthread_mutex_lock(&srv->lock);
+    size_t nreports = 0;
+    struct node *node = cluster_find_node(&srv->cluster, req->token.node_id);
+    if (!node) {
+        pthread_mutex_unlock(&srv->lock);
+        json_decref(body);
+        return api_error_msg(reply, TIDE_EAUTH, NULL, "unknown node: register again");
+    }
+    if (parse_reports(json_object_get(body, "tasks"), reports, &nreports, reply) != 0) {
+        pthread_mutex_unlock(&srv->lock);
+        json_decref(body);
+        return 0;
+    }
+    update_telemetry(node, json_object_get(body, "gpus"));
+    json_t *offsets = store_log_chunks(srv, node, json_object_get(body, "logs"));
+    action_list_clear(&srv->actions);
+    int rc = reconcile_heartbeat(&srv->cluster, node, reports, nreports, now, &srv->actions);
+    if (rc)
+        tide_err_set(&err, rc, NULL, "out of memory");
+    if (!rc)
+        rc = apply_actions(srv, &srv->actions, now, &err);
+    json_t *actions = json_array(), *acks = json_array();
+    bool kick = false;
+    /* The node pointer may have moved if the apply reloaded the cluster. */
+    node = cluster_find_node(&srv->cluster, req->token.node_id);
+    for (size_t i = 0; !rc && node && i < srv->actions.len; i++) {
+        const struct action *a = &srv->actions.items[i];
+        switch (a->type) {
+        case ACTION_SEND_START: {
+            json_t *msg = start_message(srv, node, a);
+            if (msg)
+                json_array_append_new(actions, msg);
+            break;
+        }
+        case ACTION_SEND_STOP:
+            json_array_append_new(actions, json_pack("{s:s, s:I, s:i, s:s, s:i}", "type", "stop",
+                                                     "job_id", (json_int_t)a->job_id, "attempt",
+                                                     a->attempt, "reason", a->reason,
+                                                     "kill_grace_s", srv->cfg.kill_grace_s));
+            break;
+        case ACTION_ACK:
+            json_array_append_new(acks, json_pack("{s:I, s:i}", "job_id", (json_int_t)a->job_id,
+                                                  "attempt", a->attempt));
+            break;
+        case ACTION_FINISH:
+        case ACTION_REQUEUE:
+        case ACTION_NODE_BACK:
+            kick = true;
+            break;
+        default:
+            break;
+        }
+    }
+    if (kick)
+        sched_loop_kick(srv);
+    pthread_mutex_unlock(&srv->lock);
+    json_decref(body);
+    if (rc) {
+        json_decref(actions);
+        json_decref(acks);
+        json_decref(offsets);
+        return api_error(reply, &err);
+    }
+    reply->json = json_pack("{s:o, s:o, s:o}", "actions", actions, "ack", acks, "log_offsets", offsets);
+    return 0;
+}

@@ -1,0 +1,128 @@
+/* Read-mostly endpoints: nodes, events, and creating user tokens. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fsutil.h"
+#include "server/server.h"
+
+static json_t *node_to_json(const struct node *n, int64_t now_ms)
+{
+    json_t *gpus = json_array();
+    int allocated = 0;
+    for (int i = 0; i < n->ngpus; i++) {
+        const struct gpu *g = &n->gpus[i];
+        allocated += g->job_id != 0;
+        json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:o}",
+            "index", g->index, "uuid", g->uuid, "name", g->name,
+            "memory_total_mib", (json_int_t)g->memory_total_mib,
+            "memory_used_mib", (json_int_t)g->memory_used_mib,
+            "utilization_pct", g->utilization_pct, "temperature_c", g->temperature_c,
+            "power_w", g->power_w, "job_id", g->job_id ? json_integer(g->job_id) : json_null()));
+    }
+    return json_pack("{s:I, s:s, s:s, s:f, s:f, s:i, s:I, s:i, s:I, s:s, s:i, s:i, s:o}",
+                     "id", (json_int_t)n->id, "name", n->name, "state", node_state_name(n->state),
+                     "last_heartbeat", (double)n->last_heartbeat_ms / 1000.0,
+                     "seconds_since_heartbeat", (double)(now_ms - n->last_heartbeat_ms) / 1000.0,
+                     "cpus", n->cpus, "memory_mib", (json_int_t)n->memory_mib,
+                     "cpus_allocated", n->cpus_allocated,
+                     "memory_allocated_mib", (json_int_t)n->memory_allocated_mib,
+                     "driver", n->driver, "gpus_total", n->ngpus, "gpus_allocated", allocated,
+                     "gpus", gpus);
+}
+
+int api_nodes_list(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    (void)req;
+    json_t *nodes = json_array();
+    int64_t now = clock_now_ms();
+    pthread_mutex_lock(&srv->lock);
+    for (size_t i = 0; i < srv->cluster.nnodes; i++)
+        json_array_append_new(nodes, node_to_json(&srv->cluster.nodes[i], now));
+    pthread_mutex_unlock(&srv->lock);
+    reply->json = json_pack("{s:o}", "nodes", nodes);
+    return 0;
+}
+
+static int query_int(struct api_request *req, const char *name, long long lo, long long hi,
+                     long long fallback, long long *out, struct api_reply *reply)
+{
+    const char *v = api_query(req, name);
+    *out = fallback;
+    if (!v)
+        return 0;
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || n < lo || n > hi)
+        return api_error_msg(reply, TIDE_EINVAL, name, "%s: must be an integer from %lld to %lld",
+                             name, lo, hi), -1;
+    *out = n;
+    return 0;
+}
+
+int api_events_list(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    long long since, job, limit;
+    if (query_int(req, "since", 0, INT64_MAX, 0, &since, reply) ||
+        query_int(req, "job", 0, INT64_MAX, 0, &job, reply) ||
+        query_int(req, "limit", 1, 100000, 1000, &limit, reply))
+        return 0;
+    struct tide_err err;
+    json_t *events = NULL;
+    pthread_mutex_lock(&srv->lock);
+    int rc = store_events_list(srv->store, since, job, (int)limit,
+                               req->token.kind == TOKEN_ADMIN ? NULL : req->token.projects, &events,
+                               &err);
+    pthread_mutex_unlock(&srv->lock);
+    if (rc)
+        return api_error(reply, &err);
+    reply->json = json_pack("{s:o}", "events", events);
+    return 0;
+}
+
+int api_tokens_create(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    if (req->token.kind != TOKEN_ADMIN)
+        return api_error_msg(reply, TIDE_EPERM, NULL, "only the admin token can create tokens");
+    json_error_t jerr;
+    json_t *body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!json_is_object(body)) {
+        json_decref(body);
+        return api_error_msg(reply, TIDE_EINVAL, NULL, "body must be a JSON object");
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v) if (strcmp(key, "name") && strcmp(key, "projects"))
+    {
+        json_decref(body);
+        return api_error_msg(reply, TIDE_EINVAL, key, "%.64s: unknown field", key);
+    }
+    json_t *name = json_object_get(body, "name");
+    json_t *projects = json_object_get(body, "projects");
+    int bad = 0;
+    if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) >= TIDE_NAME_MAX)
+        bad = api_error_msg(reply, TIDE_EINVAL, "name", "name: must be a string of 1 to %d characters",
+                            TIDE_NAME_MAX - 1) + 1;
+    else if (!json_is_array(projects) || json_array_size(projects) == 0)
+        bad = api_error_msg(reply, TIDE_EINVAL, "projects", "projects: must be a non-empty array of project names") + 1;
+    size_t i;
+    json_array_foreach(projects, i, v) if (!bad && (!json_is_string(v) || !json_string_length(v)))
+        bad = api_error_msg(reply, TIDE_EINVAL, "projects", "projects[%zu]: must be a project name", i) + 1;
+    if (bad) {
+        json_decref(body);
+        return 0;
+    }
+    char token[65];
+    struct tide_err err;
+    pthread_mutex_lock(&srv->lock);
+    int rc = auth_issue(srv, TOKEN_USER, json_string_value(name), projects, 0, token, &err);
+    pthread_mutex_unlock(&srv->lock);
+    if (rc) {
+        json_decref(body);
+        return api_error(reply, &err);
+    }
+    reply->status = 201;
+    reply->json = json_pack("{s:s, s:O, s:O}", "token", token, "name", name, "projects", projects);
+    json_decref(body);
+    return 0;
+}

@@ -1,0 +1,259 @@
+/* Job endpoints: submit, list, show, cancel, logs (with follow). */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/fsutil.h"
+#include "core/job_spec.h"
+#include "server/server.h"
+
+/* Adds what only the in-memory cluster knows (why a job waits). */
+static void add_live_fields(struct server *srv, json_t *job_json)
+{
+    struct job *job = cluster_find_job(&srv->cluster, json_integer_value(json_object_get(job_json, "id")));
+    if (job && job->state == JOB_PENDING && job->wait_reason[0])
+        json_object_set_new(job_json, "pending_reason", json_string(job->wait_reason));
+}
+
+int api_jobs_submit(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    if (req->token.kind != TOKEN_ADMIN && req->token.kind != TOKEN_USER)
+        return api_error_msg(reply, TIDE_EPERM, NULL, "this token cannot submit jobs");
+    struct tide_err err;
+    tide_err_clear(&err);
+    json_t *spec = NULL;
+    struct job job;
+    if (job_spec_parse(req->body, req->body_len, &spec, &job, &err) != 0)
+        return api_error(reply, &err);
+    if (!auth_project_allowed(req, job.project)) {
+        json_decref(spec);
+        return api_error_msg(reply, TIDE_EPERM, "project",
+                             "project: this token may not submit to project '%s'", job.project);
+    }
+    pthread_mutex_lock(&srv->lock);
+    int64_t now = clock_now_ms();
+    int rc = store_begin(srv->store, &err);
+    if (!rc)
+        rc = store_job_insert(srv->store, &job, spec, req->token.name, now, &err);
+    if (!rc)
+        rc = store_event_add(srv->store, now, "job_submitted", job.id, 0, "submitted", &err);
+    if (!rc)
+        rc = store_commit(srv->store, &err);
+    if (rc) {
+        store_rollback(srv->store);
+    } else if (!cluster_add_job(&srv->cluster, &job)) {
+        /* Durable but not cached: the reload brings it in. */
+        struct tide_err ignored;
+        server_reload_cluster(srv, now, &ignored);
+    }
+    json_t *out = NULL;
+    if (!rc) {
+        srv->jobs_submitted++;
+        sched_loop_kick(srv);
+        rc = store_job_get(srv->store, job.id, &out, &err);
+    }
+    pthread_mutex_unlock(&srv->lock);
+    json_decref(spec);
+    if (rc)
+        return api_error(reply, &err);
+    reply->status = 201;
+    reply->json = out;
+    return 0;
+}
+
+int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    struct job_filter f = {.state = api_query(req, "state"), .queue = api_query(req, "queue"),
+                           .project = api_query(req, "project"),
+                           .projects = req->token.kind == TOKEN_ADMIN ? NULL : req->token.projects};
+    enum job_state ignored;
+    if (f.state && job_state_parse(f.state, &ignored) != 0)
+        return api_error_msg(reply, TIDE_EINVAL, "state", "state: unknown state '%.64s'", f.state);
+    const char *limit = api_query(req, "limit");
+    if (limit) {
+        char *end;
+        long n = strtol(limit, &end, 10);
+        if (!*limit || *end || n < 1 || n > 100000)
+            return api_error_msg(reply, TIDE_EINVAL, "limit", "limit: must be 1 to 100000");
+        f.limit = (int)n;
+    }
+    struct tide_err err;
+    json_t *jobs = NULL;
+    pthread_mutex_lock(&srv->lock);
+    int rc = store_jobs_list(srv->store, &f, &jobs, &err);
+    if (!rc) {
+        size_t i;
+        json_t *j;
+        json_array_foreach(jobs, i, j) add_live_fields(srv, j);
+    }
+    pthread_mutex_unlock(&srv->lock);
+    if (rc)
+        return api_error(reply, &err);
+    reply->json = json_pack("{s:o}", "jobs", jobs);
+    return 0;
+}
+
+/* Loads job id if the token may see it; otherwise fills a 404 reply (a job
+ * of another project is answered as if it did not exist). Caller holds the lock. */
+static json_t *visible_job(struct server *srv, struct api_request *req, int64_t id,
+                           struct api_reply *reply)
+{
+    struct tide_err err;
+    json_t *job = NULL;
+    int rc = store_job_get(srv->store, id, &job, &err);
+    if (!rc && !auth_project_allowed(req, json_string_value(json_object_get(job, "project")))) {
+        json_decref(job);
+        job = NULL;
+        rc = tide_err_set(&err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
+    }
+    if (rc)
+        api_error(reply, &err);
+    return job;
+}
+
+int api_jobs_get(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply)
+{
+    pthread_mutex_lock(&srv->lock);
+    json_t *job = visible_job(srv, req, id, reply);
+    if (job)
+        add_live_fields(srv, job);
+    pthread_mutex_unlock(&srv->lock);
+    if (job)
+        reply->json = job;
+    return 0;
+}
+
+int api_jobs_cancel(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply)
+{
+    pthread_mutex_lock(&srv->lock);
+    json_t *job = visible_job(srv, req, id, reply);
+    if (!job) {
+        pthread_mutex_unlock(&srv->lock);
+        return 0;
+    }
+    json_decref(job);
+    job = NULL;
+    struct tide_err err;
+    tide_err_clear(&err);
+    int64_t now = clock_now_ms();
+    struct action_list actions;
+    action_list_init(&actions);
+    int rc = sched_cancel(&srv->cluster, id, &actions);
+    if (rc == TIDE_ENOENT) {
+        rc = tide_err_set(&err, TIDE_ECONFLICT, NULL, "job %lld has already finished", (long long)id);
+    } else if (rc == 1) {
+        rc = apply_actions(srv, &actions, now, &err);
+    } else {
+        struct job_update u = {.job_id = id, .attempt = -1, .node_id = -1, .exit_code = -2,
+                               .signal = -1, .cancel_requested = 1, .reason = "cancel requested"};
+        struct job *cj = cluster_find_job(&srv->cluster, id);
+        u.state = cj ? cj->state : JOB_RUNNING;
+        rc = store_begin(srv->store, &err);
+        if (!rc)
+            rc = store_job_update(srv->store, &u, &err);
+        if (!rc)
+            rc = store_event_add(srv->store, now, "job_cancel_requested", id, 0,
+                                 "cancel requested by user", &err);
+        if (!rc)
+            rc = store_commit(srv->store, &err);
+        if (rc)
+            store_rollback(srv->store);
+    }
+    if (!rc)
+        rc = store_job_get(srv->store, id, &job, &err);
+    pthread_mutex_unlock(&srv->lock);
+    action_list_release(&actions);
+    if (rc)
+        return api_error(reply, &err);
+    reply->json = job;
+    return 0;
+}
+
+/* Streaming state of one logs request. */
+struct log_stream {
+    struct server *srv;
+    int64_t job_id;
+    int attempt;    /* attempt being read */
+    int64_t offset; /* within that attempt */
+    bool follow;
+};
+
+/* The job's latest attempt; *done when it has finished. */
+static int latest_attempt(struct server *srv, int64_t job_id, bool *done)
+{
+    int attempt = 0;
+    pthread_mutex_lock(&srv->lock);
+    struct job *job = cluster_find_job(&srv->cluster, job_id);
+    *done = job == NULL;
+    if (job) {
+        attempt = job->attempt;
+    } else {
+        json_t *row = NULL;
+        struct tide_err err;
+        if (store_job_get(srv->store, job_id, &row, &err) == 0)
+            attempt = (int)json_integer_value(json_object_get(row, "attempt"));
+        json_decref(row);
+    }
+    pthread_mutex_unlock(&srv->lock);
+    return attempt;
+}
+
+static ssize_t read_logs(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    struct log_stream *ls = cls;
+    const char *dir = ls->srv->cfg.data_dir;
+    for (;;) {
+        int64_t n = log_store_read(dir, ls->job_id, ls->attempt, ls->offset, buf, max);
+        if (n > 0) {
+            ls->offset += n;
+            return (ssize_t)n;
+        }
+        if (n < 0)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        bool done;
+        int latest = latest_attempt(ls->srv, ls->job_id, &done);
+        if (ls->attempt < latest) {
+            ls->attempt++;
+            ls->offset = 0;
+            continue;
+        }
+        if (done || !ls->follow || ls->srv->stopping) {
+            /* One more read catches output that arrived with the exit report. */
+            n = log_store_read(dir, ls->job_id, ls->attempt, ls->offset, buf, max);
+            if (n > 0) {
+                ls->offset += n;
+                return (ssize_t)n;
+            }
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        /* A thread per connection: waiting here blocks only this request. */
+        usleep(200 * 1000);
+    }
+}
+
+int api_jobs_logs(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply)
+{
+    pthread_mutex_lock(&srv->lock);
+    json_t *job = visible_job(srv, req, id, reply);
+    pthread_mutex_unlock(&srv->lock);
+    if (!job)
+        return 0;
+    json_decref(job);
+    struct log_stream *ls = calloc(1, sizeof *ls);
+    if (!ls)
+        return api_error_msg(reply, TIDE_ENOMEM, NULL, "out of memory");
+    const char *follow = api_query(req, "follow");
+    *ls = (struct log_stream){.srv = srv, .job_id = id, .attempt = 1,
+                              .follow = follow && strcmp(follow, "0") && strcmp(follow, "false")};
+    reply->response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_logs, ls, free);
+    if (!reply->response) {
+        free(ls);
+        return api_error_msg(reply, TIDE_ENOMEM, NULL, "out of memory");
+    }
+    MHD_add_response_header(reply->response, "Content-Type", "text/plain; charset=utf-8");
+    reply->status = 200;
+    return 0;
+}

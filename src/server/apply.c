@@ -1,0 +1,116 @@
+/*
+ * Carrying out the core's decisions durably: each action list becomes one
+ * transaction of job-row updates and events. Messages for agents
+ * (send_start, send_stop, ack) are not persisted; the heartbeat reply
+ * carries them after this commit.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "server/server.h"
+
+static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
+                     struct tide_err *err)
+{
+    struct store *st = srv->store;
+    struct job_update u = {.job_id = a->job_id, .attempt = -1, .node_id = -1, .exit_code = -2,
+                           .signal = -1, .cancel_requested = -1, .reason = a->reason};
+    switch (a->type) {
+    case ACTION_START: {
+        struct job *job = cluster_find_job(&srv->cluster, a->job_id);
+        u.state = JOB_STARTING;
+        u.attempt = a->attempt;
+        u.node_id = a->node_id;
+        if (job) {
+            u.gpus = job->gpu_index;
+            u.ngpus = job->ngpus_assigned;
+        }
+        u.exit_code = -1;
+        u.signal = 0;
+        u.end_ms = 0;
+        int rc = store_job_update(st, &u, err);
+        return rc ? rc : store_event_add(st, now_ms, "job_starting", a->job_id, a->node_id, a->reason, err);
+    }
+    case ACTION_RUNNING: {
+        u.state = JOB_RUNNING;
+        char reason[TIDE_REASON_MAX];
+        struct node *node = cluster_find_node(&srv->cluster, a->node_id);
+        snprintf(reason, sizeof reason, "running on %s (attempt %d)", node ? node->name : "?",
+                 a->attempt);
+        u.reason = reason;
+        u.start_ms = now_ms;
+        int rc = store_job_update(st, &u, err);
+        return rc ? rc : store_event_add(st, now_ms, "job_running", a->job_id, a->node_id, reason, err);
+    }
+    case ACTION_FINISH: {
+        u.state = a->state;
+        u.exit_code = a->exit_code;
+        u.signal = a->signal;
+        u.end_ms = now_ms;
+        int rc = store_job_update(st, &u, err);
+        char kind[48];
+        snprintf(kind, sizeof kind, "job_%s", job_state_name(a->state));
+        return rc ? rc : store_event_add(st, now_ms, kind, a->job_id, a->node_id, a->reason, err);
+    }
+    case ACTION_REQUEUE: {
+        u.state = JOB_PENDING;
+        u.node_id = 0;
+        u.exit_code = a->exit_code;
+        u.signal = a->signal;
+        int rc = store_job_update(st, &u, err);
+        char msg[TIDE_REASON_MAX + 48];
+        snprintf(msg, sizeof msg, "attempt %d %s: %s", a->attempt, job_state_name(a->state),
+                 a->reason);
+        return rc ? rc : store_event_add(st, now_ms, "job_requeued", a->job_id, a->node_id, msg, err);
+    }
+    case ACTION_NODE_LOST: {
+        int rc = store_node_set_state(st, a->node_id, NODE_LOST, err);
+        return rc ? rc : store_event_add(st, now_ms, "node_lost", 0, a->node_id, a->reason, err);
+    }
+    case ACTION_NODE_BACK: {
+        int rc = store_node_set_state(st, a->node_id, NODE_READY, err);
+        return rc ? rc : store_event_add(st, now_ms, "node_back", 0, a->node_id, a->reason, err);
+    }
+    case ACTION_SEND_START:
+    case ACTION_SEND_STOP:
+    case ACTION_ACK:
+        return 0;
+    }
+    return 0;
+}
+
+int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *err)
+{
+    cluster_release(&srv->cluster);
+    cluster_init(&srv->cluster);
+    int rc = store_nodes_load(srv->store, &srv->cluster, now_ms, err);
+    if (!rc)
+        rc = store_jobs_load_active(srv->store, &srv->cluster, err);
+    return rc;
+}
+
+int apply_actions(struct server *srv, const struct action_list *actions, int64_t now_ms,
+                  struct tide_err *err)
+{
+    bool durable = false;
+    for (size_t i = 0; i < actions->len && !durable; i++)
+        durable = actions->items[i].type != ACTION_SEND_START &&
+                  actions->items[i].type != ACTION_SEND_STOP && actions->items[i].type != ACTION_ACK;
+    if (!durable)
+        return 0;
+    int rc = store_begin(srv->store, err);
+    for (size_t i = 0; !rc && i < actions->len; i++)
+        rc = apply_one(srv, &actions->items[i], now_ms, err);
+    if (!rc)
+        rc = store_commit(srv->store, err);
+    if (rc) {
+        store_rollback(srv->store);
+        log_error("persisting %zu actions failed (%s); reloading state from the database",
+                  actions->len, err ? err->message : "?");
+        struct tide_err reload_err;
+        if (server_reload_cluster(srv, now_ms, &reload_err) != 0)
+            log_error("reload failed: %s", reload_err.message);
+    }
+    return rc;
+}

@@ -1,0 +1,108 @@
+/*
+ * Bearer tokens: bootstrapping the admin and join tokens into files of mode
+ * 0600, checking a request's token against the store (by SHA-256), and
+ * project scoping of user tokens.
+ */
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "server/server.h"
+
+int auth_issue(struct server *srv, enum token_kind kind, const char *name, json_t *projects,
+               int64_t node_id, char out[65], struct tide_err *err)
+{
+    if (fs_random_hex(out, 32) != 0)
+        return tide_err_set(err, TIDE_EIO, NULL, "no randomness for a token");
+    char hash[65];
+    sha256_hex(out, strlen(out), hash);
+    return store_token_put(srv->store, hash, kind, name, projects, node_id, clock_now_ms(), err);
+}
+
+/* Reads DATA/file if it exists (re-storing its hash, so a database restored
+ * from elsewhere still accepts it), else creates it. */
+static int bootstrap_one(struct server *srv, const char *file, enum token_kind kind,
+                         const char *name, struct tide_err *err)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", srv->cfg.data_dir, file);
+    char *existing = NULL;
+    size_t len = 0;
+    int rc = fs_read_file(path, 4096, &existing, &len);
+    if (rc == 0) {
+        while (len && (existing[len - 1] == '\n' || existing[len - 1] == ' '))
+            existing[--len] = '\0';
+        if (len < 32) {
+            free(existing);
+            return tide_err_set(err, TIDE_EINVAL, NULL, "%s: token too short", path);
+        }
+        char hash[65];
+        sha256_hex(existing, len, hash);
+        free(existing);
+        return store_token_put(srv->store, hash, kind, name, NULL, 0, clock_now_ms(), err);
+    }
+    if (rc != -ENOENT)
+        return tide_err_set(err, TIDE_EIO, NULL, "cannot read %s: %s", path, strerror(-rc));
+    char token[65];
+    rc = auth_issue(srv, kind, name, NULL, 0, token, err);
+    if (rc)
+        return rc;
+    char line[80];
+    int n = snprintf(line, sizeof line, "%s\n", token);
+    rc = fs_write_file_atomic(path, line, (size_t)n, 0600);
+    if (rc)
+        return tide_err_set(err, TIDE_EIO, NULL, "cannot write %s: %s", path, strerror(-rc));
+    log_info("created %s", path);
+    return 0;
+}
+
+int auth_bootstrap(struct server *srv, struct tide_err *err)
+{
+    int rc = bootstrap_one(srv, "admin.token", TOKEN_ADMIN, "admin", err);
+    if (!rc)
+        rc = bootstrap_one(srv, "join.token", TOKEN_JOIN, "join", err);
+    return rc;
+}
+
+int auth_check(struct server *srv, struct api_request *req, struct tide_err *err)
+{
+    const char *header =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!header)
+        return tide_err_set(err, TIDE_EAUTH, NULL, "missing 'Authorization: Bearer <token>' header");
+    if (strncasecmp(header, "Bearer ", 7) != 0)
+        return tide_err_set(err, TIDE_EAUTH, NULL, "the Authorization header must be 'Bearer <token>'");
+    const char *token = header + 7;
+    while (*token == ' ')
+        token++;
+    size_t n = strlen(token);
+    if (n == 0 || n > 256)
+        return tide_err_set(err, TIDE_EAUTH, NULL, "invalid token");
+    char hash[65];
+    sha256_hex(token, n, hash);
+    pthread_mutex_lock(&srv->lock);
+    int rc = store_token_get(srv->store, hash, &req->token, err);
+    pthread_mutex_unlock(&srv->lock);
+    if (rc == TIDE_ENOENT)
+        return tide_err_set(err, TIDE_EAUTH, NULL, "invalid token");
+    return rc;
+}
+
+bool auth_project_allowed(const struct api_request *req, const char *project)
+{
+    if (req->token.kind == TOKEN_ADMIN)
+        return true;
+    if (req->token.kind != TOKEN_USER)
+        return false;
+    if (!req->token.projects)
+        return true;
+    size_t i;
+    json_t *p;
+    json_array_foreach(req->token.projects, i, p) if (!strcmp(json_string_value(p), project)) return true;
+    return false;
+}

@@ -1,0 +1,252 @@
+/*
+ * The HTTP front: libmicrohttpd with a thread per connection, request
+ * bodies collected up to SERVER_MAX_BODY_BYTES, bearer-token checks, the
+ * route table, and JSON error bodies for everything that goes wrong.
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "server/server.h"
+
+struct upload {
+    char *data;
+    size_t len, cap;
+    bool too_large;
+};
+
+int api_error(struct api_reply *reply, const struct tide_err *err)
+{
+    reply->status = tide_errcode_http_status(err->code);
+    json_decref(reply->json);
+    reply->json = json_pack("{s:{s:s, s:s}}", "error", "code", tide_errcode_name(err->code),
+                            "message", err->message);
+    if (reply->json && err->field[0])
+        json_object_set_new(json_object_get(reply->json, "error"), "field",
+                            json_string(err->field));
+    return 0;
+}
+
+int api_error_msg(struct api_reply *reply, int code, const char *field, const char *fmt, ...)
+{
+    struct tide_err err;
+    tide_err_clear(&err);
+    err.code = code;
+    snprintf(err.field, sizeof err.field, "%s", field ? field : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err.message, sizeof err.message, fmt, ap);
+    va_end(ap);
+    return api_error(reply, &err);
+}
+
+const char *api_query(const struct api_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* Parses "/v1/jobs/123" style ids strictly: digits only, no overflow. */
+static int parse_id(const char *s, int64_t *out)
+{
+    if (!*s)
+        return -1;
+    int64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (INT64_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (*s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static int route_job(struct server *srv, struct api_request *req, const char *rest,
+                     struct api_reply *reply)
+{
+    char idbuf[32];
+    const char *slash = strchr(rest, '/');
+    size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+    int64_t id;
+    if (n >= sizeof idbuf)
+        return api_error_msg(reply, TIDE_ENOENT, "id", "job id '%.32s' is not a number", rest);
+    memcpy(idbuf, rest, n);
+    idbuf[n] = '\0';
+    if (parse_id(idbuf, &id) != 0)
+        return api_error_msg(reply, TIDE_ENOENT, "id", "job id '%s' is not a number", idbuf);
+    bool get = !strcmp(req->method, "GET");
+    if (!slash && get)
+        return api_jobs_get(srv, req, id, reply);
+    if (!slash && !strcmp(req->method, "DELETE"))
+        return api_jobs_cancel(srv, req, id, reply);
+    if (slash && !strcmp(slash, "/logs") && get)
+        return api_jobs_logs(srv, req, id, reply);
+    return api_error_msg(reply, TIDE_ENOENT, NULL, "no route for %s %s", req->method, req->path);
+}
+
+static int route(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    const char *m = req->method, *p = req->path;
+    bool get = !strcmp(m, "GET"), post = !strcmp(m, "POST");
+    if (!strcmp(p, "/healthz") && get) {
+        reply->status = 200;
+        reply->json = json_pack("{s:s}", "status", "ok");
+        return 0;
+    }
+    struct tide_err err;
+    tide_err_clear(&err);
+    bool agent_route = !strncmp(p, "/v1/agent/", 10);
+    if (auth_check(srv, req, &err) != 0)
+        return api_error(reply, &err);
+    /* Join and node tokens are for the agent protocol only, and user tokens never are. */
+    bool agent_token = req->token.kind == TOKEN_JOIN || req->token.kind == TOKEN_NODE;
+    if (agent_route != agent_token)
+        return api_error_msg(reply, TIDE_EPERM, NULL, "this token may not call %s", p);
+    if (!strcmp(p, "/v1/agent/register") && post)
+        return api_agent_register(srv, req, reply);
+    if (!strcmp(p, "/v1/agent/heartbeat") && post)
+        return api_agent_heartbeat(srv, req, reply);
+    if (!strcmp(p, "/v1/jobs") && post)
+        return api_jobs_submit(srv, req, reply);
+    if (!strcmp(p, "/v1/jobs") && get)
+        return api_jobs_list(srv, req, reply);
+    if (!strncmp(p, "/v1/jobs/", 9))
+        return route_job(srv, req, p + 9, reply);
+    if (!strcmp(p, "/v1/nodes") && get)
+        return api_nodes_list(srv, req, reply);
+    if (!strcmp(p, "/v1/events") && get)
+        return api_events_list(srv, req, reply);
+    if (!strcmp(p, "/v1/tokens") && post)
+        return api_tokens_create(srv, req, reply);
+    if (!strcmp(p, "/metrics") && get)
+        return api_metrics(srv, req, reply);
+    return api_error_msg(reply, TIDE_ENOENT, NULL, "no route for %s %s", m, p);
+}
+
+static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply *reply)
+{
+    struct MHD_Response *resp = reply->response;
+    if (!resp && reply->text) {
+        resp = MHD_create_response_from_buffer(strlen(reply->text), reply->text,
+                                               MHD_RESPMEM_MUST_FREE);
+        reply->text = NULL;
+        MHD_add_response_header(resp, "Content-Type",
+                                reply->content_type ? reply->content_type : "text/plain; charset=utf-8");
+    } else if (!resp) {
+        char *body = reply->json ? json_dumps(reply->json, JSON_COMPACT) : NULL;
+        if (!body)
+            body = strdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
+        if (!body)
+            return MHD_NO;
+        size_t n = strlen(body);
+        body = realloc(body, n + 2);
+        if (!body)
+            return MHD_NO;
+        body[n] = '\n';
+        body[n + 1] = '\0';
+        resp = MHD_create_response_from_buffer(n + 1, body, MHD_RESPMEM_MUST_FREE);
+        MHD_add_response_header(resp, "Content-Type", "application/json");
+    }
+    if (!resp)
+        return MHD_NO;
+    enum MHD_Result r = MHD_queue_response(conn, (unsigned)reply->status, resp);
+    MHD_destroy_response(resp);
+    json_decref(reply->json);
+    free(reply->text);
+    return r;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)version;
+    struct server *srv = cls;
+    struct upload *up = *con_cls;
+    if (!up) {
+        up = calloc(1, sizeof *up);
+        if (!up)
+            return MHD_NO;
+        *con_cls = up;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (up->too_large || up->len + n > SERVER_MAX_BODY_BYTES) {
+            /* Keep reading (and dropping) so the client gets a clean 413. */
+            up->too_large = true;
+            return MHD_YES;
+        }
+        if (up->len + n + 1 > up->cap) {
+            size_t cap = up->cap ? up->cap : 4096;
+            while (cap < up->len + n + 1)
+                cap *= 2;
+            char *grown = realloc(up->data, cap);
+            if (!grown)
+                return MHD_NO;
+            up->data = grown;
+            up->cap = cap;
+        }
+        memcpy(up->data + up->len, upload_data, n);
+        up->len += n;
+        up->data[up->len] = '\0';
+        return MHD_YES;
+    }
+
+    struct api_reply reply = {.status = 200};
+    struct api_request req = {.method = method, .path = url, .conn = conn,
+                              .body = up->data ? up->data : "", .body_len = up->len};
+    pthread_mutex_lock(&srv->lock);
+    srv->http_requests++;
+    pthread_mutex_unlock(&srv->lock);
+    if (up->too_large)
+        api_error_msg(&reply, TIDE_ETOOBIG, NULL, "request body over %d bytes",
+                      SERVER_MAX_BODY_BYTES);
+    else
+        route(srv, &req, &reply);
+    token_info_release(&req.token);
+    return send_reply(conn, &reply);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    struct upload *up = *con_cls;
+    if (up) {
+        free(up->data);
+        free(up);
+        *con_cls = NULL;
+    }
+}
+
+int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err)
+{
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)srv->cfg.listen_port);
+    if (inet_pton(AF_INET, srv->cfg.listen_host, &addr.sin_addr) != 1)
+        return tide_err_set(err, TIDE_EINVAL, "listen", "listen address '%s' is not an IPv4 address",
+                            srv->cfg.listen_host);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+            MHD_USE_ERROR_LOG,
+        (uint16_t)srv->cfg.listen_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, &addr,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT, 2000u,
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+        MHD_OPTION_END);
+    if (!d)
+        return tide_err_set(err, TIDE_EIO, "listen", "cannot listen on %s:%d (in use?)",
+                            srv->cfg.listen_host, srv->cfg.listen_port);
+    *out = d;
+    return 0;
+}

@@ -1,0 +1,126 @@
+/*
+ * The server's shared state and the functions its parts call on each other.
+ * One mutex guards the cluster cache, the scheduler and the store: HTTP
+ * threads and the scheduler thread take it for short, bounded work.
+ */
+#ifndef TIDE_SERVER_H
+#define TIDE_SERVER_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/tide_err.h"
+#include "core/action.h"
+#include "core/cluster.h"
+#include "core/sched.h"
+#include "store/store.h"
+
+#define SERVER_MAX_BODY_BYTES (1024 * 1024)
+
+struct server_config {
+    char listen_host[64];
+    int listen_port;
+    char data_dir[512];
+    int64_t node_timeout_ms;
+    int heartbeat_interval_ms;
+    int kill_grace_s;
+    int sched_interval_ms;
+};
+
+struct server {
+    struct server_config cfg;
+    pthread_mutex_t lock;
+    pthread_cond_t wake; /* signalled when the scheduler has work */
+    bool sched_wanted;
+    volatile int stopping;
+    struct store *store;
+    struct cluster cluster;
+    struct scheduler sched;
+    struct action_list actions; /* scratch, under lock */
+    /* Counters for /metrics, under lock. */
+    long long http_requests;
+    long long sched_passes;
+    long long jobs_submitted;
+};
+
+/* A request as the handlers see it. */
+struct api_request {
+    const char *method;
+    const char *path; /* without the query string */
+    struct MHD_Connection *conn;
+    const char *body;
+    size_t body_len;
+    struct token_info token; /* valid once authenticated */
+};
+
+/* What a handler answers: JSON (status + body), plain text, or a ready
+ * MHD response (streams). */
+struct api_reply {
+    int status;
+    json_t *json;
+    char *text; /* malloc'ed, text/plain */
+    const char *content_type;
+    struct MHD_Response *response;
+};
+
+/* Fills reply with the standard error body; returns 0 so handlers can
+ * `return api_error(...)`. */
+int api_error(struct api_reply *reply, const struct tide_err *err);
+int api_error_msg(struct api_reply *reply, int code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The query parameter name, or NULL. */
+const char *api_query(const struct api_request *req, const char *name);
+
+/* Handlers: 0 when reply is filled (even with an error status). */
+int api_jobs_submit(struct server *srv, struct api_request *req, struct api_reply *reply);
+int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply *reply);
+int api_jobs_get(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);
+int api_jobs_cancel(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);
+int api_jobs_logs(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);
+int api_agent_register(struct server *srv, struct api_request *req, struct api_reply *reply);
+int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply);
+int api_nodes_list(struct server *srv, struct api_request *req, struct api_reply *reply);
+int api_events_list(struct server *srv, struct api_request *req, struct api_reply *reply);
+int api_tokens_create(struct server *srv, struct api_request *req, struct api_reply *reply);
+int api_metrics(struct server *srv, struct api_request *req, struct api_reply *reply);
+
+/* auth.c: creates admin.token and join.token on first start. */
+int auth_bootstrap(struct server *srv, struct tide_err *err);
+/* Checks the bearer token of req; fills req->token. 0, TIDE_EAUTH. */
+int auth_check(struct server *srv, struct api_request *req, struct tide_err *err);
+/* Issues a new random token of kind and stores its hash; out gets the value. */
+int auth_issue(struct server *srv, enum token_kind kind, const char *name, json_t *projects,
+               int64_t node_id, char out[65], struct tide_err *err);
+/* True when the request's token may act on project. */
+bool auth_project_allowed(const struct api_request *req, const char *project);
+
+/* apply.c: persists an action list (one transaction) under the lock. On
+ * failure rolls back and reloads the cluster from the store. */
+int apply_actions(struct server *srv, const struct action_list *actions, int64_t now_ms,
+                  struct tide_err *err);
+/* Rebuilds the cluster cache from the store (start-up and after errors). */
+int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *err);
+
+/* sched_loop.c: the scheduler thread. */
+int sched_loop_start(struct server *srv, pthread_t *thread);
+/* Asks the scheduler thread for a pass soon (caller holds the lock). */
+void sched_loop_kick(struct server *srv);
+
+/* log_store.c: per-attempt task logs under DATA/logs/<job>/<attempt>.log. */
+/* Appends data at offset (bytes already held are skipped). Returns the
+ * size the log has afterwards, or a negative error. */
+int64_t log_store_append(const char *data_dir, int64_t job_id, int attempt, int64_t offset,
+                         const char *data, size_t len);
+int64_t log_store_size(const char *data_dir, int64_t job_id, int attempt);
+/* Reads up to max bytes of the attempt's log from offset into buf. */
+int64_t log_store_read(const char *data_dir, int64_t job_id, int attempt, int64_t offset, char *buf,
+                       size_t max);
+
+/* http.c */
+struct MHD_Daemon;
+int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err);
+
+#endif

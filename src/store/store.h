@@ -1,0 +1,103 @@
+/*
+ * Durable state: jobs, nodes, tokens and the event log. The server calls
+ * these under its lock; every change that a client or agent is told about
+ * is committed first. A backend is a struct of function pointers
+ * (store_sqlite.c now; PostgreSQL for HA later).
+ *
+ * Times are Unix milliseconds. JSON values are jansson objects: functions
+ * that return one give the caller a new reference to json_decref.
+ */
+#ifndef TIDE_STORE_H
+#define TIDE_STORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/tide_err.h"
+#include "core/cluster.h"
+
+enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE };
+
+struct token_info {
+    enum token_kind kind;
+    char name[TIDE_NAME_MAX];
+    json_t *projects; /* array of names; NULL = every project. Owned by the caller. */
+    int64_t node_id;  /* TOKEN_NODE only */
+};
+
+struct job_filter {
+    const char *state;   /* NULL = any */
+    const char *queue;
+    const char *project;
+    json_t *projects;    /* allowed projects, NULL = all */
+    int limit;
+};
+
+/* A job row change. Fields set to their "keep" values are not written. */
+struct job_update {
+    int64_t job_id;
+    enum job_state state;
+    const char *reason;
+    int attempt;          /* -1: keep */
+    int64_t node_id;      /* -1: keep, 0: clear */
+    const int *gpus;      /* with ngpus; NULL: keep unless node_id is 0 */
+    int ngpus;
+    int exit_code;        /* -2: keep, -1: null */
+    int signal;           /* -1: keep, 0: null */
+    int64_t start_ms;     /* 0: keep */
+    int64_t end_ms;       /* 0: keep */
+    int cancel_requested; /* -1: keep */
+};
+
+struct store;
+
+/* Opens (creating if needed) the database at path. */
+int store_open_sqlite(const char *path, struct store **out, struct tide_err *err);
+void store_close(struct store *s);
+
+int store_begin(struct store *s, struct tide_err *err);
+int store_commit(struct store *s, struct tide_err *err);
+void store_rollback(struct store *s);
+
+/* Tokens are looked up by the SHA-256 hex of their value. */
+int store_token_put(struct store *s, const char *hash, enum token_kind kind, const char *name,
+                    json_t *projects, int64_t node_id, int64_t now_ms, struct tide_err *err);
+/* 0 and *out filled, TIDE_ENOENT when unknown. */
+int store_token_get(struct store *s, const char *hash, struct token_info *out,
+                    struct tide_err *err);
+int store_token_delete_node(struct store *s, int64_t node_id, struct tide_err *err);
+void token_info_release(struct token_info *t);
+
+/* Inserts or updates the node called node->name (info: its registration
+ * JSON); sets node->id. */
+int store_node_upsert(struct store *s, struct node *node, json_t *info, int64_t now_ms,
+                      struct tide_err *err);
+int store_node_set_state(struct store *s, int64_t node_id, enum node_state state,
+                         struct tide_err *err);
+/* Adds every stored node to c (lost or ready, as stored), with
+ * last_heartbeat_ms = now_ms so agents get a full timeout to come back. */
+int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct tide_err *err);
+
+/* Inserts a pending job; sets job->id and job->submit_ms = now_ms. */
+int store_job_insert(struct store *s, struct job *job, json_t *spec, const char *owner,
+                     int64_t now_ms, struct tide_err *err);
+int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err);
+/* Adds every unfinished job to c, GPUs assigned as stored. */
+int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *err);
+/* The job as the API shows it; TIDE_ENOENT when absent. */
+int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err);
+int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
+                    struct tide_err *err);
+/* {"state|queue": count} rows for /metrics: calls fn for each group. */
+int store_jobs_count(struct store *s,
+                     void (*fn)(const char *state, const char *queue, long long n, void *ctx),
+                     void *ctx, struct tide_err *err);
+
+/* Appends to the event log. job_id / node_id 0 for none. */
+int store_event_add(struct store *s, int64_t now_ms, const char *kind, int64_t job_id,
+                    int64_t node_id, const char *message, struct tide_err *err);
+int store_events_list(struct store *s, int64_t since_id, int64_t job_id, int limit,
+                      json_t *projects, json_t **out, struct tide_err *err);
+
+#endif

@@ -1,0 +1,598 @@
+/*
+ * The SQLite store: one database file in WAL mode with synchronous=FULL, so
+ * a commit survives a crash of the process and of the machine. One
+ * connection, used under the server's lock.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/job_spec.h"
+#include "store/store.h"
+
+struct store {
+    sqlite3 *db;
+};
+
+static const char *const schema =
+    "CREATE TABLE IF NOT EXISTS tokens(hash TEXT PRIMARY KEY, kind INTEGER NOT NULL,"
+    "  name TEXT NOT NULL, projects TEXT, node_id INTEGER, created_ms INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS nodes(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+    "  state TEXT NOT NULL, info TEXT NOT NULL, registered_ms INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS jobs(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+    "  project TEXT NOT NULL, queue TEXT NOT NULL, priority INTEGER NOT NULL,"
+    "  state TEXT NOT NULL, reason TEXT NOT NULL, attempt INTEGER NOT NULL DEFAULT 0,"
+    "  spec TEXT NOT NULL, owner TEXT NOT NULL, node_id INTEGER, gpus TEXT,"
+    "  exit_code INTEGER, signal INTEGER, cancel_requested INTEGER NOT NULL DEFAULT 0,"
+    "  submit_ms INTEGER NOT NULL, start_ms INTEGER, end_ms INTEGER);"
+    "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);"
+    "CREATE INDEX IF NOT EXISTS jobs_by_project ON jobs(project);"
+    "CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL,"
+    "  kind TEXT NOT NULL, job_id INTEGER, node_id INTEGER, message TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);";
+
+static int db_error(struct store *s, struct tide_err *err, const char *what)
+{
+    return tide_err_set(err, TIDE_EIO, NULL, "database: %s: %s", what, sqlite3_errmsg(s->db));
+}
+
+static int exec_sql(struct store *s, const char *sql, struct tide_err *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        int rc = tide_err_set(err, TIDE_EIO, NULL, "database: %s", msg ? msg : "error");
+        sqlite3_free(msg);
+        return rc;
+    }
+    return 0;
+}
+
+int store_open_sqlite(const char *path, struct store **out, struct tide_err *err)
+{
+    *out = NULL;
+    struct store *s = calloc(1, sizeof *s);
+    if (!s)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                        NULL) != SQLITE_OK) {
+        int rc = tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s: %s", path,
+                              s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        sqlite3_close(s->db);
+        free(s);
+        return rc;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    int rc = exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
+                      err);
+    if (!rc)
+        rc = exec_sql(s, schema, err);
+    if (rc) {
+        store_close(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void store_close(struct store *s)
+{
+    if (!s)
+        return;
+    sqlite3_close(s->db);
+    free(s);
+}
+
+int store_begin(struct store *s, struct tide_err *err)
+{
+    return exec_sql(s, "BEGIN IMMEDIATE", err);
+}
+
+int store_commit(struct store *s, struct tide_err *err)
+{
+    return exec_sql(s, "COMMIT", err);
+}
+
+void store_rollback(struct store *s)
+{
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* Prepares sql; on failure fills err. The caller finalizes. */
+static sqlite3_stmt *prepare(struct store *s, const char *sql, struct tide_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        db_error(s, err, "prepare");
+        return NULL;
+    }
+    return st;
+}
+
+/* Steps a statement that returns no rows and finalizes it. */
+static int step_done(struct store *s, sqlite3_stmt *st, struct tide_err *err, const char *what)
+{
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(s, err, what);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static void bind_json(sqlite3_stmt *st, int i, json_t *v)
+{
+    if (!v) {
+        sqlite3_bind_null(st, i);
+        return;
+    }
+    char *text = json_dumps(v, JSON_COMPACT);
+    if (text)
+        sqlite3_bind_text(st, i, text, -1, free);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static json_t *column_json(sqlite3_stmt *st, int i)
+{
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return NULL;
+    return json_loads((const char *)sqlite3_column_text(st, i), 0, NULL);
+}
+
+int store_token_put(struct store *s, const char *hash, enum token_kind kind, const char *name,
+                    json_t *projects, int64_t node_id, int64_t now_ms, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s,
+        "INSERT OR REPLACE INTO tokens(hash, kind, name, projects, node_id, created_ms)"
+        " VALUES(?,?,?,?,?,?)", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, kind);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    bind_json(st, 4, projects);
+    if (node_id)
+        sqlite3_bind_int64(st, 5, node_id);
+    else
+        sqlite3_bind_null(st, 5);
+    sqlite3_bind_int64(st, 6, now_ms);
+    return step_done(s, st, err, "store token");
+}
+
+int store_token_get(struct store *s, const char *hash, struct token_info *out,
+                    struct tide_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = prepare(s, "SELECT kind, name, projects, node_id FROM tokens WHERE hash=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    int r = sqlite3_step(st);
+    int rc = 0;
+    if (r == SQLITE_ROW) {
+        out->kind = (enum token_kind)sqlite3_column_int(st, 0);
+        snprintf(out->name, sizeof out->name, "%s", (const char *)sqlite3_column_text(st, 1));
+        out->projects = column_json(st, 2);
+        out->node_id = sqlite3_column_int64(st, 3);
+    } else if (r == SQLITE_DONE) {
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "unknown token");
+    } else {
+        rc = db_error(s, err, "read token");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_token_delete_node(struct store *s, int64_t node_id, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "DELETE FROM tokens WHERE kind=? AND node_id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int(st, 1, TOKEN_NODE);
+    sqlite3_bind_int64(st, 2, node_id);
+    return step_done(s, st, err, "delete node token");
+}
+
+void token_info_release(struct token_info *t)
+{
+    if (!t)
+        return;
+    json_decref(t->projects);
+    t->projects = NULL;
+}
+
+int store_node_upsert(struct store *s, struct node *node, json_t *info, int64_t now_ms,
+                      struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s,
+        "INSERT INTO nodes(name, state, info, registered_ms) VALUES(?1, ?2, ?3, ?4)"
+        " ON CONFLICT(name) DO UPDATE SET state=?2, info=?3, registered_ms=?4 RETURNING id", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_text(st, 1, node->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, node_state_name(node->state), -1, SQLITE_STATIC);
+    bind_json(st, 3, info);
+    sqlite3_bind_int64(st, 4, now_ms);
+    int rc = 0;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        node->id = sqlite3_column_int64(st, 0);
+    else
+        rc = db_error(s, err, "store node");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_node_set_state(struct store *s, int64_t node_id, enum node_state state,
+                         struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "UPDATE nodes SET state=? WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_text(st, 1, node_state_name(state), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, node_id);
+    return step_done(s, st, err, "update node");
+}
+
+/* Fills the static parts of a node from its registration JSON. */
+static void node_from_info(struct node *n, json_t *info)
+{
+    n->cpus = (int)json_integer_value(json_object_get(info, "cpus"));
+    n->memory_mib = json_integer_value(json_object_get(info, "memory_mib"));
+    const char *driver = json_string_value(json_object_get(info, "driver"));
+    snprintf(n->driver, sizeof n->driver, "%s", driver ? driver : "");
+    json_t *gpus = json_object_get(info, "gpus");
+    size_t i;
+    json_t *g;
+    n->ngpus = 0;
+    json_array_foreach(gpus, i, g)
+    {
+        if (n->ngpus >= TIDE_MAX_GPUS_PER_NODE)
+            break;
+        struct gpu *gpu = &n->gpus[n->ngpus++];
+        memset(gpu, 0, sizeof *gpu);
+        gpu->index = (int)json_integer_value(json_object_get(g, "index"));
+        const char *uuid = json_string_value(json_object_get(g, "uuid"));
+        const char *name = json_string_value(json_object_get(g, "name"));
+        snprintf(gpu->uuid, sizeof gpu->uuid, "%s", uuid ? uuid : "");
+        snprintf(gpu->name, sizeof gpu->name, "%s", name ? name : "");
+        gpu->memory_total_mib = json_integer_value(json_object_get(g, "memory_total_mib"));
+    }
+}
+
+int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT id, name, state, info FROM nodes ORDER BY id", err);
+    if (!st)
+        return TIDE_EIO;
+    int rc = 0, r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        struct node n;
+        memset(&n, 0, sizeof n);
+        n.id = sqlite3_column_int64(st, 0);
+        snprintf(n.name, sizeof n.name, "%s", (const char *)sqlite3_column_text(st, 1));
+        n.state = strcmp((const char *)sqlite3_column_text(st, 2), "lost") ? NODE_READY : NODE_LOST;
+        n.last_heartbeat_ms = now_ms;
+        json_t *info = column_json(st, 3);
+        node_from_info(&n, info);
+        json_decref(info);
+        if (!cluster_put_node(c, &n)) {
+            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+            break;
+        }
+    }
+    if (!rc && r != SQLITE_DONE)
+        rc = db_error(s, err, "load nodes");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_job_insert(struct store *s, struct job *job, json_t *spec, const char *owner,
+                     int64_t now_ms, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s,
+        "INSERT INTO jobs(name, project, queue, priority, state, reason, spec, owner, submit_ms)"
+        " VALUES(?,?,?,?,'pending','submitted',?,?,?)", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_text(st, 1, json_string_value(json_object_get(spec, "name")), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, job->project, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, job->queue, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, job->priority);
+    bind_json(st, 5, spec);
+    sqlite3_bind_text(st, 6, owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, now_ms);
+    int rc = step_done(s, st, err, "insert job");
+    if (!rc) {
+        job->id = sqlite3_last_insert_rowid(s->db);
+        job->submit_ms = now_ms;
+        job->state = JOB_PENDING;
+    }
+    return rc;
+}
+
+int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s,
+        "UPDATE jobs SET state=?2, reason=?3,"
+        " attempt=CASE WHEN ?4 < 0 THEN attempt ELSE ?4 END,"
+        " node_id=CASE WHEN ?5 < 0 THEN node_id WHEN ?5 = 0 THEN NULL ELSE ?5 END,"
+        " gpus=CASE WHEN ?5 = 0 THEN NULL WHEN ?6 IS NULL THEN gpus ELSE ?6 END,"
+        " exit_code=CASE WHEN ?7 = -2 THEN exit_code WHEN ?7 = -1 THEN NULL ELSE ?7 END,"
+        " signal=CASE WHEN ?8 < 0 THEN signal WHEN ?8 = 0 THEN NULL ELSE ?8 END,"
+        " start_ms=CASE WHEN ?9 = 0 THEN start_ms ELSE ?9 END,"
+        " end_ms=CASE WHEN ?10 = 0 THEN end_ms ELSE ?10 END,"
+        " cancel_requested=CASE WHEN ?11 < 0 THEN cancel_requested ELSE ?11 END"
+        " WHERE id=?1", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, u->job_id);
+    sqlite3_bind_text(st, 2, job_state_name(u->state), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, u->reason ? u->reason : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, u->attempt);
+    sqlite3_bind_int64(st, 5, u->node_id);
+    if (u->gpus) {
+        json_t *arr = json_array();
+        for (int i = 0; i < u->ngpus; i++)
+            json_array_append_new(arr, json_integer(u->gpus[i]));
+        bind_json(st, 6, arr);
+        json_decref(arr);
+    } else {
+        sqlite3_bind_null(st, 6);
+    }
+    sqlite3_bind_int(st, 7, u->exit_code);
+    sqlite3_bind_int(st, 8, u->signal);
+    sqlite3_bind_int64(st, 9, u->start_ms);
+    sqlite3_bind_int64(st, 10, u->end_ms);
+    sqlite3_bind_int(st, 11, u->cancel_requested);
+    int rc = step_done(s, st, err, "update job");
+    if (!rc && sqlite3_changes(s->db) != 1)
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)u->job_id);
+    return rc;
+}
+
+int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s,
+        "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms FROM jobs"
+        " WHERE state NOT IN ('succeeded','failed','cancelled','timeout') ORDER BY id", err);
+    if (!st)
+        return TIDE_EIO;
+    int rc = 0, r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *spec = column_json(st, 3);
+        struct job job;
+        memset(&job, 0, sizeof job);
+        json_t *canonical = NULL;
+        struct tide_err ignored;
+        /* The stored spec passed validation once; parse it the same way again. */
+        if (!spec || job_spec_from_object(spec, &canonical, &job, &ignored) != 0) {
+            json_decref(spec);
+            rc = tide_err_set(err, TIDE_EIO, NULL, "job %lld has an unreadable spec",
+                              (long long)sqlite3_column_int64(st, 0));
+            break;
+        }
+        json_decref(canonical);
+        json_decref(spec);
+        job.id = sqlite3_column_int64(st, 0);
+        if (job_state_parse((const char *)sqlite3_column_text(st, 1), &job.state) != 0)
+            job.state = JOB_PENDING;
+        job.attempt = sqlite3_column_int(st, 2);
+        job.cancel_requested = sqlite3_column_int(st, 6) != 0;
+        job.submit_ms = sqlite3_column_int64(st, 7);
+        int64_t node_id = sqlite3_column_int64(st, 4);
+        json_t *gpus = column_json(st, 5);
+        struct job *stored = cluster_add_job(c, &job);
+        if (!stored) {
+            json_decref(gpus);
+            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+            break;
+        }
+        struct node *node = node_id ? cluster_find_node(c, node_id) : NULL;
+        if (node && job_state_is_on_node(job.state)) {
+            int idx[TIDE_MAX_GPUS_PER_NODE], n = 0;
+            size_t i;
+            json_t *g;
+            json_array_foreach(gpus, i, g) if (n < TIDE_MAX_GPUS_PER_NODE) idx[n++] =
+                (int)json_integer_value(g);
+            cluster_assign(c, stored, node, idx, n);
+        } else if (job_state_is_on_node(job.state) || job.state == JOB_LOST ||
+                   job.state == JOB_PREEMPTED) {
+            /* Its node is gone from the store: the attempt cannot be followed. */
+            stored->state = JOB_PENDING;
+        }
+        json_decref(gpus);
+    }
+    if (!rc && r != SQLITE_DONE)
+        rc = db_error(s, err, "load jobs");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static json_t *time_or_null(sqlite3_stmt *st, int i)
+{
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return json_null();
+    return json_real((double)sqlite3_column_int64(st, i) / 1000.0);
+}
+
+static json_t *int_or_null(sqlite3_stmt *st, int i)
+{
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return json_null();
+    return json_integer(sqlite3_column_int64(st, i));
+}
+
+#define JOB_COLUMNS                                                                                \
+    "j.id, j.name, j.project, j.queue, j.priority, j.state, j.reason, j.attempt, j.spec,"         \
+    " n.name, j.gpus, j.exit_code, j.signal, j.submit_ms, j.start_ms, j.end_ms,"                  \
+    " j.cancel_requested, j.owner"
+
+static json_t *job_row_to_json(sqlite3_stmt *st)
+{
+    json_t *gpus = column_json(st, 10);
+    json_t *spec = column_json(st, 8);
+    json_t *j = json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:o, s:o, s:o, s:o, s:o,"
+                          " s:o, s:o, s:o, s:b, s:s}",
+                          "id", (json_int_t)sqlite3_column_int64(st, 0),
+                          "name", (const char *)sqlite3_column_text(st, 1),
+                          "project", (const char *)sqlite3_column_text(st, 2),
+                          "queue", (const char *)sqlite3_column_text(st, 3),
+                          "priority", sqlite3_column_int(st, 4),
+                          "state", (const char *)sqlite3_column_text(st, 5),
+                          "reason", (const char *)sqlite3_column_text(st, 6),
+                          "attempt", sqlite3_column_int(st, 7),
+                          "spec", spec ? spec : json_object(),
+                          "node", sqlite3_column_type(st, 9) == SQLITE_NULL
+                                      ? json_null() : json_string((const char *)sqlite3_column_text(st, 9)),
+                          "gpus", gpus ? gpus : json_array(),
+                          "exit_code", int_or_null(st, 11),
+                          "signal", int_or_null(st, 12),
+                          "submit_time", time_or_null(st, 13),
+                          "start_time", time_or_null(st, 14),
+                          "end_time", time_or_null(st, 15),
+                          "cancel_requested", sqlite3_column_int(st, 16) != 0,
+                          "owner", (const char *)sqlite3_column_text(st, 17));
+    return j;
+}
+
+int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err)
+{
+    *out = NULL;
+    sqlite3_stmt *st = prepare(s, "SELECT " JOB_COLUMNS
+                                  " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id WHERE j.id=?",
+                               err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, id);
+    int r = sqlite3_step(st), rc = 0;
+    if (r == SQLITE_ROW) {
+        *out = job_row_to_json(st);
+        if (!*out)
+            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    } else if (r == SQLITE_DONE) {
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
+    } else {
+        rc = db_error(s, err, "read job");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* True when project is allowed by a token's project list (NULL = all). */
+static int project_allowed(json_t *projects, const char *project)
+{
+    if (!projects)
+        return 1;
+    size_t i;
+    json_t *p;
+    json_array_foreach(projects, i, p) if (!strcmp(json_string_value(p), project)) return 1;
+    return 0;
+}
+
+int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
+                    struct tide_err *err)
+{
+    *out = NULL;
+    sqlite3_stmt *st = prepare(s, "SELECT " JOB_COLUMNS
+                                  " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
+                                  " WHERE (?1 IS NULL OR j.state=?1) AND (?2 IS NULL OR j.queue=?2)"
+                                  " AND (?3 IS NULL OR j.project=?3) ORDER BY j.id DESC",
+                               err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_text(st, 1, f->state, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, f->queue, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, f->project, -1, SQLITE_STATIC);
+    json_t *jobs = json_array();
+    int r, rc = 0, n = 0;
+    int limit = f->limit > 0 ? f->limit : 1000;
+    while (n < limit && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!project_allowed(f->projects, (const char *)sqlite3_column_text(st, 2)))
+            continue;
+        json_array_append_new(jobs, job_row_to_json(st));
+        n++;
+    }
+    if (n < limit && r != SQLITE_DONE)
+        rc = db_error(s, err, "list jobs");
+    sqlite3_finalize(st);
+    if (rc)
+        json_decref(jobs);
+    else
+        *out = jobs;
+    return rc;
+}
+
+int store_jobs_count(struct store *s,
+                     void (*fn)(const char *state, const char *queue, long long n, void *ctx),
+                     void *ctx, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT state, queue, count(*) FROM jobs GROUP BY state, queue", err);
+    if (!st)
+        return TIDE_EIO;
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW)
+        fn((const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+           sqlite3_column_int64(st, 2), ctx);
+    int rc = r == SQLITE_DONE ? 0 : db_error(s, err, "count jobs");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_event_add(struct store *s, int64_t now_ms, const char *kind, int64_t job_id,
+                    int64_t node_id, const char *message, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "INSERT INTO events(time_ms, kind, job_id, node_id, message)"
+                                  " VALUES(?,?,?,?,?)", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, now_ms);
+    sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+    if (job_id)
+        sqlite3_bind_int64(st, 3, job_id);
+    else
+        sqlite3_bind_null(st, 3);
+    if (node_id)
+        sqlite3_bind_int64(st, 4, node_id);
+    else
+        sqlite3_bind_null(st, 4);
+    sqlite3_bind_text(st, 5, message, -1, SQLITE_STATIC);
+    return step_done(s, st, err, "add event");
+}
+
+int store_events_list(struct store *s, int64_t since_id, int64_t job_id, int limit,
+                      json_t *projects, json_t **out, struct tide_err *err)
+{
+    *out = NULL;
+    sqlite3_stmt *st = prepare(s,
+        "SELECT e.id, e.time_ms, e.kind, e.job_id, n.name, e.message, j.project"
+        " FROM events e LEFT JOIN nodes n ON n.id = e.node_id LEFT JOIN jobs j ON j.id = e.job_id"
+        " WHERE e.id > ?1 AND (?2 = 0 OR e.job_id = ?2) ORDER BY e.id", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, since_id);
+    sqlite3_bind_int64(st, 2, job_id);
+    json_t *events = json_array();
+    int r, n = 0, rc = 0;
+    if (limit <= 0)
+        limit = 1000;
+    while (n < limit && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        /* A project-limited token sees its projects' job events only. */
+        if (projects && (sqlite3_column_type(st, 6) == SQLITE_NULL ||
+                         !project_allowed(projects, (const char *)sqlite3_column_text(st, 6))))
+            continue;
+        json_array_append_new(events,
+            json_pack("{s:I, s:f, s:s, s:o, s:o, s:s}", "id", (json_int_t)sqlite3_column_int64(st, 0),
+                      "time", (double)sqlite3_column_int64(st, 1) / 1000.0,
+                      "kind", (const char *)sqlite3_column_text(st, 2), "job_id", int_or_null(st, 3),
+                      "node", sqlite3_column_type(st, 4) == SQLITE_NULL
+                                  ? json_null() : json_string((const char *)sqlite3_column_text(st, 4)),
+                      "message", (const char *)sqlite3_column_text(st, 5)));
+        n++;
+    }
+    if (n < limit && r != SQLITE_DONE)
+        rc = db_error(s, err, "list events");
+    sqlite3_finalize(st);
+    if (rc)
+        json_decref(events);
+    else
+        *out = events;
+    return rc;
+}
