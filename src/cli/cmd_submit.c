@@ -1,12 +1,247 @@
-/* Placeholder until this role is written. */
+/* `tide submit`: build a job spec from flags and/or a file and POST it. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "cli/args.h"
+#include "cli/client.h"
+#include "cli/fmt.h"
+#include "cli/job_spec.h"
+#include "cli/report.h"
 #include "cli/roles.h"
+#include "cli/wait.h"
+
+#define SUBMIT_MAX_OPTS 48
+
+enum { OPT_WAIT = 1000 };
+
+static void submit_usage(void)
+{
+    printf("usage: tide submit [FLAGS] [--wait] -- CMD [ARGS...]\n"
+           "       tide submit [FLAGS] [--wait] job.yaml|job.json|- [-- CMD [ARGS...]]\n"
+           "\n"
+           "Submits a job and prints its id. A file gives the job spec (YAML or JSON, '-'\n"
+           "for stdin); flags override its fields, --env adds to its env, and a command\n"
+           "after -- replaces its command.\n"
+           "\n"
+           "%s"
+           "  --wait                 wait until the job finishes; exit 0 only if it succeeded\n"
+           "  --json                 print the API's JSON (with --wait: the finished job)\n"
+           "  --server URL           tide server (else $TIDE_SERVER, ~/.config/tide/config,\n"
+           "                         ./.tide/server.url, " CLI_DEFAULT_SERVER ")\n"
+           "  --token T              API token (else $TIDE_TOKEN, the config,\n"
+           "                         ./.tide/data/admin.token)\n"
+           "\n"
+           "example: tide submit --name train --gpus 2 --max-runtime 3600 -- python3 train.py\n",
+           cli_spec_flag_help());
+}
+
+static int build_opts(struct cli_opt *opts)
+{
+    static const struct cli_opt rest[] = {
+        {"--wait", CLI_OPT_FLAG, OPT_WAIT},
+        CLI_COMMON_OPTS,
+        {NULL, 0, 0},
+    };
+    size_t n = cli_spec_flag_count();
+    if (n + sizeof rest / sizeof rest[0] > SUBMIT_MAX_OPTS)
+        return -1;
+    cli_spec_flag_opts(opts);
+    memcpy(opts + n, rest, sizeof rest);
+    return 0;
+}
+
+static int set_command(json_t *spec, int argc, char **argv, struct tide_err *err)
+{
+    json_t *cmd = json_array();
+    if (!cmd)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    for (int i = 0; i < argc; i++) {
+        json_t *arg = json_string(argv[i]);
+        if (!arg || json_array_append_new(cmd, arg) != 0) {
+            json_decref(cmd);
+            return tide_err_set(err, TIDE_EINVAL, "command", "argument %d is not valid UTF-8",
+                                i + 1);
+        }
+    }
+    if (json_object_set_new(spec, "command", cmd) != 0)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    return 0;
+}
+
+/* The ids of the jobs in a POST /v1/jobs answer: one job object, or (array
+ * jobs) {"jobs": [...]} or a bare list. Returns how many, at most max. */
+static size_t answer_ids(json_t *root, long long *ids, size_t max)
+{
+    if (json_is_number(json_object_get(root, "id"))) {
+        ids[0] = (long long)cli_json_number(json_object_get(root, "id"), 0);
+        return 1;
+    }
+    json_t *list = json_is_array(root) ? root : json_object_get(root, "jobs");
+    size_t n = 0, i;
+    json_t *job;
+    json_array_foreach(list, i, job)
+    {
+        if (n < max && json_is_number(json_object_get(job, "id")))
+            ids[n++] = (long long)cli_json_number(json_object_get(job, "id"), 0);
+    }
+    return n;
+}
+
+static void print_submitted(const long long *ids, size_t n)
+{
+    int contiguous = 1;
+    for (size_t i = 1; i < n; i++)
+        if (ids[i] != ids[i - 1] + 1)
+            contiguous = 0;
+    if (n == 1) {
+        printf("submitted job %lld\n", ids[0]);
+    } else if (contiguous) {
+        printf("submitted jobs %lld-%lld\n", ids[0], ids[n - 1]);
+    } else {
+        printf("submitted jobs");
+        for (size_t i = 0; i < n; i++)
+            printf(" %lld", ids[i]);
+        putchar('\n');
+    }
+    fflush(stdout);
+}
+
+static void print_outcome(json_t *job)
+{
+    const char *state = cli_json_text(json_object_get(job, "state"), "?");
+    const char *reason = cli_json_text(json_object_get(job, "reason"), NULL);
+    printf("job %.0f %s%s%s\n", cli_json_number(json_object_get(job, "id"), 0), state,
+           reason && *reason ? ": " : "", reason && *reason ? reason : "");
+}
+
+/* After an error about one field the user set by flag, name the flag. */
+static int submit_fail(json_t *overrides, struct tide_err *err)
+{
+    const char *flag = err->field[0] ? cli_spec_flag_for_field(err->field) : NULL;
+    if (flag && json_object_get(overrides, err->field)) {
+        size_t n = strlen(err->message);
+        snprintf(err->message + n, sizeof err->message - n, " (%s)", flag);
+    }
+    return cli_fail("submit", err);
+}
+
+static int submit_and_report(struct cli_client *c, json_t *spec, json_t *overrides, int wait)
+{
+    struct tide_err err = {0};
+    char *body = json_dumps(spec, JSON_COMPACT);
+    if (!body) {
+        tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
+        return cli_fail("submit", &err);
+    }
+    struct http_response resp;
+    int rc = cli_client_request(c, "POST", "/v1/jobs", body, CLI_TIMEOUT_MS, &resp, &err);
+    free(body);
+    if (rc < 0)
+        return submit_fail(overrides, &err);
+    if (c->json && !wait) {
+        rc = cli_print_body(resp.body, resp.len);
+        http_response_release(&resp);
+        return rc;
+    }
+    json_t *root = json_loadb(resp.body, resp.len, 0, NULL);
+    http_response_release(&resp);
+    long long ids[4096];
+    size_t n = root ? answer_ids(root, ids, sizeof ids / sizeof ids[0]) : 0;
+    json_decref(root);
+    if (n == 0) {
+        tide_err_set(&err, TIDE_EIO, NULL, "the server accepted the job but its answer has "
+                                           "no job id");
+        return cli_fail("submit", &err);
+    }
+    print_submitted(ids, n);
+    if (!wait)
+        return 0;
+    json_t *final;
+    int failed = cli_wait_jobs(c, ids, n, &final, &err);
+    if (failed < 0)
+        return cli_fail("submit", &err);
+    size_t i;
+    json_t *job;
+    json_array_foreach(final, i, job)
+    {
+        if (c->json) {
+            char *text = json_dumps(job, JSON_COMPACT);
+            if (text)
+                puts(text);
+            free(text);
+        } else {
+            print_outcome(job);
+        }
+    }
+    json_decref(final);
+    return failed ? 1 : 0;
+}
 
 int cli_submit_main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tide: not implemented yet\n");
-    return 1;
+    struct cli_opt opts[SUBMIT_MAX_OPTS];
+    struct cli_common co = {0};
+    struct cli_args a;
+    struct tide_err err = {0};
+    const char *file = NULL, *v;
+    int wait = 0, id, r, rc = 2;
+    if (build_opts(opts) < 0)
+        return 1;
+    json_t *overrides = json_object(), *spec = NULL;
+    if (!overrides)
+        return 1;
+    cli_args_init(&a, argc, argv);
+    while ((r = cli_args_next(&a, opts, &id, &v, &err)) != CLI_ARGS_END) {
+        if (r < 0)
+            goto usage;
+        if (r == CLI_ARGS_POSITIONAL) {
+            if (file) {
+                tide_err_set(&err, TIDE_EINVAL, NULL,
+                             "unexpected argument '%s' (put the command after --)", v);
+                goto usage;
+            }
+            file = v;
+        } else if (id == OPT_WAIT) {
+            wait = 1;
+        } else if (!cli_common_apply(&co, id, v) &&
+                   cli_spec_apply_flag(overrides, id, v, &err) < 0) {
+            goto usage;
+        }
+    }
+    if (co.help) {
+        submit_usage();
+        rc = 0;
+        goto out;
+    }
+    int ncmd = argc - a.next;
+    if (!file && ncmd == 0) {
+        tide_err_set(&err, TIDE_EINVAL, NULL,
+                     "nothing to run: give a command after -- or a job file");
+        goto usage;
+    }
+    if (file && cli_spec_load(file, &spec, &err) < 0) {
+        rc = cli_input_fail("submit", &err);
+        goto out;
+    }
+    if (!file && !(spec = json_object()))
+        goto out;
+    if (cli_spec_merge(spec, overrides, &err) < 0 ||
+        (ncmd > 0 && set_command(spec, ncmd, argv + a.next, &err) < 0))
+        goto usage;
+
+    struct cli_client c;
+    if (cli_client_init(&c, &co, &err) < 0) {
+        rc = cli_fail("submit", &err);
+        goto out;
+    }
+    rc = submit_and_report(&c, spec, overrides, wait);
+    cli_client_release(&c);
+    goto out;
+usage:
+    rc = cli_usage_fail("submit", &err);
+out:
+    json_decref(spec);
+    json_decref(overrides);
+    return rc;
 }
