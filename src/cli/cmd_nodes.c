@@ -1,12 +1,202 @@
-/* Placeholder until this role is written. */
+/* `tide nodes`: nodes and their GPUs as a table, one line per node or, with
+ * --gpus, one line per GPU. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "cli/args.h"
+#include "cli/client.h"
+#include "cli/fmt.h"
+#include "cli/report.h"
 #include "cli/roles.h"
+#include "cli/table.h"
+
+static const char nodes_usage[] =
+    "usage: tide nodes [--gpus] [--json] [--server URL] [--token T]\n"
+    "\n"
+    "Lists nodes: their GPUs (4xH200), how many are allocated to jobs, average\n"
+    "utilisation, memory in use and when the node last reported.\n"
+    "  --gpus   one line per GPU: utilisation, memory, temperature, power, job\n";
+
+enum { OPT_GPUS = 1 };
+
+static const struct cli_opt nodes_opts[] = {
+    {"--gpus", CLI_OPT_FLAG, OPT_GPUS},
+    CLI_COMMON_OPTS,
+    {NULL, 0, 0},
+};
+
+static const char *short_gpu_name(json_t *gpu)
+{
+    const char *name = cli_json_text(json_object_get(gpu, "name"), "GPU");
+    return strncmp(name, "NVIDIA ", 7) == 0 ? name + 7 : name;
+}
+
+/* "4xH200", or "2xH200+1xA100" for a mixed node, or "-" for none. */
+static void gpu_shape(json_t *gpus, char *buf, size_t size)
+{
+    size_t used = 0, i = 0, n = json_array_size(gpus);
+    buf[0] = '\0';
+    while (i < n && used < size) {
+        const char *name = short_gpu_name(json_array_get(gpus, i));
+        size_t run = 1;
+        while (i + run < n && !strcmp(short_gpu_name(json_array_get(gpus, i + run)), name))
+            run++;
+        int w = snprintf(buf + used, size - used, "%s%zux%s", used ? "+" : "", run, name);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+        i += run;
+    }
+    if (!buf[0])
+        snprintf(buf, size, "-");
+}
+
+/* "20/564G": used in the unit of the total, so the pair reads at a glance. */
+static void mem_pair(double used, double total, char *buf, size_t size)
+{
+    if (total >= 1024)
+        snprintf(buf, size, "%.0f/%.0fG", used / 1024, total / 1024);
+    else
+        snprintf(buf, size, "%.0f/%.0fM", used, total);
+}
+
+static int add_node_row(struct cli_table *t, json_t *node, double now)
+{
+    json_t *gpus = json_object_get(node, "gpus");
+    size_t n = json_array_size(gpus), busy = 0, i;
+    double util = 0, mem_used = 0, mem_total = 0;
+    json_t *g;
+    json_array_foreach(gpus, i, g)
+    {
+        if (!json_is_null(json_object_get(g, "job_id")) && json_object_get(g, "job_id"))
+            busy++;
+        util += cli_json_number(json_object_get(g, "utilization_pct"), 0);
+        mem_used += cli_json_number(json_object_get(g, "memory_used_mib"), 0);
+        mem_total += cli_json_number(json_object_get(g, "memory_total_mib"), 0);
+    }
+    char shape[128], alloc[32], util_s[16] = "-", mem[48], seen[24] = "-";
+    gpu_shape(gpus, shape, sizeof shape);
+    snprintf(alloc, sizeof alloc, "%zu/%zu", busy, n);
+    if (n)
+        snprintf(util_s, sizeof util_s, "%.0f%%", util / (double)n);
+    mem_pair(mem_used, mem_total, mem, sizeof mem);
+    json_t *hb = json_object_get(node, "last_heartbeat");
+    if (json_is_number(hb)) {
+        cli_fmt_duration(now - json_number_value(hb), seen, sizeof seen - 4);
+        strcat(seen, " ago");
+    }
+    const char *cells[] = {cli_json_text(json_object_get(node, "name"), NULL),
+                           cli_json_text(json_object_get(node, "state"), NULL),
+                           shape,
+                           alloc,
+                           util_s,
+                           n ? mem : NULL,
+                           seen};
+    return cli_table_add(t, cells);
+}
+
+static int add_gpu_rows(struct cli_table *t, json_t *node)
+{
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(node, "gpus"), i, g)
+    {
+        char idx[16], util[16], mem[48], temp[16], power[16], job[24] = "-";
+        snprintf(idx, sizeof idx, "%.0f", cli_json_number(json_object_get(g, "index"), (double)i));
+        snprintf(util, sizeof util, "%.0f%%",
+                 cli_json_number(json_object_get(g, "utilization_pct"), 0));
+        mem_pair(cli_json_number(json_object_get(g, "memory_used_mib"), 0),
+                 cli_json_number(json_object_get(g, "memory_total_mib"), 0), mem, sizeof mem);
+        snprintf(temp, sizeof temp, "%.0fC", cli_json_number(json_object_get(g, "temperature_c"), 0));
+        snprintf(power, sizeof power, "%.0fW", cli_json_number(json_object_get(g, "power_w"), 0));
+        json_t *jid = json_object_get(g, "job_id");
+        if (json_is_number(jid))
+            snprintf(job, sizeof job, "%.0f", json_number_value(jid));
+        const char *cells[] = {cli_json_text(json_object_get(node, "name"), NULL),
+                               idx,
+                               short_gpu_name(g),
+                               util,
+                               mem,
+                               temp,
+                               power,
+                               job};
+        if (cli_table_add(t, cells) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int print_nodes(json_t *root, int per_gpu)
+{
+    json_t *nodes = json_object_get(root, "nodes");
+    if (!json_is_array(nodes)) {
+        fprintf(stderr, "tide nodes: the server's answer has no \"nodes\" list\n");
+        return 1;
+    }
+    static const char *const node_headers[] = {"NAME", "STATE", "GPUS",     "ALLOC",
+                                               "UTIL", "MEM",   "LAST-SEEN"};
+    static const char *const gpu_headers[] = {"NODE", "GPU",   "NAME",  "UTIL",
+                                              "MEM",  "TEMP", "POWER", "JOB"};
+    struct cli_table *t = per_gpu ? cli_table_create(8, gpu_headers)
+                                  : cli_table_create(7, node_headers);
+    if (!t)
+        return 1;
+    double now = cli_now();
+    int rc = 0;
+    size_t i;
+    json_t *node;
+    json_array_foreach(nodes, i, node)
+    {
+        if ((per_gpu ? add_gpu_rows(t, node) : add_node_row(t, node, now)) != 0)
+            rc = 1;
+    }
+    if (rc == 0)
+        rc = cli_table_print(t, stdout);
+    cli_table_destroy(t);
+    if (rc)
+        fprintf(stderr, "tide nodes: out of memory or cannot write output\n");
+    return rc;
+}
 
 int cli_nodes_main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tide: not implemented yet\n");
-    return 1;
+    struct cli_common co = {0};
+    struct cli_args a;
+    struct tide_err err = {0};
+    const char *v;
+    int per_gpu = 0, id, r;
+    cli_args_init(&a, argc, argv);
+    while ((r = cli_args_next(&a, nodes_opts, &id, &v, &err)) != CLI_ARGS_END) {
+        if (r < 0)
+            return cli_usage_fail("nodes", &err);
+        if (r == CLI_ARGS_POSITIONAL) {
+            tide_err_set(&err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
+            return cli_usage_fail("nodes", &err);
+        }
+        if (id == OPT_GPUS)
+            per_gpu = 1;
+        else
+            cli_common_apply(&co, id, v);
+    }
+    if (co.help) {
+        fputs(nodes_usage, stdout);
+        return 0;
+    }
+    struct cli_client c;
+    if (cli_client_init(&c, &co, &err) < 0)
+        return cli_fail("nodes", &err);
+    int rc;
+    json_t *root;
+    if (c.json)
+        rc = cli_request_and_print(&c, "GET", "/v1/nodes", NULL, &err) < 0 ? cli_fail("nodes", &err)
+                                                                           : 0;
+    else if (cli_client_request_json(&c, "GET", "/v1/nodes", NULL, &root, &err) < 0)
+        rc = cli_fail("nodes", &err);
+    else {
+        rc = print_nodes(root, per_gpu);
+        json_decref(root);
+    }
+    cli_client_release(&c);
+    return rc;
 }
