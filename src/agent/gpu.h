@@ -1,0 +1,86 @@
+/*
+ * The agent's view of a node's GPUs: a backend (NVML or fake) discovers the
+ * devices once and samples their telemetry on every heartbeat. A backend is
+ * a struct of function pointers, so a new one is a new file, not a new `if`.
+ */
+#ifndef TIDE_AGENT_GPU_H
+#define TIDE_AGENT_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/tide_err.h"
+
+/* Most GPUs one node may report; the API allows at most 512 per job. */
+#define GPU_MAX_DEVICES 512
+
+struct gpu_device {
+    int index;
+    char uuid[96];
+    char name[96];
+    int64_t memory_total_mib;
+    bool mig_mode;
+};
+
+struct gpu_telemetry {
+    int64_t memory_used_mib;
+    int utilization_pct;
+    int temperature_c;
+    int power_w;
+};
+
+/* The GPUs one running task holds, and the file where a task may script its
+ * fake telemetry (only the fake backend reads it). */
+struct gpu_claim {
+    const int *gpus;
+    size_t ngpus;
+    const char *telemetry_file;
+};
+
+struct gpu_backend;
+
+struct gpu_ops {
+    const char *name;
+    /* Tasks see GPU indices (true) or UUIDs (false) in CUDA_VISIBLE_DEVICES;
+     * true also means tasks get TIDE_FAKE_GPU_FILE. */
+    bool visible_by_index;
+    /* Discovers devices into be->devices/be->count and fills be->driver.
+     * spec is backend-specific (the --fake-gpus value; NULL for NVML),
+     * node_name makes fake UUIDs unique per node. */
+    int (*open)(struct gpu_backend *be, const char *spec, const char *node_name,
+                struct tide_err *err);
+    /* Fills out[0..be->count) for the current moment. claims lists what
+     * each running task holds. */
+    int (*sample)(struct gpu_backend *be, const struct gpu_claim *claims, size_t nclaims,
+                  struct gpu_telemetry *out, struct tide_err *err);
+    /* Frees what open set up (devices and private state). */
+    void (*close)(struct gpu_backend *be);
+};
+
+struct gpu_backend {
+    const struct gpu_ops *ops;
+    void *priv;
+    char driver[96]; /* "fake", "none" or "nvidia <version>" */
+    struct gpu_device *devices;
+    size_t count;
+};
+
+extern const struct gpu_ops gpu_fake_ops; /* gpu_fake.c */
+extern const struct gpu_ops gpu_nvml_ops; /* gpu_nvml.c */
+
+/* Opens be with ops (see gpu_ops.open). On failure be is left empty and
+ * safe to release. */
+int gpu_backend_open(struct gpu_backend *be, const struct gpu_ops *ops, const char *spec,
+                     const char *node_name, struct tide_err *err);
+
+/* Makes be an empty backend with no devices, for nodes without GPUs. */
+void gpu_backend_init_empty(struct gpu_backend *be, const char *driver);
+
+/* Closes the backend; accepts an empty or already released one. */
+void gpu_backend_release(struct gpu_backend *be);
+
+/* The device with this index, or NULL. */
+const struct gpu_device *gpu_backend_find(const struct gpu_backend *be, int index);
+
+#endif

@@ -1,0 +1,263 @@
+/*
+ * Scriptable fake GPUs: the devices come from the --fake-gpus spec and the
+ * telemetry from what each task writes to its TIDE_FAKE_GPU_FILE, so tests
+ * and demos can drive the dashboard, placement and alerts without hardware.
+ */
+#include "agent/gpu_fake.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/fsutil.h"
+
+/* An idle fake GPU sits here; a busy one heats up and draws more. */
+#define FAKE_IDLE_TEMP_C 30
+#define FAKE_IDLE_POWER_W 60
+#define FAKE_MAX_MODEL_LEN 63
+/* 1 PiB: far above any GPU, low enough that no product overflows. */
+#define FAKE_MAX_MEMORY_MIB (1024LL * 1024 * 1024)
+#define FAKE_TELEMETRY_MAX_BYTES 4096
+
+/* Reads an unsigned decimal at *p (at least one digit, no sign), advances p.
+ * Fails on no digits or a value above max. */
+static int parse_uint(const char **p, long long max, long long *out)
+{
+    const char *s = *p;
+    long long v = 0;
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    while (isdigit((unsigned char)*s)) {
+        v = v * 10 + (*s - '0');
+        if (v > max)
+            return -1;
+        s++;
+    }
+    *p = s;
+    *out = v;
+    return 0;
+}
+
+/* One COUNTxMODEL:MEMORY entry of length len at s. */
+static int parse_entry(const char *s, size_t len, long long *count, char *model,
+                       int64_t *memory_mib, struct tide_err *err)
+{
+    char entry[256];
+    if (len == 0)
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "empty entry in the list");
+    if (len >= sizeof entry)
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "entry too long (at most %zu chars)",
+                            sizeof entry - 1);
+    memcpy(entry, s, len);
+    entry[len] = '\0';
+    const char *p = entry;
+    if (parse_uint(&p, GPU_MAX_DEVICES, count) != 0 || *p != 'x')
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
+                            "'%s': expected COUNTxMODEL:MEMORY like 4xH200:141GB", entry);
+    if (*count < 1)
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "'%s': count must be 1..%d", entry,
+                            GPU_MAX_DEVICES);
+    p++;
+    const char *colon = strchr(p, ':');
+    if (!colon)
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
+                            "'%s': missing ':MEMORY' (like :141GB)", entry);
+    size_t mlen = (size_t)(colon - p);
+    if (mlen == 0 || mlen > FAKE_MAX_MODEL_LEN)
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "'%s': model must be 1..%d chars",
+                            entry, FAKE_MAX_MODEL_LEN);
+    for (size_t i = 0; i < mlen; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (!isalnum(c) && c != '.' && c != '_' && c != '-')
+            return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
+                                "'%s': model may only hold letters, digits, '.', '_', '-'",
+                                entry);
+    }
+    memcpy(model, p, mlen);
+    model[mlen] = '\0';
+    p = colon + 1;
+    long long mem;
+    if (parse_uint(&p, FAKE_MAX_MEMORY_MIB, &mem) != 0 || mem == 0)
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
+                            "'%s': memory must be a positive integer with a unit (GB or MB)",
+                            entry);
+    if (!strcasecmp(p, "GB") || !strcasecmp(p, "GiB"))
+        mem *= 1024;
+    else if (strcasecmp(p, "MB") != 0 && strcasecmp(p, "MiB") != 0)
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
+                            "'%s': memory unit must be GB, GiB, MB or MiB", entry);
+    if (mem > FAKE_MAX_MEMORY_MIB)
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "'%s': memory too large", entry);
+    *memory_mib = mem;
+    return 0;
+}
+
+int gpu_fake_parse_spec(const char *spec, const char *node_name, struct gpu_device **out,
+                        size_t *count, struct tide_err *err)
+{
+    *out = NULL;
+    *count = 0;
+    if (!spec || !*spec)
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "empty spec (like 4xH200:141GB)");
+    struct gpu_device *devs = NULL;
+    size_t n = 0;
+    const char *s = spec;
+    for (;;) {
+        const char *end = strchr(s, ',');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        long long k = 0;
+        char model[FAKE_MAX_MODEL_LEN + 1] = "";
+        int64_t mem = 0;
+        int rc = parse_entry(s, len, &k, model, &mem, err);
+        if (rc != 0) {
+            free(devs);
+            return rc;
+        }
+        if (n + (size_t)k > GPU_MAX_DEVICES) {
+            free(devs);
+            return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "at most %d GPUs in all",
+                                GPU_MAX_DEVICES);
+        }
+        struct gpu_device *grown = realloc(devs, (n + (size_t)k) * sizeof *devs);
+        if (!grown) {
+            free(devs);
+            return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        }
+        devs = grown;
+        for (long long i = 0; i < k; i++, n++) {
+            struct gpu_device *d = &devs[n];
+            memset(d, 0, sizeof *d);
+            d->index = (int)n;
+            snprintf(d->name, sizeof d->name, "%s", model);
+            d->memory_total_mib = mem;
+            /* node names are bounded by the agent's options, so this fits */
+            snprintf(d->uuid, sizeof d->uuid, "GPU-fake-%s-%zu", node_name ? node_name : "node",
+                     n);
+        }
+        if (!end)
+            break;
+        s = end + 1;
+    }
+    *out = devs;
+    *count = n;
+    return 0;
+}
+
+int gpu_fake_parse_telemetry(const char *text, int *util_pct, int64_t *mem_mib)
+{
+    *util_pct = 0;
+    *mem_mib = 0;
+    const char *p = text;
+    for (;;) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            return 0;
+        long long v;
+        if (!strncmp(p, "util=", 5)) {
+            p += 5;
+            if (parse_uint(&p, 1000000, &v) != 0)
+                return TIDE_EINVAL;
+            *util_pct = v > 100 ? 100 : (int)v;
+        } else if (!strncmp(p, "mem=", 4)) {
+            p += 4;
+            if (parse_uint(&p, FAKE_MAX_MEMORY_MIB, &v) != 0)
+                return TIDE_EINVAL;
+            *mem_mib = v;
+        } else {
+            return TIDE_EINVAL;
+        }
+        if (*p && !isspace((unsigned char)*p))
+            return TIDE_EINVAL;
+    }
+}
+
+/* Board power at full load, so a busy fake GPU draws a plausible amount. */
+static int fake_max_power_w(const char *model)
+{
+    if (strstr(model, "H200") || strstr(model, "H100") || strstr(model, "B200"))
+        return 700;
+    if (strstr(model, "A100"))
+        return 400;
+    if (strstr(model, "T4") || strstr(model, "L4"))
+        return 70;
+    return 300;
+}
+
+static int fake_open(struct gpu_backend *be, const char *spec, const char *node_name,
+                     struct tide_err *err)
+{
+    int rc = gpu_fake_parse_spec(spec, node_name, &be->devices, &be->count, err);
+    if (rc != 0)
+        return rc;
+    snprintf(be->driver, sizeof be->driver, "fake");
+    return 0;
+}
+
+/* Reads one task's file; a missing or malformed file means an idle task. */
+static void read_claim(const char *path, int *util, int64_t *mem)
+{
+    *util = 0;
+    *mem = 0;
+    if (!path)
+        return;
+    char *text = NULL;
+    if (fs_read_file(path, FAKE_TELEMETRY_MAX_BYTES, &text, NULL) != 0)
+        return;
+    if (gpu_fake_parse_telemetry(text, util, mem) != 0) {
+        *util = 0;
+        *mem = 0;
+    }
+    free(text);
+}
+
+static int fake_sample(struct gpu_backend *be, const struct gpu_claim *claims, size_t nclaims,
+                       struct gpu_telemetry *out, struct tide_err *err)
+{
+    (void)err;
+    memset(out, 0, be->count * sizeof *out);
+    for (size_t c = 0; c < nclaims; c++) {
+        int util;
+        int64_t mem;
+        read_claim(claims[c].telemetry_file, &util, &mem);
+        for (size_t g = 0; g < claims[c].ngpus; g++) {
+            int idx = claims[c].gpus[g];
+            /* indices are the array positions in a fake backend */
+            if (idx < 0 || (size_t)idx >= be->count)
+                continue;
+            /* tasks sharing a GPU add up, as on real hardware */
+            out[idx].utilization_pct += util;
+            out[idx].memory_used_mib += mem;
+        }
+    }
+    for (size_t i = 0; i < be->count; i++) {
+        struct gpu_telemetry *t = &out[i];
+        if (t->utilization_pct > 100)
+            t->utilization_pct = 100;
+        if (t->memory_used_mib > be->devices[i].memory_total_mib)
+            t->memory_used_mib = be->devices[i].memory_total_mib;
+        int max_w = fake_max_power_w(be->devices[i].name);
+        int idle_w = max_w / 3 < FAKE_IDLE_POWER_W ? max_w / 3 : FAKE_IDLE_POWER_W;
+        t->temperature_c = FAKE_IDLE_TEMP_C + t->utilization_pct / 2;
+        t->power_w = idle_w + (max_w - idle_w) * t->utilization_pct / 100;
+    }
+    return 0;
+}
+
+static void fake_close(struct gpu_backend *be)
+{
+    free(be->devices);
+    be->devices = NULL;
+    be->count = 0;
+}
+
+const struct gpu_ops gpu_fake_ops = {
+    .name = "fake",
+    .visible_by_index = true,
+    .open = fake_open,
+    .sample = fake_sample,
+    .close = fake_close,
+};

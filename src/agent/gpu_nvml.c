@@ -1,0 +1,218 @@
+/*
+ * Real NVIDIA GPUs through NVML, loaded with dlopen so that building tide
+ * needs no NVIDIA package and a node without the driver still runs gpus:0
+ * jobs. Only the few NVML types and calls the agent uses are declared here.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/gpu.h"
+
+typedef int nvml_return; /* nvmlReturn_t: 0 is NVML_SUCCESS */
+typedef struct nvml_device_opaque *nvml_device;
+
+struct nvml_memory { /* nvmlMemory_t, bytes */
+    unsigned long long total, free, used;
+};
+struct nvml_utilization { /* nvmlUtilization_t, percent */
+    unsigned int gpu, memory;
+};
+
+#define NVML_SUCCESS 0
+#define NVML_TEMPERATURE_GPU 0
+#define NVML_DEVICE_MIG_ENABLE 1
+#define NVML_NAME_BUFFER 96
+#define NVML_UUID_BUFFER 96
+#define NVML_DRIVER_BUFFER 80
+
+struct nvml_api {
+    void *lib;
+    nvml_return (*init)(void);
+    nvml_return (*shutdown)(void);
+    const char *(*error_string)(nvml_return);
+    nvml_return (*device_count)(unsigned int *);
+    nvml_return (*device_by_index)(unsigned int, nvml_device *);
+    nvml_return (*device_name)(nvml_device, char *, unsigned int);
+    nvml_return (*device_uuid)(nvml_device, char *, unsigned int);
+    nvml_return (*memory_info)(nvml_device, struct nvml_memory *);
+    nvml_return (*utilization)(nvml_device, struct nvml_utilization *);
+    nvml_return (*temperature)(nvml_device, int, unsigned int *);
+    nvml_return (*power_usage)(nvml_device, unsigned int *);
+    nvml_return (*driver_version)(char *, unsigned int);
+    nvml_return (*mig_mode)(nvml_device, unsigned int *, unsigned int *);
+    nvml_device *handles;
+};
+
+/* dlsym's void * cannot be assigned to a function pointer in ISO C; copying
+ * the bits is the sanctioned POSIX way around that. */
+static int nvml_bind(void *lib, const char *sym, void *fnptr, size_t size)
+{
+    void *p = dlsym(lib, sym);
+    if (!p)
+        return -1;
+    memcpy(fnptr, &p, size);
+    return 0;
+}
+
+#define NVML_BIND(api, field, sym) nvml_bind((api)->lib, sym, &(api)->field, sizeof((api)->field))
+
+static const char *nvml_err(const struct nvml_api *api, nvml_return r)
+{
+    const char *s = api->error_string ? api->error_string(r) : NULL;
+    return s ? s : "unknown NVML error";
+}
+
+static void nvml_free(struct nvml_api *api)
+{
+    if (!api)
+        return;
+    free(api->handles);
+    if (api->lib)
+        dlclose(api->lib);
+    free(api);
+}
+
+static int nvml_open(struct gpu_backend *be, const char *spec, const char *node_name,
+                     struct tide_err *err)
+{
+    (void)spec;
+    (void)node_name;
+    struct nvml_api *api = calloc(1, sizeof *api);
+    if (!api)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    api->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!api->lib) {
+        const char *why = dlerror();
+        tide_err_set(err, TIDE_ENOENT, NULL, "cannot load libnvidia-ml.so.1: %s",
+                     why ? why : "not found");
+        nvml_free(api);
+        return TIDE_ENOENT;
+    }
+    /* error_string and mig_mode are optional: old drivers lack the latter */
+    (void)NVML_BIND(api, error_string, "nvmlErrorString");
+    (void)NVML_BIND(api, mig_mode, "nvmlDeviceGetMigMode");
+    if (NVML_BIND(api, init, "nvmlInit_v2") || NVML_BIND(api, shutdown, "nvmlShutdown") ||
+        NVML_BIND(api, device_count, "nvmlDeviceGetCount_v2") ||
+        NVML_BIND(api, device_by_index, "nvmlDeviceGetHandleByIndex_v2") ||
+        NVML_BIND(api, device_name, "nvmlDeviceGetName") ||
+        NVML_BIND(api, device_uuid, "nvmlDeviceGetUUID") ||
+        NVML_BIND(api, memory_info, "nvmlDeviceGetMemoryInfo") ||
+        NVML_BIND(api, utilization, "nvmlDeviceGetUtilizationRates") ||
+        NVML_BIND(api, temperature, "nvmlDeviceGetTemperature") ||
+        NVML_BIND(api, power_usage, "nvmlDeviceGetPowerUsage") ||
+        NVML_BIND(api, driver_version, "nvmlSystemGetDriverVersion")) {
+        tide_err_set(err, TIDE_EIO, NULL, "libnvidia-ml.so.1 lacks a needed NVML function");
+        nvml_free(api);
+        return TIDE_EIO;
+    }
+    nvml_return r = api->init();
+    if (r != NVML_SUCCESS) {
+        tide_err_set(err, TIDE_EIO, NULL, "nvmlInit: %s", nvml_err(api, r));
+        nvml_free(api);
+        return TIDE_EIO;
+    }
+    unsigned int n = 0;
+    r = api->device_count(&n);
+    if (r != NVML_SUCCESS || n > GPU_MAX_DEVICES) {
+        tide_err_set(err, TIDE_EIO, NULL, "nvmlDeviceGetCount: %s",
+                     r != NVML_SUCCESS ? nvml_err(api, r) : "too many devices");
+        api->shutdown();
+        nvml_free(api);
+        return TIDE_EIO;
+    }
+    char version[NVML_DRIVER_BUFFER] = "";
+    if (api->driver_version(version, sizeof version) != NVML_SUCCESS)
+        snprintf(version, sizeof version, "unknown");
+    snprintf(be->driver, sizeof be->driver, "nvidia %s", version);
+
+    be->devices = calloc(n ? n : 1, sizeof *be->devices);
+    api->handles = calloc(n ? n : 1, sizeof *api->handles);
+    if (!be->devices || !api->handles) {
+        free(be->devices);
+        be->devices = NULL;
+        api->shutdown();
+        nvml_free(api);
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    }
+    for (unsigned int i = 0; i < n; i++) {
+        struct gpu_device *d = &be->devices[i];
+        nvml_device h;
+        r = api->device_by_index(i, &h);
+        if (r == NVML_SUCCESS)
+            r = api->device_uuid(h, d->uuid, sizeof d->uuid);
+        if (r != NVML_SUCCESS) {
+            tide_err_set(err, TIDE_EIO, NULL, "GPU %u: %s", i, nvml_err(api, r));
+            free(be->devices);
+            be->devices = NULL;
+            api->shutdown();
+            nvml_free(api);
+            return TIDE_EIO;
+        }
+        api->handles[i] = h;
+        d->index = (int)i;
+        if (api->device_name(h, d->name, sizeof d->name) != NVML_SUCCESS)
+            snprintf(d->name, sizeof d->name, "unknown");
+        struct nvml_memory mem;
+        if (api->memory_info(h, &mem) == NVML_SUCCESS)
+            d->memory_total_mib = (int64_t)(mem.total / (1024 * 1024));
+        unsigned int cur = 0, pending = 0;
+        /* NOT_SUPPORTED on GPUs without MIG: that simply means "off" */
+        if (api->mig_mode && api->mig_mode(h, &cur, &pending) == NVML_SUCCESS)
+            d->mig_mode = cur == NVML_DEVICE_MIG_ENABLE;
+    }
+    be->count = n;
+    be->priv = api;
+    return 0;
+}
+
+static int nvml_sample(struct gpu_backend *be, const struct gpu_claim *claims, size_t nclaims,
+                       struct gpu_telemetry *out, struct tide_err *err)
+{
+    (void)claims;
+    (void)nclaims;
+    (void)err;
+    struct nvml_api *api = be->priv;
+    /* a field NVML cannot read this time is reported as 0 rather than failing
+     * the whole heartbeat */
+    for (size_t i = 0; i < be->count; i++) {
+        nvml_device h = api->handles[i];
+        struct gpu_telemetry *t = &out[i];
+        memset(t, 0, sizeof *t);
+        struct nvml_memory mem;
+        if (api->memory_info(h, &mem) == NVML_SUCCESS)
+            t->memory_used_mib = (int64_t)(mem.used / (1024 * 1024));
+        struct nvml_utilization u;
+        if (api->utilization(h, &u) == NVML_SUCCESS)
+            t->utilization_pct = (int)u.gpu;
+        unsigned int temp;
+        if (api->temperature(h, NVML_TEMPERATURE_GPU, &temp) == NVML_SUCCESS)
+            t->temperature_c = (int)temp;
+        unsigned int mw;
+        if (api->power_usage(h, &mw) == NVML_SUCCESS)
+            t->power_w = (int)(mw / 1000);
+    }
+    return 0;
+}
+
+static void nvml_close(struct gpu_backend *be)
+{
+    struct nvml_api *api = be->priv;
+    if (api) {
+        api->shutdown();
+        nvml_free(api);
+    }
+    free(be->devices);
+    be->devices = NULL;
+    be->count = 0;
+    be->priv = NULL;
+}
+
+const struct gpu_ops gpu_nvml_ops = {
+    .name = "nvml",
+    .visible_by_index = false,
+    .open = nvml_open,
+    .sample = nvml_sample,
+    .close = nvml_close,
+};

@@ -1,0 +1,249 @@
+/* Fake GPUs: parsing --fake-gpus specs and telemetry scripted by tasks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent/gpu.h"
+#include "agent/gpu_fake.h"
+
+static void test_spec_with_one_model_gives_numbered_devices(void **state)
+{
+    (void)state;
+    struct gpu_device *d = NULL;
+    size_t n = 0;
+    struct tide_err err;
+    assert_int_equal(gpu_fake_parse_spec("4xH200:141GB", "node-1", &d, &n, &err), 0);
+    assert_int_equal(n, 4);
+    for (size_t i = 0; i < n; i++) {
+        char uuid[64];
+        snprintf(uuid, sizeof uuid, "GPU-fake-node-1-%zu", i);
+        assert_int_equal(d[i].index, (int)i);
+        assert_string_equal(d[i].name, "H200");
+        assert_string_equal(d[i].uuid, uuid);
+        assert_int_equal(d[i].memory_total_mib, 141 * 1024);
+        assert_false(d[i].mig_mode);
+    }
+    free(d);
+}
+
+static void test_spec_list_numbers_across_entries_and_reads_mb(void **state)
+{
+    (void)state;
+    struct gpu_device *d = NULL;
+    size_t n = 0;
+    assert_int_equal(gpu_fake_parse_spec("2xA100:80GB,1xT4:16000MB", "n", &d, &n, NULL), 0);
+    assert_int_equal(n, 3);
+    assert_string_equal(d[1].name, "A100");
+    assert_int_equal(d[1].memory_total_mib, 80 * 1024);
+    assert_int_equal(d[2].index, 2);
+    assert_string_equal(d[2].name, "T4");
+    assert_string_equal(d[2].uuid, "GPU-fake-n-2");
+    assert_int_equal(d[2].memory_total_mib, 16000);
+    free(d);
+}
+
+static void test_spec_units_ignore_case_and_accept_gib_mib(void **state)
+{
+    (void)state;
+    struct gpu_device *d = NULL;
+    size_t n = 0;
+    assert_int_equal(gpu_fake_parse_spec("1xL4:24gib,1xL4:512MiB", "n", &d, &n, NULL), 0);
+    assert_int_equal(d[0].memory_total_mib, 24 * 1024);
+    assert_int_equal(d[1].memory_total_mib, 512);
+    free(d);
+}
+
+static void test_bad_specs_are_refused_with_a_reason(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "0xH200",           /* no GPUs, and no memory */
+        "0xH200:141GB",     /* count 0 */
+        "4xH200",           /* no memory */
+        "4xH200:abc",       /* memory not a number */
+        "4xH200:141",       /* memory without a unit */
+        "4xH200:141TB",     /* unknown unit */
+        "4xH200:0GB",       /* no memory */
+        "4xH200:-1GB",      /* negative */
+        "x:1GB",            /* no count */
+        "4x:1GB",           /* no model */
+        "4H200:1GB",        /* no 'x' */
+        "-4xH200:1GB",      /* signed count */
+        "513xH200:1GB",     /* over the node limit */
+        "300xA:1GB,300xB:1GB", /* over it in total */
+        "2xH2 00:1GB",      /* space in the model */
+        "2xH200:1GB,",      /* empty entry */
+        ",2xH200:1GB",
+        "",
+        "99999999999999999999xH200:1GB",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct gpu_device *d = (struct gpu_device *)&d; /* must be reset */
+        size_t n = 7;
+        struct tide_err err;
+        tide_err_clear(&err);
+        int rc = gpu_fake_parse_spec(bad[i], "n", &d, &n, &err);
+        if (rc != TIDE_EINVAL)
+            fail_msg("spec '%s' was accepted", bad[i]);
+        assert_null(d);
+        assert_int_equal(n, 0);
+        assert_string_equal(err.field, "fake-gpus");
+        assert_true(strlen(err.message) > 0);
+    }
+}
+
+static void test_telemetry_text_is_parsed_in_any_order(void **state)
+{
+    (void)state;
+    int util;
+    int64_t mem;
+    assert_int_equal(gpu_fake_parse_telemetry("util=35 mem=1000\n", &util, &mem), 0);
+    assert_int_equal(util, 35);
+    assert_int_equal(mem, 1000);
+    assert_int_equal(gpu_fake_parse_telemetry("mem=5\tutil=250", &util, &mem), 0);
+    assert_int_equal(util, 100); /* clamped */
+    assert_int_equal(mem, 5);
+    assert_int_equal(gpu_fake_parse_telemetry("util=7", &util, &mem), 0);
+    assert_int_equal(util, 7);
+    assert_int_equal(mem, 0);
+    assert_int_equal(gpu_fake_parse_telemetry("", &util, &mem), 0);
+    assert_int_equal(util, 0);
+}
+
+static void test_malformed_telemetry_text_is_refused(void **state)
+{
+    (void)state;
+    int util;
+    int64_t mem;
+    assert_int_equal(gpu_fake_parse_telemetry("util=abc", &util, &mem), TIDE_EINVAL);
+    assert_int_equal(gpu_fake_parse_telemetry("util=5x", &util, &mem), TIDE_EINVAL);
+    assert_int_equal(gpu_fake_parse_telemetry("temp=5", &util, &mem), TIDE_EINVAL);
+    assert_int_equal(gpu_fake_parse_telemetry("util=-5", &util, &mem), TIDE_EINVAL);
+}
+
+/* A temporary telemetry file like the one a task is given. */
+static char *temp_file(const char *content)
+{
+    char *path = strdup("/tmp/tide-test-fake-gpu-XXXXXX");
+    assert_non_null(path);
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    if (content)
+        assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+    close(fd);
+    return path;
+}
+
+static void test_backend_reports_what_tasks_write_on_their_gpus_only(void **state)
+{
+    (void)state;
+    struct gpu_backend be;
+    struct tide_err err;
+    assert_int_equal(gpu_backend_open(&be, &gpu_fake_ops, "3xH200:141GB", "n", &err), 0);
+    assert_string_equal(be.driver, "fake");
+    assert_int_equal(be.count, 3);
+
+    char *busy = temp_file("util=80 mem=20000\n");
+    int gpus[] = {0, 2};
+    struct gpu_claim claim = {gpus, 2, busy};
+    struct gpu_telemetry out[3];
+    assert_int_equal(be.ops->sample(&be, &claim, 1, out, &err), 0);
+    assert_int_equal(out[0].utilization_pct, 80);
+    assert_int_equal(out[0].memory_used_mib, 20000);
+    assert_int_equal(out[2].memory_used_mib, 20000);
+    assert_int_equal(out[1].utilization_pct, 0);
+    assert_int_equal(out[1].memory_used_mib, 0);
+    /* idle is cool and frugal; busy is hotter and draws more */
+    assert_int_equal(out[1].temperature_c, 30);
+    assert_int_equal(out[1].power_w, 60);
+    assert_true(out[0].temperature_c > out[1].temperature_c);
+    assert_true(out[0].power_w > out[1].power_w);
+
+    /* the task is gone: its GPUs are idle again */
+    assert_int_equal(be.ops->sample(&be, NULL, 0, out, &err), 0);
+    assert_int_equal(out[0].utilization_pct, 0);
+    assert_int_equal(out[0].memory_used_mib, 0);
+    assert_int_equal(out[0].temperature_c, 30);
+
+    unlink(busy);
+    free(busy);
+    gpu_backend_release(&be);
+    gpu_backend_release(&be); /* twice is harmless */
+}
+
+static void test_missing_or_garbled_file_means_an_idle_task(void **state)
+{
+    (void)state;
+    struct gpu_backend be;
+    assert_int_equal(gpu_backend_open(&be, &gpu_fake_ops, "2xA100:80GB", "n", NULL), 0);
+    char *garbled = temp_file("hello world");
+    int g0[] = {0}, g1[] = {1};
+    struct gpu_claim claims[] = {
+        {g0, 1, "/nonexistent/tide/.fake_gpu"},
+        {g1, 1, garbled},
+    };
+    struct gpu_telemetry out[2];
+    assert_int_equal(be.ops->sample(&be, claims, 2, out, NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(out[i].utilization_pct, 0);
+        assert_int_equal(out[i].memory_used_mib, 0);
+    }
+    unlink(garbled);
+    free(garbled);
+    gpu_backend_release(&be);
+}
+
+static void test_shared_gpu_adds_up_and_is_capped(void **state)
+{
+    (void)state;
+    struct gpu_backend be;
+    assert_int_equal(gpu_backend_open(&be, &gpu_fake_ops, "1xT4:16GB", "n", NULL), 0);
+    char *a = temp_file("util=70 mem=10000");
+    char *b = temp_file("util=60 mem=10000");
+    int g[] = {0};
+    struct gpu_claim claims[] = {{g, 1, a}, {g, 1, b}};
+    struct gpu_telemetry out[1];
+    assert_int_equal(be.ops->sample(&be, claims, 2, out, NULL), 0);
+    assert_int_equal(out[0].utilization_pct, 100);
+    assert_int_equal(out[0].memory_used_mib, 16 * 1024);
+    unlink(a);
+    unlink(b);
+    free(a);
+    free(b);
+    gpu_backend_release(&be);
+}
+
+static void test_bad_spec_leaves_backend_empty(void **state)
+{
+    (void)state;
+    struct gpu_backend be;
+    struct tide_err err;
+    assert_int_equal(gpu_backend_open(&be, &gpu_fake_ops, "4xH200:abc", "n", &err), TIDE_EINVAL);
+    assert_int_equal(be.count, 0);
+    assert_null(be.devices);
+    gpu_backend_release(&be);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spec_with_one_model_gives_numbered_devices),
+        cmocka_unit_test(test_spec_list_numbers_across_entries_and_reads_mb),
+        cmocka_unit_test(test_spec_units_ignore_case_and_accept_gib_mib),
+        cmocka_unit_test(test_bad_specs_are_refused_with_a_reason),
+        cmocka_unit_test(test_telemetry_text_is_parsed_in_any_order),
+        cmocka_unit_test(test_malformed_telemetry_text_is_refused),
+        cmocka_unit_test(test_backend_reports_what_tasks_write_on_their_gpus_only),
+        cmocka_unit_test(test_missing_or_garbled_file_means_an_idle_task),
+        cmocka_unit_test(test_shared_gpu_adds_up_and_is_capped),
+        cmocka_unit_test(test_bad_spec_leaves_backend_empty),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
