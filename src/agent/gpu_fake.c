@@ -63,18 +63,17 @@ static int parse_entry(const char *s, size_t len, long long *count, char *model,
     p++;
     const char *colon = strchr(p, ':');
     if (!colon)
-        return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
-                            "'%s': missing ':MEMORY' (like :141GB)", entry);
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "'%s': missing ':MEMORY' (like :141GB)",
+                            entry);
     size_t mlen = (size_t)(colon - p);
     if (mlen == 0 || mlen > FAKE_MAX_MODEL_LEN)
-        return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "'%s': model must be 1..%d chars",
-                            entry, FAKE_MAX_MODEL_LEN);
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "'%s': model must be 1..%d chars", entry,
+                            FAKE_MAX_MODEL_LEN);
     for (size_t i = 0; i < mlen; i++) {
         unsigned char c = (unsigned char)p[i];
         if (!isalnum(c) && c != '.' && c != '_' && c != '-')
             return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
-                                "'%s': model may only hold letters, digits, '.', '_', '-'",
-                                entry);
+                                "'%s': model may only hold letters, digits, '.', '_', '-'", entry);
     }
     memcpy(model, p, mlen);
     model[mlen] = '\0';
@@ -134,8 +133,7 @@ int gpu_fake_parse_spec(const char *spec, const char *node_name, struct gpu_devi
             snprintf(d->name, sizeof d->name, "%s", model);
             d->memory_total_mib = mem;
             /* node names are bounded by the agent's options, so this fits */
-            snprintf(d->uuid, sizeof d->uuid, "GPU-fake-%s-%zu", node_name ? node_name : "node",
-                     n);
+            snprintf(d->uuid, sizeof d->uuid, "GPU-fake-%s-%zu", node_name ? node_name : "node", n);
         }
         if (!end)
             break;

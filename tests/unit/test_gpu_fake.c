@@ -64,22 +64,22 @@ static void test_bad_specs_are_refused_with_a_reason(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "0xH200",           /* no GPUs, and no memory */
-        "0xH200:141GB",     /* count 0 */
-        "4xH200",           /* no memory */
-        "4xH200:abc",       /* memory not a number */
-        "4xH200:141",       /* memory without a unit */
-        "4xH200:141TB",     /* unknown unit */
-        "4xH200:0GB",       /* no memory */
-        "4xH200:-1GB",      /* negative */
-        "x:1GB",            /* no count */
-        "4x:1GB",           /* no model */
-        "4H200:1GB",        /* no 'x' */
-        "-4xH200:1GB",      /* signed count */
-        "513xH200:1GB",     /* over the node limit */
+        "0xH200",              /* no GPUs, and no memory */
+        "0xH200:141GB",        /* count 0 */
+        "4xH200",              /* no memory */
+        "4xH200:abc",          /* memory not a number */
+        "4xH200:141",          /* memory without a unit */
+        "4xH200:141TB",        /* unknown unit */
+        "4xH200:0GB",          /* no memory */
+        "4xH200:-1GB",         /* negative */
+        "x:1GB",               /* no count */
+        "4x:1GB",              /* no model */
+        "4H200:1GB",           /* no 'x' */
+        "-4xH200:1GB",         /* signed count */
+        "513xH200:1GB",        /* over the node limit */
         "300xA:1GB,300xB:1GB", /* over it in total */
-        "2xH2 00:1GB",      /* space in the model */
-        "2xH200:1GB,",      /* empty entry */
+        "2xH2 00:1GB",         /* space in the model */
+        "2xH200:1GB,",         /* empty entry */
         ",2xH200:1GB",
         "",
         "99999999999999999999xH200:1GB",
