@@ -1,0 +1,391 @@
+/*
+ * Starting, stopping and reaping one task (task.h). Everything the child
+ * needs is prepared before fork, because after fork in a process that may
+ * have threads (libcurl's resolver) only async-signal-safe calls are safe.
+ */
+#include "agent/task.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/task_env.h"
+#include "common/fsutil.h"
+#include "common/log.h"
+
+extern char **environ;
+
+/* What the child reports through its close-on-exec pipe when it fails
+ * before exec; a successful exec closes the pipe with nothing written. */
+enum child_stage {
+    STAGE_CHDIR = 1,
+    STAGE_EXEC = 2,
+    STAGE_SETUP = 3,
+};
+struct child_failure {
+    int stage;
+    int err;
+};
+
+static char *path_join(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A new string from fmt, or NULL when out of memory. */
+static char *path_join(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    return n < 0 ? NULL : s;
+}
+
+/* Appends line to the task's log, so the job's own output explains why it
+ * never ran. Failures here only lose that explanation. */
+static void log_append_line(const char *path, const char *line)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    size_t len = strlen(line);
+    ssize_t w = write(fd, line, len);
+    if (w < 0 || (size_t)w != len)
+        log_warn("log %s: short write", path);
+    close(fd);
+}
+
+/* Marks t as exited without a process having run. */
+static void fail_start(struct agent_task *t, const char *why)
+{
+    t->state = AGENT_TASK_EXITED;
+    t->has_exit_code = false;
+    t->has_signal = false;
+    snprintf(t->reason, sizeof t->reason, "start failed: %s", why);
+    if (t->log_path) {
+        char line[320];
+        snprintf(line, sizeof line, "tide: %s\n", t->reason);
+        log_append_line(t->log_path, line);
+    }
+}
+
+/* "a,b,c" of the task's GPUs: indices, or the given UUIDs. New string. */
+static char *visible_devices(const struct agent_task_spec *spec, bool by_index)
+{
+    size_t cap = 1;
+    for (size_t i = 0; i < spec->ngpus; i++)
+        cap += (by_index || !spec->gpu_uuids ? 12 : strlen(spec->gpu_uuids[i])) + 1;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    size_t n = 0;
+    s[0] = '\0';
+    for (size_t i = 0; i < spec->ngpus; i++) {
+        const char *sep = i ? "," : "";
+        if (by_index || !spec->gpu_uuids)
+            n += (size_t)snprintf(s + n, cap - n, "%s%d", sep, spec->gpus[i]);
+        else
+            n += (size_t)snprintf(s + n, cap - n, "%s%s", sep, spec->gpu_uuids[i]);
+    }
+    return s;
+}
+
+/* The variables tide sets for a task, as "NAME=VALUE" strings (new). */
+static int tide_vars(const struct agent_task_spec *spec, const struct agent_task_site *site,
+                     const char *job_dir, const char *telemetry_file, char **vars, size_t *n)
+{
+    char *devices = visible_devices(spec, site->visible_by_index);
+    if (!devices)
+        return TIDE_ENOMEM;
+    size_t k = 0;
+    vars[k++] = path_join("CUDA_VISIBLE_DEVICES=%s", devices);
+    vars[k++] = path_join("NVIDIA_VISIBLE_DEVICES=%s", devices);
+    vars[k++] = path_join("TIDE_JOB_ID=%" PRId64, spec->job_id);
+    vars[k++] = path_join("TIDE_ATTEMPT=%" PRId64, spec->attempt);
+    vars[k++] = path_join("TIDE_WORK_DIR=%s", job_dir);
+    if (telemetry_file)
+        vars[k++] = path_join("TIDE_FAKE_GPU_FILE=%s", telemetry_file);
+    free(devices);
+    *n = k;
+    for (size_t i = 0; i < k; i++)
+        if (!vars[i])
+            return TIDE_ENOMEM;
+    return 0;
+}
+
+/* The child between fork and exec: async-signal-safe calls only. */
+static void child_run(const struct agent_task_spec *spec, const char *cwd, int log_fd, int null_fd,
+                      int report_fd, pid_t parent, char **envp)
+{
+    struct child_failure f = {STAGE_SETUP, 0};
+    setpgid(0, 0);
+    /* the task must not outlive the agent (a node death is a kill -9) */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) {
+        f.err = errno;
+        goto fail;
+    }
+    /* descriptors the agent holds (sockets of libcurl, the guard's pipe)
+     * are not the task's business */
+    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (chdir(cwd) != 0) {
+        f.stage = STAGE_CHDIR;
+        f.err = errno;
+        goto fail;
+    }
+    execvpe(spec->command[0], spec->command, envp);
+    f.stage = STAGE_EXEC;
+    f.err = errno;
+fail:;
+    ssize_t w = write(report_fd, &f, sizeof f);
+    (void)w; /* nothing left to do if even this fails: the parent sees 127 */
+    _exit(127);
+}
+
+/* Forks and execs; on return t is running or exited with `start failed`. */
+static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const char *cwd,
+                 char **envp, int64_t now_ms)
+{
+    int log_fd = open(t->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+        char why[256];
+        snprintf(why, sizeof why, "cannot open log %s: %s", t->log_path, strerror(errno));
+        fail_start(t, why);
+        return 0;
+    }
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int report[2] = {-1, -1};
+    if (null_fd < 0 || pipe2(report, O_CLOEXEC) != 0) {
+        char why[128];
+        snprintf(why, sizeof why, "%s", strerror(errno));
+        close(log_fd);
+        if (null_fd >= 0)
+            close(null_fd);
+        fail_start(t, why);
+        return 0;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0)
+        child_run(spec, cwd, log_fd, null_fd, report[1], parent, envp);
+    int fork_errno = errno;
+    close(report[1]);
+    close(log_fd);
+    close(null_fd);
+    if (pid < 0) {
+        close(report[0]);
+        char why[128];
+        snprintf(why, sizeof why, "fork: %s", strerror(fork_errno));
+        fail_start(t, why);
+        return 0;
+    }
+    /* set here too, so a stop that comes before the child runs still
+     * reaches the whole group; EACCES means the child already exec'd */
+    if (setpgid(pid, pid) != 0 && errno != EACCES && errno != ESRCH)
+        log_warn("job %" PRId64 ": setpgid: %s", t->job_id, strerror(errno));
+    t->pid = pid;
+    t->started_ms = now_ms;
+    if (t->guard)
+        agent_task_guard_add(t->guard, pid);
+
+    struct child_failure f;
+    ssize_t r;
+    do
+        r = read(report[0], &f, sizeof f);
+    while (r < 0 && errno == EINTR);
+    close(report[0]);
+    if (r != (ssize_t)sizeof f)
+        return 0; /* exec succeeded: the pipe closed empty */
+
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (t->guard)
+        agent_task_guard_remove(t->guard, pid);
+    char why[PATH_MAX + 128];
+    if (f.stage == STAGE_CHDIR)
+        snprintf(why, sizeof why, "chdir %s: %s", cwd, strerror(f.err));
+    else if (f.stage == STAGE_EXEC)
+        snprintf(why, sizeof why, "%s: %s", spec->command[0], strerror(f.err));
+    else
+        snprintf(why, sizeof why, "%s", strerror(f.err));
+    fail_start(t, why);
+    t->has_exit_code = true;
+    t->exit_code = 127;
+    return 0;
+}
+
+int agent_task_start(const struct agent_task_spec *spec, const struct agent_task_site *site,
+                     int64_t now_ms, struct agent_task **out, struct tide_err *err)
+{
+    *out = NULL;
+    struct agent_task *t = calloc(1, sizeof *t);
+    if (!t)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    t->job_id = spec->job_id;
+    t->attempt = spec->attempt;
+    t->state = AGENT_TASK_RUNNING;
+    t->kill_grace_s = spec->kill_grace_s;
+    t->guard = site->guard;
+    t->started_ms = now_ms;
+
+    char *job_dir = path_join("%s/jobs/%" PRId64, site->work_dir, spec->job_id);
+    char *logs_dir = path_join("%s/logs", site->work_dir);
+    t->log_path = path_join("%s/logs/%" PRId64 ".%" PRId64 ".log", site->work_dir, spec->job_id,
+                            spec->attempt);
+    if (site->fake_telemetry && job_dir)
+        t->telemetry_file = path_join("%s/.fake_gpu", job_dir);
+    if (spec->ngpus) {
+        t->gpus = malloc(spec->ngpus * sizeof *t->gpus);
+        if (t->gpus) {
+            memcpy(t->gpus, spec->gpus, spec->ngpus * sizeof *t->gpus);
+            t->ngpus = spec->ngpus;
+        }
+    }
+    char *vars[6] = {0};
+    size_t nvars = 0;
+    char **envp = NULL;
+    int rc = 0;
+    if (!job_dir || !logs_dir || !t->log_path || (site->fake_telemetry && !t->telemetry_file) ||
+        (spec->ngpus && !t->gpus)) {
+        rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    int e = fs_mkdir_p(logs_dir, 0755);
+    if (e != 0) {
+        rc = tide_err_set(err, TIDE_EIO, NULL, "cannot create %s: %s", logs_dir, strerror(-e));
+        goto done;
+    }
+    if (spec->invalid) {
+        fail_start(t, spec->invalid);
+        goto done;
+    }
+    e = fs_mkdir_p(job_dir, 0755);
+    if (e != 0) {
+        char why[PATH_MAX + 64];
+        snprintf(why, sizeof why, "cannot create %s: %s", job_dir, strerror(-e));
+        fail_start(t, why);
+        goto done;
+    }
+    /* an earlier attempt's telemetry must not show on this one's GPUs */
+    if (t->telemetry_file && unlink(t->telemetry_file) != 0 && errno != ENOENT)
+        log_warn("cannot remove %s: %s", t->telemetry_file, strerror(errno));
+    if (tide_vars(spec, site, job_dir, t->telemetry_file, vars, &nvars) != 0 ||
+        agent_task_env_build(environ, spec->env, spec->nenv, vars, nvars, &envp) != 0) {
+        rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    if (spec->max_runtime_s > 0)
+        t->deadline_ms = now_ms + spec->max_runtime_s * 1000;
+    rc = spawn(t, spec, spec->workdir ? spec->workdir : job_dir, envp, now_ms);
+done:
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        free(vars[i]);
+    agent_task_env_free(envp);
+    free(job_dir);
+    free(logs_dir);
+    if (rc != 0) {
+        agent_task_destroy(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+/* Records how the reaped leader ended. */
+static void record_exit(struct agent_task *t, int status)
+{
+    t->state = AGENT_TASK_EXITED;
+    if (WIFEXITED(status)) {
+        t->has_exit_code = true;
+        t->exit_code = WEXITSTATUS(status);
+        snprintf(t->reason, sizeof t->reason, "exit %d", t->exit_code);
+    } else if (WIFSIGNALED(status)) {
+        t->has_signal = true;
+        t->signal = WTERMSIG(status);
+        snprintf(t->reason, sizeof t->reason, "signal %d", t->signal);
+    } else {
+        snprintf(t->reason, sizeof t->reason, "exit unknown");
+    }
+    /* a stop action or the deadline ended it, whatever its last words */
+    if (t->stop_reason[0])
+        snprintf(t->reason, sizeof t->reason, "%s", t->stop_reason);
+}
+
+bool agent_task_poll(struct agent_task *t, int64_t now_ms)
+{
+    if (t->state != AGENT_TASK_RUNNING)
+        return false;
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    /* WNOWAIT keeps the leader a zombie, so its pid cannot be reused as a
+     * process group id before the group is killed below */
+    if (waitid(P_PID, (id_t)t->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid) {
+        kill(-t->pid, SIGKILL);
+        int status = 0;
+        pid_t r;
+        while ((r = waitpid(t->pid, &status, 0)) < 0 && errno == EINTR)
+            ;
+        if (t->guard)
+            agent_task_guard_remove(t->guard, t->pid);
+        record_exit(t, r == t->pid ? status : 0);
+        return true;
+    }
+    if (t->deadline_ms && now_ms >= t->deadline_ms && !t->stopping)
+        agent_task_stop(t, "max_runtime", t->kill_grace_s, now_ms);
+    if (t->stopping && t->kill_at_ms && now_ms >= t->kill_at_ms) {
+        kill(-t->pid, SIGKILL);
+        t->kill_at_ms = 0; /* once is enough; the leader's exit reaps the rest */
+    }
+    return false;
+}
+
+void agent_task_stop(struct agent_task *t, const char *reason, int grace_s, int64_t now_ms)
+{
+    if (t->state != AGENT_TASK_RUNNING)
+        return;
+    if (grace_s < 0)
+        grace_s = 0;
+    int64_t kill_at = now_ms + (int64_t)grace_s * 1000;
+    if (!t->stopping) {
+        t->stopping = true;
+        snprintf(t->stop_reason, sizeof t->stop_reason, "%s", reason ? reason : "");
+        kill(-t->pid, SIGTERM);
+        t->kill_at_ms = kill_at > 0 ? kill_at : 1;
+        return;
+    }
+    if (t->kill_at_ms && kill_at < t->kill_at_ms)
+        t->kill_at_ms = kill_at > 0 ? kill_at : 1;
+}
+
+void agent_task_kill_now(struct agent_task *t)
+{
+    if (t->state == AGENT_TASK_RUNNING && t->pid > 0)
+        kill(-t->pid, SIGKILL);
+}
+
+void agent_task_destroy(struct agent_task *t)
+{
+    if (!t)
+        return;
+    free(t->gpus);
+    free(t->log_path);
+    free(t->telemetry_file);
+    free(t);
+}

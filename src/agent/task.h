@@ -1,0 +1,107 @@
+/*
+ * One task: one attempt of a job, run as its own process group with output
+ * appended to WORK/logs/<job>.<attempt>.log. The agent's loop polls it,
+ * stops it on request or at its deadline, and reports how it ended.
+ */
+#ifndef TIDE_AGENT_TASK_H
+#define TIDE_AGENT_TASK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/task_guard.h"
+#include "common/tide_err.h"
+
+enum agent_task_state {
+    AGENT_TASK_RUNNING,
+    AGENT_TASK_EXITED,
+};
+
+/* What a start action asks for. Strings and arrays stay owned by the caller;
+ * agent_task_start copies what it keeps. */
+struct agent_task_spec {
+    int64_t job_id;
+    int64_t attempt;
+    char **command; /* NULL-terminated argv, at least one entry */
+    char **env;     /* "NAME=VALUE" entries from the job spec */
+    size_t nenv;
+    const int *gpus; /* GPU indices on this node */
+    size_t ngpus;
+    char **gpu_uuids;      /* same order as gpus; NULL to use the indices */
+    int64_t max_runtime_s; /* 0: no limit */
+    const char *workdir;   /* NULL: the job's directory under WORK/jobs */
+    int kill_grace_s;
+    /* why the action cannot be run at all (e.g. a malformed field), or NULL;
+     * the task is then reported as `start failed: <this>` without a fork */
+    const char *invalid;
+};
+
+/* Where tasks live and how GPUs are shown to them. */
+struct agent_task_site {
+    const char *work_dir;           /* absolute */
+    bool visible_by_index;          /* CUDA_VISIBLE_DEVICES gets indices */
+    bool fake_telemetry;            /* give tasks TIDE_FAKE_GPU_FILE */
+    struct agent_task_guard *guard; /* kills groups if the agent dies; may be NULL */
+};
+
+struct agent_task {
+    int64_t job_id;
+    int64_t attempt;
+    enum agent_task_state state;
+    pid_t pid; /* also the process group id; 0 when none was started */
+
+    int64_t started_ms;  /* monotonic */
+    int64_t deadline_ms; /* monotonic max_runtime deadline, 0 for none */
+    int64_t kill_at_ms;  /* monotonic SIGKILL deadline while stopping, else 0 */
+    int kill_grace_s;
+    bool stopping;
+    char stop_reason[128]; /* empty: report the wait status */
+
+    /* how it ended, once state is AGENT_TASK_EXITED */
+    bool has_exit_code;
+    int exit_code;
+    bool has_signal;
+    int signal;
+    char reason[256];
+
+    int *gpus;
+    size_t ngpus;
+    char *log_path;
+    char *telemetry_file; /* NULL unless the GPUs are fake */
+
+    int64_t log_acked; /* bytes of the log the server holds */
+    bool acked;        /* the server has recorded the exit */
+    int drain_tries;   /* heartbeats since acked without log progress */
+    struct agent_task_guard *guard;
+};
+
+/* Creates the task and starts its process: fork, a new process group,
+ * SIGKILL on the agent's death, the job directory as cwd (created, kept
+ * across attempts), stdin /dev/null, stdout and stderr appended to the log.
+ * When the process cannot be started the task is still created, already
+ * exited, with reason `start failed: ...` (the same text goes to its log).
+ * Returns 0 with a new task in *out (agent_task_destroy frees it), or
+ * TIDE_ENOMEM / TIDE_EIO when not even that could be done. */
+int agent_task_start(const struct agent_task_spec *spec, const struct agent_task_site *site,
+                     int64_t now_ms, struct agent_task **out, struct tide_err *err);
+
+/* Reaps the process if it ended and enforces max_runtime and the kill
+ * deadline. Once the group leader has exited the whole group is SIGKILLed,
+ * so nothing it forked survives it. Returns true when the task just exited. */
+bool agent_task_poll(struct agent_task *t, int64_t now_ms);
+
+/* Asks a running task to stop: SIGTERM to its group now, SIGKILL after
+ * grace_s. The first stop's reason is the one reported (NULL: report how
+ * the process actually ended); a later stop can only bring the SIGKILL
+ * forward. Does nothing to an exited task. */
+void agent_task_stop(struct agent_task *t, const char *reason, int grace_s, int64_t now_ms);
+
+/* SIGKILLs a running task's group at once (a second shutdown signal). */
+void agent_task_kill_now(struct agent_task *t);
+
+/* Frees the task; it must have exited (or never started). Accepts NULL. */
+void agent_task_destroy(struct agent_task *t);
+
+#endif

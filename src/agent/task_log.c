@@ -1,0 +1,119 @@
+/* Chunks of task logs for heartbeats (task_log.h). */
+#include "agent/task_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Length of the valid UTF-8 sequence at s (n bytes available): 1..4, 0 if
+ * it is invalid, or -(needed) when it is a valid prefix cut short by n. */
+static int utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    int need;
+    unsigned char lo = 0x80, hi = 0xBF; /* allowed range of the 2nd byte */
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 3;
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong */
+        if (c == 0xED)
+            hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        if (c == 0xF4)
+            hi = 0x8F; /* above U+10FFFF */
+    } else {
+        return 0;
+    }
+    for (int i = 1; i < need; i++) {
+        if ((size_t)i >= n)
+            return -need;
+        unsigned char lo_i = i == 1 ? lo : 0x80, hi_i = i == 1 ? hi : 0xBF;
+        if (s[i] < lo_i || s[i] > hi_i)
+            return 0;
+    }
+    return need;
+}
+
+size_t agent_task_log_sanitize(char *buf, size_t len, bool final)
+{
+    unsigned char *s = (unsigned char *)buf;
+    size_t i = 0;
+    while (i < len) {
+        int k = utf8_seq(s + i, len - i);
+        if (k < 0) {
+            if (!final)
+                return i; /* the rest of this character comes later */
+            k = 0;
+        }
+        if (k == 0 || s[i] == 0) {
+            s[i] = '?';
+            k = 1;
+        }
+        i += (size_t)k;
+    }
+    return len;
+}
+
+int agent_task_log_chunk(const char *path, int64_t offset, size_t max, bool final, char **data,
+                         size_t *len, bool *more)
+{
+    *data = NULL;
+    *len = 0;
+    *more = false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    if (offset < 0 || st.st_size <= offset) {
+        close(fd);
+        return 0;
+    }
+    int64_t avail = st.st_size - offset;
+    size_t want = avail > (int64_t)max ? max : (size_t)avail;
+    char *buf = malloc(want + 1);
+    if (!buf) {
+        close(fd);
+        return -ENOMEM;
+    }
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = pread(fd, buf + got, want - got, (off_t)(offset + (int64_t)got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = -errno;
+            free(buf);
+            close(fd);
+            return e;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    bool at_end = offset + (int64_t)got >= st.st_size;
+    size_t n = agent_task_log_sanitize(buf, got, final && at_end);
+    *more = !at_end;
+    if (n == 0) {
+        free(buf);
+        return 0;
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return 0;
+}
