@@ -1,12 +1,140 @@
-/* Placeholder until this role is written. */
+/*
+ * `tide agent`: the node agent. Parses flags, discovers GPUs, starts the
+ * task guard, runs the loop until SIGTERM/SIGINT and frees everything.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "agent/agent.h"
+#include "agent/agent_loop.h"
+#include "agent/agent_node.h"
+#include "agent/agent_opts.h"
 #include "cli/roles.h"
+#include "common/fsutil.h"
+#include "common/http_client.h"
+#include "common/log.h"
+
+/* Signals seen; the loop stops on the first and kills at once on the second. */
+static volatile sig_atomic_t agent_signals;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    if (agent_signals < 2)
+        agent_signals++;
+}
+
+static int install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    /* no SA_RESTART: the loop's sleep should end when a signal comes */
+    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0)
+        return -errno;
+    /* a dead guard or server socket must give EPIPE, not kill the agent */
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+static int open_gpus(struct agent *a)
+{
+    struct tide_err err;
+    tide_err_clear(&err);
+    if (a->opts->fake_gpus) {
+        if (gpu_backend_open(&a->gpus, &gpu_fake_ops, a->opts->fake_gpus, a->opts->name, &err)) {
+            fprintf(stderr, "tide agent: %s\n", err.message);
+            return 2;
+        }
+    } else if (gpu_backend_open(&a->gpus, &gpu_nvml_ops, NULL, a->opts->name, &err) != 0) {
+        /* a CPU-only node is still useful for gpus:0 jobs */
+        log_warn("no GPUs: %s; registering with 0 GPUs", err.message);
+        gpu_backend_init_empty(&a->gpus, "none");
+    }
+    a->telemetry = calloc(a->gpus.count ? a->gpus.count : 1, sizeof *a->telemetry);
+    if (!a->telemetry) {
+        log_error("out of memory");
+        return 1;
+    }
+    return 0;
+}
+
+static int prepare_work_dir(struct agent *a)
+{
+    int e = fs_mkdir_p(a->opts->work_dir, 0700);
+    if (e != 0) {
+        log_error("cannot create work directory %s: %s", a->opts->work_dir, strerror(-e));
+        return 1;
+    }
+    /* tasks chdir elsewhere, so every path handed to them is absolute */
+    a->work_dir = realpath(a->opts->work_dir, NULL);
+    if (!a->work_dir) {
+        log_error("work directory %s: %s", a->opts->work_dir, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+static void agent_release(struct agent *a)
+{
+    for (size_t i = 0; i < a->ntasks; i++)
+        agent_task_destroy(a->tasks[i]);
+    a->ntasks = 0;
+    agent_task_guard_stop(&a->guard);
+    gpu_backend_release(&a->gpus);
+    free(a->telemetry);
+    free(a->work_dir);
+    agent_node_release(&a->node);
+}
 
 int agent_main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tide: not implemented yet\n");
-    return 1;
+    struct agent_opts opts;
+    struct tide_err err;
+    tide_err_clear(&err);
+    if (agent_opts_parse(argc, argv, &opts, &err) != 0) {
+        fprintf(stderr, "tide agent: %s\nRun 'tide agent --help' for the options.\n", err.message);
+        return 2;
+    }
+    if (opts.help) {
+        agent_opts_usage(stdout);
+        return 0;
+    }
+    log_set_prefix("agent");
+    static struct agent a; /* large (task table); static keeps it off the stack */
+    memset(&a, 0, sizeof a);
+    a.opts = &opts;
+    a.guard.fd = -1;
+    /* GPUs first: a bad --fake-gpus should not leave a work dir behind */
+    int rc = open_gpus(&a);
+    if (rc == 0)
+        rc = prepare_work_dir(&a);
+    if (rc == 0 && install_signals() != 0) {
+        log_error("cannot install signal handlers: %s", strerror(errno));
+        rc = 1;
+    }
+    /* the guard forks without exec, so start it before libcurl has threads */
+    if (rc == 0 && (rc = agent_task_guard_start(&a.guard)) != 0) {
+        log_error("cannot start the task guard: %s", strerror(-rc));
+        rc = 1;
+    }
+    if (rc == 0 && http_client_global_init() != 0) {
+        log_error("cannot initialise libcurl");
+        rc = 1;
+    }
+    if (rc == 0) {
+        log_info("node %s, work dir %s, %zu GPU(s) (%s), server %s", opts.name, a.work_dir,
+                 a.gpus.count, a.gpus.driver, opts.server_url);
+        rc = agent_loop_run(&a, &agent_signals);
+        curl_global_cleanup();
+    }
+    agent_release(&a);
+    agent_opts_release(&opts);
+    return rc;
 }

@@ -1,0 +1,77 @@
+/*
+ * The state of one running agent, shared by its parts: the node identity
+ * (agent_node.c), the heartbeat (agent_heartbeat.c), the actions it carries
+ * out (agent_actions.c) and the loop that drives them (agent_loop.c).
+ * Single-threaded: only the loop touches it.
+ */
+#ifndef TIDE_AGENT_AGENT_H
+#define TIDE_AGENT_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/agent_opts.h"
+#include "agent/gpu.h"
+#include "agent/task.h"
+#include "agent/task_guard.h"
+
+/* Most tasks one agent tracks at once (running plus unacknowledged). */
+#define AGENT_MAX_TASKS 1024
+/* Acknowledged tasks remembered after they are forgotten. */
+#define AGENT_FORGOTTEN_MAX 256
+
+struct agent_node {
+    int64_t node_id;
+    char *node_token;
+    int heartbeat_ms; /* what the server asked for, 0 if it said nothing */
+};
+
+struct agent {
+    const struct agent_opts *opts;
+    char *work_dir; /* absolute */
+    struct gpu_backend gpus;
+    struct gpu_telemetry *telemetry; /* one per GPU */
+    struct agent_task_guard guard;
+
+    struct agent_task *tasks[AGENT_MAX_TASKS];
+    size_t ntasks;
+
+    struct agent_node node;
+    bool registered;
+    int heartbeat_ms;
+
+    bool shutting_down; /* start actions are refused from now on */
+
+    /* recently forgotten tasks, so a late resent start cannot rerun one */
+    struct {
+        int64_t job_id, attempt;
+    } forgotten[AGENT_FORGOTTEN_MAX];
+    size_t nforgotten;
+
+    size_t log_rotate;    /* which task's log goes first, for fairness */
+    bool server_down;     /* the last call did not reach the server */
+    int64_t down_warn_ms; /* when that was last logged (monotonic) */
+    int64_t down_since_ms;
+};
+
+/* The task for (job_id, attempt), or NULL. */
+struct agent_task *agent_find_task(struct agent *a, int64_t job_id, int64_t attempt);
+
+/* True when (job_id, attempt) was acknowledged and forgotten lately. */
+bool agent_was_forgotten(const struct agent *a, int64_t job_id, int64_t attempt);
+
+/* Removes the task at index i, remembers it as forgotten, and frees it. */
+void agent_drop_task(struct agent *a, size_t i);
+
+/* Logs that the server could not be reached, at most every 30 s while it
+ * stays away, and clears that once it answers (ok true). */
+void agent_note_server(struct agent *a, bool ok, const char *what, int64_t now_ms);
+
+struct http_response;
+
+/* The server's error message in resp ("HTTP 500" when it gave none), written
+ * into buf of size n, which is returned. */
+const char *agent_server_message(const struct http_response *resp, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,238 @@
+/* Building heartbeats and applying their replies (agent_heartbeat.h). */
+#include "agent/agent_heartbeat.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "agent/agent_actions.h"
+#include "agent/task_log.h"
+#include "common/http_client.h"
+#include "common/log.h"
+
+#define HEARTBEAT_TIMEOUT_MS 5000
+/* Heartbeats an acknowledged task waits for the server to take the rest of
+ * its log before the agent gives up on it. */
+#define DRAIN_MAX_TRIES 5
+
+static json_t *gpus_json(struct agent *a)
+{
+    json_t *arr = json_array();
+    if (!arr || a->gpus.count == 0)
+        return arr;
+    struct gpu_claim claims[AGENT_MAX_TASKS];
+    size_t n = 0;
+    for (size_t i = 0; i < a->ntasks; i++) {
+        struct agent_task *t = a->tasks[i];
+        if (t->state == AGENT_TASK_RUNNING && t->ngpus)
+            claims[n++] = (struct gpu_claim){t->gpus, t->ngpus, t->telemetry_file};
+    }
+    struct tide_err err;
+    tide_err_clear(&err);
+    if (a->gpus.ops->sample(&a->gpus, claims, n, a->telemetry, &err) != 0) {
+        /* no telemetry this time is better than no heartbeat */
+        log_warn("GPU telemetry: %s", err.message);
+        return arr;
+    }
+    for (size_t i = 0; i < a->gpus.count; i++) {
+        const struct gpu_telemetry *t = &a->telemetry[i];
+        json_t *g =
+            json_pack("{s:i, s:I, s:i, s:i, s:i}", "index", a->gpus.devices[i].index,
+                      "memory_used_mib", (json_int_t)t->memory_used_mib, "utilization_pct",
+                      t->utilization_pct, "temperature_c", t->temperature_c, "power_w", t->power_w);
+        if (!g || json_array_append_new(arr, g) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+static json_t *task_json(const struct agent_task *t)
+{
+    if (t->state == AGENT_TASK_RUNNING)
+        return json_pack("{s:I, s:I, s:s, s:i}", "job_id", (json_int_t)t->job_id, "attempt",
+                         (json_int_t)t->attempt, "state", "running", "pid", (int)t->pid);
+    return json_pack("{s:I, s:I, s:s, s:o, s:o, s:s}", "job_id", (json_int_t)t->job_id, "attempt",
+                     (json_int_t)t->attempt, "state", "exited", "exit_code",
+                     t->has_exit_code ? json_integer(t->exit_code) : json_null(), "signal",
+                     t->has_signal ? json_integer(t->signal) : json_null(), "reason", t->reason);
+}
+
+/* Appends t's next log chunk (if any) to logs, within *budget bytes. */
+static int add_log(json_t *logs, const struct agent_task *t, size_t *budget, bool *more)
+{
+    size_t max = *budget < TASK_LOG_CHUNK_MAX ? *budget : TASK_LOG_CHUNK_MAX;
+    if (max == 0) {
+        *more = true;
+        return 0;
+    }
+    char *data = NULL;
+    size_t len = 0;
+    bool left = false;
+    int e = agent_task_log_chunk(t->log_path, t->log_acked, max, t->state == AGENT_TASK_EXITED,
+                                 &data, &len, &left);
+    if (e != 0) {
+        log_warn("log %s: %s", t->log_path, strerror(-e));
+        return 0;
+    }
+    if (left)
+        *more = true;
+    if (!data)
+        return 0;
+    json_t *chunk =
+        json_pack("{s:I, s:I, s:I, s:s%}", "job_id", (json_int_t)t->job_id, "attempt",
+                  (json_int_t)t->attempt, "offset", (json_int_t)t->log_acked, "data", data, len);
+    free(data);
+    if (!chunk || json_array_append_new(logs, chunk) != 0)
+        return TIDE_ENOMEM;
+    *budget -= len;
+    return 0;
+}
+
+char *agent_heartbeat_body(struct agent *a, bool *more_logs)
+{
+    *more_logs = false;
+    json_t *gpus = gpus_json(a);
+    json_t *tasks = json_array(), *logs = json_array();
+    json_t *root = NULL;
+    char *text = NULL;
+    if (!gpus || !tasks || !logs)
+        goto done;
+    for (size_t i = 0; i < a->ntasks; i++) {
+        if (a->tasks[i]->acked)
+            continue;
+        json_t *t = task_json(a->tasks[i]);
+        if (!t || json_array_append_new(tasks, t) != 0)
+            goto done;
+    }
+    size_t budget = HEARTBEAT_LOG_BUDGET;
+    /* start with a different task each time so one chatty task cannot
+     * keep the others' output waiting */
+    for (size_t k = 0; k < a->ntasks; k++) {
+        const struct agent_task *t = a->tasks[(a->log_rotate + k) % a->ntasks];
+        if (add_log(logs, t, &budget, more_logs) != 0)
+            goto done;
+    }
+    a->log_rotate++;
+    root = json_pack("{s:o, s:o, s:o}", "gpus", gpus, "tasks", tasks, "logs", logs);
+    gpus = tasks = logs = NULL; /* json_pack's "o" took them, even on failure */
+    if (root)
+        text = json_dumps(root, JSON_COMPACT);
+done:
+    json_decref(gpus);
+    json_decref(tasks);
+    json_decref(logs);
+    json_decref(root);
+    return text;
+}
+
+/* (job_id, attempt) of an ack or log_offsets entry. */
+static bool entry_ids(json_t *e, int64_t *job_id, int64_t *attempt)
+{
+    json_t *j = json_object_get(e, "job_id"), *at = json_object_get(e, "attempt");
+    if (!json_is_integer(j) || !json_is_integer(at))
+        return false;
+    *job_id = json_integer_value(j);
+    *attempt = json_integer_value(at);
+    return true;
+}
+
+static int64_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+}
+
+/* Forgets acknowledged tasks once the server holds their whole log (or has
+ * stopped taking it). */
+static void forget_acked(struct agent *a, const int64_t *before)
+{
+    for (size_t i = a->ntasks; i-- > 0;) {
+        struct agent_task *t = a->tasks[i];
+        if (!t->acked)
+            continue;
+        if (t->log_acked == before[i])
+            t->drain_tries++;
+        else
+            t->drain_tries = 0;
+        bool drained = t->log_acked >= file_size(t->log_path);
+        if (!drained && t->drain_tries <= DRAIN_MAX_TRIES)
+            continue;
+        if (!drained)
+            log_warn("job %" PRId64 ".%" PRId64 ": server stopped taking its log at byte %" PRId64,
+                     t->job_id, t->attempt, t->log_acked);
+        agent_drop_task(a, i);
+    }
+}
+
+int agent_heartbeat_apply_reply(struct agent *a, const char *body, int64_t now_ms, bool *changed)
+{
+    *changed = false;
+    json_t *root = json_loads(body, 0, NULL);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return TIDE_EINVAL;
+    }
+    int64_t before[AGENT_MAX_TASKS];
+    for (size_t i = 0; i < a->ntasks; i++)
+        before[i] = a->tasks[i]->log_acked;
+    size_t i;
+    json_t *e;
+    int64_t job_id, attempt;
+    json_array_foreach(json_object_get(root, "log_offsets"), i, e)
+    {
+        json_t *off = json_object_get(e, "offset");
+        struct agent_task *t;
+        if (entry_ids(e, &job_id, &attempt) && json_is_integer(off) &&
+            json_integer_value(off) >= 0 && (t = agent_find_task(a, job_id, attempt)))
+            t->log_acked = json_integer_value(off);
+    }
+    json_array_foreach(json_object_get(root, "ack"), i, e)
+    {
+        struct agent_task *t;
+        if (entry_ids(e, &job_id, &attempt) && (t = agent_find_task(a, job_id, attempt)) &&
+            t->state == AGENT_TASK_EXITED)
+            t->acked = true;
+    }
+    forget_acked(a, before);
+    json_array_foreach(json_object_get(root, "actions"), i, e)
+    {
+        if (agent_actions_apply(a, e, now_ms))
+            *changed = true;
+    }
+    json_decref(root);
+    return 0;
+}
+
+int agent_heartbeat_send(struct agent *a, int64_t now_ms, bool *changed, bool *more_logs,
+                         struct tide_err *err)
+{
+    *changed = false;
+    char *body = agent_heartbeat_body(a, more_logs);
+    char *url = NULL;
+    if (!body || asprintf(&url, "%s/v1/agent/heartbeat", a->opts->server_url) < 0) {
+        free(body);
+        return tide_err_set(err, TIDE_EIO, NULL, "heartbeat: out of memory");
+    }
+    struct http_response resp;
+    int rc = http_request("POST", url, a->node.node_token, body, HEARTBEAT_TIMEOUT_MS, &resp, err);
+    free(body);
+    free(url);
+    if (rc != 0)
+        return TIDE_EIO;
+    char msg[512];
+    if (resp.status == 401) {
+        rc = tide_err_set(err, TIDE_EAUTH, NULL, "heartbeat: node token refused");
+    } else if (resp.status != 200) {
+        rc = tide_err_set(err, TIDE_EIO, NULL, "heartbeat: %s",
+                          agent_server_message(&resp, msg, sizeof msg));
+    } else if (agent_heartbeat_apply_reply(a, resp.body, now_ms, changed) != 0) {
+        rc = tide_err_set(err, TIDE_EIO, NULL, "heartbeat: the reply is not a JSON object");
+    }
+    http_response_release(&resp);
+    return rc;
+}

@@ -1,0 +1,206 @@
+/* The agent's main loop (agent_loop.h). */
+#include "agent/agent_loop.h"
+
+#include <inttypes.h>
+#include <time.h>
+
+#include "agent/agent_heartbeat.h"
+#include "agent/agent_node.h"
+#include "common/fsutil.h"
+#include "common/log.h"
+
+/* How often tasks are reaped and deadlines checked: short, so exits are
+ * reported and SIGKILLs sent close to on time. */
+#define LOOP_TICK_MS 50
+/* Quickest follow-up heartbeat after a change or with logs left over. */
+#define HEARTBEAT_MIN_GAP_MS 100
+#define DEFAULT_HEARTBEAT_MS 1000
+#define REGISTER_BACKOFF_MAX_MS 30000
+#define FINAL_HEARTBEAT_TRIES 3
+
+struct loop_state {
+    int64_t next_heartbeat_ms;
+    int64_t last_heartbeat_ms;
+    int64_t next_register_ms;
+    int register_failures;
+    bool ever_registered;
+};
+
+static void sleep_ms(int64_t ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    /* a signal cuts the sleep short, which is what shutdown wants */
+    nanosleep(&ts, NULL);
+}
+
+static void choose_interval(struct agent *a)
+{
+    if (a->opts->heartbeat_ms > 0)
+        a->heartbeat_ms = a->opts->heartbeat_ms;
+    else if (a->node.heartbeat_ms > 0)
+        a->heartbeat_ms = a->node.heartbeat_ms;
+    else
+        a->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
+}
+
+/* Returns false when the failure is final (first registration refused). */
+static bool try_register(struct agent *a, struct loop_state *s, int64_t now)
+{
+    struct tide_err err;
+    tide_err_clear(&err);
+    int rc = agent_node_register(a, &err);
+    if (rc == 0) {
+        a->registered = true;
+        s->ever_registered = true;
+        /* the server may have lost what it held (a new database); sending
+         * from 0 costs one refused chunk and its reply gives the real offset */
+        for (size_t i = 0; i < a->ntasks; i++)
+            a->tasks[i]->log_acked = 0;
+        s->register_failures = 0;
+        choose_interval(a);
+        agent_note_server(a, true, NULL, now);
+        log_info("registered as node %" PRId64 " (%s) with %zu GPU(s), heartbeat every %d ms",
+                 a->node.node_id, a->opts->name, a->gpus.count, a->heartbeat_ms);
+        s->next_heartbeat_ms = now;
+        return true;
+    }
+    if (rc != TIDE_EIO && !s->ever_registered) {
+        log_error("%s", err.message);
+        return false;
+    }
+    int64_t backoff = 1000LL << (s->register_failures < 5 ? s->register_failures : 5);
+    if (backoff > REGISTER_BACKOFF_MAX_MS)
+        backoff = REGISTER_BACKOFF_MAX_MS;
+    s->register_failures++;
+    s->next_register_ms = now + backoff;
+    agent_note_server(a, false, err.message, now);
+    return true;
+}
+
+static void heartbeat(struct agent *a, struct loop_state *s, int64_t now)
+{
+    bool changed = false, more = false;
+    struct tide_err err;
+    tide_err_clear(&err);
+    int rc = agent_heartbeat_send(a, now, &changed, &more, &err);
+    s->last_heartbeat_ms = now;
+    s->next_heartbeat_ms = now + a->heartbeat_ms;
+    if (rc == 0) {
+        agent_note_server(a, true, NULL, now);
+        if (changed || more)
+            s->next_heartbeat_ms = now + HEARTBEAT_MIN_GAP_MS;
+    } else if (rc == TIDE_EAUTH) {
+        log_warn("the server refused the node token; registering again");
+        a->registered = false;
+        s->next_register_ms = now;
+    } else {
+        agent_note_server(a, false, err.message, now);
+    }
+}
+
+/* Reaps every task; true when one exited. */
+static bool reap(struct agent *a, int64_t now)
+{
+    bool changed = false;
+    for (size_t i = 0; i < a->ntasks; i++) {
+        struct agent_task *t = a->tasks[i];
+        if (agent_task_poll(t, now)) {
+            log_info("job %" PRId64 ".%" PRId64 ": %s", t->job_id, t->attempt, t->reason);
+            changed = true;
+        }
+    }
+    return changed;
+}
+
+static size_t running_tasks(const struct agent *a)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i]->state == AGENT_TASK_RUNNING)
+            n++;
+    return n;
+}
+
+static void shutdown_tasks(struct agent *a, volatile sig_atomic_t *signals)
+{
+    a->shutting_down = true;
+    int64_t now = clock_mono_ms();
+    size_t n = running_tasks(a);
+    if (n)
+        log_info("stopping %zu task(s)", n);
+    /* NULL reason: the job ended because the node went away, and its exit
+     * status says how; it was not cancelled */
+    for (size_t i = 0; i < a->ntasks; i++)
+        agent_task_stop(a->tasks[i], NULL, a->tasks[i]->kill_grace_s, now);
+    bool killed = false;
+    while (running_tasks(a) > 0) {
+        if (*signals > 1 && !killed) {
+            log_warn("second signal: killing every task now");
+            for (size_t i = 0; i < a->ntasks; i++)
+                agent_task_kill_now(a->tasks[i]);
+            killed = true;
+        }
+        sleep_ms(LOOP_TICK_MS);
+        reap(a, clock_mono_ms());
+    }
+}
+
+static void final_heartbeat(struct agent *a)
+{
+    if (!a->registered)
+        return;
+    for (int i = 0; i < FINAL_HEARTBEAT_TRIES; i++) {
+        bool changed, more;
+        struct tide_err err;
+        tide_err_clear(&err);
+        int rc = agent_heartbeat_send(a, clock_mono_ms(), &changed, &more, &err);
+        if (rc != 0) {
+            log_warn("last heartbeat: %s", err.message);
+            return;
+        }
+        if (!more)
+            return; /* otherwise send the rest of the logs */
+    }
+}
+
+int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
+{
+    struct loop_state s = {0};
+    struct tide_err err;
+    tide_err_clear(&err);
+    if (agent_node_load(a, &err) == 0) {
+        a->registered = true;
+        s.ever_registered = true;
+        choose_interval(a);
+        log_info("node %" PRId64 " (%s) from node.json, heartbeat every %d ms", a->node.node_id,
+                 a->opts->name, a->heartbeat_ms);
+    } else {
+        a->heartbeat_ms = a->opts->heartbeat_ms > 0 ? a->opts->heartbeat_ms : DEFAULT_HEARTBEAT_MS;
+    }
+    int64_t now = clock_mono_ms();
+    s.next_heartbeat_ms = now;
+    s.next_register_ms = now;
+    while (!*signals) {
+        now = clock_mono_ms();
+        bool changed = reap(a, now);
+        if (!a->registered && now >= s.next_register_ms && !try_register(a, &s, now))
+            return 1;
+        if (a->registered && !*signals &&
+            (now >= s.next_heartbeat_ms ||
+             (changed && now - s.last_heartbeat_ms >= HEARTBEAT_MIN_GAP_MS)))
+            heartbeat(a, &s, clock_mono_ms());
+        if (changed && s.next_heartbeat_ms > now + HEARTBEAT_MIN_GAP_MS)
+            s.next_heartbeat_ms = now + HEARTBEAT_MIN_GAP_MS;
+        now = clock_mono_ms();
+        int64_t wait = s.next_heartbeat_ms - now;
+        if (!a->registered)
+            wait = s.next_register_ms - now;
+        sleep_ms(wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS);
+    }
+    log_info("signal received, shutting down");
+    shutdown_tasks(a, signals);
+    final_heartbeat(a);
+    return 0;
+}

@@ -1,0 +1,42 @@
+/*
+ * The command line of `tide agent`: flags, their environment fallbacks and
+ * defaults, checked once so the rest of the agent can trust them.
+ */
+#ifndef TIDE_AGENT_OPTS_H
+#define TIDE_AGENT_OPTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/tide_err.h"
+
+/* Node names end up in URLs, UUIDs and file names, so they are kept short
+ * and plain. */
+#define AGENT_NAME_MAX 63
+
+struct agent_opts {
+    char *server_url; /* without a trailing '/' */
+    char *join_token; /* NULL when none was given (a saved node.json may do) */
+    char *name;
+    char *work_dir;   /* as given; the agent makes it absolute */
+    char *fake_gpus;  /* NULL: use NVML */
+    int heartbeat_ms; /* 0: what the server says, else 1000 */
+    int kill_grace_s;
+    int cpus;
+    int64_t memory_mib;
+    bool help; /* --help was asked for; nothing else is filled */
+};
+
+/* Parses argv (argv[0] is "agent") with TIDE_SERVER and TIDE_JOIN_TOKEN as
+ * fallbacks. Returns 0 (release o with agent_opts_release) or TIDE_EINVAL
+ * with err naming the flag and what is wrong; o is then already released. */
+int agent_opts_parse(int argc, char **argv, struct agent_opts *o, struct tide_err *err);
+
+/* Frees the strings of o; safe on a zeroed or released struct. */
+void agent_opts_release(struct agent_opts *o);
+
+/* Prints the flags. */
+void agent_opts_usage(FILE *out);
+
+#endif

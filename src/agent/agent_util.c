@@ -1,0 +1,71 @@
+/* Small helpers on struct agent shared by its parts (agent.h). */
+#include "agent/agent.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/http_client.h"
+#include "common/log.h"
+
+/* While the server stays away, say so this often. */
+#define AGENT_DOWN_WARN_MS 30000
+
+struct agent_task *agent_find_task(struct agent *a, int64_t job_id, int64_t attempt)
+{
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i]->job_id == job_id && a->tasks[i]->attempt == attempt)
+            return a->tasks[i];
+    return NULL;
+}
+
+bool agent_was_forgotten(const struct agent *a, int64_t job_id, int64_t attempt)
+{
+    size_t n = a->nforgotten < AGENT_FORGOTTEN_MAX ? a->nforgotten : AGENT_FORGOTTEN_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (a->forgotten[i].job_id == job_id && a->forgotten[i].attempt == attempt)
+            return true;
+    return false;
+}
+
+void agent_drop_task(struct agent *a, size_t i)
+{
+    size_t slot = a->nforgotten++ % AGENT_FORGOTTEN_MAX;
+    a->forgotten[slot].job_id = a->tasks[i]->job_id;
+    a->forgotten[slot].attempt = a->tasks[i]->attempt;
+    agent_task_destroy(a->tasks[i]);
+    memmove(&a->tasks[i], &a->tasks[i + 1], (a->ntasks - i - 1) * sizeof a->tasks[0]);
+    a->ntasks--;
+}
+
+void agent_note_server(struct agent *a, bool ok, const char *what, int64_t now_ms)
+{
+    if (ok) {
+        if (a->server_down)
+            log_info("server %s reachable again after %lld s", a->opts->server_url,
+                     (long long)((now_ms - a->down_since_ms) / 1000));
+        a->server_down = false;
+        return;
+    }
+    if (!a->server_down) {
+        a->server_down = true;
+        a->down_since_ms = now_ms;
+        a->down_warn_ms = now_ms;
+        log_warn("%s; tasks keep running, retrying", what);
+    } else if (now_ms - a->down_warn_ms >= AGENT_DOWN_WARN_MS) {
+        a->down_warn_ms = now_ms;
+        log_warn("%s (for %lld s now); still retrying", what,
+                 (long long)((now_ms - a->down_since_ms) / 1000));
+    }
+}
+
+const char *agent_server_message(const struct http_response *resp, char *buf, size_t n)
+{
+    snprintf(buf, n, "HTTP %ld", resp->status);
+    json_t *root = resp->body ? json_loads(resp->body, 0, NULL) : NULL;
+    const char *msg = NULL;
+    if (root && json_unpack(root, "{s:{s:s}}", "error", "message", &msg) == 0 && msg)
+        snprintf(buf, n, "HTTP %ld: %s", resp->status, msg);
+    json_decref(root);
+    return buf;
+}
