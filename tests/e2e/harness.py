@@ -1,0 +1,275 @@
+"""
+End-to-end harness: starts a real `tide server` and real `tide agent`
+processes with fake GPUs on free loopback ports in a temporary directory,
+talks to the REST API with urllib, and tears everything down (whole process
+groups) even when a test fails. Standard library only.
+"""
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+TIDE = os.environ.get("TIDE_BIN")
+_clusters = []
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate, timeout=30.0, interval=0.1, what="condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+class ApiError(Exception):
+    def __init__(self, status, body):
+        super().__init__(f"HTTP {status}: {body}")
+        self.status = status
+        self.body = body
+
+
+class Cluster:
+    """A server plus agents under one temp dir. Use as a context manager."""
+
+    def __init__(self, agents=2, fake_gpus="4xH200:141GB", node_timeout_ms=3000,
+                 kill_grace_s=2, heartbeat_ms=300, keep=False):
+        if not TIDE or not os.access(TIDE, os.X_OK):
+            raise SystemExit("set TIDE_BIN to the tide binary")
+        self.dir = tempfile.mkdtemp(prefix="tide-e2e-")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.data = os.path.join(self.dir, "data")
+        self.node_timeout_ms = node_timeout_ms
+        self.kill_grace_s = kill_grace_s
+        self.heartbeat_ms = heartbeat_ms
+        self.server = None
+        self.agents = {}
+        self.keep = keep
+        self.n_agents = agents
+        self.fake_gpus = fake_gpus
+        _clusters.append(self)
+
+    # ---- processes -------------------------------------------------
+    def _spawn(self, name, args):
+        log = open(os.path.join(self.dir, f"{name}.log"), "ab")
+        p = subprocess.Popen([TIDE] + args, stdout=log, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        return p
+
+    def start_server(self):
+        self.server = self._spawn("server", [
+            "server", "--listen", f"127.0.0.1:{self.port}", "--data", self.data,
+            "--node-timeout-ms", str(self.node_timeout_ms),
+            "--heartbeat-ms", str(self.heartbeat_ms),
+            "--kill-grace-s", str(self.kill_grace_s)])
+        wait_until(self._healthy, 20, what="server /healthz")
+        self.admin = open(os.path.join(self.data, "admin.token")).read().strip()
+        self.join = open(os.path.join(self.data, "join.token")).read().strip()
+
+    def _healthy(self):
+        if self.server.poll() is not None:
+            raise AssertionError("server exited early:\n" + self.log("server"))
+        try:
+            with urllib.request.urlopen(self.url + "/healthz", timeout=2) as r:
+                return r.status == 200
+        except (urllib.error.URLError, ConnectionError, OSError):
+            return False
+
+    def start_agent(self, name, fake_gpus=None):
+        work = os.path.join(self.dir, "agents", name)
+        os.makedirs(work, exist_ok=True)
+        self.agents[name] = self._spawn(f"agent-{name}", [
+            "agent", "--server", self.url, "--token-file", os.path.join(self.data, "join.token"),
+            "--name", name, "--work", work, "--fake-gpus", fake_gpus or self.fake_gpus])
+        wait_until(lambda: self.node(name) and self.node(name)["state"] == "ready", 20,
+                   what=f"agent {name} registered")
+
+    def kill_server(self, sig=signal.SIGKILL):
+        os.killpg(self.server.pid, sig)
+        self.server.wait(15)
+
+    def kill_agent(self, name, sig=signal.SIGKILL):
+        p = self.agents.pop(name)
+        os.killpg(p.pid, sig)
+        p.wait(15)
+
+    def __enter__(self):
+        self.start_server()
+        for i in range(self.n_agents):
+            self.start_agent(f"node-{i + 1}")
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            sys.stderr.write(self.all_logs())
+        self.close(remove=exc_type is None and not self.keep)
+        return False
+
+    def close(self, remove=True):
+        procs = list(self.agents.values()) + ([self.server] if self.server else [])
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + 10
+        for p in procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait(5)
+        self.agents = {}
+        self.server = None
+        if remove:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def log(self, name):
+        try:
+            with open(os.path.join(self.dir, f"{name}.log"), errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def all_logs(self):
+        out = []
+        for f in sorted(os.listdir(self.dir)):
+            if f.endswith(".log"):
+                out.append(f"----- {f} -----\n{self.log(f[:-4])[-6000:]}")
+        return "\n".join(out) + "\n"
+
+    # ---- API -------------------------------------------------------
+    def request(self, method, path, body=None, token=None, raw=None, headers=None):
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        tok = self.admin if token is None else token
+        if tok:
+            req.add_header("Authorization", f"Bearer {tok}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                text = r.read().decode()
+                ctype = r.headers.get("Content-Type", "")
+                return r.status, (json.loads(text) if "json" in ctype else text)
+        except urllib.error.HTTPError as e:
+            text = e.read().decode(errors="replace")
+            try:
+                return e.code, json.loads(text)
+            except ValueError:
+                return e.code, text
+
+    def api(self, method, path, body=None, token=None, expect=200):
+        status, out = self.request(method, path, body, token)
+        if status != expect:
+            raise ApiError(status, out)
+        return out
+
+    def submit(self, token=None, **spec):
+        return self.api("POST", "/v1/jobs", spec, token, expect=201)
+
+    def job(self, job_id, token=None):
+        return self.api("GET", f"/v1/jobs/{job_id}", token=token)
+
+    def jobs(self, query=""):
+        return self.api("GET", "/v1/jobs" + query)["jobs"]
+
+    def logs(self, job_id):
+        return self.api("GET", f"/v1/jobs/{job_id}/logs")
+
+    def node(self, name):
+        for n in self.api("GET", "/v1/nodes")["nodes"]:
+            if n["name"] == name:
+                return n
+        return None
+
+    def wait_final(self, job_ids, timeout=60):
+        final = {"succeeded", "failed", "cancelled", "timeout"}
+        ids = list(job_ids)
+
+        def done():
+            states = {i: self.job(i) for i in ids}
+            return states if all(j["state"] in final for j in states.values()) else None
+        return wait_until(done, timeout, 0.25, what=f"jobs {ids[:5]}... to finish")
+
+    def wait_state(self, job_id, states, timeout=30):
+        states = {states} if isinstance(states, str) else set(states)
+        return wait_until(lambda: (j := self.job(job_id))["state"] in states and j, timeout, 0.1,
+                          what=f"job {job_id} in {states}")
+
+    def cli(self, *args, token=None, check=False, timeout=60, input=None):
+        env = dict(os.environ, TIDE_SERVER=self.url, TIDE_TOKEN=token or self.admin)
+        p = subprocess.run([TIDE] + list(args), env=env, capture_output=True, text=True,
+                           timeout=timeout, input=input, cwd=self.dir)
+        if check and p.returncode != 0:
+            raise AssertionError(f"tide {' '.join(args)} exited {p.returncode}: {p.stderr}")
+        return p
+
+
+def processes_with_env(key, value):
+    """PIDs of live processes whose environment has key=value."""
+    needle = f"{key}={value}".encode()
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(") ")[-1].startswith("Z"):
+                    continue
+        except OSError:
+            continue
+        if needle in env:
+            found.append(int(pid))
+    return found
+
+
+def run_tests(tests):
+    """Runs test functions in order; prints a summary line ctest can read."""
+    passed = failed = 0
+    for t in tests:
+        start = time.monotonic()
+        try:
+            t()
+            passed += 1
+            print(f"PASS {t.__name__} ({time.monotonic() - start:.1f}s)", flush=True)
+        except Exception:
+            failed += 1
+            import traceback
+            print(f"FAIL {t.__name__}", flush=True)
+            traceback.print_exc()
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+@atexit.register
+def _cleanup():
+    for c in _clusters:
+        if c.server or c.agents:
+            c.close(remove=not c.keep)

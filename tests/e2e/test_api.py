@@ -1,0 +1,186 @@
+"""End to end: bad input gets a 4xx naming the field; tokens and project isolation."""
+import json
+import os
+import sys
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Cluster, run_tests, wait_until  # noqa: E402
+
+
+def expect_error(c, status, field, body=None, raw=None, path="/v1/jobs", method="POST", token=None):
+    got, out = c.request(method, path, body, token=token, raw=raw)
+    assert got == status, (got, out, body if raw is None else raw[:80])
+    assert isinstance(out, dict) and "error" in out, out
+    assert out["error"]["message"], out
+    if field:
+        assert out["error"].get("field") == field, out
+    return out["error"]
+
+
+def test_bad_job_specs_get_400_naming_the_field_and_nothing_is_lost():
+    with Cluster(agents=0) as c:
+        keep = c.submit(command=["true"], gpus=0)
+        cases = [
+            ({"command": ["true"], "gpus": -1}, "gpus"),
+            ({"command": ["true"], "gpus": 10000}, "gpus"),
+            ({"command": ["true"], "gpus": "2"}, "gpus"),
+            ({"command": ["true"], "gpus": 1.5}, "gpus"),
+            ({"command": ["true"], "name": "x" * 10000}, "name"),
+            ({"command": ["true"], "bogus": 1}, "bogus"),
+            ({"command": "true"}, "command"),
+            ({"command": []}, "command"),
+            ({"command": ["true", 3]}, "command"),
+            ({}, "command"),
+            ({"command": ["true"], "priority": 10 ** 12}, "priority"),
+            ({"command": ["true"], "max_runtime": -5}, "max_runtime"),
+            ({"command": ["true"], "retries": 1000}, "retries"),
+            ({"command": ["true"], "env": {"1BAD": "x"}}, "env"),
+            ({"command": ["true"], "env": {"A": 1}}, "env"),
+            ({"command": ["true"], "project": "a b"}, "project"),
+            ({"command": ["true"], "workdir": "relative/path"}, "workdir"),
+            ({"command": ["true"], "preemptible": "yes"}, "preemptible"),
+            ({"command": ["true"], "checkpoint_signal": "SIGNOPE"}, "checkpoint_signal"),
+            ({"command": ["true"], "array": 4}, "array"),
+        ]
+        for body, field in cases:
+            err = expect_error(c, 400, field, body)
+            assert field in err["message"], err
+        expect_error(c, 400, None, raw=b'{"command": ["true"')
+        expect_error(c, 400, None, raw=b'[1, 2]')
+        expect_error(c, 400, None, raw=b'{"command": ["\xff\xfe"]}')
+        expect_error(c, 400, None, raw=b'{"command": ["a"], "command": ["b"]}')
+        expect_error(c, 413, None, raw=b'{"name": "' + b"x" * (50 * 1024 * 1024) + b'"}')
+        expect_error(c, 404, "id", path="/v1/jobs/99999x", method="GET")
+        expect_error(c, 404, None, path="/v1/jobs/424242", method="GET")
+        expect_error(c, 404, None, path="/v1/jobs/424242", method="DELETE")
+        expect_error(c, 404, None, path="/v1/nope", method="GET")
+        expect_error(c, 400, "state", path="/v1/jobs?state=bogus", method="GET")
+        expect_error(c, 400, "limit", path="/v1/jobs?limit=-3", method="GET")
+        # Still up, and the job accepted before is intact.
+        assert c.job(keep["id"])["spec"]["command"] == ["true"]
+        assert len(c.jobs()) == 1
+
+
+def test_cli_rejects_bad_flags_and_bad_yaml_with_nonzero_exit():
+    with Cluster(agents=0) as c:
+        p = c.cli("submit", "--gpus", "abc", "--", "true")
+        assert p.returncode == 2 and "--gpus" in p.stderr, (p.returncode, p.stderr)
+        p = c.cli("submit", "--gpus", "-1", "--", "true")
+        assert p.returncode != 0 and "gpus" in p.stderr, (p.returncode, p.stderr)
+        bad = os.path.join(c.dir, "bad.yaml")
+        with open(bad, "w") as f:
+            f.write("command: [sh, -c\nname: x\n  gpus: 1\n")
+        p = c.cli("submit", bad)
+        assert p.returncode != 0 and "line" in p.stderr, (p.returncode, p.stderr)
+        unknown = os.path.join(c.dir, "unknown.yaml")
+        with open(unknown, "w") as f:
+            f.write("command: [echo, hi]\ngpu_count: 2\n")
+        p = c.cli("submit", unknown)
+        assert p.returncode != 0 and "gpu_count" in p.stderr, (p.returncode, p.stderr)
+        p = c.cli("show", "777")
+        assert p.returncode != 0 and "not found" in p.stderr, (p.returncode, p.stderr)
+        assert c.jobs() == []
+
+
+def test_cli_submit_jobs_show_and_yaml_file_work():
+    with Cluster(agents=1) as c:
+        p = c.cli("submit", "--name", "hello", "--gpus", "1", "--env", "X=1", "--", "sh", "-c", "echo $X", check=True)
+        assert "submitted job" in p.stdout, p.stdout
+        job_id = int(p.stdout.split()[-1])
+        spec = os.path.join(c.dir, "job.yaml")
+        with open(spec, "w") as f:
+            f.write("name: from-yaml\ngpus: 2\ncommand: [sh, -c, 'echo yaml']\nretries: 1\n")
+        p = c.cli("submit", spec, "--json", check=True)
+        yaml_job = json.loads(p.stdout)
+        assert yaml_job["spec"]["gpus"] == 2 and yaml_job["spec"]["retries"] == 1, yaml_job
+        c.wait_final([job_id, yaml_job["id"]])
+        table = c.cli("jobs", check=True).stdout
+        assert "hello" in table and "from-yaml" in table and "succeeded" in table, table
+        show = c.cli("show", str(job_id), check=True).stdout
+        assert "succeeded" in show, show
+        assert c.cli("logs", str(yaml_job["id"]), check=True).stdout == "yaml\n"
+        nodes = c.cli("nodes", check=True).stdout
+        assert "node-1" in nodes and "ready" in nodes, nodes
+        for cmd in ("up", "server", "agent", "submit", "jobs", "show", "cancel", "logs", "nodes", "token"):
+            h = c.cli(cmd, "--help")
+            assert h.returncode == 0 and "usage" in h.stdout.lower(), (cmd, h.stdout, h.stderr)
+
+
+def test_requests_without_a_valid_token_get_401_and_nothing_else():
+    with Cluster(agents=0) as c:
+        for token in ("", "wrong", "x" * 300):
+            for method, path in (("GET", "/v1/jobs"), ("POST", "/v1/jobs"), ("GET", "/v1/nodes"),
+                                 ("GET", "/metrics"), ("GET", "/v1/events")):
+                req = urllib.request.Request(c.url + path, method=method,
+                                             data=b"{}" if method == "POST" else None)
+                if token:
+                    req.add_header("Authorization", f"Bearer {token}")
+                try:
+                    urllib.request.urlopen(req, timeout=5)
+                    raise AssertionError(f"{method} {path} with {token[:8]!r} succeeded")
+                except urllib.error.HTTPError as e:
+                    body = json.loads(e.read())
+                    assert e.code == 401, (e.code, body)
+                    assert set(body) == {"error"} and body["error"]["code"] == "unauthorized", body
+        # The join token registers agents and does nothing else.
+        expect_error(c, 403, None, {"command": ["true"]}, token=c.join)
+        expect_error(c, 403, None, path="/v1/jobs", method="GET", token=c.join)
+        assert c.jobs() == []
+
+
+def test_token_files_are_private():
+    with Cluster(agents=0) as c:
+        for name in ("admin.token", "join.token"):
+            mode = os.stat(os.path.join(c.data, name)).st_mode & 0o777
+            assert mode == 0o600, (name, oct(mode))
+
+
+def test_project_tokens_cannot_see_or_touch_other_projects():
+    with Cluster(agents=1) as c:
+        a = c.api("POST", "/v1/tokens", {"name": "alice", "projects": ["vision"]}, expect=201)["token"]
+        b = c.api("POST", "/v1/tokens", {"name": "bob", "projects": ["speech"]}, expect=201)["token"]
+        ja = c.submit(token=a, project="vision", command=["sh", "-c", "echo secret-a; sleep 20"], gpus=1)
+        jb = c.submit(token=b, project="speech", command=["sh", "-c", "echo b; sleep 20"], gpus=1)
+        expect_error(c, 403, "project", {"command": ["true"], "project": "vision"}, token=b)
+        expect_error(c, 403, "project", {"command": ["true"]}, token=b)  # default project
+        ids_b = [j["id"] for j in c.api("GET", "/v1/jobs", token=b)["jobs"]]
+        assert ids_b == [jb["id"]], ids_b
+        for method, path in (("GET", f"/v1/jobs/{ja['id']}"), ("DELETE", f"/v1/jobs/{ja['id']}"),
+                             ("GET", f"/v1/jobs/{ja['id']}/logs")):
+            expect_error(c, 404, None, path=path, method=method, token=b)
+        events_b = c.api("GET", "/v1/events", token=b)["events"]
+        assert events_b and all(e["job_id"] == jb["id"] for e in events_b), events_b
+        expect_error(c, 403, None, {"name": "eve", "projects": ["vision"]}, path="/v1/tokens", token=b)
+        c.wait_state(ja["id"], "running")
+        wait_until(lambda: "secret-a" in c.api("GET", f"/v1/jobs/{ja['id']}/logs", token=a), 10)
+        assert c.job(ja["id"])["state"] == "running"  # bob's cancel did nothing
+        c.api("DELETE", f"/v1/jobs/{ja['id']}", token=a)
+        c.api("DELETE", f"/v1/jobs/{jb['id']}", token=b)
+        final = c.wait_final([ja["id"], jb["id"]])
+        assert all(j["state"] == "cancelled" for j in final.values()), final
+
+
+def test_metrics_count_jobs_nodes_and_gpus():
+    with Cluster(agents=2) as c:
+        j = c.submit(command=["sleep", "20"], gpus=3)
+        c.wait_state(j["id"], "running")
+        text = c.api("GET", "/metrics")
+        lines = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+        assert lines['tide_jobs{state="running",queue="default"}'] == "1", text
+        assert lines['tide_nodes{state="ready"}'] == "2", text
+        assert lines["tide_gpus_total"] == "8", text
+        assert lines["tide_gpus_allocated"] == "3", text
+        c.api("DELETE", f"/v1/jobs/{j['id']}")
+
+
+if __name__ == "__main__":
+    run_tests([
+        test_bad_job_specs_get_400_naming_the_field_and_nothing_is_lost,
+        test_cli_rejects_bad_flags_and_bad_yaml_with_nonzero_exit,
+        test_cli_submit_jobs_show_and_yaml_file_work,
+        test_requests_without_a_valid_token_get_401_and_nothing_else,
+        test_token_files_are_private,
+        test_project_tokens_cannot_see_or_touch_other_projects,
+        test_metrics_count_jobs_nodes_and_gpus,
+    ])

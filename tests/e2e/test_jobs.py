@@ -1,0 +1,183 @@
+"""End to end: mixed job sizes, failures, max_runtime, cancel, logs, restarts."""
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Cluster, processes_with_env, run_tests, wait_until  # noqa: E402
+
+
+def test_fifty_mixed_jobs_finish_with_their_exit_codes_and_logs():
+    with Cluster(agents=2) as c:
+        sizes = [0, 1, 2, 4]
+        ids = {}
+        for i in range(50):
+            gpus = sizes[i % 4]
+            code = 3 if i % 10 == 7 else 0
+            script = (f'echo "job {i} gpus=$CUDA_VISIBLE_DEVICES id=$TIDE_JOB_ID"; '
+                      f'echo "to stderr {i}" >&2; sleep 0.{i % 5}; exit {code}')
+            j = c.submit(name=f"mixed-{i}", gpus=gpus, command=["sh", "-c", script])
+            ids[j["id"]] = (i, gpus, code)
+        final = c.wait_final(ids, timeout=180)
+        for job_id, (i, gpus, code) in ids.items():
+            j = final[job_id]
+            want = "failed" if code else "succeeded"
+            assert j["state"] == want, (job_id, j)
+            assert j["exit_code"] == code, j
+            assert len(j["gpus"]) == gpus, j
+            log = c.logs(job_id)
+            assert f"job {i} gpus=" in log and f"id={job_id}" in log, log
+            assert f"to stderr {i}" in log, log
+            visible = log.split("gpus=")[1].split(" ")[0]
+            assert len([g for g in visible.split(",") if g]) == gpus, log
+            if code:
+                assert j["reason"] == "exit 3", j
+
+
+def test_job_past_max_runtime_ends_timeout():
+    with Cluster(agents=1) as c:
+        j = c.submit(command=["sleep", "60"], gpus=1, max_runtime=1)
+        done = c.wait_final([j["id"]], timeout=30)[j["id"]]
+        assert done["state"] == "timeout", done
+        assert "max_runtime" in done["reason"], done
+
+
+def test_cancel_kills_the_whole_process_group():
+    with Cluster(agents=1) as c:
+        marker = f"cancel-{os.getpid()}-{time.time()}"
+        j = c.submit(command=["sh", "-c", "sleep 300 & sleep 300 & echo started; wait"],
+                     env={"TIDE_TEST_MARKER": marker}, gpus=1)
+        c.wait_state(j["id"], "running")
+        wait_until(lambda: len(processes_with_env("TIDE_TEST_MARKER", marker)) >= 3, 10,
+                   what="the job's three processes")
+        c.api("DELETE", f"/v1/jobs/{j['id']}")
+        done = c.wait_final([j["id"]], timeout=30)[j["id"]]
+        assert done["state"] == "cancelled", done
+        wait_until(lambda: not processes_with_env("TIDE_TEST_MARKER", marker), 10,
+                   what="no process of the cancelled job left")
+        status, body = c.request("DELETE", f"/v1/jobs/{j['id']}")
+        assert status == 409, (status, body)
+
+
+def test_pending_job_is_cancelled_at_once():
+    with Cluster(agents=1, fake_gpus="1xT4:16GB") as c:
+        blocker = c.submit(command=["sleep", "30"], gpus=1)
+        c.wait_state(blocker["id"], "running")
+        waiting = c.submit(command=["true"], gpus=1)
+        assert c.job(waiting["id"])["state"] == "pending"
+        out = c.api("DELETE", f"/v1/jobs/{waiting['id']}")
+        assert out["state"] == "cancelled", out
+        pending = wait_until(lambda: c.job(blocker["id"]).get("state") == "running", 5)
+        assert pending
+
+
+def test_job_that_fits_nowhere_waits_with_a_reason():
+    with Cluster(agents=1, fake_gpus="2xA100:80GB") as c:
+        j = c.submit(command=["true"], gpus=4)
+        job = wait_until(lambda: (x := c.job(j["id"])).get("pending_reason") and x, 10)
+        assert job["state"] == "pending"
+        assert "4 GPUs" in job["pending_reason"], job
+        k = c.submit(command=["true"], gpus=1, gpu_model="H100*")
+        job = wait_until(lambda: (x := c.job(k["id"])).get("pending_reason") and x, 10)
+        assert "H100*" in job["pending_reason"], job
+
+
+def test_environment_of_a_task():
+    with Cluster(agents=1) as c:
+        j = c.submit(command=["sh", "-c", 'echo "A=$TIDE_ATTEMPT W=$TIDE_WORK_DIR N=$NVIDIA_VISIBLE_DEVICES X=$MYVAR"; pwd'],
+                     env={"MYVAR": "hello"}, gpus=2)
+        c.wait_final([j["id"]])
+        log = c.logs(j["id"])
+        assert "A=1 " in log and "X=hello" in log, log
+        workdir = log.split("W=")[1].split(" ")[0]
+        assert workdir.rstrip("/").endswith(str(j["id"])), log
+        assert log.strip().splitlines()[-1].rstrip("/") == workdir.rstrip("/"), log
+        assert "N=" in log and log.split("N=")[1].split(" ")[0].count(",") == 1, log
+
+
+def test_logs_follow_streams_until_the_job_ends():
+    with Cluster(agents=1) as c:
+        j = c.submit(command=["sh", "-c", "for i in 1 2 3; do echo line$i; sleep 0.5; done"], gpus=0)
+        c.wait_state(j["id"], ("running", "succeeded"))
+        p = c.cli("logs", "-f", str(j["id"]), check=True, timeout=30)
+        assert p.stdout.splitlines()[-3:] == ["line1", "line2", "line3"], p.stdout
+        assert c.job(j["id"])["state"] == "succeeded"
+
+
+def test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice():
+    with Cluster(agents=2) as c:
+        runs = os.path.join(c.dir, "runs")
+        os.makedirs(runs)
+        ids = []
+        for i in range(12):
+            script = f'echo "$TIDE_JOB_ID $TIDE_ATTEMPT" >> {runs}/$TIDE_JOB_ID; sleep 3; echo done'
+            ids.append(c.submit(command=["sh", "-c", script], gpus=1 + i % 2)["id"])
+        wait_until(lambda: len([j for j in c.jobs() if j["state"] == "running"]) >= 4, 20,
+                   what="some jobs running")
+        c.kill_server(signal.SIGKILL)
+        time.sleep(1.5)  # agents keep their tasks running while the server is away
+        c.start_server()
+        late = c.submit(command=["sh", "-c", f'echo "$TIDE_JOB_ID $TIDE_ATTEMPT" >> {runs}/$TIDE_JOB_ID'], gpus=1)
+        ids.append(late["id"])
+        final = c.wait_final(ids, timeout=120)
+        for job_id in ids:
+            assert final[job_id]["state"] == "succeeded", final[job_id]
+            with open(os.path.join(runs, str(job_id))) as f:
+                lines = f.read().splitlines()
+            assert len(lines) == 1, (job_id, lines)
+            assert final[job_id]["attempt"] == 1, final[job_id]
+
+
+def test_killed_agent_jobs_are_requeued_and_finish_elsewhere():
+    with Cluster(agents=2, node_timeout_ms=2000) as c:
+        ids = [c.submit(command=["sh", "-c", "sleep 4; echo ok"], gpus=2, retries=2)["id"]
+               for _ in range(4)]
+        running = wait_until(lambda: [j for j in c.jobs() if j["state"] == "running"
+                                      and j["node"] == "node-1"], 20, what="jobs on node-1")
+        moved = [j["id"] for j in running]
+        c.kill_agent("node-1")
+        wait_until(lambda: c.node("node-1")["state"] == "lost", 15, what="node-1 lost")
+        final = c.wait_final(ids, timeout=120)
+        for job_id in ids:
+            assert final[job_id]["state"] == "succeeded", final[job_id]
+        for job_id in moved:
+            assert final[job_id]["node"] == "node-2", final[job_id]
+            assert final[job_id]["attempt"] == 2, final[job_id]
+        events = c.api("GET", f"/v1/events?job={moved[0]}")["events"]
+        assert any(e["kind"] == "job_requeued" and "node lost" in e["message"] for e in events), events
+
+
+def test_job_without_retries_fails_when_its_node_is_lost():
+    with Cluster(agents=1, node_timeout_ms=1500) as c:
+        j = c.submit(command=["sleep", "60"], gpus=1)
+        c.wait_state(j["id"], "running")
+        c.kill_agent("node-1")
+        done = c.wait_final([j["id"]], timeout=30)[j["id"]]
+        assert done["state"] == "failed" and done["reason"] == "node lost", done
+
+
+def test_restarted_agent_reconciles_and_reruns_lost_tasks():
+    with Cluster(agents=1) as c:
+        j = c.submit(command=["sh", "-c", "sleep 2; echo fine"], gpus=1, retries=1)
+        c.wait_state(j["id"], "running")
+        c.kill_agent("node-1")
+        c.start_agent("node-1")
+        done = c.wait_final([j["id"]], timeout=60)[j["id"]]
+        assert done["state"] == "succeeded" and done["attempt"] == 2, done
+
+
+if __name__ == "__main__":
+    run_tests([
+        test_fifty_mixed_jobs_finish_with_their_exit_codes_and_logs,
+        test_job_past_max_runtime_ends_timeout,
+        test_cancel_kills_the_whole_process_group,
+        test_pending_job_is_cancelled_at_once,
+        test_job_that_fits_nowhere_waits_with_a_reason,
+        test_environment_of_a_task,
+        test_logs_follow_streams_until_the_job_ends,
+        test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice,
+        test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
+        test_job_without_retries_fails_when_its_node_is_lost,
+        test_restarted_agent_reconciles_and_reruns_lost_tasks,
+    ])
