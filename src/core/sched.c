@@ -49,8 +49,45 @@ static void format_gpu_list(char *out, size_t size, const int *gpus, int n)
         used += (size_t)snprintf(out + used, size - used, "%s%d", i ? "," : "", gpus[i]);
 }
 
+/* A pass only ever takes capacity, so once a job found no room, every later
+ * job that asks for at least as much with no extra constraint finds none
+ * either. Remembering a few such shapes skips most of the hopeless scans. */
+struct failed_shape {
+    int gpus, cpus;
+    int64_t memory_mib;
+};
+
+#define FAILED_SHAPES 8
+
+static bool unconstrained(const struct job *job)
+{
+    return job->gpu_model[0] == '\0' && job->gpu_memory_mib == 0;
+}
+
+static bool dominating_failure(const struct failed_shape *shapes, int n, const struct job *job)
+{
+    for (int i = 0; i < n; i++)
+        if (job->gpus >= shapes[i].gpus && job->cpus >= shapes[i].cpus &&
+            job->memory_mib >= shapes[i].memory_mib)
+            return true;
+    return false;
+}
+
+/* GPUs of the largest ready node: a job asking for more can never fit,
+ * and must get that answer rather than "waiting". */
+static int widest_ready_node(const struct cluster *c)
+{
+    int widest = 0;
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].state == NODE_READY && c->nodes[i].ngpus > widest)
+            widest = c->nodes[i].ngpus;
+    return widest;
+}
+
 int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out)
 {
+    struct failed_shape failed[FAILED_SHAPES];
+    int nfailed = 0;
     (void)now_ms;
     if (c->njobs > s->order_cap) {
         struct job **grown = realloc(s->order, c->njobs * sizeof *grown);
@@ -65,15 +102,26 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
             s->order[npending++] = &c->jobs[i];
     qsort(s->order, npending, sizeof *s->order, by_priority_then_fifo);
 
-    int placed = 0;
+    int placed = 0, widest_node = widest_ready_node(c);
     for (size_t i = 0; i < npending; i++) {
         struct job *job = s->order[i];
+        if (unconstrained(job) && job->gpus <= widest_node &&
+            dominating_failure(failed, nfailed, job)) {
+            snprintf(job->wait_reason, sizeof job->wait_reason,
+                     "waiting for %d free GPU%s and the CPUs/memory asked for on one node",
+                     job->gpus, job->gpus == 1 ? "" : "s");
+            continue;
+        }
         struct placement_choice choice;
         char why[TIDE_REASON_MAX] = "";
         enum placement_result r =
             s->cfg.placement->choose(&s->cfg.placement_cfg, c, job, &choice, why);
         if (r != PLACEMENT_FOUND) {
             snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
+            if (r == PLACEMENT_NOT_NOW && unconstrained(job) && nfailed < FAILED_SHAPES) {
+                failed[nfailed++] = (struct failed_shape){.gpus = job->gpus, .cpus = job->cpus,
+                                                          .memory_mib = job->memory_mib};
+            }
             continue;
         }
         cluster_assign(c, job, choice.node, choice.gpu_index, choice.ngpus);
@@ -84,7 +132,7 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
                            .node_id = choice.node->id, .state = JOB_STARTING, .exit_code = -1};
         char gpus[128];
         format_gpu_list(gpus, sizeof gpus, choice.gpu_index, choice.ngpus);
-        snprintf(a.reason, sizeof a.reason, "placed on %s%s%s", choice.node->name,
+        snprintf(a.reason, sizeof a.reason, "placed on %s%s%.80s", choice.node->name,
                  choice.ngpus ? " GPUs " : "", gpus);
         if (!action_list_push(out, &a))
             return TIDE_ENOMEM;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# make bench: the scheduler pass benchmark and the API submit rate over
+# loopback (wrk, 1 and 8 connections). Prints numbers; never fails on speed.
+set -euo pipefail
+build=${1:-build}
+tide="$build/tide"
+
+echo "== scheduler: one pass (src/core, loadaware placement)"
+"$build/bench/bench_sched"
+
+echo
+echo "== API: POST /v1/jobs accepted per second (SQLite WAL, synchronous=FULL)"
+if ! command -v wrk >/dev/null 2>&1; then
+  apt-get install -y -qq wrk >/dev/null 2>&1 || { echo "wrk not installed; skipping"; exit 0; }
+fi
+dir=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$tide" server --listen "127.0.0.1:$port" --data "$dir/data" >"$dir/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 50); do [ -f "$dir/data/admin.token" ] && curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+cat >"$dir/post.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '{"command":["true"],"gpus":1,"name":"bench"}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $(cat "$dir/data/admin.token")"
+LUA
+for conns in 1 8; do
+  rate=$(wrk -t1 -c"$conns" -d5s -s "$dir/post.lua" "http://127.0.0.1:$port/v1/jobs" | awk '/Requests\/sec/ {print $2}')
+  printf '%-2d client(s): %s jobs/s\n' "$conns" "$rate"
+done
