@@ -57,9 +57,11 @@ static long pick_gpus(const struct placement_config *cfg, const struct node *nod
         for (int j = i + 1; j < n; j++)
             if (keys[j] < keys[min])
                 min = j;
-        int k = keys[i], x = index[i];
-        keys[i] = keys[min], index[i] = index[min];
-        keys[min] = k, index[min] = x;
+        /* Shift rather than swap, so equal loads keep their order. */
+        int k = keys[min], x = index[min];
+        memmove(&keys[i + 1], &keys[i], (size_t)(min - i) * sizeof keys[0]);
+        memmove(&index[i + 1], &index[i], (size_t)(min - i) * sizeof index[0]);
+        keys[i] = k, index[i] = x;
         out[i] = index[i];
         sum += keys[i];
     }
