@@ -73,15 +73,19 @@ static bool dominating_failure(const struct failed_shape *shapes, int n, const s
     return false;
 }
 
-/* GPUs of the largest ready node: a job asking for more can never fit,
- * and must get that answer rather than "waiting". */
-static int widest_ready_node(const struct cluster *c)
+/* Whether one ready node is big enough for job (GPUs, CPUs and memory
+ * together): a job that none could ever hold must get that answer rather
+ * than "waiting". */
+static bool fits_a_ready_node(const struct cluster *c, const struct job *job)
 {
-    int widest = 0;
-    for (size_t i = 0; i < c->nnodes; i++)
-        if (c->nodes[i].state == NODE_READY && c->nodes[i].ngpus > widest)
-            widest = c->nodes[i].ngpus;
-    return widest;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const struct node *n = &c->nodes[i];
+        if (n->state == NODE_READY && n->ngpus >= job->gpus &&
+            (n->cpus <= 0 || job->cpus <= n->cpus) &&
+            (n->memory_mib <= 0 || job->memory_mib <= n->memory_mib))
+            return true;
+    }
+    return false;
 }
 
 int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out)
@@ -102,11 +106,11 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
             s->order[npending++] = &c->jobs[i];
     qsort(s->order, npending, sizeof *s->order, by_priority_then_fifo);
 
-    int placed = 0, widest_node = widest_ready_node(c);
+    int placed = 0;
     for (size_t i = 0; i < npending; i++) {
         struct job *job = s->order[i];
-        if (unconstrained(job) && job->gpus <= widest_node &&
-            dominating_failure(failed, nfailed, job)) {
+        if (unconstrained(job) && dominating_failure(failed, nfailed, job) &&
+            fits_a_ready_node(c, job)) {
             snprintf(job->wait_reason, sizeof job->wait_reason,
                      "waiting for %d free GPU%s and the CPUs/memory asked for on one node",
                      job->gpus, job->gpus == 1 ? "" : "s");

@@ -1,0 +1,431 @@
+/* Unit tests for the v1 scheduler: passes, node loss and cancels (src/core/sched.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "common/tide_err.h"
+#include "core/sched.h"
+
+#include "cluster_fixture.h"
+
+#define TIMEOUT_MS 30000
+
+static struct cluster c;
+static struct scheduler s;
+static struct action_list out;
+
+static int setup(void **state)
+{
+    (void)state;
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    cfg.node_timeout_ms = TIMEOUT_MS;
+    sched_init(&s, &cfg);
+    cluster_init(&c);
+    action_list_init(&out);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sched_release(&s);
+    cluster_release(&c);
+    action_list_release(&out);
+    return 0;
+}
+
+static void add_node(struct node n)
+{
+    assert_non_null(cluster_put_node(&c, &n));
+}
+
+static void add_job(struct job j)
+{
+    assert_non_null(cluster_add_job(&c, &j));
+}
+
+static struct job with_priority(struct job j, int priority)
+{
+    j.priority = priority;
+    return j;
+}
+
+/* Adds job as running its first attempt on node's first `gpus` free GPUs. */
+static void add_running(struct job j, int64_t node_id)
+{
+    struct job *job = cluster_add_job(&c, &j);
+    assert_non_null(job);
+    struct node *node = cluster_find_node(&c, node_id);
+    assert_non_null(node);
+    int idx[TIDE_MAX_GPUS_PER_NODE], n = 0;
+    for (int g = 0; g < node->ngpus && n < j.gpus; g++)
+        if (!node->gpus[g].job_id)
+            idx[n++] = node->gpus[g].index;
+    assert_int_equal(n, j.gpus);
+    cluster_assign(&c, job, node, idx, n);
+    job->state = JOB_RUNNING;
+    job->attempt = 1;
+}
+
+static int pass(void)
+{
+    return sched_pass(&s, &c, 1000, &out);
+}
+
+static void test_higher_priority_job_is_placed_first(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 1));
+    add_job(with_priority(fx_job(1, 1), 0));
+    add_job(with_priority(fx_job(2, 1), 5));
+    assert_int_equal(pass(), 1);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
+    assert_int_equal(cluster_find_job(&c, 1)->state, JOB_PENDING);
+}
+
+static void test_negative_priority_goes_after_the_default(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 1));
+    add_job(with_priority(fx_job(1, 1), -3));
+    add_job(fx_job(2, 1));
+    assert_int_equal(pass(), 1);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
+}
+
+static void test_earlier_submission_goes_first_within_a_priority(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 1));
+    struct job late = fx_job(1, 1), early = fx_job(2, 1);
+    late.submit_ms = 200;
+    early.submit_ms = 100;
+    add_job(late);
+    add_job(early);
+    assert_int_equal(pass(), 1);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
+    assert_int_equal(cluster_find_job(&c, 1)->state, JOB_PENDING);
+}
+
+static void test_same_submit_time_goes_by_lower_id(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 1));
+    struct job a = fx_job(7, 1), b = fx_job(3, 1);
+    a.submit_ms = b.submit_ms = 500;
+    add_job(a);
+    add_job(b);
+    assert_int_equal(pass(), 1);
+    assert_int_equal(cluster_find_job(&c, 3)->state, JOB_STARTING);
+}
+
+static void test_placed_job_is_starting_on_its_gpus_with_attempt_one(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 4));
+    add_job(fx_job(1, 2));
+    assert_int_equal(pass(), 1);
+    struct job *job = cluster_find_job(&c, 1);
+    assert_int_equal(job->state, JOB_STARTING);
+    assert_int_equal(job->attempt, 1);
+    assert_int_equal(job->node_id, 1);
+    assert_int_equal(job->ngpus_assigned, 2);
+    assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 2);
+
+    assert_int_equal(out.len, 1);
+    const struct action *a = &out.items[0];
+    assert_int_equal(a->type, ACTION_START);
+    assert_int_equal(a->job_id, 1);
+    assert_int_equal(a->attempt, 1);
+    assert_int_equal(a->node_id, 1);
+    assert_int_equal(a->state, JOB_STARTING);
+    assert_string_equal(a->reason, "placed on node-1 GPUs 0,1");
+}
+
+static void test_requeued_job_starts_its_next_attempt(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 1));
+    struct job j = fx_job(1, 1);
+    j.attempt = 2;
+    add_job(j);
+    assert_int_equal(pass(), 1);
+    assert_int_equal(cluster_find_job(&c, 1)->attempt, 3);
+    assert_int_equal(out.items[0].attempt, 3);
+}
+
+static void test_job_that_fits_nowhere_waits_with_a_reason(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 8));
+    add_job(fx_job(1, 16));
+    assert_int_equal(pass(), 0);
+    struct job *job = cluster_find_job(&c, 1);
+    assert_int_equal(job->state, JOB_PENDING);
+    assert_int_equal(job->attempt, 0);
+    assert_non_null(strstr(job->wait_reason, "16 GPUs"));
+    assert_int_equal(out.len, 0);
+}
+
+static void test_wait_reason_is_cleared_once_placed(void **state)
+{
+    (void)state;
+    struct node n = fx_h200_node(1, 2);
+    n.gpus[0].job_id = n.gpus[1].job_id = 999;
+    add_node(n);
+    add_job(fx_job(1, 1));
+    assert_int_equal(pass(), 0);
+    assert_true(cluster_find_job(&c, 1)->wait_reason[0] != '\0');
+    cluster_find_node(&c, 1)->gpus[1].job_id = 0;
+    assert_int_equal(pass(), 1);
+    assert_string_equal(cluster_find_job(&c, 1)->wait_reason, "");
+}
+
+static void test_big_job_that_does_not_fit_does_not_block_a_smaller_later_one(void **state)
+{
+    (void)state;
+    struct node n = fx_h200_node(1, 8);
+    for (int g = 0; g < 4; g++)
+        n.gpus[g].job_id = 999;
+    add_node(n);
+    add_job(with_priority(fx_job(1, 8), 5));
+    add_job(fx_job(2, 2));
+    assert_int_equal(pass(), 1);
+    assert_int_equal(cluster_find_job(&c, 1)->state, JOB_PENDING);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
+}
+
+static void test_jobs_placed_in_one_pass_do_not_share_gpus(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 3));
+    add_job(fx_job(1, 2));
+    add_job(fx_job(2, 2));
+    add_job(fx_job(3, 1));
+    assert_int_equal(pass(), 2);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_PENDING);
+    assert_int_equal(cluster_find_job(&c, 3)->state, JOB_STARTING);
+    assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 3);
+}
+
+static void test_jobs_already_on_a_node_are_not_placed_again(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 4));
+    add_running(fx_job(1, 1), 1);
+    assert_int_equal(pass(), 0);
+    assert_int_equal(out.len, 0);
+    assert_int_equal(cluster_find_job(&c, 1)->attempt, 1);
+}
+
+static void test_job_too_big_for_any_node_is_told_so_even_after_a_smaller_one_waited(void **state)
+{
+    (void)state;
+    struct node n = fx_h200_node(1, 1);
+    n.gpus[0].job_id = 999;
+    add_node(n);
+    add_job(fx_job(1, 1)); /* waits: the only GPU is held */
+    struct job big = fx_job(2, 1);
+    big.cpus = FX_NODE_CPUS * 2; /* no node has that many CPUs */
+    add_job(big);
+    assert_int_equal(pass(), 0);
+    assert_non_null(strstr(cluster_find_job(&c, 1)->wait_reason, "waiting for"));
+    const char *why = cluster_find_job(&c, 2)->wait_reason;
+    if (strncmp(why, "no ready node", 13) != 0)
+        print_error("wait_reason: '%s'\n", why);
+    assert_int_equal(strncmp(why, "no ready node", 13), 0);
+}
+
+static void test_node_silent_past_the_timeout_is_lost(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 1));
+    assert_int_equal(sched_check_nodes(&s, &c, TIMEOUT_MS + 1, &out), 1);
+    assert_int_equal(cluster_find_node(&c, 1)->state, NODE_LOST);
+    const struct action *a = fx_find(&out, ACTION_NODE_LOST, 0);
+    assert_non_null(a);
+    assert_int_equal(a->node_id, 1);
+}
+
+static void test_node_silent_exactly_the_timeout_is_not_lost(void **state)
+{
+    (void)state;
+    struct node n = fx_h200_node(1, 1);
+    n.last_heartbeat_ms = 5000;
+    add_node(n);
+    assert_int_equal(sched_check_nodes(&s, &c, 5000 + TIMEOUT_MS, &out), 0);
+    assert_int_equal(cluster_find_node(&c, 1)->state, NODE_READY);
+    assert_int_equal(out.len, 0);
+}
+
+static void test_lost_node_is_reported_once(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 1));
+    assert_int_equal(sched_check_nodes(&s, &c, TIMEOUT_MS + 1, &out), 1);
+    action_list_clear(&out);
+    assert_int_equal(sched_check_nodes(&s, &c, 2 * TIMEOUT_MS, &out), 0);
+    assert_int_equal(out.len, 0);
+}
+
+static void test_job_on_lost_node_is_requeued_while_retries_remain(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 2));
+    struct job j = fx_job(1, 2);
+    j.retries = 1;
+    add_running(j, 1);
+    sched_check_nodes(&s, &c, TIMEOUT_MS + 1, &out);
+
+    const struct action *a = fx_find(&out, ACTION_REQUEUE, 1);
+    assert_non_null(a);
+    assert_int_equal(a->state, JOB_LOST);
+    assert_int_equal(a->attempt, 1);
+    assert_string_equal(a->reason, "node lost; retry 1 of 1");
+    struct job *job = cluster_find_job(&c, 1);
+    assert_non_null(job);
+    assert_int_equal(job->state, JOB_PENDING);
+    assert_int_equal(job->node_id, 0);
+    assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 0);
+}
+
+static void test_job_on_lost_node_fails_with_node_lost_when_retries_are_used_up(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 2));
+    struct job j = fx_job(1, 2);
+    j.retries = 1;
+    add_running(j, 1);
+    cluster_find_job(&c, 1)->attempt = 2;
+    sched_check_nodes(&s, &c, TIMEOUT_MS + 1, &out);
+
+    assert_int_equal(fx_count(&out, ACTION_REQUEUE, 1), 0);
+    const struct action *a = fx_find(&out, ACTION_FINISH, 1);
+    assert_non_null(a);
+    assert_int_equal(a->state, JOB_FAILED);
+    assert_string_equal(a->reason, "node lost");
+    assert_null(cluster_find_job(&c, 1));
+    assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 0);
+}
+
+static void test_every_job_of_a_lost_node_is_ended_and_others_are_untouched(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 4));
+    add_node(fx_h200_node(2, 4));
+    cluster_find_node(&c, 2)->last_heartbeat_ms = TIMEOUT_MS;
+    add_running(fx_job(1, 1), 1);
+    add_running(fx_job(2, 1), 1); /* two failures in a row: removal shifts the array */
+    struct job retried = fx_job(3, 1);
+    retried.retries = 3;
+    add_running(retried, 1);
+    add_running(fx_job(4, 1), 2);
+    assert_int_equal(sched_check_nodes(&s, &c, TIMEOUT_MS + 1, &out), 1);
+
+    assert_int_equal(fx_count(&out, ACTION_FINISH, 1), 1);
+    assert_int_equal(fx_count(&out, ACTION_FINISH, 2), 1);
+    assert_int_equal(fx_count(&out, ACTION_REQUEUE, 3), 1);
+    assert_int_equal(c.njobs, 2);
+    assert_int_equal(cluster_find_job(&c, 4)->state, JOB_RUNNING);
+    assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 0);
+    assert_int_equal(fx_gpus_held(cluster_find_node(&c, 2)), 1);
+}
+
+static void test_lost_node_frees_cpus_and_memory(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 1));
+    struct job j = fx_job(1, 1);
+    j.cpus = 8;
+    j.memory_mib = 4096;
+    j.retries = 1;
+    add_running(j, 1);
+    sched_check_nodes(&s, &c, TIMEOUT_MS + 1, &out);
+    assert_int_equal(cluster_find_node(&c, 1)->cpus_allocated, 0);
+    assert_int_equal(cluster_find_node(&c, 1)->memory_allocated_mib, 0);
+}
+
+static void test_cancelling_a_pending_job_finishes_it_at_once(void **state)
+{
+    (void)state;
+    add_job(fx_job(1, 1));
+    assert_int_equal(sched_cancel(&c, 1, &out), 1);
+    const struct action *a = fx_find(&out, ACTION_FINISH, 1);
+    assert_non_null(a);
+    assert_int_equal(a->state, JOB_CANCELLED);
+    assert_null(cluster_find_job(&c, 1));
+}
+
+static void test_cancelling_a_running_job_asks_its_agent_to_stop_it(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 1));
+    add_running(fx_job(1, 1), 1);
+    assert_int_equal(sched_cancel(&c, 1, &out), 0);
+    struct job *job = cluster_find_job(&c, 1);
+    assert_non_null(job);
+    assert_true(job->cancel_requested);
+    assert_int_equal(job->state, JOB_RUNNING);
+    assert_int_equal(fx_count(&out, ACTION_FINISH, 1), 0);
+    /* It keeps its GPUs until the agent says it stopped. */
+    assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 1);
+}
+
+static void test_cancelling_an_unknown_job_is_enoent(void **state)
+{
+    (void)state;
+    assert_int_equal(sched_cancel(&c, 42, &out), TIDE_ENOENT);
+    assert_int_equal(out.len, 0);
+}
+
+static void test_cancelled_job_on_a_lost_node_ends_cancelled_not_requeued(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 1));
+    struct job j = fx_job(1, 1);
+    j.retries = 5;
+    add_running(j, 1);
+    sched_cancel(&c, 1, &out);
+    sched_check_nodes(&s, &c, TIMEOUT_MS + 1, &out);
+    const struct action *a = fx_find(&out, ACTION_FINISH, 1);
+    assert_non_null(a);
+    assert_int_equal(a->state, JOB_CANCELLED);
+    assert_null(cluster_find_job(&c, 1));
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_higher_priority_job_is_placed_first),
+        T(test_negative_priority_goes_after_the_default),
+        T(test_earlier_submission_goes_first_within_a_priority),
+        T(test_same_submit_time_goes_by_lower_id),
+        T(test_placed_job_is_starting_on_its_gpus_with_attempt_one),
+        T(test_requeued_job_starts_its_next_attempt),
+        T(test_job_that_fits_nowhere_waits_with_a_reason),
+        T(test_wait_reason_is_cleared_once_placed),
+        T(test_big_job_that_does_not_fit_does_not_block_a_smaller_later_one),
+        T(test_jobs_placed_in_one_pass_do_not_share_gpus),
+        T(test_jobs_already_on_a_node_are_not_placed_again),
+        T(test_job_too_big_for_any_node_is_told_so_even_after_a_smaller_one_waited),
+        T(test_node_silent_past_the_timeout_is_lost),
+        T(test_node_silent_exactly_the_timeout_is_not_lost),
+        T(test_lost_node_is_reported_once),
+        T(test_job_on_lost_node_is_requeued_while_retries_remain),
+        T(test_job_on_lost_node_fails_with_node_lost_when_retries_are_used_up),
+        T(test_every_job_of_a_lost_node_is_ended_and_others_are_untouched),
+        T(test_lost_node_frees_cpus_and_memory),
+        T(test_cancelling_a_pending_job_finishes_it_at_once),
+        T(test_cancelling_a_running_job_asks_its_agent_to_stop_it),
+        T(test_cancelling_an_unknown_job_is_enoent),
+        T(test_cancelled_job_on_a_lost_node_ends_cancelled_not_requeued),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
