@@ -14,7 +14,6 @@
 #include "core/job_state.h"
 
 #define TIDE_MAX_GPUS_PER_NODE 64
-#define TIDE_MAX_JOB_GPUS 512
 #define TIDE_NAME_MAX 64
 #define TIDE_REASON_MAX 160
 

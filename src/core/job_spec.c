@@ -14,6 +14,14 @@
 typedef int (*field_check)(json_t *value, const char *field, json_t *spec, struct job *job,
                            struct tide_err *err);
 
+/* Copies an accepted field into the canonical spec. */
+static int keep_field(json_t *spec, const char *field, json_t *value, struct tide_err *err)
+{
+    if (json_object_set(spec, field, value) != 0)
+        return tide_err_set(err, TIDE_ENOMEM, field, "%s: out of memory", field);
+    return 0;
+}
+
 static int want_integer(json_t *v, const char *field, long long lo, long long hi, long long *out,
                         struct tide_err *err)
 {
@@ -66,7 +74,7 @@ static int check_name(json_t *v, const char *f, json_t *spec, struct job *job, s
     (void)job;
     const char *s;
     int rc = want_string(v, f, 1, JOB_SPEC_MAX_NAME, &s, err);
-    return rc ? rc : json_object_set(spec, f, v);
+    return rc ? rc : keep_field(spec, f, v, err);
 }
 
 static int check_queue(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)
@@ -76,7 +84,7 @@ static int check_queue(json_t *v, const char *f, json_t *spec, struct job *job, 
     if (rc)
         return rc;
     snprintf(job->queue, sizeof job->queue, "%s", s);
-    return json_object_set(spec, f, v);
+    return keep_field(spec, f, v, err);
 }
 
 static int check_project(json_t *v, const char *f, json_t *spec, struct job *job,
@@ -87,7 +95,7 @@ static int check_project(json_t *v, const char *f, json_t *spec, struct job *job
     if (rc)
         return rc;
     snprintf(job->project, sizeof job->project, "%s", s);
-    return json_object_set(spec, f, v);
+    return keep_field(spec, f, v, err);
 }
 
 #define INTEGER_FIELD(fn, lo, hi, assign)                                                          \
@@ -99,7 +107,7 @@ static int check_project(json_t *v, const char *f, json_t *spec, struct job *job
             return rc;                                                                             \
         assign;                                                                                    \
         (void)job;                                                                                 \
-        return json_object_set(spec, f, v);                                                        \
+        return keep_field(spec, f, v, err);                                                        \
     }
 
 INTEGER_FIELD(check_priority, -JOB_SPEC_MAX_PRIORITY, JOB_SPEC_MAX_PRIORITY, job->priority = (int)x)
@@ -119,7 +127,7 @@ static int check_gpu_model(json_t *v, const char *f, json_t *spec, struct job *j
     if (rc)
         return rc;
     snprintf(job->gpu_model, sizeof job->gpu_model, "%s", s);
-    return json_object_set(spec, f, v);
+    return keep_field(spec, f, v, err);
 }
 
 static int check_command(json_t *v, const char *f, json_t *spec, struct job *job,
@@ -142,7 +150,7 @@ static int check_command(json_t *v, const char *f, json_t *spec, struct job *job
         if (strlen(json_string_value(arg)) != json_string_length(arg))
             return tide_err_set(err, TIDE_EINVAL, f, "%s[%zu]: must not contain NUL", f, i);
     }
-    return json_object_set(spec, f, v);
+    return keep_field(spec, f, v, err);
 }
 
 static int check_env(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)
@@ -167,7 +175,7 @@ static int check_env(json_t *v, const char *f, json_t *spec, struct job *job, st
             return tide_err_set(err, TIDE_EINVAL, f, "%s.%.64s: must be a string without NUL", f,
                                 key);
     }
-    return json_object_set(spec, f, v);
+    return keep_field(spec, f, v, err);
 }
 
 static int check_workdir(json_t *v, const char *f, json_t *spec, struct job *job,
@@ -180,7 +188,7 @@ static int check_workdir(json_t *v, const char *f, json_t *spec, struct job *job
         return rc;
     if (s[0] != '/')
         return tide_err_set(err, TIDE_EINVAL, f, "%s: must be an absolute path", f);
-    return json_object_set(spec, f, v);
+    return keep_field(spec, f, v, err);
 }
 
 static int check_preemptible(json_t *v, const char *f, json_t *spec, struct job *job,
@@ -189,7 +197,7 @@ static int check_preemptible(json_t *v, const char *f, json_t *spec, struct job 
     (void)job;
     if (!json_is_boolean(v))
         return tide_err_set(err, TIDE_EINVAL, f, "%s: must be true or false", f);
-    return json_object_set(spec, f, v);
+    return keep_field(spec, f, v, err);
 }
 
 int job_spec_signal_number(const char *name)
@@ -222,7 +230,7 @@ static int check_checkpoint_signal(json_t *v, const char *f, json_t *spec, struc
     if (job_spec_signal_number(s) < 0)
         return tide_err_set(err, TIDE_EINVAL, f,
                             "%s: '%s' is not a signal (use e.g. SIGTERM, SIGUSR1 or a number)", f, s);
-    return json_object_set(spec, f, v);
+    return keep_field(spec, f, v, err);
 }
 
 /* Fields of the contract that this server cannot honour yet: refusing them
@@ -300,7 +308,7 @@ int job_spec_from_object(json_t *obj, json_t **spec_out, struct job *job, struct
         int rc = check(value, key, spec, job, err);
         if (rc) {
             json_decref(spec);
-            return rc < 0 ? rc : tide_err_set(err, TIDE_ENOMEM, key, "out of memory");
+            return rc;
         }
     }
     json_t *command = json_object_get(spec, "command");

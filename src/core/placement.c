@@ -3,6 +3,7 @@
 
 #include <fnmatch.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/core_banned.h"
 
@@ -26,7 +27,13 @@ bool placement_gpu_matches(const struct gpu *g, const struct job *job)
 {
     if (job->gpu_memory_mib > 0 && g->memory_total_mib < job->gpu_memory_mib)
         return false;
-    if (job->gpu_model[0] && fnmatch(job->gpu_model, g->name, FNM_CASEFOLD) != 0)
-        return false;
-    return true;
+    if (!job->gpu_model[0])
+        return true;
+    /* NVML calls an H200 "NVIDIA H200"; users write "H200*". Accept both. */
+    const char *name = g->name;
+    if (fnmatch(job->gpu_model, name, FNM_CASEFOLD) == 0)
+        return true;
+    if (!strncasecmp(name, "NVIDIA ", 7) && fnmatch(job->gpu_model, name + 7, FNM_CASEFOLD) == 0)
+        return true;
+    return false;
 }

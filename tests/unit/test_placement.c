@@ -149,6 +149,19 @@ static void test_gpu_model_glob_ignores_case(void **state)
     assert_int_equal(place(&job), PLACEMENT_FOUND);
 }
 
+static void test_gpu_model_glob_matches_nvml_names_without_their_vendor_prefix(void **state)
+{
+    (void)state;
+    add_node(fx_node(1, 8, "NVIDIA H200", FX_H200_MIB));
+    struct job job = fx_job(1, 1);
+    snprintf(job.gpu_model, sizeof job.gpu_model, "H200*");
+    assert_int_equal(place(&job), PLACEMENT_FOUND);
+    snprintf(job.gpu_model, sizeof job.gpu_model, "NVIDIA H2*");
+    assert_int_equal(place(&job), PLACEMENT_FOUND);
+    snprintf(job.gpu_model, sizeof job.gpu_model, "A100*");
+    assert_int_equal(place(&job), PLACEMENT_NEVER);
+}
+
 static void test_gpu_model_no_node_has_is_never_and_named(void **state)
 {
     (void)state;
@@ -391,6 +404,7 @@ int main(void)
         T(test_gpu_memory_above_every_gpu_is_never),
         T(test_gpu_model_glob_picks_the_matching_node),
         T(test_gpu_model_glob_ignores_case),
+        T(test_gpu_model_glob_matches_nvml_names_without_their_vendor_prefix),
         T(test_gpu_model_no_node_has_is_never_and_named),
         T(test_gpu_over_memory_threshold_is_skipped),
         T(test_gpu_over_utilisation_threshold_is_skipped),
