@@ -120,8 +120,26 @@ class Cluster:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None:
             sys.stderr.write(self.all_logs())
-        self.close(remove=exc_type is None and not self.keep)
+            self.close(remove=False)
+            return False
+        self.close(remove=False)
+        reports = self.sanitizer_reports()
+        if reports:
+            raise AssertionError("sanitizer reports in process logs:\n" + reports)
+        if not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
         return False
+
+    def sanitizer_reports(self):
+        """ASan/UBSan/LSan findings in any process log of this cluster."""
+        markers = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+        found = []
+        for f in sorted(os.listdir(self.dir)):
+            if f.endswith(".log") and os.path.isfile(os.path.join(self.dir, f)):
+                text = self.log(f[:-4])
+                if any(m in text for m in markers):
+                    found.append(f"----- {f} -----\n{text[-8000:]}")
+        return "\n".join(found)
 
     def close(self, remove=True):
         procs = list(self.agents.values()) + ([self.server] if self.server else [])
@@ -225,6 +243,8 @@ class Cluster:
         env = dict(os.environ, TIDE_SERVER=self.url, TIDE_TOKEN=token or self.admin)
         p = subprocess.run([TIDE] + list(args), env=env, capture_output=True, text=True,
                            timeout=timeout, input=input, cwd=self.dir)
+        if any(m in p.stderr for m in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")):
+            raise AssertionError(f"sanitizer report from tide {' '.join(args)}:\n{p.stderr}")
         if check and p.returncode != 0:
             raise AssertionError(f"tide {' '.join(args)} exited {p.returncode}: {p.stderr}")
         return p
