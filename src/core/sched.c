@@ -104,7 +104,8 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
     for (size_t i = 0; i < c->njobs; i++)
         if (c->jobs[i].state == JOB_PENDING)
             s->order[npending++] = &c->jobs[i];
-    qsort(s->order, npending, sizeof *s->order, by_priority_then_fifo);
+    if (npending > 1)
+        qsort(s->order, npending, sizeof *s->order, by_priority_then_fifo);
 
     int placed = 0;
     for (size_t i = 0; i < npending; i++) {

@@ -14,6 +14,7 @@
 #include "cli/roles.h"
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "server/config.h"
 #include "server/server.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -30,6 +31,7 @@ static void usage(FILE *out)
             "usage: tide server [options]\n\n"
             "  --listen HOST:PORT       address to serve on (default 127.0.0.1:8080)\n"
             "  --data DIR               state directory: database, tokens, logs (default ./tide-data)\n"
+            "  --config FILE            tide.yaml with server and scheduler settings (flags win)\n"
             "  --node-timeout-ms N      declare a node lost after N ms without heartbeat (default 30000)\n"
             "  --heartbeat-ms N         heartbeat interval told to agents (default 1000)\n"
             "  --kill-grace-s N         SIGTERM→SIGKILL grace for stopped tasks (default 10)\n"
@@ -77,7 +79,8 @@ static int parse_args(int argc, char **argv, struct server_config *cfg, struct s
         {"node-timeout-ms", required_argument, 0, 't'}, {"heartbeat-ms", required_argument, 0, 'b'},
         {"kill-grace-s", required_argument, 0, 'g'}, {"placement", required_argument, 0, 'p'},
         {"max-gpu-mem-pct", required_argument, 0, 'm'}, {"max-gpu-util-pct", required_argument, 0, 'u'},
-        {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
+        {"config", required_argument, 0, 'c'},       {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     int c;
     long n;
     optind = 1;
@@ -127,6 +130,8 @@ static int parse_args(int argc, char **argv, struct server_config *cfg, struct s
                 return 2;
             sc->placement_cfg.max_gpu_utilization_pct = (int)n;
             break;
+        case 'c':
+            break; /* read before the other flags, in config_from_args() */
         case 'h':
             usage(stdout);
             return 0;
@@ -138,6 +143,28 @@ static int parse_args(int argc, char **argv, struct server_config *cfg, struct s
     if (optind < argc) {
         fprintf(stderr, "tide server: unexpected argument '%s'\n", argv[optind]);
         return 2;
+    }
+    return -1;
+}
+
+/* Applies --config FILE (if given) before the flags, so that flags win. */
+static int config_from_args(int argc, char **argv, struct server_config *cfg,
+                            struct sched_config *sc)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *path = NULL;
+        if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            path = argv[i + 1];
+        else if (!strncmp(argv[i], "--config=", 9))
+            path = argv[i] + 9;
+        if (!path)
+            continue;
+        struct tide_err err;
+        tide_err_clear(&err);
+        if (config_load(path, cfg, sc, &err) != 0) {
+            fprintf(stderr, "tide server: %s\n", err.message);
+            return 2;
+        }
     }
     return -1;
 }
@@ -171,7 +198,10 @@ int server_main(int argc, char **argv)
     srv.cfg.sched_interval_ms = 500;
     struct sched_config sc;
     sched_config_defaults(&sc);
-    int usage_rc = parse_args(argc, argv, &srv.cfg, &sc);
+    int usage_rc = config_from_args(argc, argv, &srv.cfg, &sc);
+    if (usage_rc >= 0)
+        return usage_rc;
+    usage_rc = parse_args(argc, argv, &srv.cfg, &sc);
     if (usage_rc >= 0)
         return usage_rc;
     sc.node_timeout_ms = srv.cfg.node_timeout_ms;
@@ -209,8 +239,10 @@ int server_main(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* Polling the flag (not pause()) cannot miss a signal that lands just
+     * before the wait. */
     while (!stop_requested)
-        pause();
+        usleep(100 * 1000);
     log_info("stopping");
     exit_code = 0;
 

@@ -1,0 +1,170 @@
+/* Loading tide.yaml with libyaml's document API, keeping line numbers for errors. */
+#include "server/config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "common/fsutil.h"
+
+struct config_ctx {
+    const char *path;
+    yaml_document_t *doc;
+    struct server_config *cfg;
+    struct sched_config *sc;
+    struct tide_err *err;
+};
+
+static int fail(struct config_ctx *c, const yaml_node_t *at, const char *key, const char *fmt,
+                const char *detail)
+{
+    char reason[256];
+    snprintf(reason, sizeof reason, fmt, detail);
+    return tide_err_set(c->err, TIDE_EINVAL, key, "%s:%lu: %s: %s", c->path,
+                        at ? (unsigned long)at->start_mark.line + 1 : 0UL, key, reason);
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int want_int(struct config_ctx *c, const yaml_node_t *v, const char *key, long lo, long hi,
+                    long *out)
+{
+    const char *s = scalar(v);
+    char *end;
+    if (!s)
+        return fail(c, v, key, "must be a number%s", "");
+    long n = strtol(s, &end, 10);
+    if (!*s || *end)
+        return fail(c, v, key, "must be an integer, got '%s'", s);
+    if (n < lo || n > hi) {
+        char range[96];
+        snprintf(range, sizeof range, "must be from %ld to %ld, got %s", lo, hi, s);
+        return fail(c, v, key, "%s", range);
+    }
+    *out = n;
+    return 0;
+}
+
+typedef int (*section_fn)(struct config_ctx *c, const char *key, const yaml_node_t *value);
+
+static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
+{
+    long n;
+    int rc;
+    if (!strcmp(key, "server.node_timeout_ms")) {
+        if (!(rc = want_int(c, v, key, 100, 86400000, &n)))
+            c->cfg->node_timeout_ms = n;
+    } else if (!strcmp(key, "server.heartbeat_ms")) {
+        if (!(rc = want_int(c, v, key, 50, 600000, &n)))
+            c->cfg->heartbeat_interval_ms = (int)n;
+    } else if (!strcmp(key, "server.kill_grace_s")) {
+        if (!(rc = want_int(c, v, key, 0, 3600, &n)))
+            c->cfg->kill_grace_s = (int)n;
+    } else {
+        rc = fail(c, v, key, "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s)%s", "");
+    }
+    return rc;
+}
+
+static int scheduler_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
+{
+    long n;
+    int rc;
+    if (!strcmp(key, "scheduler.placement")) {
+        const char *s = scalar(v);
+        const struct placement_ops *p = s ? placement_by_name(s) : NULL;
+        if (!p)
+            return fail(c, v, key, "unknown placement '%s' (known: loadaware)", s ? s : "?");
+        c->sc->placement = p;
+        rc = 0;
+    } else if (!strcmp(key, "scheduler.max_gpu_memory_used_pct")) {
+        if (!(rc = want_int(c, v, key, 0, 100, &n)))
+            c->sc->placement_cfg.max_gpu_memory_used_pct = (int)n;
+    } else if (!strcmp(key, "scheduler.max_gpu_utilization_pct")) {
+        if (!(rc = want_int(c, v, key, 0, 100, &n)))
+            c->sc->placement_cfg.max_gpu_utilization_pct = (int)n;
+    } else {
+        rc = fail(c, v, key,
+                  "unknown key (known: placement, max_gpu_memory_used_pct, max_gpu_utilization_pct)%s", "");
+    }
+    return rc;
+}
+
+static int walk_section(struct config_ctx *c, const char *section, const yaml_node_t *map,
+                        section_fn fn)
+{
+    if (map->type != YAML_MAPPING_NODE)
+        return fail(c, map, section, "must be a mapping of keys%s", "");
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+        const yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
+        char key[160];
+        snprintf(key, sizeof key, "%s.%s", section, scalar(k) ? scalar(k) : "?");
+        int rc = fn(c, key, v);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int walk_root(struct config_ctx *c, const yaml_node_t *root)
+{
+    if (!root)
+        return 0; /* an empty file: all defaults */
+    if (root->type != YAML_MAPPING_NODE)
+        return fail(c, root, "(top)", "the file must be a mapping of sections%s", "");
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+        const yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
+        const char *name = scalar(k) ? scalar(k) : "?";
+        int rc;
+        if (!strcmp(name, "server"))
+            rc = walk_section(c, name, v, server_key);
+        else if (!strcmp(name, "scheduler"))
+            rc = walk_section(c, name, v, scheduler_key);
+        else if (!strcmp(name, "pools") || !strcmp(name, "queues") || !strcmp(name, "projects") ||
+                 !strcmp(name, "autoscaler"))
+            rc = fail(c, k, name, "not supported by this server yet%s", "");
+        else
+            rc = fail(c, k, name, "unknown section (known: server, scheduler)%s", "");
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int config_load(const char *path, struct server_config *cfg, struct sched_config *sc,
+                struct tide_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = fs_read_file(path, 4 << 20, &text, &len);
+    if (rc)
+        return tide_err_set(err, TIDE_EINVAL, "config", "%s: cannot read: %s", path, strerror(-rc));
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser)) {
+        free(text);
+        return tide_err_set(err, TIDE_ENOMEM, "config", "out of memory");
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        rc = tide_err_set(err, TIDE_EINVAL, "config", "%s:%lu:%lu: %s", path,
+                          (unsigned long)parser.problem_mark.line + 1,
+                          (unsigned long)parser.problem_mark.column + 1,
+                          parser.problem ? parser.problem : "invalid YAML");
+        yaml_parser_delete(&parser);
+        free(text);
+        return rc;
+    }
+    struct config_ctx c = {.path = path, .doc = &doc, .cfg = cfg, .sc = sc, .err = err};
+    rc = walk_root(&c, yaml_document_get_root_node(&doc));
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    free(text);
+    return rc;
+}
