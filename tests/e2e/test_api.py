@@ -174,6 +174,30 @@ def test_metrics_count_jobs_nodes_and_gpus():
         c.api("DELETE", f"/v1/jobs/{j['id']}")
 
 
+def test_server_refuses_a_bad_config_with_line_and_key():
+    import subprocess
+    import tempfile
+    from harness import TIDE
+    with tempfile.TemporaryDirectory() as d:
+        cases = [
+            ("scheduler:\n  placement: loadaware\n  max_gpu_utilization_pct: 150\n",
+             "tide.yaml:3: scheduler.max_gpu_utilization_pct: must be from 0 to 100"),
+            ("server:\n  bogus: 1\n", "tide.yaml:2: server.bogus: unknown key"),
+            ("scheduler:\n  placement: magic\n", "tide.yaml:2: scheduler.placement: unknown placement 'magic'"),
+            ("colour: blue\n", "tide.yaml:1: colour: unknown section"),
+            ("server: [1,\n", "tide.yaml:2:1:"),
+        ]
+        for text, want in cases:
+            path = os.path.join(d, "tide.yaml")
+            with open(path, "w") as f:
+                f.write(text)
+            p = subprocess.run([TIDE, "server", "--config", path, "--data", os.path.join(d, "data"),
+                                "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=10)
+            assert p.returncode == 2, (text, p.returncode, p.stderr)
+            assert want in p.stderr, (text, p.stderr)
+        assert not os.path.exists(os.path.join(d, "data")), "nothing is created for a refused config"
+
+
 if __name__ == "__main__":
     run_tests([
         test_bad_job_specs_get_400_naming_the_field_and_nothing_is_lost,
@@ -183,4 +207,5 @@ if __name__ == "__main__":
         test_token_files_are_private,
         test_project_tokens_cannot_see_or_touch_other_projects,
         test_metrics_count_jobs_nodes_and_gpus,
+        test_server_refuses_a_bad_config_with_line_and_key,
     ])
