@@ -6,7 +6,7 @@
 #include "cli/args.h"
 #include "cli/client.h"
 #include "cli/fmt.h"
-#include "cli/job_spec.h"
+#include "cli/submit_spec.h"
 #include "cli/report.h"
 #include "cli/roles.h"
 #include "cli/wait.h"

@@ -1,5 +1,5 @@
-/* The job spec from flags and files (see job_spec.h). */
-#include "cli/job_spec.h"
+/* The job spec from flags and files (see submit_spec.h). */
+#include "cli/submit_spec.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -5,8 +5,8 @@
  * env map key by key. Only the shape is checked here (numbers are numbers);
  * ranges and meaning are the server's job.
  */
-#ifndef TIDE_CLI_JOB_SPEC_H
-#define TIDE_CLI_JOB_SPEC_H
+#ifndef TIDE_CLI_SUBMIT_SPEC_H
+#define TIDE_CLI_SUBMIT_SPEC_H
 
 #include <jansson.h>
 #include <stddef.h>
