@@ -90,7 +90,8 @@ def test_cli_submit_jobs_show_and_yaml_file_work():
         job_id = int(p.stdout.split()[-1])
         spec = os.path.join(c.dir, "job.yaml")
         with open(spec, "w") as f:
-            f.write("name: from-yaml\ngpus: 2\ncommand: [sh, -c, 'echo yaml']\nretries: 1\n")
+            f.write("name: from-yaml\ngpus: 2\ncommand: [sh, -c, 'echo yaml $0 $X', 10]\n"
+                    "env: {X: true}\nretries: 1\n")
         p = c.cli("submit", spec, "--json", check=True)
         yaml_job = json.loads(p.stdout)
         assert yaml_job["spec"]["gpus"] == 2 and yaml_job["spec"]["retries"] == 1, yaml_job
@@ -99,7 +100,7 @@ def test_cli_submit_jobs_show_and_yaml_file_work():
         assert "hello" in table and "from-yaml" in table and "succeeded" in table, table
         show = c.cli("show", str(job_id), check=True).stdout
         assert "succeeded" in show, show
-        assert c.cli("logs", str(yaml_job["id"]), check=True).stdout == "yaml\n"
+        assert c.cli("logs", str(yaml_job["id"]), check=True).stdout == "yaml 10 true\n"
         nodes = c.cli("nodes", check=True).stdout
         assert "node-1" in nodes and "ready" in nodes, nodes
         for cmd in ("up", "server", "agent", "submit", "jobs", "show", "cancel", "logs", "nodes", "token"):
