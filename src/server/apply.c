@@ -48,6 +48,8 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         u.exit_code = a->exit_code;
         u.signal = a->signal;
         u.end_ms = now_ms;
+        if (a->node_id) /* a task may end before it was ever reported running */
+            u.start_ms = -now_ms;
         int rc = store_job_update(st, &u, err);
         char kind[48];
         snprintf(kind, sizeof kind, "job_%s", job_state_name(a->state));

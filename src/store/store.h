@@ -45,7 +45,7 @@ struct job_update {
     int ngpus;
     int exit_code;        /* -2: keep, -1: null */
     int signal;           /* -1: keep, 0: null */
-    int64_t start_ms;     /* 0: keep */
+    int64_t start_ms;     /* 0: keep; negative: -start_ms if none is set yet */
     int64_t end_ms;       /* 0: keep */
     int cancel_requested; /* -1: keep */
 };

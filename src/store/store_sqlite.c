@@ -317,7 +317,7 @@ int store_job_update(struct store *s, const struct job_update *u, struct tide_er
         " gpus=CASE WHEN ?5 = 0 THEN NULL WHEN ?6 IS NULL THEN gpus ELSE ?6 END,"
         " exit_code=CASE WHEN ?7 = -2 THEN exit_code WHEN ?7 = -1 THEN NULL ELSE ?7 END,"
         " signal=CASE WHEN ?8 < 0 THEN signal WHEN ?8 = 0 THEN NULL ELSE ?8 END,"
-        " start_ms=CASE WHEN ?9 = 0 THEN start_ms ELSE ?9 END,"
+        " start_ms=CASE WHEN ?9 = 0 THEN start_ms WHEN ?9 < 0 THEN COALESCE(start_ms, -?9) ELSE ?9 END,"
         " end_ms=CASE WHEN ?10 = 0 THEN end_ms ELSE ?10 END,"
         " cancel_requested=CASE WHEN ?11 < 0 THEN cancel_requested ELSE ?11 END"
         " WHERE id=?1", err);
