@@ -58,11 +58,17 @@ struct job {
     int64_t gpu_memory_mib; /* minimum memory per GPU, 0 for any */
     int cpus;
     int64_t memory_mib;
-    int64_t max_runtime_s;
+    int64_t max_runtime_s;  /* 0: none */
+    int64_t est_runtime_s;  /* user's estimate (the simulator's oracle); 0: unknown */
     int retries;
+    bool preemptible;
     int attempt; /* attempts started so far; the running one is `attempt` */
     enum job_state state;
     int64_t submit_ms;
+    int64_t start_ms;         /* when the current attempt was placed; 0 when pending */
+    int64_t not_before_ms;    /* pending, but not to be placed before this (retry backoff) */
+    int64_t attained_gpu_ms;  /* GPU-milliseconds used by earlier attempts (LAS) */
+    int effective_priority;   /* priority after aging, set by each pass */
     bool cancel_requested;
     /* Where it runs (starting/running): */
     int64_t node_id;
@@ -70,6 +76,10 @@ struct job {
     int gpu_index[TIDE_MAX_GPUS_PER_NODE];
     /* Why a pending job is still waiting, set by each scheduling pass. */
     char wait_reason[TIDE_REASON_MAX];
+    /* Backfill: the time this (blocked, first in line) job is promised to
+     * start by, and on which node; 0 when it holds no reservation. */
+    int64_t reserved_start_ms;
+    int64_t reserved_node_id;
 };
 
 struct cluster {

@@ -116,7 +116,7 @@ INTEGER_FIELD(check_gpu_memory, 0, MAX_MIB, job->gpu_memory_mib = x)
 INTEGER_FIELD(check_cpus, 0, 4096, job->cpus = (int)x)
 INTEGER_FIELD(check_memory, 0, MAX_MIB, job->memory_mib = x)
 INTEGER_FIELD(check_max_runtime, 0, JOB_SPEC_MAX_RUNTIME_S, job->max_runtime_s = x)
-INTEGER_FIELD(check_est_runtime, 0, JOB_SPEC_MAX_RUNTIME_S, (void)x)
+INTEGER_FIELD(check_est_runtime, 0, JOB_SPEC_MAX_RUNTIME_S, job->est_runtime_s = x)
 INTEGER_FIELD(check_retries, 0, JOB_SPEC_MAX_RETRIES, job->retries = (int)x)
 
 static int check_gpu_model(json_t *v, const char *f, json_t *spec, struct job *job,
@@ -194,9 +194,9 @@ static int check_workdir(json_t *v, const char *f, json_t *spec, struct job *job
 static int check_preemptible(json_t *v, const char *f, json_t *spec, struct job *job,
                              struct tide_err *err)
 {
-    (void)job;
     if (!json_is_boolean(v))
         return tide_err_set(err, TIDE_EINVAL, f, "%s: must be true or false", f);
+    job->preemptible = json_is_true(v);
     return keep_field(spec, f, v, err);
 }
 

@@ -11,6 +11,8 @@
 
 void sched_config_defaults(struct sched_config *cfg)
 {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->order = &order_priority;
     cfg->placement = &placement_loadaware;
     placement_config_defaults(&cfg->placement_cfg);
     cfg->node_timeout_ms = 30000;
@@ -31,14 +33,10 @@ void sched_release(struct scheduler *s)
     s->order_cap = 0;
 }
 
-static int by_priority_then_fifo(const void *a, const void *b)
+static int by_order_policy(const void *a, const void *b, void *ops)
 {
-    const struct job *x = *(const struct job *const *)a, *y = *(const struct job *const *)b;
-    if (x->priority != y->priority)
-        return x->priority > y->priority ? -1 : 1;
-    if (x->submit_ms != y->submit_ms)
-        return x->submit_ms < y->submit_ms ? -1 : 1;
-    return (x->id > y->id) - (x->id < y->id);
+    const struct order_ops *order = ops;
+    return order->compare(*(const struct job *const *)a, *(const struct job *const *)b);
 }
 
 static void format_gpu_list(char *out, size_t size, const int *gpus, int n)
@@ -92,7 +90,6 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
 {
     struct failed_shape failed[FAILED_SHAPES];
     int nfailed = 0;
-    (void)now_ms;
     if (c->njobs > s->order_cap) {
         struct job **grown = realloc(s->order, c->njobs * sizeof *grown);
         if (!grown)
@@ -101,11 +98,20 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
         s->order_cap = c->njobs;
     }
     size_t npending = 0;
-    for (size_t i = 0; i < c->njobs; i++)
-        if (c->jobs[i].state == JOB_PENDING)
-            s->order[npending++] = &c->jobs[i];
+    for (size_t i = 0; i < c->njobs; i++) {
+        struct job *job = &c->jobs[i];
+        if (job->state != JOB_PENDING)
+            continue;
+        if (job->not_before_ms > now_ms) {
+            snprintf(job->wait_reason, sizeof job->wait_reason, "retry backoff: not before %lld ms from now",
+                     (long long)(job->not_before_ms - now_ms));
+            continue;
+        }
+        job->effective_priority = job->priority;
+        s->order[npending++] = job;
+    }
     if (npending > 1)
-        qsort(s->order, npending, sizeof *s->order, by_priority_then_fifo);
+        qsort_r(s->order, npending, sizeof *s->order, by_order_policy, (void *)s->cfg.order);
 
     int placed = 0;
     for (size_t i = 0; i < npending; i++) {
@@ -132,6 +138,7 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
         cluster_assign(c, job, choice.node, choice.gpu_index, choice.ngpus);
         job->state = JOB_STARTING;
         job->attempt++;
+        job->start_ms = now_ms;
         job->wait_reason[0] = '\0';
         struct action a = {.type = ACTION_START, .job_id = job->id, .attempt = job->attempt,
                            .node_id = choice.node->id, .state = JOB_STARTING, .exit_code = -1};

@@ -11,11 +11,14 @@
 
 #include "core/action.h"
 #include "core/cluster.h"
+#include "core/order.h"
 #include "core/placement.h"
 
 struct sched_config {
+    const struct order_ops *order; /* default: order_priority */
     const struct placement_ops *placement;
     struct placement_config placement_cfg;
+    bool backfill;           /* EASY backfill behind the first blocked job */
     int64_t node_timeout_ms; /* no heartbeat for this long: node lost */
 };
 
@@ -30,11 +33,11 @@ struct scheduler {
 void sched_init(struct scheduler *s, const struct sched_config *cfg);
 void sched_release(struct scheduler *s);
 
-/* One scheduling pass: pending jobs by priority (high first), FIFO within a
- * priority, each placed where the placement strategy chooses; jobs that fit
- * nowhere wait with wait_reason set. Appends ACTION_START for each placed
- * job (its state becomes starting, attempt rises by one). Returns the
- * number placed, or TIDE_ENOMEM. */
+/* One scheduling pass: pending jobs (whose not_before_ms has come) in the
+ * order policy's order, each placed where the placement strategy chooses;
+ * jobs that fit nowhere wait with wait_reason set. Appends ACTION_START for
+ * each placed job (its state becomes starting, attempt rises by one,
+ * start_ms becomes now_ms). Returns the number placed, or TIDE_ENOMEM. */
 int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out);
 
 /* Declares nodes lost whose last heartbeat is older than node_timeout_ms

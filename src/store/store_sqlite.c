@@ -351,7 +351,7 @@ int store_job_update(struct store *s, const struct job_update *u, struct tide_er
 int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *err)
 {
     sqlite3_stmt *st = prepare(s,
-        "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms FROM jobs"
+        "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, start_ms FROM jobs"
         " WHERE state NOT IN ('succeeded','failed','cancelled','timeout') ORDER BY id", err);
     if (!st)
         return TIDE_EIO;
@@ -377,6 +377,7 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
         job.attempt = sqlite3_column_int(st, 2);
         job.cancel_requested = sqlite3_column_int(st, 6) != 0;
         job.submit_ms = sqlite3_column_int64(st, 7);
+        job.start_ms = sqlite3_column_int64(st, 8);
         int64_t node_id = sqlite3_column_int64(st, 4);
         json_t *gpus = column_json(st, 5);
         struct job *stored = cluster_add_job(c, &job);
