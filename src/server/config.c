@@ -1,6 +1,7 @@
 /* Loading tide.yaml with libyaml's document API, keeping line numbers for errors. */
 #include "server/config.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,15 +9,7 @@
 
 #include "common/fsutil.h"
 
-struct config_ctx {
-    const char *path;
-    yaml_document_t *doc;
-    struct server_config *cfg;
-    struct sched_config *sc;
-    struct tide_err *err;
-};
-
-static int fail(struct config_ctx *c, const yaml_node_t *at, const char *key, const char *fmt,
+int config_fail(struct config_ctx *c, const yaml_node_t *at, const char *key, const char *fmt,
                 const char *detail)
 {
     char reason[256];
@@ -25,47 +18,45 @@ static int fail(struct config_ctx *c, const yaml_node_t *at, const char *key, co
                         at ? (unsigned long)at->start_mark.line + 1 : 0UL, key, reason);
 }
 
-static const char *scalar(const yaml_node_t *n)
+const char *config_scalar(const yaml_node_t *n)
 {
     return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
-static int want_int(struct config_ctx *c, const yaml_node_t *v, const char *key, long lo, long hi,
+int config_want_int(struct config_ctx *c, const yaml_node_t *v, const char *key, long lo, long hi,
                     long *out)
 {
-    const char *s = scalar(v);
+    const char *s = config_scalar(v);
     char *end;
     if (!s)
-        return fail(c, v, key, "must be a number%s", "");
+        return config_fail(c, v, key, "must be a number%s", "");
     long n = strtol(s, &end, 10);
     if (!*s || *end)
-        return fail(c, v, key, "must be an integer, got '%s'", s);
+        return config_fail(c, v, key, "must be an integer, got '%s'", s);
     if (n < lo || n > hi) {
         char range[96];
         snprintf(range, sizeof range, "must be from %ld to %ld, got %s", lo, hi, s);
-        return fail(c, v, key, "%s", range);
+        return config_fail(c, v, key, "%s", range);
     }
     *out = n;
     return 0;
 }
-
-typedef int (*section_fn)(struct config_ctx *c, const char *key, const yaml_node_t *value);
 
 static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
 {
     long n;
     int rc;
     if (!strcmp(key, "server.node_timeout_ms")) {
-        if (!(rc = want_int(c, v, key, 100, 86400000, &n)))
+        if (!(rc = config_want_int(c, v, key, 100, 86400000, &n)))
             c->cfg->node_timeout_ms = n;
     } else if (!strcmp(key, "server.heartbeat_ms")) {
-        if (!(rc = want_int(c, v, key, 50, 600000, &n)))
+        if (!(rc = config_want_int(c, v, key, 50, 600000, &n)))
             c->cfg->heartbeat_interval_ms = (int)n;
     } else if (!strcmp(key, "server.kill_grace_s")) {
-        if (!(rc = want_int(c, v, key, 0, 3600, &n)))
+        if (!(rc = config_want_int(c, v, key, 0, 3600, &n)))
             c->cfg->kill_grace_s = (int)n;
     } else {
-        rc = fail(c, v, key, "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s)%s", "");
+        rc = config_fail(c, v, key, "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s)%s", "");
     }
     return rc;
 }
@@ -75,35 +66,35 @@ static int scheduler_key(struct config_ctx *c, const char *key, const yaml_node_
     long n;
     int rc;
     if (!strcmp(key, "scheduler.placement")) {
-        const char *s = scalar(v);
+        const char *s = config_scalar(v);
         const struct placement_ops *p = s ? placement_by_name(s) : NULL;
         if (!p)
-            return fail(c, v, key, "unknown placement '%s' (known: loadaware)", s ? s : "?");
+            return config_fail(c, v, key, "unknown placement '%s' (known: loadaware)", s ? s : "?");
         c->sc->placement = p;
         rc = 0;
     } else if (!strcmp(key, "scheduler.max_gpu_memory_used_pct")) {
-        if (!(rc = want_int(c, v, key, 0, 100, &n)))
+        if (!(rc = config_want_int(c, v, key, 0, 100, &n)))
             c->sc->placement_cfg.max_gpu_memory_used_pct = (int)n;
     } else if (!strcmp(key, "scheduler.max_gpu_utilization_pct")) {
-        if (!(rc = want_int(c, v, key, 0, 100, &n)))
+        if (!(rc = config_want_int(c, v, key, 0, 100, &n)))
             c->sc->placement_cfg.max_gpu_utilization_pct = (int)n;
     } else {
-        rc = fail(c, v, key,
+        rc = config_fail(c, v, key,
                   "unknown key (known: placement, max_gpu_memory_used_pct, max_gpu_utilization_pct)%s", "");
     }
     return rc;
 }
 
-static int walk_section(struct config_ctx *c, const char *section, const yaml_node_t *map,
-                        section_fn fn)
+int config_walk_mapping(struct config_ctx *c, const char *section, const yaml_node_t *map,
+                        config_key_fn fn)
 {
     if (map->type != YAML_MAPPING_NODE)
-        return fail(c, map, section, "must be a mapping of keys%s", "");
+        return config_fail(c, map, section, "must be a mapping of keys%s", "");
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
         const yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
         const yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
         char key[160];
-        snprintf(key, sizeof key, "%s.%s", section, scalar(k) ? scalar(k) : "?");
+        snprintf(key, sizeof key, "%s.%s", section, config_scalar(k) ? config_scalar(k) : "?");
         int rc = fn(c, key, v);
         if (rc)
             return rc;
@@ -111,26 +102,47 @@ static int walk_section(struct config_ctx *c, const char *section, const yaml_no
     return 0;
 }
 
+static int server_section(struct config_ctx *c, const char *name, const yaml_node_t *v)
+{
+    return config_walk_mapping(c, name, v, server_key);
+}
+
+static int scheduler_section(struct config_ctx *c, const char *name, const yaml_node_t *v)
+{
+    return config_walk_mapping(c, name, v, scheduler_key);
+}
+
+/* One entry per top-level section; a feature adds its own (in its own file). */
+static const struct {
+    const char *name;
+    int (*parse)(struct config_ctx *c, const char *name, const yaml_node_t *value);
+} sections[] = {
+    {"server", server_section},
+    {"scheduler", scheduler_section},
+};
+
 static int walk_root(struct config_ctx *c, const yaml_node_t *root)
 {
     if (!root)
         return 0; /* an empty file: all defaults */
     if (root->type != YAML_MAPPING_NODE)
-        return fail(c, root, "(top)", "the file must be a mapping of sections%s", "");
+        return config_fail(c, root, "(top)", "the file must be a mapping of sections%s", "");
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
         const yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
         const yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
-        const char *name = scalar(k) ? scalar(k) : "?";
-        int rc;
-        if (!strcmp(name, "server"))
-            rc = walk_section(c, name, v, server_key);
-        else if (!strcmp(name, "scheduler"))
-            rc = walk_section(c, name, v, scheduler_key);
-        else if (!strcmp(name, "pools") || !strcmp(name, "queues") || !strcmp(name, "projects") ||
-                 !strcmp(name, "autoscaler"))
-            rc = fail(c, k, name, "not supported by this server yet%s", "");
-        else
-            rc = fail(c, k, name, "unknown section (known: server, scheduler)%s", "");
+        const char *name = config_scalar(k) ? config_scalar(k) : "?";
+        int rc = 0;
+        bool known = false;
+        for (size_t i = 0; !known && i < sizeof sections / sizeof sections[0]; i++)
+            if (!strcmp(name, sections[i].name)) {
+                known = true;
+                rc = sections[i].parse(c, name, v);
+            }
+        if (!known && (!strcmp(name, "pools") || !strcmp(name, "queues") ||
+                       !strcmp(name, "projects") || !strcmp(name, "autoscaler")))
+            rc = config_fail(c, k, name, "not supported by this server yet%s", "");
+        else if (!known)
+            rc = config_fail(c, k, name, "unknown section (known: server, scheduler)%s", "");
         if (rc)
             return rc;
     }

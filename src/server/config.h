@@ -11,6 +11,34 @@
 #include "core/sched.h"
 #include "server/server.h"
 
+#include <yaml.h>
+
+/* What a section parser gets: the document (for line numbers) and the
+ * settings to fill. */
+struct config_ctx {
+    const char *path;
+    yaml_document_t *doc;
+    struct server_config *cfg;
+    struct sched_config *sc;
+    struct tide_err *err;
+};
+
+/* Called for each key of a section mapping with its dotted name ("server.x"). */
+typedef int (*config_key_fn)(struct config_ctx *c, const char *key, const yaml_node_t *value);
+
+/* Fills err with "file:line: key: reason" (fmt has one %s for detail);
+ * returns TIDE_EINVAL. */
+int config_fail(struct config_ctx *c, const yaml_node_t *at, const char *key, const char *fmt,
+                const char *detail);
+/* A scalar's text, or NULL for mappings and sequences. */
+const char *config_scalar(const yaml_node_t *n);
+/* An integer scalar within [lo, hi]. */
+int config_want_int(struct config_ctx *c, const yaml_node_t *v, const char *key, long lo, long hi,
+                    long *out);
+/* Calls fn for each key of mapping map (refusing anything but a mapping). */
+int config_walk_mapping(struct config_ctx *c, const char *section, const yaml_node_t *map,
+                        config_key_fn fn);
+
 /* Reads path and overrides the fields of cfg and sc it sets. */
 int config_load(const char *path, struct server_config *cfg, struct sched_config *sc,
                 struct tide_err *err);
