@@ -11,8 +11,20 @@ const char *node_state_name(enum node_state s)
     switch (s) {
     case NODE_READY: return "ready";
     case NODE_LOST: return "lost";
+    case NODE_PROVISIONING: return "provisioning";
+    case NODE_DRAINING: return "draining";
+    case NODE_RELEASED: return "released";
+    case NODE_FAILED: return "failed";
     default: return "unknown";
     }
+}
+
+int node_state_from_name(const char *name)
+{
+    for (int s = 0; s < NODE_STATE_COUNT; s++)
+        if (!strcmp(name, node_state_name((enum node_state)s)))
+            return s;
+    return -1;
 }
 
 void cluster_init(struct cluster *c)

@@ -17,9 +17,21 @@
 #define TIDE_NAME_MAX 64
 #define TIDE_REASON_MAX 160
 
-enum node_state { NODE_READY, NODE_LOST, NODE_STATE_COUNT };
+/* READY and LOST are nodes that joined; the rest belong to elastic pools
+ * (autoscaler.h): provisioning -> ready -> draining -> released, or failed. */
+enum node_state {
+    NODE_READY,
+    NODE_LOST,
+    NODE_PROVISIONING,
+    NODE_DRAINING,
+    NODE_RELEASED,
+    NODE_FAILED,
+    NODE_STATE_COUNT
+};
 
 const char *node_state_name(enum node_state s);
+/* The state called name ("ready", ...); -1 when none is. */
+int node_state_from_name(const char *name);
 
 struct gpu {
     int index;
@@ -45,6 +57,12 @@ struct node {
     char driver[TIDE_NAME_MAX];
     int ngpus;
     struct gpu gpus[TIDE_MAX_GPUS_PER_NODE];
+    /* Elastic pools (autoscaler.h); zero for a node joined by hand. */
+    char pool[TIDE_NAME_MAX]; /* "" when in no pool */
+    int64_t created_ms;       /* when provisioning began */
+    int64_t ready_ms;         /* when its agent registered */
+    int64_t idle_since_ms;    /* below the pool's scale-down utilisation since; 0: busy */
+    int64_t ended_ms;         /* released or failed at */
 };
 
 /* What the scheduler needs of a job; the full spec lives in the store. */

@@ -1,0 +1,412 @@
+/* The autoscaler's pure decisions (see autoscaler.h). */
+#include "core/autoscaler.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tide_err.h"
+
+#include "core/core_banned.h"
+
+/* Free GPUs of one node, existing or to be created, while packing jobs. */
+struct scale_bin {
+    int pool;           /* -1 for a node joined by hand */
+    const struct node *node; /* NULL for a node to be created */
+    int free_gpus;
+};
+
+const char *pool_action_type_name(enum pool_action_type t)
+{
+    switch (t) {
+    case POOL_CREATE: return "create";
+    case POOL_DRAIN: return "drain";
+    case POOL_RELEASE: return "release";
+    case POOL_FAIL: return "fail";
+    }
+    return "unknown";
+}
+
+void pool_action_list_init(struct pool_action_list *l)
+{
+    memset(l, 0, sizeof *l);
+}
+
+void pool_action_list_release(struct pool_action_list *l)
+{
+    if (!l)
+        return;
+    free(l->items);
+    memset(l, 0, sizeof *l);
+}
+
+void pool_action_list_clear(struct pool_action_list *l)
+{
+    l->len = 0;
+}
+
+struct pool_action *pool_action_list_push(struct pool_action_list *l, const struct pool_action *a)
+{
+    if (l->len == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        struct pool_action *grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        l->items = grown;
+        l->cap = cap;
+    }
+    l->items[l->len] = *a;
+    return &l->items[l->len++];
+}
+
+void autoscaler_init(struct autoscaler *a, const struct pool *pools, int npools)
+{
+    memset(a, 0, sizeof *a);
+    a->pools = pools;
+    a->npools = npools < TIDE_MAX_POOLS ? npools : TIDE_MAX_POOLS;
+}
+
+void autoscaler_release(struct autoscaler *a)
+{
+    if (!a)
+        return;
+    free(a->jobs);
+    free(a->bins);
+    a->jobs = NULL;
+    a->bins = NULL;
+    a->jobs_cap = a->bins_cap = 0;
+}
+
+void autoscaler_count_nodes(const struct cluster *c, const struct pool *pool,
+                            int counts[NODE_STATE_COUNT])
+{
+    memset(counts, 0, sizeof(int) * NODE_STATE_COUNT);
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (!strcmp(c->nodes[i].pool, pool->name))
+            counts[c->nodes[i].state]++;
+}
+
+static int node_pool(const struct autoscaler *a, const struct node *n)
+{
+    return n->pool[0] ? pool_find(a->pools, a->npools, n->pool) : -1;
+}
+
+static bool node_has_tasks(const struct node *n)
+{
+    if (n->cpus_allocated > 0 || n->memory_allocated_mib > 0)
+        return true;
+    for (int g = 0; g < n->ngpus; g++)
+        if (n->gpus[g].job_id)
+            return true;
+    return false;
+}
+
+static int node_utilization_pct(const struct node *n)
+{
+    if (n->ngpus == 0)
+        return 0;
+    int sum = 0;
+    for (int g = 0; g < n->ngpus; g++)
+        sum += n->gpus[g].utilization_pct;
+    return sum / n->ngpus;
+}
+
+static int push(struct pool_action_list *out, enum pool_action_type type, int pool, int count,
+                int64_t node_id, const char *reason)
+{
+    struct pool_action act = {.type = type, .pool = pool, .count = count, .node_id = node_id};
+    snprintf(act.reason, sizeof act.reason, "%s", reason);
+    return pool_action_list_push(out, &act) ? 0 : TIDE_ENOMEM;
+}
+
+/* Nodes that exist or are coming and count against max_nodes. */
+static int pool_alive(const int counts[NODE_STATE_COUNT])
+{
+    return counts[NODE_PROVISIONING] + counts[NODE_READY] + counts[NODE_DRAINING] +
+           counts[NODE_LOST];
+}
+
+/* Boot timeouts and long-lost nodes become failed. */
+static int fail_stuck_nodes(struct autoscaler *a, struct cluster *c, int64_t now_ms,
+                            struct pool_action_list *out)
+{
+    for (size_t i = 0; i < c->nnodes; i++) {
+        struct node *n = &c->nodes[i];
+        int p = node_pool(a, n);
+        if (p < 0)
+            continue;
+        int64_t limit_ms = a->pools[p].boot_timeout_s * 1000;
+        char why[TIDE_REASON_MAX];
+        if (n->state == NODE_PROVISIONING && now_ms - n->created_ms > limit_ms)
+            snprintf(why, sizeof why, "did not register within boot_timeout %llds",
+                     (long long)a->pools[p].boot_timeout_s);
+        else if (n->state == NODE_LOST && !node_has_tasks(n) &&
+                 now_ms - n->last_heartbeat_ms > limit_ms)
+            snprintf(why, sizeof why, "lost for over %llds", (long long)a->pools[p].boot_timeout_s);
+        else
+            continue;
+        n->state = NODE_FAILED;
+        n->ended_ms = now_ms;
+        if (push(out, POOL_FAIL, p, 1, n->id, why))
+            return TIDE_ENOMEM;
+    }
+    return 0;
+}
+
+static int grow_scratch(struct autoscaler *a, size_t njobs, size_t nbins)
+{
+    if (njobs > a->jobs_cap) {
+        struct job **j = realloc(a->jobs, njobs * sizeof *j);
+        if (!j)
+            return TIDE_ENOMEM;
+        a->jobs = j;
+        a->jobs_cap = njobs;
+    }
+    if (nbins > a->bins_cap) {
+        struct scale_bin *b = realloc(a->bins, nbins * sizeof *b);
+        if (!b)
+            return TIDE_ENOMEM;
+        a->bins = b;
+        a->bins_cap = nbins;
+    }
+    return 0;
+}
+
+static int by_size_then_age(const void *x, const void *y)
+{
+    const struct job *a = *(struct job *const *)x, *b = *(struct job *const *)y;
+    if (a->gpus != b->gpus)
+        return b->gpus - a->gpus;
+    if (a->submit_ms != b->submit_ms)
+        return a->submit_ms < b->submit_ms ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Could job run on this existing node (ignoring what is free)? */
+static bool node_could_take(const struct node *n, const struct job *job)
+{
+    if (job->gpus > n->ngpus)
+        return false;
+    if (job->gpus == 0 || n->ngpus == 0)
+        return true;
+    const struct gpu *g = &n->gpus[0];
+    if (job->gpu_memory_mib > g->memory_total_mib)
+        return false;
+    if (job->gpu_model[0]) {
+        struct pool shape;
+        memset(&shape, 0, sizeof shape);
+        snprintf(shape.gpu_model, sizeof shape.gpu_model, "%s", g->name);
+        shape.gpus_per_node = n->ngpus;
+        shape.gpu_memory_mib = g->memory_total_mib;
+        return pool_fits_job(&shape, job);
+    }
+    return true;
+}
+
+/* The pool a new node for job should come from: cheapest per GPU-hour, then
+ * fastest to boot, among those that fit it and have room; -1 if none. */
+static int cheapest_pool_for(const struct autoscaler *a, const struct job *job,
+                             const int *alive, int64_t now_ms)
+{
+    int best = -1;
+    for (int p = 0; p < a->npools; p++) {
+        const struct pool *pool = &a->pools[p];
+        if (!pool_fits_job(pool, job) || alive[p] >= pool->max_nodes ||
+            now_ms < a->state[p].create_not_before_ms)
+            continue;
+        if (best < 0)
+            best = p;
+        else {
+            int64_t pp = pool_price_per_gpu_hour_micros(pool);
+            int64_t bp = pool_price_per_gpu_hour_micros(&a->pools[best]);
+            if (pp < bp || (pp == bp && pool->boot_time_s < a->pools[best].boot_time_s))
+                best = p;
+        }
+    }
+    return best;
+}
+
+/* A node joined by hand costs the autoscaler nothing. */
+static int64_t bin_price(const struct autoscaler *a, const struct scale_bin *bin)
+{
+    return bin->pool >= 0 ? pool_price_per_gpu_hour_micros(&a->pools[bin->pool]) : 0;
+}
+
+static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
+                    struct pool_action_list *out)
+{
+    int alive[TIDE_MAX_POOLS] = {0}, create[TIDE_MAX_POOLS] = {0};
+    size_t max_new = 0;
+    for (int p = 0; p < a->npools; p++) {
+        int counts[NODE_STATE_COUNT];
+        autoscaler_count_nodes(c, &a->pools[p], counts);
+        alive[p] = pool_alive(counts);
+        a->state[p].pending_jobs = 0;
+        a->state[p].nodes_wanted = 0;
+        max_new += (size_t)(a->pools[p].max_nodes > 0 ? a->pools[p].max_nodes : 0);
+    }
+    if (grow_scratch(a, c->njobs + 1, c->nnodes + max_new + 1))
+        return TIDE_ENOMEM;
+
+    /* Bins: free GPUs of ready nodes and whole booting nodes. */
+    size_t nbins = 0;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const struct node *n = &c->nodes[i];
+        int p = node_pool(a, n);
+        if (n->state == NODE_PROVISIONING && p >= 0) {
+            a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node};
+        } else if (n->state == NODE_READY) {
+            int free_gpus = 0;
+            for (int g = 0; g < n->ngpus; g++)
+                free_gpus += n->gpus[g].job_id == 0;
+            a->bins[nbins++] = (struct scale_bin){p, n, free_gpus};
+        }
+    }
+
+    /* min_nodes first, so their capacity counts for waiting jobs. */
+    for (int p = 0; p < a->npools; p++) {
+        int live = alive[p];
+        for (size_t i = 0; i < c->nnodes; i++)
+            if (c->nodes[i].state == NODE_DRAINING && !strcmp(c->nodes[i].pool, a->pools[p].name))
+                live--;
+        int need = a->pools[p].min_nodes - live;
+        if (need <= 0 || now_ms < a->state[p].create_not_before_ms)
+            continue;
+        if (alive[p] + need > a->pools[p].max_nodes)
+            need = a->pools[p].max_nodes - alive[p];
+        for (int k = 0; k < need; k++)
+            a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node};
+        alive[p] += need;
+        if (need > 0) {
+            char why[TIDE_REASON_MAX];
+            snprintf(why, sizeof why, "min_nodes %d", a->pools[p].min_nodes);
+            if (push(out, POOL_CREATE, p, need, 0, why))
+                return TIDE_ENOMEM;
+            a->state[p].last_scale_up_ms = now_ms;
+        }
+    }
+
+    size_t njobs = 0;
+    for (size_t i = 0; i < c->njobs; i++) {
+        struct job *j = &c->jobs[i];
+        if (j->state == JOB_PENDING && !j->cancel_requested && j->not_before_ms <= now_ms)
+            a->jobs[njobs++] = j;
+    }
+    qsort(a->jobs, njobs, sizeof *a->jobs, by_size_then_age);
+
+    int waited[TIDE_MAX_POOLS] = {0};
+    for (size_t k = 0; k < njobs; k++) {
+        const struct job *job = a->jobs[k];
+        for (int p = 0; p < a->npools; p++)
+            a->state[p].pending_jobs += pool_fits_job(&a->pools[p], job);
+        /* An existing or coming node with room: cheapest pool first. */
+        int best = -1;
+        for (size_t b = 0; b < nbins; b++) {
+            struct scale_bin *bin = &a->bins[b];
+            bool fits = bin->free_gpus >= job->gpus &&
+                        (bin->node ? node_could_take(bin->node, job)
+                                   : pool_fits_job(&a->pools[bin->pool], job));
+            if (!fits)
+                continue;
+            if (best < 0 || bin_price(a, bin) < bin_price(a, &a->bins[best]))
+                best = (int)b;
+        }
+        if (best >= 0) {
+            a->bins[best].free_gpus -= job->gpus;
+            continue;
+        }
+        int p = cheapest_pool_for(a, job, alive, now_ms);
+        if (p < 0 || now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000)
+            continue;
+        a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node - job->gpus};
+        alive[p]++;
+        create[p]++;
+        int waited_s = (int)((now_ms - job->submit_ms) / 1000);
+        if (waited_s > waited[p])
+            waited[p] = waited_s;
+    }
+    for (int p = 0; p < a->npools; p++) {
+        a->state[p].nodes_wanted = create[p];
+        if (!create[p])
+            continue;
+        char why[TIDE_REASON_MAX];
+        snprintf(why, sizeof why, "%d pending job%s waited up to %ds", a->state[p].pending_jobs,
+                 a->state[p].pending_jobs == 1 ? "" : "s", waited[p]);
+        if (push(out, POOL_CREATE, p, create[p], 0, why))
+            return TIDE_ENOMEM;
+        a->state[p].last_scale_up_ms = now_ms;
+    }
+    return 0;
+}
+
+static int scale_down(struct autoscaler *a, struct cluster *c, int64_t now_ms,
+                      struct pool_action_list *out)
+{
+    int live[TIDE_MAX_POOLS] = {0};
+    for (size_t i = 0; i < c->nnodes; i++) {
+        int p = node_pool(a, &c->nodes[i]);
+        if (p >= 0 && (c->nodes[i].state == NODE_READY || c->nodes[i].state == NODE_PROVISIONING))
+            live[p]++;
+    }
+    for (size_t i = 0; i < c->nnodes; i++) {
+        struct node *n = &c->nodes[i];
+        int p = node_pool(a, n);
+        if (p < 0)
+            continue;
+        const struct pool *pool = &a->pools[p];
+        if (n->state == NODE_DRAINING && !node_has_tasks(n)) {
+            n->state = NODE_RELEASED;
+            n->ended_ms = now_ms;
+            if (push(out, POOL_RELEASE, p, 1, n->id, "drained and idle"))
+                return TIDE_ENOMEM;
+            continue;
+        }
+        if (n->state != NODE_READY)
+            continue;
+        bool tasks = node_has_tasks(n);
+        bool idle = !tasks || (a->state[p].pending_jobs == 0 &&
+                               node_utilization_pct(n) < pool->scale_down_utilization_pct);
+        if (!idle) {
+            n->idle_since_ms = 0;
+            continue;
+        }
+        if (!n->idle_since_ms)
+            n->idle_since_ms = now_ms;
+        if (now_ms - n->idle_since_ms < pool->scale_down_window_s * 1000 ||
+            live[p] <= pool->min_nodes ||
+            now_ms - a->state[p].last_scale_up_ms < pool->cooldown_s * 1000)
+            continue;
+        char why[TIDE_REASON_MAX];
+        snprintf(why, sizeof why, "%s for %llds (window %llds)",
+                 tasks ? "under-utilised" : "idle",
+                 (long long)((now_ms - n->idle_since_ms) / 1000),
+                 (long long)pool->scale_down_window_s);
+        live[p]--;
+        a->state[p].last_scale_down_ms = now_ms;
+        if (tasks) {
+            n->state = NODE_DRAINING;
+            if (push(out, POOL_DRAIN, p, 1, n->id, why))
+                return TIDE_ENOMEM;
+        } else {
+            /* Nothing to wait for: drain and release in one pass. */
+            n->state = NODE_RELEASED;
+            n->ended_ms = now_ms;
+            if (push(out, POOL_DRAIN, p, 1, n->id, why) ||
+                push(out, POOL_RELEASE, p, 1, n->id, why))
+                return TIDE_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+int autoscaler_decide(struct autoscaler *a, struct cluster *c, int64_t now_ms,
+                      struct pool_action_list *out)
+{
+    size_t before = out->len;
+    int rc = fail_stuck_nodes(a, c, now_ms, out);
+    if (!rc)
+        rc = scale_up(a, c, now_ms, out);
+    if (!rc)
+        rc = scale_down(a, c, now_ms, out);
+    return rc ? rc : (int)(out->len - before);
+}

@@ -1,0 +1,145 @@
+/* Metering and cost from integer counters (see billing.h). */
+#include "core/billing.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tide_err.h"
+
+#include "core/core_banned.h"
+
+#define MS_PER_HOUR 3600000
+
+void billing_init(struct billing *b)
+{
+    memset(b, 0, sizeof *b);
+}
+
+void billing_release(struct billing *b)
+{
+    if (!b)
+        return;
+    free(b->usage);
+    memset(b, 0, sizeof *b);
+}
+
+static bool node_billed(const struct node *n)
+{
+    return n->state == NODE_PROVISIONING || n->state == NODE_READY || n->state == NODE_DRAINING ||
+           n->state == NODE_LOST;
+}
+
+int billing_add_usage(struct billing *b, const char *project, int pool, int64_t gpu_ms)
+{
+    for (size_t i = 0; i < b->nusage; i++)
+        if (b->usage[i].pool == pool && !strcmp(b->usage[i].project, project)) {
+            b->usage[i].gpu_ms += gpu_ms;
+            return 0;
+        }
+    if (b->nusage == b->usage_cap) {
+        size_t cap = b->usage_cap ? b->usage_cap * 2 : 16;
+        struct billing_usage *grown = realloc(b->usage, cap * sizeof *grown);
+        if (!grown)
+            return TIDE_ENOMEM;
+        b->usage = grown;
+        b->usage_cap = cap;
+    }
+    struct billing_usage *u = &b->usage[b->nusage++];
+    memset(u, 0, sizeof *u);
+    snprintf(u->project, sizeof u->project, "%s", project);
+    u->pool = pool;
+    u->gpu_ms = gpu_ms;
+    return 0;
+}
+
+int billing_tick(struct billing *b, const struct cluster *c, const struct pool *pools, int npools,
+                 int64_t now_ms)
+{
+    if (b->last_ms == 0 || now_ms <= b->last_ms) {
+        if (b->last_ms == 0)
+            b->last_ms = now_ms;
+        return 0;
+    }
+    int64_t dt = now_ms - b->last_ms;
+    b->last_ms = now_ms;
+    int alive[TIDE_MAX_POOLS] = {0};
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const struct node *n = &c->nodes[i];
+        int p = n->pool[0] ? pool_find(pools, npools, n->pool) : -1;
+        if (p < 0 || !node_billed(n))
+            continue;
+        alive[p]++;
+        for (int g = 0; g < n->ngpus; g++) {
+            if (!n->gpus[g].job_id)
+                continue;
+            const struct job *job = cluster_find_job((struct cluster *)c, n->gpus[g].job_id);
+            b->pools[p].gpu_ms += dt;
+            if (billing_add_usage(b, job ? job->project : "?", p, dt))
+                return TIDE_ENOMEM;
+        }
+    }
+    for (int p = 0; p < npools && p < TIDE_MAX_POOLS; p++) {
+        int billed = alive[p];
+        if (pools[p].billing == BILLING_RESERVED && billed < pools[p].min_nodes)
+            billed = pools[p].min_nodes;
+        b->pools[p].node_ms += (int64_t)billed * dt;
+    }
+    return 0;
+}
+
+int64_t billing_cost_micros(int64_t ms, int64_t price_per_hour_micros)
+{
+    if (ms <= 0 || price_per_hour_micros <= 0)
+        return 0;
+    return (int64_t)((__int128)ms * price_per_hour_micros / MS_PER_HOUR);
+}
+
+static int64_t node_price(const struct pool *p)
+{
+    if (p->billing == BILLING_SPOT && p->spot_price_per_node_hour_micros > 0)
+        return p->spot_price_per_node_hour_micros;
+    return p->price_per_node_hour_micros;
+}
+
+int64_t billing_pool_cost_micros(const struct billing *b, const struct pool *pools, int i)
+{
+    const struct pool *p = &pools[i];
+    int64_t node_ms = b->pools[i].node_ms;
+    if (p->billing == BILLING_PACK && p->gpus_per_node > 0) {
+        /* GPU-ms beyond the prepaid pack, at the per-GPU rate. */
+        int64_t gpu_ms = node_ms * p->gpus_per_node - p->pack_gpu_hours * MS_PER_HOUR;
+        if (gpu_ms <= 0)
+            return 0;
+        return (int64_t)((__int128)gpu_ms * node_price(p) / ((__int128)MS_PER_HOUR * p->gpus_per_node));
+    }
+    return billing_cost_micros(node_ms, node_price(p));
+}
+
+int64_t billing_usage_cost_micros(const struct billing *b, const struct pool *pools,
+                                  const struct billing_usage *u)
+{
+    const struct pool *p = &pools[u->pool];
+    int64_t capacity_gpu_ms = b->pools[u->pool].node_ms * (p->gpus_per_node > 0 ? p->gpus_per_node : 1);
+    if (capacity_gpu_ms <= 0)
+        return 0;
+    int64_t used = u->gpu_ms < capacity_gpu_ms ? u->gpu_ms : capacity_gpu_ms;
+    return (int64_t)((__int128)billing_pool_cost_micros(b, pools, u->pool) * used / capacity_gpu_ms);
+}
+
+int64_t billing_pool_idle_cost_micros(const struct billing *b, const struct pool *pools, int i)
+{
+    int64_t total = billing_pool_cost_micros(b, pools, i), used = 0;
+    for (size_t k = 0; k < b->nusage; k++)
+        if (b->usage[k].pool == i)
+            used += billing_usage_cost_micros(b, pools, &b->usage[k]);
+    return total > used ? total - used : 0;
+}
+
+int64_t billing_node_cost_micros(const struct pool *pool, const struct node *n, int64_t now_ms)
+{
+    if (!n->created_ms)
+        return 0;
+    int64_t end = n->ended_ms ? n->ended_ms : now_ms;
+    return billing_cost_micros(end - n->created_ms, node_price(pool));
+}

@@ -1,0 +1,70 @@
+/* Pool defaults and the questions the autoscaler and billing ask of a pool. */
+#include "core/pool.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core_banned.h"
+
+static const char *const billing_names[] = {"on_demand", "reserved", "spot", "pack"};
+
+const char *billing_kind_name(enum billing_kind k)
+{
+    return (unsigned)k < sizeof billing_names / sizeof billing_names[0] ? billing_names[k]
+                                                                        : "unknown";
+}
+
+int billing_kind_from_name(const char *name)
+{
+    for (size_t i = 0; i < sizeof billing_names / sizeof billing_names[0]; i++)
+        if (!strcmp(name, billing_names[i]))
+            return (int)i;
+    return -1;
+}
+
+void pool_defaults(struct pool *p)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->gpu_model, sizeof p->gpu_model, "H200");
+    p->gpus_per_node = 1;
+    p->gpu_memory_mib = 141 * 1024;
+    snprintf(p->driver, sizeof p->driver, "fake");
+    snprintf(p->provider, sizeof p->provider, "local");
+    p->min_nodes = 0;
+    p->max_nodes = 4;
+    p->boot_time_s = 5;
+    p->boot_timeout_s = 300;
+    p->billing = BILLING_ON_DEMAND;
+    p->scale_up_delay_s = 0;
+    p->scale_down_utilization_pct = 20;
+    p->scale_down_window_s = 300;
+    p->cooldown_s = 60;
+}
+
+bool pool_fits_job(const struct pool *p, const struct job *job)
+{
+    if (job->gpus > p->gpus_per_node)
+        return false;
+    if (job->gpus > 0 && job->gpu_memory_mib > p->gpu_memory_mib)
+        return false;
+    if (job->gpus > 0 && job->gpu_model[0] && fnmatch(job->gpu_model, p->gpu_model, 0) != 0)
+        return false;
+    return true;
+}
+
+int64_t pool_price_per_gpu_hour_micros(const struct pool *p)
+{
+    int64_t price = p->billing == BILLING_SPOT && p->spot_price_per_node_hour_micros
+                        ? p->spot_price_per_node_hour_micros
+                        : p->price_per_node_hour_micros;
+    return p->gpus_per_node > 0 ? price / p->gpus_per_node : price;
+}
+
+int pool_find(const struct pool *pools, int npools, const char *name)
+{
+    for (int i = 0; i < npools; i++)
+        if (!strcmp(pools[i].name, name))
+            return i;
+    return -1;
+}

@@ -1,0 +1,57 @@
+/*
+ * An elastic pool: a kind of node (GPU model, count, memory) that a
+ * provider can create and delete, with its size limits, scaling knobs and
+ * price. Parsed from tide.yaml's `pools:` section (server/config_pools.c);
+ * read by the autoscaler and billing. Money is integer micro-units.
+ */
+#ifndef TIDE_POOL_H
+#define TIDE_POOL_H
+
+#include <stdint.h>
+
+#include "core/cluster.h"
+
+#define TIDE_MAX_POOLS 16
+#define TIDE_PROGRAM_MAX 512
+
+enum billing_kind { BILLING_ON_DEMAND, BILLING_RESERVED, BILLING_SPOT, BILLING_PACK };
+
+const char *billing_kind_name(enum billing_kind k);
+/* The kind called name; -1 when none is. */
+int billing_kind_from_name(const char *name);
+
+struct pool {
+    char name[TIDE_NAME_MAX];
+    char gpu_model[TIDE_NAME_MAX]; /* "H200" */
+    int gpus_per_node;
+    int64_t gpu_memory_mib;
+    char driver[TIDE_NAME_MAX];
+    char region[TIDE_NAME_MAX];
+    char provider[16];              /* "local" | "exec" */
+    char program[TIDE_PROGRAM_MAX]; /* exec only */
+    int min_nodes, max_nodes;
+    int64_t boot_time_s;    /* expected; ranks pools of equal price */
+    int64_t boot_timeout_s; /* not registered by then: deleted and replaced */
+    int64_t price_per_node_hour_micros;
+    int64_t spot_price_per_node_hour_micros; /* billing spot; 0: price_per_node_hour */
+    int64_t pack_gpu_hours;                  /* billing pack: prepaid, drawn first */
+    enum billing_kind billing;
+    int64_t scale_up_delay_s;       /* pending this long before nodes are added */
+    int scale_down_utilization_pct; /* busy below this counts as idle */
+    int64_t scale_down_window_s;    /* idle this long: drained and released */
+    int64_t cooldown_s;             /* no scale-down this soon after a scale event */
+};
+
+/* Fills p with the defaults of an unnamed local pool of 1 GPU. */
+void pool_defaults(struct pool *p);
+
+/* True when a node of pool p could ever hold job (GPU count, memory, model). */
+bool pool_fits_job(const struct pool *p, const struct job *job);
+
+/* Price of one GPU for one hour, micro-units (ties broken by the caller). */
+int64_t pool_price_per_gpu_hour_micros(const struct pool *p);
+
+/* The index of the pool called name in pools, or -1. */
+int pool_find(const struct pool *pools, int npools, const char *name);
+
+#endif

@@ -1,0 +1,333 @@
+/* The autoscaler's decisions on hand-built clusters with a fake clock. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "cluster_fixture.h"
+#include "core/autoscaler.h"
+
+#define S 1000 /* ms */
+
+static struct pool fx_pool(const char *name, int gpus, int min, int max, int64_t price)
+{
+    struct pool p;
+    pool_defaults(&p);
+    snprintf(p.name, sizeof p.name, "%s", name);
+    p.gpus_per_node = gpus;
+    p.min_nodes = min;
+    p.max_nodes = max;
+    p.price_per_node_hour_micros = price;
+    p.scale_down_window_s = 60;
+    p.cooldown_s = 30;
+    p.boot_timeout_s = 120;
+    return p;
+}
+
+/* A pool node in state, created at created_ms, with ids from 100. */
+static struct node fx_pool_node(int64_t id, const struct pool *p, enum node_state state,
+                                int64_t created_ms)
+{
+    struct node n = fx_h200_node(id, p->gpus_per_node);
+    snprintf(n.pool, sizeof n.pool, "%s", p->name);
+    n.state = state;
+    n.created_ms = created_ms;
+    n.last_heartbeat_ms = created_ms;
+    return n;
+}
+
+static int created(const struct pool_action_list *l, int pool)
+{
+    int n = 0;
+    for (size_t i = 0; i < l->len; i++)
+        if (l->items[i].type == POOL_CREATE && l->items[i].pool == pool)
+            n += l->items[i].count;
+    return n;
+}
+
+static int count_type(const struct pool_action_list *l, enum pool_action_type t)
+{
+    int n = 0;
+    for (size_t i = 0; i < l->len; i++)
+        n += l->items[i].type == t;
+    return n;
+}
+
+struct fx {
+    struct cluster c;
+    struct pool pools[4];
+    int npools;
+    struct autoscaler a;
+    struct pool_action_list out;
+};
+
+static void fx_start(struct fx *f)
+{
+    cluster_init(&f->c);
+    autoscaler_init(&f->a, f->pools, f->npools);
+    pool_action_list_init(&f->out);
+}
+
+static void fx_stop(struct fx *f)
+{
+    cluster_release(&f->c);
+    autoscaler_release(&f->a);
+    pool_action_list_release(&f->out);
+}
+
+static void add_jobs(struct fx *f, int n, int gpus, int64_t submit_ms)
+{
+    for (int i = 0; i < n; i++) {
+        struct job j = fx_job((int64_t)f->c.njobs + 1, gpus);
+        j.submit_ms = submit_ms;
+        assert_non_null(cluster_add_job(&f->c, &j));
+    }
+}
+
+static void decide(struct fx *f, int64_t now_ms)
+{
+    pool_action_list_clear(&f->out);
+    assert_true(autoscaler_decide(&f->a, &f->c, now_ms, &f->out) >= 0);
+}
+
+static void test_scale_from_zero_creates_exactly_the_bin_packed_nodes(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 4, 0, 10, 4000000)}, .npools = 1};
+    fx_start(&f);
+    add_jobs(&f, 3, 2, 0); /* 6 GPUs ... */
+    add_jobs(&f, 2, 1, 0); /* ... + 2 = 8: two 4-GPU nodes */
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 2);
+    fx_stop(&f);
+}
+
+static void test_never_creates_past_max_nodes(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 3, 1000000)}, .npools = 1};
+    fx_start(&f);
+    add_jobs(&f, 10, 1, 0);
+    decide(&f, S);
+    assert_int_equal(created(&f.out, 0), 3);
+    fx_stop(&f);
+}
+
+static void test_booting_nodes_count_as_capacity(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 4, 0, 10, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_PROVISIONING, 0);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    add_jobs(&f, 4, 1, 0);
+    decide(&f, S);
+    assert_int_equal(created(&f.out, 0), 0);
+    add_jobs(&f, 1, 1, 0);
+    decide(&f, S);
+    assert_int_equal(created(&f.out, 0), 1);
+    fx_stop(&f);
+}
+
+static void test_waits_for_scale_up_delay(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 10, 1000000)}, .npools = 1};
+    f.pools[0].scale_up_delay_s = 5;
+    fx_start(&f);
+    add_jobs(&f, 1, 1, 0);
+    decide(&f, 4 * S);
+    assert_int_equal(created(&f.out, 0), 0);
+    decide(&f, 5 * S);
+    assert_int_equal(created(&f.out, 0), 1);
+    fx_stop(&f);
+}
+
+static void test_cheapest_pool_per_gpu_hour_wins_then_boot_time(void **state)
+{
+    (void)state;
+    /* 8-GPU node at 16/h is 2/GPU-h; 1-GPU node at 3/h is 3/GPU-h. */
+    struct fx f = {.pools = {fx_pool("small", 1, 0, 10, 3000000), fx_pool("big", 8, 0, 10, 16000000),
+                             fx_pool("big-slow", 8, 0, 10, 16000000)},
+                   .npools = 3};
+    f.pools[1].boot_time_s = 10;
+    f.pools[2].boot_time_s = 60;
+    fx_start(&f);
+    add_jobs(&f, 1, 1, 0);
+    decide(&f, S);
+    assert_int_equal(created(&f.out, 1), 1);
+    assert_int_equal(created(&f.out, 0), 0);
+    assert_int_equal(created(&f.out, 2), 0);
+    fx_stop(&f);
+}
+
+static void test_falls_back_to_a_pool_that_fits_or_has_room(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("cheap", 2, 0, 1, 1000000), fx_pool("dear", 4, 0, 5, 8000000)},
+                   .npools = 2};
+    fx_start(&f);
+    add_jobs(&f, 1, 4, 0); /* fits only "dear" */
+    add_jobs(&f, 2, 2, 0); /* one fills cheap (max 1), the other goes to dear */
+    decide(&f, S);
+    assert_int_equal(created(&f.out, 0), 1);
+    assert_int_equal(created(&f.out, 1), 2);
+    fx_stop(&f);
+}
+
+static void test_keeps_min_nodes_from_zero(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 2, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    decide(&f, S);
+    assert_int_equal(created(&f.out, 0), 2);
+    fx_stop(&f);
+}
+
+static void test_idle_node_is_released_only_after_the_window(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_READY, 0);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    decide(&f, 100 * S); /* idle from now */
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 0);
+    decide(&f, 159 * S);
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 0);
+    decide(&f, 160 * S);
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 1);
+    assert_int_equal(cluster_find_node(&f.c, 100)->state, NODE_RELEASED);
+    fx_stop(&f);
+}
+
+static void test_never_scales_below_min_nodes(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 1, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    for (int i = 0; i < 2; i++) {
+        struct node n = fx_pool_node(100 + i, &f.pools[0], NODE_READY, 0);
+        assert_non_null(cluster_put_node(&f.c, &n));
+    }
+    decide(&f, 100 * S);
+    decide(&f, 1000 * S);
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 1);
+    decide(&f, 2000 * S);
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 0);
+    fx_stop(&f);
+}
+
+static void test_cooldown_after_scale_up_delays_scale_down(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    f.pools[0].scale_down_window_s = 0;
+    f.pools[0].cooldown_s = 30;
+    fx_start(&f);
+    add_jobs(&f, 1, 1, 0);
+    decide(&f, 10 * S); /* scale-up at 10 s */
+    assert_int_equal(created(&f.out, 0), 1);
+    cluster_remove_job(&f.c, 1);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_READY, 10 * S);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    decide(&f, 20 * S);
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 0);
+    decide(&f, 40 * S);
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 1);
+    fx_stop(&f);
+}
+
+static void test_busy_node_is_not_drained_and_drained_node_waits_for_tasks(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_READY, 0);
+    n.gpus[0].job_id = 7;
+    n.gpus[0].utilization_pct = 90;
+    assert_non_null(cluster_put_node(&f.c, &n));
+    decide(&f, 10 * S);
+    decide(&f, 1000 * S);
+    assert_int_equal(count_type(&f.out, POOL_DRAIN), 0);
+    /* Low utilisation with nothing waiting: drained, released once empty. */
+    cluster_find_node(&f.c, 100)->gpus[0].utilization_pct = 5;
+    decide(&f, 1001 * S);
+    decide(&f, 1100 * S);
+    assert_int_equal(count_type(&f.out, POOL_DRAIN), 1);
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 0);
+    assert_int_equal(cluster_find_node(&f.c, 100)->state, NODE_DRAINING);
+    cluster_find_node(&f.c, 100)->gpus[0].job_id = 0;
+    decide(&f, 1101 * S);
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 1);
+    fx_stop(&f);
+}
+
+static void test_node_that_never_registers_is_failed_and_replaced(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_PROVISIONING, 0);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    add_jobs(&f, 1, 1, 0);
+    decide(&f, 60 * S);
+    assert_int_equal(created(&f.out, 0), 0);
+    decide(&f, 121 * S);
+    assert_int_equal(count_type(&f.out, POOL_FAIL), 1);
+    assert_int_equal(created(&f.out, 0), 1);
+    assert_int_equal(cluster_find_node(&f.c, 100)->state, NODE_FAILED);
+    fx_stop(&f);
+}
+
+static void test_provider_backoff_holds_creation(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    f.a.state[0].create_not_before_ms = 30 * S;
+    add_jobs(&f, 1, 1, 0);
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 0);
+    decide(&f, 30 * S);
+    assert_int_equal(created(&f.out, 0), 1);
+    fx_stop(&f);
+}
+
+static void test_job_too_big_for_every_pool_creates_nothing(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 2, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    add_jobs(&f, 1, 8, 0);
+    struct job j = fx_job(50, 1);
+    snprintf(j.gpu_model, sizeof j.gpu_model, "A100*");
+    assert_non_null(cluster_add_job(&f.c, &j));
+    decide(&f, S);
+    assert_int_equal(created(&f.out, 0), 0);
+    fx_stop(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scale_from_zero_creates_exactly_the_bin_packed_nodes),
+        cmocka_unit_test(test_never_creates_past_max_nodes),
+        cmocka_unit_test(test_booting_nodes_count_as_capacity),
+        cmocka_unit_test(test_waits_for_scale_up_delay),
+        cmocka_unit_test(test_cheapest_pool_per_gpu_hour_wins_then_boot_time),
+        cmocka_unit_test(test_falls_back_to_a_pool_that_fits_or_has_room),
+        cmocka_unit_test(test_keeps_min_nodes_from_zero),
+        cmocka_unit_test(test_idle_node_is_released_only_after_the_window),
+        cmocka_unit_test(test_never_scales_below_min_nodes),
+        cmocka_unit_test(test_cooldown_after_scale_up_delays_scale_down),
+        cmocka_unit_test(test_busy_node_is_not_drained_and_drained_node_waits_for_tasks),
+        cmocka_unit_test(test_node_that_never_registers_is_failed_and_replaced),
+        cmocka_unit_test(test_provider_backoff_holds_creation),
+        cmocka_unit_test(test_job_too_big_for_every_pool_creates_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
