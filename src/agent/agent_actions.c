@@ -2,6 +2,7 @@
 #include "agent/agent_actions.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,7 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
         .max_runtime_s = max_runtime,
         .workdir = s.workdir,
         .kill_grace_s = (int)grace,
+        .checkpoint_dir = json_string_value(json_object_get(action, "checkpoint_dir")),
         .invalid = s.invalid[0] ? s.invalid : NULL,
     };
     struct agent_task_site site = {
@@ -235,9 +237,11 @@ static bool apply_stop(struct agent *a, json_t *action, int64_t job_id, int64_t 
         grace = (int)json_integer_value(g);
     if (!reason || !*reason)
         reason = "cancelled";
-    log_info("job %" PRId64 ".%" PRId64 ": stopping (%s), SIGKILL in %d s", job_id, attempt, reason,
-             grace);
-    agent_task_stop(t, reason, grace, now_ms);
+    json_t *sig = json_object_get(action, "signal");
+    int first_signal = json_is_integer(sig) ? (int)json_integer_value(sig) : SIGTERM;
+    log_info("job %" PRId64 ".%" PRId64 ": stopping (%s) with signal %d, SIGKILL in %d s", job_id,
+             attempt, reason, first_signal, grace);
+    agent_task_stop(t, reason, grace, first_signal, now_ms);
     return false;
 }
 

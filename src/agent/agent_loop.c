@@ -2,6 +2,7 @@
 #include "agent/agent_loop.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <time.h>
 
 #include "agent/agent_heartbeat.h"
@@ -133,7 +134,7 @@ static void shutdown_tasks(struct agent *a, volatile sig_atomic_t *signals)
     /* NULL reason: the job ended because the node went away, and its exit
      * status says how; it was not cancelled */
     for (size_t i = 0; i < a->ntasks; i++)
-        agent_task_stop(a->tasks[i], NULL, a->tasks[i]->kill_grace_s, now);
+        agent_task_stop(a->tasks[i], NULL, a->tasks[i]->kill_grace_s, SIGTERM, now);
     bool killed = false;
     while (running_tasks(a) > 0) {
         if (*signals > 1 && !killed) {

@@ -114,6 +114,10 @@ static int tide_vars(const struct agent_task_spec *spec, const struct agent_task
     vars[k++] = path_join("TIDE_WORK_DIR=%s", job_dir);
     if (telemetry_file)
         vars[k++] = path_join("TIDE_FAKE_GPU_FILE=%s", telemetry_file);
+    /* The server's directory, the same for every attempt, so a job that
+     * saved its state there resumes wherever it runs next. */
+    vars[k++] = spec->checkpoint_dir ? path_join("TIDE_CHECKPOINT_DIR=%s", spec->checkpoint_dir)
+                                     : path_join("TIDE_CHECKPOINT_DIR=%s/checkpoint", job_dir);
     free(devices);
     *n = k;
     for (size_t i = 0; i < k; i++)
@@ -258,7 +262,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
             t->ngpus = spec->ngpus;
         }
     }
-    char *vars[6] = {0};
+    char *vars[8] = {0}; /* what tide_vars() sets, at most 7 */
     size_t nvars = 0;
     char **envp = NULL;
     int rc = 0;
@@ -348,7 +352,7 @@ bool agent_task_poll(struct agent_task *t, int64_t now_ms)
         return true;
     }
     if (t->deadline_ms && now_ms >= t->deadline_ms && !t->stopping)
-        agent_task_stop(t, "max_runtime", t->kill_grace_s, now_ms);
+        agent_task_stop(t, "max_runtime", t->kill_grace_s, SIGTERM, now_ms);
     if (t->stopping && t->kill_at_ms && now_ms >= t->kill_at_ms) {
         kill(-t->pid, SIGKILL);
         t->kill_at_ms = 0; /* once is enough; the leader's exit reaps the rest */
@@ -356,7 +360,8 @@ bool agent_task_poll(struct agent_task *t, int64_t now_ms)
     return false;
 }
 
-void agent_task_stop(struct agent_task *t, const char *reason, int grace_s, int64_t now_ms)
+void agent_task_stop(struct agent_task *t, const char *reason, int grace_s, int first_signal,
+                     int64_t now_ms)
 {
     if (t->state != AGENT_TASK_RUNNING)
         return;
@@ -366,7 +371,7 @@ void agent_task_stop(struct agent_task *t, const char *reason, int grace_s, int6
     if (!t->stopping) {
         t->stopping = true;
         snprintf(t->stop_reason, sizeof t->stop_reason, "%s", reason ? reason : "");
-        kill(-t->pid, SIGTERM);
+        kill(-t->pid, first_signal > 0 && first_signal < 65 ? first_signal : SIGTERM);
         t->kill_at_ms = kill_at > 0 ? kill_at : 1;
         return;
     }

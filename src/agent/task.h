@@ -33,6 +33,7 @@ struct agent_task_spec {
     int64_t max_runtime_s; /* 0: no limit */
     const char *workdir;   /* NULL: the job's directory under WORK/jobs */
     int kill_grace_s;
+    const char *checkpoint_dir; /* TIDE_CHECKPOINT_DIR; NULL: WORK/jobs/<id>/checkpoint */
     /* why the action cannot be run at all (e.g. a malformed field), or NULL;
      * the task is then reported as `start failed: <this>` without a fork */
     const char *invalid;
@@ -96,7 +97,8 @@ bool agent_task_poll(struct agent_task *t, int64_t now_ms);
  * grace_s. The first stop's reason is the one reported (NULL: report how
  * the process actually ended); a later stop can only bring the SIGKILL
  * forward. Does nothing to an exited task. */
-void agent_task_stop(struct agent_task *t, const char *reason, int grace_s, int64_t now_ms);
+void agent_task_stop(struct agent_task *t, const char *reason, int grace_s, int first_signal,
+                     int64_t now_ms);
 
 /* SIGKILLs a running task's group at once (a second shutdown signal). */
 void agent_task_kill_now(struct agent_task *t);

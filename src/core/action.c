@@ -45,7 +45,7 @@ const char *action_type_name(enum action_type t)
         [ACTION_FINISH] = "finish",         [ACTION_REQUEUE] = "requeue",
         [ACTION_NODE_LOST] = "node_lost",   [ACTION_NODE_BACK] = "node_back",
         [ACTION_SEND_START] = "send_start", [ACTION_SEND_STOP] = "send_stop",
-        [ACTION_ACK] = "ack",
+        [ACTION_ACK] = "ack",               [ACTION_PREEMPT] = "preempt",
     };
     if ((unsigned)t >= sizeof names / sizeof names[0])
         return "unknown";

@@ -20,6 +20,7 @@ enum action_type {
     ACTION_SEND_START, /* (re)send a start for job to its node's agent */
     ACTION_SEND_STOP,  /* tell the agent to stop task (job_id, attempt) */
     ACTION_ACK,        /* tell the agent a finished task is recorded */
+    ACTION_PREEMPT,    /* job → preempted: its agent checkpoints and stops it, then it requeues */
 };
 
 struct action {

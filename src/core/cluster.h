@@ -86,6 +86,9 @@ struct job {
     int64_t start_ms;         /* when the current attempt was placed; 0 when pending */
     int64_t not_before_ms;    /* pending, but not to be placed before this (retry backoff) */
     int64_t attained_gpu_ms;  /* GPU-milliseconds used by earlier attempts (LAS) */
+    int64_t last_failure_ms;  /* when the last attempt failed (retry backoff); 0: none */
+    int preemptions;          /* attempts ended by preemption: they use up no retries */
+    bool held;                /* waiting on dependencies: not to be placed */
     int effective_priority;   /* priority after aging, set by each pass */
     bool cancel_requested;
     /* Where it runs (starting/running): */
@@ -105,6 +108,12 @@ struct cluster {
     size_t nnodes, nodes_cap;
     struct job *jobs; /* only unfinished jobs */
     size_t njobs, jobs_cap;
+    /* Nodes by free GPUs (placement_index.h), attached by sched_pass for the
+     * length of a pass and kept current by cluster_assign, cluster_unassign
+     * and cluster_put_node; NULL otherwise. While it is attached, change
+     * GPU holders and node states only through those calls. */
+    struct placement_index *index;
+    int64_t last_assigned_node_id; /* the node a job was last assigned to (roundrobin) */
 };
 
 void cluster_init(struct cluster *c);
@@ -134,5 +143,14 @@ void cluster_unassign(struct cluster *c, struct job *job);
 /* GPUs that tide tasks hold, across ready nodes. */
 int cluster_gpus_allocated(const struct cluster *c);
 int cluster_gpus_total(const struct cluster *c);
+
+/* Free GPUs on ready nodes that cannot hold the smallest waiting job: the
+ * sum over ready nodes with fewer than smallest_waiting_gpus free GPUs of
+ * their free GPUs. 0 when smallest_waiting_gpus <= 0 (nothing waits). */
+int cluster_fragmented_gpus(const struct cluster *c, int smallest_waiting_gpus);
+
+/* The fewest GPUs a pending job asks for, over pending jobs asking for at
+ * least one; 0 when there is none. */
+int cluster_smallest_waiting_gpus(const struct cluster *c);
 
 #endif

@@ -35,7 +35,8 @@ bool job_state_is_final(enum job_state s)
 
 bool job_state_is_on_node(enum job_state s)
 {
-    return s == JOB_STARTING || s == JOB_RUNNING;
+    /* A preempted job holds its GPUs until its agent reports it stopped. */
+    return s == JOB_STARTING || s == JOB_RUNNING || s == JOB_PREEMPTED;
 }
 
 bool job_transition_allowed(enum job_state from, enum job_state to)

@@ -20,9 +20,17 @@ static int push(struct action_list *out, enum action_type type, const struct job
 }
 
 static void record_exit(struct cluster *c, struct job *job, const struct task_report *r,
-                        struct action_list *out)
+                        int64_t now_ms, struct action_list *out)
 {
     enum job_state final_state;
+    if (job->state == JOB_PREEMPTED && !job->cancel_requested) {
+        /* Even exit 0: a job told to checkpoint and stop is not done. */
+        char why[TIDE_REASON_MAX];
+        snprintf(why, sizeof why, "preempted (%.120s)", r->reason);
+        sched_fail_attempt(c, job, JOB_PREEMPTED, JOB_FAILED, why, r->exit_code, r->signal,
+                           now_ms, out);
+        return;
+    }
     if (job->cancel_requested || !strcmp(r->reason, "cancelled"))
         final_state = JOB_CANCELLED;
     else if (!strcmp(r->reason, "max_runtime"))
@@ -33,7 +41,8 @@ static void record_exit(struct cluster *c, struct job *job, const struct task_re
         final_state = JOB_FAILED;
 
     if (final_state == JOB_FAILED) {
-        sched_fail_attempt(c, job, JOB_FAILED, JOB_FAILED, r->reason, r->exit_code, r->signal, out);
+        sched_fail_attempt(c, job, JOB_FAILED, JOB_FAILED, r->reason, r->exit_code, r->signal,
+                           now_ms, out);
         return;
     }
     struct action a = {.type = ACTION_FINISH, .job_id = job->id, .attempt = job->attempt,
@@ -85,7 +94,7 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
             continue;
         }
         if (r->exited) {
-            record_exit(c, job, r, out);
+            record_exit(c, job, r, now_ms, out);
             failed |= push(out, ACTION_ACK, NULL, r->job_id, r->attempt, node_id, "recorded");
             continue;
         }
@@ -95,6 +104,8 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
         }
         if (job->cancel_requested)
             failed |= push(out, ACTION_SEND_STOP, job, 0, 0, node_id, "cancelled");
+        else if (job->state == JOB_PREEMPTED)
+            failed |= push(out, ACTION_SEND_STOP, job, 0, 0, node_id, "preempted");
     }
 
     /* Jobs placed here that the agent did not mention. */
@@ -114,7 +125,7 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
          * it started: either way this attempt is over. Index j is looked at
          * again because the job was requeued or removed. */
         sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "task vanished from its node", -1, 0,
-                           out);
+                           now_ms, out);
     }
     return failed ? TIDE_ENOMEM : 0;
 }

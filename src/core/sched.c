@@ -6,6 +6,10 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "core/backfill.h"
+#include "core/placement_index.h"
+#include "core/preempt.h"
+#include "core/queue.h"
 
 #include "core/core_banned.h"
 
@@ -13,8 +17,12 @@ void sched_config_defaults(struct sched_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->order = &order_priority;
-    cfg->placement = &placement_loadaware;
+    cfg->placement = &placement_binpack;
     placement_config_defaults(&cfg->placement_cfg);
+    cfg->backfill = true;
+    cfg->preemption = true;
+    cfg->retry_backoff_ms = 10000;
+    cfg->retry_backoff_max_ms = 600000;
     cfg->node_timeout_ms = 30000;
 }
 
@@ -31,6 +39,9 @@ void sched_release(struct scheduler *s)
     free(s->order);
     s->order = NULL;
     s->order_cap = 0;
+    placement_index_release(s->index);
+    free(s->index);
+    s->index = NULL;
 }
 
 static int by_order_policy(const void *a, const void *b, void *ops)
@@ -86,6 +97,148 @@ static bool fits_a_ready_node(const struct cluster *c, const struct job *job)
     return false;
 }
 
+/* Running jobs and GPUs per queue, for the caps. */
+struct queue_usage {
+    int jobs[TIDE_MAX_QUEUES];
+    int gpus[TIDE_MAX_QUEUES];
+};
+
+static int queue_slot(const struct queue_set *qs, const struct job *job)
+{
+    if (!qs)
+        return -1;
+    const struct queue_config *q = queue_find(qs, job->queue);
+    return q ? (int)(q - qs->queues) : -1;
+}
+
+static void count_queue_usage(const struct queue_set *qs, const struct cluster *c,
+                              struct queue_usage *u)
+{
+    memset(u, 0, sizeof *u);
+    for (size_t i = 0; i < c->njobs; i++) {
+        const struct job *job = &c->jobs[i];
+        int q = job_state_is_on_node(job->state) ? queue_slot(qs, job) : -1;
+        if (q >= 0) {
+            u->jobs[q]++;
+            u->gpus[q] += job->gpus;
+        }
+    }
+}
+
+/* Why a queue cap keeps job waiting, or false when none does. */
+static bool queue_cap_reached(const struct queue_set *qs, const struct queue_usage *u, int q,
+                              const struct job *job, char *why)
+{
+    if (q < 0)
+        return false;
+    const struct queue_config *cfg = &qs->queues[q];
+    if (cfg->max_running_jobs > 0 && u->jobs[q] >= cfg->max_running_jobs) {
+        snprintf(why, TIDE_REASON_MAX, "queue %s is at its cap of %d running jobs", cfg->name,
+                 cfg->max_running_jobs);
+        return true;
+    }
+    if (cfg->max_running_gpus > 0 && u->gpus[q] + job->gpus > cfg->max_running_gpus) {
+        snprintf(why, TIDE_REASON_MAX, "queue %s would pass its cap of %d GPUs (%d in use)",
+                 cfg->name, cfg->max_running_gpus, u->gpus[q]);
+        return true;
+    }
+    return false;
+}
+
+/* Exponential backoff after a failed attempt: base, 2×base, 4×base, ... capped. */
+static int64_t retry_not_before_ms(const struct sched_config *cfg, const struct job *job)
+{
+    if (!job->last_failure_ms || cfg->retry_backoff_ms <= 0)
+        return 0;
+    int failures = job->attempt - job->preemptions;
+    int shift = failures > 1 ? failures - 1 : 0;
+    int64_t delay = cfg->retry_backoff_ms << (shift < 20 ? shift : 20);
+    if (cfg->retry_backoff_max_ms > 0 && delay > cfg->retry_backoff_max_ms)
+        delay = cfg->retry_backoff_max_ms;
+    return job->last_failure_ms + delay;
+}
+
+/* Collects the jobs this pass may place, with their effective priorities. */
+static size_t collect_pending(struct scheduler *s, struct cluster *c, int64_t now_ms)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->njobs; i++) {
+        struct job *job = &c->jobs[i];
+        if (job->state != JOB_PENDING || job->held)
+            continue;
+        job->reserved_start_ms = 0;
+        job->reserved_node_id = 0;
+        job->not_before_ms = retry_not_before_ms(&s->cfg, job);
+        if (job->not_before_ms > now_ms) {
+            snprintf(job->wait_reason, sizeof job->wait_reason,
+                     "retry backoff: next attempt in %lld s",
+                     (long long)((job->not_before_ms - now_ms + 999) / 1000));
+            continue;
+        }
+        const struct queue_config *q = s->cfg.queues ? queue_find(s->cfg.queues, job->queue) : NULL;
+        job->effective_priority = queue_effective_priority(q, job, now_ms);
+        s->order[n++] = job;
+    }
+    if (n > 1)
+        qsort_r(s->order, n, sizeof *s->order, by_order_policy, (void *)s->cfg.order);
+    return n;
+}
+
+static int push_start(struct cluster *c, struct job *job, const struct placement_choice *choice,
+                      int64_t now_ms, struct action_list *out)
+{
+    cluster_assign(c, job, choice->node, choice->gpu_index, choice->ngpus);
+    job->state = JOB_STARTING;
+    job->attempt++;
+    job->start_ms = now_ms;
+    job->wait_reason[0] = '\0';
+    struct action a = {.type = ACTION_START, .job_id = job->id, .attempt = job->attempt,
+                       .node_id = choice->node->id, .state = JOB_STARTING, .exit_code = -1};
+    char gpus[128];
+    format_gpu_list(gpus, sizeof gpus, choice->gpu_index, choice->ngpus);
+    snprintf(a.reason, sizeof a.reason, "placed on %s%s%.80s", choice->node->name,
+             choice->ngpus ? " GPUs " : "", gpus);
+    return action_list_push(out, &a) ? 0 : TIDE_ENOMEM;
+}
+
+/* Tries to make room for job by preempting; true when it is handled
+ * (victims chosen now, or earlier ones still stopping). */
+static bool try_preemption(struct scheduler *s, struct cluster *c, struct job *job,
+                           struct action_list *out)
+{
+    struct preempt_plan plan;
+    enum preempt_result r = preempt_plan(&s->cfg.placement_cfg, c, job, &plan);
+    if (r == PREEMPT_PENDING) {
+        snprintf(job->wait_reason, sizeof job->wait_reason,
+                 "waiting for preempted jobs to stop");
+        return true;
+    }
+    if (r != PREEMPT_PLANNED)
+        return false;
+    for (int i = 0; i < plan.nvictims; i++) {
+        struct job *v = plan.victims[i];
+        v->state = JOB_PREEMPTED;
+        struct action a = {.type = ACTION_PREEMPT, .job_id = v->id, .attempt = v->attempt,
+                           .node_id = v->node_id, .state = JOB_PREEMPTED, .exit_code = -1};
+        snprintf(a.reason, sizeof a.reason, "preempted by job %lld", (long long)job->id);
+        action_list_push(out, &a);
+    }
+    snprintf(job->wait_reason, sizeof job->wait_reason, "preempting %d job%s on %s",
+             plan.nvictims, plan.nvictims == 1 ? "" : "s", plan.node->name);
+    return true;
+}
+
+/* Builds the placement index for this pass; without memory for it the
+ * strategies scan every node instead, which is slower but the same. */
+static void attach_index(struct scheduler *s, struct cluster *c)
+{
+    c->index = NULL;
+    if (!s->index && !(s->index = calloc(1, sizeof *s->index)))
+        return;
+    if (placement_index_build(s->index, c, s->cfg.placement->node_order) == 0)
+        c->index = s->index;
+}
+
 int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out)
 {
     struct failed_shape failed[FAILED_SHAPES];
@@ -97,25 +250,21 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
         s->order = grown;
         s->order_cap = c->njobs;
     }
-    size_t npending = 0;
-    for (size_t i = 0; i < c->njobs; i++) {
-        struct job *job = &c->jobs[i];
-        if (job->state != JOB_PENDING)
-            continue;
-        if (job->not_before_ms > now_ms) {
-            snprintf(job->wait_reason, sizeof job->wait_reason, "retry backoff: not before %lld ms from now",
-                     (long long)(job->not_before_ms - now_ms));
-            continue;
-        }
-        job->effective_priority = job->priority;
-        s->order[npending++] = job;
-    }
-    if (npending > 1)
-        qsort_r(s->order, npending, sizeof *s->order, by_order_policy, (void *)s->cfg.order);
+    size_t npending = collect_pending(s, c, now_ms);
+    attach_index(s, c);
+    struct queue_usage usage;
+    count_queue_usage(s->cfg.queues, c, &usage);
+    struct backfill_reservation reservation = {.active = false};
 
     int placed = 0;
     for (size_t i = 0; i < npending; i++) {
         struct job *job = s->order[i];
+        int q = queue_slot(s->cfg.queues, job);
+        char why[TIDE_REASON_MAX] = "";
+        if (queue_cap_reached(s->cfg.queues, &usage, q, job, why)) {
+            snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
+            continue;
+        }
         if (unconstrained(job) && dominating_failure(failed, nfailed, job) &&
             fits_a_ready_node(c, job)) {
             snprintf(job->wait_reason, sizeof job->wait_reason,
@@ -123,53 +272,81 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
                      job->gpus, job->gpus == 1 ? "" : "s");
             continue;
         }
+        /* Behind a reservation, a job that would outlast it must not use its GPUs. */
+        bool short_enough = reservation.active && backfill_fits_before(&reservation, job, now_ms);
+        if (short_enough)
+            backfill_hold(c, &reservation, false);
         struct placement_choice choice;
-        char why[TIDE_REASON_MAX] = "";
         enum placement_result r =
             s->cfg.placement->choose(&s->cfg.placement_cfg, c, job, &choice, why);
-        if (r != PLACEMENT_FOUND) {
-            snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
-            if (r == PLACEMENT_NOT_NOW && unconstrained(job) && nfailed < FAILED_SHAPES) {
-                failed[nfailed++] = (struct failed_shape){.gpus = job->gpus, .cpus = job->cpus,
-                                                          .memory_mib = job->memory_mib};
+        if (r == PLACEMENT_FOUND) {
+            if (push_start(c, job, &choice, now_ms, out) != 0) {
+                c->index = NULL;
+                return TIDE_ENOMEM;
             }
+            if (short_enough)
+                backfill_hold(c, &reservation, true);
+            if (q >= 0) {
+                usage.jobs[q]++;
+                usage.gpus[q] += job->gpus;
+            }
+            placed++;
             continue;
         }
-        cluster_assign(c, job, choice.node, choice.gpu_index, choice.ngpus);
-        job->state = JOB_STARTING;
-        job->attempt++;
-        job->start_ms = now_ms;
-        job->wait_reason[0] = '\0';
-        struct action a = {.type = ACTION_START, .job_id = job->id, .attempt = job->attempt,
-                           .node_id = choice.node->id, .state = JOB_STARTING, .exit_code = -1};
-        char gpus[128];
-        format_gpu_list(gpus, sizeof gpus, choice.gpu_index, choice.ngpus);
-        snprintf(a.reason, sizeof a.reason, "placed on %s%s%.80s", choice.node->name,
-                 choice.ngpus ? " GPUs " : "", gpus);
-        if (!action_list_push(out, &a))
-            return TIDE_ENOMEM;
-        placed++;
+        if (short_enough)
+            backfill_hold(c, &reservation, true);
+        snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
+        if (r != PLACEMENT_NOT_NOW)
+            continue;
+        if (s->cfg.preemption && try_preemption(s, c, job, out))
+            continue;
+        if (!reservation.active && unconstrained(job) && nfailed < FAILED_SHAPES)
+            failed[nfailed++] = (struct failed_shape){.gpus = job->gpus, .cpus = job->cpus,
+                                                      .memory_mib = job->memory_mib};
+        if (s->cfg.backfill && !reservation.active &&
+            backfill_reserve(&s->cfg.placement_cfg, c, job, now_ms, &reservation)) {
+            job->reserved_start_ms = reservation.start_ms;
+            job->reserved_node_id = reservation.node->id;
+            snprintf(job->wait_reason, sizeof job->wait_reason,
+                     "reserved %d GPU%s on %s from %lld s from now (backfill)", job->gpus,
+                     job->gpus == 1 ? "" : "s", reservation.node->name,
+                     (long long)((reservation.start_ms - now_ms + 999) / 1000));
+            backfill_hold(c, &reservation, true);
+        }
     }
+    backfill_hold(c, &reservation, false);
+    c->index = NULL;
     return placed;
 }
 
 void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passed_through,
                         enum job_state final_state, const char *failure, int exit_code,
-                        int signal, struct action_list *out)
+                        int signal, int64_t now_ms, struct action_list *out)
 {
     struct action a = {.job_id = job->id, .attempt = job->attempt, .node_id = job->node_id,
                        .exit_code = exit_code, .signal = signal};
     cluster_unassign(c, job);
+    job->attained_gpu_ms += (int64_t)job->gpus * (now_ms - job->start_ms > 0 ? now_ms - job->start_ms : 0);
+    job->start_ms = 0;
     if (job->cancel_requested) {
         a.type = ACTION_FINISH;
         a.state = JOB_CANCELLED;
         snprintf(a.reason, sizeof a.reason, "cancelled (%s)", failure);
-    } else if (final_state == JOB_FAILED && job->attempt <= job->retries) {
+    } else if (job->state == JOB_PREEMPTED) {
+        /* Preemption is not the job's fault: it uses up no retry. */
+        job->preemptions++;
+        a.type = ACTION_REQUEUE;
+        a.state = JOB_PREEMPTED;
+        snprintf(a.reason, sizeof a.reason, "%s", failure);
+        job->state = JOB_PENDING;
+    } else if (final_state == JOB_FAILED && job->attempt - job->preemptions <= job->retries) {
         a.type = ACTION_REQUEUE;
         a.state = passed_through;
-        snprintf(a.reason, sizeof a.reason, "%s; retry %d of %d", failure, job->attempt,
-                 job->retries);
+        snprintf(a.reason, sizeof a.reason, "%s; retry %d of %d", failure,
+                 job->attempt - job->preemptions, job->retries);
         job->state = JOB_PENDING;
+        if (passed_through == JOB_FAILED)
+            job->last_failure_ms = now_ms; /* node loss is retried at once */
     } else {
         a.type = ACTION_FINISH;
         a.state = final_state;
@@ -202,7 +379,7 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
                 continue;
             }
             /* Requeued (now off this node) or removed: look at index j again. */
-            sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, out);
+            sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, now_ms, out);
         }
     }
     return lost;
@@ -213,7 +390,7 @@ int sched_cancel(struct cluster *c, int64_t job_id, struct action_list *out)
     struct job *job = cluster_find_job(c, job_id);
     if (!job)
         return TIDE_ENOENT;
-    if (job->state == JOB_PENDING || job->state == JOB_PREEMPTED || job->state == JOB_LOST) {
+    if (job->state == JOB_PENDING || job->state == JOB_LOST) {
         struct action a = {.type = ACTION_FINISH, .job_id = job_id, .attempt = job->attempt,
                            .state = JOB_CANCELLED, .exit_code = -1};
         snprintf(a.reason, sizeof a.reason, "cancelled by user");

@@ -13,12 +13,17 @@
 #include "core/cluster.h"
 #include "core/order.h"
 #include "core/placement.h"
+#include "core/queue.h"
 
 struct sched_config {
     const struct order_ops *order; /* default: order_priority */
     const struct placement_ops *placement;
     struct placement_config placement_cfg;
     bool backfill;           /* EASY backfill behind the first blocked job */
+    bool preemption;         /* preempt lower-priority preemptible work for a blocked job */
+    const struct queue_set *queues; /* caps and escalation; NULL: none */
+    int64_t retry_backoff_ms;       /* first retry delay, doubling per failure; 0: none */
+    int64_t retry_backoff_max_ms;
     int64_t node_timeout_ms; /* no heartbeat for this long: node lost */
 };
 
@@ -28,6 +33,7 @@ struct scheduler {
     struct sched_config cfg;
     struct job **order; /* scratch: pending jobs in scheduling order */
     size_t order_cap;
+    struct placement_index *index; /* nodes by free GPUs, rebuilt each pass */
 };
 
 void sched_init(struct scheduler *s, const struct sched_config *cfg);
@@ -53,11 +59,12 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
 int sched_cancel(struct cluster *c, int64_t job_id, struct action_list *out);
 
 /* Ends a job's current attempt with `failure` as reason: requeued while
- * retries remain, else finished as `final_state`. Frees its resources;
+ * retries remain (a preempted job always, using up none), else finished as
+ * `final_state`. A failed exit starts the retry backoff. Frees its resources;
  * removes it from the cluster when final. Used for node loss, vanished
  * tasks and failed exits. */
 void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passed_through,
                         enum job_state final_state, const char *failure, int exit_code,
-                        int signal, struct action_list *out);
+                        int signal, int64_t now_ms, struct action_list *out);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "core/job_spec.h"
 #include "core/reconcile.h"
 #include "server/server.h"
 
@@ -232,14 +233,39 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
     }
     json_t *env = json_object_get(spec, "env");
     json_t *workdir = json_object_get(spec, "workdir");
+    /* Every attempt, wherever it runs, sees the same checkpoint directory. */
+    char checkpoint_dir[1200];
+    snprintf(checkpoint_dir, sizeof checkpoint_dir, "%s/checkpoints/%lld", srv->cfg.data_dir,
+             (long long)job->id);
+    if (fs_mkdir_p(checkpoint_dir, 0755) != 0)
+        log_warn("cannot create %s", checkpoint_dir);
     json_t *msg = json_pack("{s:s, s:I, s:i, s:O, s:o, s:o, s:o, s:I, s:O, s:i}", "type", "start",
                             "job_id", (json_int_t)job->id, "attempt", job->attempt, "command",
                             json_object_get(spec, "command"), "env", env ? json_incref(env) : json_object(),
                             "gpus", gpus, "gpu_uuids", uuids, "max_runtime",
                             (json_int_t)job->max_runtime_s, "workdir",
                             workdir ? workdir : json_null(), "kill_grace_s", srv->cfg.kill_grace_s);
+    if (msg)
+        json_object_set_new(msg, "checkpoint_dir", json_string(checkpoint_dir));
     json_decref(row);
     return msg;
+}
+
+/* The signal that asks job to checkpoint and stop: its checkpoint_signal,
+ * else SIGTERM. */
+static int checkpoint_signal_of(struct server *srv, int64_t job_id)
+{
+    json_t *row = NULL;
+    struct tide_err err;
+    int sig = 15;
+    if (store_job_get(srv->store, job_id, &row, &err) == 0) {
+        const char *name =
+            json_string_value(json_object_get(json_object_get(row, "spec"), "checkpoint_signal"));
+        if (name && job_spec_signal_number(name) > 0)
+            sig = job_spec_signal_number(name);
+    }
+    json_decref(row);
+    return sig;
 }
 
 int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply)
@@ -287,12 +313,15 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
                 json_array_append_new(actions, msg);
             break;
         }
-        case ACTION_SEND_STOP:
-            json_array_append_new(actions, json_pack("{s:s, s:I, s:i, s:s, s:i}", "type", "stop",
-                                                     "job_id", (json_int_t)a->job_id, "attempt",
-                                                     a->attempt, "reason", a->reason,
-                                                     "kill_grace_s", srv->cfg.kill_grace_s));
+        case ACTION_SEND_STOP: {
+            int sig = !strcmp(a->reason, "preempted") ? checkpoint_signal_of(srv, a->job_id) : 15;
+            json_array_append_new(actions, json_pack("{s:s, s:I, s:i, s:s, s:i, s:i}", "type",
+                                                     "stop", "job_id", (json_int_t)a->job_id,
+                                                     "attempt", a->attempt, "reason", a->reason,
+                                                     "kill_grace_s", srv->cfg.kill_grace_s,
+                                                     "signal", sig));
             break;
+        }
         case ACTION_ACK:
             json_array_append_new(acks, json_pack("{s:I, s:i}", "job_id", (json_int_t)a->job_id,
                                                   "attempt", a->attempt));

@@ -9,12 +9,26 @@
 #include "core/job_spec.h"
 #include "server/server.h"
 
-/* Adds what only the in-memory cluster knows (why a job waits). */
+/* Adds what only the in-memory cluster knows: why a job waits, its
+ * priority after escalation, its backfill reservation. */
 static void add_live_fields(struct server *srv, json_t *job_json)
 {
     struct job *job = cluster_find_job(&srv->cluster, json_integer_value(json_object_get(job_json, "id")));
-    if (job && job->state == JOB_PENDING && job->wait_reason[0])
+    if (!job || job->state != JOB_PENDING)
+        return;
+    if (job->wait_reason[0])
         json_object_set_new(job_json, "pending_reason", json_string(job->wait_reason));
+    json_object_set_new(job_json, "effective_priority", json_integer(job->effective_priority));
+    if (job->effective_priority > job->priority)
+        json_object_set_new(job_json, "escalated", json_true());
+    if (job->reserved_start_ms) {
+        struct node *node = cluster_find_node(&srv->cluster, job->reserved_node_id);
+        json_object_set_new(job_json, "reservation",
+                            json_pack("{s:s, s:f}", "node", node ? node->name : "?", "start_time",
+                                      (double)job->reserved_start_ms / 1000.0));
+    }
+    if (job->preemptions)
+        json_object_set_new(job_json, "preemptions", json_integer(job->preemptions));
 }
 
 int api_jobs_submit(struct server *srv, struct api_request *req, struct api_reply *reply)
@@ -25,8 +39,19 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
     tide_err_clear(&err);
     json_t *spec = NULL;
     struct job job;
-    if (job_spec_parse(req->body, req->body_len, &spec, &job, &err) != 0)
+    json_error_t jerr;
+    json_t *given = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!given)
+        return api_error_msg(reply, TIDE_EINVAL, NULL, "invalid JSON at line %d column %d: %s",
+                             jerr.line, jerr.column, jerr.text);
+    int admitted = job_spec_from_object(given, &spec, &job, &err);
+    if (!admitted)
+        admitted = queue_admit(&srv->cfg.queues, given, spec, &job, &err);
+    json_decref(given);
+    if (admitted) {
+        json_decref(spec);
         return api_error(reply, &err);
+    }
     if (!auth_project_allowed(req, job.project)) {
         json_decref(spec);
         return api_error_msg(reply, TIDE_EPERM, "project",

@@ -66,6 +66,11 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
                  a->reason);
         return rc ? rc : store_event_add(st, now_ms, "job_requeued", a->job_id, a->node_id, msg, err);
     }
+    case ACTION_PREEMPT: {
+        u.state = JOB_PREEMPTED;
+        int rc = store_job_update(st, &u, err);
+        return rc ? rc : store_event_add(st, now_ms, "job_preempted", a->job_id, a->node_id, a->reason, err);
+    }
     case ACTION_NODE_LOST: {
         int rc = store_node_set_state(st, a->node_id, NODE_LOST, err);
         return rc ? rc : store_event_add(st, now_ms, "node_lost", 0, a->node_id, a->reason, err);
@@ -92,6 +97,36 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
     return rc;
 }
 
+/* Classifies how an attempt ended, for tide_job_failures_total. */
+static int failure_class(const struct action *a)
+{
+    if (a->type == ACTION_FINISH && a->state == JOB_TIMEOUT)
+        return FAILURE_TIMEOUT;
+    if (a->type == ACTION_REQUEUE && a->state == JOB_PREEMPTED)
+        return FAILURE_PREEMPTED;
+    if ((a->type == ACTION_FINISH && a->state == JOB_FAILED) || a->type == ACTION_REQUEUE) {
+        if (strstr(a->reason, "node lost") || strstr(a->reason, "vanished"))
+            return FAILURE_NODE_LOST;
+        if (strstr(a->reason, "oom"))
+            return FAILURE_OOM;
+        if (strstr(a->reason, "idle reclaim"))
+            return FAILURE_IDLE_RECLAIM;
+        if (a->signal > 0 || strstr(a->reason, "signal"))
+            return FAILURE_SIGNAL;
+        if (strstr(a->reason, "start failed"))
+            return FAILURE_START;
+        return FAILURE_EXIT;
+    }
+    return -1;
+}
+
+const char *const failure_class_names[FAILURE_CLASS_COUNT] = {
+    [FAILURE_EXIT] = "exit",           [FAILURE_SIGNAL] = "signal",
+    [FAILURE_OOM] = "oom",             [FAILURE_NODE_LOST] = "node_lost",
+    [FAILURE_TIMEOUT] = "timeout",     [FAILURE_PREEMPTED] = "preempted",
+    [FAILURE_IDLE_RECLAIM] = "idle_reclaim", [FAILURE_START] = "start_failed",
+};
+
 int apply_actions(struct server *srv, const struct action_list *actions, int64_t now_ms,
                   struct tide_err *err)
 {
@@ -106,6 +141,11 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
         rc = apply_one(srv, &actions->items[i], now_ms, err);
     if (!rc)
         rc = store_commit(srv->store, err);
+    for (size_t i = 0; !rc && i < actions->len; i++) {
+        int cls = failure_class(&actions->items[i]);
+        if (cls >= 0)
+            srv->failures[cls]++;
+    }
     if (rc) {
         store_rollback(srv->store);
         log_error("persisting %zu actions failed (%s); reloading state from the database",

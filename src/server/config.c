@@ -72,6 +72,29 @@ static int scheduler_key(struct config_ctx *c, const char *key, const yaml_node_
             return config_fail(c, v, key, "unknown placement '%s' (known: loadaware)", s ? s : "?");
         c->sc->placement = p;
         rc = 0;
+    } else if (!strcmp(key, "scheduler.policy")) {
+        const char *s = config_scalar(v);
+        const struct order_ops *o = s ? order_by_name(s) : NULL;
+        if (!o)
+            return config_fail(c, v, key, "unknown policy '%s' (known: fifo, priority, sjf, las)",
+                               s ? s : "?");
+        c->sc->order = o;
+        rc = 0;
+    } else if (!strcmp(key, "scheduler.backfill") || !strcmp(key, "scheduler.preemption")) {
+        const char *s = config_scalar(v);
+        if (!s || (strcmp(s, "true") && strcmp(s, "false")))
+            return config_fail(c, v, key, "must be true or false%s", "");
+        if (!strcmp(key, "scheduler.backfill"))
+            c->sc->backfill = !strcmp(s, "true");
+        else
+            c->sc->preemption = !strcmp(s, "true");
+        rc = 0;
+    } else if (!strcmp(key, "scheduler.retry_backoff_s")) {
+        if (!(rc = config_want_int(c, v, key, 0, 86400, &n)))
+            c->sc->retry_backoff_ms = n * 1000;
+    } else if (!strcmp(key, "scheduler.retry_backoff_max_s")) {
+        if (!(rc = config_want_int(c, v, key, 0, 86400, &n)))
+            c->sc->retry_backoff_max_ms = n * 1000;
     } else if (!strcmp(key, "scheduler.max_gpu_memory_used_pct")) {
         if (!(rc = config_want_int(c, v, key, 0, 100, &n)))
             c->sc->placement_cfg.max_gpu_memory_used_pct = (int)n;
@@ -80,7 +103,8 @@ static int scheduler_key(struct config_ctx *c, const char *key, const yaml_node_
             c->sc->placement_cfg.max_gpu_utilization_pct = (int)n;
     } else {
         rc = config_fail(c, v, key,
-                  "unknown key (known: placement, max_gpu_memory_used_pct, max_gpu_utilization_pct)%s", "");
+                  "unknown key (known: policy, placement, backfill, preemption, retry_backoff_s, "
+                  "retry_backoff_max_s, max_gpu_memory_used_pct, max_gpu_utilization_pct)%s", "");
     }
     return rc;
 }
@@ -117,8 +141,10 @@ static const struct {
     const char *name;
     int (*parse)(struct config_ctx *c, const char *name, const yaml_node_t *value);
 } sections[] = {
+    {"pools", config_section_pools},
     {"server", server_section},
     {"scheduler", scheduler_section},
+    {"queues", config_section_queues},
 };
 
 static int walk_root(struct config_ctx *c, const yaml_node_t *root)
@@ -138,11 +164,11 @@ static int walk_root(struct config_ctx *c, const yaml_node_t *root)
                 known = true;
                 rc = sections[i].parse(c, name, v);
             }
-        if (!known && (!strcmp(name, "pools") || !strcmp(name, "queues") ||
+        if (!known && (
                        !strcmp(name, "projects") || !strcmp(name, "autoscaler")))
             rc = config_fail(c, k, name, "not supported by this server yet%s", "");
         else if (!known)
-            rc = config_fail(c, k, name, "unknown section (known: server, scheduler)%s", "");
+            rc = config_fail(c, k, name, "unknown section (known: pools, server, scheduler, queues)%s", "");
         if (rc)
             return rc;
     }

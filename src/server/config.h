@@ -39,6 +39,12 @@ int config_want_int(struct config_ctx *c, const yaml_node_t *v, const char *key,
 int config_walk_mapping(struct config_ctx *c, const char *section, const yaml_node_t *map,
                         config_key_fn fn);
 
+/* Section parsers living in their own files. */
+int config_section_queues(struct config_ctx *c, const char *name, const yaml_node_t *v);
+
+/* tide.yaml `pools:` (config_pools.c). */
+int config_section_pools(struct config_ctx *c, const char *name, const yaml_node_t *v);
+
 /* Reads path and overrides the fields of cfg and sc it sets. */
 int config_load(const char *path, struct server_config *cfg, struct sched_config *sc,
                 struct tide_err *err);

@@ -69,6 +69,11 @@ int api_metrics(struct server *srv, struct api_request *req, struct api_reply *r
     fprintf(out, "# HELP tide_jobs_submitted_total Jobs accepted since start.\n"
                  "# TYPE tide_jobs_submitted_total counter\ntide_jobs_submitted_total %lld\n",
             srv->jobs_submitted);
+    fprintf(out, "# HELP tide_job_failures_total Attempts that ended other than in success, by cause.\n"
+                 "# TYPE tide_job_failures_total counter\n");
+    for (int k = 0; k < FAILURE_CLASS_COUNT; k++)
+        fprintf(out, "tide_job_failures_total{reason=\"%s\"} %lld\n", failure_class_names[k],
+                srv->failures[k]);
     pthread_mutex_unlock(&srv->lock);
     if (fclose(out) != 0 || rc) {
         free(text);

@@ -14,6 +14,8 @@
 #include "common/tide_err.h"
 #include "core/action.h"
 #include "core/cluster.h"
+#include "core/pool.h"
+#include "core/queue.h"
 #include "core/sched.h"
 #include "store/store.h"
 
@@ -27,7 +29,24 @@ struct server_config {
     int heartbeat_interval_ms;
     int kill_grace_s;
     int sched_interval_ms;
+    struct pool pools[TIDE_MAX_POOLS]; /* tide.yaml pools: (config_pools.c) */
+    int npools;
+    struct queue_set queues;
 };
+
+/* How attempts end other than in success, counted for /metrics. */
+enum failure_class {
+    FAILURE_EXIT,
+    FAILURE_SIGNAL,
+    FAILURE_OOM,
+    FAILURE_NODE_LOST,
+    FAILURE_TIMEOUT,
+    FAILURE_PREEMPTED,
+    FAILURE_IDLE_RECLAIM,
+    FAILURE_START,
+    FAILURE_CLASS_COUNT
+};
+extern const char *const failure_class_names[FAILURE_CLASS_COUNT];
 
 struct server {
     struct server_config cfg;
@@ -39,10 +58,12 @@ struct server {
     struct cluster cluster;
     struct scheduler sched;
     struct action_list actions; /* scratch, under lock */
+    struct pool_loop *pool_loop; /* elastic pools (pool_loop.h); NULL without pools */
     /* Counters for /metrics, under lock. */
     long long http_requests;
     long long sched_passes;
     long long jobs_submitted;
+    long long failures[FAILURE_CLASS_COUNT];
 };
 
 /* A request as the handlers see it. */

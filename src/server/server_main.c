@@ -4,6 +4,7 @@
  * and runs the scheduler until SIGINT/SIGTERM.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -175,6 +176,11 @@ static int server_open(struct server *srv, struct tide_err *err)
     if (rc)
         return tide_err_set(err, TIDE_EIO, "data", "cannot create %s: %s", srv->cfg.data_dir,
                             strerror(-rc));
+    /* Agents run elsewhere: paths handed to them (checkpoints) must be absolute. */
+    char absolute[PATH_MAX];
+    if (!realpath(srv->cfg.data_dir, absolute) || strlen(absolute) >= sizeof srv->cfg.data_dir - 64)
+        return tide_err_set(err, TIDE_EIO, "data", "cannot resolve %s", srv->cfg.data_dir);
+    snprintf(srv->cfg.data_dir, sizeof srv->cfg.data_dir, "%s", absolute);
     char path[1024];
     snprintf(path, sizeof path, "%s/tide.db", srv->cfg.data_dir);
     rc = store_open_sqlite(path, &srv->store, err);
@@ -196,6 +202,7 @@ int server_main(int argc, char **argv)
     srv.cfg.heartbeat_interval_ms = 1000;
     srv.cfg.kill_grace_s = 10;
     srv.cfg.sched_interval_ms = 500;
+    queue_set_defaults(&srv.cfg.queues);
     struct sched_config sc;
     sched_config_defaults(&sc);
     int usage_rc = config_from_args(argc, argv, &srv.cfg, &sc);
@@ -205,6 +212,7 @@ int server_main(int argc, char **argv)
     if (usage_rc >= 0)
         return usage_rc;
     sc.node_timeout_ms = srv.cfg.node_timeout_ms;
+    sc.queues = &srv.cfg.queues;
 
     log_set_prefix("server");
     pthread_mutex_init(&srv.lock, NULL);

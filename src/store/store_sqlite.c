@@ -75,6 +75,11 @@ int store_open_sqlite(const char *path, struct store **out, struct tide_err *err
     return 0;
 }
 
+sqlite3 *store_sqlite_db(struct store *s)
+{
+    return s->db;
+}
+
 void store_close(struct store *s)
 {
     if (!s)
@@ -268,7 +273,8 @@ int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct 
         memset(&n, 0, sizeof n);
         n.id = sqlite3_column_int64(st, 0);
         snprintf(n.name, sizeof n.name, "%s", (const char *)sqlite3_column_text(st, 1));
-        n.state = strcmp((const char *)sqlite3_column_text(st, 2), "lost") ? NODE_READY : NODE_LOST;
+        int state = node_state_from_name((const char *)sqlite3_column_text(st, 2));
+        n.state = state < 0 ? NODE_READY : (enum node_state)state;
         n.last_heartbeat_ms = now_ms;
         json_t *info = column_json(st, 3);
         node_from_info(&n, info);

@@ -96,12 +96,13 @@ static void test_exactly_four_states_are_final(void **state)
     assert_false(job_state_is_final(JOB_PREEMPTED));
 }
 
-static void test_only_starting_and_running_hold_a_node(void **state)
+static void test_starting_running_and_preempted_jobs_hold_a_node(void **state)
 {
     (void)state;
+    /* A preempted job keeps its GPUs until its agent says it has stopped. */
     for (int s = 0; s < JOB_STATE_COUNT; s++)
         assert_int_equal(job_state_is_on_node((enum job_state)s),
-                         s == JOB_STARTING || s == JOB_RUNNING);
+                         s == JOB_STARTING || s == JOB_RUNNING || s == JOB_PREEMPTED);
 }
 
 static void test_every_state_name_parses_back_to_its_state(void **state)
@@ -158,7 +159,7 @@ int main(void)
         cmocka_unit_test(test_preempted_and_lost_cannot_run_without_being_rescheduled),
         cmocka_unit_test(test_final_states_allow_no_transition),
         cmocka_unit_test(test_exactly_four_states_are_final),
-        cmocka_unit_test(test_only_starting_and_running_hold_a_node),
+        cmocka_unit_test(test_starting_running_and_preempted_jobs_hold_a_node),
         cmocka_unit_test(test_every_state_name_parses_back_to_its_state),
         cmocka_unit_test(test_state_names_match_the_design),
         cmocka_unit_test(test_out_of_range_state_is_named_unknown),

@@ -1,0 +1,124 @@
+/* EASY backfill reservations (see backfill.h). */
+#include "core/backfill.h"
+
+#include <string.h>
+
+#include "core/core_banned.h"
+
+/* GPUs marked as held by a reservation carry this job id, never a real one. */
+#define RESERVED_GPU (-1)
+
+int64_t backfill_expected_end_ms(const struct job *job, int64_t start_ms)
+{
+    int64_t run_s = job->est_runtime_s > 0 ? job->est_runtime_s : job->max_runtime_s;
+    if (run_s <= 0)
+        return INT64_MAX;
+    return start_ms + run_s * 1000;
+}
+
+static bool gpu_usable(const struct placement_config *cfg, const struct gpu *g,
+                       const struct job *job)
+{
+    if (!placement_gpu_matches(g, job))
+        return false;
+    if (g->utilization_pct > cfg->max_gpu_utilization_pct)
+        return false;
+    return !(g->memory_total_mib > 0 &&
+             g->memory_used_mib * 100 > (int64_t)cfg->max_gpu_memory_used_pct * g->memory_total_mib);
+}
+
+/* When `want` matching GPUs of node will be free (INT64_MAX: never known),
+ * and which. */
+static int64_t node_free_time(const struct placement_config *cfg, struct cluster *c,
+                              struct node *node, const struct job *job, int64_t now_ms,
+                              int *gpus_out)
+{
+    int n = 0;
+    int64_t when = now_ms;
+    bool taken[TIDE_MAX_GPUS_PER_NODE] = {false};
+    for (int g = 0; g < node->ngpus && n < job->gpus; g++)
+        if (node->gpus[g].job_id == 0 && gpu_usable(cfg, &node->gpus[g], job)) {
+            gpus_out[n++] = node->gpus[g].index;
+            taken[g] = true;
+        }
+    while (n < job->gpus) {
+        /* The holder of a matching GPU that ends soonest frees it next. */
+        int64_t best_end = INT64_MAX;
+        int64_t best_job = 0;
+        for (int g = 0; g < node->ngpus; g++) {
+            const struct gpu *gpu = &node->gpus[g];
+            if (taken[g] || gpu->job_id <= 0 || !placement_gpu_matches(gpu, job))
+                continue;
+            const struct job *holder = cluster_find_job(c, gpu->job_id);
+            int64_t end = holder ? backfill_expected_end_ms(holder, holder->start_ms) : INT64_MAX;
+            if (end < best_end) {
+                best_end = end;
+                best_job = gpu->job_id;
+            }
+        }
+        if (best_end == INT64_MAX)
+            return INT64_MAX;
+        if (best_end > when)
+            when = best_end;
+        for (int g = 0; g < node->ngpus && n < job->gpus; g++)
+            if (!taken[g] && node->gpus[g].job_id == best_job) {
+                taken[g] = true;
+                gpus_out[n++] = node->gpus[g].index;
+            }
+    }
+    return when;
+}
+
+bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
+                      const struct job *blocked, int64_t now_ms, struct backfill_reservation *out)
+{
+    memset(out, 0, sizeof *out);
+    int64_t best = INT64_MAX;
+    int gpus[TIDE_MAX_GPUS_PER_NODE];
+    for (size_t i = 0; i < c->nnodes; i++) {
+        struct node *node = &c->nodes[i];
+        if (node->state != NODE_READY || node->ngpus < blocked->gpus)
+            continue;
+        int64_t when = node_free_time(cfg, c, node, blocked, now_ms, gpus);
+        if (when < best) {
+            best = when;
+            out->node = node;
+            out->ngpus = blocked->gpus;
+            memcpy(out->gpu_index, gpus, sizeof(int) * (size_t)blocked->gpus);
+        }
+    }
+    if (best == INT64_MAX)
+        return false;
+    out->active = true;
+    out->job_id = blocked->id;
+    out->start_ms = best;
+    return true;
+}
+
+void backfill_hold(struct cluster *c, struct backfill_reservation *r, bool on)
+{
+    if (!r->active)
+        return;
+    if (!on) {
+        if (r->holder.node_id)
+            cluster_unassign(c, &r->holder);
+        return;
+    }
+    /* Hold the reserved GPUs that are free now through the same bookkeeping
+     * as a task, so every index over free capacity stays right. */
+    int free_now[TIDE_MAX_GPUS_PER_NODE], n = 0;
+    for (int i = 0; i < r->ngpus; i++)
+        for (int g = 0; g < r->node->ngpus; g++)
+            if (r->node->gpus[g].index == r->gpu_index[i] && r->node->gpus[g].job_id == 0)
+                free_now[n++] = r->gpu_index[i];
+    memset(&r->holder, 0, sizeof r->holder);
+    r->holder.id = RESERVED_GPU;
+    if (n > 0)
+        cluster_assign(c, &r->holder, r->node, free_now, n);
+}
+
+bool backfill_fits_before(const struct backfill_reservation *r, const struct job *job,
+                          int64_t now_ms)
+{
+    return backfill_expected_end_ms(job, now_ms) <= r->start_ms;
+}

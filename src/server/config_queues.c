@@ -1,0 +1,116 @@
+/*
+ * The `queues:` section of tide.yaml: a list of queues that replaces the
+ * built-in set (default, inference, training, batch, render).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "server/config.h"
+
+static int queue_key(struct config_ctx *c, const char *key, const yaml_node_t *v,
+                     struct queue_config *q)
+{
+    const char *field = strrchr(key, '.') + 1;
+    long n;
+    int rc = 0;
+    if (!strcmp(field, "name")) {
+        const char *s = config_scalar(v);
+        size_t len = s ? strlen(s) : 0;
+        if (!len || len >= sizeof q->name)
+            return config_fail(c, v, key, "must be 1 to 63 characters%s", "");
+        for (const char *p = s; *p; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                  *p == '-' || *p == '_' || *p == '.'))
+                return config_fail(c, v, key, "'%s': only letters, digits, '-', '_' and '.'", s);
+        snprintf(q->name, sizeof q->name, "%s", s);
+    } else if (!strcmp(field, "priority_min")) {
+        if (!(rc = config_want_int(c, v, key, -1000, 1000, &n)))
+            q->priority_min = (int)n;
+    } else if (!strcmp(field, "priority_max")) {
+        if (!(rc = config_want_int(c, v, key, -1000, 1000, &n)))
+            q->priority_max = (int)n;
+    } else if (!strcmp(field, "priority")) {
+        if (!(rc = config_want_int(c, v, key, -1000, 1000, &n)))
+            q->priority_default = (int)n;
+    } else if (!strcmp(field, "max_running_jobs")) {
+        if (!(rc = config_want_int(c, v, key, 0, 1000000, &n)))
+            q->max_running_jobs = (int)n;
+    } else if (!strcmp(field, "max_running_gpus")) {
+        if (!(rc = config_want_int(c, v, key, 0, 10000000, &n)))
+            q->max_running_gpus = (int)n;
+    } else if (!strcmp(field, "max_wait_s")) {
+        if (!(rc = config_want_int(c, v, key, 0, 365L * 86400, &n)))
+            q->max_wait_s = n;
+    } else if (!strcmp(field, "escalation")) {
+        if (!(rc = config_want_int(c, v, key, 0, 10000, &n)))
+            q->escalation = (int)n;
+    } else if (!strcmp(field, "default_runtime_s")) {
+        if (!(rc = config_want_int(c, v, key, 0, 366L * 86400, &n)))
+            q->default_runtime_s = n;
+    } else if (!strcmp(field, "max_runtime_s")) {
+        if (!(rc = config_want_int(c, v, key, 0, 366L * 86400, &n)))
+            q->max_runtime_s = n;
+    } else if (!strcmp(field, "preemptible")) {
+        const char *s = config_scalar(v);
+        if (s && !strcmp(s, "true"))
+            q->preemptible = true;
+        else if (s && !strcmp(s, "false"))
+            q->preemptible = false;
+        else
+            return config_fail(c, v, key, "must be true or false%s", "");
+    } else {
+        return config_fail(c, v, key,
+                           "unknown key (known: name, priority, priority_min, priority_max, "
+                           "max_running_jobs, max_running_gpus, max_wait_s, escalation, "
+                           "default_runtime_s, max_runtime_s, preemptible)%s", "");
+    }
+    return rc;
+}
+
+int config_section_queues(struct config_ctx *c, const char *name, const yaml_node_t *v)
+{
+    if (v->type != YAML_SEQUENCE_NODE)
+        return config_fail(c, v, name, "must be a list of queues%s", "");
+    struct queue_set *qs = &c->cfg->queues;
+    memset(qs, 0, sizeof *qs);
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+        const yaml_node_t *item = yaml_document_get_node(c->doc, *it);
+        char where[64];
+        snprintf(where, sizeof where, "queues[%d]", qs->count);
+        if (qs->count >= TIDE_MAX_QUEUES)
+            return config_fail(c, item, where, "at most 64 queues%s", "");
+        if (item->type != YAML_MAPPING_NODE)
+            return config_fail(c, item, where, "must be a mapping (name, priority, ...)%s", "");
+        struct queue_config *q = &qs->queues[qs->count];
+        memset(q, 0, sizeof *q);
+        q->priority_min = -1000;
+        q->priority_max = 1000;
+        q->escalation = 100;
+        for (yaml_node_pair_t *p = item->data.mapping.pairs.start; p < item->data.mapping.pairs.top; p++) {
+            const yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+            char key[128];
+            snprintf(key, sizeof key, "%s.%s", where, config_scalar(k) ? config_scalar(k) : "?");
+            int rc = queue_key(c, key, yaml_document_get_node(c->doc, p->value), q);
+            if (rc)
+                return rc;
+        }
+        if (!q->name[0])
+            return config_fail(c, item, where, "needs a name%s", "");
+        if (queue_find(qs, q->name))
+            return config_fail(c, item, where, "queue '%s' is defined twice", q->name);
+        if (q->priority_min > q->priority_max)
+            return config_fail(c, item, where, "priority_min is above priority_max%s", "");
+        if (q->priority_default < q->priority_min || q->priority_default > q->priority_max)
+            q->priority_default = q->priority_min > 0 ? q->priority_min
+                                  : q->priority_max < 0 ? q->priority_max : 0;
+        qs->count++;
+        if (qs->count == 1)
+            snprintf(qs->default_queue, sizeof qs->default_queue, "%s", q->name);
+    }
+    if (qs->count == 0)
+        return config_fail(c, v, name, "needs at least one queue%s", "");
+    /* A queue called "default" takes jobs that name none; else the first one does. */
+    if (queue_find(qs, "default"))
+        snprintf(qs->default_queue, sizeof qs->default_queue, "default");
+    return 0;
+}
