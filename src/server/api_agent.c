@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "core/job_spec.h"
 #include "core/reconcile.h"
+#include "server/pool_loop.h"
 #include "server/server.h"
 
 #define MAX_TASKS_PER_HEARTBEAT 1024
@@ -111,6 +112,8 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     int rc = store_begin(srv->store, &err);
     if (!rc)
         rc = store_node_upsert(srv->store, &node, body, now, &err);
+    if (!rc)
+        rc = pool_loop_node_registered(srv, &node, old, string_field(body, "pool", ""), now, &err);
     if (!rc)
         rc = store_token_delete_node(srv->store, node.id, &err);
     if (!rc)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/fsutil.h"
+#include "server/pool_loop.h"
 #include "server/server.h"
 
 static json_t *node_to_json(const struct node *n, int64_t now_ms)
@@ -38,7 +39,11 @@ int api_nodes_list(struct server *srv, struct api_request *req, struct api_reply
     int64_t now = clock_now_ms();
     pthread_mutex_lock(&srv->lock);
     for (size_t i = 0; i < srv->cluster.nnodes; i++)
-        json_array_append_new(nodes, node_to_json(&srv->cluster.nodes[i], now));
+    {
+        json_t *o = node_to_json(&srv->cluster.nodes[i], now);
+        pool_loop_node_json(srv, &srv->cluster.nodes[i], o, now);
+        json_array_append_new(nodes, o);
+    }
     pthread_mutex_unlock(&srv->lock);
     reply->json = json_pack("{s:o}", "nodes", nodes);
     return 0;

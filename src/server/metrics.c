@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/pool_loop.h"
 #include "server/server.h"
 
 static void print_job_count(const char *state, const char *queue, long long n, void *ctx)
@@ -74,6 +75,7 @@ int api_metrics(struct server *srv, struct api_request *req, struct api_reply *r
     for (int k = 0; k < FAILURE_CLASS_COUNT; k++)
         fprintf(out, "tide_job_failures_total{reason=\"%s\"} %lld\n", failure_class_names[k],
                 srv->failures[k]);
+    pool_loop_metrics(srv, out);
     pthread_mutex_unlock(&srv->lock);
     if (fclose(out) != 0 || rc) {
         free(text);

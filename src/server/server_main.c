@@ -16,6 +16,7 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "server/config.h"
+#include "server/pool_loop.h"
 #include "server/server.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -241,6 +242,11 @@ int server_main(int argc, char **argv)
     log_info("listening on http://%s:%u (data in %s, %zu nodes and %zu unfinished jobs loaded)",
              srv.cfg.listen_host, info ? info->port : (unsigned)srv.cfg.listen_port,
              srv.cfg.data_dir, srv.cluster.nnodes, srv.cluster.njobs);
+    if (pool_loop_start(&srv, info ? (int)info->port : srv.cfg.listen_port, &err) != 0) {
+        log_error("%s", err.message);
+        exit_code = 1;
+        goto out;
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -258,6 +264,7 @@ out:
     srv.stopping = 1;
     if (daemon)
         MHD_stop_daemon(daemon);
+    pool_loop_stop(&srv);
     if (sched_started) {
         pthread_mutex_lock(&srv.lock);
         pthread_cond_signal(&srv.wake);

@@ -49,7 +49,7 @@ class Cluster:
     """A server plus agents under one temp dir. Use as a context manager."""
 
     def __init__(self, agents=2, fake_gpus="4xH200:141GB", node_timeout_ms=3000,
-                 kill_grace_s=2, heartbeat_ms=300, keep=False):
+                 kill_grace_s=2, heartbeat_ms=300, keep=False, config=None):
         if not TIDE or not os.access(TIDE, os.X_OK):
             raise SystemExit("set TIDE_BIN to the tide binary")
         self.dir = tempfile.mkdtemp(prefix="tide-e2e-")
@@ -64,6 +64,11 @@ class Cluster:
         self.keep = keep
         self.n_agents = agents
         self.fake_gpus = fake_gpus
+        self.config = None
+        if config is not None:
+            self.config = os.path.join(self.dir, "tide.yaml")
+            with open(self.config, "w") as f:
+                f.write(config)
         _clusters.append(self)
 
     # ---- processes -------------------------------------------------
@@ -79,7 +84,8 @@ class Cluster:
             "server", "--listen", f"127.0.0.1:{self.port}", "--data", self.data,
             "--node-timeout-ms", str(self.node_timeout_ms),
             "--heartbeat-ms", str(self.heartbeat_ms),
-            "--kill-grace-s", str(self.kill_grace_s)])
+            "--kill-grace-s", str(self.kill_grace_s)]
+            + (["--config", self.config] if self.config else []))
         wait_until(self._healthy, 20, what="server /healthz")
         self.admin = open(os.path.join(self.data, "admin.token")).read().strip()
         self.join = open(os.path.join(self.data, "join.token")).read().strip()

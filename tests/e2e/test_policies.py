@@ -1,0 +1,158 @@
+"""End to end: queues and their caps, escalation, preemption with
+checkpoint-resume, retries with backoff, backfill reservations."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Cluster, run_tests, wait_until  # noqa: E402
+
+QUEUES = """
+scheduler:
+  retry_backoff_s: 1
+queues:
+  - name: default
+  - name: capped
+    max_running_jobs: 1
+  - name: urgent
+    priority_min: 100
+    priority_max: 200
+    priority: 150
+  - name: spare
+    priority_min: -100
+    priority_max: -1
+    priority: -50
+    preemptible: true
+  - name: slow
+    max_wait_s: 1
+    escalation: 100
+"""
+
+# A job that counts to 8, one step a second, saving its progress in
+# TIDE_CHECKPOINT_DIR and resuming from it; SIGTERM saves and exits.
+CHECKPOINTING = r'''
+dir="$TIDE_CHECKPOINT_DIR"; step=0
+if [ -f "$dir/step" ]; then step=$(cat "$dir/step"); echo "resumed at $step on attempt $TIDE_ATTEMPT"; fi
+trap 'echo $step > "$dir/step"; echo "checkpointed at $step"; exit 0' TERM
+while [ $step -lt 8 ]; do sleep 0.5 & wait $!; step=$((step + 1)); echo $step > "$dir/step"; done
+echo "result $step"
+'''
+
+
+def test_unknown_queue_and_out_of_range_priority_are_refused():
+    with Cluster(agents=0, config=QUEUES) as c:
+        status, out = c.request("POST", "/v1/jobs", {"command": ["true"], "queue": "nope"})
+        assert status == 400 and out["error"]["field"] == "queue", out
+        assert "capped" in out["error"]["message"], out
+        status, out = c.request("POST", "/v1/jobs", {"command": ["true"], "queue": "urgent", "priority": 5})
+        assert status == 400 and out["error"]["field"] == "priority", out
+        j = c.submit(command=["true"], queue="spare")
+        assert j["priority"] == -50 and j["spec"]["preemptible"] is True, j
+
+
+def test_builtin_queues_exist_without_a_config():
+    with Cluster(agents=0) as c:
+        for q in ("inference", "training", "batch", "render"):
+            assert c.submit(command=["true"], queue=q)["queue"] == q
+        assert c.submit(command=["true"], queue="batch")["spec"]["preemptible"] is True
+
+
+def test_queue_cap_keeps_one_job_running_at_a_time():
+    with Cluster(agents=1, config=QUEUES) as c:
+        ids = [c.submit(command=["sleep", "1"], gpus=1, queue="capped")["id"] for _ in range(3)]
+        seen_running = []
+
+        def sample():
+            jobs = [c.job(i) for i in ids]
+            running = [j for j in jobs if j["state"] in ("starting", "running")]
+            seen_running.append(len(running))
+            waiting = [j for j in jobs if j["state"] == "pending"]
+            assert all("cap" in (j.get("pending_reason") or "cap") for j in waiting), waiting
+            return all(j["state"] == "succeeded" for j in jobs)
+        wait_until(sample, 60, 0.1, what="capped jobs to finish one by one")
+        assert max(seen_running) == 1, seen_running
+
+
+def test_waiting_past_max_wait_escalates_priority():
+    with Cluster(agents=1, fake_gpus="1xT4:16GB", config=QUEUES) as c:
+        blocker = c.submit(command=["sleep", "30"], gpus=1)
+        c.wait_state(blocker["id"], "running")
+        j = c.submit(command=["true"], gpus=1, queue="slow")
+        job = wait_until(lambda: (x := c.job(j["id"])).get("escalated") and x, 10,
+                         what="escalation")
+        assert job["effective_priority"] >= 100, job
+        assert c.cli("show", str(j["id"]), check=True).stdout.count("effective_priority") == 1
+        c.api("DELETE", f"/v1/jobs/{blocker['id']}")
+
+
+def test_preempted_job_checkpoints_and_resumes_with_the_right_result():
+    with Cluster(agents=1, fake_gpus="1xT4:16GB", config=QUEUES, kill_grace_s=5) as c:
+        low = c.submit(command=["sh", "-c", CHECKPOINTING], gpus=1, queue="spare")
+        c.wait_state(low["id"], "running")
+        wait_until(lambda: os.path.exists(os.path.join(c.data, "checkpoints", str(low["id"]), "step")),
+                   15, what="first checkpoint")
+        high = c.submit(command=["sh", "-c", "echo urgent done"], gpus=1, queue="urgent")
+        final = c.wait_final([high["id"], low["id"]], timeout=90)
+        assert final[high["id"]]["state"] == "succeeded", final
+        lowj = final[low["id"]]
+        assert lowj["state"] == "succeeded" and lowj["attempt"] == 2, lowj
+        log = c.logs(low["id"])
+        assert "checkpointed at" in log and "resumed at" in log and "on attempt 2" in log, log
+        assert log.strip().endswith("result 8"), log
+        events = c.api("GET", f"/v1/events?job={low['id']}")["events"]
+        assert any(e["kind"] == "job_preempted" and f"job {high['id']}" in e["message"]
+                   for e in events), events
+        # The urgent job ran while the preempted one waited.
+        assert final[high["id"]]["end_time"] < lowj["end_time"]
+
+
+def test_non_preemptible_work_is_never_preempted():
+    with Cluster(agents=1, fake_gpus="1xT4:16GB", config=QUEUES) as c:
+        normal = c.submit(command=["sleep", "4"], gpus=1)
+        c.wait_state(normal["id"], "running")
+        high = c.submit(command=["true"], gpus=1, queue="urgent")
+        final = c.wait_final([normal["id"], high["id"]], timeout=40)
+        assert final[normal["id"]]["state"] == "succeeded" and final[normal["id"]]["attempt"] == 1
+        assert final[high["id"]]["start_time"] >= final[normal["id"]]["end_time"] - 0.5, final
+
+
+def test_failed_attempt_is_retried_after_a_backoff():
+    with Cluster(agents=1, config=QUEUES) as c:
+        script = 'if [ -f "$TIDE_CHECKPOINT_DIR/tried" ]; then echo second; exit 0; fi; touch "$TIDE_CHECKPOINT_DIR/tried"; exit 3'
+        j = c.submit(command=["sh", "-c", script], gpus=1, retries=2)
+        waiting = wait_until(lambda: (x := c.job(j["id"])).get("pending_reason", "").startswith("retry backoff") and x,
+                             15, 0.05, what="retry backoff")
+        assert waiting["attempt"] == 1, waiting
+        done = c.wait_final([j["id"]], 30)[j["id"]]
+        assert done["state"] == "succeeded" and done["attempt"] == 2, done
+        metrics = c.api("GET", "/metrics")
+        assert 'tide_job_failures_total{reason="exit"} 1' in metrics, metrics
+
+
+def test_backfill_reserves_gpus_for_the_blocked_job():
+    with Cluster(agents=1, fake_gpus="4xH200:141GB") as c:
+        a = c.submit(command=["sleep", "6"], gpus=3, est_runtime=6)
+        c.wait_state(a["id"], "running")
+        big = c.submit(command=["true"], gpus=4)
+        blocked = wait_until(lambda: (x := c.job(big["id"])).get("reservation") and x, 10,
+                             what="a reservation for the 4-GPU job")
+        assert blocked["reservation"]["node"] == "node-1", blocked
+        long = c.submit(command=["sleep", "30"], gpus=1, est_runtime=100)
+        short = c.submit(command=["sh", "-c", "echo quick"], gpus=1, est_runtime=1)
+        c.wait_final([short["id"]], 20)
+        assert c.job(long["id"])["state"] == "pending", c.job(long["id"])
+        final = c.wait_final([a["id"], big["id"]], 40)
+        assert final[big["id"]]["state"] == "succeeded", final
+        c.api("DELETE", f"/v1/jobs/{long['id']}")
+
+
+if __name__ == "__main__":
+    run_tests([
+        test_unknown_queue_and_out_of_range_priority_are_refused,
+        test_builtin_queues_exist_without_a_config,
+        test_queue_cap_keeps_one_job_running_at_a_time,
+        test_waiting_past_max_wait_escalates_priority,
+        test_preempted_job_checkpoints_and_resumes_with_the_right_result,
+        test_non_preemptible_work_is_never_preempted,
+        test_failed_attempt_is_retried_after_a_backoff,
+        test_backfill_reserves_gpus_for_the_blocked_job,
+    ])
