@@ -105,6 +105,13 @@ static json_t *register_body(const struct agent *a)
     }
     if (!gpus)
         return NULL;
+    if (a->opts->pool) {
+        json_t *body = json_pack("{s:s, s:s, s:i, s:I, s:s, s:o, s:s}", "name", a->opts->name,
+                                 "hostname", host, "cpus", a->opts->cpus, "memory_mib",
+                                 (json_int_t)a->opts->memory_mib, "driver", a->gpus.driver,
+                                 "gpus", gpus, "pool", a->opts->pool);
+        return body;
+    }
     return json_pack("{s:s, s:s, s:i, s:I, s:s, s:o}", "name", a->opts->name, "hostname", host,
                      "cpus", a->opts->cpus, "memory_mib", (json_int_t)a->opts->memory_mib, "driver",
                      a->gpus.driver, "gpus", gpus);

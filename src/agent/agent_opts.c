@@ -22,6 +22,7 @@ void agent_opts_usage(FILE *out)
                  "  --token-file PATH   read the join token from a file\n"
                  "  --name NAME         node name (default: the host name)\n"
                  "  --work DIR          work directory (default ./tide-agent)\n"
+                 "  --pool NAME         elastic pool this node belongs to (set by providers)\n"
                  "  --fake-gpus SPEC    fake GPUs, e.g. 4xH200:141GB or 2xA100:80GB,1xT4:16GB\n"
                  "                      (default: real GPUs through NVML)\n"
                  "  --heartbeat-ms N    heartbeat interval (default: the server's, else 1000)\n"
@@ -92,7 +93,7 @@ static bool known_flag(const char *flag)
 {
     static const char *const flags[] = {
         "--server",    "--token",        "--token-file",   "--name", "--work",
-        "--fake-gpus", "--heartbeat-ms", "--kill-grace-s", "--cpus", "--memory-mib"};
+        "--fake-gpus", "--heartbeat-ms", "--kill-grace-s", "--cpus", "--memory-mib", "--pool"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strcmp(flag, flags[i]))
             return true;
@@ -116,6 +117,8 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
         return set_str(&o->work_dir, v, err);
     if (!strcmp(flag, "--fake-gpus"))
         return set_str(&o->fake_gpus, v, err);
+    if (!strcmp(flag, "--pool"))
+        return set_str(&o->pool, v, err);
     if (!strcmp(flag, "--heartbeat-ms")) {
         if ((rc = parse_int(flag, v, 10, 3600000, &n, err)) == 0)
             o->heartbeat_ms = (int)n;
@@ -243,5 +246,6 @@ void agent_opts_release(struct agent_opts *o)
     free(o->name);
     free(o->work_dir);
     free(o->fake_gpus);
+    free(o->pool);
     memset(o, 0, sizeof *o);
 }

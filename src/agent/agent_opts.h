@@ -21,6 +21,7 @@ struct agent_opts {
     char *name;
     char *work_dir;   /* as given; the agent makes it absolute */
     char *fake_gpus;  /* NULL: use NVML */
+    char *pool;       /* elastic pool this node belongs to; NULL: none */
     int heartbeat_ms; /* 0: what the server says, else 1000 */
     int kill_grace_s;
     int cpus;

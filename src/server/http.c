@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "server/pool_loop.h"
 #include "server/server.h"
 
 struct upload {
@@ -116,6 +117,8 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
         return api_jobs_list(srv, req, reply);
     if (!strncmp(p, "/v1/jobs/", 9))
         return route_job(srv, req, p + 9, reply);
+    if (!strcmp(p, "/v1/pools") && get)
+        return api_pools_list(srv, req, reply);
     if (!strcmp(p, "/v1/nodes") && get)
         return api_nodes_list(srv, req, reply);
     if (!strcmp(p, "/v1/events") && get)

@@ -1,0 +1,218 @@
+/*
+ * The exec provider: runs the pool's program as `PROG create POOL COUNT`,
+ * `PROG delete NODE_ID` and `PROG list POOL` (docs/providers.md). The
+ * program gets the server URL, the join token and the names the new nodes
+ * must register with in its environment and prints JSON on stdout:
+ * {"nodes": [{"id": "...", "name": "...", "state": "..."}]}. A non-zero
+ * exit, a timeout or unreadable output is a failure (the pool loop retries
+ * with backoff).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/fsutil.h"
+#include "providers/provider.h"
+
+#define EXEC_TIMEOUT_MS 300000
+#define EXEC_OUTPUT_MAX (256 * 1024)
+
+/* Runs argv with extra environment entries (NAME=VALUE), collecting stdout.
+ * Returns 0 with *out (malloc'ed, NUL-terminated) or a negative code. */
+static int run_program(char *const argv[], char *const extra_env[], char **out,
+                       struct tide_err *err)
+{
+    *out = NULL;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return tide_err_set(err, TIDE_EIO, NULL, "pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return tide_err_set(err, TIDE_EIO, NULL, "fork: %s", strerror(e));
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int i = 0; extra_env[i]; i++)
+            putenv(extra_env[i]);
+        int null_fd = open("/dev/null", O_RDONLY);
+        if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(fds[1], 1) < 0)
+            _exit(126);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    int64_t deadline = clock_mono_ms() + EXEC_TIMEOUT_MS;
+    int rc = buf ? 0 : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    while (!rc) {
+        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+        int64_t left = deadline - clock_mono_ms();
+        if (left <= 0) {
+            rc = tide_err_set(err, TIDE_EIO, NULL, "%s: no answer within %d s", argv[0],
+                              EXEC_TIMEOUT_MS / 1000);
+            break;
+        }
+        int r = poll(&pfd, 1, (int)(left < 1000 ? left : 1000));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            continue;
+        if (len + 1 >= cap) {
+            if (cap >= EXEC_OUTPUT_MAX) {
+                rc = tide_err_set(err, TIDE_EIO, NULL, "%s: output over %d bytes", argv[0],
+                                  EXEC_OUTPUT_MAX);
+                break;
+            }
+            char *grown = realloc(buf, cap * 2);
+            if (!grown) {
+                rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+        ssize_t n = read(fds[0], buf + len, cap - len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fds[0]);
+    if (rc)
+        kill(-pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!rc && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+        rc = tide_err_set(err, TIDE_EIO, NULL, "%s: cannot run it", argv[0]);
+    else if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        rc = tide_err_set(err, TIDE_EIO, NULL, "%s %s: %s %d", argv[0], argv[1],
+                          WIFEXITED(status) ? "exit" : "signal",
+                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    return 0;
+}
+
+/* The "nodes" array of the program's answer (a new reference), or NULL. */
+static json_t *answer_nodes(const char *prog, const char *text, struct tide_err *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loads(text, 0, &jerr);
+    json_t *nodes = json_object_get(root, "nodes");
+    if (!json_is_array(nodes)) {
+        tide_err_set(err, TIDE_EIO, NULL, "%s: stdout is not {\"nodes\": [...]} (%s)", prog,
+                     root ? "no nodes array" : jerr.text);
+        json_decref(root);
+        return NULL;
+    }
+    json_incref(nodes);
+    json_decref(root);
+    return nodes;
+}
+
+struct env_block {
+    char server[200], token[200], pool[100], names[4200], fake[200], gpus[64], model[100],
+        mem[64], region[100], node[100];
+    char *list[11];
+};
+
+static void fill_env(struct env_block *e, struct provider *p, const struct pool *pool,
+                     const struct provider_node *nodes, int count)
+{
+    char *token = NULL;
+    if (fs_read_file(p->env.join_token_path, 4096, &token, NULL) == 0)
+        token[strcspn(token, " \t\r\n")] = '\0';
+    snprintf(e->server, sizeof e->server, "TIDE_SERVER=%s", p->env.server_url);
+    snprintf(e->token, sizeof e->token, "TIDE_JOIN_TOKEN=%s", token ? token : "");
+    free(token);
+    snprintf(e->pool, sizeof e->pool, "TIDE_POOL=%s", pool->name);
+    size_t used = (size_t)snprintf(e->names, sizeof e->names, "TIDE_NODE_NAMES=");
+    for (int i = 0; i < count && used < sizeof e->names; i++)
+        used += (size_t)snprintf(e->names + used, sizeof e->names - used, "%s%s", i ? " " : "",
+                                 nodes[i].name);
+    char spec[160];
+    provider_fake_gpu_spec(pool, spec, sizeof spec);
+    snprintf(e->fake, sizeof e->fake, "TIDE_FAKE_GPUS=%s", spec);
+    snprintf(e->gpus, sizeof e->gpus, "TIDE_GPUS_PER_NODE=%d", pool->gpus_per_node);
+    snprintf(e->model, sizeof e->model, "TIDE_GPU_MODEL=%s", pool->gpu_model);
+    snprintf(e->mem, sizeof e->mem, "TIDE_GPU_MEMORY_MIB=%lld", (long long)pool->gpu_memory_mib);
+    snprintf(e->region, sizeof e->region, "TIDE_REGION=%s", pool->region);
+    snprintf(e->node, sizeof e->node, "TIDE_NODE_NAME=%s", count == 1 ? nodes[0].name : "");
+    char *list[] = {e->server, e->token, e->pool, e->names, e->fake, e->gpus,
+                    e->model,  e->mem,   e->region, e->node, NULL};
+    memcpy(e->list, list, sizeof list);
+}
+
+static int exec_create(struct provider *p, const struct pool *pool, struct provider_node *nodes,
+                       int count, struct tide_err *err)
+{
+    static struct env_block env; /* large; the pool loop is one thread */
+    fill_env(&env, p, pool, nodes, count);
+    char count_s[16];
+    snprintf(count_s, sizeof count_s, "%d", count);
+    char *argv[] = {(char *)pool->program, "create", (char *)pool->name, count_s, NULL};
+    char *out;
+    int rc = run_program(argv, env.list, &out, err);
+    if (rc)
+        return rc;
+    json_t *list = answer_nodes(pool->program, out, err);
+    free(out);
+    if (!list)
+        return TIDE_EIO;
+    size_t i;
+    json_t *n;
+    json_array_foreach(list, i, n)
+    {
+        const char *id = json_string_value(json_object_get(n, "id"));
+        const char *name = json_string_value(json_object_get(n, "name"));
+        int k = (int)i;
+        for (int j = 0; name && j < count; j++)
+            if (!strcmp(nodes[j].name, name))
+                k = j;
+        if (k < count && id)
+            snprintf(nodes[k].id, sizeof nodes[k].id, "%s", id);
+    }
+    json_decref(list);
+    return 0;
+}
+
+static int exec_destroy(struct provider *p, const struct pool *pool,
+                        const struct provider_node *node, struct tide_err *err)
+{
+    static struct env_block env;
+    fill_env(&env, p, pool, node, 1);
+    char *argv[] = {(char *)pool->program, "delete", (char *)(node->id[0] ? node->id : node->name),
+                    NULL};
+    char *out;
+    int rc = run_program(argv, env.list, &out, err);
+    free(out);
+    return rc;
+}
+
+const struct provider_ops provider_exec_ops = {
+    .name = "exec",
+    .create = exec_create,
+    .destroy = exec_destroy,
+    .poll = NULL,
+    .shutdown = NULL,
+};

@@ -1,0 +1,611 @@
+/*
+ * The elastic pools' thread (see pool_loop.h). Each second, under the
+ * lock: meter, decide, persist the decisions in one transaction; then,
+ * without the lock, the provider calls; then, under the lock again, their
+ * results. A failed create fails its node records and holds the pool's
+ * creations back (2, 4, 8 ... 60 s); the next decision asks again. A failed
+ * delete is retried with the same backoff.
+ */
+#include "server/pool_loop.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "core/autoscaler.h"
+#include "core/billing.h"
+#include "providers/provider.h"
+#include "store/store_pools.h"
+
+#define POOL_TICK_MS 1000
+#define POOL_MAX_BATCH 64
+#define POOL_BACKOFF_MAX_S 60
+
+struct pool_node_rt {
+    int64_t node_id;
+    int pool;
+    char name[TIDE_NAME_MAX];
+    char provider_id[128];
+    bool destroy_pending;
+    int destroy_failures;
+    int64_t destroy_not_before_ms;
+};
+
+/* A provider call prepared under the lock and made without it. */
+struct pool_call {
+    bool create;
+    int pool;
+    int count;
+    struct provider_node nodes[POOL_MAX_BATCH];
+    int64_t node_ids[POOL_MAX_BATCH];
+    int rc;
+    char error[400];
+};
+
+struct pool_loop {
+    struct server *srv;
+    pthread_t thread;
+    bool started;
+    struct autoscaler as;
+    struct billing bill;
+    struct provider providers[TIDE_MAX_POOLS];
+    struct pool_node_rt *nodes;
+    size_t nnodes, nodes_cap;
+    struct pool_action_list actions;
+    struct pool_call *calls;
+    size_t ncalls, calls_cap;
+    int create_failures[TIDE_MAX_POOLS]; /* in a row */
+    long long scale_ups[TIDE_MAX_POOLS], scale_downs[TIDE_MAX_POOLS];
+    long long provider_failures[TIDE_MAX_POOLS], nodes_failed[TIDE_MAX_POOLS];
+};
+
+static struct pool_node_rt *rt_find(struct pool_loop *pl, int64_t node_id, bool add)
+{
+    for (size_t i = 0; i < pl->nnodes; i++)
+        if (pl->nodes[i].node_id == node_id)
+            return &pl->nodes[i];
+    if (!add)
+        return NULL;
+    if (pl->nnodes == pl->nodes_cap) {
+        size_t cap = pl->nodes_cap ? pl->nodes_cap * 2 : 32;
+        struct pool_node_rt *grown = realloc(pl->nodes, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        pl->nodes = grown;
+        pl->nodes_cap = cap;
+    }
+    struct pool_node_rt *r = &pl->nodes[pl->nnodes++];
+    memset(r, 0, sizeof *r);
+    r->node_id = node_id;
+    r->pool = -1;
+    return r;
+}
+
+static struct pool_call *call_add(struct pool_loop *pl)
+{
+    if (pl->ncalls == pl->calls_cap) {
+        size_t cap = pl->calls_cap ? pl->calls_cap * 2 : 8;
+        struct pool_call *grown = realloc(pl->calls, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        pl->calls = grown;
+        pl->calls_cap = cap;
+    }
+    struct pool_call *c = &pl->calls[pl->ncalls++];
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+static int64_t backoff_ms(int failures)
+{
+    int64_t s = 1LL << (failures < 6 ? failures : 6);
+    return (s < POOL_BACKOFF_MAX_S ? s : POOL_BACKOFF_MAX_S) * 1000;
+}
+
+static void on_loaded_node(int64_t node_id, const char *provider_id, void *ctx)
+{
+    struct pool_loop *pl = ctx;
+    struct pool_node_rt *r = rt_find(pl, node_id, true);
+    if (r && provider_id)
+        snprintf(r->provider_id, sizeof r->provider_id, "%s", provider_id);
+}
+
+/* A new node record in state provisioning, shaped like the pool. */
+static int add_provisioning_node(struct pool_loop *pl, int p, int64_t now, struct pool_call *call,
+                                 const char *reason, struct tide_err *err)
+{
+    struct server *srv = pl->srv;
+    const struct pool *pool = &srv->cfg.pools[p];
+    struct node n;
+    memset(&n, 0, sizeof n);
+    for (int seq = 1;; seq++) {
+        snprintf(n.name, sizeof n.name, "%.50s-%d", pool->name, seq);
+        if (!cluster_find_node_by_name(&srv->cluster, n.name))
+            break;
+    }
+    n.state = NODE_PROVISIONING;
+    snprintf(n.pool, sizeof n.pool, "%s", pool->name);
+    snprintf(n.driver, sizeof n.driver, "%s", pool->driver);
+    n.created_ms = now;
+    n.last_heartbeat_ms = now;
+    n.ngpus = pool->gpus_per_node;
+    json_t *gpus = json_array();
+    for (int g = 0; g < n.ngpus; g++) {
+        n.gpus[g].index = g;
+        snprintf(n.gpus[g].name, sizeof n.gpus[g].name, "%s", pool->gpu_model);
+        n.gpus[g].memory_total_mib = pool->gpu_memory_mib;
+        json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:I}", "index", g, "uuid", "",
+                                              "name", pool->gpu_model, "memory_total_mib",
+                                              (json_int_t)pool->gpu_memory_mib));
+    }
+    json_t *info = json_pack("{s:s, s:o, s:s}", "driver", pool->driver, "gpus", gpus, "pool",
+                             pool->name);
+    int rc = store_node_upsert(srv->store, &n, info, now, err);
+    json_decref(info);
+    if (!rc)
+        rc = store_pool_node_put(srv->store, &n, NULL, err);
+    char msg[TIDE_REASON_MAX + 96];
+    snprintf(msg, sizeof msg, "pool %s: creating %s (%s)", pool->name, n.name, reason);
+    if (!rc)
+        rc = store_event_add(srv->store, now, "pool_scale_up", 0, n.id, msg, err);
+    if (!rc && !cluster_put_node(&srv->cluster, &n))
+        rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    struct pool_node_rt *r = rc ? NULL : rt_find(pl, n.id, true);
+    if (!rc && !r)
+        rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    if (rc)
+        return rc;
+    r->pool = p;
+    snprintf(r->name, sizeof r->name, "%s", n.name);
+    snprintf(call->nodes[call->count].name, sizeof call->nodes[0].name, "%s", n.name);
+    call->node_ids[call->count++] = n.id;
+    return 0;
+}
+
+static int end_node(struct pool_loop *pl, const struct pool_action *a, int64_t now,
+                    struct tide_err *err)
+{
+    struct server *srv = pl->srv;
+    struct node *n = cluster_find_node(&srv->cluster, a->node_id);
+    if (!n)
+        return 0;
+    const char *kind = a->type == POOL_DRAIN ? "node_draining"
+                       : a->type == POOL_RELEASE ? "node_released" : "node_failed";
+    enum node_state st = a->type == POOL_DRAIN ? NODE_DRAINING : n->state;
+    int rc = store_node_set_state(srv->store, n->id, st, err);
+    if (!rc && a->type != POOL_DRAIN)
+        rc = store_pool_node_put(srv->store, n, NULL, err);
+    char msg[TIDE_REASON_MAX + 96];
+    snprintf(msg, sizeof msg, "pool %s: %s: %s", srv->cfg.pools[a->pool].name,
+             pool_action_type_name(a->type), a->reason);
+    if (!rc)
+        rc = store_event_add(srv->store, now, kind, 0, n->id, msg, err);
+    if (rc || a->type == POOL_DRAIN)
+        return rc;
+    if (a->type == POOL_RELEASE)
+        pl->scale_downs[a->pool]++;
+    else
+        pl->nodes_failed[a->pool]++;
+    struct pool_node_rt *r = rt_find(pl, n->id, true);
+    if (!r)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    r->pool = a->pool;
+    snprintf(r->name, sizeof r->name, "%s", n->name);
+    r->destroy_pending = true;
+    r->destroy_not_before_ms = 0;
+    return 0;
+}
+
+/* Under the lock: decide and persist; fills pl->calls. */
+static void tick_decide(struct pool_loop *pl, int64_t now)
+{
+    struct server *srv = pl->srv;
+    struct tide_err err;
+    tide_err_clear(&err);
+    pl->ncalls = 0;
+    if (billing_tick(&pl->bill, &srv->cluster, srv->cfg.pools, srv->cfg.npools, now))
+        log_error("pool metering ran out of memory");
+    pool_action_list_clear(&pl->actions);
+    if (autoscaler_decide(&pl->as, &srv->cluster, now, &pl->actions) < 0) {
+        log_error("autoscaler ran out of memory");
+        return;
+    }
+    int rc = store_begin(srv->store, &err);
+    for (size_t i = 0; !rc && i < pl->actions.len; i++) {
+        const struct pool_action *a = &pl->actions.items[i];
+        if (a->type == POOL_CREATE) {
+            struct pool_call *call = call_add(pl);
+            if (!call) {
+                rc = tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
+                break;
+            }
+            call->create = true;
+            call->pool = a->pool;
+            for (int k = 0; !rc && k < a->count && k < POOL_MAX_BATCH; k++)
+                rc = add_provisioning_node(pl, a->pool, now, call, a->reason, &err);
+            pl->scale_ups[a->pool] += call->count;
+        } else {
+            rc = end_node(pl, a, now, &err);
+        }
+    }
+    if (!rc)
+        rc = store_pool_meters_save(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, &err);
+    if (!rc)
+        rc = store_commit(srv->store, &err);
+    if (rc) {
+        store_rollback(srv->store);
+        pl->ncalls = 0;
+        log_error("pool decisions not persisted (%s); reloading state", err.message);
+        if (server_reload_cluster(srv, now, &err) != 0)
+            log_error("reload failed: %s", err.message);
+        return;
+    }
+    /* Deletes due now, including retries. */
+    for (size_t i = 0; i < pl->nnodes; i++) {
+        struct pool_node_rt *r = &pl->nodes[i];
+        if (!r->destroy_pending || now < r->destroy_not_before_ms || r->pool < 0)
+            continue;
+        struct pool_call *call = call_add(pl);
+        if (!call)
+            break;
+        call->pool = r->pool;
+        call->count = 1;
+        call->node_ids[0] = r->node_id;
+        snprintf(call->nodes[0].name, sizeof call->nodes[0].name, "%s", r->name);
+        snprintf(call->nodes[0].id, sizeof call->nodes[0].id, "%s", r->provider_id);
+        r->destroy_not_before_ms = INT64_MAX; /* in flight */
+    }
+}
+
+/* Without the lock. */
+static void tick_call(struct pool_loop *pl)
+{
+    for (size_t i = 0; i < pl->ncalls; i++) {
+        struct pool_call *c = &pl->calls[i];
+        const struct pool *pool = &pl->srv->cfg.pools[c->pool];
+        struct provider *prov = &pl->providers[c->pool];
+        struct tide_err err;
+        tide_err_clear(&err);
+        c->rc = c->create ? prov->ops->create(prov, pool, c->nodes, c->count, &err)
+                          : prov->ops->destroy(prov, pool, &c->nodes[0], &err);
+        if (c->rc)
+            snprintf(c->error, sizeof c->error, "%s", err.message[0] ? err.message : "failed");
+    }
+}
+
+/* Under the lock again: record what the providers did. */
+static void tick_results(struct pool_loop *pl, int64_t now)
+{
+    struct server *srv = pl->srv;
+    struct tide_err err;
+    tide_err_clear(&err);
+    if (pl->ncalls == 0)
+        return;
+    if (store_begin(srv->store, &err) != 0) {
+        log_error("pool results: %s", err.message);
+        return;
+    }
+    int rc = 0;
+    for (size_t i = 0; !rc && i < pl->ncalls; i++) {
+        struct pool_call *c = &pl->calls[i];
+        const struct pool *pool = &srv->cfg.pools[c->pool];
+        char msg[700];
+        if (c->create && !c->rc) {
+            pl->create_failures[c->pool] = 0;
+            for (int k = 0; !rc && k < c->count; k++) {
+                struct pool_node_rt *r = rt_find(pl, c->node_ids[k], false);
+                struct node *n = cluster_find_node(&srv->cluster, c->node_ids[k]);
+                if (r)
+                    snprintf(r->provider_id, sizeof r->provider_id, "%s", c->nodes[k].id);
+                if (n)
+                    rc = store_pool_node_put(srv->store, n, c->nodes[k].id, &err);
+            }
+        } else if (c->create) {
+            int fails = ++pl->create_failures[c->pool];
+            pl->provider_failures[c->pool]++;
+            int64_t wait = backoff_ms(fails);
+            pl->as.state[c->pool].create_not_before_ms = now + wait;
+            snprintf(msg, sizeof msg, "pool %s: create %d node%s failed (%d in a row), retrying in %llds: %s",
+                     pool->name, c->count, c->count == 1 ? "" : "s", fails,
+                     (long long)(wait / 1000), c->error);
+            log_warn("%s", msg);
+            rc = store_event_add(srv->store, now, "provider_failed", 0, c->node_ids[0], msg, &err);
+            for (int k = 0; !rc && k < c->count; k++) {
+                struct node *n = cluster_find_node(&srv->cluster, c->node_ids[k]);
+                if (!n || n->state != NODE_PROVISIONING)
+                    continue;
+                n->state = NODE_FAILED;
+                n->ended_ms = now;
+                rc = store_node_set_state(srv->store, n->id, NODE_FAILED, &err);
+                if (!rc)
+                    rc = store_pool_node_put(srv->store, n, NULL, &err);
+            }
+        } else {
+            struct pool_node_rt *r = rt_find(pl, c->node_ids[0], false);
+            if (!r)
+                continue;
+            if (!c->rc) {
+                r->destroy_pending = false;
+                continue;
+            }
+            r->destroy_failures++;
+            pl->provider_failures[c->pool]++;
+            int64_t wait = backoff_ms(r->destroy_failures);
+            r->destroy_not_before_ms = now + wait;
+            snprintf(msg, sizeof msg, "pool %s: delete %s failed (%d in a row), retrying in %llds: %s",
+                     pool->name, r->name, r->destroy_failures, (long long)(wait / 1000), c->error);
+            log_warn("%s", msg);
+            rc = store_event_add(srv->store, now, "provider_failed", 0, r->node_id, msg, &err);
+        }
+    }
+    if (!rc)
+        rc = store_commit(srv->store, &err);
+    if (rc) {
+        store_rollback(srv->store);
+        log_error("pool results not persisted: %s", err.message);
+    }
+    if (pl->ncalls)
+        sched_loop_kick(srv);
+}
+
+static void *pool_thread(void *arg)
+{
+    struct pool_loop *pl = arg;
+    struct server *srv = pl->srv;
+    while (!srv->stopping) {
+        pthread_mutex_lock(&srv->lock);
+        tick_decide(pl, clock_now_ms());
+        pthread_mutex_unlock(&srv->lock);
+        tick_call(pl);
+        pthread_mutex_lock(&srv->lock);
+        tick_results(pl, clock_now_ms());
+        pthread_mutex_unlock(&srv->lock);
+        for (int p = 0; p < srv->cfg.npools; p++)
+            if (pl->providers[p].ops->poll)
+                pl->providers[p].ops->poll(&pl->providers[p]);
+        clock_sleep_ms(POOL_TICK_MS, &srv->stopping);
+    }
+    return NULL;
+}
+
+int pool_loop_start(struct server *srv, int port, struct tide_err *err)
+{
+    if (srv->cfg.npools == 0)
+        return 0;
+    struct pool_loop *pl = calloc(1, sizeof *pl);
+    if (!pl)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    pl->srv = srv;
+    autoscaler_init(&pl->as, srv->cfg.pools, srv->cfg.npools);
+    billing_init(&pl->bill);
+    pool_action_list_init(&pl->actions);
+    for (int p = 0; p < srv->cfg.npools; p++) {
+        struct provider *prov = &pl->providers[p];
+        prov->ops = provider_by_name(srv->cfg.pools[p].provider);
+        snprintf(prov->env.server_url, sizeof prov->env.server_url, "http://%s:%d",
+                 srv->cfg.listen_host, port);
+        snprintf(prov->env.join_token_path, sizeof prov->env.join_token_path, "%s/join.token",
+                 srv->cfg.data_dir);
+        snprintf(prov->env.data_dir, sizeof prov->env.data_dir, "%s", srv->cfg.data_dir);
+    }
+    pthread_mutex_lock(&srv->lock);
+    int rc = store_pools_init(srv->store, err);
+    if (!rc)
+        rc = store_pool_nodes_load(srv->store, &srv->cluster, on_loaded_node, pl, err);
+    if (!rc)
+        rc = store_pool_meters_load(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, err);
+    /* Nodes a provider was deleting when the server stopped: delete again. */
+    for (size_t i = 0; !rc && i < srv->cluster.nnodes; i++) {
+        const struct node *n = &srv->cluster.nodes[i];
+        struct pool_node_rt *r = n->pool[0] ? rt_find(pl, n->id, true) : NULL;
+        if (!r)
+            continue;
+        r->pool = pool_find(srv->cfg.pools, srv->cfg.npools, n->pool);
+        snprintf(r->name, sizeof r->name, "%s", n->name);
+    }
+    srv->pool_loop = pl;
+    pthread_mutex_unlock(&srv->lock);
+    if (!rc && pthread_create(&pl->thread, NULL, pool_thread, pl) != 0)
+        rc = tide_err_set(err, TIDE_EIO, NULL, "cannot start the pool thread");
+    if (rc) {
+        pthread_mutex_lock(&srv->lock);
+        srv->pool_loop = NULL;
+        pthread_mutex_unlock(&srv->lock);
+        autoscaler_release(&pl->as);
+        billing_release(&pl->bill);
+        pool_action_list_release(&pl->actions);
+        free(pl);
+        return rc;
+    }
+    pl->started = true;
+    log_info("%d elastic pool%s", srv->cfg.npools, srv->cfg.npools == 1 ? "" : "s");
+    return 0;
+}
+
+void pool_loop_stop(struct server *srv)
+{
+    struct pool_loop *pl = srv->pool_loop;
+    if (!pl)
+        return;
+    if (pl->started)
+        pthread_join(pl->thread, NULL);
+    for (int p = 0; p < srv->cfg.npools; p++)
+        if (pl->providers[p].ops->shutdown)
+            pl->providers[p].ops->shutdown(&pl->providers[p]);
+    pthread_mutex_lock(&srv->lock);
+    srv->pool_loop = NULL;
+    pthread_mutex_unlock(&srv->lock);
+    autoscaler_release(&pl->as);
+    billing_release(&pl->bill);
+    pool_action_list_release(&pl->actions);
+    free(pl->nodes);
+    free(pl->calls);
+    free(pl);
+}
+
+int pool_loop_node_registered(struct server *srv, struct node *node, const struct node *old,
+                              const char *pool_field, int64_t now_ms, struct tide_err *err)
+{
+    if (old && old->pool[0]) {
+        snprintf(node->pool, sizeof node->pool, "%s", old->pool);
+        node->created_ms = old->created_ms;
+        node->ready_ms = old->ready_ms ? old->ready_ms : now_ms;
+        node->ended_ms = old->ended_ms;
+        if (old->ended_ms) { /* back after it was released: a new lifetime */
+            node->created_ms = node->ready_ms = now_ms;
+            node->ended_ms = 0;
+        }
+    } else if (pool_field && *pool_field &&
+               pool_find(srv->cfg.pools, srv->cfg.npools, pool_field) >= 0) {
+        snprintf(node->pool, sizeof node->pool, "%s", pool_field);
+        node->created_ms = node->ready_ms = now_ms;
+    }
+    if (!node->pool[0] || !srv->pool_loop)
+        return 0;
+    return store_pool_node_put(srv->store, node, NULL, err);
+}
+
+static void money(char *buf, size_t size, int64_t micros)
+{
+    snprintf(buf, size, "%lld.%06lld", (long long)(micros / 1000000), (long long)(micros % 1000000));
+}
+
+/* Seconds the pool's ready nodes have been idle, summed. */
+static int64_t pool_idle_ms(const struct cluster *c, const struct pool *pool, int64_t now)
+{
+    int64_t idle = 0;
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (!strcmp(c->nodes[i].pool, pool->name) && c->nodes[i].state == NODE_READY &&
+            c->nodes[i].idle_since_ms)
+            idle += now - c->nodes[i].idle_since_ms;
+    return idle;
+}
+
+int api_pools_list(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    (void)req;
+    json_t *pools = json_array();
+    int64_t now = clock_now_ms();
+    pthread_mutex_lock(&srv->lock);
+    struct pool_loop *pl = srv->pool_loop;
+    for (int p = 0; pl && p < srv->cfg.npools; p++) {
+        const struct pool *pool = &srv->cfg.pools[p];
+        int counts[NODE_STATE_COUNT];
+        autoscaler_count_nodes(&srv->cluster, pool, counts);
+        json_t *by_state = json_object();
+        for (int s = 0; s < NODE_STATE_COUNT; s++)
+            json_object_set_new(by_state, node_state_name((enum node_state)s), json_integer(counts[s]));
+        json_t *projects = json_array();
+        for (size_t u = 0; u < pl->bill.nusage; u++) {
+            const struct billing_usage *us = &pl->bill.usage[u];
+            if (us->pool != p)
+                continue;
+            int64_t c = billing_usage_cost_micros(&pl->bill, srv->cfg.pools, us);
+            char cs[40];
+            money(cs, sizeof cs, c);
+            json_array_append_new(projects, json_pack("{s:s, s:f, s:I, s:s}", "project", us->project,
+                                                      "gpu_seconds", (double)us->gpu_ms / 1000.0,
+                                                      "cost_micros", (json_int_t)c, "cost", cs));
+        }
+        int64_t cost = billing_pool_cost_micros(&pl->bill, srv->cfg.pools, p);
+        int64_t idle_cost = billing_pool_idle_cost_micros(&pl->bill, srv->cfg.pools, p);
+        char cost_s[40], idle_s[40], price_s[40];
+        money(cost_s, sizeof cost_s, cost);
+        money(idle_s, sizeof idle_s, idle_cost);
+        money(price_s, sizeof price_s, pool->price_per_node_hour_micros);
+        json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:s,"
+                              " s:I, s:o, s:i, s:i}",
+            "name", pool->name, "gpu", pool->gpu_model, "gpus_per_node", pool->gpus_per_node,
+            "gpu_memory_mib", (json_int_t)pool->gpu_memory_mib, "region", pool->region,
+            "driver", pool->driver, "provider", pool->provider, "billing",
+            billing_kind_name(pool->billing), "min_nodes", pool->min_nodes, "max_nodes",
+            pool->max_nodes, "boot_time_s", (json_int_t)pool->boot_time_s,
+            "price_per_node_hour_micros", (json_int_t)pool->price_per_node_hour_micros,
+            "price_per_node_hour", price_s, "scale_down_window_s",
+            (json_int_t)pool->scale_down_window_s, "nodes", by_state, "pending_jobs",
+            pl->as.state[p].pending_jobs, "nodes_wanted", pl->as.state[p].nodes_wanted);
+        json_object_set_new(o, "cost_micros", json_integer(cost));
+        json_object_set_new(o, "cost", json_string(cost_s));
+        json_object_set_new(o, "idle_cost_micros", json_integer(idle_cost));
+        json_object_set_new(o, "idle_cost", json_string(idle_s));
+        json_object_set_new(o, "node_seconds", json_real((double)pl->bill.pools[p].node_ms / 1000.0));
+        json_object_set_new(o, "gpu_seconds_used", json_real((double)pl->bill.pools[p].gpu_ms / 1000.0));
+        json_object_set_new(o, "idle_seconds",
+                            json_real((double)pool_idle_ms(&srv->cluster, pool, now) / 1000.0));
+        json_object_set_new(o, "scale_ups", json_integer(pl->scale_ups[p]));
+        json_object_set_new(o, "scale_downs", json_integer(pl->scale_downs[p]));
+        json_object_set_new(o, "provider_failures", json_integer(pl->provider_failures[p]));
+        json_object_set_new(o, "projects", projects);
+        json_array_append_new(pools, o);
+    }
+    pthread_mutex_unlock(&srv->lock);
+    reply->json = json_pack("{s:o}", "pools", pools);
+    return 0;
+}
+
+void pool_loop_node_json(struct server *srv, const struct node *n, json_t *obj, int64_t now_ms)
+{
+    int p = n->pool[0] ? pool_find(srv->cfg.pools, srv->cfg.npools, n->pool) : -1;
+    json_object_set_new(obj, "pool", n->pool[0] ? json_string(n->pool) : json_null());
+    if (p < 0 || !n->created_ms) {
+        json_object_set_new(obj, "age_s", json_null());
+        json_object_set_new(obj, "cost_micros", json_null());
+        json_object_set_new(obj, "idle_s", json_null());
+        return;
+    }
+    int64_t end = n->ended_ms ? n->ended_ms : now_ms;
+    json_object_set_new(obj, "age_s", json_real((double)(end - n->created_ms) / 1000.0));
+    json_object_set_new(obj, "cost_micros",
+                        json_integer(billing_node_cost_micros(&srv->cfg.pools[p], n, now_ms)));
+    json_object_set_new(obj, "idle_s", n->state == NODE_READY && n->idle_since_ms
+                                           ? json_real((double)(now_ms - n->idle_since_ms) / 1000.0)
+                                           : json_real(0));
+}
+
+void pool_loop_metrics(struct server *srv, FILE *out)
+{
+    struct pool_loop *pl = srv->pool_loop;
+    if (!pl)
+        return;
+    fprintf(out, "# HELP tide_pool_nodes Pool nodes by pool and state.\n# TYPE tide_pool_nodes gauge\n");
+    for (int p = 0; p < srv->cfg.npools; p++) {
+        int counts[NODE_STATE_COUNT];
+        autoscaler_count_nodes(&srv->cluster, &srv->cfg.pools[p], counts);
+        for (int s = 0; s < NODE_STATE_COUNT; s++)
+            fprintf(out, "tide_pool_nodes{pool=\"%s\",state=\"%s\"} %d\n", srv->cfg.pools[p].name,
+                    node_state_name((enum node_state)s), counts[s]);
+    }
+    fprintf(out, "# HELP tide_pool_cost_micros Cost so far in micro-units by pool and billing kind.\n"
+                 "# TYPE tide_pool_cost_micros counter\n");
+    for (int p = 0; p < srv->cfg.npools; p++)
+        fprintf(out, "tide_pool_cost_micros{pool=\"%s\",billing=\"%s\"} %lld\n",
+                srv->cfg.pools[p].name, billing_kind_name(srv->cfg.pools[p].billing),
+                (long long)billing_pool_cost_micros(&pl->bill, srv->cfg.pools, p));
+    fprintf(out, "# HELP tide_pool_idle_cost_micros Cost no task used, by pool.\n"
+                 "# TYPE tide_pool_idle_cost_micros counter\n");
+    for (int p = 0; p < srv->cfg.npools; p++)
+        fprintf(out, "tide_pool_idle_cost_micros{pool=\"%s\"} %lld\n", srv->cfg.pools[p].name,
+                (long long)billing_pool_idle_cost_micros(&pl->bill, srv->cfg.pools, p));
+    fprintf(out, "# HELP tide_project_cost_micros Cost attributed to projects by GPU-seconds used.\n"
+                 "# TYPE tide_project_cost_micros counter\n");
+    for (size_t u = 0; u < pl->bill.nusage; u++)
+        fprintf(out, "tide_project_cost_micros{project=\"%s\",pool=\"%s\"} %lld\n",
+                pl->bill.usage[u].project, srv->cfg.pools[pl->bill.usage[u].pool].name,
+                (long long)billing_usage_cost_micros(&pl->bill, srv->cfg.pools, &pl->bill.usage[u]));
+    static const char *const counters[][2] = {
+        {"tide_pool_scale_up_nodes_total", "Nodes the autoscaler asked for."},
+        {"tide_pool_scale_down_nodes_total", "Nodes released after being idle."},
+        {"tide_pool_nodes_failed_total", "Nodes failed (boot timeout, lost)."},
+        {"tide_provider_failures_total", "Provider calls that failed."}};
+    for (int k = 0; k < 4; k++) {
+        fprintf(out, "# HELP %s %s\n# TYPE %s counter\n", counters[k][0], counters[k][1], counters[k][0]);
+        for (int p = 0; p < srv->cfg.npools; p++) {
+            long long v = k == 0 ? pl->scale_ups[p] : k == 1 ? pl->scale_downs[p]
+                          : k == 2 ? pl->nodes_failed[p] : pl->provider_failures[p];
+            fprintf(out, "%s{pool=\"%s\"} %lld\n", counters[k][0], srv->cfg.pools[p].name, v);
+        }
+    }
+}

@@ -1,0 +1,39 @@
+/*
+ * Durable state of elastic pools, beside store.h's tables: which pool each
+ * pool node belongs to with its lifetime and provider id, and the billing
+ * meters (node-ms and GPU-ms per pool and project). Called under the
+ * server's lock, inside the caller's transaction where it has one.
+ */
+#ifndef TIDE_STORE_POOLS_H
+#define TIDE_STORE_POOLS_H
+
+#include <sqlite3.h>
+
+#include "core/billing.h"
+#include "core/pool.h"
+#include "store/store.h"
+
+/* The SQLite handle of s (store_sqlite.c), for modules with their own tables. */
+sqlite3 *store_sqlite_db(struct store *s);
+
+/* Creates the pool tables if needed. */
+int store_pools_init(struct store *s, struct tide_err *err);
+
+/* Inserts or updates node's pool row (pool, created/ready/ended times) and
+ * its provider id (NULL: keep). */
+int store_pool_node_put(struct store *s, const struct node *node, const char *provider_id,
+                        struct tide_err *err);
+
+/* Copies pool, times of every stored pool node into the nodes of c; calls
+ * fn with each node's provider id (may be NULL). */
+int store_pool_nodes_load(struct store *s, struct cluster *c,
+                          void (*fn)(int64_t node_id, const char *provider_id, void *ctx),
+                          void *ctx, struct tide_err *err);
+
+/* Saves / loads the meters of b for pools (by name). */
+int store_pool_meters_save(struct store *s, const struct billing *b, const struct pool *pools,
+                           int npools, struct tide_err *err);
+int store_pool_meters_load(struct store *s, struct billing *b, const struct pool *pools,
+                           int npools, struct tide_err *err);
+
+#endif
