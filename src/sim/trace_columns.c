@@ -1,0 +1,96 @@
+/* Header-driven CSV rows for the trace readers (see trace_columns.h). */
+#include "sim/trace_columns.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int read_header(struct trace_columns *c, FILE *f, const char *const *names,
+                       const bool *required, const char *format, bool strict,
+                       struct tide_err *err)
+{
+    memset(c, 0, sizeof *c);
+    c->f = f;
+    long n = trace_getline(&c->buf, &c->cap, f);
+    c->line = 1;
+    if (n <= 0)
+        return tide_err_set(err, TIDE_EINVAL, "trace", "%s trace: no header line", format);
+    char *fields[TRACE_MAX_FIELDS];
+    int nf = trace_split_csv(c->buf, fields, TRACE_MAX_FIELDS);
+    if (nf < 0)
+        return tide_err_set(err, TIDE_EINVAL, "trace", "%s trace: more than %d columns in the header",
+                            format, TRACE_MAX_FIELDS);
+    /* A UTF-8 byte order mark is not part of the first name. */
+    if (!strncmp(fields[0], "\xEF\xBB\xBF", 3))
+        fields[0] += 3;
+    c->nfields = nf;
+    int nnames = 0;
+    for (; names[nnames]; nnames++) {
+        c->index[nnames] = -1;
+        for (int i = 0; i < nf; i++)
+            if (!strcmp(fields[i], names[nnames]))
+                c->index[nnames] = i;
+        if (c->index[nnames] < 0 && required[nnames])
+            return tide_err_set(err, TIDE_EINVAL, names[nnames],
+                                "%s trace: header has no column '%s' (line 1)", format,
+                                names[nnames]);
+    }
+    if (strict) {
+        for (int i = 0; i < nf; i++) {
+            bool known = false;
+            for (int k = 0; k < nnames; k++)
+                known |= c->index[k] == i;
+            if (!known)
+                return tide_err_set(err, TIDE_EINVAL, fields[i],
+                                    "%s trace: unknown column '%s' in the header (line 1)", format,
+                                    fields[i]);
+        }
+    }
+    return 0;
+}
+
+int trace_columns_read_header(struct trace_columns *c, FILE *f, const char *const *names,
+                              const bool *required, const char *format, struct tide_err *err)
+{
+    return read_header(c, f, names, required, format, false, err);
+}
+
+int trace_columns_read_header_strict(struct trace_columns *c, FILE *f, const char *const *names,
+                                     const bool *required, const char *format,
+                                     struct tide_err *err)
+{
+    return read_header(c, f, names, required, format, true, err);
+}
+
+int trace_columns_next_row(struct trace_columns *c, struct trace *t, char **fields,
+                           struct tide_err *err)
+{
+    for (;;) {
+        long n = trace_getline(&c->buf, &c->cap, c->f);
+        if (n == 0)
+            return 0;
+        if (n < 0)
+            return tide_err_set(err, TIDE_EIO, "trace", "read error after line %ld", c->line);
+        c->line++;
+        if (strspn(c->buf, " \t\r\n") == (size_t)n)
+            continue;
+        t->rows_read++;
+        int nf = trace_split_csv(c->buf, fields, TRACE_MAX_FIELDS);
+        if (nf != c->nfields) {
+            char why[96];
+            if (nf < 0)
+                snprintf(why, sizeof why, "more than %d fields", TRACE_MAX_FIELDS);
+            else
+                snprintf(why, sizeof why, "%d fields where the header has %d", nf, c->nfields);
+            /* The count is part of the reason, so rows group by it; that is fine. */
+            trace_drop_row(t, c->line, why);
+            continue;
+        }
+        return nf;
+    }
+}
+
+void trace_columns_release(struct trace_columns *c)
+{
+    free(c->buf);
+    c->buf = NULL;
+}

@@ -1,0 +1,81 @@
+/*
+ * tide's own trace CSV (docs/sim.md): a header naming the columns, then one
+ * job per row. submit_time and duration (seconds, decimals allowed) and gpus
+ * are required; gpu_memory (MiB per GPU), project, queue and priority are
+ * optional. An unknown column is an error, so a misspelt one is not ignored.
+ */
+#include <string.h>
+
+#include "sim/trace.h"
+#include "sim/trace_columns.h"
+
+static int csv_read(FILE *f, struct trace *t, struct tide_err *err)
+{
+    static const char *const names[] = {"submit_time", "duration", "gpus",     "gpu_memory",
+                                        "project",     "queue",    "priority", NULL};
+    static const bool required[] = {true, true, true, false, false, false, false};
+    enum { C_SUBMIT, C_DUR, C_GPUS, C_MEM, C_PROJECT, C_QUEUE, C_PRIO };
+    struct trace_columns cols;
+    int rc = trace_columns_read_header_strict(&cols, f, names, required, "csv", err);
+    if (rc != 0)
+        return rc;
+    char *fields[TRACE_MAX_FIELDS];
+    int n;
+    while ((n = trace_columns_next_row(&cols, t, fields, err)) > 0) {
+        struct trace_job job = {.line = cols.line};
+        long long v;
+        const char *s;
+        if (trace_parse_seconds_ms(fields[cols.index[C_SUBMIT]], &job.submit_ms) != 0) {
+            trace_drop_row(t, cols.line, "submit_time is not a number of seconds >= 0");
+            continue;
+        }
+        if (trace_parse_seconds_ms(fields[cols.index[C_DUR]], &job.duration_ms) != 0 ||
+            job.duration_ms <= 0) {
+            trace_drop_row(t, cols.line, "duration is not a positive number of seconds");
+            continue;
+        }
+        if (trace_parse_int(fields[cols.index[C_GPUS]], 0, 1000000, &v) != 0) {
+            trace_drop_row(t, cols.line, "gpus is not a whole number from 0 to 1000000");
+            continue;
+        }
+        job.gpus = (int)v;
+        if (cols.index[C_MEM] >= 0 && (s = fields[cols.index[C_MEM]])[0]) {
+            if (trace_parse_int(s, 0, INT64_MAX / 2, &v) != 0) {
+                trace_drop_row(t, cols.line, "gpu_memory is not a whole number of MiB >= 0");
+                continue;
+            }
+            job.gpu_memory_mib = v;
+        }
+        if (cols.index[C_PRIO] >= 0 && (s = fields[cols.index[C_PRIO]])[0]) {
+            if (trace_parse_int(s, -1000000, 1000000, &v) != 0) {
+                trace_drop_row(t, cols.line, "priority is not a whole number from -1000000 to 1000000");
+                continue;
+            }
+            job.priority = (int)v;
+        }
+        s = cols.index[C_PROJECT] >= 0 ? fields[cols.index[C_PROJECT]] : "";
+        if (strlen(s) >= sizeof job.project) {
+            trace_drop_row(t, cols.line, "project is longer than 63 bytes");
+            continue;
+        }
+        snprintf(job.project, sizeof job.project, "%s", s[0] ? s : "default");
+        s = cols.index[C_QUEUE] >= 0 ? fields[cols.index[C_QUEUE]] : "";
+        if (strlen(s) >= sizeof job.queue) {
+            trace_drop_row(t, cols.line, "queue is longer than 63 bytes");
+            continue;
+        }
+        snprintf(job.queue, sizeof job.queue, "%s", s[0] ? s : "default");
+        if (trace_push(t, &job) != 0) {
+            trace_columns_release(&cols);
+            return tide_err_set(err, TIDE_ENOMEM, "trace", "out of memory at line %ld", cols.line);
+        }
+    }
+    trace_columns_release(&cols);
+    return n;
+}
+
+const struct trace_reader_ops trace_reader_csv = {
+    .name = "csv",
+    .summary = "tide CSV: submit_time,duration,gpus[,gpu_memory,project,queue,priority] (seconds)",
+    .read = csv_read,
+};
