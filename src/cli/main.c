@@ -21,6 +21,7 @@ static const struct subcommand subcommands[] = {
     {"logs", cli_logs_main, "print (or follow with -f) a job's output"},
     {"nodes", cli_nodes_main, "list nodes and their GPUs"},
     {"token", cli_token_main, "create API tokens limited to projects"},
+    {"sim", cli_sim_main, "replay a job trace through the scheduler on a virtual clock"},
 };
 
 static void usage(FILE *out)

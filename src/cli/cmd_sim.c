@@ -1,0 +1,519 @@
+/*
+ * `tide sim`: reads a trace (or makes a synthetic one), replays it through
+ * the real scheduler core on a virtual clock (src/sim/) and writes the
+ * report: a table on stdout, report.json, timeline.csv and report.html in
+ * --out. --compare runs several configs on the same trace side by side.
+ * Timings and progress go to stderr, never into report.json.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/roles.h"
+#include "cli/yaml_json.h"
+#include "common/fsutil.h"
+#include "core/order.h"
+#include "core/placement.h"
+#include "sim/sim.h"
+#include "sim/trace.h"
+
+static const char sim_usage[] =
+    "usage: tide sim (--trace FILE --format F | --synthetic N) [options]\n"
+    "\n"
+    "Replays a job trace through tide's own scheduler (the same core as the\n"
+    "server) on a virtual clock and reports JCT, waits, utilisation,\n"
+    "fragmentation, preemptions and on-demand cost.\n"
+    "\n"
+    "Trace:\n"
+    "  --trace FILE           trace file to read\n"
+    "  --format F             philly | itp | csv (see docs/sim.md)\n"
+    "  --max-jobs N           use only the first N jobs (by submit time)\n"
+    "  --synthetic N          generate N jobs instead of reading a trace\n"
+    "  --seed S               synthetic trace seed (default 1)\n"
+    "  --arrival-rate R       synthetic arrivals per hour (default: 70%% load)\n"
+    "  --size-mix MIX         synthetic GPU counts, GPUS:WEIGHT,... (1:70,2:10,4:10,8:10)\n"
+    "  --min-duration S       synthetic shortest job, seconds (60)\n"
+    "  --max-duration S       synthetic longest job, seconds (86400)\n"
+    "Cluster and policy (flags override --config):\n"
+    "  --config FILE          sim YAML: policy, placement, backfill, preempt, pools\n"
+    "  --nodes N              one pool of N nodes (default 8)\n"
+    "  --gpus-per-node G      GPUs per node (default 8)\n"
+    "  --gpu-model M          GPU model name (default V100)\n"
+    "  --gpu-memory MIB       memory per GPU (default 32768)\n"
+    "  --price P              on-demand price per GPU-hour (default 2.48)\n"
+    "  --policy P             order policy: fifo | priority | sjf | las (default fifo)\n"
+    "  --placement S          placement strategy (default loadaware)\n"
+    "  --backfill             EASY backfill behind the first blocked job\n"
+    "  --preempt[=BOOL]       requeue running jobs a waiting job outranks\n"
+    "                         (default: on for las, off otherwise)\n"
+    "  --preempt-interval S   re-check for preemption while jobs wait (60)\n"
+    "  --preempt-overhead S   run time a preempted job loses on restart (0)\n"
+    "  --no-oracle            do not give jobs their trace duration as estimate\n"
+    "Output:\n"
+    "  --out DIR              write report.json, timeline.csv, report.html\n"
+    "  --compare A.yaml B.yaml ...  run each config (on top of the flags) on the\n"
+    "                         same trace and print them side by side\n"
+    "  --json                 print report.json to stdout instead of the table\n"
+    "  --quiet                no progress or timings on stderr\n"
+    "  -h, --help             this help\n";
+
+struct sim_cli {
+    const char *trace_path, *format, *config_path, *out_dir;
+    long synthetic, max_jobs;
+    struct trace_synth_params synth;
+    bool arrival_given;
+    const char *compare[32];
+    int ncompare;
+    bool json, quiet;
+    /* flags over the config */
+    const char *policy, *placement, *gpu_model, *price;
+    long nodes, gpus_per_node, gpu_memory, preempt_interval, preempt_overhead;
+    int backfill, preempt, no_oracle; /* -1: not given */
+};
+
+struct warn_ctx {
+    long shown;
+    bool quiet;
+};
+
+static void on_warn(void *ctx, const char *path, long line, const char *reason)
+{
+    struct warn_ctx *w = ctx;
+    if (w->quiet)
+        return;
+    if (w->shown < 20)
+        fprintf(stderr, "tide sim: %s:%ld: skipped row: %s\n", path, line, reason);
+    else if (w->shown == 20)
+        fprintf(stderr, "tide sim: (further skipped rows are only counted)\n");
+    w->shown++;
+}
+
+static void on_progress(void *ctx, size_t done, size_t total, int64_t now_ms)
+{
+    int64_t *last = ctx;
+    int64_t now = clock_mono_ms();
+    if (done < total && now - *last < 1000)
+        return;
+    *last = now;
+    fprintf(stderr, "tide sim: %zu/%zu jobs done, virtual time %.1f h\n", done, total,
+            (double)now_ms / 3600000.0);
+}
+
+static int parse_long(const char *flag, const char *v, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || !*v || n < min || n > max) {
+        fprintf(stderr, "tide sim: %s: '%s' is not a whole number from %ld to %ld\n", flag, v, min,
+                max);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
+static int parse_bool(const char *flag, const char *v, int *out)
+{
+    if (!v || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+        *out = 1;
+    else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+        *out = 0;
+    else {
+        fprintf(stderr, "tide sim: %s: '%s' is not true or false\n", flag, v);
+        return -1;
+    }
+    return 0;
+}
+
+static int load_config_file(struct sim_config *cfg, const char *path)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (fs_read_file(path, 1 << 20, &text, &len) != 0) {
+        fprintf(stderr, "tide sim: cannot read config %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    json_t *root = NULL;
+    struct tide_err err = {0};
+    int rc = cli_yaml_to_json(text, len, path, &root, &err);
+    free(text);
+    if (rc == 0) {
+        /* The file's base name labels the run unless it sets `name`. */
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        snprintf(cfg->name, sizeof cfg->name, "%.*s", (int)strcspn(base, "."), base);
+        rc = sim_config_from_json(cfg, root, &err);
+        if (rc)
+            fprintf(stderr, "tide sim: %s: %s: %s\n", path, err.field, err.message);
+    } else
+        fprintf(stderr, "tide sim: %s\n", err.message);
+    json_decref(root);
+    return rc ? -1 : 0;
+}
+
+static int apply_flags(struct sim_config *cfg, const struct sim_cli *o)
+{
+    if (o->policy)
+        snprintf(cfg->policy, sizeof cfg->policy, "%s", o->policy);
+    if (o->placement)
+        snprintf(cfg->placement, sizeof cfg->placement, "%s", o->placement);
+    if (o->backfill >= 0)
+        cfg->backfill = o->backfill;
+    if (o->no_oracle > 0)
+        cfg->oracle_runtime = false;
+    if (o->preempt_interval > 0)
+        cfg->preempt_interval_ms = o->preempt_interval * 1000;
+    if (o->preempt_overhead >= 0)
+        cfg->preempt_overhead_ms = o->preempt_overhead * 1000;
+    bool pool_flag = o->nodes >= 0 || o->gpus_per_node >= 0 || o->gpu_model || o->gpu_memory >= 0 || o->price;
+    if (pool_flag) {
+        if (cfg->npools != 1) {
+            fprintf(stderr, "tide sim: --nodes/--gpus-per-node/--gpu-model/--gpu-memory/--price "
+                            "describe one pool; the config has %d\n", cfg->npools);
+            return -1;
+        }
+        struct sim_pool *p = &cfg->pools[0];
+        if (o->nodes >= 0)
+            p->nodes = (int)o->nodes;
+        if (o->gpus_per_node >= 0)
+            p->gpus_per_node = (int)o->gpus_per_node;
+        if (o->gpu_model)
+            snprintf(p->gpu_model, sizeof p->gpu_model, "%s", o->gpu_model);
+        if (o->gpu_memory >= 0)
+            p->gpu_memory_mib = o->gpu_memory;
+        if (o->price && sim_parse_price_micros(o->price, &p->price_per_gpu_hour_micros) != 0) {
+            fprintf(stderr, "tide sim: --price: '%s' is not a price like 2.48\n", o->price);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Preemption follows the policy unless set: LAS is preemptive (Tiresias). */
+static void settle_preempt(struct sim_config *cfg, int flag, bool set_in_file)
+{
+    if (flag >= 0)
+        cfg->preempt = flag;
+    else if (!set_in_file)
+        cfg->preempt = !strcmp(cfg->policy, "las");
+}
+
+static int parse_args(int argc, char **argv, struct sim_cli *o)
+{
+    memset(o, 0, sizeof *o);
+    trace_synth_defaults(&o->synth);
+    o->nodes = o->gpus_per_node = o->gpu_memory = o->preempt_overhead = -1;
+    o->backfill = o->preempt = o->no_oracle = -1;
+    for (int i = 1; i < argc; i++) {
+        char name[64];
+        const char *arg = argv[i], *val = NULL;
+        const char *eq = strchr(arg, '=');
+        if (eq && !strncmp(arg, "--", 2)) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
+            val = eq + 1;
+        } else
+            snprintf(name, sizeof name, "%s", arg);
+#define VALUE()                                                                                    \
+    do {                                                                                           \
+        if (!val) {                                                                                \
+            if (i + 1 >= argc) {                                                                   \
+                fprintf(stderr, "tide sim: %s needs a value\n", name);                             \
+                return -1;                                                                         \
+            }                                                                                      \
+            val = argv[++i];                                                                       \
+        }                                                                                          \
+    } while (0)
+        long n;
+        if (!strcmp(name, "-h") || !strcmp(name, "--help"))
+            return 1;
+        else if (!strcmp(name, "--trace")) { VALUE(); o->trace_path = val; }
+        else if (!strcmp(name, "--format")) { VALUE(); o->format = val; }
+        else if (!strcmp(name, "--config")) { VALUE(); o->config_path = val; }
+        else if (!strcmp(name, "--out")) { VALUE(); o->out_dir = val; }
+        else if (!strcmp(name, "--policy")) { VALUE(); o->policy = val; }
+        else if (!strcmp(name, "--placement")) { VALUE(); o->placement = val; }
+        else if (!strcmp(name, "--gpu-model")) { VALUE(); o->gpu_model = val; }
+        else if (!strcmp(name, "--price")) { VALUE(); o->price = val; }
+        else if (!strcmp(name, "--json")) o->json = true;
+        else if (!strcmp(name, "--quiet")) o->quiet = true;
+        else if (!strcmp(name, "--backfill")) { if (parse_bool(name, val, &o->backfill)) return -1; }
+        else if (!strcmp(name, "--preempt")) { if (parse_bool(name, val, &o->preempt)) return -1; }
+        else if (!strcmp(name, "--no-oracle")) o->no_oracle = 1;
+        else if (!strcmp(name, "--synthetic")) { VALUE(); if (parse_long(name, val, 1, 100000000, &o->synthetic)) return -1; }
+        else if (!strcmp(name, "--max-jobs")) { VALUE(); if (parse_long(name, val, 1, 1000000000, &o->max_jobs)) return -1; }
+        else if (!strcmp(name, "--nodes")) { VALUE(); if (parse_long(name, val, 0, 10000000, &o->nodes)) return -1; }
+        else if (!strcmp(name, "--gpus-per-node")) { VALUE(); if (parse_long(name, val, 0, 64, &o->gpus_per_node)) return -1; }
+        else if (!strcmp(name, "--gpu-memory")) { VALUE(); if (parse_long(name, val, 0, 1L << 40, &o->gpu_memory)) return -1; }
+        else if (!strcmp(name, "--preempt-interval")) { VALUE(); if (parse_long(name, val, 1, 31536000, &o->preempt_interval)) return -1; }
+        else if (!strcmp(name, "--preempt-overhead")) { VALUE(); if (parse_long(name, val, 0, 31536000, &o->preempt_overhead)) return -1; }
+        else if (!strcmp(name, "--seed")) { VALUE(); if (parse_long(name, val, 0, LONG_MAX, &n)) return -1; o->synth.seed = (uint64_t)n; }
+        else if (!strcmp(name, "--min-duration")) { VALUE(); if (parse_long(name, val, 1, 31536000, &n)) return -1; o->synth.min_duration_s = n; }
+        else if (!strcmp(name, "--max-duration")) { VALUE(); if (parse_long(name, val, 1, 31536000, &n)) return -1; o->synth.max_duration_s = n; }
+        else if (!strcmp(name, "--arrival-rate")) {
+            VALUE();
+            char *end;
+            double r = strtod(val, &end);
+            if (*end || !(r > 0) || !isfinite(r)) {
+                fprintf(stderr, "tide sim: --arrival-rate: '%s' is not a positive number of jobs per hour\n", val);
+                return -1;
+            }
+            o->synth.arrivals_per_hour = r;
+            o->arrival_given = true;
+        } else if (!strcmp(name, "--size-mix")) {
+            VALUE();
+            struct tide_err err = {0};
+            if (trace_synth_parse_mix(&o->synth, val, &err)) {
+                fprintf(stderr, "tide sim: %s\n", err.message);
+                return -1;
+            }
+        } else if (!strcmp(name, "--compare")) {
+            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) {
+                if (o->ncompare == 32) {
+                    fprintf(stderr, "tide sim: --compare takes at most 32 configs\n");
+                    return -1;
+                }
+                o->compare[o->ncompare++] = argv[++i];
+            }
+            if (o->ncompare < 1) {
+                fprintf(stderr, "tide sim: --compare needs one or more config files\n");
+                return -1;
+            }
+        } else {
+            fprintf(stderr, "tide sim: unknown option '%s' (see tide sim --help)\n", arg);
+            return -1;
+        }
+        if (val && (!strcmp(name, "--json") || !strcmp(name, "--quiet") || !strcmp(name, "--no-oracle"))) {
+            fprintf(stderr, "tide sim: %s takes no value\n", name);
+            return -1;
+        }
+#undef VALUE
+    }
+    if (!o->trace_path == !o->synthetic) {
+        fprintf(stderr, "tide sim: give either --trace FILE --format F or --synthetic N\n");
+        return -1;
+    }
+    if (o->trace_path && !o->format) {
+        fprintf(stderr, "tide sim: --trace needs --format (%s)\n", trace_reader_names());
+        return -1;
+    }
+    return 0;
+}
+
+static bool file_sets_preempt(const char *path)
+{
+    /* Whether a YAML config says preempt: itself (else the policy decides). */
+    char *text = NULL;
+    size_t len = 0;
+    if (!path || fs_read_file(path, 1 << 20, &text, &len) != 0)
+        return false;
+    json_t *root = NULL;
+    bool set = cli_yaml_to_json(text, len, path, &root, NULL) == 0 && json_object_get(root, "preempt");
+    json_decref(root);
+    free(text);
+    return set;
+}
+
+static int write_text(const char *path, int (*fn)(FILE *, json_t *const *, size_t),
+                      json_t *const *reports, size_t n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "tide sim: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    int rc = fn(f, reports, n);
+    if (fclose(f) != 0 || rc != 0) {
+        fprintf(stderr, "tide sim: writing %s failed\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int timeline_one(FILE *f, json_t *const *reports, size_t n)
+{
+    (void)n;
+    return sim_report_timeline_csv(f, reports[0]);
+}
+
+static int write_outputs(const struct sim_cli *o, json_t *const *reports, size_t n)
+{
+    if (fs_mkdir_p(o->out_dir, 0755) != 0) {
+        fprintf(stderr, "tide sim: cannot create %s: %s\n", o->out_dir, strerror(errno));
+        return -1;
+    }
+    char path[4096];
+    json_t *doc = n == 1 ? json_incref(reports[0]) : json_pack("{s:i}", "tide_sim_compare", 1);
+    if (n > 1) {
+        json_t *runs = json_array();
+        for (size_t i = 0; i < n; i++)
+            json_array_append(runs, reports[i]);
+        json_object_set_new(doc, "runs", runs);
+    }
+    char *text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+    json_decref(doc);
+    if (!text)
+        return -1;
+    snprintf(path, sizeof path, "%s/report.json", o->out_dir);
+    size_t len = strlen(text);
+    text[len] = '\0';
+    int rc = fs_write_file_atomic(path, text, len, 0644);
+    free(text);
+    if (rc != 0) {
+        fprintf(stderr, "tide sim: cannot write %s\n", path);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (n == 1)
+            snprintf(path, sizeof path, "%s/timeline.csv", o->out_dir);
+        else
+            snprintf(path, sizeof path, "%s/timeline-%zu-%s.csv", o->out_dir, i + 1,
+                     json_string_value(json_object_get(json_object_get(reports[i], "config"), "name")));
+        if (write_text(path, timeline_one, &reports[i], 1))
+            return -1;
+    }
+    snprintf(path, sizeof path, "%s/report.html", o->out_dir);
+    return write_text(path, sim_report_html, reports, n);
+}
+
+int cli_sim_main(int argc, char **argv)
+{
+    struct sim_cli o;
+    int prc = parse_args(argc, argv, &o);
+    if (prc == 1) {
+        fputs(sim_usage, stdout);
+        return 0;
+    }
+    if (prc < 0)
+        return 2;
+
+    struct sim_config base;
+    sim_config_defaults(&base);
+    if (o.config_path && load_config_file(&base, o.config_path))
+        return 2;
+    if (apply_flags(&base, &o))
+        return 2;
+
+    int64_t t0 = clock_mono_ms();
+    struct trace trace;
+    trace_init(&trace);
+    struct warn_ctx wctx = {.quiet = o.quiet};
+    trace.warn = on_warn;
+    trace.warn_ctx = &wctx;
+    struct tide_err err = {0};
+    char label[512];
+    if (o.synthetic) {
+        o.synth.njobs = o.synthetic;
+        if (!o.arrival_given) {
+            /* 70% of the cluster's GPU-hours: mean of the mix times the
+             * log-uniform mean duration, (b - a) / ln(b / a). */
+            double gpus = 0, w = 0, total = 0;
+            for (int i = 0; i < o.synth.nmix; i++)
+                gpus += (double)o.synth.mix_gpus[i] * o.synth.mix_weight[i], w += o.synth.mix_weight[i];
+            for (int p = 0; p < base.npools; p++)
+                total += (double)base.pools[p].nodes * base.pools[p].gpus_per_node;
+            double a = (double)o.synth.min_duration_s, b = (double)o.synth.max_duration_s;
+            double mean = b > a ? (b - a) / log(b / a) : a;
+            o.synth.arrivals_per_hour = gpus > 0 ? 0.7 * total * 3600.0 / (gpus / w * mean) : 60;
+        }
+        if (trace_synth_generate(&trace, &o.synth)) {
+            fprintf(stderr, "tide sim: out of memory generating %ld jobs\n", o.synthetic);
+            return 1;
+        }
+        snprintf(label, sizeof label, "synthetic: %ld jobs, seed %llu, %.3f arrivals/h",
+                 o.synthetic, (unsigned long long)o.synth.seed, o.synth.arrivals_per_hour);
+    } else {
+        const struct trace_reader_ops *ops = trace_reader_by_name(o.format);
+        if (!ops) {
+            fprintf(stderr, "tide sim: --format: unknown format '%s' (known: %s)\n", o.format,
+                    trace_reader_names());
+            return 2;
+        }
+        if (trace_load(&trace, ops, o.trace_path, &err)) {
+            fprintf(stderr, "tide sim: %s\n", err.message);
+            trace_release(&trace);
+            return 1;
+        }
+        const char *base_name = strrchr(o.trace_path, '/') ? strrchr(o.trace_path, '/') + 1 : o.trace_path;
+        snprintf(label, sizeof label, "%s (%s)", base_name, ops->name);
+    }
+    if (o.max_jobs > 0 && (size_t)o.max_jobs < trace.njobs)
+        trace.njobs = (size_t)o.max_jobs;
+    if (!o.quiet) {
+        fprintf(stderr, "tide sim: trace %s: %ld rows read, %zu jobs kept, %ld dropped (%.2f s)\n",
+                label, trace.rows_read, trace.njobs, trace.rows_dropped,
+                (double)(clock_mono_ms() - t0) / 1000.0);
+        for (int i = 0; i < trace.ndrops; i++)
+            fprintf(stderr, "tide sim:   dropped %ld: %s (first at line %ld)\n", trace.drops[i].count,
+                    trace.drops[i].reason, trace.drops[i].first_line);
+    }
+
+    size_t nruns = o.ncompare ? (size_t)o.ncompare : 1;
+    json_t *reports[32] = {0};
+    int status = 0;
+    bool base_sets_preempt = file_sets_preempt(o.config_path);
+    for (size_t r = 0; r < nruns && status == 0; r++) {
+        struct sim_config cfg = base;
+        bool sets_preempt = base_sets_preempt;
+        if (o.ncompare) {
+            if (load_config_file(&cfg, o.compare[r])) {
+                status = 2;
+                break;
+            }
+            sets_preempt |= file_sets_preempt(o.compare[r]);
+        }
+        settle_preempt(&cfg, o.preempt, sets_preempt);
+        if (sim_config_validate(&cfg, &err)) {
+            fprintf(stderr, "tide sim: %s%s%s\n", o.ncompare ? o.compare[r] : "",
+                    o.ncompare ? ": " : "", err.message);
+            status = 2;
+            break;
+        }
+        int64_t last = 0, t1 = clock_mono_ms();
+        struct sim_hooks hooks = {.progress = o.quiet ? NULL : on_progress, .ctx = &last};
+        struct sim_result res;
+        if (sim_run(&cfg, &trace, &hooks, &res, &err)) {
+            fprintf(stderr, "tide sim: %s\n", err.message);
+            status = 1;
+            break;
+        }
+        if (!o.quiet)
+            fprintf(stderr, "tide sim: %s: simulated %zu jobs in %.2f s (%ld passes, %ld event batches)\n",
+                    cfg.name, trace.njobs, (double)(clock_mono_ms() - t1) / 1000.0, res.passes,
+                    res.batches);
+        reports[r] = sim_report_json(&cfg, &trace, label, &res);
+        sim_result_release(&res);
+        if (!reports[r]) {
+            fprintf(stderr, "tide sim: out of memory building the report\n");
+            status = 1;
+        }
+    }
+    if (status == 0) {
+        if (o.json) {
+            json_t *doc = reports[0];
+            if (nruns > 1) {
+                doc = json_pack("{s:i, s:[]}", "tide_sim_compare", 1, "runs");
+                for (size_t i = 0; i < nruns; i++)
+                    json_array_append(json_object_get(doc, "runs"), reports[i]);
+            } else
+                json_incref(doc);
+            json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+            fputc('\n', stdout);
+            json_decref(doc);
+        } else if (nruns > 1)
+            sim_report_compare(stdout, reports, nruns);
+        else
+            sim_report_table(stdout, reports[0]);
+        if (o.out_dir && write_outputs(&o, reports, nruns))
+            status = 1;
+        if (!o.quiet)
+            fprintf(stderr, "tide sim: total %.2f s\n", (double)(clock_mono_ms() - t0) / 1000.0);
+    }
+    for (size_t i = 0; i < nruns; i++)
+        json_decref(reports[i]);
+    trace_release(&trace);
+    return status;
+}

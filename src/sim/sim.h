@@ -1,0 +1,158 @@
+/*
+ * tide sim: replays a trace through the real core (sched_pass, the order
+ * policies, placement) on a virtual clock. Events (arrivals from the sorted
+ * trace, finishes and preemption re-checks from a min-heap) are taken in
+ * time order; after each batch of same-time events the driver runs one
+ * scheduling pass and applies its ACTION_STARTs. No time stepping.
+ *
+ * The result holds per-job times and a timeline; sim_report.c turns it into
+ * report.json, a table and report.html. Nothing here reads a clock or
+ * prints: progress goes through a callback.
+ */
+#ifndef TIDE_SIM_H
+#define TIDE_SIM_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/tide_err.h"
+#include "sim/trace.h"
+
+#define SIM_MAX_POOLS 16
+#define SIM_NAME_MAX 64
+
+/* One pool of identical nodes; a fixed-size cluster is one or more pools. */
+struct sim_pool {
+    char name[SIM_NAME_MAX];
+    int nodes;
+    int gpus_per_node;
+    char gpu_model[SIM_NAME_MAX];
+    int64_t gpu_memory_mib;
+    int cpus;           /* per node; 0: not limited */
+    int64_t memory_mib; /* per node; 0: not limited */
+    int64_t price_per_gpu_hour_micros; /* on-demand price, millionths of a currency unit */
+};
+
+struct sim_config {
+    char name[SIM_NAME_MAX];      /* label in reports (the config file's base name) */
+    char policy[SIM_NAME_MAX];    /* order_by_name: fifo, priority, sjf, las */
+    char placement[SIM_NAME_MAX]; /* placement_by_name */
+    bool backfill;                /* sched_config.backfill */
+    /* Preempt running jobs that the policy puts strictly behind a waiting
+     * one (Tiresias-style LAS; priority). Default: on for las only. */
+    bool preempt;
+    int64_t preempt_interval_ms; /* re-check this often while jobs wait */
+    int64_t preempt_overhead_ms; /* added to a preempted job's remaining run */
+    bool oracle_runtime;         /* est_runtime_s from the trace duration (sjf, backfill) */
+    struct sim_pool pools[SIM_MAX_POOLS];
+    int npools;
+};
+
+/* fifo, loadaware, 8 x 8 V100 nodes at 2.48 per GPU-hour, oracle runtimes. */
+void sim_config_defaults(struct sim_config *cfg);
+
+/* Fills cfg from a parsed sim config (see docs/sim.md): keys name, policy,
+ * placement, backfill, preempt, preempt_interval, preempt_overhead,
+ * oracle_runtime, pools[] {name, nodes, gpus_per_node, gpu_model,
+ * gpu_memory, cpus, memory, price_per_gpu_hour}. Unknown keys are errors.
+ * Keys not given keep cfg's values. TIDE_EINVAL with err naming the key. */
+int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide_err *err);
+
+/* Checks names and sizes (policy and placement exist, pools non-empty).
+ * TIDE_EINVAL with err naming the field. */
+int sim_config_validate(const struct sim_config *cfg, struct tide_err *err);
+
+/* Parses a decimal price such as "2.48" into millionths. -1 when bad. */
+int sim_parse_price_micros(const char *s, int64_t *out);
+
+enum sim_outcome {
+    SIM_DONE = 0,
+    SIM_REJECTED = 1, /* no node could ever hold it (too many GPUs, wrong model) */
+};
+
+struct sim_job_result {
+    int64_t submit_ms, first_start_ms, finish_ms, duration_ms;
+    int64_t run_ms; /* time spent running, all attempts (duration + overheads) */
+    int gpus;
+    int preemptions;
+    int project; /* index into sim_result.projects */
+    enum sim_outcome outcome;
+};
+
+/* State at one batch of events, kept for the timelines. */
+struct sim_sample {
+    int64_t t_ms;
+    int32_t queued;       /* pending jobs after the pass */
+    int32_t gpus_used;    /* allocated GPUs */
+    int32_t free_partial; /* free GPUs on nodes that are partly used */
+    int32_t running;
+};
+
+struct sim_project {
+    char name[TRACE_NAME_MAX];
+    int64_t gpu_ms_by_pool[SIM_MAX_POOLS]; /* allocated GPU-time */
+    long jobs;
+};
+
+struct sim_result {
+    struct sim_job_result *jobs; /* one per trace job, in trace order */
+    size_t njobs;
+    struct sim_sample *samples;
+    size_t nsamples, samples_cap;
+    struct sim_project *projects;
+    size_t nprojects;
+    int gpus_provisioned_by_pool[SIM_MAX_POOLS];
+    int gpus_provisioned;
+    int64_t makespan_ms;    /* last finish (first submit is 0) */
+    int64_t gpu_ms_allocated;
+    int64_t gpu_ms_allocated_by_pool[SIM_MAX_POOLS];
+    int64_t free_partial_gpu_ms; /* integral of free GPUs on partly used nodes */
+    int64_t free_gpu_ms;         /* integral of all free GPUs */
+    int64_t blocked_with_room_ms; /* jobs waited while the free GPUs in total would hold the smallest */
+    long preemptions;
+    long rejected;
+    long passes;  /* scheduling passes run */
+    long batches; /* distinct event times */
+    long starts;
+    char first_reject_reason[160];
+};
+
+/* Progress callback: called every few thousand batches with the jobs
+ * finished so far and the virtual time. */
+typedef void (*sim_progress_fn)(void *ctx, size_t finished, size_t total, int64_t now_ms);
+
+struct sim_hooks {
+    sim_progress_fn progress;
+    void *ctx;
+};
+
+/* Replays trace through cfg's cluster and policies into res (which the
+ * caller releases with sim_result_release). Returns 0, or TIDE_EINVAL with
+ * err for an unknown policy or placement, TIDE_ENOMEM. */
+int sim_run(const struct sim_config *cfg, const struct trace *trace, const struct sim_hooks *hooks,
+            struct sim_result *res, struct tide_err *err);
+
+void sim_result_release(struct sim_result *res);
+
+/* --- reports (sim_report.c, sim_html.c) --- */
+
+/* The report as a new JSON object (no wall-clock data, so the same inputs
+ * give the same bytes). trace_label names the trace in it. */
+json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
+                        const char *trace_label, const struct sim_result *res);
+
+/* Writes the human summary table of one run to out. */
+void sim_report_table(FILE *out, const json_t *report);
+
+/* Writes several runs' reports side by side (one column each). */
+void sim_report_compare(FILE *out, json_t *const *reports, size_t n);
+
+/* Writes report.html (one static file, inline SVG, no scripts) for the
+ * runs in reports (each with its "timeline"). Returns 0 or -1 on a write error. */
+int sim_report_html(FILE *out, json_t *const *reports, size_t n);
+
+/* Writes the report's timeline as CSV. Returns 0 or -1 on a write error. */
+int sim_report_timeline_csv(FILE *out, const json_t *report);
+
+#endif

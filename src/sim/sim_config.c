@@ -1,0 +1,233 @@
+/* Simulator configuration: defaults, the JSON/YAML form and checks. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/order.h"
+#include "core/placement.h"
+#include "sim/sim.h"
+
+void sim_config_defaults(struct sim_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->name, sizeof cfg->name, "default");
+    snprintf(cfg->policy, sizeof cfg->policy, "fifo");
+    snprintf(cfg->placement, sizeof cfg->placement, "loadaware");
+    cfg->preempt_interval_ms = 60000;
+    cfg->oracle_runtime = true;
+    cfg->npools = 1;
+    struct sim_pool *p = &cfg->pools[0];
+    snprintf(p->name, sizeof p->name, "default");
+    p->nodes = 8;
+    p->gpus_per_node = 8;
+    snprintf(p->gpu_model, sizeof p->gpu_model, "V100");
+    p->gpu_memory_mib = 32768;
+    p->price_per_gpu_hour_micros = 2480000;
+}
+
+int sim_parse_price_micros(const char *s, int64_t *out)
+{
+    int64_t whole = 0, frac = 0;
+    int fdigits = 0, digits = 0;
+    const char *p = s;
+    while (*p >= '0' && *p <= '9') {
+        if (whole > 1000000000000LL)
+            return -1;
+        whole = whole * 10 + (*p++ - '0');
+        digits++;
+    }
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9') {
+            if (fdigits == 6)
+                return -1; /* finer than a millionth: refuse rather than round money */
+            frac = frac * 10 + (*p++ - '0');
+            fdigits++;
+            digits++;
+        }
+    }
+    if (*p || !digits)
+        return -1;
+    for (; fdigits < 6; fdigits++)
+        frac *= 10;
+    *out = whole * 1000000 + frac;
+    return 0;
+}
+
+/* A price may be written as a number (2.48) or a string ("2.48"). Reals
+ * are printed back with the fewest digits that read back the same, so 2.48
+ * stays exactly 2480000 millionths. */
+static int price_from_json(const json_t *v, int64_t *out)
+{
+    char buf[64];
+    if (json_is_string(v))
+        snprintf(buf, sizeof buf, "%s", json_string_value(v));
+    else if (json_is_integer(v))
+        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v)) {
+        double d = json_real_value(v);
+        int prec = 1;
+        for (; prec <= 17; prec++) {
+            snprintf(buf, sizeof buf, "%.*g", prec, d);
+            double back;
+            if (sscanf(buf, "%lf", &back) == 1 && back == d)
+                break;
+        }
+        if (strchr(buf, 'e'))
+            return -1;
+    } else
+        return -1;
+    return sim_parse_price_micros(buf, out);
+}
+
+static int get_int(const json_t *v, const char *field, long long min, long long max,
+                   long long *out, struct tide_err *err)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+        return tide_err_set(err, TIDE_EINVAL, field, "%s must be a whole number from %lld to %lld",
+                            field, min, max);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+static int get_str(const json_t *v, const char *field, char *out, size_t size,
+                   struct tide_err *err)
+{
+    if (!json_is_string(v) || strlen(json_string_value(v)) >= size)
+        return tide_err_set(err, TIDE_EINVAL, field, "%s must be a string of at most %zu bytes",
+                            field, size - 1);
+    snprintf(out, size, "%s", json_string_value(v));
+    return 0;
+}
+
+static int get_bool(const json_t *v, const char *field, bool *out, struct tide_err *err)
+{
+    if (!json_is_boolean(v))
+        return tide_err_set(err, TIDE_EINVAL, field, "%s must be true or false", field);
+    *out = json_is_true(v);
+    return 0;
+}
+
+static int pool_from_json(struct sim_pool *p, const json_t *obj, int i, struct tide_err *err)
+{
+    char field[96];
+    if (!json_is_object(obj))
+        return tide_err_set(err, TIDE_EINVAL, "pools", "pools[%d] must be a mapping", i);
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        long long n;
+        int rc = 0;
+        snprintf(field, sizeof field, "pools[%d].%s", i, key);
+        if (!strcmp(key, "name"))
+            rc = get_str(v, field, p->name, sizeof p->name, err);
+        else if (!strcmp(key, "gpu_model"))
+            rc = get_str(v, field, p->gpu_model, sizeof p->gpu_model, err);
+        else if (!strcmp(key, "nodes")) {
+            if (!(rc = get_int(v, field, 0, 1000000, &n, err)))
+                p->nodes = (int)n;
+        } else if (!strcmp(key, "gpus_per_node")) {
+            if (!(rc = get_int(v, field, 0, 64, &n, err)))
+                p->gpus_per_node = (int)n;
+        } else if (!strcmp(key, "gpu_memory")) {
+            if (!(rc = get_int(v, field, 0, 1LL << 40, &n, err)))
+                p->gpu_memory_mib = n;
+        } else if (!strcmp(key, "cpus")) {
+            if (!(rc = get_int(v, field, 0, 1 << 20, &n, err)))
+                p->cpus = (int)n;
+        } else if (!strcmp(key, "memory")) {
+            if (!(rc = get_int(v, field, 0, 1LL << 40, &n, err)))
+                p->memory_mib = n;
+        } else if (!strcmp(key, "price_per_gpu_hour")) {
+            if (price_from_json(v, &p->price_per_gpu_hour_micros) != 0)
+                rc = tide_err_set(err, TIDE_EINVAL, field,
+                                  "%s must be a price >= 0 with at most 6 decimals, like 2.48",
+                                  field);
+        } else
+            rc = tide_err_set(err, TIDE_EINVAL, field,
+                              "unknown key %s (allowed: name, nodes, gpus_per_node, gpu_model, "
+                              "gpu_memory, cpus, memory, price_per_gpu_hour)",
+                              field);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide_err *err)
+{
+    if (!json_is_object(root))
+        return tide_err_set(err, TIDE_EINVAL, "", "a sim config must be a mapping");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)root, key, v)
+    {
+        long long n;
+        int rc = 0;
+        if (!strcmp(key, "name"))
+            rc = get_str(v, key, cfg->name, sizeof cfg->name, err);
+        else if (!strcmp(key, "policy"))
+            rc = get_str(v, key, cfg->policy, sizeof cfg->policy, err);
+        else if (!strcmp(key, "placement"))
+            rc = get_str(v, key, cfg->placement, sizeof cfg->placement, err);
+        else if (!strcmp(key, "backfill"))
+            rc = get_bool(v, key, &cfg->backfill, err);
+        else if (!strcmp(key, "preempt"))
+            rc = get_bool(v, key, &cfg->preempt, err);
+        else if (!strcmp(key, "oracle_runtime"))
+            rc = get_bool(v, key, &cfg->oracle_runtime, err);
+        else if (!strcmp(key, "preempt_interval")) {
+            if (!(rc = get_int(v, key, 1, 86400 * 365, &n, err)))
+                cfg->preempt_interval_ms = n * 1000;
+        } else if (!strcmp(key, "preempt_overhead")) {
+            if (!(rc = get_int(v, key, 0, 86400 * 365, &n, err)))
+                cfg->preempt_overhead_ms = n * 1000;
+        } else if (!strcmp(key, "pools")) {
+            if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > SIM_MAX_POOLS)
+                return tide_err_set(err, TIDE_EINVAL, "pools",
+                                    "pools must be a list of 1 to %d pools", SIM_MAX_POOLS);
+            cfg->npools = (int)json_array_size(v);
+            for (int i = 0; i < cfg->npools; i++) {
+                struct sim_pool *p = &cfg->pools[i];
+                memset(p, 0, sizeof *p);
+                snprintf(p->name, sizeof p->name, "pool-%d", i);
+                p->gpus_per_node = 8;
+                if ((rc = pool_from_json(p, json_array_get(v, (size_t)i), i, err)))
+                    return rc;
+            }
+        } else
+            rc = tide_err_set(err, TIDE_EINVAL, key,
+                              "unknown key '%s' (allowed: name, policy, placement, backfill, "
+                              "preempt, preempt_interval, preempt_overhead, oracle_runtime, pools)",
+                              key);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int sim_config_validate(const struct sim_config *cfg, struct tide_err *err)
+{
+    if (!order_by_name(cfg->policy))
+        return tide_err_set(err, TIDE_EINVAL, "policy", "unknown policy '%s' (known: %s)",
+                            cfg->policy, order_names());
+    if (!placement_by_name(cfg->placement))
+        return tide_err_set(err, TIDE_EINVAL, "placement",
+                            "unknown placement '%s' (see tide sim --help)", cfg->placement);
+    long nodes = 0;
+    for (int i = 0; i < cfg->npools; i++) {
+        const struct sim_pool *p = &cfg->pools[i];
+        if (p->gpus_per_node < 0 || p->gpus_per_node > 64)
+            return tide_err_set(err, TIDE_EINVAL, "gpus_per_node",
+                                "pool %s: gpus_per_node must be 0 to 64", p->name);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(cfg->pools[j].name, p->name))
+                return tide_err_set(err, TIDE_EINVAL, "pools", "two pools are called %s", p->name);
+        nodes += p->nodes;
+    }
+    if (nodes == 0)
+        return tide_err_set(err, TIDE_EINVAL, "pools", "the cluster has no nodes");
+    if (nodes > 10000000)
+        return tide_err_set(err, TIDE_EINVAL, "pools", "more than 10,000,000 nodes");
+    return 0;
+}

@@ -1,0 +1,604 @@
+/*
+ * The simulator's driver: builds a cluster from the config's pools, feeds
+ * trace arrivals and finish events to the real core in time order, runs one
+ * sched_pass per batch of same-time events and applies its starts. Running
+ * jobs stay in the cluster (backfill needs them); a finished one leaves
+ * through cluster_remove_job. With preemption on, a waiting job that the
+ * order policy puts strictly ahead of running ones (LAS: a lower service
+ * band) requeues them, as ACTION_REQUEUE would, keeping their progress.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/order.h"
+#include "core/placement.h"
+#include "core/sched.h"
+#include "sim/sim.h"
+#include "sim/sim_heap.h"
+
+struct sim_run_job {
+    int64_t remaining_ms; /* run time still owed */
+    int64_t run_start_ms; /* start of the current attempt */
+    int32_t node;         /* node index while running, else -1 */
+    uint32_t gen;
+};
+
+struct sim_state {
+    const struct sim_config *cfg;
+    const struct trace *trace;
+    struct sim_result *res;
+    struct cluster c;
+    struct scheduler s;
+    struct action_list actions;
+    struct sim_heap heap;
+    struct sim_run_job *run;
+    int *node_used, *node_cap, *node_pool;
+    size_t nnodes;
+    int used_total, free_partial;
+    size_t npending, nrunning, finished;
+    bool tick_pending;
+    int64_t last_t;
+    struct gpu pool_gpu[SIM_MAX_POOLS]; /* one GPU of each pool, for admission */
+    /* preemption scratch */
+    struct job **pend;
+    size_t pend_cap;
+    int32_t *slot_of; /* trace index -> slot in c.jobs, rebuilt per check */
+};
+
+/* --- projects: name -> index, in order of first appearance --- */
+
+static uint64_t hash_name(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static int index_projects(struct sim_state *st)
+{
+    const struct trace *t = st->trace;
+    size_t cap = 64;
+    while (cap < 2 * t->njobs + 2)
+        cap *= 2;
+    int32_t *table = malloc(cap * sizeof *table);
+    st->res->projects = calloc(t->njobs ? t->njobs : 1, sizeof *st->res->projects);
+    if (!table || !st->res->projects) {
+        free(table);
+        return TIDE_ENOMEM;
+    }
+    memset(table, 0xff, cap * sizeof *table);
+    for (size_t i = 0; i < t->njobs; i++) {
+        const char *name = t->jobs[i].project;
+        size_t h = hash_name(name) & (cap - 1);
+        while (table[h] >= 0 && strcmp(st->res->projects[table[h]].name, name))
+            h = (h + 1) & (cap - 1);
+        if (table[h] < 0) {
+            table[h] = (int32_t)st->res->nprojects;
+            snprintf(st->res->projects[st->res->nprojects].name, TRACE_NAME_MAX, "%s", name);
+            st->res->nprojects++;
+        }
+        st->res->jobs[i].project = table[h];
+        st->res->projects[table[h]].jobs++;
+    }
+    free(table);
+    return 0;
+}
+
+/* --- cluster from pools --- */
+
+static int build_cluster(struct sim_state *st)
+{
+    const struct sim_config *cfg = st->cfg;
+    size_t total = 0;
+    for (int p = 0; p < cfg->npools; p++)
+        total += (size_t)cfg->pools[p].nodes;
+    st->nnodes = total;
+    st->node_used = calloc(total, sizeof(int));
+    st->node_cap = calloc(total, sizeof(int));
+    st->node_pool = calloc(total, sizeof(int));
+    struct node *proto = calloc(1, sizeof *proto);
+    if (!st->node_used || !st->node_cap || !st->node_pool || !proto) {
+        free(proto);
+        return TIDE_ENOMEM;
+    }
+    /* Reserve once: cluster_put_node looks for an existing id first, which
+     * is linear, so build the array directly at its final size. */
+    st->c.nodes = malloc(total * sizeof *st->c.nodes);
+    if (!st->c.nodes) {
+        free(proto);
+        return TIDE_ENOMEM;
+    }
+    st->c.nodes_cap = total;
+    size_t k = 0;
+    for (int p = 0; p < cfg->npools; p++) {
+        const struct sim_pool *pool = &cfg->pools[p];
+        memset(proto, 0, sizeof *proto);
+        proto->state = NODE_READY;
+        proto->cpus = pool->cpus;
+        proto->memory_mib = pool->memory_mib;
+        snprintf(proto->driver, sizeof proto->driver, "sim");
+        proto->ngpus = pool->gpus_per_node;
+        for (int g = 0; g < pool->gpus_per_node; g++) {
+            proto->gpus[g].index = g;
+            snprintf(proto->gpus[g].name, sizeof proto->gpus[g].name, "%s", pool->gpu_model);
+            proto->gpus[g].memory_total_mib = pool->gpu_memory_mib;
+        }
+        st->pool_gpu[p] = proto->gpus[0];
+        for (int n = 0; n < pool->nodes; n++, k++) {
+            struct node *node = &st->c.nodes[k];
+            *node = *proto;
+            node->id = (int64_t)k + 1;
+            snprintf(node->name, sizeof node->name, "%.40s-%d", pool->name, n);
+            for (int g = 0; g < pool->gpus_per_node; g++)
+                snprintf(node->gpus[g].uuid, sizeof node->gpus[g].uuid, "GPU-sim-%zu-%d", k, g);
+            st->node_cap[k] = pool->gpus_per_node;
+            st->node_pool[k] = p;
+            st->res->gpus_provisioned_by_pool[p] += pool->gpus_per_node;
+            st->res->gpus_provisioned += pool->gpus_per_node;
+        }
+    }
+    st->c.nnodes = total;
+    free(proto);
+    return 0;
+}
+
+/* Could any node ever hold this job? Decided per pool, at arrival, so a
+ * job that is too big is rejected with its reason instead of waiting forever. */
+static bool fits_ever(const struct sim_state *st, const struct job *job)
+{
+    for (int p = 0; p < st->cfg->npools; p++) {
+        const struct sim_pool *pool = &st->cfg->pools[p];
+        if (pool->nodes == 0 || pool->gpus_per_node < job->gpus)
+            continue;
+        if (job->gpus > 0 && !placement_gpu_matches(&st->pool_gpu[p], job))
+            continue;
+        return true;
+    }
+    return false;
+}
+
+static int free_partial_of(int used, int cap)
+{
+    return used > 0 && used < cap ? cap - used : 0;
+}
+
+static void node_change(struct sim_state *st, int node, int delta)
+{
+    int u = st->node_used[node], cap = st->node_cap[node];
+    st->free_partial += free_partial_of(u + delta, cap) - free_partial_of(u, cap);
+    st->node_used[node] = u + delta;
+    st->used_total += delta;
+}
+
+/* Ends the current run of trace job i at t: accounts its GPU time. */
+static int64_t stop_running(struct sim_state *st, size_t i, int64_t t)
+{
+    struct sim_run_job *r = &st->run[i];
+    struct sim_job_result *jr = &st->res->jobs[i];
+    int64_t dt = t - r->run_start_ms;
+    int pool = st->node_pool[r->node];
+    int64_t gpu_ms = dt * jr->gpus;
+    st->res->projects[jr->project].gpu_ms_by_pool[pool] += gpu_ms;
+    st->res->gpu_ms_allocated_by_pool[pool] += gpu_ms;
+    st->res->gpu_ms_allocated += gpu_ms;
+    jr->run_ms += dt;
+    node_change(st, r->node, -jr->gpus);
+    r->node = -1;
+    st->nrunning--;
+    return dt;
+}
+
+static void integrate(struct sim_state *st, int64_t t)
+{
+    int64_t dt = t - st->last_t;
+    if (dt <= 0)
+        return;
+    st->res->free_gpu_ms += (int64_t)(st->res->gpus_provisioned - st->used_total) * dt;
+    st->res->free_partial_gpu_ms += (int64_t)st->free_partial * dt;
+    st->last_t = t;
+}
+
+/* Applies the starts of the last pass: they are the jobs in state starting. */
+static int apply_starts(struct sim_state *st, int64_t t, int placed)
+{
+    int seen = 0;
+    for (size_t j = 0; j < st->c.njobs && seen < placed; j++) {
+        struct job *job = &st->c.jobs[j];
+        if (job->state != JOB_STARTING)
+            continue;
+        seen++;
+        job->state = JOB_RUNNING; /* the sim provider starts tasks at once */
+        size_t i = (size_t)(job->id - 1);
+        struct sim_run_job *r = &st->run[i];
+        struct sim_job_result *jr = &st->res->jobs[i];
+        if (jr->first_start_ms < 0)
+            jr->first_start_ms = t;
+        r->run_start_ms = t;
+        r->node = (int32_t)(job->node_id - 1);
+        node_change(st, r->node, job->ngpus_assigned);
+        st->npending--;
+        st->nrunning++;
+        st->res->starts++;
+        struct sim_event ev = {.t_ms = t + r->remaining_ms, .kind = SIM_EV_FINISH,
+                               .job = (uint32_t)i, .gen = r->gen};
+        if (sim_heap_push(&st->heap, ev) != 0)
+            return TIDE_ENOMEM;
+    }
+    return 0;
+}
+
+static int run_pass(struct sim_state *st, int64_t t)
+{
+    action_list_clear(&st->actions);
+    int placed = sched_pass(&st->s, &st->c, t, &st->actions);
+    st->res->passes++;
+    if (placed < 0)
+        return placed;
+    return placed ? apply_starts(st, t, placed) : 0;
+}
+
+/* --- preemption --- */
+
+/* A stand-in for running job R as the policy would see it now: its service
+ * includes the current run; with earliest set it also sorts before every
+ * job of its class, so "W goes before it" means W outranks it outright
+ * rather than by FIFO tie-break. */
+static void as_seen_now(const struct sim_state *st, struct job *out, const struct job *r,
+                        int64_t t, bool earliest)
+{
+    size_t i = (size_t)(r->id - 1);
+    out->id = r->id;
+    out->submit_ms = earliest ? INT64_MIN : r->submit_ms;
+    out->priority = r->priority;
+    out->effective_priority = r->effective_priority;
+    out->gpus = r->gpus;
+    out->est_runtime_s = r->est_runtime_s;
+    out->attained_gpu_ms = r->attained_gpu_ms + (t - st->run[i].run_start_ms) * r->gpus;
+}
+
+static int by_policy(const void *a, const void *b, void *ops)
+{
+    const struct order_ops *order = ops;
+    return order->compare(*(const struct job *const *)a, *(const struct job *const *)b);
+}
+
+struct victim {
+    struct job *job;
+    struct job seen; /* as_seen_now, real submit time */
+};
+
+static int victim_last_first(const void *a, const void *b, void *ops)
+{
+    const struct order_ops *order = ops;
+    const struct victim *x = a, *y = b;
+    return order->compare(&y->seen, &x->seen);
+}
+
+static void requeue(struct sim_state *st, struct job *job, int64_t t)
+{
+    size_t i = (size_t)(job->id - 1);
+    struct sim_run_job *r = &st->run[i];
+    int64_t dt = stop_running(st, i, t);
+    r->remaining_ms -= dt;
+    if (r->remaining_ms < 0)
+        r->remaining_ms = 0;
+    r->remaining_ms += st->cfg->preempt_overhead_ms;
+    r->gen++;
+    job->attained_gpu_ms += dt * job->gpus;
+    if (st->cfg->oracle_runtime)
+        job->est_runtime_s = (r->remaining_ms + 999) / 1000;
+    cluster_unassign(&st->c, job);
+    job->state = JOB_PENDING; /* running -> preempted -> pending */
+    job->start_ms = 0;
+    st->npending++;
+    st->res->preemptions++;
+    st->res->jobs[i].preemptions++;
+}
+
+/* Finds one waiting job that outranks running jobs holding enough GPUs on
+ * one node, and requeues the fewest of them (last in policy order first).
+ * Returns 1 when it preempted, 0 when nothing to do, or TIDE_ENOMEM. */
+static int preempt_once(struct sim_state *st, int64_t t, struct victim *vic)
+{
+    const struct order_ops *order = st->s.cfg.order;
+    size_t np = 0;
+    if (st->pend_cap < st->c.njobs) {
+        struct job **grown = realloc(st->pend, st->c.njobs * sizeof *grown);
+        if (!grown)
+            return TIDE_ENOMEM;
+        st->pend = grown;
+        st->pend_cap = st->c.njobs;
+    }
+    for (size_t j = 0; j < st->c.njobs; j++) {
+        struct job *job = &st->c.jobs[j];
+        st->slot_of[job->id - 1] = (int32_t)j;
+        if (job->state == JOB_PENDING && fits_ever(st, job))
+            st->pend[np++] = job;
+    }
+    if (np == 0)
+        return 0;
+    qsort_r(st->pend, np, sizeof *st->pend, by_policy, (void *)order);
+    struct job earliest;
+    memset(&earliest, 0, sizeof earliest);
+    for (size_t k = 0; k < np && k < 4; k++) {
+        struct job *w = st->pend[k];
+        int64_t best_node = -1;
+        int best_cost = INT_MAX;
+        for (size_t n = 0; n < st->nnodes; n++) {
+            int cap = st->node_cap[n], free = cap - st->node_used[n];
+            if (cap < w->gpus || free >= w->gpus)
+                continue;
+            struct node *node = &st->c.nodes[n];
+            if (w->gpus > 0 && !placement_gpu_matches(&node->gpus[0], w))
+                continue;
+            int nv = 0, victim_gpus = 0;
+            for (int g = 0; g < node->ngpus; g++) {
+                int64_t id = node->gpus[g].job_id;
+                if (!id)
+                    continue;
+                bool dup = false;
+                for (int v = 0; v < nv && !dup; v++)
+                    dup = vic[v].job->id == id;
+                if (dup)
+                    continue;
+                struct job *r = &st->c.jobs[st->slot_of[id - 1]];
+                if (!r->preemptible)
+                    continue;
+                as_seen_now(st, &earliest, r, t, true);
+                if (order->compare(w, &earliest) >= 0)
+                    continue;
+                vic[nv].job = r;
+                as_seen_now(st, &vic[nv].seen, r, t, false);
+                victim_gpus += r->ngpus_assigned;
+                nv++;
+            }
+            if (free + victim_gpus < w->gpus)
+                continue;
+            qsort_r(vic, (size_t)nv, sizeof *vic, victim_last_first, (void *)order);
+            int freed = free, cost = 0;
+            for (int v = 0; v < nv && freed < w->gpus; v++)
+                freed += vic[v].job->ngpus_assigned, cost += vic[v].job->ngpus_assigned;
+            if (cost < best_cost) {
+                best_cost = cost;
+                best_node = (int64_t)n;
+            }
+        }
+        if (best_node < 0)
+            continue;
+        /* Redo the chosen node's list and requeue from the back. */
+        struct node *node = &st->c.nodes[best_node];
+        int nv = 0, free = st->node_cap[best_node] - st->node_used[best_node];
+        for (int g = 0; g < node->ngpus; g++) {
+            int64_t id = node->gpus[g].job_id;
+            if (!id)
+                continue;
+            bool dup = false;
+            for (int v = 0; v < nv && !dup; v++)
+                dup = vic[v].job->id == id;
+            struct job *r = &st->c.jobs[st->slot_of[id - 1]];
+            if (dup || !r->preemptible)
+                continue;
+            as_seen_now(st, &earliest, r, t, true);
+            if (order->compare(w, &earliest) >= 0)
+                continue;
+            vic[nv].job = r;
+            as_seen_now(st, &vic[nv].seen, r, t, false);
+            nv++;
+        }
+        qsort_r(vic, (size_t)nv, sizeof *vic, victim_last_first, (void *)order);
+        for (int v = 0; v < nv && free < w->gpus; v++) {
+            free += vic[v].job->ngpus_assigned;
+            requeue(st, vic[v].job, t);
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* --- the loop --- */
+
+static int push_sample(struct sim_state *st, int64_t t)
+{
+    struct sim_result *res = st->res;
+    if (res->nsamples == res->samples_cap) {
+        size_t next = res->samples_cap ? res->samples_cap * 2 : 4096;
+        struct sim_sample *grown = realloc(res->samples, next * sizeof *grown);
+        if (!grown)
+            return TIDE_ENOMEM;
+        res->samples = grown;
+        res->samples_cap = next;
+    }
+    res->samples[res->nsamples++] = (struct sim_sample){
+        .t_ms = t, .queued = (int32_t)st->npending, .gpus_used = st->used_total,
+        .free_partial = st->free_partial, .running = (int32_t)st->nrunning};
+    return 0;
+}
+
+static int admit(struct sim_state *st, size_t i, struct tide_err *err)
+{
+    const struct trace_job *tj = &st->trace->jobs[i];
+    struct sim_job_result *jr = &st->res->jobs[i];
+    struct job job;
+    memset(&job, 0, sizeof job);
+    job.id = (int64_t)i + 1;
+    snprintf(job.project, sizeof job.project, "%s", tj->project);
+    snprintf(job.queue, sizeof job.queue, "%s", tj->queue);
+    job.priority = tj->priority;
+    job.gpus = tj->gpus;
+    job.gpu_memory_mib = tj->gpu_memory_mib;
+    job.est_runtime_s = st->cfg->oracle_runtime ? (tj->duration_ms + 999) / 1000 : 0;
+    job.preemptible = true;
+    job.state = JOB_PENDING;
+    job.submit_ms = tj->submit_ms;
+    if (job.gpus > TIDE_MAX_GPUS_PER_NODE || !fits_ever(st, &job)) {
+        jr->outcome = SIM_REJECTED;
+        jr->finish_ms = tj->submit_ms;
+        if (st->res->rejected++ == 0)
+            snprintf(st->res->first_reject_reason, sizeof st->res->first_reject_reason,
+                     "trace line %ld: %d GPUs%s%s: no pool has a node that could hold it",
+                     tj->line, tj->gpus, tj->gpu_memory_mib ? " with memory " : "",
+                     tj->gpu_memory_mib ? "asked" : "");
+        st->finished++;
+        return 0;
+    }
+    st->run[i].remaining_ms = tj->duration_ms;
+    if (!cluster_add_job(&st->c, &job))
+        return tide_err_set(err, TIDE_ENOMEM, "", "out of memory adding job %zu", i + 1);
+    st->npending++;
+    return 1;
+}
+
+static void state_release(struct sim_state *st)
+{
+    cluster_release(&st->c);
+    sched_release(&st->s);
+    action_list_release(&st->actions);
+    sim_heap_release(&st->heap);
+    free(st->run);
+    free(st->node_used);
+    free(st->node_cap);
+    free(st->node_pool);
+    free(st->pend);
+    free(st->slot_of);
+}
+
+int sim_run(const struct sim_config *cfg, const struct trace *trace, const struct sim_hooks *hooks,
+            struct sim_result *res, struct tide_err *err)
+{
+    memset(res, 0, sizeof *res);
+    int rc = sim_config_validate(cfg, err);
+    if (rc)
+        return rc;
+    struct sim_state st;
+    memset(&st, 0, sizeof st);
+    st.cfg = cfg;
+    st.trace = trace;
+    st.res = res;
+    cluster_init(&st.c);
+    action_list_init(&st.actions);
+    sim_heap_init(&st.heap);
+    struct sched_config scfg;
+    sched_config_defaults(&scfg);
+    scfg.order = order_by_name(cfg->policy);
+    scfg.placement = placement_by_name(cfg->placement);
+    scfg.backfill = cfg->backfill;
+    sched_init(&st.s, &scfg);
+    size_t n = trace->njobs;
+    res->njobs = n;
+    res->jobs = calloc(n ? n : 1, sizeof *res->jobs);
+    st.run = calloc(n ? n : 1, sizeof *st.run);
+    st.slot_of = calloc(n ? n : 1, sizeof *st.slot_of);
+    struct victim *vic = calloc(TIDE_MAX_GPUS_PER_NODE, sizeof *vic);
+    if (!res->jobs || !st.run || !st.slot_of || !vic) {
+        rc = tide_err_set(err, TIDE_ENOMEM, "", "out of memory for %zu jobs", n);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        res->jobs[i].submit_ms = trace->jobs[i].submit_ms;
+        res->jobs[i].duration_ms = trace->jobs[i].duration_ms;
+        res->jobs[i].gpus = trace->jobs[i].gpus;
+        res->jobs[i].first_start_ms = -1;
+        st.run[i].node = -1;
+    }
+    if ((rc = index_projects(&st)) || (rc = build_cluster(&st))) {
+        tide_err_set(err, rc, "", "out of memory building the cluster");
+        goto out;
+    }
+
+    size_t next = 0;
+    for (;;) {
+        const struct sim_event *top = sim_heap_peek(&st.heap);
+        if (next >= n && !top)
+            break;
+        int64_t t = next < n ? trace->jobs[next].submit_ms : INT64_MAX;
+        if (top && top->t_ms < t)
+            t = top->t_ms;
+        integrate(&st, t);
+        bool changed = false, tick = false;
+        struct sim_event ev;
+        while ((top = sim_heap_peek(&st.heap)) && top->t_ms == t) {
+            sim_heap_pop(&st.heap, &ev);
+            if (ev.kind == SIM_EV_TICK) {
+                tick = true;
+                st.tick_pending = false;
+                continue;
+            }
+            if (ev.gen != st.run[ev.job].gen || st.run[ev.job].node < 0)
+                continue; /* preempted since this finish was planned */
+            stop_running(&st, ev.job, t);
+            res->jobs[ev.job].finish_ms = t;
+            if (t > res->makespan_ms)
+                res->makespan_ms = t;
+            cluster_remove_job(&st.c, (int64_t)ev.job + 1);
+            st.finished++;
+            changed = true;
+        }
+        while (next < n && trace->jobs[next].submit_ms == t) {
+            int a = admit(&st, next++, err);
+            if (a < 0) {
+                rc = a;
+                goto out;
+            }
+            changed |= a > 0;
+        }
+        if (st.npending > 0 && changed && (rc = run_pass(&st, t)))
+            goto out;
+        if (cfg->preempt && st.npending > 0 && (changed || tick)) {
+            for (int round = 0; round < 8; round++) {
+                int p = preempt_once(&st, t, vic);
+                if (p < 0) {
+                    rc = p;
+                    goto out;
+                }
+                if (p == 0)
+                    break;
+                if ((rc = run_pass(&st, t)))
+                    goto out;
+            }
+        }
+        if ((rc = push_sample(&st, t)))
+            goto out;
+        if (cfg->preempt && st.npending > 0 && st.nrunning > 0 && !st.tick_pending) {
+            struct sim_event tk = {.t_ms = t + cfg->preempt_interval_ms, .kind = SIM_EV_TICK};
+            if (sim_heap_push(&st.heap, tk) != 0) {
+                rc = TIDE_ENOMEM;
+                goto out;
+            }
+            st.tick_pending = true;
+        }
+        res->batches++;
+        if (hooks && hooks->progress && (res->batches & 16383) == 0)
+            hooks->progress(hooks->ctx, st.finished, n, t);
+    }
+    /* Whatever still waits can never start (no running job left to free room). */
+    for (size_t j = 0; j < st.c.njobs; j++) {
+        size_t i = (size_t)(st.c.jobs[j].id - 1);
+        res->jobs[i].outcome = SIM_REJECTED;
+        res->jobs[i].finish_ms = res->jobs[i].submit_ms;
+        if (res->rejected++ == 0)
+            snprintf(res->first_reject_reason, sizeof res->first_reject_reason, "job %zu: %.100s",
+                     i + 1, st.c.jobs[j].wait_reason);
+    }
+    if (hooks && hooks->progress)
+        hooks->progress(hooks->ctx, n, n, res->makespan_ms);
+out:
+    if (rc && err && !err->message[0])
+        tide_err_set(err, rc, "", "simulation failed (%d)", rc);
+    if (rc)
+        sim_result_release(res);
+    free(vic);
+    state_release(&st);
+    return rc;
+}
+
+void sim_result_release(struct sim_result *res)
+{
+    if (!res)
+        return;
+    free(res->jobs);
+    free(res->samples);
+    free(res->projects);
+    memset(res, 0, sizeof *res);
+}

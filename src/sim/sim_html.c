@@ -1,0 +1,138 @@
+/*
+ * report.html: one static page with inline SVG line charts (queue length,
+ * GPUs in use vs provisioned, cumulative cost) for one or more runs, drawn
+ * from each report's timeline. No scripts, no external files.
+ */
+#include <string.h>
+
+#include "sim/sim.h"
+
+#define W 760
+#define H 220
+#define PAD 48
+
+static const char *const colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                      "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+
+static void html_text(FILE *out, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '&': fputs("&amp;", out); break;
+        case '"': fputs("&quot;", out); break;
+        default: fputc(*s, out);
+        }
+    }
+}
+
+static double series_max(json_t *const *reports, size_t n, const char *key, double scale)
+{
+    double m = 0;
+    for (size_t r = 0; r < n; r++) {
+        const json_t *a = json_object_get(json_object_get(reports[r], "timeline"), key);
+        for (size_t i = 0; i < json_array_size(a); i++) {
+            double v = json_number_value(json_array_get(a, i)) * scale;
+            if (v > m)
+                m = v;
+        }
+    }
+    return m;
+}
+
+static void polyline(FILE *out, const json_t *report, const char *key, double scale, double xmax,
+                     double ymax, const char *colour, const char *dash)
+{
+    const json_t *tl = json_object_get(report, "timeline");
+    const json_t *t = json_object_get(tl, "t_s"), *v = json_object_get(tl, key);
+    fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"%s%s%s points=\"", colour,
+            dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        double x = PAD + (W - 2 * PAD) * (xmax > 0 ? json_number_value(json_array_get(t, i)) / xmax : 0);
+        double y = H - PAD + 0.0 -
+                   (H - 2 * PAD) * (ymax > 0 ? json_number_value(json_array_get(v, i)) * scale / ymax : 0);
+        fprintf(out, "%.1f,%.1f ", x, y);
+    }
+    fputs("\"/>\n", out);
+}
+
+static void chart(FILE *out, json_t *const *reports, size_t n, const char *title, const char *key,
+                  const char *key2, double scale, const char *unit)
+{
+    double xmax = series_max(reports, n, "t_s", 1.0);
+    double ymax = series_max(reports, n, key, scale);
+    if (key2) {
+        double m2 = series_max(reports, n, key2, scale);
+        if (m2 > ymax)
+            ymax = m2;
+    }
+    if (ymax <= 0)
+        ymax = 1;
+    fprintf(out, "<h2>");
+    html_text(out, title);
+    fprintf(out, "</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                 "viewBox=\"0 0 %d %d\">\n", W, H, W, H);
+    fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n",
+            PAD, PAD, W - 2 * PAD, H - 2 * PAD);
+    fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">%.6g %s</text>\n",
+            PAD - 4, PAD + 4, ymax, unit);
+    fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">0</text>\n", PAD - 4,
+            H - PAD);
+    fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">%.1f h</text>\n",
+            W - PAD, H - PAD + 16, xmax / 3600.0);
+    for (size_t r = 0; r < n; r++) {
+        polyline(out, reports[r], key, scale, xmax, ymax, colours[r % 8], NULL);
+        if (key2)
+            polyline(out, reports[r], key2, scale, xmax, ymax, colours[r % 8], "4 3");
+    }
+    fputs("</svg>\n", out);
+}
+
+int sim_report_html(FILE *out, json_t *const *reports, size_t n)
+{
+    fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tide sim report</title>\n"
+          "<style>body{font:14px sans-serif;margin:2em;max-width:900px}"
+          "table{border-collapse:collapse}td,th{padding:2px 10px;text-align:right;"
+          "border-bottom:1px solid #eee}th:first-child,td:first-child{text-align:left}</style>\n"
+          "</head><body>\n<h1>tide sim report</h1>\n<p>",
+          out);
+    for (size_t r = 0; r < n; r++) {
+        const json_t *c = json_object_get(reports[r], "config");
+        fprintf(out, "<span style=\"color:%s\">&#9632; ", colours[r % 8]);
+        html_text(out, json_string_value(json_object_get(c, "name")));
+        fputs(" (", out);
+        html_text(out, json_string_value(json_object_get(c, "policy")));
+        fputs(")</span> &nbsp; ", out);
+    }
+    fputs("</p>\n<table><tr><th>run</th><th>jobs</th><th>avg JCT h</th><th>p95 JCT h</th>"
+          "<th>avg wait h</th><th>utilisation</th><th>preemptions</th><th>cost</th></tr>\n",
+          out);
+    for (size_t r = 0; r < n; r++) {
+        const json_t *rep = reports[r];
+        fputs("<tr><td>", out);
+        html_text(out, json_string_value(json_object_get(json_object_get(rep, "config"), "name")));
+        long long cost = (long long)json_integer_value(json_object_get(json_object_get(rep, "cost"), "total_micros"));
+        fprintf(out, "</td><td>%lld</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.1f%%</td>"
+                     "<td>%lld</td><td>%lld.%02lld</td></tr>\n",
+                (long long)json_integer_value(json_object_get(json_object_get(rep, "jobs"), "total")),
+                json_number_value(json_object_get(json_object_get(rep, "jct_s"), "avg")) / 3600,
+                json_number_value(json_object_get(json_object_get(rep, "jct_s"), "p95")) / 3600,
+                json_number_value(json_object_get(json_object_get(rep, "wait_s"), "avg")) / 3600,
+                100 * json_number_value(json_object_get(json_object_get(rep, "utilisation"), "allocated_fraction")),
+                (long long)json_integer_value(json_object_get(rep, "preemptions")), cost / 1000000,
+                (cost % 1000000) / 10000);
+    }
+    fputs("</table>\n", out);
+    chart(out, reports, n, "Queue length (pending jobs)", "queued", NULL, 1.0, "jobs");
+    chart(out, reports, n, "GPUs in use (solid) vs provisioned (dashed)", "gpus_used",
+          "gpus_provisioned", 1.0, "GPUs");
+    chart(out, reports, n, "Cost over time (on-demand, cumulative)", "cost_cum_micros", NULL, 1e-6,
+          "");
+    chart(out, reports, n, "Fragmentation (free GPUs on partly used nodes / free GPUs)",
+          "fragmentation", NULL, 1.0, "");
+    fputs("<p>Cost counts on-demand prices only; other billing kinds and elastic pools are not "
+          "simulated yet.</p>\n</body></html>\n",
+          out);
+    return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,353 @@
+/*
+ * The simulator's report: report.json (per-job wait and JCT statistics,
+ * by GPU-count bucket, utilisation, fragmentation, preemptions, on-demand
+ * cost by pool and project, a down-sampled timeline), the human table and
+ * the side-by-side comparison. Only virtual times appear, so the same
+ * inputs always give the same bytes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+
+#define TIMELINE_POINTS 400
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double ms_to_s(int64_t ms)
+{
+    return (double)ms / 1000.0;
+}
+
+/* Nearest-rank percentile of a sorted array. */
+static int64_t pct(const int64_t *v, size_t n, int p)
+{
+    if (n == 0)
+        return 0;
+    size_t rank = ((size_t)p * n + 99) / 100;
+    return v[rank ? rank - 1 : 0];
+}
+
+static json_t *stats_json(int64_t *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_i64);
+    long double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    return json_pack("{s:f, s:f, s:f, s:f, s:f}", "avg", n ? (double)(sum / n) / 1000.0 : 0.0,
+                     "p50", ms_to_s(pct(v, n, 50)), "p95", ms_to_s(pct(v, n, 95)), "p99",
+                     ms_to_s(pct(v, n, 99)), "max", ms_to_s(n ? v[n - 1] : 0));
+}
+
+/* cost = gpu_ms x price per GPU-hour, in millionths, without overflow. */
+static int64_t cost_micros(int64_t gpu_ms, int64_t price_micros)
+{
+    return (int64_t)((__int128)gpu_ms * price_micros / 3600000);
+}
+
+static const struct {
+    const char *name;
+    int lo, hi;
+} buckets[] = {{"0", 0, 0}, {"1", 1, 1}, {"2-4", 2, 4}, {"5-8", 5, 8}, {"9+", 9, 1 << 30}};
+
+static json_t *job_stats(const struct sim_result *res, int lo, int hi)
+{
+    int64_t *jct = malloc((res->njobs + 1) * sizeof *jct);
+    int64_t *wait = malloc((res->njobs + 1) * sizeof *wait);
+    if (!jct || !wait) {
+        free(jct);
+        free(wait);
+        return NULL;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < res->njobs; i++) {
+        const struct sim_job_result *j = &res->jobs[i];
+        if (j->outcome != SIM_DONE || j->gpus < lo || j->gpus > hi)
+            continue;
+        jct[n] = j->finish_ms - j->submit_ms;
+        wait[n] = j->first_start_ms - j->submit_ms;
+        n++;
+    }
+    json_t *o = json_pack("{s:I, s:o, s:o}", "jobs", (json_int_t)n, "jct_s", stats_json(jct, n),
+                          "wait_s", stats_json(wait, n));
+    free(jct);
+    free(wait);
+    return o;
+}
+
+/* Time-weighted means of the samples over fixed buckets of virtual time. */
+static json_t *timeline_json(const struct sim_config *cfg, const struct sim_result *res)
+{
+    int64_t end = res->makespan_ms > 0 ? res->makespan_ms : 1;
+    int64_t w = (end + TIMELINE_POINTS - 1) / TIMELINE_POINTS;
+    if (w < 1)
+        w = 1;
+    size_t nb = (size_t)((end + w - 1) / w);
+    double *q = calloc(nb, sizeof *q), *u = calloc(nb, sizeof *u), *fp = calloc(nb, sizeof *fp);
+    if (!q || !u || !fp) {
+        free(q), free(u), free(fp);
+        return NULL;
+    }
+    for (size_t i = 0; i < res->nsamples; i++) {
+        const struct sim_sample *s = &res->samples[i];
+        int64_t a = s->t_ms, b = i + 1 < res->nsamples ? res->samples[i + 1].t_ms : end;
+        if (b > end)
+            b = end;
+        while (a < b) {
+            size_t k = (size_t)(a / w);
+            int64_t stop = (int64_t)(k + 1) * w < b ? (int64_t)(k + 1) * w : b;
+            double d = (double)(stop - a);
+            q[k] += s->queued * d;
+            u[k] += s->gpus_used * d;
+            fp[k] += s->free_partial * d;
+            a = stop;
+        }
+    }
+    int64_t price_gpu_ms_total = 0; /* sum over pools of gpus x price: cost per hour, millionths */
+    for (int p = 0; p < cfg->npools; p++)
+        price_gpu_ms_total += (int64_t)res->gpus_provisioned_by_pool[p] * cfg->pools[p].price_per_gpu_hour_micros;
+    json_t *t_s = json_array(), *qa = json_array(), *ua = json_array(), *pa = json_array(),
+           *fa = json_array(), *ca = json_array();
+    for (size_t k = 0; k < nb; k++) {
+        int64_t a = (int64_t)k * w, b = a + w < end ? a + w : end;
+        double d = (double)(b - a);
+        double free_gpus = res->gpus_provisioned - u[k] / d;
+        json_array_append_new(t_s, json_real(ms_to_s(a)));
+        json_array_append_new(qa, json_real(q[k] / d));
+        json_array_append_new(ua, json_real(u[k] / d));
+        json_array_append_new(pa, json_integer(res->gpus_provisioned));
+        json_array_append_new(fa, json_real(free_gpus > 0 ? fp[k] / d / free_gpus : 0.0));
+        json_array_append_new(ca, json_integer((json_int_t)((__int128)price_gpu_ms_total * b / 3600000)));
+    }
+    free(q), free(u), free(fp);
+    return json_pack("{s:f, s:o, s:o, s:o, s:o, s:o, s:o}", "bucket_s", ms_to_s(w), "t_s", t_s,
+                     "queued", qa, "gpus_used", ua, "gpus_provisioned", pa,
+                     "fragmentation", fa, "cost_cum_micros", ca);
+}
+
+json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
+                        const char *trace_label, const struct sim_result *res)
+{
+    json_t *pools = json_array();
+    for (int p = 0; p < cfg->npools; p++) {
+        const struct sim_pool *pl = &cfg->pools[p];
+        json_array_append_new(
+            pools, json_pack("{s:s, s:i, s:i, s:s, s:I, s:I}", "name", pl->name, "nodes", pl->nodes,
+                             "gpus_per_node", pl->gpus_per_node, "gpu_model", pl->gpu_model,
+                             "gpu_memory_mib", (json_int_t)pl->gpu_memory_mib,
+                             "price_per_gpu_hour_micros", (json_int_t)pl->price_per_gpu_hour_micros));
+    }
+    json_t *config = json_pack("{s:s, s:s, s:s, s:b, s:b, s:I, s:I, s:b, s:o}", "name", cfg->name,
+                               "policy", cfg->policy, "placement", cfg->placement, "backfill",
+                               cfg->backfill, "preempt", cfg->preempt, "preempt_interval_s",
+                               (json_int_t)(cfg->preempt_interval_ms / 1000), "preempt_overhead_s",
+                               (json_int_t)(cfg->preempt_overhead_ms / 1000), "oracle_runtime",
+                               cfg->oracle_runtime, "pools", pools);
+    json_t *drops = json_array();
+    for (int i = 0; i < trace->ndrops; i++)
+        json_array_append_new(drops, json_pack("{s:s, s:I, s:I}", "reason", trace->drops[i].reason,
+                                               "rows", (json_int_t)trace->drops[i].count,
+                                               "first_line", (json_int_t)trace->drops[i].first_line));
+    json_t *tr = json_pack("{s:s, s:I, s:I, s:I, s:o}", "source", trace_label, "rows_read",
+                           (json_int_t)trace->rows_read, "jobs_kept", (json_int_t)trace->njobs,
+                           "rows_dropped", (json_int_t)trace->rows_dropped, "dropped", drops);
+
+    json_t *by_gpus = json_array();
+    for (size_t b = 0; b < sizeof buckets / sizeof buckets[0]; b++) {
+        json_t *s = job_stats(res, buckets[b].lo, buckets[b].hi);
+        if (s && json_integer_value(json_object_get(s, "jobs")) == 0) {
+            json_decref(s);
+            continue;
+        }
+        json_object_set_new(s, "gpus", json_string(buckets[b].name));
+        json_array_append_new(by_gpus, s);
+    }
+    json_t *all = job_stats(res, 0, 1 << 30);
+
+    int64_t provisioned_gpu_ms = (int64_t)res->gpus_provisioned * res->makespan_ms;
+    int64_t total = 0, allocated = 0;
+    json_t *by_pool = json_array();
+    for (int p = 0; p < cfg->npools; p++) {
+        int64_t price = cfg->pools[p].price_per_gpu_hour_micros;
+        int64_t prov = (int64_t)res->gpus_provisioned_by_pool[p] * res->makespan_ms;
+        int64_t c = cost_micros(prov, price), a = cost_micros(res->gpu_ms_allocated_by_pool[p], price);
+        total += c;
+        allocated += a;
+        json_array_append_new(by_pool, json_pack("{s:s, s:f, s:f, s:I, s:I, s:I}", "pool",
+                                                 cfg->pools[p].name, "gpu_hours_provisioned",
+                                                 (double)prov / 3600000.0, "gpu_hours_allocated",
+                                                 (double)res->gpu_ms_allocated_by_pool[p] / 3600000.0,
+                                                 "cost_micros", (json_int_t)c, "allocated_micros",
+                                                 (json_int_t)a, "idle_micros", (json_int_t)(c - a)));
+    }
+    json_t *by_project = json_array();
+    for (size_t i = 0; i < res->nprojects; i++) {
+        const struct sim_project *pr = &res->projects[i];
+        int64_t gpu_ms = 0, c = 0;
+        for (int p = 0; p < cfg->npools; p++) {
+            gpu_ms += pr->gpu_ms_by_pool[p];
+            c += cost_micros(pr->gpu_ms_by_pool[p], cfg->pools[p].price_per_gpu_hour_micros);
+        }
+        json_array_append_new(by_project, json_pack("{s:s, s:I, s:f, s:I}", "project", pr->name,
+                                                    "jobs", (json_int_t)pr->jobs, "gpu_hours",
+                                                    (double)gpu_ms / 3600000.0, "cost_micros",
+                                                    (json_int_t)c));
+    }
+    json_t *cost = json_pack(
+        "{s:s, s:s, s:I, s:I, s:I, s:o, s:o}", "billing", "on_demand", "note",
+        "on-demand prices only, for a fixed-size cluster; reserved, spot and pack billing, "
+        "elastic pools, scale events and budgets are not simulated yet (separate issue)",
+        "total_micros", (json_int_t)total, "allocated_micros", (json_int_t)allocated, "idle_micros",
+        (json_int_t)(total - allocated), "by_pool", by_pool, "by_project", by_project);
+
+    long done = 0;
+    for (size_t i = 0; i < res->njobs; i++)
+        done += res->jobs[i].outcome == SIM_DONE;
+    json_t *jobs = json_pack("{s:I, s:I, s:I, s:s}", "total", (json_int_t)res->njobs, "completed",
+                             (json_int_t)done, "rejected", (json_int_t)res->rejected,
+                             "first_reject_reason", res->first_reject_reason);
+    json_t *util = json_pack(
+        "{s:f, s:f, s:f}", "allocated_gpu_hours", (double)res->gpu_ms_allocated / 3600000.0,
+        "provisioned_gpu_hours", (double)provisioned_gpu_ms / 3600000.0, "allocated_fraction",
+        provisioned_gpu_ms ? (double)res->gpu_ms_allocated / (double)provisioned_gpu_ms : 0.0);
+    json_t *frag = json_pack(
+        "{s:s, s:f}", "definition",
+        "share of free GPU-time that was on partly used nodes (time-weighted); per bucket in "
+        "timeline.fragmentation",
+        "free_on_partly_used_nodes", res->free_gpu_ms ? (double)res->free_partial_gpu_ms / (double)res->free_gpu_ms : 0.0);
+    json_t *sched = json_pack("{s:I, s:I, s:I}", "event_batches", (json_int_t)res->batches,
+                              "passes", (json_int_t)res->passes, "starts", (json_int_t)res->starts);
+    json_t *root = json_pack(
+        "{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:i, s:o, s:o, s:I, s:o, s:o, s:o}",
+        "tide_sim_report", 1, "config", config, "trace", tr, "jobs", jobs, "jct_s",
+        json_incref(json_object_get(all, "jct_s")), "wait_s",
+        json_incref(json_object_get(all, "wait_s")), "by_gpus", by_gpus, "makespan_s",
+        ms_to_s(res->makespan_ms), "gpus_provisioned", res->gpus_provisioned, "utilisation", util,
+        "fragmentation", frag, "preemptions", (json_int_t)res->preemptions, "cost", cost,
+        "scheduler", sched, "timeline", timeline_json(cfg, res));
+    json_decref(all);
+    return root;
+}
+
+/* --- tables --- */
+
+static double num(const json_t *root, const char *path)
+{
+    /* "a.b.c" lookups for the tables. */
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    const json_t *v = root;
+    for (char *save = NULL, *tok = strtok_r(buf, ".", &save); tok && v;
+         tok = strtok_r(NULL, ".", &save))
+        v = json_object_get(v, tok);
+    return v ? json_number_value(v) : 0.0;
+}
+
+static void money(char *out, size_t size, double micros)
+{
+    long long m = (long long)micros;
+    snprintf(out, size, "%lld.%02lld", m / 1000000, (m % 1000000) / 10000);
+}
+
+static const struct {
+    const char *label, *path;
+    int kind; /* 0 number, 1 hours from s, 2 percent, 3 money, 4 integer */
+} rows[] = {
+    {"jobs", "jobs.total", 4},
+    {"  completed", "jobs.completed", 4},
+    {"  rejected (never fit)", "jobs.rejected", 4},
+    {"avg JCT (h)", "jct_s.avg", 1},
+    {"p50 JCT (h)", "jct_s.p50", 1},
+    {"p95 JCT (h)", "jct_s.p95", 1},
+    {"p99 JCT (h)", "jct_s.p99", 1},
+    {"avg wait (h)", "wait_s.avg", 1},
+    {"p50 wait (h)", "wait_s.p50", 1},
+    {"p95 wait (h)", "wait_s.p95", 1},
+    {"p99 wait (h)", "wait_s.p99", 1},
+    {"makespan (h)", "makespan_s", 1},
+    {"GPUs provisioned", "gpus_provisioned", 4},
+    {"GPU utilisation", "utilisation.allocated_fraction", 2},
+    {"fragmentation", "fragmentation.free_on_partly_used_nodes", 2},
+    {"preemptions", "preemptions", 4},
+    {"cost (on-demand)", "cost.total_micros", 3},
+    {"  of which idle", "cost.idle_micros", 3},
+};
+
+static void cell(char *out, size_t size, const json_t *r, int row)
+{
+    double v = num(r, rows[row].path);
+    switch (rows[row].kind) {
+    case 1: snprintf(out, size, "%.2f", v / 3600.0); break;
+    case 2: snprintf(out, size, "%.1f%%", v * 100.0); break;
+    case 3: money(out, size, v); break;
+    case 4: snprintf(out, size, "%.0f", v); break;
+    default: snprintf(out, size, "%.3f", v); break;
+    }
+}
+
+void sim_report_compare(FILE *out, json_t *const *reports, size_t n)
+{
+    fprintf(out, "%-24s", "");
+    for (size_t i = 0; i < n; i++) {
+        const char *name = json_string_value(json_object_get(json_object_get(reports[i], "config"), "name"));
+        fprintf(out, " %16.16s", name ? name : "?");
+    }
+    fprintf(out, "\n%-24s", "policy");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *c = json_object_get(reports[i], "config");
+        char p[64];
+        snprintf(p, sizeof p, "%s%s%s", json_string_value(json_object_get(c, "policy")),
+                 json_is_true(json_object_get(c, "backfill")) ? "+bf" : "",
+                 json_is_true(json_object_get(c, "preempt")) ? "+pre" : "");
+        fprintf(out, " %16.16s", p);
+    }
+    fputc('\n', out);
+    for (size_t row = 0; row < sizeof rows / sizeof rows[0]; row++) {
+        fprintf(out, "%-24s", rows[row].label);
+        for (size_t i = 0; i < n; i++) {
+            char c[48];
+            cell(c, sizeof c, reports[i], (int)row);
+            fprintf(out, " %16s", c);
+        }
+        fputc('\n', out);
+    }
+}
+
+void sim_report_table(FILE *out, const json_t *report)
+{
+    json_t *one = (json_t *)report;
+    sim_report_compare(out, &one, 1);
+    fprintf(out, "\n%-8s %8s %12s %12s %12s %12s\n", "GPUs", "jobs", "avg JCT h", "p95 JCT h",
+            "avg wait h", "p95 wait h");
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(report, "by_gpus"), i, b)
+    {
+        fprintf(out, "%-8s %8.0f %12.2f %12.2f %12.2f %12.2f\n",
+                json_string_value(json_object_get(b, "gpus")), num(b, "jobs"),
+                num(b, "jct_s.avg") / 3600, num(b, "jct_s.p95") / 3600,
+                num(b, "wait_s.avg") / 3600, num(b, "wait_s.p95") / 3600);
+    }
+    fprintf(out, "\ncost is %s\n",
+            json_string_value(json_object_get(json_object_get(report, "cost"), "note")));
+}
+
+int sim_report_timeline_csv(FILE *out, const json_t *report)
+{
+    const json_t *tl = json_object_get(report, "timeline");
+    const json_t *t = json_object_get(tl, "t_s"), *q = json_object_get(tl, "queued"),
+                 *u = json_object_get(tl, "gpus_used"), *p = json_object_get(tl, "gpus_provisioned"),
+                 *f = json_object_get(tl, "fragmentation"), *c = json_object_get(tl, "cost_cum_micros");
+    fprintf(out, "t_s,queued,gpus_used,gpus_provisioned,fragmentation,cost_cum_micros\n");
+    for (size_t i = 0; i < json_array_size(t); i++)
+        fprintf(out, "%.3f,%.3f,%.3f,%lld,%.4f,%lld\n", json_number_value(json_array_get(t, i)),
+                json_number_value(json_array_get(q, i)), json_number_value(json_array_get(u, i)),
+                (long long)json_integer_value(json_array_get(p, i)),
+                json_number_value(json_array_get(f, i)),
+                (long long)json_integer_value(json_array_get(c, i)));
+    return ferror(out) ? -1 : 0;
+}
