@@ -86,12 +86,25 @@ static int add_node_row(struct cli_table *t, json_t *node, double now)
         cli_fmt_duration(now - json_number_value(hb), seen, sizeof seen - 4);
         strcat(seen, " ago");
     }
+    char age[24] = "-", cost[32] = "-", idle[24] = "-";
+    json_t *age_j = json_object_get(node, "age_s"), *idle_j = json_object_get(node, "idle_s");
+    if (json_is_number(age_j))
+        cli_fmt_duration(json_number_value(age_j), age, sizeof age);
+    if (json_is_integer(json_object_get(node, "cost_micros")))
+        snprintf(cost, sizeof cost, "%.4f",
+                 (double)json_integer_value(json_object_get(node, "cost_micros")) / 1e6);
+    if (json_is_number(idle_j) && json_number_value(idle_j) > 0)
+        cli_fmt_duration(json_number_value(idle_j), idle, sizeof idle);
     const char *cells[] = {cli_json_text(json_object_get(node, "name"), NULL),
                            cli_json_text(json_object_get(node, "state"), NULL),
+                           cli_json_text(json_object_get(node, "pool"), NULL),
                            shape,
                            alloc,
                            util_s,
                            n ? mem : NULL,
+                           age,
+                           cost,
+                           idle,
                            seen};
     return cli_table_add(t, cells);
 }
@@ -134,12 +147,12 @@ static int print_nodes(json_t *root, int per_gpu)
         fprintf(stderr, "tide nodes: the server's answer has no \"nodes\" list\n");
         return 1;
     }
-    static const char *const node_headers[] = {"NAME", "STATE", "GPUS",     "ALLOC",
-                                               "UTIL", "MEM",   "LAST-SEEN"};
+    static const char *const node_headers[] = {"NAME", "STATE", "POOL", "GPUS", "ALLOC", "UTIL",
+                                               "MEM",  "AGE",   "COST", "IDLE", "LAST-SEEN"};
     static const char *const gpu_headers[] = {"NODE", "GPU",   "NAME",  "UTIL",
                                               "MEM",  "TEMP", "POWER", "JOB"};
     struct cli_table *t = per_gpu ? cli_table_create(8, gpu_headers)
-                                  : cli_table_create(7, node_headers);
+                                  : cli_table_create(11, node_headers);
     if (!t)
         return 1;
     double now = cli_now();

@@ -20,6 +20,7 @@ static const struct subcommand subcommands[] = {
     {"cancel", cli_cancel_main, "cancel a job"},
     {"logs", cli_logs_main, "print (or follow with -f) a job's output"},
     {"nodes", cli_nodes_main, "list nodes and their GPUs"},
+    {"pools", cli_pools_main, "list elastic pools: nodes by state, cost so far"},
     {"token", cli_token_main, "create API tokens limited to projects"},
     {"sim", cli_sim_main, "replay a job trace through the scheduler on a virtual clock"},
 };

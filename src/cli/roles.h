@@ -16,6 +16,7 @@ int cli_show_main(int argc, char **argv);   /* src/cli/cmd_show.c */
 int cli_cancel_main(int argc, char **argv); /* src/cli/cmd_cancel.c */
 int cli_logs_main(int argc, char **argv);   /* src/cli/cmd_logs.c */
 int cli_nodes_main(int argc, char **argv);  /* src/cli/cmd_nodes.c */
+int cli_pools_main(int argc, char **argv);  /* src/cli/cmd_pools.c */
 int cli_token_main(int argc, char **argv);  /* src/cli/cmd_token.c */
 int cli_sim_main(int argc, char **argv);    /* src/cli/cmd_sim.c */
 

@@ -21,6 +21,7 @@ enum action_type {
     ACTION_SEND_STOP,  /* tell the agent to stop task (job_id, attempt) */
     ACTION_ACK,        /* tell the agent a finished task is recorded */
     ACTION_PREEMPT,    /* job → preempted: its agent checkpoints and stops it, then it requeues */
+    ACTION_IDLE_WARN,  /* job's GPUs have idled half its reclaim window: warn (an event) */
 };
 
 struct action {

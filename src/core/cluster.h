@@ -16,6 +16,7 @@
 #define TIDE_MAX_GPUS_PER_NODE 64
 #define TIDE_NAME_MAX 64
 #define TIDE_REASON_MAX 160
+#define TIDE_MAX_DEPS 32
 
 /* READY and LOST are nodes that joined; the rest belong to elastic pools
  * (autoscaler.h): provisioning -> ready -> draining -> released, or failed. */
@@ -89,6 +90,15 @@ struct job {
     int64_t last_failure_ms;  /* when the last attempt failed (retry backoff); 0: none */
     int preemptions;          /* attempts ended by preemption: they use up no retries */
     bool held;                /* waiting on dependencies: not to be placed */
+    int ndeps;
+    int64_t depends_on[TIDE_MAX_DEPS]; /* jobs that must succeed first */
+    /* Idle reclaim (from its queue): stopped when all its GPUs stay under
+     * idle_util_pct for idle_after_s; 0 disables. */
+    int idle_util_pct;
+    int64_t idle_after_s;
+    int64_t idle_since_ms; /* 0 while busy */
+    bool idle_warned;
+    bool reclaim_requested;
     int effective_priority;   /* priority after aging, set by each pass */
     bool cancel_requested;
     /* Where it runs (starting/running): */

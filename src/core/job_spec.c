@@ -233,6 +233,29 @@ static int check_checkpoint_signal(json_t *v, const char *f, json_t *spec, struc
     return keep_field(spec, f, v, err);
 }
 
+static int check_depends_on(json_t *v, const char *f, json_t *spec, struct job *job,
+                            struct tide_err *err)
+{
+    if (!json_is_array(v))
+        return tide_err_set(err, TIDE_EINVAL, f, "%s: must be an array of job ids", f);
+    if (json_array_size(v) > TIDE_MAX_DEPS)
+        return tide_err_set(err, TIDE_EINVAL, f, "%s: at most %d jobs", f, TIDE_MAX_DEPS);
+    size_t i;
+    json_t *id;
+    job->ndeps = 0;
+    json_array_foreach(v, i, id)
+    {
+        if (!json_is_integer(id) || json_integer_value(id) < 1)
+            return tide_err_set(err, TIDE_EINVAL, f, "%s[%zu]: must be a job id (a positive integer)",
+                                f, i);
+        job->depends_on[job->ndeps++] = json_integer_value(id);
+    }
+    job->held = job->ndeps > 0;
+    return keep_field(spec, f, v, err);
+}
+
+INTEGER_FIELD(check_array, 1, JOB_SPEC_MAX_ARRAY, (void)x)
+
 /* Fields of the contract that this server cannot honour yet: refusing them
  * beats accepting and silently ignoring them. */
 static int check_not_supported(json_t *v, const char *f, json_t *spec, struct job *job,
@@ -268,8 +291,8 @@ static const struct {
     {"retries", check_retries},
     {"preemptible", check_preemptible},
     {"checkpoint_signal", check_checkpoint_signal},
-    {"depends_on", check_not_supported},
-    {"array", check_not_supported},
+    {"depends_on", check_depends_on},
+    {"array", check_array},
 };
 
 static void set_default(json_t *spec, const char *key, json_t *value)

@@ -75,6 +75,8 @@ int queue_admit(const struct queue_set *qs, json_t *given, json_t *spec, struct 
                             job->max_runtime_s == 0 ? " (and requires one)" : "");
     json_object_set_new(spec, "max_runtime", json_integer(job->max_runtime_s));
 
+    job->idle_util_pct = q->idle_util_pct;
+    job->idle_after_s = q->idle_after_s;
     if (!json_object_get(given, "preemptible"))
         job->preemptible = q->preemptible;
     json_object_set_new(spec, "preemptible", json_boolean(job->preemptible));

@@ -28,6 +28,8 @@ struct queue_config {
     int64_t default_runtime_s; /* max_runtime for jobs that give none; 0: none */
     int64_t max_runtime_s;     /* the most a job may ask for; 0: no limit */
     bool preemptible;          /* default for jobs that do not say */
+    int idle_util_pct;         /* idle reclaim: GPUs under this utilisation ... */
+    int64_t idle_after_s;      /* ... for this long are reclaimed; 0: never */
 };
 
 struct queue_set {

@@ -31,6 +31,17 @@ static void record_exit(struct cluster *c, struct job *job, const struct task_re
                            now_ms, out);
         return;
     }
+    if (job->reclaim_requested && !job->cancel_requested) {
+        /* Reclaimed for idling: retrying would only idle again. */
+        struct action a = {.type = ACTION_FINISH, .job_id = job->id, .attempt = job->attempt,
+                           .node_id = job->node_id, .state = JOB_FAILED,
+                           .exit_code = r->exit_code, .signal = r->signal};
+        snprintf(a.reason, sizeof a.reason, "idle reclaim: GPUs under %d%% for %lld s",
+                 job->idle_util_pct, (long long)job->idle_after_s);
+        action_list_push(out, &a);
+        cluster_remove_job(c, job->id);
+        return;
+    }
     if (job->cancel_requested || !strcmp(r->reason, "cancelled"))
         final_state = JOB_CANCELLED;
     else if (!strcmp(r->reason, "max_runtime"))
@@ -57,6 +68,39 @@ static void record_exit(struct cluster *c, struct job *job, const struct task_re
         snprintf(a.reason, sizeof a.reason, "%s", r->reason[0] ? r->reason : "exit 0");
     action_list_push(out, &a);
     cluster_remove_job(c, job->id);
+}
+
+/* Idle reclaim: follows how long all of a running job's GPUs have stayed
+ * under its threshold; warns at half the window, reclaims at the end. */
+static void track_idle(const struct node *node, struct job *job, int64_t now_ms,
+                       struct action_list *out)
+{
+    if (job->idle_after_s <= 0 || job->ngpus_assigned == 0 || job->state != JOB_RUNNING)
+        return;
+    int busiest = 0;
+    for (int i = 0; i < job->ngpus_assigned; i++)
+        for (int g = 0; g < node->ngpus; g++)
+            if (node->gpus[g].index == job->gpu_index[i] && node->gpus[g].utilization_pct > busiest)
+                busiest = node->gpus[g].utilization_pct;
+    if (busiest >= job->idle_util_pct) {
+        job->idle_since_ms = 0;
+        job->idle_warned = false;
+        return;
+    }
+    if (!job->idle_since_ms)
+        job->idle_since_ms = now_ms;
+    int64_t idle_ms = now_ms - job->idle_since_ms;
+    if (!job->idle_warned && idle_ms * 2 >= job->idle_after_s * 1000) {
+        job->idle_warned = true;
+        struct action a = {.type = ACTION_IDLE_WARN, .job_id = job->id, .attempt = job->attempt,
+                           .node_id = job->node_id, .state = job->state, .exit_code = -1};
+        snprintf(a.reason, sizeof a.reason,
+                 "GPUs under %d%% for %lld s: reclaimed after %lld s unless they get busy",
+                 job->idle_util_pct, (long long)(idle_ms / 1000), (long long)job->idle_after_s);
+        action_list_push(out, &a);
+    }
+    if (idle_ms >= job->idle_after_s * 1000)
+        job->reclaim_requested = true;
 }
 
 static bool job_reported(const struct task_report *tasks, size_t n, const struct job *job)
@@ -102,8 +146,11 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
             job->state = JOB_RUNNING;
             failed |= push(out, ACTION_RUNNING, job, 0, 0, node_id, "running");
         }
+        track_idle(node, job, now_ms, out);
         if (job->cancel_requested)
             failed |= push(out, ACTION_SEND_STOP, job, 0, 0, node_id, "cancelled");
+        else if (job->reclaim_requested)
+            failed |= push(out, ACTION_SEND_STOP, job, 0, 0, node_id, "idle reclaim");
         else if (job->state == JOB_PREEMPTED)
             failed |= push(out, ACTION_SEND_STOP, job, 0, 0, node_id, "preempted");
     }

@@ -131,3 +131,39 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
     json_decref(body);
     return 0;
 }
+
+int api_queues_list(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    (void)req;
+    const struct queue_set *qs = &srv->cfg.queues;
+    json_t *queues = json_array();
+    pthread_mutex_lock(&srv->lock);
+    for (int i = 0; i < qs->count; i++) {
+        const struct queue_config *q = &qs->queues[i];
+        int running = 0, gpus = 0, pending = 0;
+        for (size_t j = 0; j < srv->cluster.njobs; j++) {
+            const struct job *job = &srv->cluster.jobs[j];
+            if (strcmp(job->queue, q->name))
+                continue;
+            if (job_state_is_on_node(job->state)) {
+                running++;
+                gpus += job->gpus;
+            } else if (job->state == JOB_PENDING) {
+                pending++;
+            }
+        }
+        json_array_append_new(queues, json_pack(
+            "{s:s, s:b, s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:I, s:I, s:b, s:i, s:I, s:i, s:i, s:i}",
+            "name", q->name, "default", !strcmp(q->name, qs->default_queue),
+            "priority", q->priority_default, "priority_min", q->priority_min,
+            "priority_max", q->priority_max, "max_running_jobs", q->max_running_jobs,
+            "max_running_gpus", q->max_running_gpus, "max_wait_s", (json_int_t)q->max_wait_s,
+            "escalation", q->escalation, "default_runtime_s", (json_int_t)q->default_runtime_s,
+            "max_runtime_s", (json_int_t)q->max_runtime_s, "preemptible", q->preemptible,
+            "idle_util_pct", q->idle_util_pct, "idle_after_s", (json_int_t)q->idle_after_s,
+            "running_jobs", running, "running_gpus", gpus, "pending_jobs", pending));
+    }
+    pthread_mutex_unlock(&srv->lock);
+    reply->json = json_pack("{s:o}", "queues", queues);
+    return 0;
+}

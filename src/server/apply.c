@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "server/server.h"
+#include "store/store_pools.h"
 
 static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
                      struct tide_err *err)
@@ -71,6 +72,8 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         int rc = store_job_update(st, &u, err);
         return rc ? rc : store_event_add(st, now_ms, "job_preempted", a->job_id, a->node_id, a->reason, err);
     }
+    case ACTION_IDLE_WARN:
+        return store_event_add(st, now_ms, "job_idle_warning", a->job_id, a->node_id, a->reason, err);
     case ACTION_NODE_LOST: {
         int rc = store_node_set_state(st, a->node_id, NODE_LOST, err);
         return rc ? rc : store_event_add(st, now_ms, "node_lost", 0, a->node_id, a->reason, err);
@@ -92,6 +95,10 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
     cluster_release(&srv->cluster);
     cluster_init(&srv->cluster);
     int rc = store_nodes_load(srv->store, &srv->cluster, now_ms, err);
+    if (!rc) /* which pool each node belongs to */
+        rc = store_pools_init(srv->store, err);
+    if (!rc)
+        rc = store_pool_nodes_load(srv->store, &srv->cluster, NULL, NULL, err);
     if (!rc)
         rc = store_jobs_load_active(srv->store, &srv->cluster, err);
     return rc;

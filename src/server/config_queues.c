@@ -50,6 +50,12 @@ static int queue_key(struct config_ctx *c, const char *key, const yaml_node_t *v
     } else if (!strcmp(field, "max_runtime_s")) {
         if (!(rc = config_want_int(c, v, key, 0, 366L * 86400, &n)))
             q->max_runtime_s = n;
+    } else if (!strcmp(field, "idle_util_pct")) {
+        if (!(rc = config_want_int(c, v, key, 0, 100, &n)))
+            q->idle_util_pct = (int)n;
+    } else if (!strcmp(field, "idle_after_s")) {
+        if (!(rc = config_want_int(c, v, key, 0, 30L * 86400, &n)))
+            q->idle_after_s = n;
     } else if (!strcmp(field, "preemptible")) {
         const char *s = config_scalar(v);
         if (s && !strcmp(s, "true"))
@@ -62,7 +68,7 @@ static int queue_key(struct config_ctx *c, const char *key, const yaml_node_t *v
         return config_fail(c, v, key,
                            "unknown key (known: name, priority, priority_min, priority_max, "
                            "max_running_jobs, max_running_gpus, max_wait_s, escalation, "
-                           "default_runtime_s, max_runtime_s, preemptible)%s", "");
+                           "default_runtime_s, max_runtime_s, preemptible, idle_util_pct, idle_after_s)%s", "");
     }
     return rc;
 }

@@ -9,6 +9,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "core/deps.h"
 #include "server/server.h"
 
 void sched_loop_kick(struct server *srv)
@@ -30,6 +31,17 @@ static void wait_for_work(struct server *srv)
     srv->sched_wanted = false;
 }
 
+/* Final state of a job that left the cluster, for deps_resolve. */
+static int stored_final_state(int64_t job_id, void *ctx)
+{
+    struct server *srv = ctx;
+    enum job_state state;
+    struct tide_err err;
+    if (store_job_state(srv->store, job_id, &state, NULL, &err) != 0)
+        return -1;
+    return (int)state;
+}
+
 static void *sched_thread(void *arg)
 {
     struct server *srv = arg;
@@ -43,6 +55,7 @@ static void *sched_thread(void *arg)
         int64_t now = clock_now_ms();
         action_list_clear(&actions);
         sched_check_nodes(&srv->sched, &srv->cluster, now, &actions);
+        deps_resolve(&srv->cluster, stored_final_state, srv, &actions);
         int placed = sched_pass(&srv->sched, &srv->cluster, now, &actions);
         if (placed < 0)
             log_error("scheduling pass ran out of memory");

@@ -85,6 +85,9 @@ int store_job_insert(struct store *s, struct job *job, json_t *spec, const char 
 int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err);
 /* Adds every unfinished job to c, GPUs assigned as stored. */
 int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *err);
+/* A job's state and project; TIDE_ENOENT when absent. */
+int store_job_state(struct store *s, int64_t id, enum job_state *state, char project[TIDE_NAME_MAX],
+                    struct tide_err *err);
 /* The job as the API shows it; TIDE_ENOENT when absent. */
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err);
 int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,

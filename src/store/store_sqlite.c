@@ -460,6 +460,28 @@ static json_t *job_row_to_json(sqlite3_stmt *st)
     return j;
 }
 
+int store_job_state(struct store *s, int64_t id, enum job_state *state, char project[TIDE_NAME_MAX],
+                    struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT state, project FROM jobs WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, id);
+    int r = sqlite3_step(st), rc = 0;
+    if (r == SQLITE_ROW) {
+        if (job_state_parse((const char *)sqlite3_column_text(st, 0), state) != 0)
+            rc = tide_err_set(err, TIDE_EIO, NULL, "job %lld has an unknown state", (long long)id);
+        if (project)
+            snprintf(project, TIDE_NAME_MAX, "%s", (const char *)sqlite3_column_text(st, 1));
+    } else if (r == SQLITE_DONE) {
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
+    } else {
+        rc = db_error(s, err, "read job state");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err)
 {
     *out = NULL;

@@ -41,7 +41,7 @@ def test_bad_job_specs_get_400_naming_the_field_and_nothing_is_lost():
             ({"command": ["true"], "workdir": "relative/path"}, "workdir"),
             ({"command": ["true"], "preemptible": "yes"}, "preemptible"),
             ({"command": ["true"], "checkpoint_signal": "SIGNOPE"}, "checkpoint_signal"),
-            ({"command": ["true"], "array": 4}, "array"),
+            ({"command": ["true"], "array": 0}, "array"),
         ]
         for body, field in cases:
             err = expect_error(c, 400, field, body)
@@ -103,7 +103,8 @@ def test_cli_submit_jobs_show_and_yaml_file_work():
         assert c.cli("logs", str(yaml_job["id"]), check=True).stdout == "yaml 10 true\n"
         nodes = c.cli("nodes", check=True).stdout
         assert "node-1" in nodes and "ready" in nodes, nodes
-        for cmd in ("up", "server", "agent", "submit", "jobs", "show", "cancel", "logs", "nodes", "token"):
+        for cmd in ("up", "server", "agent", "submit", "jobs", "show", "cancel", "logs", "nodes", "token",
+                    "queues"):
             h = c.cli(cmd, "--help")
             assert h.returncode == 0 and "usage" in h.stdout.lower(), (cmd, h.stdout, h.stderr)
 

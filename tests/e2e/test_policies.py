@@ -25,6 +25,9 @@ queues:
   - name: slow
     max_wait_s: 1
     escalation: 100
+  - name: notebooks
+    idle_util_pct: 10
+    idle_after_s: 2
 """
 
 # A job that counts to 8, one step a second, saving its progress in
@@ -47,6 +50,13 @@ def test_unknown_queue_and_out_of_range_priority_are_refused():
         assert status == 400 and out["error"]["field"] == "priority", out
         j = c.submit(command=["true"], queue="spare")
         assert j["priority"] == -50 and j["spec"]["preemptible"] is True, j
+        table = c.cli("queues", check=True).stdout
+        rows = {line.split()[0]: line for line in table.splitlines()[1:]}
+        assert set(rows) == {"default", "capped", "urgent", "spare", "slow", "notebooks"}, table
+        assert "0/1" in rows["capped"] and "100..200" in rows["urgent"], table
+        assert "<10% for 2s" in rows["notebooks"], table
+        listed = c.api("GET", "/v1/queues")["queues"]
+        assert [q["pending_jobs"] for q in listed if q["name"] == "spare"] == [1], listed
 
 
 def test_builtin_queues_exist_without_a_config():
@@ -145,6 +155,50 @@ def test_backfill_reserves_gpus_for_the_blocked_job():
         c.api("DELETE", f"/v1/jobs/{long['id']}")
 
 
+def test_dependencies_run_in_order_and_a_failed_one_fails_its_dependents():
+    with Cluster(agents=1) as c:
+        out = os.path.join(c.dir, "order")
+        first = c.submit(command=["sh", "-c", f"sleep 1; echo first >> {out}"], gpus=1)
+        second = c.submit(command=["sh", "-c", f"echo second >> {out}"], gpus=1, depends_on=[first["id"]])
+        bad = c.submit(command=["sh", "-c", "exit 4"], gpus=1)
+        orphan = c.submit(command=["true"], gpus=1, depends_on=[bad["id"], first["id"]])
+        assert c.job(second["id"])["state"] == "pending"
+        final = c.wait_final([first["id"], second["id"], bad["id"], orphan["id"]], 30)
+        assert final[second["id"]]["state"] == "succeeded", final
+        assert open(out).read().split() == ["first", "second"]
+        assert final[orphan["id"]]["state"] == "failed", final
+        assert final[orphan["id"]]["reason"] == f"dependency {bad['id']} failed", final
+        status, err = c.request("POST", "/v1/jobs", {"command": ["true"], "depends_on": [99999]})
+        assert status == 400 and err["error"]["field"] == "depends_on", err
+
+
+def test_array_job_runs_each_index():
+    with Cluster(agents=2) as c:
+        out = c.api("POST", "/v1/jobs", {"name": "sweep", "command": ["sh", "-c", "echo index=$TIDE_ARRAY_INDEX"],
+                                         "gpus": 1, "array": 5}, expect=201)
+        jobs = out["jobs"]
+        assert [j["name"] for j in jobs] == [f"sweep[{i}]" for i in range(5)], jobs
+        final = c.wait_final([j["id"] for j in jobs], 30)
+        for i, j in enumerate(jobs):
+            assert final[j["id"]]["state"] == "succeeded"
+            assert c.logs(j["id"]).strip() == f"index={i}"
+
+
+def test_idle_job_is_warned_then_reclaimed_and_a_busy_one_is_not():
+    with Cluster(agents=1, config=QUEUES) as c:
+        idle = c.submit(command=["sleep", "60"], gpus=1, queue="notebooks")
+        busy = c.submit(command=["sh", "-c", 'echo "util=60 mem=1000" > "$TIDE_FAKE_GPU_FILE"; sleep 5; echo done'],
+                        gpus=1, queue="notebooks")
+        final = c.wait_final([idle["id"], busy["id"]], 40)
+        assert final[idle["id"]]["state"] == "failed", final
+        assert final[idle["id"]]["reason"].startswith("idle reclaim"), final
+        assert final[busy["id"]]["state"] == "succeeded", final
+        kinds = [e["kind"] for e in c.api("GET", f"/v1/events?job={idle['id']}")["events"]]
+        assert kinds.index("job_idle_warning") < kinds.index("job_failed"), kinds
+        assert "job_idle_warning" not in [e["kind"] for e in c.api("GET", f"/v1/events?job={busy['id']}")["events"]]
+        assert 'tide_job_failures_total{reason="idle_reclaim"} 1' in c.api("GET", "/metrics")
+
+
 if __name__ == "__main__":
     run_tests([
         test_unknown_queue_and_out_of_range_priority_are_refused,
@@ -155,4 +209,7 @@ if __name__ == "__main__":
         test_non_preemptible_work_is_never_preempted,
         test_failed_attempt_is_retried_after_a_backoff,
         test_backfill_reserves_gpus_for_the_blocked_job,
+        test_dependencies_run_in_order_and_a_failed_one_fails_its_dependents,
+        test_array_job_runs_each_index,
+        test_idle_job_is_warned_then_reclaimed_and_a_busy_one_is_not,
     ])

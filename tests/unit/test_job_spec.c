@@ -360,8 +360,23 @@ static void test_fields_not_supported_yet_are_refused_with_the_reason(void **sta
     (void)state;
     assert_refused("{\"mig\": \"1g.18gb\", " CMD "}", "mig", "not supported by this server yet");
     assert_refused("{\"image\": \"pytorch:2\", " CMD "}", "image", "not supported");
-    assert_refused("{\"depends_on\": [3, 4], " CMD "}", "depends_on", "not supported");
-    assert_refused("{\"array\": 10, " CMD "}", "array", "not supported");
+}
+
+static void test_dependencies_hold_the_job_and_bad_ids_are_refused(void **state)
+{
+    (void)state;
+    json_t *spec = NULL;
+    struct job job;
+    const char *body = "{\"depends_on\": [3, 4], " CMD "}";
+    assert_int_equal(job_spec_parse(body, strlen(body), &spec, &job, NULL), 0);
+    assert_true(job.held);
+    assert_int_equal(job.ndeps, 2);
+    assert_int_equal(job.depends_on[1], 4);
+    json_decref(spec);
+    assert_refused("{\"depends_on\": [0], " CMD "}", "depends_on", "depends_on[0]: must be a job id");
+    assert_refused("{\"depends_on\": 3, " CMD "}", "depends_on", "must be an array");
+    assert_refused("{\"array\": 0, " CMD "}", "array", "between 1 and 1000");
+    assert_refused("{\"array\": 5000, " CMD "}", "array", "between 1 and 1000");
 }
 
 static void test_refused_spec_without_err_leaves_spec_out_null(void **state)
@@ -408,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_checkpoint_signal_accepts_names_with_or_without_sig_and_numbers),
         cmocka_unit_test(test_checkpoint_signal_refuses_what_is_not_a_signal),
         cmocka_unit_test(test_fields_not_supported_yet_are_refused_with_the_reason),
+        cmocka_unit_test(test_dependencies_hold_the_job_and_bad_ids_are_refused),
         cmocka_unit_test(test_refused_spec_without_err_leaves_spec_out_null),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
