@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/placement_index.h"
+
 #include "core/core_banned.h"
 
 const char *node_state_name(enum node_state s)
@@ -77,6 +79,8 @@ struct node *cluster_put_node(struct cluster *c, const struct node *node)
     struct node *existing = cluster_find_node(c, node->id);
     if (existing) {
         *existing = *node;
+        if (c->index)
+            placement_index_refresh(c->index, c, existing);
         return existing;
     }
     if (grow((void **)&c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof *c->nodes) != 0)
@@ -117,7 +121,6 @@ void cluster_remove_job(struct cluster *c, int64_t id)
 void cluster_assign(struct cluster *c, struct job *job, struct node *node, const int *gpu_index,
                     int ngpus)
 {
-    (void)c;
     job->node_id = node->id;
     job->ngpus_assigned = ngpus;
     for (int i = 0; i < ngpus; i++) {
@@ -128,6 +131,10 @@ void cluster_assign(struct cluster *c, struct job *job, struct node *node, const
     }
     node->cpus_allocated += job->cpus;
     node->memory_allocated_mib += job->memory_mib;
+    if (job->id > 0) /* not a backfill reservation's placeholder */
+        c->last_assigned_node_id = node->id;
+    if (c->index)
+        placement_index_refresh(c->index, c, node);
 }
 
 void cluster_unassign(struct cluster *c, struct job *job)
@@ -145,6 +152,8 @@ void cluster_unassign(struct cluster *c, struct job *job)
             node->cpus_allocated = 0;
         if (node->memory_allocated_mib < 0)
             node->memory_allocated_mib = 0;
+        if (c->index)
+            placement_index_refresh(c->index, c, node);
     }
     job->node_id = 0;
     job->ngpus_assigned = 0;
@@ -167,4 +176,33 @@ int cluster_gpus_total(const struct cluster *c)
         if (c->nodes[i].state == NODE_READY)
             n += c->nodes[i].ngpus;
     return n;
+}
+
+int cluster_fragmented_gpus(const struct cluster *c, int smallest_waiting_gpus)
+{
+    if (smallest_waiting_gpus <= 0)
+        return 0;
+    int n = 0;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const struct node *node = &c->nodes[i];
+        if (node->state != NODE_READY)
+            continue;
+        int free = 0;
+        for (int g = 0; g < node->ngpus; g++)
+            free += node->gpus[g].job_id == 0;
+        if (free < smallest_waiting_gpus)
+            n += free;
+    }
+    return n;
+}
+
+int cluster_smallest_waiting_gpus(const struct cluster *c)
+{
+    int smallest = 0;
+    for (size_t i = 0; i < c->njobs; i++) {
+        const struct job *job = &c->jobs[i];
+        if (job->state == JOB_PENDING && job->gpus > 0 && (!smallest || job->gpus < smallest))
+            smallest = job->gpus;
+    }
+    return smallest;
 }

@@ -1,13 +1,17 @@
-/* Shared placement helpers and the table of strategies. */
+/* Shared placement helpers, the first-fit walk and the table of strategies. */
 #include "core/placement.h"
 
 #include <fnmatch.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "core/placement_index.h"
+
 #include "core/core_banned.h"
 
-static const struct placement_ops *const strategies[] = {&placement_loadaware};
+static const struct placement_ops *const strategies[] = {
+    &placement_binpack, &placement_spread, &placement_roundrobin, &placement_loadaware};
 
 const struct placement_ops *placement_by_name(const char *name)
 {
@@ -15,6 +19,11 @@ const struct placement_ops *placement_by_name(const char *name)
         if (!strcmp(strategies[i]->name, name))
             return strategies[i];
     return NULL;
+}
+
+const char *placement_names(void)
+{
+    return "binpack, spread, roundrobin, loadaware";
 }
 
 void placement_config_defaults(struct placement_config *cfg)
@@ -36,4 +45,187 @@ bool placement_gpu_matches(const struct gpu *g, const struct job *job)
     if (!strncasecmp(name, "NVIDIA ", 7) && fnmatch(job->gpu_model, name + 7, FNM_CASEFOLD) == 0)
         return true;
     return false;
+}
+
+bool placement_gpu_overloaded(const struct placement_config *cfg, const struct gpu *g)
+{
+    if (g->utilization_pct > cfg->max_gpu_utilization_pct)
+        return true;
+    if (g->memory_total_mib > 0 &&
+        g->memory_used_mib * 100 > (int64_t)cfg->max_gpu_memory_used_pct * g->memory_total_mib)
+        return true;
+    return false;
+}
+
+static int gpu_load_key(const struct gpu *g)
+{
+    /* Utilisation first, memory share as a tie-break; both 0..100. */
+    int mem_pct = g->memory_total_mib > 0 ? (int)(g->memory_used_mib * 100 / g->memory_total_mib) : 0;
+    return g->utilization_pct * 128 + mem_pct;
+}
+
+static bool host_fits_ever(const struct node *node, const struct job *job)
+{
+    return (node->cpus <= 0 || job->cpus <= node->cpus) &&
+           (node->memory_mib <= 0 || job->memory_mib <= node->memory_mib);
+}
+
+static bool host_fits_now(const struct node *node, const struct job *job)
+{
+    return (node->cpus <= 0 || job->cpus <= node->cpus - node->cpus_allocated) &&
+           (node->memory_mib <= 0 || job->memory_mib <= node->memory_mib - node->memory_allocated_mib);
+}
+
+bool placement_try_node(const struct placement_config *cfg, struct node *node,
+                        const struct job *job, struct placement_choice *choice, long *load)
+{
+    if (node->state != NODE_READY || !host_fits_now(node, job))
+        return false;
+    /* One pass collects the eligible GPUs (free, matching, not overloaded). */
+    int keys[TIDE_MAX_GPUS_PER_NODE], index[TIDE_MAX_GPUS_PER_NODE];
+    int n = 0;
+    for (int g = 0; g < node->ngpus; g++) {
+        const struct gpu *gpu = &node->gpus[g];
+        if (gpu->job_id || !placement_gpu_matches(gpu, job) || placement_gpu_overloaded(cfg, gpu))
+            continue;
+        keys[n] = gpu_load_key(gpu);
+        index[n] = gpu->index;
+        n++;
+    }
+    if (n < job->gpus)
+        return false;
+    long sum = 0;
+    for (int i = 0; i < job->gpus; i++) {
+        int min = i;
+        for (int j = i + 1; j < n; j++)
+            if (keys[j] < keys[min])
+                min = j;
+        /* Shift rather than swap, so equal loads keep their order. */
+        int k = keys[min], x = index[min];
+        memmove(&keys[i + 1], &keys[i], (size_t)(min - i) * sizeof keys[0]);
+        memmove(&index[i + 1], &index[i], (size_t)(min - i) * sizeof index[0]);
+        keys[i] = k, index[i] = x;
+        sum += k;
+    }
+    choice->node = node;
+    choice->ngpus = job->gpus;
+    memcpy(choice->gpu_index, index, sizeof(int) * (size_t)job->gpus);
+    if (load)
+        *load = sum;
+    return true;
+}
+
+enum placement_result placement_explain(const struct placement_config *cfg,
+                                        const struct cluster *c, const struct job *job,
+                                        char *why)
+{
+    bool ever = false;
+    int most_free = 0, most_free_busy = 0;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const struct node *node = &c->nodes[i];
+        if (node->state != NODE_READY || !host_fits_ever(node, job))
+            continue;
+        int matching = 0, free = 0, eligible = 0;
+        for (int g = 0; g < node->ngpus; g++) {
+            const struct gpu *gpu = &node->gpus[g];
+            if (!placement_gpu_matches(gpu, job))
+                continue;
+            matching++;
+            if (gpu->job_id)
+                continue;
+            free++;
+            eligible += !placement_gpu_overloaded(cfg, gpu);
+        }
+        if (matching < job->gpus)
+            continue;
+        ever = true;
+        if (free > most_free) {
+            most_free = free;
+            most_free_busy = free - eligible;
+        }
+    }
+    if (!ever) {
+        snprintf(why, TIDE_REASON_MAX, "no ready node has %d GPU%s%s%.60s%s and the CPUs/memory asked for",
+                 job->gpus, job->gpus == 1 ? "" : "s", job->gpu_model[0] ? " matching " : "",
+                 job->gpu_model, job->gpu_memory_mib ? " of enough memory" : "");
+        return PLACEMENT_NEVER;
+    }
+    if (most_free >= job->gpus && most_free_busy > 0)
+        snprintf(why, TIDE_REASON_MAX, "free GPUs are over the load thresholds (memory %d%%, utilisation %d%%)",
+                 cfg->max_gpu_memory_used_pct, cfg->max_gpu_utilization_pct);
+    else if (most_free >= job->gpus)
+        snprintf(why, TIDE_REASON_MAX, "waiting for free CPUs or memory on a node with %d free GPUs",
+                 job->gpus);
+    else
+        snprintf(why, TIDE_REASON_MAX, "waiting for %d free GPU%s on one node (most free now: %d)",
+                 job->gpus, job->gpus == 1 ? "" : "s", most_free);
+    return PLACEMENT_NOT_NOW;
+}
+
+static int cmp_id(int64_t a, int64_t b)
+{
+    return (a > b) - (a < b);
+}
+
+int placement_order_by_id(const struct node *a, const struct node *b)
+{
+    return cmp_id(a->id, b->id);
+}
+
+/* Among nodes with equally many free GPUs, more GPUs means more of them held. */
+int placement_order_busiest_first(const struct node *a, const struct node *b)
+{
+    if (a->ngpus != b->ngpus)
+        return a->ngpus > b->ngpus ? -1 : 1;
+    return cmp_id(a->id, b->id);
+}
+
+int placement_order_emptiest_first(const struct node *a, const struct node *b)
+{
+    if (a->ngpus != b->ngpus)
+        return a->ngpus < b->ngpus ? -1 : 1;
+    return cmp_id(a->id, b->id);
+}
+
+enum placement_result placement_first_fit(const struct placement_config *cfg, struct cluster *c,
+                                          const struct job *job, struct placement_choice *choice,
+                                          char *why, bool most_free_first,
+                                          int (*node_order)(const struct node *,
+                                                            const struct node *))
+{
+    const struct placement_index *idx = placement_index_for(c, node_order);
+    if (idx) {
+        /* Buckets in preference order, nodes in rank order: the first that
+         * can take the job is the best. */
+        int lo = job->gpus > 0 ? job->gpus : 0, hi = idx->max_free;
+        for (int k = 0; k <= hi - lo; k++) {
+            int f = most_free_first ? hi - k : lo + k;
+            if (!idx->count[f])
+                continue;
+            for (long r = placement_index_next(idx, f, true, 0); r >= 0;
+                 r = placement_index_next(idx, f, true, (size_t)r + 1))
+                if (placement_try_node(cfg, &c->nodes[idx->order[r]], job, choice, NULL))
+                    return PLACEMENT_FOUND;
+        }
+        return placement_explain(cfg, c, job, why);
+    }
+    struct node *best = NULL;
+    int best_free = 0;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        struct node *node = &c->nodes[i];
+        if (node->state != NODE_READY)
+            continue;
+        int f = placement_node_free_gpus(node);
+        if (best) {
+            bool better = most_free_first ? f > best_free : f < best_free;
+            if (!better && (f != best_free || node_order(node, best) >= 0))
+                continue;
+        }
+        /* Only a better node gets tried, so choice ends with the best. */
+        if (placement_try_node(cfg, node, job, choice, NULL)) {
+            best = node;
+            best_free = f;
+        }
+    }
+    return best ? PLACEMENT_FOUND : placement_explain(cfg, c, job, why);
 }

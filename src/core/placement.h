@@ -1,7 +1,14 @@
 /*
  * Placement: given one job and the cluster, choose a node and its GPUs.
  * A strategy is a struct of function pointers so a new one is a new file
- * (placement_loadaware.c is v1). Placement never changes the cluster.
+ * (placement_binpack.c, placement_spread.c, placement_roundrobin.c,
+ * placement_loadaware.c). Placement never changes the cluster.
+ *
+ * Every strategy skips GPUs whose telemetry is over the load thresholds
+ * (telemetry is real: a GPU at 95 % is busy whoever holds it) and, within a
+ * node, takes the least-loaded eligible GPUs (ties by position). Strategies
+ * differ in which node they choose; loadaware also ranks nodes by load.
+ * "Free" GPUs are those no tide task holds.
  */
 #ifndef TIDE_PLACEMENT_H
 #define TIDE_PLACEMENT_H
@@ -32,17 +39,66 @@ struct placement_ops {
     enum placement_result (*choose)(const struct placement_config *cfg, struct cluster *c,
                                     const struct job *job, struct placement_choice *choice,
                                     char *why);
+    /* How the scheduler ranks nodes in the placement index it builds for
+     * this strategy (placement_index.h); NULL: cluster order. */
+    int (*node_order)(const struct node *a, const struct node *b);
 };
 
+/* Fewest free GPUs left on the node, then the node with most GPUs held,
+ * then lowest node id: fills busy nodes so idle ones can be released
+ * (default). */
+extern const struct placement_ops placement_binpack;
+/* Most free GPUs first, then fewest GPUs held, then lowest node id. */
+extern const struct placement_ops placement_spread;
+/* The first node by id after the one cluster_assign last used, wrapping. */
+extern const struct placement_ops placement_roundrobin;
+/* Least-loaded GPUs (telemetry), then fewest free GPUs left, then cluster
+ * order. */
 extern const struct placement_ops placement_loadaware;
 
 /* The strategy called name, or NULL. */
 const struct placement_ops *placement_by_name(const char *name);
+
+/* The names of all strategies, comma-separated, for error messages. */
+const char *placement_names(void);
 
 void placement_config_defaults(struct placement_config *cfg);
 
 /* True when GPU g of a node can take this job's per-GPU constraints
  * (model glob and memory), ignoring whether it is free. */
 bool placement_gpu_matches(const struct gpu *g, const struct job *job);
+
+/* For strategies. */
+
+/* True when telemetry puts g over cfg's memory or utilisation threshold. */
+bool placement_gpu_overloaded(const struct placement_config *cfg, const struct gpu *g);
+
+/* If node can take job now (ready, CPUs and memory free, enough free
+ * eligible GPUs), fills choice with node and its least-loaded eligible GPUs
+ * and returns true; otherwise leaves choice alone. Its summed GPU load key
+ * goes to *load when load is not NULL. */
+bool placement_try_node(const struct placement_config *cfg, struct node *node,
+                        const struct job *job, struct placement_choice *choice, long *load);
+
+/* After a strategy found no node: PLACEMENT_NEVER when no ready node could
+ * ever hold job, else PLACEMENT_NOT_NOW, with the reason in why. Scans
+ * every node. */
+enum placement_result placement_explain(const struct placement_config *cfg,
+                                        const struct cluster *c, const struct job *job,
+                                        char *why);
+
+/* The node order for binpack, spread and roundrobin. */
+int placement_order_busiest_first(const struct node *a, const struct node *b);
+int placement_order_emptiest_first(const struct node *a, const struct node *b);
+int placement_order_by_id(const struct node *a, const struct node *b);
+
+/* The node with the fewest (binpack) or most (spread) free GPUs that can
+ * take job now, ties by node_order; then placement_explain. Uses the
+ * cluster's index when it matches node_order. */
+enum placement_result placement_first_fit(const struct placement_config *cfg, struct cluster *c,
+                                          const struct job *job, struct placement_choice *choice,
+                                          char *why, bool most_free_first,
+                                          int (*node_order)(const struct node *,
+                                                            const struct node *));
 
 #endif

@@ -1,0 +1,181 @@
+/*
+ * Bitmaps of ready nodes by free GPU count (see placement_index.h). Memory
+ * is reused from pass to pass, so a pass allocates only when the cluster
+ * grew; refreshing a node is O(its GPUs).
+ */
+#include "core/placement_index.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tide_err.h"
+
+#include "core/core_banned.h"
+
+void placement_index_init(struct placement_index *idx)
+{
+    memset(idx, 0, sizeof *idx);
+}
+
+void placement_index_release(struct placement_index *idx)
+{
+    if (!idx)
+        return;
+    free(idx->order);
+    free(idx->rank);
+    free(idx->free);
+    free(idx->at_least);
+    memset(idx, 0, sizeof *idx);
+}
+
+int placement_node_free_gpus(const struct node *node)
+{
+    int n = 0;
+    for (int g = 0; g < node->ngpus; g++)
+        n += node->gpus[g].job_id == 0;
+    return n;
+}
+
+static uint64_t *bitmap(const struct placement_index *idx, int f)
+{
+    return idx->at_least + (size_t)f * idx->words;
+}
+
+static void set_free(struct placement_index *idx, size_t pos, int now)
+{
+    int was = idx->free[pos];
+    if (was == now)
+        return;
+    size_t r = idx->rank[pos], w = r / 64;
+    uint64_t bit = (uint64_t)1 << (r % 64);
+    if (was != PLACEMENT_INDEX_NONE) {
+        for (int f = 0; f <= was; f++)
+            bitmap(idx, f)[w] &= ~bit;
+        idx->count[was]--;
+    }
+    if (now != PLACEMENT_INDEX_NONE) {
+        for (int f = 0; f <= now; f++)
+            bitmap(idx, f)[w] |= bit;
+        idx->count[now]++;
+        if (now > idx->max_free)
+            idx->max_free = now;
+    }
+    idx->free[pos] = (uint8_t)now;
+}
+
+static int node_free_or_none(const struct node *node)
+{
+    return node->state == NODE_READY ? placement_node_free_gpus(node) : PLACEMENT_INDEX_NONE;
+}
+
+struct rank_ctx {
+    const struct node *nodes;
+    placement_node_order_fn order;
+};
+
+static int by_rank(const void *a, const void *b, void *ctx)
+{
+    const struct rank_ctx *rc = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int d = rc->order(&rc->nodes[x], &rc->nodes[y]);
+    if (d)
+        return d;
+    return (x > y) - (x < y);
+}
+
+static int grow_arrays(struct placement_index *idx, size_t n)
+{
+    if (n <= idx->cap && idx->at_least)
+        return 0;
+    size_t cap = idx->cap ? idx->cap : 64;
+    while (cap < n)
+        cap *= 2;
+    size_t words = (cap + 63) / 64;
+    uint32_t *order = realloc(idx->order, cap * sizeof *order);
+    if (order)
+        idx->order = order;
+    uint32_t *rank = realloc(idx->rank, cap * sizeof *rank);
+    if (rank)
+        idx->rank = rank;
+    uint8_t *fr = realloc(idx->free, cap * sizeof *fr);
+    if (fr)
+        idx->free = fr;
+    uint64_t *bits = realloc(idx->at_least, PLACEMENT_INDEX_BUCKETS * words * sizeof *bits);
+    if (bits)
+        idx->at_least = bits;
+    if (!order || !rank || !fr || !bits)
+        return TIDE_ENOMEM;
+    idx->cap = cap;
+    idx->words = words;
+    return 0;
+}
+
+int placement_index_build(struct placement_index *idx, const struct cluster *c,
+                          placement_node_order_fn node_order)
+{
+    idx->nodes = NULL;
+    idx->nnodes = 0;
+    if (c->nnodes > UINT32_MAX || grow_arrays(idx, c->nnodes) != 0)
+        return TIDE_ENOMEM;
+    idx->node_order = node_order;
+    for (size_t i = 0; i < c->nnodes; i++)
+        idx->order[i] = (uint32_t)i;
+    if (node_order) {
+        struct rank_ctx rc = {c->nodes, node_order};
+        bool sorted = true;
+        for (size_t i = 1; i < c->nnodes && sorted; i++)
+            sorted = by_rank(&idx->order[i - 1], &idx->order[i], &rc) < 0;
+        if (!sorted)
+            qsort_r(idx->order, c->nnodes, sizeof *idx->order, by_rank, &rc);
+    }
+    for (size_t r = 0; r < c->nnodes; r++)
+        idx->rank[idx->order[r]] = (uint32_t)r;
+    memset(idx->at_least, 0, PLACEMENT_INDEX_BUCKETS * idx->words * sizeof *idx->at_least);
+    memset(idx->count, 0, sizeof idx->count);
+    memset(idx->free, PLACEMENT_INDEX_NONE, c->nnodes);
+    idx->max_free = 0;
+    for (size_t i = 0; i < c->nnodes; i++)
+        set_free(idx, i, node_free_or_none(&c->nodes[i]));
+    idx->nodes = c->nodes;
+    idx->nnodes = c->nnodes;
+    return 0;
+}
+
+static bool covers(const struct placement_index *idx, const struct cluster *c)
+{
+    return idx->nodes && idx->nodes == c->nodes && idx->nnodes == c->nnodes;
+}
+
+void placement_index_refresh(struct placement_index *idx, const struct cluster *c,
+                             const struct node *node)
+{
+    if (!covers(idx, c) || node < c->nodes || node >= c->nodes + c->nnodes)
+        return;
+    set_free(idx, (size_t)(node - c->nodes), node_free_or_none(node));
+}
+
+const struct placement_index *placement_index_for(const struct cluster *c,
+                                                  placement_node_order_fn node_order)
+{
+    const struct placement_index *idx = c->index;
+    if (!idx || !covers(idx, c) || idx->node_order != node_order)
+        return NULL;
+    return idx;
+}
+
+long placement_index_next(const struct placement_index *idx, int f, bool exact, size_t from)
+{
+    if (f < 0 || f > TIDE_MAX_GPUS_PER_NODE || from >= idx->nnodes)
+        return -1;
+    const uint64_t *at = bitmap(idx, f), *above = bitmap(idx, f + 1);
+    uint64_t mask = ~(uint64_t)0 << (from % 64);
+    size_t words = (idx->nnodes + 63) / 64;
+    for (size_t w = from / 64; w < words; w++, mask = ~(uint64_t)0) {
+        uint64_t bits = at[w] & mask;
+        if (exact)
+            bits &= ~above[w];
+        if (bits)
+            return (long)(w * 64 + (size_t)__builtin_ctzll(bits));
+    }
+    return -1;
+}

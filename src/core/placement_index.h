@@ -1,0 +1,67 @@
+/*
+ * The placement index: ready nodes bucketed by how many GPUs no tide task
+ * holds, so a strategy finds "a node with at least g free GPUs" or "the
+ * first node with exactly f free" by scanning bitmaps instead of every node.
+ * The scheduler builds one at the start of a pass (O(nodes)) and attaches it
+ * to the cluster (cluster.index); cluster_assign, cluster_unassign and
+ * cluster_put_node keep it current while attached. Outside a pass no index
+ * is attached and strategies scan the nodes: same answers, slower.
+ */
+#ifndef TIDE_PLACEMENT_INDEX_H
+#define TIDE_PLACEMENT_INDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/cluster.h"
+
+/* Orders nodes that are otherwise equally good (<0: a first); NULL means
+ * cluster order (the order nodes were added). */
+typedef int (*placement_node_order_fn)(const struct node *a, const struct node *b);
+
+#define PLACEMENT_INDEX_BUCKETS (TIDE_MAX_GPUS_PER_NODE + 2)
+#define PLACEMENT_INDEX_NONE 0xff /* free[pos] of a node that is not ready */
+
+struct placement_index {
+    placement_node_order_fn node_order;
+    const struct node *nodes; /* the cluster's array it was built over ... */
+    size_t nnodes;            /* ... and its length; a mismatch means stale */
+    size_t cap, words;        /* nodes allocated for; 64-bit words per bitmap */
+    uint32_t *order;          /* rank -> position in cluster.nodes */
+    uint32_t *rank;           /* position -> rank */
+    uint8_t *free;            /* position -> free GPUs as indexed, or NONE */
+    /* Bitmap f (words each) has bit r set when the node of rank r is ready
+     * with at least f free GPUs; bitmap TIDE_MAX_GPUS_PER_NODE + 1 is empty. */
+    uint64_t *at_least;
+    size_t count[PLACEMENT_INDEX_BUCKETS]; /* ready nodes with exactly f free */
+    int max_free;                          /* no ready node has more free GPUs */
+};
+
+void placement_index_init(struct placement_index *idx);
+void placement_index_release(struct placement_index *idx);
+
+/* (Re)builds idx over c's nodes, ranked by node_order (ties by position).
+ * Reuses idx's memory; returns 0 or TIDE_ENOMEM (idx is then empty and
+ * placement_index_for never returns it). */
+int placement_index_build(struct placement_index *idx, const struct cluster *c,
+                          placement_node_order_fn node_order);
+
+/* Re-reads one node (state and free GPUs) after it changed. A node that
+ * the index does not cover (added after the build) is ignored. */
+void placement_index_refresh(struct placement_index *idx, const struct cluster *c,
+                             const struct node *node);
+
+/* c's attached index when it is current and ranked by node_order; NULL
+ * when the strategy must scan. */
+const struct placement_index *placement_index_for(const struct cluster *c,
+                                                  placement_node_order_fn node_order);
+
+/* The first rank >= from whose node has exactly (exact) or at least f free
+ * GPUs, or -1. */
+long placement_index_next(const struct placement_index *idx, int f, bool exact, size_t from);
+
+/* GPUs of node that no tide task holds. */
+int placement_node_free_gpus(const struct node *node);
+
+#endif

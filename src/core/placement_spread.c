@@ -1,0 +1,21 @@
+/*
+ * Spreading placement: the node with the most free GPUs, then the one with
+ * fewest GPUs held, then the lowest id. Jobs land apart, which evens out
+ * heat and noisy neighbours at the cost of fragmenting nodes.
+ */
+#include "core/placement.h"
+
+#include "core/core_banned.h"
+
+static enum placement_result spread_choose(const struct placement_config *cfg, struct cluster *c,
+                                           const struct job *job, struct placement_choice *choice,
+                                           char *why)
+{
+    return placement_first_fit(cfg, c, job, choice, why, true, placement_order_emptiest_first);
+}
+
+const struct placement_ops placement_spread = {
+    .name = "spread",
+    .choose = spread_choose,
+    .node_order = placement_order_emptiest_first,
+};
