@@ -68,8 +68,12 @@ static int scheduler_key(struct config_ctx *c, const char *key, const yaml_node_
     if (!strcmp(key, "scheduler.placement")) {
         const char *s = config_scalar(v);
         const struct placement_ops *p = s ? placement_by_name(s) : NULL;
-        if (!p)
-            return config_fail(c, v, key, "unknown placement '%s' (known: loadaware)", s ? s : "?");
+        if (!p) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "unknown placement '%.60s' (known: %s)", s ? s : "?",
+                     placement_names());
+            return config_fail(c, v, key, "%s", msg);
+        }
         c->sc->placement = p;
         rc = 0;
     } else if (!strcmp(key, "scheduler.policy")) {

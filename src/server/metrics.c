@@ -41,6 +41,9 @@ int api_metrics(struct server *srv, struct api_request *req, struct api_reply *r
     fprintf(out, "# HELP tide_gpus_allocated GPUs held by tide tasks on ready nodes.\n"
                  "# TYPE tide_gpus_allocated gauge\ntide_gpus_allocated %d\n",
             cluster_gpus_allocated(&srv->cluster));
+    fprintf(out, "# HELP tide_gpus_fragmented Free GPUs on ready nodes too few for the smallest "
+                 "waiting job.\n# TYPE tide_gpus_fragmented gauge\ntide_gpus_fragmented %d\n",
+            cluster_fragmented_gpus(&srv->cluster, cluster_smallest_waiting_gpus(&srv->cluster)));
 
     static const struct {
         const char *name, *help;

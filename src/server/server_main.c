@@ -37,7 +37,7 @@ static void usage(FILE *out)
             "  --node-timeout-ms N      declare a node lost after N ms without heartbeat (default 30000)\n"
             "  --heartbeat-ms N         heartbeat interval told to agents (default 1000)\n"
             "  --kill-grace-s N         SIGTERM→SIGKILL grace for stopped tasks (default 10)\n"
-            "  --placement NAME         placement strategy (default loadaware)\n"
+            "  --placement NAME         placement strategy (default binpack)\n"
             "  --max-gpu-mem-pct N      skip GPUs with more memory in use (default 80)\n"
             "  --max-gpu-util-pct N     skip GPUs busier than this (default 90)\n"
             "  --help                   this text\n\n"
@@ -117,8 +117,8 @@ static int parse_args(int argc, char **argv, struct server_config *cfg, struct s
         case 'p':
             sc->placement = placement_by_name(optarg);
             if (!sc->placement) {
-                fprintf(stderr, "tide server: --placement: unknown strategy '%s' (known: loadaware)\n",
-                        optarg);
+                fprintf(stderr, "tide server: --placement: unknown strategy '%s' (known: %s)\n",
+                        optarg, placement_names());
                 return 2;
             }
             break;
