@@ -1,7 +1,12 @@
 /*
  * Scheduler benchmark: one full pass of the real core over a synthetic
- * cluster (N nodes of 8 GPUs, J pending jobs of mixed shapes), reporting the
- * pass time and placements per second. It reports; it does not judge.
+ * cluster (N nodes of 8 GPUs, J pending jobs of mixed shapes) for each
+ * placement strategy, reporting the pass time, placements per second and
+ * the GPUs left fragmented. It reports; it does not judge. By default the
+ * pass orders and places only; --full also runs backfill and preemption as
+ * sched_config_defaults has them (their cost is theirs, not placement's).
+ *
+ *   bench_sched [--quick] [--full] [--json FILE] [--only STRATEGY]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +22,7 @@ static double seconds_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void build_cluster(struct cluster *c, int nodes, int jobs, unsigned seed)
+static int build_cluster(struct cluster *c, int nodes, int jobs, unsigned seed)
 {
     cluster_init(c);
     for (int n = 0; n < nodes; n++) {
@@ -33,7 +38,8 @@ static void build_cluster(struct cluster *c, int nodes, int jobs, unsigned seed)
             node.gpus[g].memory_total_mib = 144384;
             node.gpus[g].utilization_pct = (int)((seed = seed * 1103515245 + 12345) >> 16) % 50;
         }
-        cluster_put_node(c, &node);
+        if (!cluster_put_node(c, &node))
+            return -1;
     }
     static const int shapes[] = {1, 1, 1, 2, 2, 4, 8, 0};
     for (int j = 0; j < jobs; j++) {
@@ -45,36 +51,98 @@ static void build_cluster(struct cluster *c, int nodes, int jobs, unsigned seed)
         job.priority = (int)((seed >> 8) % 3);
         job.submit_ms = j;
         job.state = JOB_PENDING;
-        cluster_add_job(c, &job);
+        if (!cluster_add_job(c, &job))
+            return -1;
     }
+    return 0;
 }
+
+struct result {
+    int nodes, jobs, placed, fragmented, full;
+    const char *placement;
+    double pass_ms, per_s;
+};
 
 int main(int argc, char **argv)
 {
-    int sizes[][2] = {{1000, 10000}, {1000, 100000}, {10000, 10000}, {10000, 100000}};
-    int quick = argc > 1 && !strcmp(argv[1], "--quick");
-    printf("%-10s %-10s %-10s %-10s %-12s %-14s\n", "nodes", "jobs", "placement", "placed",
-           "pass_ms", "placements/s");
+    static const int sizes[][2] = {{1000, 10000}, {1000, 100000}, {10000, 10000}, {10000, 100000}};
+    static const char *const strategies[] = {"binpack", "spread", "roundrobin", "loadaware"};
+    int quick = 0, full = 0;
+    const char *json = NULL, *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--full"))
+            full = 1;
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json = argv[++i];
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_sched [--quick] [--full] [--json FILE] [--only STRATEGY]\n");
+            return 2;
+        }
+    }
+    struct result results[64];
+    size_t nresults = 0;
+    printf("%-8s %-8s %-11s %-8s %-11s %-13s %s\n", "nodes", "jobs", "placement", "placed",
+           "pass_ms", "placements/s", "fragmented_gpus");
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (quick && i > 0)
             break;
-        struct cluster c;
-        build_cluster(&c, sizes[i][0], sizes[i][1], 42);
-        struct sched_config cfg;
-        sched_config_defaults(&cfg);
-        struct scheduler s;
-        sched_init(&s, &cfg);
-        struct action_list out;
-        action_list_init(&out);
-        double t0 = seconds_now();
-        int placed = sched_pass(&s, &c, 0, &out);
-        double dt = seconds_now() - t0;
-        printf("%-10d %-10d %-10s %-10d %-12.1f %-14.0f\n", sizes[i][0], sizes[i][1],
-               cfg.placement->name, placed, dt * 1000, placed / (dt > 0 ? dt : 1e-9));
-        fflush(stdout);
-        action_list_release(&out);
-        sched_release(&s);
-        cluster_release(&c);
+        for (size_t k = 0; k < sizeof strategies / sizeof strategies[0]; k++) {
+            if (only && strcmp(only, strategies[k]))
+                continue;
+            struct cluster c;
+            if (build_cluster(&c, sizes[i][0], sizes[i][1], 42) != 0) {
+                fprintf(stderr, "bench_sched: out of memory\n");
+                return 1;
+            }
+            struct sched_config cfg;
+            sched_config_defaults(&cfg);
+            cfg.placement = placement_by_name(strategies[k]);
+            if (!full)
+                cfg.backfill = cfg.preemption = false;
+            struct scheduler s;
+            sched_init(&s, &cfg);
+            struct action_list out;
+            action_list_init(&out);
+            double t0 = seconds_now();
+            int placed = sched_pass(&s, &c, 0, &out);
+            double dt = seconds_now() - t0;
+            struct result r = {sizes[i][0], sizes[i][1], placed,
+                               cluster_fragmented_gpus(&c, cluster_smallest_waiting_gpus(&c)),
+                               full, strategies[k], dt * 1000, placed / (dt > 0 ? dt : 1e-9)};
+            printf("%-8d %-8d %-11s %-8d %-11.1f %-13.0f %d\n", r.nodes, r.jobs, r.placement,
+                   r.placed, r.pass_ms, r.per_s, r.fragmented);
+            fflush(stdout);
+            if (nresults < sizeof results / sizeof results[0])
+                results[nresults++] = r;
+            action_list_release(&out);
+            sched_release(&s);
+            cluster_release(&c);
+        }
+    }
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (!f) {
+            perror(json);
+            return 1;
+        }
+        fprintf(f, "{\"sched_pass\": [\n");
+        for (size_t i = 0; i < nresults; i++)
+            fprintf(f,
+                    "  {\"nodes\": %d, \"gpus_per_node\": 8, \"jobs\": %d, \"placement\": \"%s\", "
+                    "\"placed\": %d, \"pass_ms\": %.3f, \"placements_per_s\": %.0f, "
+                    "\"fragmented_gpus\": %d, \"backfill_and_preemption\": %s}%s\n",
+                    results[i].nodes, results[i].jobs, results[i].placement, results[i].placed,
+                    results[i].pass_ms, results[i].per_s, results[i].fragmented,
+                    results[i].full ? "true" : "false", i + 1 < nresults ? "," : "");
+        fprintf(f, "]}\n");
+        if (fclose(f) != 0) {
+            perror(json);
+            return 1;
+        }
     }
     return 0;
 }

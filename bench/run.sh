@@ -5,8 +5,11 @@ set -euo pipefail
 build=${1:-build}
 tide="$build/tide"
 
-echo "== scheduler: one pass (src/core, loadaware placement)"
-"$build/bench/bench_sched"
+echo "== scheduler: one pass per placement strategy (order + placement; bench/results.json)"
+"$build/bench/bench_sched" --json bench/results.json
+echo
+echo "== scheduler: the same pass with backfill and preemption on (sched_config_defaults), binpack"
+"$build/bench/bench_sched" --full --only binpack
 
 echo
 echo "== API: POST /v1/jobs accepted per second (SQLite WAL, synchronous=FULL)"
