@@ -22,6 +22,8 @@ static const struct subcommand subcommands[] = {
     {"nodes", cli_nodes_main, "list nodes and their GPUs"},
     {"pools", cli_pools_main, "list elastic pools: nodes by state, cost so far"},
     {"token", cli_token_main, "create API tokens limited to projects"},
+    {"queues", cli_queues_main, "list queues, their rules and what they run"},
+    {"usage", cli_usage_main, "projects' GPU quotas, use and borrowing"},
     {"sim", cli_sim_main, "replay a job trace through the scheduler on a virtual clock"},
 };
 

@@ -100,6 +100,13 @@ struct job {
     bool idle_warned;
     bool reclaim_requested;
     int effective_priority;   /* priority after aging, set by each pass */
+    /* Fair share, set by each pass: within its project's quota (served
+     * first), and for borrowers the project's decayed use per weight
+     * (lower first). borrowed: started beyond its project's quota, so the
+     * quota's owners may take the GPUs back. */
+    bool in_quota;
+    int64_t share_key;
+    bool borrowed;
     bool cancel_requested;
     /* Where it runs (starting/running): */
     int64_t node_id;

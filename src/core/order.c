@@ -16,6 +16,9 @@ static int by_priority(const struct job *a, const struct job *b)
 {
     if (a->effective_priority != b->effective_priority)
         return a->effective_priority > b->effective_priority ? -1 : 1;
+    /* Among borrowers, the project that used least per weight goes first. */
+    if (a->share_key != b->share_key)
+        return a->share_key < b->share_key ? -1 : 1;
     return order_fifo_compare(a, b);
 }
 

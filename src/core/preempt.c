@@ -32,6 +32,8 @@ struct candidate {
 static int cheaper_first(const void *a, const void *b)
 {
     const struct candidate *x = a, *y = b;
+    if (x->job->borrowed != y->job->borrowed)
+        return x->job->borrowed ? -1 : 1; /* borrowed GPUs go back first */
     if (x->job->effective_priority != y->job->effective_priority)
         return x->job->effective_priority < y->job->effective_priority ? -1 : 1;
     if (x->job->start_ms != y->job->start_ms)
@@ -61,8 +63,12 @@ static int plan_on_node(const struct placement_config *cfg, struct cluster *c, s
             freeing += gpus_held(node, job, other->id);
             continue;
         }
+        /* Lower-priority work, or work borrowed beyond another project's
+         * quota when this job is within its own. */
+        bool reclaimable = job->in_quota && other->borrowed && strcmp(other->project, job->project);
         if (other->state != JOB_RUNNING || !other->preemptible ||
-            other->effective_priority >= job->effective_priority || ncand >= PREEMPT_MAX_VICTIMS)
+            (other->effective_priority >= job->effective_priority && !reclaimable) ||
+            ncand >= PREEMPT_MAX_VICTIMS)
             continue;
         int g = gpus_held(node, job, other->id);
         if (g > 0 || job->gpus == 0)

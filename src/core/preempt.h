@@ -1,7 +1,8 @@
 /*
  * Preemption: for a job that cannot start now, the cheapest set of running,
- * preemptible, lower-priority jobs on one node whose GPUs (with what is
- * free) would let it start. Cheapest: fewest GPUs taken, then fewest jobs,
+ * preemptible jobs on one node whose GPUs (with what is free) would let it
+ * start: jobs of lower priority, or, for a job within its project's quota,
+ * jobs borrowing beyond another project's quota. Cheapest: fewest GPUs taken, then fewest jobs,
  * then the least work lost (most recently started). Non-preemptible work
  * is never chosen.
  */

@@ -47,7 +47,11 @@ void sched_release(struct scheduler *s)
 static int by_order_policy(const void *a, const void *b, void *ops)
 {
     const struct order_ops *order = ops;
-    return order->compare(*(const struct job *const *)a, *(const struct job *const *)b);
+    const struct job *x = *(const struct job *const *)a, *y = *(const struct job *const *)b;
+    /* Work within its project's quota comes before borrowing, whatever the policy. */
+    if (x->in_quota != y->in_quota)
+        return x->in_quota ? -1 : 1;
+    return order->compare(x, y);
 }
 
 static void format_gpu_list(char *out, size_t size, const int *gpus, int n)
@@ -177,6 +181,10 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, int64_t no
         }
         const struct queue_config *q = s->cfg.queues ? queue_find(s->cfg.queues, job->queue) : NULL;
         job->effective_priority = queue_effective_priority(q, job, now_ms);
+        if (s->cfg.fairshare)
+            fairshare_classify(s->cfg.fairshare, job);
+        else
+            job->in_quota = true, job->share_key = 0;
         s->order[n++] = job;
     }
     if (n > 1)
@@ -184,10 +192,13 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, int64_t no
     return n;
 }
 
-static int push_start(struct cluster *c, struct job *job, const struct placement_choice *choice,
-                      int64_t now_ms, struct action_list *out)
+static int push_start(struct scheduler *s, struct cluster *c, struct job *job,
+                      const struct placement_choice *choice, int64_t now_ms,
+                      struct action_list *out)
 {
     cluster_assign(c, job, choice->node, choice->gpu_index, choice->ngpus);
+    if (s->cfg.fairshare)
+        fairshare_note_start(s->cfg.fairshare, job);
     job->state = JOB_STARTING;
     job->attempt++;
     job->start_ms = now_ms;
@@ -250,6 +261,8 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
         s->order = grown;
         s->order_cap = c->njobs;
     }
+    if (s->cfg.fairshare)
+        fairshare_update(s->cfg.fairshare, c, now_ms);
     size_t npending = collect_pending(s, c, now_ms);
     attach_index(s, c);
     struct queue_usage usage;
@@ -280,7 +293,7 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
         enum placement_result r =
             s->cfg.placement->choose(&s->cfg.placement_cfg, c, job, &choice, why);
         if (r == PLACEMENT_FOUND) {
-            if (push_start(c, job, &choice, now_ms, out) != 0) {
+            if (push_start(s, c, job, &choice, now_ms, out) != 0) {
                 c->index = NULL;
                 return TIDE_ENOMEM;
             }

@@ -11,6 +11,7 @@
 
 #include "core/action.h"
 #include "core/cluster.h"
+#include "core/fairshare.h"
 #include "core/order.h"
 #include "core/placement.h"
 #include "core/queue.h"
@@ -22,6 +23,7 @@ struct sched_config {
     bool backfill;           /* EASY backfill behind the first blocked job */
     bool preemption;         /* preempt lower-priority preemptible work for a blocked job */
     const struct queue_set *queues; /* caps and escalation; NULL: none */
+    struct fairshare *fairshare;    /* quotas and borrowing between projects; NULL: off */
     int64_t retry_backoff_ms;       /* first retry delay, doubling per failure; 0: none */
     int64_t retry_backoff_max_ms;
     int64_t node_timeout_ms; /* no heartbeat for this long: node lost */

@@ -167,3 +167,29 @@ int api_queues_list(struct server *srv, struct api_request *req, struct api_repl
     reply->json = json_pack("{s:o}", "queues", queues);
     return 0;
 }
+
+int api_projects_list(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    json_t *projects = json_array();
+    pthread_mutex_lock(&srv->lock);
+    struct fairshare *fs = &srv->cfg.fairshare;
+    fairshare_update(fs, &srv->cluster, clock_now_ms());
+    for (int i = 0; i < fs->count; i++) {
+        const struct project_share *p = &fs->projects[i];
+        if (!auth_project_allowed(req, p->cfg.name))
+            continue;
+        int pending = 0;
+        for (size_t j = 0; j < srv->cluster.njobs; j++)
+            pending += srv->cluster.jobs[j].state == JOB_PENDING &&
+                       !strcmp(srv->cluster.jobs[j].project, p->cfg.name);
+        json_array_append_new(projects, json_pack(
+            "{s:s, s:i, s:i, s:i, s:i, s:f, s:i}", "name", p->cfg.name, "quota_gpus",
+            p->cfg.quota_gpus, "weight", p->cfg.weight, "running_gpus", p->running_gpus,
+            "borrowed_gpus", p->borrowed_gpus, "usage_gpu_hours", p->usage_gpu_s / 3600.0,
+            "pending_jobs", pending));
+    }
+    json_int_t half_life = fs->half_life_s;
+    pthread_mutex_unlock(&srv->lock);
+    reply->json = json_pack("{s:o, s:I}", "projects", projects, "half_life_s", half_life);
+    return 0;
+}

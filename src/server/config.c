@@ -93,6 +93,9 @@ static int scheduler_key(struct config_ctx *c, const char *key, const yaml_node_
         else
             c->sc->preemption = !strcmp(s, "true");
         rc = 0;
+    } else if (!strcmp(key, "scheduler.fair_share_half_life_s")) {
+        if (!(rc = config_want_int(c, v, key, 1, 365L * 86400, &n)))
+            c->cfg->fairshare.half_life_s = n;
     } else if (!strcmp(key, "scheduler.retry_backoff_s")) {
         if (!(rc = config_want_int(c, v, key, 0, 86400, &n)))
             c->sc->retry_backoff_ms = n * 1000;
@@ -149,6 +152,7 @@ static const struct {
     {"server", server_section},
     {"scheduler", scheduler_section},
     {"queues", config_section_queues},
+    {"projects", config_section_projects},
 };
 
 static int walk_root(struct config_ctx *c, const yaml_node_t *root)
@@ -168,11 +172,11 @@ static int walk_root(struct config_ctx *c, const yaml_node_t *root)
                 known = true;
                 rc = sections[i].parse(c, name, v);
             }
-        if (!known && (
-                       !strcmp(name, "projects") || !strcmp(name, "autoscaler")))
+        if (!known && !strcmp(name, "autoscaler"))
             rc = config_fail(c, k, name, "not supported by this server yet%s", "");
         else if (!known)
-            rc = config_fail(c, k, name, "unknown section (known: pools, server, scheduler, queues)%s", "");
+            rc = config_fail(c, k, name,
+                             "unknown section (known: server, scheduler, queues, projects, pools)%s", "");
         if (rc)
             return rc;
     }

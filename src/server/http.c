@@ -121,6 +121,8 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
         return api_pools_list(srv, req, reply);
     if (!strcmp(p, "/v1/nodes") && get)
         return api_nodes_list(srv, req, reply);
+    if (!strcmp(p, "/v1/projects") && get)
+        return api_projects_list(srv, req, reply);
     if (!strcmp(p, "/v1/queues") && get)
         return api_queues_list(srv, req, reply);
     if (!strcmp(p, "/v1/events") && get)

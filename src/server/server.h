@@ -32,6 +32,7 @@ struct server_config {
     struct pool pools[TIDE_MAX_POOLS]; /* tide.yaml pools: (config_pools.c) */
     int npools;
     struct queue_set queues;
+    struct fairshare fairshare; /* projects: quotas, weights, decayed use */
 };
 
 /* How attempts end other than in success, counted for /metrics. */
@@ -108,6 +109,7 @@ int api_events_list(struct server *srv, struct api_request *req, struct api_repl
 int api_tokens_create(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_metrics(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_queues_list(struct server *srv, struct api_request *req, struct api_reply *reply);
+int api_projects_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 
 /* auth.c: creates admin.token and join.token on first start. */
 int auth_bootstrap(struct server *srv, struct tide_err *err);

@@ -204,6 +204,7 @@ int server_main(int argc, char **argv)
     srv.cfg.kill_grace_s = 10;
     srv.cfg.sched_interval_ms = 500;
     queue_set_defaults(&srv.cfg.queues);
+    fairshare_init(&srv.cfg.fairshare, 3600);
     struct sched_config sc;
     sched_config_defaults(&sc);
     int usage_rc = config_from_args(argc, argv, &srv.cfg, &sc);
@@ -214,6 +215,7 @@ int server_main(int argc, char **argv)
         return usage_rc;
     sc.node_timeout_ms = srv.cfg.node_timeout_ms;
     sc.queues = &srv.cfg.queues;
+    sc.fairshare = srv.cfg.fairshare.count ? &srv.cfg.fairshare : NULL;
 
     log_set_prefix("server");
     pthread_mutex_init(&srv.lock, NULL);

@@ -199,6 +199,42 @@ def test_idle_job_is_warned_then_reclaimed_and_a_busy_one_is_not():
         assert 'tide_job_failures_total{reason="idle_reclaim"} 1' in c.api("GET", "/metrics")
 
 
+FAIR = """
+projects:
+  - name: vision
+    quota_gpus: 2
+  - name: speech
+    quota_gpus: 2
+    weight: 2
+queues:
+  - name: default
+    preemptible: true
+"""
+
+
+def test_borrowed_gpus_are_taken_back_when_the_owner_needs_them():
+    with Cluster(agents=1, fake_gpus="4xH200:141GB", config=FAIR, kill_grace_s=1) as c:
+        speech = [c.submit(command=["sleep", "60"], gpus=1, project="speech")["id"] for _ in range(4)]
+        wait_until(lambda: all(c.job(i)["state"] == "running" for i in speech), 20, what="speech on all GPUs")
+        usage = {p["name"]: p for p in c.api("GET", "/v1/projects")["projects"]}
+        assert usage["speech"]["running_gpus"] == 4 and usage["speech"]["borrowed_gpus"] == 2, usage
+        vision = [c.submit(command=["sh", "-c", "echo vision"], gpus=1, project="vision")["id"]
+                  for _ in range(2)]
+        final = c.wait_final(vision, 40)
+        assert all(j["state"] == "succeeded" for j in final.values()), final
+        preempted = [i for i in speech if c.job(i)["attempt"] >= 1 and any(
+            e["kind"] == "job_preempted" for e in c.api("GET", f"/v1/events?job={i}")["events"])]
+        assert len(preempted) == 2, preempted
+        # The two speech jobs within quota were never touched.
+        untouched = [i for i in speech if i not in preempted]
+        assert all(c.job(i)["state"] == "running" and c.job(i)["attempt"] == 1 for i in untouched)
+        table = c.cli("usage", check=True).stdout
+        assert "vision" in table and "speech" in table, table
+        for i in speech:
+            c.api("DELETE", f"/v1/jobs/{i}")
+        c.wait_final(speech, 30)
+
+
 if __name__ == "__main__":
     run_tests([
         test_unknown_queue_and_out_of_range_priority_are_refused,
@@ -212,4 +248,5 @@ if __name__ == "__main__":
         test_dependencies_run_in_order_and_a_failed_one_fails_its_dependents,
         test_array_job_runs_each_index,
         test_idle_job_is_warned_then_reclaimed_and_a_busy_one_is_not,
+        test_borrowed_gpus_are_taken_back_when_the_owner_needs_them,
     ])

@@ -1,0 +1,99 @@
+/* Quotas, borrowing and decayed use per project (see fairshare.h). */
+#include "core/fairshare.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core_banned.h"
+
+void fairshare_init(struct fairshare *fs, int64_t half_life_s)
+{
+    memset(fs, 0, sizeof *fs);
+    fs->half_life_s = half_life_s > 0 ? half_life_s : 3600;
+}
+
+struct project_share *fairshare_find(struct fairshare *fs, const char *name)
+{
+    for (int i = 0; i < fs->count; i++)
+        if (!strcmp(fs->projects[i].cfg.name, name))
+            return &fs->projects[i];
+    return NULL;
+}
+
+struct project_share *fairshare_add(struct fairshare *fs, const struct project_config *cfg)
+{
+    if (fs->count >= TIDE_MAX_PROJECTS || fairshare_find(fs, cfg->name))
+        return NULL;
+    struct project_share *p = &fs->projects[fs->count++];
+    memset(p, 0, sizeof *p);
+    p->cfg = *cfg;
+    if (p->cfg.weight < 1)
+        p->cfg.weight = 1;
+    return p;
+}
+
+void fairshare_update(struct fairshare *fs, const struct cluster *c, int64_t now_ms)
+{
+    if (fs->count == 0)
+        return;
+    double dt_s = fs->updated_ms && now_ms > fs->updated_ms ? (double)(now_ms - fs->updated_ms) / 1000.0 : 0;
+    double decay = pow(0.5, dt_s / (double)fs->half_life_s);
+    for (int i = 0; i < fs->count; i++) {
+        struct project_share *p = &fs->projects[i];
+        /* GPUs held through the interval count at the rate held at its end:
+         * exact for steady work, and passes come every second or so. */
+        p->usage_gpu_s = p->usage_gpu_s * decay;
+        p->running_gpus = 0;
+        p->borrowed_gpus = 0;
+    }
+    for (size_t j = 0; j < c->njobs; j++) {
+        const struct job *job = &c->jobs[j];
+        if (!job_state_is_on_node(job->state))
+            continue;
+        struct project_share *p = fairshare_find(fs, job->project);
+        if (!p)
+            continue;
+        p->running_gpus += job->gpus;
+        if (job->borrowed)
+            p->borrowed_gpus += job->gpus;
+        p->usage_gpu_s += (double)job->gpus * dt_s;
+    }
+    fs->updated_ms = now_ms;
+}
+
+void fairshare_classify(const struct fairshare *fs, struct job *job)
+{
+    if (fs->count == 0) {
+        job->in_quota = true;
+        job->share_key = 0;
+        return;
+    }
+    const struct project_share *p = NULL;
+    for (int i = 0; i < fs->count && !p; i++)
+        if (!strcmp(fs->projects[i].cfg.name, job->project))
+            p = &fs->projects[i];
+    /* Projects without a configured quota may only borrow. */
+    int quota = p ? p->cfg.quota_gpus : 0;
+    int running = p ? p->running_gpus : 0;
+    job->in_quota = running + job->gpus <= quota;
+    double per_weight = p ? p->usage_gpu_s / p->cfg.weight : 0;
+    job->share_key = job->in_quota ? 0 : 1 + (int64_t)per_weight;
+}
+
+void fairshare_note_start(struct fairshare *fs, struct job *job)
+{
+    struct project_share *p = fairshare_find(fs, job->project);
+    if (fs->count == 0) {
+        job->borrowed = false;
+        return;
+    }
+    int quota = p ? p->cfg.quota_gpus : 0;
+    int running = p ? p->running_gpus : 0;
+    job->borrowed = running + job->gpus > quota;
+    if (p) {
+        p->running_gpus += job->gpus;
+        if (job->borrowed)
+            p->borrowed_gpus += job->gpus;
+    }
+}
