@@ -1,6 +1,7 @@
 /* EASY backfill reservations (see backfill.h). */
 #include "core/backfill.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core_banned.h"
@@ -27,11 +28,31 @@ static bool gpu_usable(const struct placement_config *cfg, const struct gpu *g,
              g->memory_used_mib * 100 > (int64_t)cfg->max_gpu_memory_used_pct * g->memory_total_mib);
 }
 
+/* Expected ends of the jobs on nodes, sorted by job id for bsearch: one
+ * scan of the jobs per reservation instead of one per GPU. */
+struct job_end {
+    int64_t job_id;
+    int64_t end_ms;
+};
+
+static int by_job_id(const void *a, const void *b)
+{
+    const struct job_end *x = a, *y = b;
+    return (x->job_id > y->job_id) - (x->job_id < y->job_id);
+}
+
+static int64_t expected_end_of(const struct job_end *ends, size_t n, int64_t job_id)
+{
+    struct job_end key = {job_id, 0};
+    const struct job_end *e = bsearch(&key, ends, n, sizeof *ends, by_job_id);
+    return e ? e->end_ms : INT64_MAX;
+}
+
 /* When `want` matching GPUs of node will be free (INT64_MAX: never known),
  * and which. */
-static int64_t node_free_time(const struct placement_config *cfg, struct cluster *c,
-                              struct node *node, const struct job *job, int64_t now_ms,
-                              int *gpus_out)
+static int64_t node_free_time(const struct placement_config *cfg, const struct job_end *ends,
+                              size_t nends, struct node *node, const struct job *job,
+                              int64_t now_ms, int *gpus_out)
 {
     int n = 0;
     int64_t when = now_ms;
@@ -49,8 +70,7 @@ static int64_t node_free_time(const struct placement_config *cfg, struct cluster
             const struct gpu *gpu = &node->gpus[g];
             if (taken[g] || gpu->job_id <= 0 || !placement_gpu_matches(gpu, job))
                 continue;
-            const struct job *holder = cluster_find_job(c, gpu->job_id);
-            int64_t end = holder ? backfill_expected_end_ms(holder, holder->start_ms) : INT64_MAX;
+            int64_t end = expected_end_of(ends, nends, gpu->job_id);
             if (end < best_end) {
                 best_end = end;
                 best_job = gpu->job_id;
@@ -73,13 +93,27 @@ bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
                       const struct job *blocked, int64_t now_ms, struct backfill_reservation *out)
 {
     memset(out, 0, sizeof *out);
+    size_t nends = 0;
+    for (size_t j = 0; j < c->njobs; j++)
+        nends += job_state_is_on_node(c->jobs[j].state);
+    struct job_end *ends = malloc((nends ? nends : 1) * sizeof *ends);
+    if (!ends)
+        return false; /* no reservation: the pass stays greedy */
+    nends = 0;
+    for (size_t j = 0; j < c->njobs; j++) {
+        const struct job *running = &c->jobs[j];
+        if (job_state_is_on_node(running->state))
+            ends[nends++] = (struct job_end){running->id,
+                                             backfill_expected_end_ms(running, running->start_ms)};
+    }
+    qsort(ends, nends, sizeof *ends, by_job_id);
     int64_t best = INT64_MAX;
     int gpus[TIDE_MAX_GPUS_PER_NODE];
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *node = &c->nodes[i];
         if (node->state != NODE_READY || node->ngpus < blocked->gpus)
             continue;
-        int64_t when = node_free_time(cfg, c, node, blocked, now_ms, gpus);
+        int64_t when = node_free_time(cfg, ends, nends, node, blocked, now_ms, gpus);
         if (when < best) {
             best = when;
             out->node = node;
@@ -87,6 +121,7 @@ bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
             memcpy(out->gpu_index, gpus, sizeof(int) * (size_t)blocked->gpus);
         }
     }
+    free(ends);
     if (best == INT64_MAX)
         return false;
     out->active = true;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tide_err.h"
+
 #include "core/core_banned.h"
 
 static bool gpu_usable(const struct placement_config *cfg, const struct gpu *g, const struct job *job)
@@ -41,10 +43,82 @@ static int cheaper_first(const void *a, const void *b)
     return (x->job->id < y->job->id) - (x->job->id > y->job->id);
 }
 
-/* Best plan on one node; returns GPUs taken (INT32_MAX when impossible). */
-static int plan_on_node(const struct placement_config *cfg, struct cluster *c, struct node *node,
-                        const struct job *job, struct preempt_plan *plan, bool *pending)
+static int by_node_id(const void *a, const void *b)
 {
+    const struct preempt_entry *x = a, *y = b;
+    if (x->node->id != y->node->id)
+        return x->node->id < y->node->id ? -1 : 1;
+    return (x->job->id > y->job->id) - (x->job->id < y->job->id);
+}
+
+static int node_ptr_by_id(const void *a, const void *b)
+{
+    const struct node *x = *(const struct node *const *)a, *y = *(const struct node *const *)b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+int preempt_pool_build(struct preempt_pool *pool, struct cluster *c)
+{
+    pool->n = 0;
+    pool->nrunning = 0;
+    size_t wanted = 0;
+    for (size_t j = 0; j < c->njobs; j++) {
+        const struct job *job = &c->jobs[j];
+        wanted += (job->state == JOB_RUNNING && job->preemptible) || job->state == JOB_PREEMPTED;
+    }
+    if (wanted == 0)
+        return 0;
+    if (wanted > pool->cap) {
+        struct preempt_entry *grown = realloc(pool->entries, wanted * sizeof *grown);
+        if (!grown)
+            return TIDE_ENOMEM;
+        pool->entries = grown;
+        pool->cap = wanted;
+    }
+    /* Node lookup by id through a sorted copy of node pointers. */
+    struct node **by_id = malloc(c->nnodes * sizeof *by_id);
+    if (!by_id && c->nnodes)
+        return TIDE_ENOMEM;
+    for (size_t i = 0; i < c->nnodes; i++)
+        by_id[i] = &c->nodes[i];
+    qsort(by_id, c->nnodes, sizeof *by_id, node_ptr_by_id);
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct job *job = &c->jobs[j];
+        if (!((job->state == JOB_RUNNING && job->preemptible) || job->state == JOB_PREEMPTED))
+            continue;
+        struct node key = {.id = job->node_id}, *keyp = &key;
+        struct node **found = bsearch(&keyp, by_id, c->nnodes, sizeof *by_id, node_ptr_by_id);
+        if (!found)
+            continue;
+        pool->entries[pool->n++] = (struct preempt_entry){job, *found};
+        pool->nrunning += job->state == JOB_RUNNING;
+    }
+    free(by_id);
+    qsort(pool->entries, pool->n, sizeof *pool->entries, by_node_id);
+    return 0;
+}
+
+void preempt_pool_release(struct preempt_pool *pool)
+{
+    if (!pool)
+        return;
+    free(pool->entries);
+    memset(pool, 0, sizeof *pool);
+}
+
+static bool fits_host(const struct node *node, const struct job *job, int cpus_free, int64_t mem_free)
+{
+    return (node->cpus <= 0 || cpus_free >= job->cpus) &&
+           (node->memory_mib <= 0 || mem_free >= job->memory_mib);
+}
+
+/* Best plan on one node from its pool entries [from, to); returns the GPUs
+ * taken (INT32_MAX when impossible). */
+static int plan_on_node(const struct placement_config *cfg, const struct preempt_pool *pool,
+                        size_t from, size_t to, const struct job *job, struct preempt_plan *plan,
+                        bool *pending)
+{
+    struct node *node = pool->entries[from].node;
     int free_now = 0, freeing = 0;
     for (int g = 0; g < node->ngpus; g++) {
         const struct gpu *gpu = &node->gpus[g];
@@ -55,10 +129,8 @@ static int plan_on_node(const struct placement_config *cfg, struct cluster *c, s
     int ncand = 0;
     int cpus_free = node->cpus - node->cpus_allocated;
     int64_t mem_free = node->memory_mib - node->memory_allocated_mib;
-    for (size_t j = 0; j < c->njobs; j++) {
-        struct job *other = &c->jobs[j];
-        if (other->node_id != node->id)
-            continue;
+    for (size_t e = from; e < to; e++) {
+        struct job *other = pool->entries[e].job;
         if (other->state == JOB_PREEMPTED) {
             freeing += gpus_held(node, job, other->id);
             continue;
@@ -66,7 +138,7 @@ static int plan_on_node(const struct placement_config *cfg, struct cluster *c, s
         /* Lower-priority work, or work borrowed beyond another project's
          * quota when this job is within its own. */
         bool reclaimable = job->in_quota && other->borrowed && strcmp(other->project, job->project);
-        if (other->state != JOB_RUNNING || !other->preemptible ||
+        if (other->state != JOB_RUNNING ||
             (other->effective_priority >= job->effective_priority && !reclaimable) ||
             ncand >= PREEMPT_MAX_VICTIMS)
             continue;
@@ -81,24 +153,20 @@ static int plan_on_node(const struct placement_config *cfg, struct cluster *c, s
     qsort(cand, (size_t)ncand, sizeof cand[0], cheaper_first);
     int have = free_now, taken = 0;
     plan->nvictims = 0;
-    for (int i = 0; i < ncand && (have < job->gpus || (node->cpus > 0 && cpus_free < job->cpus) ||
-                                  (node->memory_mib > 0 && mem_free < job->memory_mib));
-         i++) {
+    for (int i = 0; i < ncand && (have < job->gpus || !fits_host(node, job, cpus_free, mem_free)); i++) {
         plan->victims[plan->nvictims++] = cand[i].job;
         have += cand[i].gpus;
         taken += cand[i].gpus;
         cpus_free += cand[i].job->cpus;
         mem_free += cand[i].job->memory_mib;
     }
-    if (have < job->gpus || (node->cpus > 0 && cpus_free < job->cpus) ||
-        (node->memory_mib > 0 && mem_free < job->memory_mib))
+    if (have < job->gpus || !fits_host(node, job, cpus_free, mem_free))
         return INT32_MAX;
     /* Drop victims that turned out not to be needed, most valuable first. */
     for (int i = plan->nvictims - 1; i >= 0; i--) {
         struct job *v = plan->victims[i];
         int g = gpus_held(node, job, v->id);
-        if (have - g >= job->gpus && (node->cpus <= 0 || cpus_free - v->cpus >= job->cpus) &&
-            (node->memory_mib <= 0 || mem_free - v->memory_mib >= job->memory_mib)) {
+        if (have - g >= job->gpus && fits_host(node, job, cpus_free - v->cpus, mem_free - v->memory_mib)) {
             have -= g;
             taken -= g;
             cpus_free -= v->cpus;
@@ -112,25 +180,30 @@ static int plan_on_node(const struct placement_config *cfg, struct cluster *c, s
     return taken;
 }
 
-enum preempt_result preempt_plan(const struct placement_config *cfg, struct cluster *c,
-                                 const struct job *job, struct preempt_plan *plan)
+enum preempt_result preempt_plan(const struct placement_config *cfg,
+                                 const struct preempt_pool *pool, const struct job *job,
+                                 struct preempt_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
     int best_taken = INT32_MAX;
     bool pending = false;
     struct preempt_plan trial;
-    for (size_t i = 0; i < c->nnodes; i++) {
-        struct node *node = &c->nodes[i];
-        if (node->state != NODE_READY || node->ngpus < job->gpus)
-            continue;
-        bool node_pending = false;
-        int taken = plan_on_node(cfg, c, node, job, &trial, &node_pending);
-        pending |= node_pending;
-        if (taken < best_taken || (taken == best_taken && taken != INT32_MAX &&
-                                   trial.nvictims < plan->nvictims)) {
-            best_taken = taken;
-            *plan = trial;
+    for (size_t from = 0; from < pool->n;) {
+        size_t to = from + 1;
+        while (to < pool->n && pool->entries[to].node == pool->entries[from].node)
+            to++;
+        const struct node *node = pool->entries[from].node;
+        if (node->state == NODE_READY && node->ngpus >= job->gpus) {
+            bool node_pending = false;
+            int taken = plan_on_node(cfg, pool, from, to, job, &trial, &node_pending);
+            pending |= node_pending;
+            if (taken < best_taken || (taken == best_taken && taken != INT32_MAX &&
+                                       trial.nvictims < plan->nvictims)) {
+                best_taken = taken;
+                *plan = trial;
+            }
         }
+        from = to;
     }
     if (pending)
         return PREEMPT_PENDING;

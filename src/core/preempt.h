@@ -17,6 +17,25 @@
 
 #define PREEMPT_MAX_VICTIMS 64
 
+/* The jobs a pass may preempt or is already preempting, grouped by node,
+ * built once per pass so a plan looks only at nodes that have some. */
+struct preempt_entry {
+    struct job *job;
+    struct node *node;
+};
+
+struct preempt_pool {
+    struct preempt_entry *entries; /* sorted by node id */
+    size_t n, cap;
+    size_t nrunning; /* preemptible running jobs among them */
+};
+
+/* Fills pool from c (running preemptible jobs and jobs being preempted).
+ * Returns 0 or TIDE_ENOMEM. Pointers stay valid while no job or node is
+ * added to or removed from c. */
+int preempt_pool_build(struct preempt_pool *pool, struct cluster *c);
+void preempt_pool_release(struct preempt_pool *pool);
+
 struct preempt_plan {
     struct node *node;
     int nvictims;
@@ -29,9 +48,9 @@ enum preempt_result {
     PREEMPT_PENDING, /* earlier preemptions already free enough: wait for them */
 };
 
-/* Plans preemption for `job` (its effective_priority set). Victims must have
- * a lower effective priority than job and be preemptible. */
-enum preempt_result preempt_plan(const struct placement_config *cfg, struct cluster *c,
-                                 const struct job *job, struct preempt_plan *plan);
+/* Plans preemption for `job` (its effective_priority and in_quota set). */
+enum preempt_result preempt_plan(const struct placement_config *cfg,
+                                 const struct preempt_pool *pool, const struct job *job,
+                                 struct preempt_plan *plan);
 
 #endif

@@ -39,6 +39,7 @@ void sched_release(struct scheduler *s)
     free(s->order);
     s->order = NULL;
     s->order_cap = 0;
+    preempt_pool_release(&s->preempt_pool);
     placement_index_release(s->index);
     free(s->index);
     s->index = NULL;
@@ -212,13 +213,29 @@ static int push_start(struct scheduler *s, struct cluster *c, struct job *job,
     return action_list_push(out, &a) ? 0 : TIDE_ENOMEM;
 }
 
+/* A job for which preemption found no victims: one that asks for at least
+ * as much at no higher priority finds none either. */
+struct victimless_shape {
+    int gpus, cpus, priority;
+};
+
+static bool preemption_hopeless(const struct victimless_shape *shapes, int n, const struct job *job)
+{
+    if (job->in_quota || !unconstrained(job))
+        return false; /* may reclaim borrowed GPUs: no shortcut */
+    for (int i = 0; i < n; i++)
+        if (job->gpus >= shapes[i].gpus && job->cpus >= shapes[i].cpus &&
+            job->effective_priority <= shapes[i].priority)
+            return true;
+    return false;
+}
+
 /* Tries to make room for job by preempting; true when it is handled
  * (victims chosen now, or earlier ones still stopping). */
-static bool try_preemption(struct scheduler *s, struct cluster *c, struct job *job,
-                           struct action_list *out)
+static bool try_preemption(struct scheduler *s, struct job *job, struct action_list *out)
 {
     struct preempt_plan plan;
-    enum preempt_result r = preempt_plan(&s->cfg.placement_cfg, c, job, &plan);
+    enum preempt_result r = preempt_plan(&s->cfg.placement_cfg, &s->preempt_pool, job, &plan);
     if (r == PREEMPT_PENDING) {
         snprintf(job->wait_reason, sizeof job->wait_reason,
                  "waiting for preempted jobs to stop");
@@ -268,6 +285,12 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
     struct queue_usage usage;
     count_queue_usage(s->cfg.queues, c, &usage);
     struct backfill_reservation reservation = {.active = false};
+    bool reservation_tried = false;
+    struct victimless_shape no_victims[FAILED_SHAPES];
+    int nno_victims = 0;
+    s->preempt_pool.n = 0;
+    if (s->cfg.preemption && preempt_pool_build(&s->preempt_pool, c) != 0)
+        return TIDE_ENOMEM;
 
     int placed = 0;
     for (size_t i = 0; i < npending; i++) {
@@ -311,12 +334,18 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
         snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
         if (r != PLACEMENT_NOT_NOW)
             continue;
-        if (s->cfg.preemption && try_preemption(s, c, job, out))
-            continue;
+        if (s->preempt_pool.n && !preemption_hopeless(no_victims, nno_victims, job)) {
+            if (try_preemption(s, job, out))
+                continue;
+            if (!job->in_quota && unconstrained(job) && nno_victims < FAILED_SHAPES)
+                no_victims[nno_victims++] = (struct victimless_shape){
+                    .gpus = job->gpus, .cpus = job->cpus, .priority = job->effective_priority};
+        }
         if (!reservation.active && unconstrained(job) && nfailed < FAILED_SHAPES)
             failed[nfailed++] = (struct failed_shape){.gpus = job->gpus, .cpus = job->cpus,
                                                       .memory_mib = job->memory_mib};
-        if (s->cfg.backfill && !reservation.active &&
+        /* EASY: only the first job that cannot start gets a reservation. */
+        if (s->cfg.backfill && !reservation_tried && (reservation_tried = true) &&
             backfill_reserve(&s->cfg.placement_cfg, c, job, now_ms, &reservation)) {
             job->reserved_start_ms = reservation.start_ms;
             job->reserved_node_id = reservation.node->id;

@@ -14,6 +14,7 @@
 #include "core/fairshare.h"
 #include "core/order.h"
 #include "core/placement.h"
+#include "core/preempt.h"
 #include "core/queue.h"
 
 struct sched_config {
@@ -35,6 +36,7 @@ struct scheduler {
     struct sched_config cfg;
     struct job **order; /* scratch: pending jobs in scheduling order */
     size_t order_cap;
+    struct preempt_pool preempt_pool; /* scratch: what a pass may preempt */
     struct placement_index *index; /* nodes by free GPUs, rebuilt each pass */
 };
 

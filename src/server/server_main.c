@@ -181,7 +181,7 @@ static int server_open(struct server *srv, struct tide_err *err)
     char absolute[PATH_MAX];
     if (!realpath(srv->cfg.data_dir, absolute) || strlen(absolute) >= sizeof srv->cfg.data_dir - 64)
         return tide_err_set(err, TIDE_EIO, "data", "cannot resolve %s", srv->cfg.data_dir);
-    snprintf(srv->cfg.data_dir, sizeof srv->cfg.data_dir, "%s", absolute);
+    memcpy(srv->cfg.data_dir, absolute, strlen(absolute) + 1); /* length checked above */
     char path[1024];
     snprintf(path, sizeof path, "%s/tide.db", srv->cfg.data_dir);
     rc = store_open_sqlite(path, &srv->store, err);
