@@ -484,6 +484,9 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     scfg.order = order_by_name(cfg->policy);
     scfg.placement = placement_by_name(cfg->placement);
     scfg.backfill = cfg->backfill;
+    /* The core's own preemption (by priority) emits stops for agents; the
+     * sim does its requeues itself (below), so keep the core's off. */
+    scfg.preemption = false;
     sched_init(&st.s, &scfg);
     size_t n = trace->njobs;
     res->njobs = n;
