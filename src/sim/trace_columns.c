@@ -48,17 +48,24 @@ static int read_header(struct trace_columns *c, FILE *f, const char *const *name
     return 0;
 }
 
+/* On failure the line buffer is freed here, so readers just return. */
 int trace_columns_read_header(struct trace_columns *c, FILE *f, const char *const *names,
                               const bool *required, const char *format, struct tide_err *err)
 {
-    return read_header(c, f, names, required, format, false, err);
+    int rc = read_header(c, f, names, required, format, false, err);
+    if (rc)
+        trace_columns_release(c);
+    return rc;
 }
 
 int trace_columns_read_header_strict(struct trace_columns *c, FILE *f, const char *const *names,
                                      const bool *required, const char *format,
                                      struct tide_err *err)
 {
-    return read_header(c, f, names, required, format, true, err);
+    int rc = read_header(c, f, names, required, format, true, err);
+    if (rc)
+        trace_columns_release(c);
+    return rc;
 }
 
 int trace_columns_next_row(struct trace_columns *c, struct trace *t, char **fields,
