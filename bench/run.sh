@@ -12,6 +12,9 @@ echo "== scheduler: the same pass with backfill and preemption on (sched_config_
 "$build/bench/bench_sched" --full --only binpack
 
 echo
+bash "$(dirname "$0")/sim.sh" "$build"
+
+echo
 echo "== API: POST /v1/jobs accepted per second (SQLite WAL, synchronous=FULL)"
 if ! command -v wrk >/dev/null 2>&1; then
   apt-get install -y -qq wrk >/dev/null 2>&1 || { echo "wrk not installed; skipping"; exit 0; }
