@@ -34,7 +34,7 @@ static const char sim_usage[] =
     "  --max-jobs N           use only the first N jobs (by submit time)\n"
     "  --synthetic N          generate N jobs instead of reading a trace\n"
     "  --seed S               synthetic trace seed (default 1)\n"
-    "  --arrival-rate R       synthetic arrivals per hour (default: 70%% load)\n"
+    "  --arrival-rate R       synthetic arrivals per hour (default: 70% load)\n"
     "  --size-mix MIX         synthetic GPU counts, GPUS:WEIGHT,... (1:70,2:10,4:10,8:10)\n"
     "  --min-duration S       synthetic shortest job, seconds (60)\n"
     "  --max-duration S       synthetic longest job, seconds (86400)\n"
