@@ -81,6 +81,31 @@ void fairshare_classify(const struct fairshare *fs, struct job *job)
     job->share_key = job->in_quota ? 0 : 1 + (int64_t)per_weight;
 }
 
+bool fairshare_claim_in_order(const struct fairshare *fs, struct job **order, size_t n)
+{
+    int claimed[TIDE_MAX_PROJECTS] = {0};
+    bool changed = false;
+    for (size_t i = 0; i < n; i++) {
+        struct job *job = order[i];
+        if (!job->in_quota)
+            continue;
+        int k = 0;
+        while (k < fs->count && strcmp(fs->projects[k].cfg.name, job->project))
+            k++;
+        if (k == fs->count)
+            continue;
+        const struct project_share *p = &fs->projects[k];
+        if (p->running_gpus + claimed[k] + job->gpus <= p->cfg.quota_gpus) {
+            claimed[k] += job->gpus;
+            continue;
+        }
+        job->in_quota = false;
+        job->share_key = 1 + (int64_t)(p->usage_gpu_s / p->cfg.weight);
+        changed = true;
+    }
+    return changed;
+}
+
 void fairshare_note_start(struct fairshare *fs, struct job *job)
 {
     struct project_share *p = fairshare_find(fs, job->project);

@@ -51,6 +51,12 @@ void fairshare_update(struct fairshare *fs, const struct cluster *c, int64_t now
 /* Sets job->in_quota and job->share_key for a pending job. */
 void fairshare_classify(const struct fairshare *fs, struct job *job);
 
+/* Quota left after the jobs ahead in line: walks pending jobs in scheduling
+ * order and makes borrowers of those within quota on their own that would
+ * pass it together with their project's earlier ones. Returns true when any
+ * job changed (the order must then be sorted again). */
+bool fairshare_claim_in_order(const struct fairshare *fs, struct job **order, size_t n);
+
 /* Records that job is being started now (counts its GPUs, marks it borrowed
  * when beyond quota). */
 void fairshare_note_start(struct fairshare *fs, struct job *job);

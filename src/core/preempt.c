@@ -38,6 +38,8 @@ static int cheaper_first(const void *a, const void *b)
         return x->job->borrowed ? -1 : 1; /* borrowed GPUs go back first */
     if (x->job->effective_priority != y->job->effective_priority)
         return x->job->effective_priority < y->job->effective_priority ? -1 : 1;
+    if (x->gpus != y->gpus)
+        return x->gpus < y->gpus ? -1 : 1; /* fewest GPUs taken */
     if (x->job->start_ms != y->job->start_ms)
         return x->job->start_ms > y->job->start_ms ? -1 : 1; /* least work lost */
     return (x->job->id < y->job->id) - (x->job->id > y->job->id);

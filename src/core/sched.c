@@ -190,6 +190,8 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, int64_t no
     }
     if (n > 1)
         qsort_r(s->order, n, sizeof *s->order, by_order_policy, (void *)s->cfg.order);
+    if (n > 1 && s->cfg.fairshare && fairshare_claim_in_order(s->cfg.fairshare, s->order, n))
+        qsort_r(s->order, n, sizeof *s->order, by_order_policy, (void *)s->cfg.order);
     return n;
 }
 

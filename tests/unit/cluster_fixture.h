@@ -85,4 +85,31 @@ static inline int fx_gpus_held(const struct node *n)
     return held;
 }
 
+/* Adds a copy of j to c as running its first attempt on the first j.gpus
+ * free GPUs of node node_id, started at start_ms, its effective priority
+ * its own (as a pass would have set it). NULL when the node is unknown or
+ * has too few free GPUs. */
+static inline struct job *fx_add_running(struct cluster *c, struct job j, int64_t node_id,
+                                         int64_t start_ms)
+{
+    struct node *node = cluster_find_node(c, node_id);
+    if (!node)
+        return NULL;
+    int idx[TIDE_MAX_GPUS_PER_NODE], n = 0;
+    for (int g = 0; g < node->ngpus && n < j.gpus; g++)
+        if (!node->gpus[g].job_id)
+            idx[n++] = node->gpus[g].index;
+    if (n < j.gpus)
+        return NULL;
+    struct job *job = cluster_add_job(c, &j);
+    if (!job)
+        return NULL;
+    cluster_assign(c, job, node, idx, n);
+    job->state = JOB_RUNNING;
+    job->attempt = 1;
+    job->start_ms = start_ms;
+    job->effective_priority = job->priority;
+    return job;
+}
+
 #endif

@@ -1,0 +1,373 @@
+/* Unit tests for preemption: victim choice and preempted exits (src/core/preempt.c,
+ * sched.c's try_preemption, reconcile.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "core/reconcile.h"
+#include "core/sched.h"
+
+#include "cluster_fixture.h"
+
+#define NOW_MS 10000
+
+static struct cluster c;
+static struct scheduler s;
+static struct action_list out;
+
+static int setup(void **state)
+{
+    (void)state;
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    sched_init(&s, &cfg);
+    cluster_init(&c);
+    action_list_init(&out);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sched_release(&s);
+    cluster_release(&c);
+    action_list_release(&out);
+    return 0;
+}
+
+static void add_node(int64_t id, int ngpus)
+{
+    struct node n = fx_h200_node(id, ngpus);
+    assert_non_null(cluster_put_node(&c, &n));
+}
+
+/* A running job of priority 0 started at start_ms. */
+static void add_running(int64_t id, int gpus, int64_t node_id, bool preemptible, int64_t start_ms)
+{
+    struct job j = fx_job(id, gpus);
+    j.preemptible = preemptible;
+    assert_non_null(fx_add_running(&c, j, node_id, start_ms));
+}
+
+static void add_pending(int64_t id, int gpus, int priority)
+{
+    struct job j = fx_job(id, gpus);
+    j.priority = priority;
+    assert_non_null(cluster_add_job(&c, &j));
+}
+
+static struct job *job(int64_t id)
+{
+    struct job *j = cluster_find_job(&c, id);
+    assert_non_null(j);
+    return j;
+}
+
+static int pass_at(int64_t now_ms)
+{
+    return sched_pass(&s, &c, now_ms, &out);
+}
+
+/* The agent of job's node reports that its task exited with exit_code,
+ * and that the node's other tasks still run. */
+static void report_exit(int64_t id, int exit_code, const char *reason, int64_t now_ms)
+{
+    struct job *j = job(id);
+    int64_t node_id = j->node_id;
+    struct task_report r[8];
+    size_t n = 0;
+    memset(r, 0, sizeof r);
+    for (size_t i = 0; i < c.njobs && n < 8; i++)
+        if (c.jobs[i].node_id == node_id && job_state_is_on_node(c.jobs[i].state)) {
+            r[n].job_id = c.jobs[i].id;
+            r[n].attempt = c.jobs[i].attempt;
+            r[n].exit_code = -1;
+            if (c.jobs[i].id == id) {
+                r[n].exited = true;
+                r[n].exit_code = exit_code;
+                snprintf(r[n].reason, sizeof r[n].reason, "%s", reason);
+            }
+            n++;
+        }
+    assert_int_equal(reconcile_heartbeat(&c, cluster_find_node(&c, node_id), r, n, now_ms, &out), 0);
+}
+
+static void test_preemption_never_picks_non_preemptible_work(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_running(1, 2, 1, true, 100);
+    add_running(2, 2, 1, false, 500); /* would lose less work, but may not be preempted */
+    job(2)->effective_priority = job(2)->priority = -10;
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 1);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
+    assert_int_equal(job(2)->state, JOB_RUNNING);
+}
+
+static void test_no_preemption_when_only_non_preemptible_work_would_make_room(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_running(1, 2, 1, true, 100);
+    add_running(2, 2, 1, false, 100);
+    add_pending(10, 4, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+    assert_int_equal(job(1)->state, JOB_RUNNING);
+    assert_int_equal(job(10)->state, JOB_PENDING);
+}
+
+static void test_preemption_off_preempts_nothing(void **state)
+{
+    (void)state;
+    sched_release(&s);
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    cfg.preemption = false;
+    sched_init(&s, &cfg);
+    add_node(1, 2);
+    add_running(1, 2, 1, true, 100);
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+}
+
+static void test_victim_is_marked_preempted_and_keeps_its_gpus_until_it_stops(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_running(1, 2, 1, true, 100);
+    add_pending(10, 2, 10);
+    assert_int_equal(pass_at(NOW_MS), 0);
+    const struct action *a = fx_find(&out, ACTION_PREEMPT, 1);
+    assert_non_null(a);
+    assert_int_equal(a->attempt, 1);
+    assert_int_equal(a->node_id, 1);
+    assert_string_equal(a->reason, "preempted by job 10");
+    assert_int_equal(job(1)->state, JOB_PREEMPTED);
+    assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 2);
+    assert_string_equal(job(10)->wait_reason, "preempting 1 job on node-1");
+}
+
+static void test_preemption_picks_the_node_where_it_takes_fewest_gpus(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_node(2, 4);
+    add_running(1, 4, 1, true, 500);
+    add_running(2, 2, 2, true, 100);
+    add_running(3, 2, 2, true, 100);
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 1);
+    assert_int_equal(job(1)->state, JOB_RUNNING);
+}
+
+static void test_preemption_within_a_node_takes_the_fewest_gpus(void **state)
+{
+    (void)state;
+    add_node(1, 5);
+    add_running(1, 3, 1, true, 500); /* least work lost, but 3 GPUs */
+    add_running(2, 2, 1, true, 100); /* 2 GPUs are enough */
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 1);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 2));
+    assert_int_equal(job(1)->state, JOB_RUNNING);
+}
+
+static void test_preemption_counts_gpus_already_free(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_running(1, 1, 1, true, 500);
+    add_running(2, 2, 1, true, 100); /* one GPU stays free */
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 1);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
+}
+
+static void test_preemption_among_equals_loses_the_least_work(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_running(1, 2, 1, true, 100);
+    add_running(2, 2, 1, true, 500); /* started last: least work lost */
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 1);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 2));
+}
+
+static void test_preemption_drops_victims_it_turns_out_not_to_need(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_running(1, 1, 1, true, 500); /* tried first, then not needed */
+    add_running(2, 3, 1, true, 100);
+    add_pending(10, 3, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 1);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 2));
+    assert_int_equal(job(1)->state, JOB_RUNNING);
+}
+
+static void test_equal_priority_work_is_never_preempted(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_running(1, 2, 1, true, 100);
+    add_pending(10, 2, 0);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+    assert_int_equal(job(1)->state, JOB_RUNNING);
+}
+
+static void test_higher_priority_work_is_never_preempted(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_running(1, 2, 1, true, 100);
+    job(1)->effective_priority = job(1)->priority = 20;
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+}
+
+static void test_job_waits_for_its_victims_instead_of_preempting_more(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_node(2, 2);
+    add_running(1, 2, 1, true, 100);
+    add_running(2, 2, 2, true, 100);
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 1);
+    action_list_clear(&out);
+    pass_at(NOW_MS + 1000);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+    assert_string_equal(job(10)->wait_reason, "waiting for preempted jobs to stop");
+    assert_int_equal(fx_count(&out, ACTION_START, 0), 0);
+}
+
+static void test_job_starts_once_its_victim_has_stopped(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_running(1, 2, 1, true, 100);
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    action_list_clear(&out);
+    assert_int_equal(pass_at(NOW_MS + 2000), 1);
+    assert_int_equal(job(10)->state, JOB_STARTING);
+    assert_int_equal(job(1)->state, JOB_PENDING);
+}
+
+static void test_preempted_job_exiting_0_is_requeued_not_succeeded(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_running(1, 2, 1, true, 100);
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    action_list_clear(&out);
+    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    assert_int_equal(fx_count(&out, ACTION_FINISH, 1), 0);
+    const struct action *a = fx_find(&out, ACTION_REQUEUE, 1);
+    assert_non_null(a);
+    assert_int_equal(a->state, JOB_PREEMPTED);
+    assert_string_equal(a->reason, "preempted (exit 0)");
+    assert_int_equal(job(1)->state, JOB_PENDING);
+    assert_int_equal(job(1)->preemptions, 1);
+    assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 0);
+}
+
+static void test_preempted_job_without_retries_is_still_requeued(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_running(1, 2, 1, true, 100); /* retries 0 */
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    action_list_clear(&out);
+    report_exit(1, -1, "signal 15", NOW_MS + 1000);
+    assert_int_equal(fx_count(&out, ACTION_FINISH, 1), 0);
+    assert_int_equal(fx_count(&out, ACTION_REQUEUE, 1), 1);
+}
+
+static void test_failure_after_a_preemption_still_gets_its_retry(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_running(1, 2, 1, true, 100);
+    job(1)->retries = 1;
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    report_exit(1, 0, "exit 0", NOW_MS + 1000); /* preempted: requeued */
+    cluster_remove_job(&c, 10);                 /* the preemptor went away */
+    action_list_clear(&out);
+    assert_int_equal(pass_at(NOW_MS + 2000), 1);
+    assert_int_equal(job(1)->attempt, 2);
+    job(1)->state = JOB_RUNNING;
+    action_list_clear(&out);
+    report_exit(1, 1, "exit 1", NOW_MS + 3000);
+    const struct action *a = fx_find(&out, ACTION_REQUEUE, 1);
+    assert_non_null(a);
+    assert_string_equal(a->reason, "exit 1; retry 1 of 1");
+}
+
+static void test_preempted_job_keeps_its_place_against_later_jobs_of_its_priority(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_running(1, 1, 1, true, 100); /* submitted at 1 ms */
+    add_running(2, 1, 1, false, 100);
+    job(2)->effective_priority = job(2)->priority = 20;
+    add_pending(10, 1, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(job(1)->state, JOB_PREEMPTED);
+    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    cluster_remove_job(&c, 10);
+    struct job later = fx_job(20, 1);
+    later.submit_ms = NOW_MS + 500; /* same priority, submitted after job 1 */
+    assert_non_null(cluster_add_job(&c, &later));
+    action_list_clear(&out);
+    assert_int_equal(pass_at(NOW_MS + 2000), 1);
+    assert_int_equal(job(1)->state, JOB_STARTING);
+    assert_int_equal(job(20)->state, JOB_PENDING);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_preemption_never_picks_non_preemptible_work),
+        T(test_no_preemption_when_only_non_preemptible_work_would_make_room),
+        T(test_preemption_off_preempts_nothing),
+        T(test_victim_is_marked_preempted_and_keeps_its_gpus_until_it_stops),
+        T(test_preemption_picks_the_node_where_it_takes_fewest_gpus),
+        T(test_preemption_within_a_node_takes_the_fewest_gpus),
+        T(test_preemption_counts_gpus_already_free),
+        T(test_preemption_among_equals_loses_the_least_work),
+        T(test_preemption_drops_victims_it_turns_out_not_to_need),
+        T(test_equal_priority_work_is_never_preempted),
+        T(test_higher_priority_work_is_never_preempted),
+        T(test_job_waits_for_its_victims_instead_of_preempting_more),
+        T(test_job_starts_once_its_victim_has_stopped),
+        T(test_preempted_job_exiting_0_is_requeued_not_succeeded),
+        T(test_preempted_job_without_retries_is_still_requeued),
+        T(test_failure_after_a_preemption_still_gets_its_retry),
+        T(test_preempted_job_keeps_its_place_against_later_jobs_of_its_priority),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,359 @@
+/* Unit tests for queues: admission, escalation and caps (src/core/queue.c, sched.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "common/tide_err.h"
+#include "core/job_spec.h"
+#include "core/queue.h"
+#include "core/sched.h"
+
+#include "cluster_fixture.h"
+
+#define HOUR_MS (3600LL * 1000)
+
+static struct queue_set qs;
+static struct cluster c;
+static struct scheduler s;
+static struct action_list out;
+
+static int setup(void **state)
+{
+    (void)state;
+    queue_set_defaults(&qs);
+    struct queue_config *training = (struct queue_config *)queue_find(&qs, "training");
+    training->default_runtime_s = 3600;
+    training->max_runtime_s = 7200;
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    cfg.queues = &qs;
+    sched_init(&s, &cfg);
+    cluster_init(&c);
+    action_list_init(&out);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sched_release(&s);
+    cluster_release(&c);
+    action_list_release(&out);
+    return 0;
+}
+
+/* A job spec through job_spec and then queue admission. */
+struct admitted {
+    int rc;
+    struct tide_err err;
+    struct job job;
+    json_t *spec;
+};
+
+static struct admitted admit(const char *body)
+{
+    struct admitted a;
+    memset(&a, 0, sizeof a);
+    json_error_t jerr;
+    json_t *given = json_loads(body, 0, &jerr);
+    assert_non_null(given);
+    assert_int_equal(job_spec_from_object(given, &a.spec, &a.job, &a.err), 0);
+    a.rc = queue_admit(&qs, given, a.spec, &a.job, &a.err);
+    json_decref(given);
+    return a;
+}
+
+static void admitted_release(struct admitted *a)
+{
+    json_decref(a->spec);
+}
+
+static json_int_t spec_int(const struct admitted *a, const char *key)
+{
+    json_t *v = json_object_get(a->spec, key);
+    assert_true(json_is_integer(v));
+    return json_integer_value(v);
+}
+
+static void test_job_naming_no_queue_goes_to_the_default_queue(void **state)
+{
+    (void)state;
+    struct admitted a = admit("{\"command\": [\"true\"]}");
+    assert_int_equal(a.rc, 0);
+    assert_string_equal(a.job.queue, "default");
+    assert_string_equal(json_string_value(json_object_get(a.spec, "queue")), "default");
+    admitted_release(&a);
+}
+
+static void test_admission_fills_priority_from_the_queue_when_left_out(void **state)
+{
+    (void)state;
+    struct admitted a = admit("{\"command\": [\"true\"], \"queue\": \"inference\"}");
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(a.job.priority, 150);
+    assert_int_equal(spec_int(&a, "priority"), 150);
+    admitted_release(&a);
+}
+
+static void test_admission_keeps_a_priority_the_spec_gave(void **state)
+{
+    (void)state;
+    struct admitted a = admit("{\"command\": [\"true\"], \"queue\": \"inference\", \"priority\": 190}");
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(a.job.priority, 190);
+    assert_int_equal(spec_int(&a, "priority"), 190);
+    admitted_release(&a);
+}
+
+static void test_admission_fills_max_runtime_from_the_queue_when_left_out(void **state)
+{
+    (void)state;
+    struct admitted a = admit("{\"command\": [\"true\"], \"queue\": \"training\"}");
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(a.job.max_runtime_s, 3600);
+    assert_int_equal(spec_int(&a, "max_runtime"), 3600);
+    admitted_release(&a);
+}
+
+static void test_admission_keeps_a_max_runtime_the_spec_gave(void **state)
+{
+    (void)state;
+    struct admitted a =
+        admit("{\"command\": [\"true\"], \"queue\": \"training\", \"max_runtime\": 600}");
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(a.job.max_runtime_s, 600);
+    assert_int_equal(spec_int(&a, "max_runtime"), 600);
+    admitted_release(&a);
+}
+
+static void test_admission_fills_preemptible_from_the_queue_when_left_out(void **state)
+{
+    (void)state;
+    struct admitted a = admit("{\"command\": [\"true\"], \"queue\": \"batch\"}");
+    assert_int_equal(a.rc, 0);
+    assert_true(a.job.preemptible);
+    assert_true(json_is_true(json_object_get(a.spec, "preemptible")));
+    admitted_release(&a);
+}
+
+static void test_admission_keeps_preemptible_false_given_in_a_preemptible_queue(void **state)
+{
+    (void)state;
+    struct admitted a =
+        admit("{\"command\": [\"true\"], \"queue\": \"batch\", \"preemptible\": false}");
+    assert_int_equal(a.rc, 0);
+    assert_false(a.job.preemptible);
+    assert_true(json_is_false(json_object_get(a.spec, "preemptible")));
+    admitted_release(&a);
+}
+
+static void test_unknown_queue_is_refused_naming_the_queue_field(void **state)
+{
+    (void)state;
+    struct admitted a = admit("{\"command\": [\"true\"], \"queue\": \"gold\"}");
+    assert_int_equal(a.rc, TIDE_EINVAL);
+    assert_string_equal(a.err.field, "queue");
+    assert_non_null(strstr(a.err.message, "gold"));
+    assert_non_null(strstr(a.err.message, "training")); /* says what is known */
+    admitted_release(&a);
+}
+
+static void test_priority_outside_the_queue_range_is_refused_naming_priority(void **state)
+{
+    (void)state;
+    struct admitted a = admit("{\"command\": [\"true\"], \"queue\": \"inference\", \"priority\": 50}");
+    assert_int_equal(a.rc, TIDE_EINVAL);
+    assert_string_equal(a.err.field, "priority");
+    assert_non_null(strstr(a.err.message, "100 to 200"));
+    admitted_release(&a);
+}
+
+static void test_max_runtime_above_the_queue_maximum_is_refused_naming_max_runtime(void **state)
+{
+    (void)state;
+    struct admitted a =
+        admit("{\"command\": [\"true\"], \"queue\": \"training\", \"max_runtime\": 7201}");
+    assert_int_equal(a.rc, TIDE_EINVAL);
+    assert_string_equal(a.err.field, "max_runtime");
+    assert_non_null(strstr(a.err.message, "7200"));
+    admitted_release(&a);
+}
+
+static void test_max_runtime_equal_to_the_queue_maximum_is_admitted(void **state)
+{
+    (void)state;
+    struct admitted a =
+        admit("{\"command\": [\"true\"], \"queue\": \"training\", \"max_runtime\": 7200}");
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(a.job.max_runtime_s, 7200);
+    admitted_release(&a);
+}
+
+static void test_effective_priority_rises_by_escalation_per_max_wait_waited(void **state)
+{
+    (void)state;
+    const struct queue_config *training = queue_find(&qs, "training"); /* 3600 s, +100 */
+    struct job j = fx_job(1, 1);
+    j.priority = 50;
+    j.submit_ms = 1000;
+    assert_int_equal(queue_effective_priority(training, &j, 1000 + HOUR_MS - 1), 50);
+    assert_int_equal(queue_effective_priority(training, &j, 1000 + HOUR_MS), 150);
+    assert_int_equal(queue_effective_priority(training, &j, 1000 + 2 * HOUR_MS + 59000), 250);
+}
+
+static void test_queue_without_max_wait_never_escalates(void **state)
+{
+    (void)state;
+    struct job j = fx_job(1, 1);
+    j.priority = 7;
+    assert_int_equal(queue_effective_priority(queue_find(&qs, "default"), &j, 100 * HOUR_MS), 7);
+}
+
+static void test_job_waiting_past_max_wait_overtakes_a_higher_priority_one(void **state)
+{
+    (void)state;
+    struct node n = fx_h200_node(1, 1);
+    assert_non_null(cluster_put_node(&c, &n));
+    struct job waited = fx_job(1, 1), urgent = fx_job(2, 1);
+    snprintf(waited.queue, sizeof waited.queue, "training");
+    waited.priority = 50;
+    waited.submit_ms = 0;
+    urgent.priority = 120; /* default queue: never escalated */
+    urgent.submit_ms = 2 * HOUR_MS;
+    assert_non_null(cluster_add_job(&c, &waited));
+    assert_non_null(cluster_add_job(&c, &urgent));
+    assert_int_equal(sched_pass(&s, &c, 2 * HOUR_MS + 1000, &out), 1);
+    assert_int_equal(cluster_find_job(&c, 1)->state, JOB_STARTING);
+    assert_int_equal(cluster_find_job(&c, 1)->effective_priority, 250);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_PENDING);
+}
+
+static void test_job_waiting_less_than_max_wait_does_not_overtake(void **state)
+{
+    (void)state;
+    struct node n = fx_h200_node(1, 1);
+    assert_non_null(cluster_put_node(&c, &n));
+    struct job waited = fx_job(1, 1), urgent = fx_job(2, 1);
+    snprintf(waited.queue, sizeof waited.queue, "training");
+    waited.priority = 50;
+    waited.submit_ms = 0;
+    urgent.priority = 120;
+    urgent.submit_ms = 1000;
+    assert_non_null(cluster_add_job(&c, &waited));
+    assert_non_null(cluster_add_job(&c, &urgent));
+    assert_int_equal(sched_pass(&s, &c, HOUR_MS / 2, &out), 1);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
+    assert_int_equal(cluster_find_job(&c, 1)->state, JOB_PENDING);
+}
+
+static void test_job_waits_at_the_queue_cap_on_running_jobs_naming_the_cap(void **state)
+{
+    (void)state;
+    ((struct queue_config *)queue_find(&qs, "render"))->max_running_jobs = 1;
+    struct node n = fx_h200_node(1, 4);
+    assert_non_null(cluster_put_node(&c, &n));
+    struct job running = fx_job(1, 1), waiting = fx_job(2, 1);
+    snprintf(running.queue, sizeof running.queue, "render");
+    snprintf(waiting.queue, sizeof waiting.queue, "render");
+    assert_non_null(fx_add_running(&c, running, 1, 0));
+    assert_non_null(cluster_add_job(&c, &waiting));
+    assert_int_equal(sched_pass(&s, &c, 1000, &out), 0);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_PENDING);
+    assert_string_equal(cluster_find_job(&c, 2)->wait_reason,
+                        "queue render is at its cap of 1 running jobs");
+}
+
+static void test_queue_cap_on_running_jobs_counts_jobs_started_in_the_same_pass(void **state)
+{
+    (void)state;
+    ((struct queue_config *)queue_find(&qs, "render"))->max_running_jobs = 1;
+    struct node n = fx_h200_node(1, 4);
+    assert_non_null(cluster_put_node(&c, &n));
+    for (int id = 1; id <= 2; id++) {
+        struct job j = fx_job(id, 1);
+        snprintf(j.queue, sizeof j.queue, "render");
+        assert_non_null(cluster_add_job(&c, &j));
+    }
+    assert_int_equal(sched_pass(&s, &c, 1000, &out), 1);
+    assert_int_equal(cluster_find_job(&c, 1)->state, JOB_STARTING);
+    assert_non_null(strstr(cluster_find_job(&c, 2)->wait_reason, "cap of 1 running jobs"));
+}
+
+static void test_job_waits_when_it_would_pass_the_queue_gpu_cap(void **state)
+{
+    (void)state;
+    ((struct queue_config *)queue_find(&qs, "render"))->max_running_gpus = 4;
+    struct node n = fx_h200_node(1, 8);
+    assert_non_null(cluster_put_node(&c, &n));
+    struct job running = fx_job(1, 2), waiting = fx_job(2, 3);
+    snprintf(running.queue, sizeof running.queue, "render");
+    snprintf(waiting.queue, sizeof waiting.queue, "render");
+    assert_non_null(fx_add_running(&c, running, 1, 0));
+    assert_non_null(cluster_add_job(&c, &waiting));
+    assert_int_equal(sched_pass(&s, &c, 1000, &out), 0);
+    assert_string_equal(cluster_find_job(&c, 2)->wait_reason,
+                        "queue render would pass its cap of 4 GPUs (2 in use)");
+}
+
+static void test_job_that_stays_within_the_queue_gpu_cap_runs(void **state)
+{
+    (void)state;
+    ((struct queue_config *)queue_find(&qs, "render"))->max_running_gpus = 4;
+    struct node n = fx_h200_node(1, 8);
+    assert_non_null(cluster_put_node(&c, &n));
+    struct job running = fx_job(1, 2), waiting = fx_job(2, 2);
+    snprintf(running.queue, sizeof running.queue, "render");
+    snprintf(waiting.queue, sizeof waiting.queue, "render");
+    assert_non_null(fx_add_running(&c, running, 1, 0));
+    assert_non_null(cluster_add_job(&c, &waiting));
+    assert_int_equal(sched_pass(&s, &c, 1000, &out), 1);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
+}
+
+static void test_queue_cap_does_not_hold_jobs_of_other_queues(void **state)
+{
+    (void)state;
+    ((struct queue_config *)queue_find(&qs, "render"))->max_running_jobs = 1;
+    struct node n = fx_h200_node(1, 4);
+    assert_non_null(cluster_put_node(&c, &n));
+    struct job running = fx_job(1, 1);
+    snprintf(running.queue, sizeof running.queue, "render");
+    assert_non_null(fx_add_running(&c, running, 1, 0));
+    struct job other = fx_job(2, 1); /* default queue */
+    assert_non_null(cluster_add_job(&c, &other));
+    assert_int_equal(sched_pass(&s, &c, 1000, &out), 1);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_job_naming_no_queue_goes_to_the_default_queue),
+        T(test_admission_fills_priority_from_the_queue_when_left_out),
+        T(test_admission_keeps_a_priority_the_spec_gave),
+        T(test_admission_fills_max_runtime_from_the_queue_when_left_out),
+        T(test_admission_keeps_a_max_runtime_the_spec_gave),
+        T(test_admission_fills_preemptible_from_the_queue_when_left_out),
+        T(test_admission_keeps_preemptible_false_given_in_a_preemptible_queue),
+        T(test_unknown_queue_is_refused_naming_the_queue_field),
+        T(test_priority_outside_the_queue_range_is_refused_naming_priority),
+        T(test_max_runtime_above_the_queue_maximum_is_refused_naming_max_runtime),
+        T(test_max_runtime_equal_to_the_queue_maximum_is_admitted),
+        T(test_effective_priority_rises_by_escalation_per_max_wait_waited),
+        T(test_queue_without_max_wait_never_escalates),
+        T(test_job_waiting_past_max_wait_overtakes_a_higher_priority_one),
+        T(test_job_waiting_less_than_max_wait_does_not_overtake),
+        T(test_job_waits_at_the_queue_cap_on_running_jobs_naming_the_cap),
+        T(test_queue_cap_on_running_jobs_counts_jobs_started_in_the_same_pass),
+        T(test_job_waits_when_it_would_pass_the_queue_gpu_cap),
+        T(test_job_that_stays_within_the_queue_gpu_cap_runs),
+        T(test_queue_cap_does_not_hold_jobs_of_other_queues),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
