@@ -77,7 +77,13 @@ static int add_node_row(struct cli_table *t, json_t *node, double now)
     }
     char shape[128], alloc[32], util_s[16] = "-", mem[48], seen[24] = "-";
     gpu_shape(gpus, shape, sizeof shape);
-    snprintf(alloc, sizeof alloc, "%zu/%zu", busy, n);
+    /* the server counts physical GPUs: shares and MIG instances are parts of one */
+    if (json_is_integer(json_object_get(node, "gpus_allocated")))
+        busy = (size_t)json_integer_value(json_object_get(node, "gpus_allocated"));
+    size_t whole = json_is_integer(json_object_get(node, "gpus_total"))
+                       ? (size_t)json_integer_value(json_object_get(node, "gpus_total"))
+                       : n;
+    snprintf(alloc, sizeof alloc, "%zu/%zu", busy, whole);
     if (n)
         snprintf(util_s, sizeof util_s, "%.0f%%", util / (double)n);
     mem_pair(mem_used, mem_total, mem, sizeof mem);
@@ -124,8 +130,19 @@ static int add_gpu_rows(struct cli_table *t, json_t *node)
         snprintf(temp, sizeof temp, "%.0fC", cli_json_number(json_object_get(g, "temperature_c"), 0));
         snprintf(power, sizeof power, "%.0fW", cli_json_number(json_object_get(g, "power_w"), 0));
         json_t *jid = json_object_get(g, "job_id");
+        double shares = cli_json_number(json_object_get(g, "shared_jobs"), 0);
         if (json_is_number(jid))
             snprintf(job, sizeof job, "%.0f", json_number_value(jid));
+        else if (shares > 0)
+            snprintf(job, sizeof job, "%.0f shares %.0fM", shares,
+                     cli_json_number(json_object_get(g, "shared_memory_mib"), 0));
+        else if (json_is_true(json_object_get(g, "mig_mode")))
+            snprintf(job, sizeof job, "MIG mode");
+        const char *profile = json_string_value(json_object_get(g, "mig_profile"));
+        if (profile) /* an instance: GPU shows "parent:index" */
+            snprintf(idx, sizeof idx, "%.0f:%.0f",
+                     cli_json_number(json_object_get(g, "parent_index"), -1),
+                     cli_json_number(json_object_get(g, "index"), (double)i));
         const char *cells[] = {cli_json_text(json_object_get(node, "name"), NULL),
                                idx,
                                short_gpu_name(g),

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "core/gpu_share.h"
 
 #include "core/core_banned.h"
 
@@ -96,7 +97,7 @@ static bool node_has_tasks(const struct node *n)
     if (n->cpus_allocated > 0 || n->memory_allocated_mib > 0)
         return true;
     for (int g = 0; g < n->ngpus; g++)
-        if (n->gpus[g].job_id)
+        if (gpu_in_use(&n->gpus[g]))
             return true;
     return false;
 }
@@ -258,7 +259,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         } else if (n->state == NODE_READY) {
             int free_gpus = 0;
             for (int g = 0; g < n->ngpus; g++)
-                free_gpus += n->gpus[g].job_id == 0;
+                free_gpus += gpu_is_free(&n->gpus[g]);
             a->bins[nbins++] = (struct scale_bin){p, n, free_gpus};
         }
     }

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/gpu_share.h"
+
 #include "core/core_banned.h"
 
 /* GPUs marked as held by a reservation carry this job id, never a real one. */
@@ -58,7 +60,7 @@ static int64_t node_free_time(const struct placement_config *cfg, const struct j
     int64_t when = now_ms;
     bool taken[TIDE_MAX_GPUS_PER_NODE] = {false};
     for (int g = 0; g < node->ngpus && n < job->gpus; g++)
-        if (node->gpus[g].job_id == 0 && gpu_usable(cfg, &node->gpus[g], job)) {
+        if (gpu_is_free(&node->gpus[g]) && gpu_usable(cfg, &node->gpus[g], job)) {
             gpus_out[n++] = node->gpus[g].index;
             taken[g] = true;
         }
@@ -93,6 +95,8 @@ bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
                       const struct job *blocked, int64_t now_ms, struct backfill_reservation *out)
 {
     memset(out, 0, sizeof *out);
+    if (gpu_job_wants_slice(blocked))
+        return false; /* shares and MIG instances wait in line without reserving */
     size_t nends = 0;
     for (size_t j = 0; j < c->njobs; j++)
         nends += job_state_is_on_node(c->jobs[j].state);
@@ -144,7 +148,7 @@ void backfill_hold(struct cluster *c, struct backfill_reservation *r, bool on)
     int free_now[TIDE_MAX_GPUS_PER_NODE], n = 0;
     for (int i = 0; i < r->ngpus; i++)
         for (int g = 0; g < r->node->ngpus; g++)
-            if (r->node->gpus[g].index == r->gpu_index[i] && r->node->gpus[g].job_id == 0)
+            if (r->node->gpus[g].index == r->gpu_index[i] && gpu_is_free(&r->node->gpus[g]))
                 free_now[n++] = r->gpu_index[i];
     memset(&r->holder, 0, sizeof r->holder);
     r->holder.id = RESERVED_GPU;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/gpu_share.h"
 #include "core/placement_index.h"
 
 #include "core/core_banned.h"
@@ -127,7 +128,7 @@ void cluster_assign(struct cluster *c, struct job *job, struct node *node, const
         job->gpu_index[i] = gpu_index[i];
         for (int g = 0; g < node->ngpus; g++)
             if (node->gpus[g].index == gpu_index[i])
-                node->gpus[g].job_id = job->id;
+                gpu_take(&node->gpus[g], job);
     }
     node->cpus_allocated += job->cpus;
     node->memory_allocated_mib += job->memory_mib;
@@ -146,6 +147,7 @@ void cluster_unassign(struct cluster *c, struct job *job)
         for (int g = 0; g < node->ngpus; g++)
             if (node->gpus[g].job_id == job->id)
                 node->gpus[g].job_id = 0;
+        gpu_share_release_node(node, job);
         node->cpus_allocated -= job->cpus;
         node->memory_allocated_mib -= job->memory_mib;
         if (node->cpus_allocated < 0)
@@ -164,8 +166,7 @@ int cluster_gpus_allocated(const struct cluster *c)
     int n = 0;
     for (size_t i = 0; i < c->nnodes; i++)
         if (c->nodes[i].state == NODE_READY)
-            for (int g = 0; g < c->nodes[i].ngpus; g++)
-                n += c->nodes[i].gpus[g].job_id != 0;
+            n += gpu_node_gpus_in_use(&c->nodes[i]);
     return n;
 }
 
@@ -174,7 +175,7 @@ int cluster_gpus_total(const struct cluster *c)
     int n = 0;
     for (size_t i = 0; i < c->nnodes; i++)
         if (c->nodes[i].state == NODE_READY)
-            n += c->nodes[i].ngpus;
+            n += gpu_node_gpus_whole_or_mig(&c->nodes[i]);
     return n;
 }
 
@@ -189,7 +190,7 @@ int cluster_fragmented_gpus(const struct cluster *c, int smallest_waiting_gpus)
             continue;
         int free = 0;
         for (int g = 0; g < node->ngpus; g++)
-            free += node->gpus[g].job_id == 0;
+            free += gpu_is_free(&node->gpus[g]);
         if (free < smallest_waiting_gpus)
             n += free;
     }

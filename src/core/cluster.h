@@ -43,7 +43,17 @@ struct gpu {
     int utilization_pct;     /* telemetry */
     int temperature_c;
     int power_w;
-    int64_t job_id; /* 0 when no tide task holds it */
+    int64_t job_id; /* exclusive holder; 0 when no tide task holds it whole */
+    /* Shares (gpu_share.h): jobs packed onto this GPU by memory, and the
+     * memory they were promised; 0 and 0 when none. */
+    int shared_jobs;
+    int64_t shared_memory_mib;
+    /* MIG: a GPU in MIG mode is never handed out whole; each of its
+     * instances is an entry of its own with the profile ("3g.40gb") and
+     * the parent's index. "" (and mig_parent unused) for a whole GPU. */
+    bool mig_mode;
+    char mig_profile[24];
+    int mig_parent;
 };
 
 struct node {
@@ -74,7 +84,8 @@ struct job {
     char gpu_model[128]; /* glob, "" for any */
     int priority;
     int gpus;
-    int64_t gpu_memory_mib; /* minimum memory per GPU, 0 for any */
+    int64_t gpu_memory_mib; /* minimum memory per GPU, 0 for any; gpus 1: a share */
+    char mig[24];           /* MIG profile asked for ("1g.10gb"), "" for none */
     int cpus;
     int64_t memory_mib;
     int64_t max_runtime_s;  /* 0: none */

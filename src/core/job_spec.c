@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/gpu_share.h"
+
 #include "core/core_banned.h"
 
 #define MAX_MIB (16LL * 1024 * 1024) /* 16 TiB: anything above is a typo */
@@ -127,6 +129,19 @@ static int check_gpu_model(json_t *v, const char *f, json_t *spec, struct job *j
     if (rc)
         return rc;
     snprintf(job->gpu_model, sizeof job->gpu_model, "%s", s);
+    return keep_field(spec, f, v, err);
+}
+
+static int check_mig(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)
+{
+    const char *s;
+    int rc = want_string(v, f, 1, sizeof job->mig - 1, &s, err);
+    if (rc)
+        return rc;
+    if (!gpu_mig_profile_valid(s))
+        return tide_err_set(err, TIDE_EINVAL, f,
+                            "%s: '%.23s' is not a MIG profile like \"1g.10gb\" (<n>g.<m>gb)", f, s);
+    snprintf(job->mig, sizeof job->mig, "%s", s);
     return keep_field(spec, f, v, err);
 }
 
@@ -278,7 +293,7 @@ static const struct {
     {"priority", check_priority},
     {"gpus", check_gpus},
     {"gpu_memory", check_gpu_memory},
-    {"mig", check_not_supported},
+    {"mig", check_mig},
     {"gpu_model", check_gpu_model},
     {"cpus", check_cpus},
     {"memory", check_memory},
@@ -333,6 +348,12 @@ int job_spec_from_object(json_t *obj, json_t **spec_out, struct job *job, struct
             json_decref(spec);
             return rc;
         }
+    }
+    if (job->mig[0] && (job->gpus != 1 || job->gpu_memory_mib)) {
+        json_decref(spec);
+        return tide_err_set(err, TIDE_EINVAL, "mig",
+                            "mig: asks for one MIG instance, whose profile sets its memory; "
+                            "use gpus: 1 and no gpu_memory");
     }
     json_t *command = json_object_get(spec, "command");
     if (!command) {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/gpu_share.h"
 #include "core/placement_index.h"
 
 #include "core/core_banned.h"
@@ -34,6 +35,8 @@ void placement_config_defaults(struct placement_config *cfg)
 
 bool placement_gpu_matches(const struct gpu *g, const struct job *job)
 {
+    if (!gpu_is_whole(g)) /* MIG instances and MIG-mode GPUs go only to MIG jobs */
+        return false;
     if (job->gpu_memory_mib > 0 && g->memory_total_mib < job->gpu_memory_mib)
         return false;
     if (!job->gpu_model[0])
@@ -86,7 +89,7 @@ bool placement_try_node(const struct placement_config *cfg, struct node *node,
     int n = 0;
     for (int g = 0; g < node->ngpus; g++) {
         const struct gpu *gpu = &node->gpus[g];
-        if (gpu->job_id || !placement_gpu_matches(gpu, job) || placement_gpu_overloaded(cfg, gpu))
+        if (!gpu_is_free(gpu) || !placement_gpu_matches(gpu, job) || placement_gpu_overloaded(cfg, gpu))
             continue;
         keys[n] = gpu_load_key(gpu);
         index[n] = gpu->index;
@@ -131,7 +134,7 @@ enum placement_result placement_explain(const struct placement_config *cfg,
             if (!placement_gpu_matches(gpu, job))
                 continue;
             matching++;
-            if (gpu->job_id)
+            if (!gpu_is_free(gpu))
                 continue;
             free++;
             eligible += !placement_gpu_overloaded(cfg, gpu);

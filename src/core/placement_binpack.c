@@ -4,7 +4,9 @@
  * Busy nodes fill up and idle ones stay whole, so large jobs find room and
  * the autoscaler can release empty nodes.
  */
+#include "core/gpu_share.h"
 #include "core/placement.h"
+#include "core/placement_slice.h"
 
 #include "core/core_banned.h"
 
@@ -12,6 +14,8 @@ static enum placement_result binpack_choose(const struct placement_config *cfg, 
                                             const struct job *job,
                                             struct placement_choice *choice, char *why)
 {
+    if (gpu_job_wants_slice(job))
+        return placement_slice_choose(cfg, c, job, choice, why);
     return placement_first_fit(cfg, c, job, choice, why, false, placement_order_busiest_first);
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "core/gpu_share.h"
 
 #include "core/core_banned.h"
 
@@ -32,7 +33,7 @@ int placement_node_free_gpus(const struct node *node)
 {
     int n = 0;
     for (int g = 0; g < node->ngpus; g++)
-        n += node->gpus[g].job_id == 0;
+        n += gpu_is_free(&node->gpus[g]);
     return n;
 }
 

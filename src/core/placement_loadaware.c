@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "core/placement.h"
+#include "core/gpu_share.h"
 #include "core/placement_index.h"
+#include "core/placement_slice.h"
 
 #include "core/core_banned.h"
 
@@ -18,7 +20,7 @@ static int matching_free_gpus(const struct node *node, const struct job *job)
 {
     int n = 0;
     for (int g = 0; g < node->ngpus; g++)
-        n += !node->gpus[g].job_id && placement_gpu_matches(&node->gpus[g], job);
+        n += gpu_is_free(&node->gpus[g]) && placement_gpu_matches(&node->gpus[g], job);
     return n;
 }
 
@@ -49,6 +51,8 @@ static enum placement_result loadaware_choose(const struct placement_config *cfg
                                               struct cluster *c, const struct job *job,
                                               struct placement_choice *choice, char *why)
 {
+    if (gpu_job_wants_slice(job))
+        return placement_slice_choose(cfg, c, job, choice, why);
     struct best best = {NULL, 0, 0};
     const struct placement_index *idx = placement_index_for(c, NULL);
     if (idx) {

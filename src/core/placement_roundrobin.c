@@ -6,7 +6,9 @@
  */
 #include "core/placement.h"
 
+#include "core/gpu_share.h"
 #include "core/placement_index.h"
+#include "core/placement_slice.h"
 
 #include "core/core_banned.h"
 
@@ -29,6 +31,8 @@ static enum placement_result roundrobin_choose(const struct placement_config *cf
                                                struct cluster *c, const struct job *job,
                                                struct placement_choice *choice, char *why)
 {
+    if (gpu_job_wants_slice(job))
+        return placement_slice_choose(cfg, c, job, choice, why);
     int64_t cursor = c->last_assigned_node_id;
     int want = job->gpus > 0 ? job->gpus : 0;
     const struct placement_index *idx = placement_index_for(c, placement_order_by_id);

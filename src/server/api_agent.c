@@ -9,6 +9,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "core/gpu_share.h"
 #include "core/job_spec.h"
 #include "core/reconcile.h"
 #include "server/pool_loop.h"
@@ -26,6 +27,18 @@ static const char *string_field(json_t *obj, const char *key, const char *fallba
 {
     const char *s = json_string_value(json_object_get(obj, key));
     return s ? s : fallback;
+}
+
+/* The memory limit of job's share of its GPU on node, 0 when it holds its
+ * GPUs whole (or a MIG instance, which the hardware limits). */
+static int64_t share_limit_mib(const struct node *node, const struct job *job)
+{
+    if (job->node_id != node->id || job->ngpus_assigned != 1)
+        return 0;
+    for (int g = 0; g < node->ngpus; g++)
+        if (node->gpus[g].index == job->gpu_index[0])
+            return gpu_job_is_share_of(&node->gpus[g], job) ? job->gpu_memory_mib : 0;
+    return 0;
 }
 
 static json_t *parse_body(struct api_request *req, struct api_reply *reply)
@@ -74,6 +87,18 @@ static int node_from_registration(json_t *body, struct node *node, struct api_re
         snprintf(gpu->uuid, sizeof gpu->uuid, "%s", string_field(g, "uuid", ""));
         snprintf(gpu->name, sizeof gpu->name, "%s", string_field(g, "name", ""));
         gpu->memory_total_mib = int_field(g, "memory_total_mib", 0);
+        gpu->mig_mode = json_is_true(json_object_get(g, "mig_mode"));
+        const char *profile = string_field(g, "mig_profile", "");
+        if (profile[0]) {
+            /* a MIG instance: placed only for jobs asking for its profile */
+            if (strlen(profile) >= sizeof gpu->mig_profile || !gpu_mig_profile_valid(profile))
+                return api_error_msg(reply, TIDE_EINVAL, "gpus",
+                                     "gpus[%zu].mig_profile: '%.40s' is not like 1g.10gb", i,
+                                     profile), -1;
+            snprintf(gpu->mig_profile, sizeof gpu->mig_profile, "%s", profile);
+            gpu->mig_parent = (int)int_field(g, "parent_index", -1);
+            gpu->mig_mode = false;
+        }
     }
     return 0;
 }
@@ -104,8 +129,11 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
         node.memory_allocated_mib = old->memory_allocated_mib;
         for (int i = 0; i < node.ngpus; i++)
             for (int j = 0; j < old->ngpus; j++)
-                if (old->gpus[j].index == node.gpus[i].index)
+                if (old->gpus[j].index == node.gpus[i].index) {
                     node.gpus[i].job_id = old->gpus[j].job_id;
+                    node.gpus[i].shared_jobs = old->gpus[j].shared_jobs;
+                    node.gpus[i].shared_memory_mib = old->gpus[j].shared_memory_mib;
+                }
     }
     node.state = NODE_READY;
     node.last_heartbeat_ms = now;
@@ -250,6 +278,9 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
                             workdir ? workdir : json_null(), "kill_grace_s", srv->cfg.kill_grace_s);
     if (msg)
         json_object_set_new(msg, "checkpoint_dir", json_string(checkpoint_dir));
+    int64_t limit = share_limit_mib(node, job);
+    if (msg && limit > 0)
+        json_object_set_new(msg, "gpu_memory_limit_mib", json_integer(limit));
     json_decref(row);
     return msg;
 }

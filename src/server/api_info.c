@@ -4,23 +4,34 @@
 #include <string.h>
 
 #include "common/fsutil.h"
+#include "core/gpu_share.h"
 #include "server/pool_loop.h"
 #include "server/server.h"
 
 static json_t *node_to_json(const struct node *n, int64_t now_ms)
 {
     json_t *gpus = json_array();
-    int allocated = 0;
     for (int i = 0; i < n->ngpus; i++) {
         const struct gpu *g = &n->gpus[i];
-        allocated += g->job_id != 0;
-        json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:o}",
+        json_t *o = json_pack("{s:i, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:o}",
             "index", g->index, "uuid", g->uuid, "name", g->name,
             "memory_total_mib", (json_int_t)g->memory_total_mib,
             "memory_used_mib", (json_int_t)g->memory_used_mib,
             "utilization_pct", g->utilization_pct, "temperature_c", g->temperature_c,
-            "power_w", g->power_w, "job_id", g->job_id ? json_integer(g->job_id) : json_null()));
+            "power_w", g->power_w, "job_id", g->job_id ? json_integer(g->job_id) : json_null());
+        if (!o)
+            continue;
+        json_object_set_new(o, "free", json_boolean(gpu_is_free(g)));
+        json_object_set_new(o, "shared_jobs", json_integer(g->shared_jobs));
+        json_object_set_new(o, "shared_memory_mib", json_integer(g->shared_memory_mib));
+        json_object_set_new(o, "mig_mode", json_boolean(g->mig_mode));
+        if (g->mig_profile[0]) {
+            json_object_set_new(o, "mig_profile", json_string(g->mig_profile));
+            json_object_set_new(o, "parent_index", json_integer(g->mig_parent));
+        }
+        json_array_append_new(gpus, o);
     }
+    int allocated = gpu_node_gpus_in_use(n);
     return json_pack("{s:I, s:s, s:s, s:f, s:f, s:i, s:I, s:i, s:I, s:s, s:i, s:i, s:o}",
                      "id", (json_int_t)n->id, "name", n->name, "state", node_state_name(n->state),
                      "last_heartbeat", (double)n->last_heartbeat_ms / 1000.0,
@@ -28,7 +39,7 @@ static json_t *node_to_json(const struct node *n, int64_t now_ms)
                      "cpus", n->cpus, "memory_mib", (json_int_t)n->memory_mib,
                      "cpus_allocated", n->cpus_allocated,
                      "memory_allocated_mib", (json_int_t)n->memory_allocated_mib,
-                     "driver", n->driver, "gpus_total", n->ngpus, "gpus_allocated", allocated,
+                     "driver", n->driver, "gpus_total", gpu_node_gpus_whole_or_mig(n), "gpus_allocated", allocated,
                      "gpus", gpus);
 }
 

@@ -358,7 +358,6 @@ static void test_checkpoint_signal_refuses_what_is_not_a_signal(void **state)
 static void test_fields_not_supported_yet_are_refused_with_the_reason(void **state)
 {
     (void)state;
-    assert_refused("{\"mig\": \"1g.18gb\", " CMD "}", "mig", "not supported by this server yet");
     assert_refused("{\"image\": \"pytorch:2\", " CMD "}", "image", "not supported");
 }
 
