@@ -179,11 +179,12 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
     }
     struct start_args s;
     memset(&s, 0, sizeof s);
-    int64_t max_runtime = 0, grace = a->opts->kill_grace_s;
+    int64_t max_runtime = 0, grace = a->opts->kill_grace_s, gpu_limit = 0;
     /* each parser stops at its first problem; s.invalid keeps the first */
     (void)(parse_command(action, &s) || parse_env(action, &s) || parse_gpus(a, action, &s) ||
            opt_uint(action, "max_runtime", 0, INT64_MAX / 2000, &max_runtime, &s) ||
            opt_uint(action, "kill_grace_s", a->opts->kill_grace_s, 86400, &grace, &s) ||
+           opt_uint(action, "gpu_memory_limit_mib", 0, INT64_MAX / 2, &gpu_limit, &s) ||
            parse_workdir(a, action, job_id, &s));
     struct agent_task_spec spec = {
         .job_id = job_id,
@@ -197,6 +198,7 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
         .max_runtime_s = max_runtime,
         .workdir = s.workdir,
         .kill_grace_s = (int)grace,
+        .gpu_memory_limit_mib = gpu_limit,
         .checkpoint_dir = json_string_value(json_object_get(action, "checkpoint_dir")),
         .invalid = s.invalid[0] ? s.invalid : NULL,
     };

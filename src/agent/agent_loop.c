@@ -101,12 +101,29 @@ static void heartbeat(struct agent *a, struct loop_state *s, int64_t now)
     }
 }
 
+/* Kills a share's task that uses more GPU memory than it was given. */
+static void enforce_gpu_memory(struct agent *a, struct agent_task *t, int64_t now)
+{
+    if (t->state != AGENT_TASK_RUNNING || t->stopping || t->gpu_memory_limit_mib <= 0 ||
+        !a->gpus.ops || !a->gpus.ops->task_memory_mib)
+        return;
+    struct gpu_claim claim = {t->gpus, t->ngpus, t->telemetry_file};
+    int64_t used = 0;
+    if (a->gpus.ops->task_memory_mib(&a->gpus, &claim, t->pid, &used) != 0 || used <= t->gpu_memory_limit_mib)
+        return;
+    log_warn("job %" PRId64 ".%" PRId64 ": uses %" PRId64 " MiB of GPU memory, its share is %" PRId64
+             " MiB: killing it",
+             t->job_id, t->attempt, used, t->gpu_memory_limit_mib);
+    agent_task_stop(t, "gpu memory over limit", 0, SIGKILL, now);
+}
+
 /* Reaps every task; true when one exited. */
 static bool reap(struct agent *a, int64_t now)
 {
     bool changed = false;
     for (size_t i = 0; i < a->ntasks; i++) {
         struct agent_task *t = a->tasks[i];
+        enforce_gpu_memory(a, t, now);
         if (agent_task_poll(t, now)) {
             log_info("job %" PRId64 ".%" PRId64 ": %s", t->job_id, t->attempt, t->reason);
             changed = true;

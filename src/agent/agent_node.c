@@ -98,6 +98,12 @@ static json_t *register_body(const struct agent *a)
         json_t *g = json_pack("{s:i, s:s, s:s, s:I, s:b}", "index", d->index, "uuid", d->uuid,
                               "name", d->name, "memory_total_mib", (json_int_t)d->memory_total_mib,
                               "mig_mode", d->mig_mode);
+        if (g && d->mig_profile[0] &&
+            (json_object_set_new(g, "mig_profile", json_string(d->mig_profile)) != 0 ||
+             json_object_set_new(g, "parent_index", json_integer(d->parent_index)) != 0)) {
+            json_decref(g);
+            g = NULL;
+        }
         if (!g || json_array_append_new(gpus, g) != 0) {
             json_decref(gpus);
             return NULL;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/tide_err.h"
 
@@ -21,6 +22,10 @@ struct gpu_device {
     char name[96];
     int64_t memory_total_mib;
     bool mig_mode;
+    /* A MIG instance: its profile ("3g.40gb") and its GPU's index; "" and
+     * -1 for a physical GPU. Instances follow all physical GPUs. */
+    char mig_profile[24];
+    int parent_index;
 };
 
 struct gpu_telemetry {
@@ -54,6 +59,11 @@ struct gpu_ops {
      * each running task holds. */
     int (*sample)(struct gpu_backend *be, const struct gpu_claim *claims, size_t nclaims,
                   struct gpu_telemetry *out, struct tide_err *err);
+    /* GPU memory the task of claim (its processes are process group pgid)
+     * uses now on its GPUs, in MiB, into *mib; 0 on success, TIDE_ENOENT
+     * when the backend cannot tell. NULL: the backend never can. */
+    int (*task_memory_mib)(struct gpu_backend *be, const struct gpu_claim *claim, pid_t pgid,
+                           int64_t *mib);
     /* Frees what open set up (devices and private state). */
     void (*close)(struct gpu_backend *be);
 };

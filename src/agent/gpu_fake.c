@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "common/fsutil.h"
+#include "core/gpu_share.h"
 
 /* An idle fake GPU sits here; a busy one heats up and draws more. */
 #define FAKE_IDLE_TEMP_C 30
@@ -41,10 +42,75 @@ static int parse_uint(const char **p, long long max, long long *out)
     return 0;
 }
 
-/* One COUNTxMODEL:MEMORY entry of length len at s. */
-static int parse_entry(const char *s, size_t len, long long *count, char *model,
-                       int64_t *memory_mib, struct tide_err *err)
+/* An A100 has 7 compute slices to cut MIG instances from. */
+#define FAKE_MIG_SLICES 7
+#define FAKE_MIG_MAX 7
+
+struct fake_mig {
+    char profile[24];
+    int64_t memory_mib;
+};
+
+/* "mig=3g.40gb*2+1g.10gb" (count 1 when left out) into out[*n], checked
+ * against one GPU of memory_mib. */
+static int parse_mig(const char *entry, const char *p, int64_t memory_mib, struct fake_mig *out,
+                     int *n, struct tide_err *err)
 {
+    *n = 0;
+    if (strncmp(p, "mig=", 4) != 0)
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
+                            "'%s': after MEMORY only ':mig=PROFILE*COUNT[+...]' may follow", entry);
+    p += 4;
+    int slices = 0;
+    int64_t memory = 0;
+    for (;;) {
+        const char *end = strchr(p, '+');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char item[64];
+        if (len == 0 || len >= sizeof item)
+            return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "'%s': empty or long MIG item", entry);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        long long count = 1;
+        char *star = strchr(item, '*');
+        if (star) {
+            *star = '\0';
+            const char *c = star + 1;
+            if (parse_uint(&c, FAKE_MIG_MAX, &count) != 0 || *c || count < 1)
+                return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
+                                    "'%s': MIG count must be 1..%d", entry, FAKE_MIG_MAX);
+        }
+        if (!gpu_mig_profile_valid(item))
+            return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
+                                "'%s': '%s' is not a MIG profile like 1g.10gb", entry, item);
+        long long gb = atoll(strchr(item, '.') + 1);
+        for (long long k = 0; k < count; k++) {
+            if (*n >= FAKE_MIG_MAX)
+                return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
+                                    "'%s': at most %d MIG instances per GPU", entry, FAKE_MIG_MAX);
+            snprintf(out[*n].profile, sizeof out[*n].profile, "%.23s", item);
+            out[*n].memory_mib = gb * 1024;
+            (*n)++;
+            slices += item[0] - '0';
+            memory += gb * 1024;
+        }
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    if (slices > FAKE_MIG_SLICES || memory > memory_mib)
+        return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
+                            "'%s': the MIG instances need more than the GPU's %d slices or memory",
+                            entry, FAKE_MIG_SLICES);
+    return 0;
+}
+
+/* One COUNTxMODEL:MEMORY[:mig=...] entry of length len at s. */
+static int parse_entry(const char *s, size_t len, long long *count, char *model,
+                       int64_t *memory_mib, struct fake_mig *mig, int *nmig,
+                       struct tide_err *err)
+{
+    *nmig = 0;
     char entry[256];
     if (len == 0)
         return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "empty entry in the list");
@@ -78,6 +144,9 @@ static int parse_entry(const char *s, size_t len, long long *count, char *model,
     memcpy(model, p, mlen);
     model[mlen] = '\0';
     p = colon + 1;
+    char *mig_at = strchr(entry + (p - entry), ':');
+    if (mig_at)
+        *mig_at++ = '\0';
     long long mem;
     if (parse_uint(&p, FAKE_MAX_MEMORY_MIB, &mem) != 0 || mem == 0)
         return tide_err_set(err, TIDE_EINVAL, "fake-gpus",
@@ -91,7 +160,7 @@ static int parse_entry(const char *s, size_t len, long long *count, char *model,
     if (mem > FAKE_MAX_MEMORY_MIB)
         return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "'%s': memory too large", entry);
     *memory_mib = mem;
-    return 0;
+    return mig_at ? parse_mig(s, mig_at, mem, mig, nmig, err) : 0;
 }
 
 int gpu_fake_parse_spec(const char *spec, const char *node_name, struct gpu_device **out,
@@ -101,8 +170,8 @@ int gpu_fake_parse_spec(const char *spec, const char *node_name, struct gpu_devi
     *count = 0;
     if (!spec || !*spec)
         return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "empty spec (like 4xH200:141GB)");
-    struct gpu_device *devs = NULL;
-    size_t n = 0;
+    struct gpu_device *devs = NULL, *inst = NULL;
+    size_t n = 0, ninst = 0;
     const char *s = spec;
     for (;;) {
         const char *end = strchr(s, ',');
@@ -110,22 +179,32 @@ int gpu_fake_parse_spec(const char *spec, const char *node_name, struct gpu_devi
         long long k = 0;
         char model[FAKE_MAX_MODEL_LEN + 1] = "";
         int64_t mem = 0;
-        int rc = parse_entry(s, len, &k, model, &mem, err);
+        struct fake_mig mig[FAKE_MIG_MAX];
+        int nmig = 0;
+        int rc = parse_entry(s, len, &k, model, &mem, mig, &nmig, err);
         if (rc != 0) {
             free(devs);
+            free(inst);
             return rc;
         }
-        if (n + (size_t)k > GPU_MAX_DEVICES) {
+        if (n + ninst + (size_t)k * (size_t)(1 + nmig) > GPU_MAX_DEVICES) {
             free(devs);
+            free(inst);
             return tide_err_set(err, TIDE_EINVAL, "fake-gpus", "at most %d GPUs in all",
                                 GPU_MAX_DEVICES);
         }
         struct gpu_device *grown = realloc(devs, (n + (size_t)k) * sizeof *devs);
-        if (!grown) {
+        if (grown)
+            devs = grown;
+        struct gpu_device *igrown =
+            nmig ? realloc(inst, (ninst + (size_t)k * (size_t)nmig) * sizeof *inst) : inst;
+        if (igrown)
+            inst = igrown;
+        if (!grown || (nmig && !igrown)) {
             free(devs);
+            free(inst);
             return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
         }
-        devs = grown;
         for (long long i = 0; i < k; i++, n++) {
             struct gpu_device *d = &devs[n];
             memset(d, 0, sizeof *d);
@@ -134,13 +213,40 @@ int gpu_fake_parse_spec(const char *spec, const char *node_name, struct gpu_devi
             d->memory_total_mib = mem;
             /* node names are bounded by the agent's options, so this fits */
             snprintf(d->uuid, sizeof d->uuid, "GPU-fake-%s-%zu", node_name ? node_name : "node", n);
+            d->parent_index = -1;
+            d->mig_mode = nmig > 0;
+            for (int m = 0; m < nmig; m++, ninst++) {
+                struct gpu_device *e = &inst[ninst];
+                memset(e, 0, sizeof *e);
+                e->parent_index = (int)n;
+                snprintf(e->name, sizeof e->name, "%.63s MIG %.23s", model, mig[m].profile);
+                snprintf(e->mig_profile, sizeof e->mig_profile, "%.23s", mig[m].profile);
+                e->memory_total_mib = mig[m].memory_mib;
+                snprintf(e->uuid, sizeof e->uuid, "MIG-fake-%s-%zu-%d", node_name ? node_name : "node",
+                         n, m);
+            }
         }
         if (!end)
             break;
         s = end + 1;
     }
+    /* instances after every physical GPU, so those keep indices 0..n-1 */
+    if (ninst) {
+        struct gpu_device *all = realloc(devs, (n + ninst) * sizeof *devs);
+        if (!all) {
+            free(devs);
+            free(inst);
+            return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        }
+        devs = all;
+        for (size_t i = 0; i < ninst; i++) {
+            devs[n + i] = inst[i];
+            devs[n + i].index = (int)(n + i);
+        }
+    }
+    free(inst);
     *out = devs;
-    *count = n;
+    *count = n + ninst;
     return 0;
 }
 
@@ -245,6 +351,17 @@ static int fake_sample(struct gpu_backend *be, const struct gpu_claim *claims, s
     return 0;
 }
 
+/* What the task wrote as mem= in its file is what it uses. */
+static int fake_task_memory(struct gpu_backend *be, const struct gpu_claim *claim, pid_t pgid,
+                            int64_t *mib)
+{
+    (void)be;
+    (void)pgid;
+    int util;
+    read_claim(claim->telemetry_file, &util, mib);
+    return 0;
+}
+
 static void fake_close(struct gpu_backend *be)
 {
     free(be->devices);
@@ -257,5 +374,6 @@ const struct gpu_ops gpu_fake_ops = {
     .visible_by_index = true,
     .open = fake_open,
     .sample = fake_sample,
+    .task_memory_mib = fake_task_memory,
     .close = fake_close,
 };

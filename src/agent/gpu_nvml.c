@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/gpu.h"
+#include "core/gpu_share.h"
 
 typedef int nvml_return; /* nvmlReturn_t: 0 is NVML_SUCCESS */
 typedef struct nvml_device_opaque *nvml_device;
@@ -19,6 +21,11 @@ struct nvml_memory { /* nvmlMemory_t, bytes */
 struct nvml_utilization { /* nvmlUtilization_t, percent */
     unsigned int gpu, memory;
 };
+struct nvml_process { /* nvmlProcessInfo_t of the _v2/_v3 calls */
+    unsigned int pid;
+    unsigned long long used_gpu_memory; /* bytes, or NVML_VALUE_NOT_AVAILABLE */
+    unsigned int gpu_instance_id, compute_instance_id;
+};
 
 #define NVML_SUCCESS 0
 #define NVML_TEMPERATURE_GPU 0
@@ -26,6 +33,10 @@ struct nvml_utilization { /* nvmlUtilization_t, percent */
 #define NVML_NAME_BUFFER 96
 #define NVML_UUID_BUFFER 96
 #define NVML_DRIVER_BUFFER 80
+#define NVML_ERROR_NOT_FOUND 6
+#define NVML_VALUE_NOT_AVAILABLE (~0ULL)
+#define NVML_MAX_PROCESSES 256
+#define NVML_MAX_MIG_PER_GPU 7
 
 struct nvml_api {
     void *lib;
@@ -42,7 +53,11 @@ struct nvml_api {
     nvml_return (*power_usage)(nvml_device, unsigned int *);
     nvml_return (*driver_version)(char *, unsigned int);
     nvml_return (*mig_mode)(nvml_device, unsigned int *, unsigned int *);
-    nvml_device *handles;
+    /* optional: MIG instances and per-process memory */
+    nvml_return (*max_mig_count)(nvml_device, unsigned int *);
+    nvml_return (*mig_by_index)(nvml_device, unsigned int, nvml_device *);
+    nvml_return (*compute_processes)(nvml_device, unsigned int *, struct nvml_process *);
+    nvml_device *handles; /* one per device in be->devices, instances included */
 };
 
 /* dlsym's void * cannot be assigned to a function pointer in ISO C; copying
@@ -74,6 +89,57 @@ static void nvml_free(struct nvml_api *api)
     free(api);
 }
 
+/* "3g.40gb" from an instance's name ("NVIDIA A100-SXM4-80GB MIG 3g.40gb"):
+ * the word after " MIG ", if it has the shape of a profile. */
+static bool profile_from_name(const char *name, char *out, size_t size)
+{
+    const char *p = strstr(name, " MIG ");
+    if (!p)
+        return false;
+    p += 5;
+    char word[32];
+    size_t len = strcspn(p, " ");
+    if (len == 0 || len >= sizeof word)
+        return false;
+    memcpy(word, p, len);
+    word[len] = '\0';
+    if (!gpu_mig_profile_valid(word))
+        return false;
+    snprintf(out, size, "%.23s", word);
+    return true;
+}
+
+/* Appends the MIG instances of GPU i (in MIG mode) to be->devices. An
+ * instance whose profile cannot be told is left out: no job could ask
+ * for it by name. */
+static void add_mig_instances(struct nvml_api *api, struct gpu_backend *be, unsigned int i,
+                              size_t cap)
+{
+    unsigned int max = 0;
+    if (!api->max_mig_count || !api->mig_by_index ||
+        api->max_mig_count(api->handles[i], &max) != NVML_SUCCESS)
+        return;
+    for (unsigned int k = 0; k < max && k < NVML_MAX_MIG_PER_GPU && be->count < cap; k++) {
+        nvml_device m;
+        /* NOT_FOUND: no instance in this slot */
+        if (api->mig_by_index(api->handles[i], k, &m) != NVML_SUCCESS)
+            continue;
+        struct gpu_device *d = &be->devices[be->count];
+        memset(d, 0, sizeof *d);
+        if (api->device_uuid(m, d->uuid, sizeof d->uuid) != NVML_SUCCESS ||
+            api->device_name(m, d->name, sizeof d->name) != NVML_SUCCESS ||
+            !profile_from_name(d->name, d->mig_profile, sizeof d->mig_profile))
+            continue;
+        struct nvml_memory mem;
+        if (api->memory_info(m, &mem) == NVML_SUCCESS)
+            d->memory_total_mib = (int64_t)(mem.total / (1024 * 1024));
+        d->index = (int)be->count;
+        d->parent_index = be->devices[i].index;
+        api->handles[be->count] = m;
+        be->count++;
+    }
+}
+
 static int nvml_open(struct gpu_backend *be, const char *spec, const char *node_name,
                      struct tide_err *err)
 {
@@ -93,6 +159,10 @@ static int nvml_open(struct gpu_backend *be, const char *spec, const char *node_
     /* error_string and mig_mode are optional: old drivers lack the latter */
     (void)NVML_BIND(api, error_string, "nvmlErrorString");
     (void)NVML_BIND(api, mig_mode, "nvmlDeviceGetMigMode");
+    (void)NVML_BIND(api, max_mig_count, "nvmlDeviceGetMaxMigDeviceCount");
+    (void)NVML_BIND(api, mig_by_index, "nvmlDeviceGetMigDeviceHandleByIndex");
+    if (NVML_BIND(api, compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3"))
+        (void)NVML_BIND(api, compute_processes, "nvmlDeviceGetComputeRunningProcesses_v2");
     if (NVML_BIND(api, init, "nvmlInit_v2") || NVML_BIND(api, shutdown, "nvmlShutdown") ||
         NVML_BIND(api, device_count, "nvmlDeviceGetCount_v2") ||
         NVML_BIND(api, device_by_index, "nvmlDeviceGetHandleByIndex_v2") ||
@@ -127,8 +197,12 @@ static int nvml_open(struct gpu_backend *be, const char *spec, const char *node_
         snprintf(version, sizeof version, "unknown");
     snprintf(be->driver, sizeof be->driver, "nvidia %s", version);
 
-    be->devices = calloc(n ? n : 1, sizeof *be->devices);
-    api->handles = calloc(n ? n : 1, sizeof *api->handles);
+    /* room for every GPU and, behind them, each one's MIG instances */
+    size_t cap = (size_t)n * (1 + NVML_MAX_MIG_PER_GPU);
+    if (cap > GPU_MAX_DEVICES)
+        cap = GPU_MAX_DEVICES;
+    be->devices = calloc(cap ? cap : 1, sizeof *be->devices);
+    api->handles = calloc(cap ? cap : 1, sizeof *api->handles);
     if (!be->devices || !api->handles) {
         free(be->devices);
         be->devices = NULL;
@@ -161,8 +235,12 @@ static int nvml_open(struct gpu_backend *be, const char *spec, const char *node_
         /* NOT_SUPPORTED on GPUs without MIG: that simply means "off" */
         if (api->mig_mode && api->mig_mode(h, &cur, &pending) == NVML_SUCCESS)
             d->mig_mode = cur == NVML_DEVICE_MIG_ENABLE;
+        d->parent_index = -1;
     }
     be->count = n;
+    for (unsigned int i = 0; i < n; i++)
+        if (be->devices[i].mig_mode)
+            add_mig_instances(api, be, i, cap);
     be->priv = api;
     return 0;
 }
@@ -196,6 +274,42 @@ static int nvml_sample(struct gpu_backend *be, const struct gpu_claim *claims, s
     return 0;
 }
 
+/* Sums usedGpuMemory of the compute processes in process group pgid on the
+ * claim's devices. A process whose memory NVML does not report (it needs
+ * privileges in some setups) counts as 0: enforcement is best effort. */
+static int nvml_task_memory(struct gpu_backend *be, const struct gpu_claim *claim, pid_t pgid,
+                            int64_t *mib)
+{
+    struct nvml_api *api = be->priv;
+    *mib = 0;
+    if (!api || !api->compute_processes || pgid <= 0)
+        return TIDE_ENOENT;
+    static struct nvml_process procs[NVML_MAX_PROCESSES];
+    unsigned long long bytes = 0;
+    bool seen = false;
+    for (size_t c = 0; c < claim->ngpus; c++) {
+        size_t d = 0;
+        while (d < be->count && be->devices[d].index != claim->gpus[c])
+            d++;
+        if (d == be->count)
+            continue;
+        unsigned int n = NVML_MAX_PROCESSES;
+        /* INSUFFICIENT_SIZE with more than we can hold: the first
+         * NVML_MAX_PROCESSES are what we can judge by */
+        if (api->compute_processes(api->handles[d], &n, procs) != NVML_SUCCESS)
+            continue;
+        seen = true;
+        for (unsigned int k = 0; k < n && k < NVML_MAX_PROCESSES; k++)
+            if (procs[k].used_gpu_memory != NVML_VALUE_NOT_AVAILABLE &&
+                getpgid((pid_t)procs[k].pid) == pgid)
+                bytes += procs[k].used_gpu_memory;
+    }
+    if (!seen)
+        return TIDE_ENOENT;
+    *mib = (int64_t)(bytes / (1024 * 1024));
+    return 0;
+}
+
 static void nvml_close(struct gpu_backend *be)
 {
     struct nvml_api *api = be->priv;
@@ -214,5 +328,6 @@ const struct gpu_ops gpu_nvml_ops = {
     .visible_by_index = false,
     .open = nvml_open,
     .sample = nvml_sample,
+    .task_memory_mib = nvml_task_memory,
     .close = nvml_close,
 };

@@ -83,7 +83,7 @@ static char *visible_devices(const struct agent_task_spec *spec, bool by_index)
 {
     size_t cap = 1;
     for (size_t i = 0; i < spec->ngpus; i++)
-        cap += (by_index || !spec->gpu_uuids ? 12 : strlen(spec->gpu_uuids[i])) + 1;
+        cap += (spec->gpu_uuids ? strlen(spec->gpu_uuids[i]) : 0) + 13;
     char *s = malloc(cap);
     if (!s)
         return NULL;
@@ -91,7 +91,9 @@ static char *visible_devices(const struct agent_task_spec *spec, bool by_index)
     s[0] = '\0';
     for (size_t i = 0; i < spec->ngpus; i++) {
         const char *sep = i ? "," : "";
-        if (by_index || !spec->gpu_uuids)
+        /* a MIG instance has no index CUDA knows: always its UUID */
+        bool mig = spec->gpu_uuids && !strncmp(spec->gpu_uuids[i], "MIG-", 4);
+        if ((by_index && !mig) || !spec->gpu_uuids)
             n += (size_t)snprintf(s + n, cap - n, "%s%d", sep, spec->gpus[i]);
         else
             n += (size_t)snprintf(s + n, cap - n, "%s%s", sep, spec->gpu_uuids[i]);
@@ -114,6 +116,12 @@ static int tide_vars(const struct agent_task_spec *spec, const struct agent_task
     vars[k++] = path_join("TIDE_WORK_DIR=%s", job_dir);
     if (telemetry_file)
         vars[k++] = path_join("TIDE_FAKE_GPU_FILE=%s", telemetry_file);
+    if (spec->gpu_memory_limit_mib > 0) {
+        /* MPS's per-device limit: device 0 is the task's one visible GPU */
+        vars[k++] = path_join("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%" PRId64 "MB",
+                              spec->gpu_memory_limit_mib);
+        vars[k++] = path_join("TIDE_GPU_MEMORY_LIMIT_MIB=%" PRId64, spec->gpu_memory_limit_mib);
+    }
     /* The server's directory, the same for every attempt, so a job that
      * saved its state there resumes wherever it runs next. */
     vars[k++] = spec->checkpoint_dir ? path_join("TIDE_CHECKPOINT_DIR=%s", spec->checkpoint_dir)
@@ -248,6 +256,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     t->kill_grace_s = spec->kill_grace_s;
     t->guard = site->guard;
     t->started_ms = now_ms;
+    t->gpu_memory_limit_mib = spec->gpu_memory_limit_mib;
 
     char *job_dir = path_join("%s/jobs/%" PRId64, site->work_dir, spec->job_id);
     char *logs_dir = path_join("%s/logs", site->work_dir);
@@ -262,7 +271,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
             t->ngpus = spec->ngpus;
         }
     }
-    char *vars[8] = {0}; /* what tide_vars() sets, at most 7 */
+    char *vars[10] = {0}; /* what tide_vars() sets, at most 9 */
     size_t nvars = 0;
     char **envp = NULL;
     int rc = 0;

@@ -33,6 +33,9 @@ struct agent_task_spec {
     int64_t max_runtime_s; /* 0: no limit */
     const char *workdir;   /* NULL: the job's directory under WORK/jobs */
     int kill_grace_s;
+    /* a share of one GPU: its memory limit (MiB), enforced by the agent and
+     * told to CUDA MPS; 0 for whole GPUs */
+    int64_t gpu_memory_limit_mib;
     const char *checkpoint_dir; /* TIDE_CHECKPOINT_DIR; NULL: WORK/jobs/<id>/checkpoint */
     /* why the action cannot be run at all (e.g. a malformed field), or NULL;
      * the task is then reported as `start failed: <this>` without a fork */
@@ -69,6 +72,7 @@ struct agent_task {
 
     int *gpus;
     size_t ngpus;
+    int64_t gpu_memory_limit_mib; /* 0: none */
     char *log_path;
     char *telemetry_file; /* NULL unless the GPUs are fake */
 

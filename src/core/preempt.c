@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "core/gpu_share.h"
 
 #include "core/core_banned.h"
 
@@ -124,7 +125,7 @@ static int plan_on_node(const struct placement_config *cfg, const struct preempt
     int free_now = 0, freeing = 0;
     for (int g = 0; g < node->ngpus; g++) {
         const struct gpu *gpu = &node->gpus[g];
-        if (gpu->job_id == 0 && gpu_usable(cfg, gpu, job))
+        if (gpu_is_free(gpu) && gpu_usable(cfg, gpu, job))
             free_now++;
     }
     struct candidate cand[PREEMPT_MAX_VICTIMS];
@@ -187,6 +188,8 @@ enum preempt_result preempt_plan(const struct placement_config *cfg,
                                  struct preempt_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
+    if (gpu_job_wants_slice(job))
+        return PREEMPT_NONE; /* victims are counted in whole GPUs */
     int best_taken = INT32_MAX;
     bool pending = false;
     struct preempt_plan trial;

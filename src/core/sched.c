@@ -75,7 +75,7 @@ struct failed_shape {
 
 static bool unconstrained(const struct job *job)
 {
-    return job->gpu_model[0] == '\0' && job->gpu_memory_mib == 0;
+    return job->gpu_model[0] == '\0' && job->gpu_memory_mib == 0 && job->mig[0] == '\0';
 }
 
 static bool dominating_failure(const struct failed_shape *shapes, int n, const struct job *job)
