@@ -138,25 +138,99 @@ void cluster_assign(struct cluster *c, struct job *job, struct node *node, const
         placement_index_refresh(c->index, c, node);
 }
 
+void cluster_assign_part(struct cluster *c, struct job *job, struct node *node,
+                         const int *gpu_index, int ngpus)
+{
+    if (job->nparts >= TIDE_MAX_GANG_NODES - 1)
+        return;
+    struct job_part *p = &job->parts[job->nparts++];
+    memset(p, 0, sizeof *p);
+    p->node_id = node->id;
+    p->ngpus = ngpus;
+    for (int i = 0; i < ngpus; i++) {
+        if (gpu_index[i] >= 0 && gpu_index[i] < 64)
+            p->gpu_mask |= 1ULL << gpu_index[i];
+        for (int g = 0; g < node->ngpus; g++)
+            if (node->gpus[g].index == gpu_index[i])
+                gpu_take(&node->gpus[g], job);
+    }
+    node->cpus_allocated += job->cpus;
+    node->memory_allocated_mib += job->memory_mib;
+    if (c->index)
+        placement_index_refresh(c->index, c, node);
+}
+
+bool job_on_node(const struct job *job, int64_t node_id)
+{
+    if (job->node_id == node_id && node_id != 0)
+        return true;
+    for (int i = 0; i < job->nparts; i++)
+        if (job->parts[i].node_id == node_id)
+            return true;
+    return false;
+}
+
+int job_gpus_on_node(const struct job *job, int64_t node_id, int *out)
+{
+    if (job->node_id == node_id) {
+        memcpy(out, job->gpu_index, sizeof(int) * (size_t)job->ngpus_assigned);
+        return job->ngpus_assigned;
+    }
+    for (int i = 0; i < job->nparts; i++) {
+        if (job->parts[i].node_id != node_id)
+            continue;
+        int n = 0;
+        for (int g = 0; g < 64; g++)
+            if (job->parts[i].gpu_mask & (1ULL << g))
+                out[n++] = g;
+        return n;
+    }
+    return 0;
+}
+
+bool job_mark_part_exited(struct job *job, int64_t node_id)
+{
+    if (job->node_id == node_id)
+        job->first_part_exited = true;
+    for (int i = 0; i < job->nparts; i++)
+        if (job->parts[i].node_id == node_id)
+            job->parts[i].exited = true;
+    bool all = job->first_part_exited;
+    for (int i = 0; i < job->nparts; i++)
+        all = all && job->parts[i].exited;
+    return all;
+}
+
+/* Frees what job holds on one node. */
+static void release_on_node(struct cluster *c, struct job *job, int64_t node_id)
+{
+    struct node *node = cluster_find_node(c, node_id);
+    if (!node)
+        return;
+    for (int g = 0; g < node->ngpus; g++)
+        if (node->gpus[g].job_id == job->id)
+            node->gpus[g].job_id = 0;
+    gpu_share_release_node(node, job);
+    node->cpus_allocated -= job->cpus;
+    node->memory_allocated_mib -= job->memory_mib;
+    if (node->cpus_allocated < 0)
+        node->cpus_allocated = 0;
+    if (node->memory_allocated_mib < 0)
+        node->memory_allocated_mib = 0;
+    if (c->index)
+        placement_index_refresh(c->index, c, node);
+}
+
 void cluster_unassign(struct cluster *c, struct job *job)
 {
-    if (job->node_id == 0)
-        return;
-    struct node *node = cluster_find_node(c, job->node_id);
-    if (node) {
-        for (int g = 0; g < node->ngpus; g++)
-            if (node->gpus[g].job_id == job->id)
-                node->gpus[g].job_id = 0;
-        gpu_share_release_node(node, job);
-        node->cpus_allocated -= job->cpus;
-        node->memory_allocated_mib -= job->memory_mib;
-        if (node->cpus_allocated < 0)
-            node->cpus_allocated = 0;
-        if (node->memory_allocated_mib < 0)
-            node->memory_allocated_mib = 0;
-        if (c->index)
-            placement_index_refresh(c->index, c, node);
-    }
+    for (int i = 0; i < job->nparts; i++)
+        release_on_node(c, job, job->parts[i].node_id);
+    job->nparts = 0;
+    job->first_part_reported = false;
+    job->first_part_exited = false;
+    job->gang_failed = false;
+    if (job->node_id != 0)
+        release_on_node(c, job, job->node_id);
     job->node_id = 0;
     job->ngpus_assigned = 0;
 }

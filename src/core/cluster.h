@@ -17,6 +17,7 @@
 #define TIDE_NAME_MAX 64
 #define TIDE_REASON_MAX 160
 #define TIDE_MAX_DEPS 32
+#define TIDE_MAX_GANG_NODES 16
 
 /* READY and LOST are nodes that joined; the rest belong to elastic pools
  * (autoscaler.h): provisioning -> ready -> draining -> released, or failed. */
@@ -77,6 +78,16 @@ struct node {
 };
 
 /* What the scheduler needs of a job; the full spec lives in the store. */
+/* A gang job's share on a node other than its first: which GPUs (by
+ * index, as a bit mask: nodes have at most 64) and whether its task ended. */
+struct job_part {
+    int64_t node_id;
+    uint64_t gpu_mask;
+    int ngpus;
+    bool reported; /* its agent has mentioned the task */
+    bool exited;
+};
+
 struct job {
     int64_t id;
     char project[TIDE_NAME_MAX];
@@ -123,6 +134,17 @@ struct job {
     int64_t node_id;
     int ngpus_assigned;
     int gpu_index[TIDE_MAX_GPUS_PER_NODE];
+    /* Gang jobs over several nodes (max_nodes > 1): the first node above,
+     * the others here, all started together and ended together. */
+    int max_nodes;
+    int nparts; /* extra parts in use */
+    struct job_part parts[TIDE_MAX_GANG_NODES - 1];
+    bool first_part_reported;
+    bool first_part_exited;
+    bool gang_failed;     /* a part failed: the others are being stopped */
+    int gang_exit_code;   /* the first failure's exit, for the job's record */
+    int gang_signal;
+    char gang_reason[TIDE_REASON_MAX];
     /* Why a pending job is still waiting, set by each scheduling pass. */
     char wait_reason[TIDE_REASON_MAX];
     /* Backfill: the time this (blocked, first in line) job is promised to
@@ -165,7 +187,22 @@ void cluster_remove_job(struct cluster *c, int64_t id);
 void cluster_assign(struct cluster *c, struct job *job, struct node *node, const int *gpu_index,
                     int ngpus);
 
-/* Returns the job's GPUs, CPUs and memory to its node and clears its placement. */
+/* Adds a further node to a gang job's placement (after cluster_assign gave
+ * it its first node). */
+void cluster_assign_part(struct cluster *c, struct job *job, struct node *node,
+                         const int *gpu_index, int ngpus);
+
+/* Whether job has a task on node (first node or a part). */
+bool job_on_node(const struct job *job, int64_t node_id);
+
+/* The job's GPU indices on node into out; returns how many (0 if none). */
+int job_gpus_on_node(const struct job *job, int64_t node_id, int *out);
+
+/* Marks the job's task on node as ended; returns true when every task of
+ * the job has now ended. */
+bool job_mark_part_exited(struct job *job, int64_t node_id);
+
+/* Returns the job's GPUs, CPUs and memory to its node(s) and clears its placement. */
 void cluster_unassign(struct cluster *c, struct job *job);
 
 /* GPUs that tide tasks hold, across ready nodes. */

@@ -113,7 +113,8 @@ static int check_project(json_t *v, const char *f, json_t *spec, struct job *job
     }
 
 INTEGER_FIELD(check_priority, -JOB_SPEC_MAX_PRIORITY, JOB_SPEC_MAX_PRIORITY, job->priority = (int)x)
-INTEGER_FIELD(check_gpus, 0, TIDE_MAX_GPUS_PER_NODE, job->gpus = (int)x)
+INTEGER_FIELD(check_gpus, 0, TIDE_MAX_GPUS_PER_NODE * TIDE_MAX_GANG_NODES, job->gpus = (int)x)
+INTEGER_FIELD(check_nodes, 1, TIDE_MAX_GANG_NODES, job->max_nodes = (int)x)
 INTEGER_FIELD(check_gpu_memory, 0, MAX_MIB, job->gpu_memory_mib = x)
 INTEGER_FIELD(check_cpus, 0, 4096, job->cpus = (int)x)
 INTEGER_FIELD(check_memory, 0, MAX_MIB, job->memory_mib = x)
@@ -292,6 +293,7 @@ static const struct {
     {"project", check_project},
     {"priority", check_priority},
     {"gpus", check_gpus},
+    {"nodes", check_nodes},
     {"gpu_memory", check_gpu_memory},
     {"mig", check_mig},
     {"gpu_model", check_gpu_model},
@@ -348,6 +350,16 @@ int job_spec_from_object(json_t *obj, json_t **spec_out, struct job *job, struct
             json_decref(spec);
             return rc;
         }
+    }
+    if (job->max_nodes < 1)
+        job->max_nodes = 1;
+    if (job->gpus > TIDE_MAX_GPUS_PER_NODE * job->max_nodes) {
+        json_decref(spec);
+        return tide_err_set(err, TIDE_EINVAL, "gpus",
+                            "gpus: %d GPUs need more than %d node%s of at most %d GPUs; ask for "
+                            "more nodes with `nodes: k` (up to %d)",
+                            job->gpus, job->max_nodes, job->max_nodes == 1 ? "" : "s",
+                            TIDE_MAX_GPUS_PER_NODE, TIDE_MAX_GANG_NODES);
     }
     if (job->mig[0] && (job->gpus != 1 || job->gpu_memory_mib)) {
         json_decref(spec);

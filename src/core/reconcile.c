@@ -75,7 +75,8 @@ static void record_exit(struct cluster *c, struct job *job, const struct task_re
 static void track_idle(const struct node *node, struct job *job, int64_t now_ms,
                        struct action_list *out)
 {
-    if (job->idle_after_s <= 0 || job->ngpus_assigned == 0 || job->state != JOB_RUNNING)
+    if (job->idle_after_s <= 0 || job->ngpus_assigned == 0 || job->state != JOB_RUNNING ||
+        job->node_id != node->id) /* gang jobs: watched on their first node */
         return;
     int busiest = 0;
     for (int i = 0; i < job->ngpus_assigned; i++)
@@ -103,6 +104,69 @@ static void track_idle(const struct node *node, struct job *job, int64_t now_ms,
         job->reclaim_requested = true;
 }
 
+/* Whether the job's task on node already ended (a gang part that finished
+ * before the others). */
+static bool part_exited(const struct job *job, int64_t node_id)
+{
+    if (job->nparts == 0)
+        return false;
+    if (job->node_id == node_id)
+        return job->first_part_exited;
+    for (int i = 0; i < job->nparts; i++)
+        if (job->parts[i].node_id == node_id)
+            return job->parts[i].exited;
+    return false;
+}
+
+/* Gang parts: has this node's agent mentioned its task yet? */
+static bool part_reported(const struct job *job, int64_t node_id)
+{
+    if (job->node_id == node_id)
+        return job->first_part_reported;
+    for (int i = 0; i < job->nparts; i++)
+        if (job->parts[i].node_id == node_id)
+            return job->parts[i].reported;
+    return false;
+}
+
+static void mark_part_reported(struct job *job, int64_t node_id)
+{
+    if (job->node_id == node_id)
+        job->first_part_reported = true;
+    for (int i = 0; i < job->nparts; i++)
+        if (job->parts[i].node_id == node_id)
+            job->parts[i].reported = true;
+}
+
+static bool report_is_success(const struct task_report *r)
+{
+    return r->exit_code == 0 && r->signal == 0 && strncmp(r->reason, "start failed", 12) != 0 &&
+           strcmp(r->reason, "max_runtime") != 0 && strcmp(r->reason, "cancelled") != 0;
+}
+
+/* One task of a gang job ended. The job ends when all have: as its first
+ * failure, or as a success when every task succeeded. A failure makes the
+ * others be stopped (see the running branch). */
+static void record_gang_exit(struct cluster *c, struct job *job, int64_t node_id,
+                             const struct task_report *r, int64_t now_ms, struct action_list *out)
+{
+    if (!report_is_success(r) && !job->gang_failed) {
+        job->gang_failed = true;
+        job->gang_exit_code = r->exit_code;
+        job->gang_signal = r->signal;
+        snprintf(job->gang_reason, sizeof job->gang_reason, "%s", r->reason);
+    }
+    if (!job_mark_part_exited(job, node_id))
+        return;
+    struct task_report whole = *r;
+    if (job->gang_failed) {
+        whole.exit_code = job->gang_exit_code;
+        whole.signal = job->gang_signal;
+        snprintf(whole.reason, sizeof whole.reason, "%s", job->gang_reason);
+    }
+    record_exit(c, job, &whole, now_ms, out);
+}
+
 static bool job_reported(const struct task_report *tasks, size_t n, const struct job *job)
 {
     for (size_t i = 0; i < n; i++)
@@ -125,8 +189,8 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
     for (size_t i = 0; i < ntasks; i++) {
         const struct task_report *r = &tasks[i];
         struct job *job = cluster_find_job(c, r->job_id);
-        bool current = job && job->attempt == r->attempt && job->node_id == node_id &&
-                       job_state_is_on_node(job->state);
+        bool current = job && job->attempt == r->attempt && job_on_node(job, node_id) &&
+                       job_state_is_on_node(job->state) && !part_exited(job, node_id);
         if (!current) {
             /* Finished and recorded before, or an attempt the server gave up on. */
             if (r->exited)
@@ -137,8 +201,12 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
                      "not scheduled on this node");
             continue;
         }
+        mark_part_reported(job, node_id);
         if (r->exited) {
-            record_exit(c, job, r, now_ms, out);
+            if (job->nparts > 0)
+                record_gang_exit(c, job, node_id, r, now_ms, out);
+            else
+                record_exit(c, job, r, now_ms, out);
             failed |= push(out, ACTION_ACK, NULL, r->job_id, r->attempt, node_id, "recorded");
             continue;
         }
@@ -153,18 +221,27 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
             failed |= push(out, ACTION_SEND_STOP, job, 0, 0, node_id, "idle reclaim");
         else if (job->state == JOB_PREEMPTED)
             failed |= push(out, ACTION_SEND_STOP, job, 0, 0, node_id, "preempted");
+        else if (job->gang_failed)
+            failed |= push(out, ACTION_SEND_STOP, job, 0, 0, node_id, "gang member failed");
     }
 
     /* Jobs placed here that the agent did not mention. */
     for (size_t j = 0; j < c->njobs;) {
         struct job *job = &c->jobs[j];
-        if (job->node_id != node_id || !job_state_is_on_node(job->state) ||
-            job_reported(tasks, ntasks, job)) {
+        if (!job_on_node(job, node_id) || !job_state_is_on_node(job->state) ||
+            part_exited(job, node_id) || job_reported(tasks, ntasks, job)) {
             j++;
             continue;
         }
-        if (job->state == JOB_STARTING && !job->cancel_requested) {
+        bool never_started = job->state == JOB_STARTING ||
+                             (job->nparts > 0 && !part_reported(job, node_id));
+        if (never_started && !job->cancel_requested && !job->gang_failed) {
             failed |= push(out, ACTION_SEND_START, job, 0, 0, node_id, "start");
+            j++;
+            continue;
+        }
+        if (never_started && job->nparts > 0 && !job_mark_part_exited(job, node_id)) {
+            /* A gang part that never started after the gang failed: nothing to stop. */
             j++;
             continue;
         }

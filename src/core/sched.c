@@ -7,6 +7,7 @@
 
 #include "common/tide_err.h"
 #include "core/backfill.h"
+#include "core/gang.h"
 #include "core/placement_index.h"
 #include "core/preempt.h"
 #include "core/queue.h"
@@ -232,6 +233,29 @@ static bool preemption_hopeless(const struct victimless_shape *shapes, int n, co
     return false;
 }
 
+/* Starts a gang job on every node gang_choose picked. */
+static int push_gang_start(struct scheduler *s, struct cluster *c, struct job *job,
+                           int64_t now_ms, struct action_list *out)
+{
+    int rc = push_start(s, c, job, &s->gang.parts[0], now_ms, out);
+    char nodes[TIDE_REASON_MAX];
+    size_t used = 0;
+    nodes[0] = '\0';
+    for (int i = 1; !rc && i < s->gang.nparts; i++) {
+        const struct placement_choice *part = &s->gang.parts[i];
+        cluster_assign_part(c, job, part->node, part->gpu_index, part->ngpus);
+        if (used < sizeof nodes)
+            used += (size_t)snprintf(nodes + used, sizeof nodes - used, "%s%.40s", i > 1 ? "," : "",
+                                     part->node->name);
+    }
+    if (!rc && s->gang.nparts > 1) {
+        struct action *a = &out->items[out->len - 1];
+        snprintf(a->reason, sizeof a->reason, "placed on %d nodes: %.40s,%.60s", s->gang.nparts,
+                 s->gang.parts[0].node->name, nodes);
+    }
+    return rc;
+}
+
 /* Tries to make room for job by preempting; true when it is handled
  * (victims chosen now, or earlier ones still stopping). */
 static bool try_preemption(struct scheduler *s, struct job *job, struct action_list *out)
@@ -317,6 +341,24 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
         struct placement_choice choice;
         enum placement_result r =
             s->cfg.placement->choose(&s->cfg.placement_cfg, c, job, &choice, why);
+        if (r != PLACEMENT_FOUND && job->max_nodes > 1) {
+            enum placement_result g =
+                gang_choose(s->cfg.placement, &s->cfg.placement_cfg, c, job, &s->gang, why);
+            if (g == PLACEMENT_FOUND) {
+                if (push_gang_start(s, c, job, now_ms, out) != 0)
+                    return TIDE_ENOMEM;
+                if (short_enough)
+                    backfill_hold(c, &reservation, true);
+                if (q >= 0) {
+                    usage.jobs[q]++;
+                    usage.gpus[q] += job->gpus;
+                }
+                placed++;
+                continue;
+            }
+            if (g == PLACEMENT_NOT_NOW || r == PLACEMENT_NEVER)
+                r = g;
+        }
         if (r == PLACEMENT_FOUND) {
             if (push_start(s, c, job, &choice, now_ms, out) != 0) {
                 c->index = NULL;
@@ -418,7 +460,7 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
         int64_t node_id = node->id;
         for (size_t j = 0; j < c->njobs;) {
             struct job *job = &c->jobs[j];
-            if (job->node_id != node_id || !job_state_is_on_node(job->state)) {
+            if (!job_on_node(job, node_id) || !job_state_is_on_node(job->state)) {
                 j++;
                 continue;
             }

@@ -12,6 +12,7 @@
 #include "core/action.h"
 #include "core/cluster.h"
 #include "core/fairshare.h"
+#include "core/gang.h"
 #include "core/order.h"
 #include "core/placement.h"
 #include "core/preempt.h"
@@ -37,6 +38,7 @@ struct scheduler {
     struct job **order; /* scratch: pending jobs in scheduling order */
     size_t order_cap;
     struct preempt_pool preempt_pool; /* scratch: what a pass may preempt */
+    struct gang_choice gang;          /* scratch: a multi-node placement */
     struct placement_index *index; /* nodes by free GPUs, rebuilt each pass */
 };
 

@@ -202,6 +202,7 @@ static json_t *store_log_chunks(struct server *srv, struct node *node, json_t *l
         int64_t offset = int_field(chunk, "offset", -1);
         json_t *data = json_object_get(chunk, "data");
         struct job *job = cluster_find_job(&srv->cluster, job_id);
+        /* A gang job's log is its first node's (rank 0) output. */
         if (!job || job->node_id != node->id || job->attempt != attempt || offset < 0 ||
             !json_is_string(data))
             continue;
@@ -247,6 +248,29 @@ static int parse_reports(json_t *tasks, struct task_report *out, size_t *n, stru
     return 0;
 }
 
+/* What a task of a gang job needs to find the others: its rank, the gang's
+ * size and every member's node, rank 0 first. */
+static void add_gang_env(struct server *srv, const struct job *job, const struct node *node,
+                         json_t *env)
+{
+    char hosts[1024], value[32];
+    size_t used = 0;
+    int rank = 0;
+    struct node *first = cluster_find_node(&srv->cluster, job->node_id);
+    used += (size_t)snprintf(hosts, sizeof hosts, "%s", first ? first->name : "?");
+    for (int i = 0; i < job->nparts && used < sizeof hosts; i++) {
+        struct node *n = cluster_find_node(&srv->cluster, job->parts[i].node_id);
+        used += (size_t)snprintf(hosts + used, sizeof hosts - used, ",%s", n ? n->name : "?");
+        if (job->parts[i].node_id == node->id)
+            rank = i + 1;
+    }
+    json_object_set_new(env, "TIDE_GANG_NODES", json_string(hosts));
+    snprintf(value, sizeof value, "%d", rank);
+    json_object_set_new(env, "TIDE_GANG_RANK", json_string(value));
+    snprintf(value, sizeof value, "%d", job->nparts + 1);
+    json_object_set_new(env, "TIDE_GANG_SIZE", json_string(value));
+}
+
 static json_t *start_message(struct server *srv, struct node *node, const struct action *a)
 {
     struct job *job = cluster_find_job(&srv->cluster, a->job_id);
@@ -256,13 +280,19 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
         return NULL;
     json_t *spec = json_object_get(row, "spec");
     json_t *gpus = json_array(), *uuids = json_array();
-    for (int i = 0; i < job->ngpus_assigned; i++) {
-        json_array_append_new(gpus, json_integer(job->gpu_index[i]));
+    int here[TIDE_MAX_GPUS_PER_NODE];
+    int nhere = job_gpus_on_node(job, node->id, here);
+    for (int i = 0; i < nhere; i++) {
+        json_array_append_new(gpus, json_integer(here[i]));
         for (int g = 0; g < node->ngpus; g++)
-            if (node->gpus[g].index == job->gpu_index[i])
+            if (node->gpus[g].index == here[i])
                 json_array_append_new(uuids, json_string(node->gpus[g].uuid));
     }
-    json_t *env = json_object_get(spec, "env");
+    json_t *env = json_deep_copy(json_object_get(spec, "env"));
+    if (!env)
+        env = json_object();
+    if (job->nparts > 0)
+        add_gang_env(srv, job, node, env);
     json_t *workdir = json_object_get(spec, "workdir");
     /* Every attempt, wherever it runs, sees the same checkpoint directory. */
     char checkpoint_dir[1200];
@@ -272,7 +302,7 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
         log_warn("cannot create %s", checkpoint_dir);
     json_t *msg = json_pack("{s:s, s:I, s:i, s:O, s:o, s:o, s:o, s:I, s:O, s:i}", "type", "start",
                             "job_id", (json_int_t)job->id, "attempt", job->attempt, "command",
-                            json_object_get(spec, "command"), "env", env ? json_incref(env) : json_object(),
+                            json_object_get(spec, "command"), "env", env,
                             "gpus", gpus, "gpu_uuids", uuids, "max_runtime",
                             (json_int_t)job->max_runtime_s, "workdir",
                             workdir ? workdir : json_null(), "kill_grace_s", srv->cfg.kill_grace_s);

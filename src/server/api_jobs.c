@@ -14,6 +14,16 @@
 static void add_live_fields(struct server *srv, json_t *job_json)
 {
     struct job *job = cluster_find_job(&srv->cluster, json_integer_value(json_object_get(job_json, "id")));
+    if (job && job->nparts > 0) {
+        json_t *nodes = json_array();
+        struct node *first = cluster_find_node(&srv->cluster, job->node_id);
+        json_array_append_new(nodes, json_string(first ? first->name : "?"));
+        for (int i = 0; i < job->nparts; i++) {
+            struct node *n = cluster_find_node(&srv->cluster, job->parts[i].node_id);
+            json_array_append_new(nodes, json_string(n ? n->name : "?"));
+        }
+        json_object_set_new(job_json, "gang_nodes", nodes);
+    }
     if (!job || job->state != JOB_PENDING)
         return;
     if (job->wait_reason[0])

@@ -48,6 +48,8 @@ struct job_update {
     int64_t start_ms;     /* 0: keep; negative: -start_ms if none is set yet */
     int64_t end_ms;       /* 0: keep */
     int cancel_requested; /* -1: keep */
+    json_t *parts;        /* a gang job's other nodes, [[node_id, [gpu, ...]], ...]; NULL: keep
+                             (cleared with node_id 0) */
 };
 
 struct store;

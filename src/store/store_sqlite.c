@@ -25,6 +25,7 @@ static const char *const schema =
     "  state TEXT NOT NULL, reason TEXT NOT NULL, attempt INTEGER NOT NULL DEFAULT 0,"
     "  spec TEXT NOT NULL, owner TEXT NOT NULL, node_id INTEGER, gpus TEXT,"
     "  exit_code INTEGER, signal INTEGER, cancel_requested INTEGER NOT NULL DEFAULT 0,"
+    "  parts TEXT,"
     "  submit_ms INTEGER NOT NULL, start_ms INTEGER, end_ms INTEGER);"
     "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);"
     "CREATE INDEX IF NOT EXISTS jobs_by_project ON jobs(project);"
@@ -67,6 +68,10 @@ int store_open_sqlite(const char *path, struct store **out, struct tide_err *err
                       err);
     if (!rc)
         rc = exec_sql(s, schema, err);
+    if (!rc) {
+        /* Databases made before gang jobs lack the column; adding it twice fails harmlessly. */
+        sqlite3_exec(s->db, "ALTER TABLE jobs ADD COLUMN parts TEXT", NULL, NULL, NULL);
+    }
     if (rc) {
         store_close(s);
         return rc;
@@ -325,7 +330,8 @@ int store_job_update(struct store *s, const struct job_update *u, struct tide_er
         " signal=CASE WHEN ?8 < 0 THEN signal WHEN ?8 = 0 THEN NULL ELSE ?8 END,"
         " start_ms=CASE WHEN ?9 = 0 THEN start_ms WHEN ?9 < 0 THEN COALESCE(start_ms, -?9) ELSE ?9 END,"
         " end_ms=CASE WHEN ?10 = 0 THEN end_ms ELSE ?10 END,"
-        " cancel_requested=CASE WHEN ?11 < 0 THEN cancel_requested ELSE ?11 END"
+        " cancel_requested=CASE WHEN ?11 < 0 THEN cancel_requested ELSE ?11 END,"
+        " parts=CASE WHEN ?5 = 0 THEN NULL WHEN ?12 IS NULL THEN parts ELSE ?12 END"
         " WHERE id=?1", err);
     if (!st)
         return TIDE_EIO;
@@ -348,16 +354,40 @@ int store_job_update(struct store *s, const struct job_update *u, struct tide_er
     sqlite3_bind_int64(st, 9, u->start_ms);
     sqlite3_bind_int64(st, 10, u->end_ms);
     sqlite3_bind_int(st, 11, u->cancel_requested);
+    if (u->parts)
+        bind_json(st, 12, u->parts);
+    else
+        sqlite3_bind_null(st, 12);
     int rc = step_done(s, st, err, "update job");
     if (!rc && sqlite3_changes(s->db) != 1)
         rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)u->job_id);
     return rc;
 }
 
+/* Gives a loaded gang job back its other nodes: parts is [[node_id, [gpu, ...]], ...]. */
+static void restore_parts(struct cluster *c, struct job *job, sqlite3_stmt *st, int col)
+{
+    json_t *parts = column_json(st, col);
+    size_t i;
+    json_t *part;
+    json_array_foreach(parts, i, part)
+    {
+        struct node *node = cluster_find_node(c, json_integer_value(json_array_get(part, 0)));
+        int idx[TIDE_MAX_GPUS_PER_NODE], n = 0;
+        size_t k;
+        json_t *g;
+        json_array_foreach(json_array_get(part, 1), k, g) if (n < TIDE_MAX_GPUS_PER_NODE) idx[n++] =
+            (int)json_integer_value(g);
+        if (node)
+            cluster_assign_part(c, job, node, idx, n);
+    }
+    json_decref(parts);
+}
+
 int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *err)
 {
     sqlite3_stmt *st = prepare(s,
-        "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, start_ms FROM jobs"
+        "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, start_ms, parts FROM jobs"
         " WHERE state NOT IN ('succeeded','failed','cancelled','timeout') ORDER BY id", err);
     if (!st)
         return TIDE_EIO;
@@ -400,6 +430,7 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
             json_array_foreach(gpus, i, g) if (n < TIDE_MAX_GPUS_PER_NODE) idx[n++] =
                 (int)json_integer_value(g);
             cluster_assign(c, stored, node, idx, n);
+            restore_parts(c, stored, st, 9);
         } else if (job_state_is_on_node(job.state) || job.state == JOB_LOST ||
                    job.state == JOB_PREEMPTED) {
             /* Its node is gone from the store: the attempt cannot be followed. */

@@ -235,6 +235,46 @@ def test_borrowed_gpus_are_taken_back_when_the_owner_needs_them():
         c.wait_final(speech, 30)
 
 
+def test_gang_job_spans_nodes_all_or_nothing():
+    with Cluster(agents=2, fake_gpus="4xH200:141GB") as c:
+        marks = os.path.join(c.dir, "ranks")
+        os.makedirs(marks)
+        script = (f'echo "$TIDE_GANG_RANK/$TIDE_GANG_SIZE $TIDE_GANG_NODES $CUDA_VISIBLE_DEVICES" '
+                  f'> {marks}/rank$TIDE_GANG_RANK; sleep 1; echo rank$TIDE_GANG_RANK done')
+        # Too big for one node and not allowed more: waits, saying why.
+        single = c.submit(command=["true"], gpus=8)
+        wait_until(lambda: "8 GPUs" in (c.job(single["id"]).get("pending_reason") or ""), 10)
+        # A partial gang never starts: node-1 has only 2 free GPUs, so 4+4 must wait.
+        blocker = c.submit(command=["sleep", "4"], gpus=2)
+        c.wait_state(blocker["id"], "running")
+        gang = c.submit(command=["sh", "-c", script], gpus=8, nodes=2)
+        time_waiting = wait_until(lambda: (x := c.job(gang["id"]))["state"] == "pending" and
+                                  "nodes" in (x.get("pending_reason") or "") and x, 10)
+        assert time_waiting["gpus"] == [], time_waiting
+        final = c.wait_final([blocker["id"], gang["id"]], 40)
+        job = final[gang["id"]]
+        assert job["state"] == "succeeded", job
+        ranks = sorted(os.listdir(marks))
+        assert ranks == ["rank0", "rank1"], ranks
+        lines = [open(os.path.join(marks, r)).read().split() for r in ranks]
+        assert [l[0] for l in lines] == ["0/2", "1/2"], lines
+        assert lines[0][1] == lines[1][1] and set(lines[0][1].split(",")) == {"node-1", "node-2"}, lines
+        assert all(len(l[2].split(",")) == 4 for l in lines), lines
+        assert "rank0 done" in c.logs(gang["id"])
+        c.api("DELETE", f"/v1/jobs/{single['id']}")
+        status, err = c.request("POST", "/v1/jobs", {"command": ["true"], "gpus": 100})
+        assert status == 400 and "nodes" in err["error"]["message"], err
+
+
+def test_a_failing_gang_member_stops_the_others_and_fails_the_job():
+    with Cluster(agents=2, fake_gpus="2xA100:80GB") as c:
+        script = 'if [ "$TIDE_GANG_RANK" = 1 ]; then sleep 1; exit 7; fi; sleep 60'
+        gang = c.submit(command=["sh", "-c", script], gpus=4, nodes=2)
+        done = c.wait_final([gang["id"]], 40)[gang["id"]]
+        assert done["state"] == "failed" and done["exit_code"] == 7, done
+        assert all(g["job_id"] is None for n in c.api("GET", "/v1/nodes")["nodes"] for g in n["gpus"])
+
+
 if __name__ == "__main__":
     run_tests([
         test_unknown_queue_and_out_of_range_priority_are_refused,
@@ -249,4 +289,6 @@ if __name__ == "__main__":
         test_array_job_runs_each_index,
         test_idle_job_is_warned_then_reclaimed_and_a_busy_one_is_not,
         test_borrowed_gpus_are_taken_back_when_the_owner_needs_them,
+        test_gang_job_spans_nodes_all_or_nothing,
+        test_a_failing_gang_member_stops_the_others_and_fails_the_job,
     ])
