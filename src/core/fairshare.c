@@ -3,7 +3,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/tide_err.h"
 
 #include "core/core_banned.h"
 
@@ -121,4 +124,46 @@ void fairshare_note_start(struct fairshare *fs, struct job *job)
         if (job->borrowed)
             p->borrowed_gpus += job->gpus;
     }
+}
+
+static int by_project_then_start(const void *a, const void *b)
+{
+    const struct job *x = *(const struct job *const *)a, *y = *(const struct job *const *)b;
+    int p = strcmp(x->project, y->project);
+    if (p)
+        return p;
+    if (x->start_ms != y->start_ms)
+        return x->start_ms < y->start_ms ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+int fairshare_mark_borrowed(struct fairshare *fs, struct cluster *c)
+{
+    if (fs->count == 0)
+        return 0;
+    size_t n = 0;
+    for (size_t j = 0; j < c->njobs; j++)
+        n += job_state_is_on_node(c->jobs[j].state);
+    struct job **running = malloc((n ? n : 1) * sizeof *running);
+    if (!running)
+        return TIDE_ENOMEM;
+    n = 0;
+    for (size_t j = 0; j < c->njobs; j++)
+        if (job_state_is_on_node(c->jobs[j].state))
+            running[n++] = &c->jobs[j];
+    qsort(running, n, sizeof *running, by_project_then_start);
+    /* Oldest first within each project: whatever goes beyond the quota borrows. */
+    const struct project_share *p = NULL;
+    int used = 0;
+    for (size_t k = 0; k < n; k++) {
+        struct job *job = running[k];
+        if (k == 0 || strcmp(job->project, running[k - 1]->project)) {
+            p = fairshare_find(fs, job->project);
+            used = 0;
+        }
+        used += job->gpus;
+        job->borrowed = !p || used > p->cfg.quota_gpus;
+    }
+    free(running);
+    return 0;
 }

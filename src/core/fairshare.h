@@ -57,6 +57,10 @@ void fairshare_classify(const struct fairshare *fs, struct job *job);
  * job changed (the order must then be sorted again). */
 bool fairshare_claim_in_order(const struct fairshare *fs, struct job **order, size_t n);
 
+/* After a restart: marks running jobs beyond their project's quota as
+ * borrowed, as if they had started oldest first. 0 or TIDE_ENOMEM. */
+int fairshare_mark_borrowed(struct fairshare *fs, struct cluster *c);
+
 /* Records that job is being started now (counts its GPUs, marks it borrowed
  * when beyond quota). */
 void fairshare_note_start(struct fairshare *fs, struct job *job);

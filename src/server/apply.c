@@ -11,6 +11,21 @@
 #include "server/server.h"
 #include "store/store_pools.h"
 
+/* [[node_id, [gpu, ...]], ...] for a gang job's other nodes (new reference). */
+static json_t *gang_parts_json(const struct job *job)
+{
+    json_t *parts = json_array();
+    for (int i = 0; i < job->nparts; i++) {
+        int idx[TIDE_MAX_GPUS_PER_NODE];
+        int n = job_gpus_on_node(job, job->parts[i].node_id, idx);
+        json_t *gpus = json_array();
+        for (int k = 0; k < n; k++)
+            json_array_append_new(gpus, json_integer(idx[k]));
+        json_array_append_new(parts, json_pack("[I, o]", (json_int_t)job->parts[i].node_id, gpus));
+    }
+    return parts;
+}
+
 static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
                      struct tide_err *err)
 {
@@ -30,7 +45,10 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         u.exit_code = -1;
         u.signal = 0;
         u.end_ms = 0;
+        json_t *parts = job && job->nparts ? gang_parts_json(job) : NULL;
+        u.parts = parts;
         int rc = store_job_update(st, &u, err);
+        json_decref(parts);
         return rc ? rc : store_event_add(st, now_ms, "job_starting", a->job_id, a->node_id, a->reason, err);
     }
     case ACTION_RUNNING: {
@@ -101,6 +119,18 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
         rc = store_pool_nodes_load(srv->store, &srv->cluster, NULL, NULL, err);
     if (!rc)
         rc = store_jobs_load_active(srv->store, &srv->cluster, err);
+    /* What a job takes from its queue and its project rather than its spec. */
+    for (size_t i = 0; !rc && i < srv->cluster.njobs; i++) {
+        struct job *job = &srv->cluster.jobs[i];
+        const struct queue_config *q = queue_find(&srv->cfg.queues, job->queue);
+        job->effective_priority = queue_effective_priority(q, job, now_ms);
+        if (q) {
+            job->idle_util_pct = q->idle_util_pct;
+            job->idle_after_s = q->idle_after_s;
+        }
+    }
+    if (!rc && fairshare_mark_borrowed(&srv->cfg.fairshare, &srv->cluster) != 0)
+        rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     return rc;
 }
 

@@ -257,6 +257,22 @@ static void test_running_gpus_add_their_gpu_time_to_use(void **state)
     assert_int_equal(a->running_gpus, 2);
 }
 
+static void test_after_a_restart_the_latest_starts_beyond_quota_are_borrowed(void **state)
+{
+    (void)state;
+    add_project("a", 2, 1);
+    add_node(1, 8);
+    struct job *first = fx_add_running(&c, project_job(1, "a", 1, true), 1, 100);
+    struct job *third = fx_add_running(&c, project_job(3, "a", 1, true), 1, 300);
+    struct job *second = fx_add_running(&c, project_job(2, "a", 1, true), 1, 200);
+    struct job *stranger = fx_add_running(&c, project_job(4, "zz", 1, true), 1, 50);
+    assert_int_equal(fairshare_mark_borrowed(&fs, &c), 0);
+    assert_false(first->borrowed);
+    assert_false(second->borrowed);
+    assert_true(third->borrowed);
+    assert_true(stranger->borrowed); /* a project without a quota only borrows */
+}
+
 static void test_project_without_a_quota_only_borrows(void **state)
 {
     (void)state;
@@ -324,6 +340,7 @@ int main(void)
         T(test_job_of_a_project_without_quota_goes_after_one_within_quota),
         T(test_without_projects_every_job_is_within_quota),
         T(test_without_projects_priority_alone_orders_jobs),
+        T(test_after_a_restart_the_latest_starts_beyond_quota_are_borrowed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
