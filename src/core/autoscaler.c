@@ -8,6 +8,8 @@
 #include "common/tide_err.h"
 #include "core/gpu_share.h"
 
+#include "core/queue.h"
+
 #include "core/core_banned.h"
 
 /* Free GPUs of one node, existing or to be created, while packing jobs. */
@@ -186,7 +188,7 @@ static int by_size_then_age(const void *x, const void *y)
 /* Could job run on this existing node (ignoring what is free)? */
 static bool node_could_take(const struct node *n, const struct job *job)
 {
-    if (job->gpus > n->ngpus)
+    if (job->gpus > n->ngpus || !queue_allows_pool(job->rules, n->pool))
         return false;
     if (job->gpus == 0 || n->ngpus == 0)
         return true;
@@ -212,7 +214,8 @@ static int cheapest_pool_for(const struct autoscaler *a, const struct job *job,
     int best = -1;
     for (int p = 0; p < a->npools; p++) {
         const struct pool *pool = &a->pools[p];
-        if (!pool_fits_job(pool, job) || alive[p] >= pool->max_nodes ||
+        if (!pool_fits_job(pool, job) || !queue_allows_pool(job->rules, pool->name) ||
+            alive[p] >= pool->max_nodes ||
             now_ms < a->state[p].create_not_before_ms)
             continue;
         if (best < 0)

@@ -6,6 +6,8 @@
 
 #include "core/gpu_share.h"
 
+#include "core/queue.h"
+
 #include "core/core_banned.h"
 
 /* GPUs marked as held by a reservation carry this job id, never a real one. */
@@ -115,7 +117,8 @@ bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
     int gpus[TIDE_MAX_GPUS_PER_NODE];
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *node = &c->nodes[i];
-        if (node->state != NODE_READY || node->ngpus < blocked->gpus)
+        if (node->state != NODE_READY || node->ngpus < blocked->gpus ||
+            !queue_allows_pool(blocked->rules, node->pool))
             continue;
         int64_t when = node_free_time(cfg, ends, nends, node, blocked, now_ms, gpus);
         if (when < best) {

@@ -80,6 +80,8 @@ struct node {
 /* What the scheduler needs of a job; the full spec lives in the store. */
 /* A gang job's share on a node other than its first: which GPUs (by
  * index, as a bit mask: nodes have at most 64) and whether its task ended. */
+struct queue_config;
+
 struct job_part {
     int64_t node_id;
     uint64_t gpu_mask;
@@ -116,6 +118,7 @@ struct job {
     int64_t depends_on[TIDE_MAX_DEPS]; /* jobs that must succeed first */
     /* Idle reclaim (from its queue): stopped when all its GPUs stay under
      * idle_util_pct for idle_after_s; 0 disables. */
+    const struct queue_config *rules; /* its queue's, for pool limits; NULL: none */
     int idle_util_pct;
     int64_t idle_after_s;
     int64_t idle_since_ms; /* 0 while busy */
@@ -129,6 +132,7 @@ struct job {
     bool in_quota;
     int64_t share_key;
     bool borrowed;
+    int queue_turn, order_pos; /* round-robin between queues, set by a pass */
     bool cancel_requested;
     /* Where it runs (starting/running): */
     int64_t node_id;

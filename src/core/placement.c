@@ -8,6 +8,7 @@
 
 #include "core/gpu_share.h"
 #include "core/placement_index.h"
+#include "core/queue.h"
 
 #include "core/core_banned.h"
 
@@ -69,13 +70,15 @@ static int gpu_load_key(const struct gpu *g)
 
 static bool host_fits_ever(const struct node *node, const struct job *job)
 {
-    return (node->cpus <= 0 || job->cpus <= node->cpus) &&
+    return queue_allows_pool(job->rules, node->pool) &&
+           (node->cpus <= 0 || job->cpus <= node->cpus) &&
            (node->memory_mib <= 0 || job->memory_mib <= node->memory_mib);
 }
 
 static bool host_fits_now(const struct node *node, const struct job *job)
 {
-    return (node->cpus <= 0 || job->cpus <= node->cpus - node->cpus_allocated) &&
+    return queue_allows_pool(job->rules, node->pool) &&
+           (node->cpus <= 0 || job->cpus <= node->cpus - node->cpus_allocated) &&
            (node->memory_mib <= 0 || job->memory_mib <= node->memory_mib - node->memory_allocated_mib);
 }
 

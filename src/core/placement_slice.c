@@ -9,6 +9,8 @@
 
 #include "core/gpu_share.h"
 
+#include "core/queue.h"
+
 #include "core/core_banned.h"
 
 static bool model_matches(const char *glob, const char *name)
@@ -24,7 +26,8 @@ static bool host_fits(const struct node *node, const struct job *job, bool now)
 {
     int cpus = node->cpus - (now ? node->cpus_allocated : 0);
     int64_t mem = node->memory_mib - (now ? node->memory_allocated_mib : 0);
-    return (node->cpus <= 0 || job->cpus <= cpus) && (node->memory_mib <= 0 || job->memory_mib <= mem);
+    return queue_allows_pool(job->rules, node->pool) && (node->cpus <= 0 || job->cpus <= cpus) &&
+           (node->memory_mib <= 0 || job->memory_mib <= mem);
 }
 
 /* An instance matches the model asked for by its own name or its parent's. */

@@ -7,6 +7,8 @@
 #include "common/tide_err.h"
 #include "core/gpu_share.h"
 
+#include "core/queue.h"
+
 #include "core/core_banned.h"
 
 static bool gpu_usable(const struct placement_config *cfg, const struct gpu *g, const struct job *job)
@@ -198,7 +200,8 @@ enum preempt_result preempt_plan(const struct placement_config *cfg,
         while (to < pool->n && pool->entries[to].node == pool->entries[from].node)
             to++;
         const struct node *node = pool->entries[from].node;
-        if (node->state == NODE_READY && node->ngpus >= job->gpus) {
+        if (node->state == NODE_READY && node->ngpus >= job->gpus &&
+            queue_allows_pool(job->rules, node->pool)) {
             bool node_pending = false;
             int taken = plan_on_node(cfg, pool, from, to, job, &trial, &node_pending);
             pending |= node_pending;

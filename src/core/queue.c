@@ -75,12 +75,23 @@ int queue_admit(const struct queue_set *qs, json_t *given, json_t *spec, struct 
                             job->max_runtime_s == 0 ? " (and requires one)" : "");
     json_object_set_new(spec, "max_runtime", json_integer(job->max_runtime_s));
 
+    job->rules = q;
     job->idle_util_pct = q->idle_util_pct;
     job->idle_after_s = q->idle_after_s;
     if (!json_object_get(given, "preemptible"))
         job->preemptible = q->preemptible;
     json_object_set_new(spec, "preemptible", json_boolean(job->preemptible));
     return 0;
+}
+
+bool queue_allows_pool(const struct queue_config *q, const char *pool)
+{
+    if (!q || q->npools == 0)
+        return true;
+    for (int i = 0; i < q->npools; i++)
+        if (!strcmp(q->pools[i], pool))
+            return true;
+    return false;
 }
 
 int queue_effective_priority(const struct queue_config *q, const struct job *job, int64_t now_ms)

@@ -16,6 +16,7 @@
 #include "core/cluster.h"
 
 #define TIDE_MAX_QUEUES 64
+#define TIDE_MAX_QUEUE_POOLS 8
 
 struct queue_config {
     char name[TIDE_NAME_MAX];
@@ -30,6 +31,8 @@ struct queue_config {
     bool preemptible;          /* default for jobs that do not say */
     int idle_util_pct;         /* idle reclaim: GPUs under this utilisation ... */
     int64_t idle_after_s;      /* ... for this long are reclaimed; 0: never */
+    int npools;                /* pools its jobs may use; 0: any node */
+    char pools[TIDE_MAX_QUEUE_POOLS][TIDE_NAME_MAX];
 };
 
 struct queue_set {
@@ -52,6 +55,10 @@ const struct queue_config *queue_find(const struct queue_set *qs, const char *na
  * preemptible from the queue where they were left out, in both spec and job. */
 int queue_admit(const struct queue_set *qs, json_t *given, json_t *spec, struct job *job,
                 struct tide_err *err);
+
+/* Whether a job under queue q (NULL: no rules) may run on a node of `pool`
+ * ("" for a node joined by hand, which only unrestricted queues use). */
+bool queue_allows_pool(const struct queue_config *q, const char *pool);
 
 /* A waiting job's priority after escalation for waiting past max_wait_s. */
 int queue_effective_priority(const struct queue_config *q, const struct job *job, int64_t now_ms);

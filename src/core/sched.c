@@ -164,6 +164,39 @@ static int64_t retry_not_before_ms(const struct sched_config *cfg, const struct 
     return job->last_failure_ms + delay;
 }
 
+static int by_turn(const void *a, const void *b)
+{
+    const struct job *x = *(const struct job *const *)a, *y = *(const struct job *const *)b;
+    if (x->in_quota != y->in_quota)
+        return x->in_quota ? -1 : 1;
+    if (x->effective_priority != y->effective_priority)
+        return x->effective_priority > y->effective_priority ? -1 : 1;
+    if (x->queue_turn != y->queue_turn)
+        return x->queue_turn < y->queue_turn ? -1 : 1;
+    return (x->order_pos > y->order_pos) - (x->order_pos < y->order_pos);
+}
+
+/* Round-robin between queues of equal priority: the k-th job of each queue
+ * (in policy order) goes before the (k+1)-th of any, so a long queue does
+ * not keep an equally important one waiting. */
+static void interleave_queues(struct scheduler *s, size_t n)
+{
+    const struct queue_set *qs = s->cfg.queues;
+    int turns[TIDE_MAX_QUEUES + 1] = {0};
+    int last_priority = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct job *job = s->order[i];
+        if (i == 0 || job->effective_priority != last_priority)
+            memset(turns, 0, sizeof turns); /* turns count within one priority */
+        last_priority = job->effective_priority;
+        const struct queue_config *q = qs ? queue_find(qs, job->queue) : NULL;
+        int slot = q ? (int)(q - qs->queues) : TIDE_MAX_QUEUES;
+        job->queue_turn = turns[slot]++;
+        job->order_pos = (int)i;
+    }
+    qsort(s->order, n, sizeof *s->order, by_turn);
+}
+
 /* Collects the jobs this pass may place, with their effective priorities. */
 static size_t collect_pending(struct scheduler *s, struct cluster *c, int64_t now_ms)
 {
@@ -193,6 +226,8 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, int64_t no
         qsort_r(s->order, n, sizeof *s->order, by_order_policy, (void *)s->cfg.order);
     if (n > 1 && s->cfg.fairshare && fairshare_claim_in_order(s->cfg.fairshare, s->order, n))
         qsort_r(s->order, n, sizeof *s->order, by_order_policy, (void *)s->cfg.order);
+    if (n > 1 && s->cfg.queue_round_robin)
+        interleave_queues(s, n);
     return n;
 }
 

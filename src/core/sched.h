@@ -24,6 +24,7 @@ struct sched_config {
     struct placement_config placement_cfg;
     bool backfill;           /* EASY backfill behind the first blocked job */
     bool preemption;         /* preempt lower-priority preemptible work for a blocked job */
+    bool queue_round_robin;  /* take turns between queues of equal priority */
     const struct queue_set *queues; /* caps and escalation; NULL: none */
     struct fairshare *fairshare;    /* quotas and borrowing between projects; NULL: off */
     int64_t retry_backoff_ms;       /* first retry delay, doubling per failure; 0: none */

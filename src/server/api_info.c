@@ -173,6 +173,10 @@ int api_queues_list(struct server *srv, struct api_request *req, struct api_repl
             "max_runtime_s", (json_int_t)q->max_runtime_s, "preemptible", q->preemptible,
             "idle_util_pct", q->idle_util_pct, "idle_after_s", (json_int_t)q->idle_after_s,
             "running_jobs", running, "running_gpus", gpus, "pending_jobs", pending));
+        json_t *pools = json_array();
+        for (int k = 0; k < q->npools; k++)
+            json_array_append_new(pools, json_string(q->pools[k]));
+        json_object_set_new(json_array_get(queues, json_array_size(queues) - 1), "pools", pools);
     }
     pthread_mutex_unlock(&srv->lock);
     reply->json = json_pack("{s:o}", "queues", queues);

@@ -124,6 +124,7 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
         struct job *job = &srv->cluster.jobs[i];
         const struct queue_config *q = queue_find(&srv->cfg.queues, job->queue);
         job->effective_priority = queue_effective_priority(q, job, now_ms);
+        job->rules = q;
         if (q) {
             job->idle_util_pct = q->idle_util_pct;
             job->idle_after_s = q->idle_after_s;

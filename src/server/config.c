@@ -84,14 +84,18 @@ static int scheduler_key(struct config_ctx *c, const char *key, const yaml_node_
                                s ? s : "?");
         c->sc->order = o;
         rc = 0;
-    } else if (!strcmp(key, "scheduler.backfill") || !strcmp(key, "scheduler.preemption")) {
+    } else if (!strcmp(key, "scheduler.backfill") || !strcmp(key, "scheduler.preemption") ||
+               !strcmp(key, "scheduler.queue_round_robin")) {
         const char *s = config_scalar(v);
         if (!s || (strcmp(s, "true") && strcmp(s, "false")))
             return config_fail(c, v, key, "must be true or false%s", "");
+        bool on = !strcmp(s, "true");
         if (!strcmp(key, "scheduler.backfill"))
-            c->sc->backfill = !strcmp(s, "true");
+            c->sc->backfill = on;
+        else if (!strcmp(key, "scheduler.preemption"))
+            c->sc->preemption = on;
         else
-            c->sc->preemption = !strcmp(s, "true");
+            c->sc->queue_round_robin = on;
         rc = 0;
     } else if (!strcmp(key, "scheduler.fair_share_half_life_s")) {
         if (!(rc = config_want_int(c, v, key, 1, 365L * 86400, &n)))
@@ -110,7 +114,7 @@ static int scheduler_key(struct config_ctx *c, const char *key, const yaml_node_
             c->sc->placement_cfg.max_gpu_utilization_pct = (int)n;
     } else {
         rc = config_fail(c, v, key,
-                  "unknown key (known: policy, placement, backfill, preemption, retry_backoff_s, "
+                  "unknown key (known: policy, placement, backfill, preemption, queue_round_robin, retry_backoff_s, "
                   "retry_backoff_max_s, max_gpu_memory_used_pct, max_gpu_utilization_pct)%s", "");
     }
     return rc;
@@ -209,6 +213,12 @@ int config_load(const char *path, struct server_config *cfg, struct sched_config
     }
     struct config_ctx c = {.path = path, .doc = &doc, .cfg = cfg, .sc = sc, .err = err};
     rc = walk_root(&c, yaml_document_get_root_node(&doc));
+    /* Sections may come in any order: check queues' pools once all are read. */
+    for (int i = 0; !rc && i < cfg->queues.count; i++)
+        for (int k = 0; !rc && k < cfg->queues.queues[i].npools; k++)
+            if (pool_find(cfg->pools, cfg->npools, cfg->queues.queues[i].pools[k]) < 0)
+                rc = tide_err_set(err, TIDE_EINVAL, "queues", "%s: queue %s: no pool '%s' in pools:",
+                                  path, cfg->queues.queues[i].name, cfg->queues.queues[i].pools[k]);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     free(text);

@@ -56,6 +56,18 @@ static int queue_key(struct config_ctx *c, const char *key, const yaml_node_t *v
     } else if (!strcmp(field, "idle_after_s")) {
         if (!(rc = config_want_int(c, v, key, 0, 30L * 86400, &n)))
             q->idle_after_s = n;
+    } else if (!strcmp(field, "pools")) {
+        if (v->type != YAML_SEQUENCE_NODE)
+            return config_fail(c, v, key, "must be a list of pool names%s", "");
+        q->npools = 0;
+        for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+            const char *pool = config_scalar(yaml_document_get_node(c->doc, *it));
+            if (!pool || !*pool || strlen(pool) >= TIDE_NAME_MAX)
+                return config_fail(c, v, key, "each pool must be a name of 1 to 63 characters%s", "");
+            if (q->npools >= TIDE_MAX_QUEUE_POOLS)
+                return config_fail(c, v, key, "at most 8 pools%s", "");
+            snprintf(q->pools[q->npools++], TIDE_NAME_MAX, "%s", pool);
+        }
     } else if (!strcmp(field, "preemptible")) {
         const char *s = config_scalar(v);
         if (s && !strcmp(s, "true"))
@@ -68,7 +80,7 @@ static int queue_key(struct config_ctx *c, const char *key, const yaml_node_t *v
         return config_fail(c, v, key,
                            "unknown key (known: name, priority, priority_min, priority_max, "
                            "max_running_jobs, max_running_gpus, max_wait_s, escalation, "
-                           "default_runtime_s, max_runtime_s, preemptible, idle_util_pct, idle_after_s)%s", "");
+                           "default_runtime_s, max_runtime_s, preemptible, idle_util_pct, idle_after_s, pools)%s", "");
     }
     return rc;
 }

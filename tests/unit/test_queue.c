@@ -329,6 +329,79 @@ static void test_queue_cap_does_not_hold_jobs_of_other_queues(void **state)
     assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
 }
 
+static void test_a_queue_limited_to_pools_only_uses_their_nodes(void **state)
+{
+    (void)state;
+    struct queue_config *render = (struct queue_config *)queue_find(&qs, "render");
+    render->npools = 1;
+    snprintf(render->pools[0], sizeof render->pools[0], "cheap");
+    struct node by_hand = fx_h200_node(1, 4), pooled = fx_h200_node(2, 4);
+    snprintf(pooled.pool, sizeof pooled.pool, "cheap");
+    assert_non_null(cluster_put_node(&c, &by_hand));
+    assert_non_null(cluster_put_node(&c, &pooled));
+    struct admitted a = admit("{\"command\": [\"true\"], \"queue\": \"render\", \"gpus\": 2}");
+    assert_int_equal(a.rc, 0);
+    assert_ptr_equal(a.job.rules, render);
+    a.job.id = 1;
+    struct admitted b = admit("{\"command\": [\"true\"], \"queue\": \"render\", \"gpus\": 4}");
+    b.job.id = 2;
+    b.job.submit_ms = 1;
+    assert_non_null(cluster_add_job(&c, &a.job));
+    assert_non_null(cluster_add_job(&c, &b.job));
+    assert_int_equal(sched_pass(&s, &c, 0, &out), 1);
+    assert_int_equal(fx_find(&out, ACTION_START, 1)->node_id, 2);
+    /* Node 1 has 4 free GPUs, but not in the queue's pool: job 2 waits. */
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_PENDING);
+    assert_true(queue_allows_pool(NULL, ""));
+    assert_false(queue_allows_pool(render, ""));
+    admitted_release(&a);
+    admitted_release(&b);
+}
+
+static void test_round_robin_takes_turns_between_queues_of_equal_priority(void **state)
+{
+    (void)state;
+    s.cfg.queue_round_robin = true;
+    struct node n = fx_h200_node(1, 2);
+    assert_non_null(cluster_put_node(&c, &n));
+    const char *bodies[] = {
+        "{\"command\": [\"t\"], \"queue\": \"training\", \"priority\": 50, \"gpus\": 1}",
+        "{\"command\": [\"t\"], \"queue\": \"training\", \"priority\": 50, \"gpus\": 1}",
+        "{\"command\": [\"t\"], \"queue\": \"training\", \"priority\": 50, \"gpus\": 1}",
+        "{\"command\": [\"r\"], \"queue\": \"render\", \"priority\": 50, \"gpus\": 1}",
+    };
+    for (int i = 0; i < 4; i++) {
+        struct admitted a = admit(bodies[i]);
+        assert_int_equal(a.rc, 0);
+        a.job.id = i + 1;
+        a.job.submit_ms = i;
+        assert_non_null(cluster_add_job(&c, &a.job));
+        admitted_release(&a);
+    }
+    assert_int_equal(sched_pass(&s, &c, 10, &out), 2);
+    assert_non_null(fx_find(&out, ACTION_START, 1)); /* training's first */
+    assert_non_null(fx_find(&out, ACTION_START, 4)); /* render's first, before training's second */
+    assert_null(fx_find(&out, ACTION_START, 2));
+}
+
+static void test_without_round_robin_equal_priorities_stay_fifo(void **state)
+{
+    (void)state;
+    struct node n = fx_h200_node(1, 2);
+    assert_non_null(cluster_put_node(&c, &n));
+    for (int i = 0; i < 3; i++) {
+        struct admitted a = admit(i < 2 ? "{\"command\": [\"t\"], \"queue\": \"training\", \"priority\": 50}"
+                                        : "{\"command\": [\"r\"], \"queue\": \"render\", \"priority\": 50}");
+        a.job.id = i + 1;
+        a.job.submit_ms = i;
+        assert_non_null(cluster_add_job(&c, &a.job));
+        admitted_release(&a);
+    }
+    assert_int_equal(sched_pass(&s, &c, 10, &out), 2);
+    assert_non_null(fx_find(&out, ACTION_START, 2));
+    assert_null(fx_find(&out, ACTION_START, 3));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -354,6 +427,9 @@ int main(void)
         T(test_job_waits_when_it_would_pass_the_queue_gpu_cap),
         T(test_job_that_stays_within_the_queue_gpu_cap_runs),
         T(test_queue_cap_does_not_hold_jobs_of_other_queues),
+        T(test_a_queue_limited_to_pools_only_uses_their_nodes),
+        T(test_round_robin_takes_turns_between_queues_of_equal_priority),
+        T(test_without_round_robin_equal_priorities_stay_fifo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
