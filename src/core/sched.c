@@ -74,9 +74,12 @@ struct failed_shape {
 
 #define FAILED_SHAPES 8
 
+/* Jobs that may use any node, one node at a time: the only ones whose
+ * failures say something about other jobs. */
 static bool unconstrained(const struct job *job)
 {
-    return job->gpu_model[0] == '\0' && job->gpu_memory_mib == 0 && job->mig[0] == '\0';
+    return job->gpu_model[0] == '\0' && job->gpu_memory_mib == 0 && job->mig[0] == '\0' &&
+           job->max_nodes <= 1 && (!job->rules || job->rules->npools == 0);
 }
 
 static bool dominating_failure(const struct failed_shape *shapes, int n, const struct job *job)
@@ -484,7 +487,9 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
     int lost = 0;
     for (size_t n = 0; n < c->nnodes; n++) {
         struct node *node = &c->nodes[n];
-        if (node->state != NODE_READY || now_ms - node->last_heartbeat_ms <= s->cfg.node_timeout_ms)
+        /* A draining pool node still runs tasks: it can be lost too. */
+        if ((node->state != NODE_READY && node->state != NODE_DRAINING) ||
+            now_ms - node->last_heartbeat_ms <= s->cfg.node_timeout_ms)
             continue;
         node->state = NODE_LOST;
         lost++;
