@@ -1,4 +1,11 @@
-/* Scheduler v1: priority then FIFO, placement by strategy, node loss. */
+/*
+ * The scheduling pass and its rules: pending jobs in policy order (within
+ * quota first, escalated priorities, optional round-robin between queues),
+ * queue caps, placement by strategy (gangs over several nodes when allowed),
+ * preemption for jobs that cannot start, and an EASY backfill reservation
+ * behind the first job that still cannot. Also node loss, cancel and the end
+ * of failed attempts (retries with backoff).
+ */
 #include "core/sched.h"
 
 #include <stdio.h>
