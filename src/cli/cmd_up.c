@@ -34,7 +34,8 @@ static const char up_usage[] =
     "usage: tide up [--dir DIR] [--port N] [--agents N] [--fake-gpus SPEC ...]\n"
     "\n"
     "Runs a tide server and local agents with fake GPUs on this machine, keeping\n"
-    "everything under DIR, until Ctrl-C.\n"
+    "everything under DIR, until Ctrl-C. An elastic pool 'elastic' (0 to 3 nodes of\n"
+    "4xH200) grows when jobs wait and shrinks when idle; DIR/tide.yaml replaces it.\n"
     "  --dir DIR         state, tokens and logs (default .tide)\n"
     "  --port N          server port on 127.0.0.1 (default 8080; 0 picks a free one)\n"
     "  --agents N        number of agents (default 2)\n"
@@ -224,13 +225,54 @@ static struct up_child *up_find_dead(struct up *u)
     return NULL;
 }
 
+/* The embedded default: one elastic pool the local provider fills with
+ * agents of fake GPUs when the fixed agents are full, and empties again. */
+static const char up_default_config[] =
+    "# Written by tide up; put your own tide.yaml in this directory to replace it.\n"
+    "pools:\n"
+    "  - name: elastic\n"
+    "    gpu: H200\n"
+    "    gpus_per_node: 4\n"
+    "    gpu_memory_mib: 144384\n"
+    "    provider: local\n"
+    "    min_nodes: 0\n"
+    "    max_nodes: 3\n"
+    "    boot_time_s: 3\n"
+    "    price_per_node_hour: 12.00\n"
+    "    billing: on_demand\n"
+    "    scale_down_window_s: 60\n"
+    "    cooldown_s: 30\n";
+
+/* DIR/tide.yaml when the user put one there, else the embedded default
+ * written to DIR/up-default.yaml. */
+static int up_config_path(struct up *u, char *path, struct tide_err *err)
+{
+    if (up_path(path, u, "tide.yaml") < 0)
+        return tide_err_set(err, TIDE_EINVAL, NULL, "%s: path too long", u->dir);
+    if (access(path, R_OK) == 0)
+        return 0;
+    if (up_path(path, u, "up-default.yaml") < 0)
+        return tide_err_set(err, TIDE_EINVAL, NULL, "%s: path too long", u->dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return tide_err_set(err, TIDE_EIO, NULL, "cannot write %s: %s", path, strerror(errno));
+    size_t len = sizeof up_default_config - 1;
+    int bad = fwrite(up_default_config, 1, len, f) != len;
+    if (fclose(f) != 0 || bad)
+        return tide_err_set(err, TIDE_EIO, NULL, "cannot write %s", path);
+    return 0;
+}
+
 static int up_start_server(struct up *u, struct tide_err *err)
 {
-    char listen[32], data[PATH_MAX], log[PATH_MAX];
+    char listen[32], data[PATH_MAX], log[PATH_MAX], config[PATH_MAX];
     snprintf(listen, sizeof listen, "127.0.0.1:%d", u->port);
     if (up_path(data, u, "data") < 0 || up_path(log, u, "logs/server.log") < 0)
         return tide_err_set(err, TIDE_EINVAL, NULL, "%s: path too long", u->dir);
-    char *argv[] = {"tide", "server", "--listen", listen, "--data", data, NULL};
+    int rc = up_config_path(u, config, err);
+    if (rc < 0)
+        return rc;
+    char *argv[] = {"tide", "server", "--listen", listen, "--data", data, "--config", config, NULL};
     return up_child_start(&u->server, "server", argv, log, err);
 }
 

@@ -15,8 +15,9 @@
 /* Free GPUs of one node, existing or to be created, while packing jobs. */
 struct scale_bin {
     int pool;           /* -1 for a node joined by hand */
-    const struct node *node; /* NULL for a node to be created */
+    struct node *node; /* NULL for a node to be created */
     int free_gpus;
+    bool draining; /* a draining node: used only when nothing else fits */
 };
 
 const char *pool_action_type_name(enum pool_action_type t)
@@ -26,6 +27,7 @@ const char *pool_action_type_name(enum pool_action_type t)
     case POOL_DRAIN: return "drain";
     case POOL_RELEASE: return "release";
     case POOL_FAIL: return "fail";
+    case POOL_UNDRAIN: return "undrain";
     }
     return "unknown";
 }
@@ -236,6 +238,21 @@ static int64_t bin_price(const struct autoscaler *a, const struct scale_bin *bin
     return bin->pool >= 0 ? pool_price_per_gpu_hour_micros(&a->pools[bin->pool]) : 0;
 }
 
+/* A draining node that a waiting job fits is made ready again. */
+static int undrain(struct autoscaler *a, struct scale_bin *bin, const struct job *job,
+                   int64_t now_ms, struct pool_action_list *out)
+{
+    struct node *n = bin->node;
+    bin->draining = false;
+    n->state = NODE_READY;
+    n->idle_since_ms = 0;
+    a->state[bin->pool].last_scale_up_ms = now_ms; /* no re-drain within the cooldown */
+    char why[TIDE_REASON_MAX];
+    snprintf(why, sizeof why, "job %lld (%d GPU%s) fits it", (long long)job->id, job->gpus,
+             job->gpus == 1 ? "" : "s");
+    return push(out, POOL_UNDRAIN, bin->pool, 1, n->id, why);
+}
+
 static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
                     struct pool_action_list *out)
 {
@@ -255,15 +272,15 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     /* Bins: free GPUs of ready nodes and whole booting nodes. */
     size_t nbins = 0;
     for (size_t i = 0; i < c->nnodes; i++) {
-        const struct node *n = &c->nodes[i];
+        struct node *n = &c->nodes[i];
         int p = node_pool(a, n);
         if (n->state == NODE_PROVISIONING && p >= 0) {
-            a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node};
-        } else if (n->state == NODE_READY) {
+            a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
+        } else if (n->state == NODE_READY || (n->state == NODE_DRAINING && p >= 0)) {
             int free_gpus = 0;
             for (int g = 0; g < n->ngpus; g++)
                 free_gpus += gpu_is_free(&n->gpus[g]);
-            a->bins[nbins++] = (struct scale_bin){p, n, free_gpus};
+            a->bins[nbins++] = (struct scale_bin){p, n, free_gpus, n->state == NODE_DRAINING};
         }
     }
 
@@ -279,7 +296,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         if (alive[p] + need > a->pools[p].max_nodes)
             need = a->pools[p].max_nodes - alive[p];
         for (int k = 0; k < need; k++)
-            a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node};
+            a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
         alive[p] += need;
         if (need > 0) {
             char why[TIDE_REASON_MAX];
@@ -299,30 +316,35 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     qsort(a->jobs, njobs, sizeof *a->jobs, by_size_then_age);
 
     int waited[TIDE_MAX_POOLS] = {0};
+    int rc;
     for (size_t k = 0; k < njobs; k++) {
         const struct job *job = a->jobs[k];
         for (int p = 0; p < a->npools; p++)
             a->state[p].pending_jobs += pool_fits_job(&a->pools[p], job);
         /* An existing or coming node with room: cheapest pool first. */
         int best = -1;
-        for (size_t b = 0; b < nbins; b++) {
-            struct scale_bin *bin = &a->bins[b];
-            bool fits = bin->free_gpus >= job->gpus &&
-                        (bin->node ? node_could_take(bin->node, job)
-                                   : pool_fits_job(&a->pools[bin->pool], job));
-            if (!fits)
-                continue;
-            if (best < 0 || bin_price(a, bin) < bin_price(a, &a->bins[best]))
-                best = (int)b;
-        }
+        for (int draining = 0; draining < 2 && best < 0; draining++)
+            for (size_t b = 0; b < nbins; b++) {
+                struct scale_bin *bin = &a->bins[b];
+                bool fits = bin->draining == draining && bin->free_gpus >= job->gpus &&
+                            (bin->node ? node_could_take(bin->node, job)
+                                       : pool_fits_job(&a->pools[bin->pool], job));
+                if (!fits)
+                    continue;
+                if (best < 0 || bin_price(a, bin) < bin_price(a, &a->bins[best]))
+                    best = (int)b;
+            }
         if (best >= 0) {
-            a->bins[best].free_gpus -= job->gpus;
+            struct scale_bin *bin = &a->bins[best];
+            bin->free_gpus -= job->gpus;
+            if (bin->draining && (rc = undrain(a, bin, job, now_ms, out)) != 0)
+                return rc;
             continue;
         }
         int p = cheapest_pool_for(a, job, alive, now_ms);
         if (p < 0 || now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000)
             continue;
-        a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node - job->gpus};
+        a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node - job->gpus, false};
         alive[p]++;
         create[p]++;
         int waited_s = (int)((now_ms - job->submit_ms) / 1000);

@@ -8,7 +8,9 @@
  *               that waited scale_up_delay_s get exactly the nodes they need,
  *               first-fit-decreasing bin packing, each job in the cheapest
  *               pool that fits it (price per GPU-hour, then boot time) and
- *               is below max_nodes; min_nodes are kept up from zero.
+ *               is below max_nodes; min_nodes are kept up from zero. A
+ *               draining node such a job fits is made ready again first
+ *               (cheaper and faster than a new one).
  *   scale down: a ready node with no tasks (or, when nothing waits for its
  *               pool, with GPUs under scale_down_utilization_pct) for
  *               scale_down_window_s is drained, never below min_nodes and
@@ -36,6 +38,7 @@ enum pool_action_type {
     POOL_DRAIN,   /* node_id: no new tasks (already set in the cluster) */
     POOL_RELEASE, /* node_id: delete it through the provider; state released */
     POOL_FAIL,    /* node_id: never registered / lost too long: delete; state failed */
+    POOL_UNDRAIN, /* node_id: draining, but waiting jobs fit it: ready again (set already) */
 };
 
 const char *pool_action_type_name(enum pool_action_type t);

@@ -41,6 +41,12 @@ struct provider_ops {
     /* Deletes one node. */
     int (*destroy)(struct provider *p, const struct pool *pool, const struct provider_node *node,
                    struct tide_err *err);
+    /* Lists the nodes the provider holds for pool into nodes (at most max;
+     * name, id, interrupted). Returns how many or a negative code with err.
+     * Called at start to reconcile, and regularly for spot pools. May be
+     * NULL (the local provider starts nothing that outlives the server). */
+    int (*list)(struct provider *p, const struct pool *pool, struct provider_node *nodes, int max,
+                struct tide_err *err);
     /* Reaps what it started; called every loop. May be NULL. */
     void (*poll)(struct provider *p);
     /* Stops what it started at server shutdown (local) and frees state. */

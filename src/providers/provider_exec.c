@@ -209,10 +209,45 @@ static int exec_destroy(struct provider *p, const struct pool *pool,
     return rc;
 }
 
+static int exec_list(struct provider *p, const struct pool *pool, struct provider_node *nodes,
+                     int max, struct tide_err *err)
+{
+    static struct env_block env;
+    fill_env(&env, p, pool, NULL, 0);
+    char *argv[] = {(char *)pool->program, "list", (char *)pool->name, NULL};
+    char *out;
+    int rc = run_program(argv, env.list, &out, err);
+    if (rc)
+        return rc;
+    json_t *list = answer_nodes(pool->program, out, err);
+    free(out);
+    if (!list)
+        return TIDE_EIO;
+    int n = 0;
+    size_t i;
+    json_t *item;
+    json_array_foreach(list, i, item)
+    {
+        const char *id = json_string_value(json_object_get(item, "id"));
+        const char *name = json_string_value(json_object_get(item, "name"));
+        const char *state = json_string_value(json_object_get(item, "state"));
+        if ((!id && !name) || n == max)
+            continue;
+        struct provider_node *pn = &nodes[n++];
+        memset(pn, 0, sizeof *pn);
+        snprintf(pn->name, sizeof pn->name, "%s", name ? name : "");
+        snprintf(pn->id, sizeof pn->id, "%s", id ? id : "");
+        pn->interrupted = state && (!strcmp(state, "interrupted") || !strcmp(state, "preempted"));
+    }
+    json_decref(list);
+    return n;
+}
+
 const struct provider_ops provider_exec_ops = {
     .name = "exec",
     .create = exec_create,
     .destroy = exec_destroy,
+    .list = exec_list,
     .poll = NULL,
     .shutdown = NULL,
 };

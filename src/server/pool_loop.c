@@ -23,6 +23,8 @@
 #define POOL_TICK_MS 1000
 #define POOL_MAX_BATCH 64
 #define POOL_BACKOFF_MAX_S 60
+#define POOL_LIST_MAX 256
+#define POOL_LIST_EVERY_MS 15000 /* spot pools: how often the provider is asked */
 
 struct pool_node_rt {
     int64_t node_id;
@@ -60,6 +62,8 @@ struct pool_loop {
     int create_failures[TIDE_MAX_POOLS]; /* in a row */
     long long scale_ups[TIDE_MAX_POOLS], scale_downs[TIDE_MAX_POOLS];
     long long provider_failures[TIDE_MAX_POOLS], nodes_failed[TIDE_MAX_POOLS];
+    long long interruptions[TIDE_MAX_POOLS];
+    int64_t last_list_ms;
 };
 
 static struct pool_node_rt *rt_find(struct pool_loop *pl, int64_t node_id, bool add)
@@ -172,18 +176,22 @@ static int end_node(struct pool_loop *pl, const struct pool_action *a, int64_t n
     struct node *n = cluster_find_node(&srv->cluster, a->node_id);
     if (!n)
         return 0;
-    const char *kind = a->type == POOL_DRAIN ? "node_draining"
-                       : a->type == POOL_RELEASE ? "node_released" : "node_failed";
-    enum node_state st = a->type == POOL_DRAIN ? NODE_DRAINING : n->state;
+    bool keeps = a->type == POOL_DRAIN || a->type == POOL_UNDRAIN; /* the node stays */
+    const char *kind = a->type == POOL_DRAIN     ? "node_draining"
+                       : a->type == POOL_UNDRAIN ? "node_undrained"
+                       : a->type == POOL_RELEASE ? "node_released"
+                                                 : "node_failed";
+    enum node_state st = a->type == POOL_DRAIN ? NODE_DRAINING
+                         : a->type == POOL_UNDRAIN ? NODE_READY : n->state;
     int rc = store_node_set_state(srv->store, n->id, st, err);
-    if (!rc && a->type != POOL_DRAIN)
+    if (!rc && !keeps)
         rc = store_pool_node_put(srv->store, n, NULL, err);
     char msg[TIDE_REASON_MAX + 96];
     snprintf(msg, sizeof msg, "pool %s: %s: %s", srv->cfg.pools[a->pool].name,
              pool_action_type_name(a->type), a->reason);
     if (!rc)
         rc = store_event_add(srv->store, now, kind, 0, n->id, msg, err);
-    if (rc || a->type == POOL_DRAIN)
+    if (rc || keeps)
         return rc;
     if (a->type == POOL_RELEASE)
         pl->scale_downs[a->pool]++;
@@ -213,6 +221,7 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
         log_error("autoscaler ran out of memory");
         return;
     }
+    bool undrained = false;
     int rc = store_begin(srv->store, &err);
     for (size_t i = 0; !rc && i < pl->actions.len; i++) {
         const struct pool_action *a = &pl->actions.items[i];
@@ -229,6 +238,7 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
             pl->scale_ups[a->pool] += call->count;
         } else {
             rc = end_node(pl, a, now, &err);
+            undrained |= a->type == POOL_UNDRAIN;
         }
     }
     if (!rc)
@@ -243,6 +253,8 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
             log_error("reload failed: %s", err.message);
         return;
     }
+    if (undrained)
+        sched_loop_kick(srv);
     /* Deletes due now, including retries. */
     for (size_t i = 0; i < pl->nnodes; i++) {
         struct pool_node_rt *r = &pl->nodes[i];
@@ -351,11 +363,134 @@ static void tick_results(struct pool_loop *pl, int64_t now)
         sched_loop_kick(srv);
 }
 
+/* Under the lock: one pool's list against the cluster. Nodes the provider
+ * holds that tide released, failed or never knew are orphans to delete
+ * (names into orphans); at start, provisioning nodes it does not hold are
+ * failed (the autoscaler replaces them); nodes it reports interrupted get
+ * the spot interruption. Returns how many orphans. */
+static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_node *listed, int n,
+                          bool at_start, struct provider_node *orphans, int64_t now,
+                          struct tide_err *err)
+{
+    struct server *srv = pl->srv;
+    const struct pool *pool = &srv->cfg.pools[p];
+    int norphans = 0, rc = 0;
+    for (int i = 0; !rc && i < n; i++) {
+        struct node *node = NULL;
+        for (size_t k = 0; k < pl->nnodes && !node; k++)
+            if (pl->nodes[k].pool == p && listed[i].id[0] &&
+                !strcmp(pl->nodes[k].provider_id, listed[i].id))
+                node = cluster_find_node(&srv->cluster, pl->nodes[k].node_id);
+        if (!node && listed[i].name[0])
+            node = cluster_find_node_by_name(&srv->cluster, listed[i].name);
+        if (node && strcmp(node->pool, pool->name))
+            node = NULL;
+        struct pool_node_rt *r = node ? rt_find(pl, node->id, false) : NULL;
+        if (!node || ((node->state == NODE_RELEASED || node->state == NODE_FAILED) &&
+                      !(r && r->destroy_pending))) {
+            orphans[norphans++] = listed[i];
+            char msg[400];
+            snprintf(msg, sizeof msg, "pool %s: provider holds %s%s%s, which tide %s: deleting it",
+                     pool->name, listed[i].name[0] ? listed[i].name : listed[i].id,
+                     listed[i].name[0] && listed[i].id[0] ? " " : "", listed[i].name[0] ? listed[i].id : "",
+                     node ? "released" : "does not know");
+            log_warn("%s", msg);
+            rc = store_event_add(srv->store, now, "provider_orphan", 0, node ? node->id : 0, msg, err);
+        } else if (listed[i].interrupted) {
+            log_warn("pool %s: provider reports %s interrupted", pool->name, node->name);
+        }
+    }
+    for (size_t k = 0; at_start && !rc && k < srv->cluster.nnodes; k++) {
+        struct node *node = &srv->cluster.nodes[k];
+        if (node->state != NODE_PROVISIONING || strcmp(node->pool, pool->name))
+            continue;
+        bool held = false;
+        struct pool_node_rt *r = rt_find(pl, node->id, false);
+        for (int i = 0; i < n && !held; i++)
+            held = !strcmp(listed[i].name, node->name) ||
+                   (r && r->provider_id[0] && !strcmp(listed[i].id, r->provider_id));
+        if (held)
+            continue;
+        node->state = NODE_FAILED;
+        node->ended_ms = now;
+        pl->nodes_failed[p]++;
+        char msg[200];
+        snprintf(msg, sizeof msg, "pool %s: fail: the provider does not hold %s", pool->name,
+                 node->name);
+        rc = store_node_set_state(srv->store, node->id, NODE_FAILED, err);
+        if (!rc)
+            rc = store_pool_node_put(srv->store, node, NULL, err);
+        if (!rc)
+            rc = store_event_add(srv->store, now, "node_failed", 0, node->id, msg, err);
+    }
+    return rc ? rc : norphans;
+}
+
+/* Asks each provider that can list what it holds (all at start, then spot
+ * pools every POOL_LIST_EVERY_MS) and reconciles; called without the lock. */
+static void reconcile_providers(struct pool_loop *pl, bool at_start)
+{
+    struct server *srv = pl->srv;
+    int64_t now = clock_now_ms();
+    if (!at_start && now - pl->last_list_ms < POOL_LIST_EVERY_MS)
+        return;
+    pl->last_list_ms = now;
+    struct provider_node *listed = calloc(2 * POOL_LIST_MAX, sizeof *listed);
+    if (!listed) {
+        log_error("pool reconcile: out of memory");
+        return;
+    }
+    struct provider_node *orphans = listed + POOL_LIST_MAX;
+    for (int p = 0; p < srv->cfg.npools && !srv->stopping; p++) {
+        struct provider *prov = &pl->providers[p];
+        const struct pool *pool = &srv->cfg.pools[p];
+        if (!prov->ops->list || (!at_start && pool->billing != BILLING_SPOT))
+            continue;
+        struct tide_err err;
+        tide_err_clear(&err);
+        int n = prov->ops->list(prov, pool, listed, POOL_LIST_MAX, &err);
+        pthread_mutex_lock(&srv->lock);
+        now = clock_now_ms();
+        int rc = store_begin(srv->store, &err);
+        if (!rc && n < 0) {
+            pl->provider_failures[p]++;
+            char msg[600];
+            snprintf(msg, sizeof msg, "pool %s: list failed: %s", pool->name, err.message);
+            log_warn("%s", msg);
+            tide_err_clear(&err);
+            rc = store_event_add(srv->store, now, "provider_failed", 0, 0, msg, &err);
+        } else if (!rc) {
+            rc = reconcile_pool(pl, p, listed, n, at_start, orphans, now, &err);
+        }
+        int norphans = rc > 0 ? rc : 0;
+        if (rc >= 0)
+            rc = store_commit(srv->store, &err);
+        if (rc < 0) {
+            store_rollback(srv->store);
+            norphans = 0;
+            log_error("pool %s: reconcile not persisted (%s); reloading", pool->name, err.message);
+            if (server_reload_cluster(srv, now, &err) != 0)
+                log_error("reload failed: %s", err.message);
+        }
+        sched_loop_kick(srv);
+        pthread_mutex_unlock(&srv->lock);
+        for (int i = 0; i < norphans; i++) {
+            tide_err_clear(&err);
+            if (prov->ops->destroy(prov, pool, &orphans[i], &err) != 0)
+                log_warn("pool %s: deleting orphan %s failed: %s", pool->name,
+                         orphans[i].id[0] ? orphans[i].id : orphans[i].name, err.message);
+        }
+    }
+    free(listed);
+}
+
 static void *pool_thread(void *arg)
 {
     struct pool_loop *pl = arg;
     struct server *srv = pl->srv;
+    reconcile_providers(pl, true);
     while (!srv->stopping) {
+        reconcile_providers(pl, false);
         pthread_mutex_lock(&srv->lock);
         tick_decide(pl, clock_now_ms());
         pthread_mutex_unlock(&srv->lock);

@@ -1,8 +1,11 @@
 """End to end: elastic pools with the local and the exec provider, metering, provider retries."""
+import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
+import urllib.request
 import tempfile
 import time
 
@@ -93,7 +96,8 @@ delete)
   echo '{"nodes":[]}'
   ;;
 list)
-  echo '{"nodes":[]}'
+  echo "$2" >> "$dir/listed"
+  if [ -f "$dir/list" ]; then cat "$dir/list"; else echo '{"nodes":[]}'; fi
   ;;
 *) exit 2 ;;
 esac
@@ -148,7 +152,59 @@ def test_bad_pool_config_is_refused_with_line_and_key():
         c.close()
 
 
+def make_exec_provider(tmp):
+    prog = os.path.join(tmp, "provider.sh")
+    with open(prog, "w") as f:
+        f.write(EXEC_PROVIDER)
+    os.chmod(prog, 0o755)
+    os.environ["TIDE_BIN"] = TIDE
+    return prog
+
+
+def test_exec_provider_is_listed_at_start_and_orphans_are_deleted():
+    tmp = tempfile.mkdtemp(prefix="tide-exec-")
+    prog = make_exec_provider(tmp)
+    with open(os.path.join(tmp, "list"), "w") as f:
+        f.write('{"nodes":[{"id":"vm-ghost","name":"ghost-1","state":"running"}]}\n')
+    try:
+        with Cluster(agents=0, config=pool_config("exec", prog)) as c:
+            wait_until(lambda: os.path.exists(os.path.join(tmp, "deleted")), 20, 0.2,
+                       what="the orphan deleted")
+            assert open(os.path.join(tmp, "listed")).read().split() == ["elastic"]
+            assert open(os.path.join(tmp, "deleted")).read().split() == ["vm-ghost"]
+            kinds = [e["kind"] for e in c.api("GET", "/v1/events")["events"]]
+            assert "provider_orphan" in kinds, kinds
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_tide_up_has_a_default_elastic_pool():
+    tmp = tempfile.mkdtemp(prefix="tide-up-")
+    proc = subprocess.Popen([TIDE, "up", "--dir", tmp, "--port", "0", "--agents", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url_file = os.path.join(tmp, "server.url")
+        wait_until(lambda: os.path.exists(url_file) and open(url_file).read().strip(), 30, 0.2,
+                   what="tide up's server")
+        url = open(url_file).read().strip()
+        token = open(os.path.join(tmp, "data", "admin.token")).read().strip()
+        req = urllib.request.Request(url + "/v1/pools", headers={"Authorization": "Bearer " + token})
+        pools = json.load(urllib.request.urlopen(req, timeout=5))["pools"]
+        assert len(pools) == 1, pools
+        p = pools[0]
+        assert (p["name"], p["provider"], p["min_nodes"], p["max_nodes"]) == ("elastic", "local", 0, 3), p
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
     run_tests([test_local_pool_scales_from_zero_and_back_with_metered_cost,
                test_exec_provider_is_retried_with_backoff_and_deletes_released_nodes,
-               test_bad_pool_config_is_refused_with_line_and_key])
+               test_bad_pool_config_is_refused_with_line_and_key,
+               test_exec_provider_is_listed_at_start_and_orphans_are_deleted,
+               test_tide_up_has_a_default_elastic_pool])

@@ -8,6 +8,7 @@
 
 #include "cluster_fixture.h"
 #include "core/autoscaler.h"
+#include "core/sched.h"
 
 #define S 1000 /* ms */
 
@@ -311,6 +312,71 @@ static void test_job_too_big_for_every_pool_creates_nothing(void **state)
     fx_stop(&f);
 }
 
+static void test_draining_node_is_made_ready_again_when_jobs_arrive(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 2, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_DRAINING, 0);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    struct job busy = fx_job(1, 1);
+    assert_non_null(fx_add_running(&f.c, busy, 100, 0));
+    add_jobs(&f, 1, 1, 0); /* fits the draining node's free GPU */
+    decide(&f, 10 * S);
+    assert_int_equal(count_type(&f.out, POOL_UNDRAIN), 1);
+    assert_int_equal(created(&f.out, 0), 0);
+    assert_int_equal(cluster_find_node(&f.c, 100)->state, NODE_READY);
+    /* Within the cooldown it is not drained again. */
+    decide(&f, 11 * S);
+    assert_int_equal(count_type(&f.out, POOL_DRAIN), 0);
+    fx_stop(&f);
+}
+
+static void test_draining_node_too_small_stays_draining_and_a_node_is_created(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 2, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_DRAINING, 0);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    assert_non_null(fx_add_running(&f.c, fx_job(1, 1), 100, 0));
+    add_jobs(&f, 1, 2, 0); /* needs two free GPUs */
+    decide(&f, 10 * S);
+    assert_int_equal(count_type(&f.out, POOL_UNDRAIN), 0);
+    assert_int_equal(created(&f.out, 0), 1);
+    assert_int_equal(cluster_find_node(&f.c, 100)->state, NODE_DRAINING);
+    fx_stop(&f);
+}
+
+static void test_draining_node_whose_agent_dies_is_lost_and_its_jobs_requeued(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 2, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_DRAINING, 0);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    struct job j = fx_job(1, 1);
+    j.retries = 1;
+    assert_non_null(fx_add_running(&f.c, j, 100, 0));
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    struct scheduler s;
+    sched_init(&s, &cfg);
+    struct action_list out;
+    action_list_init(&out);
+    assert_int_equal(sched_check_nodes(&s, &f.c, 10 * S, &out), 0);
+    assert_int_equal(sched_check_nodes(&s, &f.c, 31 * S, &out), 1);
+    assert_int_equal(cluster_find_node(&f.c, 100)->state, NODE_LOST);
+    assert_int_equal(fx_count(&out, ACTION_REQUEUE, 1), 1);
+    assert_int_equal(cluster_find_job(&f.c, 1)->state, JOB_PENDING);
+    /* Lost with no tasks past boot_timeout: failed, so the provider deletes it. */
+    decide(&f, 200 * S);
+    assert_int_equal(count_type(&f.out, POOL_FAIL), 1);
+    action_list_release(&out);
+    sched_release(&s);
+    fx_stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +394,9 @@ int main(void)
         cmocka_unit_test(test_node_that_never_registers_is_failed_and_replaced),
         cmocka_unit_test(test_provider_backoff_holds_creation),
         cmocka_unit_test(test_job_too_big_for_every_pool_creates_nothing),
+        cmocka_unit_test(test_draining_node_is_made_ready_again_when_jobs_arrive),
+        cmocka_unit_test(test_draining_node_too_small_stays_draining_and_a_node_is_created),
+        cmocka_unit_test(test_draining_node_whose_agent_dies_is_lost_and_its_jobs_requeued),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
