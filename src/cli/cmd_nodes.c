@@ -13,6 +13,8 @@
 
 static const char nodes_usage[] =
     "usage: tide nodes [--gpus] [--json] [--server URL] [--token T]\n"
+    "       tide nodes interrupt ID   (spot: the node is reclaimed; its jobs checkpoint\n"
+    "                                  and are requeued; admin token)\n"
     "\n"
     "Lists nodes: their GPUs (4xH200), how many are allocated to jobs, average\n"
     "utilisation, memory in use and when the node last reported.\n"
@@ -195,12 +197,17 @@ int cli_nodes_main(int argc, char **argv)
     struct cli_args a;
     struct tide_err err = {0};
     const char *v;
-    int per_gpu = 0, id, r;
+    int per_gpu = 0, id, r, npos = 0;
+    const char *pos[2] = {NULL, NULL};
     cli_args_init(&a, argc, argv);
     while ((r = cli_args_next(&a, nodes_opts, &id, &v, &err)) != CLI_ARGS_END) {
         if (r < 0)
             return cli_usage_fail("nodes", &err);
         if (r == CLI_ARGS_POSITIONAL) {
+            if (npos < 2 && (npos == 1 || !strcmp(v, "interrupt"))) {
+                pos[npos++] = v;
+                continue;
+            }
             tide_err_set(&err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
             return cli_usage_fail("nodes", &err);
         }
@@ -213,12 +220,30 @@ int cli_nodes_main(int argc, char **argv)
         fputs(nodes_usage, stdout);
         return 0;
     }
+    char *end = NULL;
+    long long node_id = pos[1] ? strtoll(pos[1], &end, 10) : 0;
+    if (npos && (node_id <= 0 || *end)) {
+        tide_err_set(&err, TIDE_EINVAL, NULL, "interrupt needs a node id, got '%s'",
+                     pos[1] ? pos[1] : "");
+        return cli_usage_fail("nodes", &err);
+    }
     struct cli_client c;
     if (cli_client_init(&c, &co, &err) < 0)
         return cli_fail("nodes", &err);
     int rc;
     json_t *root;
-    if (c.json)
+    if (npos) {
+        char path[64];
+        snprintf(path, sizeof path, "/v1/nodes/%lld/interrupt", node_id);
+        if (cli_client_request_json(&c, "POST", path, "{}", &root, &err) < 0) {
+            rc = cli_fail("nodes", &err);
+        } else {
+            printf("node %lld interrupted: %lld job(s) asked to checkpoint and stop\n", node_id,
+                   (long long)json_integer_value(json_object_get(root, "jobs_preempted")));
+            json_decref(root);
+            rc = 0;
+        }
+    } else if (c.json)
         rc = cli_request_and_print(&c, "GET", "/v1/nodes", NULL, &err) < 0 ? cli_fail("nodes", &err)
                                                                            : 0;
     else if (cli_client_request_json(&c, "GET", "/v1/nodes", NULL, &root, &err) < 0)

@@ -190,7 +190,7 @@ static int by_size_then_age(const void *x, const void *y)
 /* Could job run on this existing node (ignoring what is free)? */
 static bool node_could_take(const struct node *n, const struct job *job)
 {
-    if (job->gpus > n->ngpus || !queue_allows_pool(job->rules, n->pool))
+    if (job->gpus > n->ngpus || !queue_allows_node(job, n))
         return false;
     if (job->gpus == 0 || n->ngpus == 0)
         return true;
@@ -216,7 +216,9 @@ static int cheapest_pool_for(const struct autoscaler *a, const struct job *job,
     int best = -1;
     for (int p = 0; p < a->npools; p++) {
         const struct pool *pool = &a->pools[p];
-        if (!pool_fits_job(pool, job) || !queue_allows_pool(job->rules, pool->name) ||
+        bool spot_ok = pool->billing != BILLING_SPOT || job->preemptible ||
+                       (job->rules && job->rules->allow_spot);
+        if (!spot_ok || !pool_fits_job(pool, job) || !queue_allows_pool(job->rules, pool->name) ||
             alive[p] >= pool->max_nodes ||
             now_ms < a->state[p].create_not_before_ms)
             continue;
@@ -276,7 +278,8 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         int p = node_pool(a, n);
         if (n->state == NODE_PROVISIONING && p >= 0) {
             a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
-        } else if (n->state == NODE_READY || (n->state == NODE_DRAINING && p >= 0)) {
+        } else if (n->state == NODE_READY ||
+                   (n->state == NODE_DRAINING && p >= 0 && !n->interrupt_deadline_ms)) {
             int free_gpus = 0;
             for (int g = 0; g < n->ngpus; g++)
                 free_gpus += gpu_is_free(&n->gpus[g]);
@@ -383,7 +386,8 @@ static int scale_down(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         if (n->state == NODE_DRAINING && !node_has_tasks(n)) {
             n->state = NODE_RELEASED;
             n->ended_ms = now_ms;
-            if (push(out, POOL_RELEASE, p, 1, n->id, "drained and idle"))
+            if (push(out, POOL_RELEASE, p, 1, n->id,
+                     n->interrupt_deadline_ms ? "spot interruption" : "drained and idle"))
                 return TIDE_ENOMEM;
             continue;
         }

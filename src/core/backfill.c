@@ -118,7 +118,7 @@ bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *node = &c->nodes[i];
         if (node->state != NODE_READY || node->ngpus < blocked->gpus ||
-            !queue_allows_pool(blocked->rules, node->pool))
+            !queue_allows_node(blocked, node))
             continue;
         int64_t when = node_free_time(cfg, ends, nends, node, blocked, now_ms, gpus);
         if (when < best) {

@@ -75,6 +75,8 @@ struct node {
     int64_t ready_ms;         /* when its agent registered */
     int64_t idle_since_ms;    /* below the pool's scale-down utilisation since; 0: busy */
     int64_t ended_ms;         /* released or failed at */
+    bool spot;                /* its pool bills spot: only preemptible work (queue_allows_node) */
+    int64_t interrupt_deadline_ms; /* spot interruption (spot.h): reclaimed then; 0: none */
 };
 
 /* What the scheduler needs of a job; the full spec lives in the store. */

@@ -70,14 +70,14 @@ static int gpu_load_key(const struct gpu *g)
 
 static bool host_fits_ever(const struct node *node, const struct job *job)
 {
-    return queue_allows_pool(job->rules, node->pool) &&
+    return queue_allows_node(job, node) &&
            (node->cpus <= 0 || job->cpus <= node->cpus) &&
            (node->memory_mib <= 0 || job->memory_mib <= node->memory_mib);
 }
 
 static bool host_fits_now(const struct node *node, const struct job *job)
 {
-    return queue_allows_pool(job->rules, node->pool) &&
+    return queue_allows_node(job, node) &&
            (node->cpus <= 0 || job->cpus <= node->cpus - node->cpus_allocated) &&
            (node->memory_mib <= 0 || job->memory_mib <= node->memory_mib - node->memory_allocated_mib);
 }

@@ -26,7 +26,7 @@ static bool host_fits(const struct node *node, const struct job *job, bool now)
 {
     int cpus = node->cpus - (now ? node->cpus_allocated : 0);
     int64_t mem = node->memory_mib - (now ? node->memory_allocated_mib : 0);
-    return queue_allows_pool(job->rules, node->pool) && (node->cpus <= 0 || job->cpus <= cpus) &&
+    return queue_allows_node(job, node) && (node->cpus <= 0 || job->cpus <= cpus) &&
            (node->memory_mib <= 0 || job->memory_mib <= mem);
 }
 

@@ -40,6 +40,7 @@ void pool_defaults(struct pool *p)
     p->scale_down_utilization_pct = 20;
     p->scale_down_window_s = 300;
     p->cooldown_s = 60;
+    p->interruption_grace_s = 30;
 }
 
 bool pool_fits_job(const struct pool *p, const struct job *job)

@@ -40,6 +40,7 @@ struct pool {
     int scale_down_utilization_pct; /* busy below this counts as idle */
     int64_t scale_down_window_s;    /* idle this long: drained and released */
     int64_t cooldown_s;             /* no scale-down this soon after a scale event */
+    int64_t interruption_grace_s;   /* spot: from interruption to the node being gone */
 };
 
 /* Fills p with the defaults of an unnamed local pool of 1 GPU. */

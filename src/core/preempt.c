@@ -201,7 +201,7 @@ enum preempt_result preempt_plan(const struct placement_config *cfg,
             to++;
         const struct node *node = pool->entries[from].node;
         if (node->state == NODE_READY && node->ngpus >= job->gpus &&
-            queue_allows_pool(job->rules, node->pool)) {
+            queue_allows_node(job, node)) {
             bool node_pending = false;
             int taken = plan_on_node(cfg, pool, from, to, job, &trial, &node_pending);
             pending |= node_pending;

@@ -94,6 +94,13 @@ bool queue_allows_pool(const struct queue_config *q, const char *pool)
     return false;
 }
 
+bool queue_allows_node(const struct job *job, const struct node *node)
+{
+    if (!queue_allows_pool(job->rules, node->pool))
+        return false;
+    return !node->spot || job->preemptible || (job->rules && job->rules->allow_spot);
+}
+
 int queue_effective_priority(const struct queue_config *q, const struct job *job, int64_t now_ms)
 {
     if (!q || q->max_wait_s <= 0 || q->escalation <= 0)

@@ -31,6 +31,7 @@ struct queue_config {
     bool preemptible;          /* default for jobs that do not say */
     int idle_util_pct;         /* idle reclaim: GPUs under this utilisation ... */
     int64_t idle_after_s;      /* ... for this long are reclaimed; 0: never */
+    bool allow_spot;           /* its non-preemptible jobs may use spot nodes too */
     int npools;                /* pools its jobs may use; 0: any node */
     char pools[TIDE_MAX_QUEUE_POOLS][TIDE_NAME_MAX];
 };
@@ -59,6 +60,10 @@ int queue_admit(const struct queue_set *qs, json_t *given, json_t *spec, struct 
 /* Whether a job under queue q (NULL: no rules) may run on a node of `pool`
  * ("" for a node joined by hand, which only unrestricted queues use). */
 bool queue_allows_pool(const struct queue_config *q, const char *pool);
+
+/* Whether job may run on node: its queue allows the node's pool, and a
+ * spot node takes only preemptible jobs unless the queue allows spot. */
+bool queue_allows_node(const struct job *job, const struct node *node);
 
 /* A waiting job's priority after escalation for waiting past max_wait_s. */
 int queue_effective_priority(const struct queue_config *q, const struct job *job, int64_t now_ms);

@@ -76,6 +76,7 @@ static int pool_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
     INT_KEY("scale_down_utilization", 0, 100, scale_down_utilization_pct)
     INT_KEY("scale_down_window_s", 0, 30L * 86400, scale_down_window_s)
     INT_KEY("cooldown_s", 0, 86400, cooldown_s)
+    INT_KEY("interruption_grace_s", 0, 3600, interruption_grace_s)
 #undef INT_KEY
     if (!strcmp(k, "name"))
         return want_name(c, v, key, cur->name, sizeof cur->name, true);
@@ -117,7 +118,7 @@ static int pool_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
                        "region, provider, program, min_nodes, max_nodes, boot_time_s, "
                        "boot_timeout_s, price_per_node_hour, spot_price_per_node_hour, billing, "
                        "pack_gpu_hours, scale_up_delay_s, scale_down_utilization, "
-                       "scale_down_window_s, cooldown_s)%s", "");
+                       "scale_down_window_s, cooldown_s, interruption_grace_s)%s", "");
 }
 
 int config_section_pools(struct config_ctx *c, const char *name, const yaml_node_t *v)

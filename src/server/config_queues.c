@@ -68,6 +68,11 @@ static int queue_key(struct config_ctx *c, const char *key, const yaml_node_t *v
                 return config_fail(c, v, key, "at most 8 pools%s", "");
             snprintf(q->pools[q->npools++], TIDE_NAME_MAX, "%s", pool);
         }
+    } else if (!strcmp(field, "allow_spot")) {
+        const char *s = config_scalar(v);
+        if (!s || (strcmp(s, "true") && strcmp(s, "false")))
+            return config_fail(c, v, key, "must be true or false%s", "");
+        q->allow_spot = !strcmp(s, "true");
     } else if (!strcmp(field, "preemptible")) {
         const char *s = config_scalar(v);
         if (s && !strcmp(s, "true"))
@@ -80,7 +85,7 @@ static int queue_key(struct config_ctx *c, const char *key, const yaml_node_t *v
         return config_fail(c, v, key,
                            "unknown key (known: name, priority, priority_min, priority_max, "
                            "max_running_jobs, max_running_gpus, max_wait_s, escalation, "
-                           "default_runtime_s, max_runtime_s, preemptible, idle_util_pct, idle_after_s, pools)%s", "");
+                           "default_runtime_s, max_runtime_s, preemptible, allow_spot, idle_util_pct, idle_after_s, pools)%s", "");
     }
     return rc;
 }

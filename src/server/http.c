@@ -121,6 +121,12 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
         return api_pools_list(srv, req, reply);
     if (!strcmp(p, "/v1/nodes") && get)
         return api_nodes_list(srv, req, reply);
+    if (!strncmp(p, "/v1/nodes/", 10) && post) { /* /v1/nodes/ID/interrupt */
+        char *end;
+        long long id = strtoll(p + 10, &end, 10);
+        if (end != p + 10 && id > 0 && !strcmp(end, "/interrupt"))
+            return api_nodes_interrupt(srv, req, id, reply);
+    }
     if (!strcmp(p, "/v1/projects") && get)
         return api_projects_list(srv, req, reply);
     if (!strcmp(p, "/v1/queues") && get)

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "core/autoscaler.h"
 #include "core/billing.h"
+#include "core/spot.h"
 #include "providers/provider.h"
 #include "store/store_pools.h"
 
@@ -135,6 +136,7 @@ static int add_provisioning_node(struct pool_loop *pl, int p, int64_t now, struc
     snprintf(n.driver, sizeof n.driver, "%s", pool->driver);
     n.created_ms = now;
     n.last_heartbeat_ms = now;
+    n.spot = pool->billing == BILLING_SPOT;
     n.ngpus = pool->gpus_per_node;
     json_t *gpus = json_array();
     for (int g = 0; g < n.ngpus; g++) {
@@ -207,6 +209,77 @@ static int end_node(struct pool_loop *pl, const struct pool_action *a, int64_t n
     return 0;
 }
 
+/* Nodes of spot pools take only preemptible work (queue_allows_node). */
+static void mark_spot_nodes(struct server *srv)
+{
+    for (size_t i = 0; i < srv->cluster.nnodes; i++) {
+        struct node *n = &srv->cluster.nodes[i];
+        int p = n->pool[0] ? pool_find(srv->cfg.pools, srv->cfg.npools, n->pool) : -1;
+        n->spot = p >= 0 && srv->cfg.pools[p].billing == BILLING_SPOT;
+    }
+}
+
+int pool_spot_interrupt(struct server *srv, int64_t node_id, const char *why, int64_t now_ms,
+                        struct tide_err *err)
+{
+    struct pool_loop *pl = srv->pool_loop;
+    struct node *n = cluster_find_node(&srv->cluster, node_id);
+    if (!n)
+        return tide_err_set(err, TIDE_ENOENT, "id", "no node %lld", (long long)node_id);
+    int p = pl && n->pool[0] ? pool_find(srv->cfg.pools, srv->cfg.npools, n->pool) : -1;
+    if (p < 0)
+        return tide_err_set(err, TIDE_ECONFLICT, "id", "node %s is in no elastic pool", n->name);
+    const struct pool *pool = &srv->cfg.pools[p];
+    char name[TIDE_NAME_MAX];
+    snprintf(name, sizeof name, "%s", n->name);
+    action_list_clear(&srv->actions);
+    int asked = spot_interrupt(&srv->cluster, n, now_ms, pool->interruption_grace_s * 1000, why,
+                               &srv->actions);
+    if (asked == TIDE_EINVAL)
+        return tide_err_set(err, TIDE_ECONFLICT, "id", "node %s is already interrupted or gone",
+                            name);
+    if (asked < 0)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    int rc = apply_actions(srv, &srv->actions, now_ms, err);
+    char msg[TIDE_REASON_MAX + 200];
+    snprintf(msg, sizeof msg, "pool %s: spot interruption of %s (%s): %d job%s asked to checkpoint, gone in %llds",
+             pool->name, name, why, asked, asked == 1 ? "" : "s",
+             (long long)pool->interruption_grace_s);
+    if (!rc)
+        rc = store_begin(srv->store, err);
+    if (!rc) {
+        rc = store_node_set_state(srv->store, node_id, NODE_DRAINING, err);
+        if (!rc)
+            rc = store_event_add(srv->store, now_ms, "node_interrupted", 0, node_id, msg, err);
+        if (!rc)
+            rc = store_commit(srv->store, err);
+        if (rc)
+            store_rollback(srv->store);
+    }
+    if (rc)
+        return rc;
+    pl->interruptions[p]++;
+    log_info("%s", msg);
+    sched_loop_kick(srv);
+    return asked;
+}
+
+int api_nodes_interrupt(struct server *srv, struct api_request *req, int64_t id,
+                        struct api_reply *reply)
+{
+    if (req->token.kind != TOKEN_ADMIN)
+        return api_error_msg(reply, TIDE_EPERM, NULL, "interrupting a node needs the admin token");
+    struct tide_err err;
+    tide_err_clear(&err);
+    pthread_mutex_lock(&srv->lock);
+    int rc = pool_spot_interrupt(srv, id, "told by tide nodes interrupt", clock_now_ms(), &err);
+    pthread_mutex_unlock(&srv->lock);
+    if (rc < 0)
+        return api_error(reply, &err);
+    reply->json = json_pack("{s:I, s:i}", "node_id", (json_int_t)id, "jobs_preempted", rc);
+    return 0;
+}
+
 /* Under the lock: decide and persist; fills pl->calls. */
 static void tick_decide(struct pool_loop *pl, int64_t now)
 {
@@ -214,6 +287,14 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
     struct tide_err err;
     tide_err_clear(&err);
     pl->ncalls = 0;
+    mark_spot_nodes(srv);
+    /* Interrupted spot nodes at their deadline: what is still there is requeued. */
+    action_list_clear(&srv->actions);
+    if (spot_check(&srv->cluster, now, &srv->actions) > 0) {
+        if (apply_actions(srv, &srv->actions, now, &err) != 0)
+            log_error("spot requeue not persisted: %s", err.message);
+        sched_loop_kick(srv);
+    }
     if (billing_tick(&pl->bill, &srv->cluster, srv->cfg.pools, srv->cfg.npools, now))
         log_error("pool metering ran out of memory");
     pool_action_list_clear(&pl->actions);
@@ -369,8 +450,8 @@ static void tick_results(struct pool_loop *pl, int64_t now)
  * failed (the autoscaler replaces them); nodes it reports interrupted get
  * the spot interruption. Returns how many orphans. */
 static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_node *listed, int n,
-                          bool at_start, struct provider_node *orphans, int64_t now,
-                          struct tide_err *err)
+                          bool at_start, struct provider_node *orphans, int64_t *interrupted,
+                          int *ninterrupted, int64_t now, struct tide_err *err)
 {
     struct server *srv = pl->srv;
     const struct pool *pool = &srv->cfg.pools[p];
@@ -397,7 +478,8 @@ static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_nod
             log_warn("%s", msg);
             rc = store_event_add(srv->store, now, "provider_orphan", 0, node ? node->id : 0, msg, err);
         } else if (listed[i].interrupted) {
-            log_warn("pool %s: provider reports %s interrupted", pool->name, node->name);
+            if (!node->interrupt_deadline_ms && *ninterrupted < POOL_LIST_MAX)
+                interrupted[(*ninterrupted)++] = node->id;
         }
     }
     for (size_t k = 0; at_start && !rc && k < srv->cluster.nnodes; k++) {
@@ -441,6 +523,7 @@ static void reconcile_providers(struct pool_loop *pl, bool at_start)
         return;
     }
     struct provider_node *orphans = listed + POOL_LIST_MAX;
+    int64_t interrupted[POOL_LIST_MAX];
     for (int p = 0; p < srv->cfg.npools && !srv->stopping; p++) {
         struct provider *prov = &pl->providers[p];
         const struct pool *pool = &srv->cfg.pools[p];
@@ -449,6 +532,7 @@ static void reconcile_providers(struct pool_loop *pl, bool at_start)
         struct tide_err err;
         tide_err_clear(&err);
         int n = prov->ops->list(prov, pool, listed, POOL_LIST_MAX, &err);
+        int ninterrupted = 0;
         pthread_mutex_lock(&srv->lock);
         now = clock_now_ms();
         int rc = store_begin(srv->store, &err);
@@ -460,11 +544,15 @@ static void reconcile_providers(struct pool_loop *pl, bool at_start)
             tide_err_clear(&err);
             rc = store_event_add(srv->store, now, "provider_failed", 0, 0, msg, &err);
         } else if (!rc) {
-            rc = reconcile_pool(pl, p, listed, n, at_start, orphans, now, &err);
+            rc = reconcile_pool(pl, p, listed, n, at_start, orphans, interrupted, &ninterrupted,
+                                now, &err);
         }
         int norphans = rc > 0 ? rc : 0;
         if (rc >= 0)
             rc = store_commit(srv->store, &err);
+        for (int i = 0; rc >= 0 && i < ninterrupted; i++)
+            if (pool_spot_interrupt(srv, interrupted[i], "reported by the provider", now, &err) < 0)
+                log_warn("pool %s: interruption: %s", pool->name, err.message);
         if (rc < 0) {
             store_rollback(srv->store);
             norphans = 0;
@@ -600,6 +688,12 @@ int pool_loop_node_registered(struct server *srv, struct node *node, const struc
     }
     if (!node->pool[0] || !srv->pool_loop)
         return 0;
+    int p = pool_find(srv->cfg.pools, srv->cfg.npools, node->pool);
+    node->spot = p >= 0 && srv->cfg.pools[p].billing == BILLING_SPOT;
+    if (old && old->interrupt_deadline_ms) { /* reclaimed: stays on its way out */
+        node->state = NODE_DRAINING;
+        node->interrupt_deadline_ms = old->interrupt_deadline_ms;
+    }
     return store_pool_node_put(srv->store, node, NULL, err);
 }
 
@@ -673,6 +767,7 @@ int api_pools_list(struct server *srv, struct api_request *req, struct api_reply
         json_object_set_new(o, "scale_ups", json_integer(pl->scale_ups[p]));
         json_object_set_new(o, "scale_downs", json_integer(pl->scale_downs[p]));
         json_object_set_new(o, "provider_failures", json_integer(pl->provider_failures[p]));
+        json_object_set_new(o, "interruptions", json_integer(pl->interruptions[p]));
         json_object_set_new(o, "projects", projects);
         json_array_append_new(pools, o);
     }
@@ -734,12 +829,14 @@ void pool_loop_metrics(struct server *srv, FILE *out)
         {"tide_pool_scale_up_nodes_total", "Nodes the autoscaler asked for."},
         {"tide_pool_scale_down_nodes_total", "Nodes released after being idle."},
         {"tide_pool_nodes_failed_total", "Nodes failed (boot timeout, lost)."},
-        {"tide_provider_failures_total", "Provider calls that failed."}};
-    for (int k = 0; k < 4; k++) {
+        {"tide_provider_failures_total", "Provider calls that failed."},
+        {"tide_pool_interruptions_total", "Spot interruptions of pool nodes."}};
+    for (int k = 0; k < 5; k++) {
         fprintf(out, "# HELP %s %s\n# TYPE %s counter\n", counters[k][0], counters[k][1], counters[k][0]);
         for (int p = 0; p < srv->cfg.npools; p++) {
             long long v = k == 0 ? pl->scale_ups[p] : k == 1 ? pl->scale_downs[p]
-                          : k == 2 ? pl->nodes_failed[p] : pl->provider_failures[p];
+                          : k == 2 ? pl->nodes_failed[p] : k == 3 ? pl->provider_failures[p]
+                                   : pl->interruptions[p];
             fprintf(out, "%s{pool=\"%s\"} %lld\n", counters[k][0], srv->cfg.pools[p].name, v);
         }
     }

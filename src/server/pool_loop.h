@@ -25,6 +25,16 @@ void pool_loop_stop(struct server *srv);
 int pool_loop_node_registered(struct server *srv, struct node *node, const struct node *old,
                               const char *pool_field, int64_t now_ms, struct tide_err *err);
 
+/* Under the lock: a spot interruption of node_id (core/spot.h) with the
+ * pool's interruption_grace_s, persisted with a node_interrupted event.
+ * Returns the number of jobs asked to checkpoint and stop, or a negative
+ * code with err (no such node, in no pool, already interrupted). */
+int pool_spot_interrupt(struct server *srv, int64_t node_id, const char *why, int64_t now_ms,
+                        struct tide_err *err);
+/* POST /v1/nodes/{id}/interrupt (admin). */
+int api_nodes_interrupt(struct server *srv, struct api_request *req, int64_t id,
+                        struct api_reply *reply);
+
 /* GET /v1/pools. */
 int api_pools_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 /* Adds pool, age_s, cost, idle_s to a node's JSON (under the lock). */

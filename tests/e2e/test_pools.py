@@ -202,9 +202,67 @@ def test_tide_up_has_a_default_elastic_pool():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+SPOT = """pools:
+  - name: spot
+    gpu: H200
+    gpus_per_node: 1
+    gpu_memory_mib: 144384
+    provider: local
+    min_nodes: 0
+    max_nodes: 2
+    billing: spot
+    price_per_node_hour: 3.60
+    spot_price_per_node_hour: 1.08
+    interruption_grace_s: 10
+    scale_down_window_s: 2
+    scale_down_utilization: 0
+    cooldown_s: 0
+"""
+
+# Counts to 8, saving progress in TIDE_CHECKPOINT_DIR; SIGTERM saves and exits.
+CHECKPOINTING = r"""
+dir="$TIDE_CHECKPOINT_DIR"; step=0
+if [ -f "$dir/step" ]; then step=$(cat "$dir/step"); echo "resumed at $step on attempt $TIDE_ATTEMPT"; fi
+trap 'echo $step > "$dir/step"; echo "checkpointed at $step"; exit 0' TERM
+while [ $step -lt 8 ]; do sleep 0.5 & wait $!; step=$((step + 1)); echo $step > "$dir/step"; done
+echo "result $step"
+"""
+
+
+def test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere():
+    with Cluster(agents=0, config=SPOT, kill_grace_s=5) as c:
+        steady = c.submit(gpus=1, command=["true"])  # not preemptible: never on spot
+        job = c.submit(gpus=1, preemptible=True, command=["sh", "-c", CHECKPOINTING])
+        c.wait_state(job["id"], "running", timeout=60)
+        wait_until(lambda: os.path.exists(os.path.join(c.data, "checkpoints", str(job["id"]), "step")),
+                   15, what="first checkpoint")
+        first = c.job(job["id"])["node"]
+        node_id = c.node(first)["id"]
+        out = c.cli("nodes", "interrupt", str(node_id), check=True).stdout
+        assert "1 job(s) asked to checkpoint" in out, out
+        done = c.wait_final([job["id"]], timeout=90)[job["id"]]
+        assert done["state"] == "succeeded" and done["attempt"] == 2, done
+        assert done["node"] != first, (done, first)
+        log = c.logs(job["id"])
+        assert "checkpointed at" in log and "resumed at" in log and log.strip().endswith("result 8"), log
+        p = pool(c)
+        assert p["interruptions"] == 1, p
+        assert 'tide_pool_interruptions_total{pool="spot"} 1' in c.api("GET", "/metrics")
+        kinds = [e["kind"] for e in c.api("GET", "/v1/events")["events"]]
+        assert "node_interrupted" in kinds and "job_preempted" in kinds, kinds
+        wait_until(lambda: c.node(first)["state"] == "released", 20, 0.25, what="interrupted node released")
+        s = c.job(steady["id"])
+        assert s["state"] == "pending", s
+        # Two nodes in all (the first and its replacement): none for the steady job.
+        assert sum(1 for n in c.api("GET", "/v1/nodes")["nodes"] if n["pool"] == "spot") == 2
+        c.api("DELETE", f"/v1/jobs/{steady['id']}")
+
+
 if __name__ == "__main__":
-    run_tests([test_local_pool_scales_from_zero_and_back_with_metered_cost,
+    only = sys.argv[1:]  # substrings of test names to run; all when none
+    run_tests([t for t in [test_local_pool_scales_from_zero_and_back_with_metered_cost,
                test_exec_provider_is_retried_with_backoff_and_deletes_released_nodes,
                test_bad_pool_config_is_refused_with_line_and_key,
                test_exec_provider_is_listed_at_start_and_orphans_are_deleted,
-               test_tide_up_has_a_default_elastic_pool])
+               test_tide_up_has_a_default_elastic_pool,
+               test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere] if not only or any(o in t.__name__ for o in only)])

@@ -1,0 +1,59 @@
+/* Spot interruption: preempt, then requeue at the deadline (see spot.h). */
+#include "core/spot.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/tide_err.h"
+#include "core/sched.h"
+
+#include "core/core_banned.h"
+
+int spot_interrupt(struct cluster *c, struct node *node, int64_t now_ms, int64_t grace_ms,
+                   const char *why, struct action_list *out)
+{
+    if (node->interrupt_deadline_ms || node->state == NODE_RELEASED || node->state == NODE_FAILED)
+        return TIDE_EINVAL;
+    node->state = NODE_DRAINING;
+    node->interrupt_deadline_ms = now_ms + (grace_ms > 0 ? grace_ms : 1);
+    int asked = 0;
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct job *job = &c->jobs[j];
+        if (!job_on_node(job, node->id) ||
+            (job->state != JOB_RUNNING && job->state != JOB_STARTING))
+            continue;
+        job->state = JOB_PREEMPTED;
+        struct action a = {.type = ACTION_PREEMPT, .job_id = job->id, .attempt = job->attempt,
+                           .node_id = job->node_id, .state = JOB_PREEMPTED, .exit_code = -1};
+        snprintf(a.reason, sizeof a.reason, "spot interruption of %.40s: %.60s", node->name, why);
+        if (!action_list_push(out, &a))
+            return TIDE_ENOMEM;
+        asked++;
+    }
+    return asked;
+}
+
+int spot_check(struct cluster *c, int64_t now_ms, struct action_list *out)
+{
+    int requeued = 0;
+    for (size_t n = 0; n < c->nnodes; n++) {
+        struct node *node = &c->nodes[n];
+        if (!node->interrupt_deadline_ms || now_ms < node->interrupt_deadline_ms ||
+            node->state == NODE_RELEASED || node->state == NODE_FAILED)
+            continue;
+        int64_t node_id = node->id;
+        char why[TIDE_REASON_MAX];
+        snprintf(why, sizeof why, "spot interruption: %.60s reclaimed", node->name);
+        for (size_t j = 0; j < c->njobs;) {
+            struct job *job = &c->jobs[j];
+            if (!job_on_node(job, node_id) || !job_state_is_on_node(job->state)) {
+                j++;
+                continue;
+            }
+            job->state = JOB_PREEMPTED; /* requeued without using a retry */
+            sched_fail_attempt(c, job, JOB_PREEMPTED, JOB_FAILED, why, -1, 9, now_ms, out);
+            requeued++;
+        }
+    }
+    return requeued;
+}
