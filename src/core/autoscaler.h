@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/budget.h"
 #include "core/cluster.h"
 #include "core/pool.h"
 
@@ -74,6 +75,7 @@ struct pool_scale_state {
 struct autoscaler {
     const struct pool *pools; /* not owned */
     int npools;
+    const struct budget_set *budgets; /* projects at a hard cap get no nodes; NULL: none */
     struct pool_scale_state state[TIDE_MAX_POOLS];
     /* scratch, grown as needed, freed by autoscaler_release */
     struct job **jobs;

@@ -213,7 +213,8 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, int64_t no
     size_t n = 0;
     for (size_t i = 0; i < c->njobs; i++) {
         struct job *job = &c->jobs[i];
-        if (job->state != JOB_PENDING || job->held)
+        if (job->state != JOB_PENDING || job->held ||
+            (s->cfg.budgets && budget_holds_job(s->cfg.budgets, job, job->wait_reason)))
             continue;
         job->reserved_start_ms = 0;
         job->reserved_node_id = 0;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/action.h"
+#include "core/budget.h"
 #include "core/cluster.h"
 #include "core/fairshare.h"
 #include "core/gang.h"
@@ -27,6 +28,7 @@ struct sched_config {
     bool queue_round_robin;  /* take turns between queues of equal priority */
     const struct queue_set *queues; /* caps and escalation; NULL: none */
     struct fairshare *fairshare;    /* quotas and borrowing between projects; NULL: off */
+    const struct budget_set *budgets; /* hard caps hold a project's jobs (budget.h); NULL: off */
     int64_t retry_backoff_ms;       /* first retry delay, doubling per failure; 0: none */
     int64_t retry_backoff_max_ms;
     int64_t node_timeout_ms; /* no heartbeat for this long: node lost */

@@ -35,6 +35,8 @@ const char *config_scalar(const yaml_node_t *n);
 /* An integer scalar within [lo, hi]. */
 int config_want_int(struct config_ctx *c, const yaml_node_t *v, const char *key, long lo, long hi,
                     long *out);
+/* "4.20" or "4" (money units) into micro-units, exactly (config_pools.c). */
+int config_want_money(struct config_ctx *c, const yaml_node_t *v, const char *key, int64_t *out);
 /* Calls fn for each key of mapping map (refusing anything but a mapping). */
 int config_walk_mapping(struct config_ctx *c, const char *section, const yaml_node_t *map,
                         config_key_fn fn);

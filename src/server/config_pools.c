@@ -12,8 +12,7 @@
 /* The pool being parsed; config loading is single-threaded. */
 static struct pool *cur;
 
-/* "4.20" or "4" (money units) into micro-units, exactly. */
-static int want_money(struct config_ctx *c, const yaml_node_t *v, const char *key, int64_t *out)
+int config_want_money(struct config_ctx *c, const yaml_node_t *v, const char *key, int64_t *out)
 {
     const char *s = config_scalar(v);
     if (!s || !*s)
@@ -87,9 +86,9 @@ static int pool_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
     if (!strcmp(k, "region"))
         return want_name(c, v, key, cur->region, sizeof cur->region, false);
     if (!strcmp(k, "price_per_node_hour"))
-        return want_money(c, v, key, &cur->price_per_node_hour_micros);
+        return config_want_money(c, v, key, &cur->price_per_node_hour_micros);
     if (!strcmp(k, "spot_price_per_node_hour"))
-        return want_money(c, v, key, &cur->spot_price_per_node_hour_micros);
+        return config_want_money(c, v, key, &cur->spot_price_per_node_hour_micros);
     if (!strcmp(k, "provider")) {
         const char *s = config_scalar(v);
         if (!s || (strcmp(s, "local") && strcmp(s, "exec")))

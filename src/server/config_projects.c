@@ -1,6 +1,8 @@
 /*
  * The `projects:` section of tide.yaml: each project's GPU quota and
- * fair-share weight. Projects not listed may only borrow idle capacity.
+ * fair-share weight, and its budget (core/budget.h). Projects not listed
+ * with a quota or weight may only borrow idle capacity; a project listed
+ * with budget keys only takes no part in fair share.
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +16,7 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
     struct fairshare *fs = &c->cfg->fairshare;
     int64_t half_life = fs->half_life_s;
     fairshare_init(fs, half_life);
+    budget_set_init(&c->cfg->budgets);
     int index = 0;
     for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
          it++, index++) {
@@ -23,6 +26,9 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
         if (item->type != YAML_MAPPING_NODE)
             return config_fail(c, item, where, "must be a mapping (name, quota_gpus, weight)%s", "");
         struct project_config p = {.weight = 1};
+        struct budget b;
+        memset(&b, 0, sizeof b);
+        bool share_keys = false, budget_keys = false, alerts_given = false;
         for (yaml_node_pair_t *pair = item->data.mapping.pairs.start;
              pair < item->data.mapping.pairs.top; pair++) {
             const char *k = config_scalar(yaml_document_get_node(c->doc, pair->key));
@@ -37,19 +43,66 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                     return config_fail(c, val, key, "must be 1 to 63 characters%s", "");
                 snprintf(p.name, sizeof p.name, "%s", s);
             } else if (k && !strcmp(k, "quota_gpus")) {
+                share_keys = true;
                 if (!(rc = config_want_int(c, val, key, 0, 10000000, &n)))
                     p.quota_gpus = (int)n;
             } else if (k && !strcmp(k, "weight")) {
+                share_keys = true;
                 if (!(rc = config_want_int(c, val, key, 1, 1000000, &n)))
                     p.weight = (int)n;
+            } else if (k && (!strcmp(k, "budget_daily") || !strcmp(k, "budget_monthly"))) {
+                budget_keys = true;
+                rc = config_want_money(c, val, key,
+                                       &b.cap_micros[k[7] == 'd' ? BUDGET_DAILY : BUDGET_MONTHLY]);
+            } else if (k && !strcmp(k, "alert_pct")) {
+                alerts_given = true;
+                if (val->type != YAML_SEQUENCE_NODE)
+                    return config_fail(c, val, key, "must be a list of percentages like [50, 80, 100]%s", "");
+                b.nalerts = 0;
+                for (yaml_node_item_t *a = val->data.sequence.items.start;
+                     !rc && a < val->data.sequence.items.top; a++) {
+                    if (b.nalerts == BUDGET_MAX_ALERTS)
+                        return config_fail(c, val, key, "at most %s thresholds", "8");
+                    if (!(rc = config_want_int(c, yaml_document_get_node(c->doc, *a), key, 1, 1000, &n))) {
+                        if (b.nalerts && n <= b.alert_pct[b.nalerts - 1])
+                            return config_fail(c, val, key, "thresholds must rise%s", "");
+                        b.alert_pct[b.nalerts++] = (int)n;
+                    }
+                }
+            } else if (k && !strcmp(k, "hard_cap")) {
+                const char *s = config_scalar(val);
+                if (!s || (strcmp(s, "true") && strcmp(s, "false")))
+                    return config_fail(c, val, key, "must be true or false%s", "");
+                b.hard_cap = !strcmp(s, "true");
+            } else if (k && !strcmp(k, "alert_hook")) {
+                const char *s = config_scalar(val);
+                if (!s || !*s || strlen(s) >= sizeof b.alert_hook)
+                    return config_fail(c, val, key, "must be a command of at most %s characters", "255");
+                snprintf(b.alert_hook, sizeof b.alert_hook, "%s", s);
             } else {
-                return config_fail(c, val, key, "unknown key (known: name, quota_gpus, weight)%s", "");
+                return config_fail(c, val, key,
+                                   "unknown key (known: name, quota_gpus, weight, budget_daily, "
+                                   "budget_monthly, alert_pct, hard_cap, alert_hook)%s", "");
             }
             if (rc)
                 return rc;
         }
         if (!p.name[0])
             return config_fail(c, item, where, "needs a name%s", "");
+        if (budget_keys) {
+            snprintf(b.project, sizeof b.project, "%s", p.name);
+            if (!alerts_given) {
+                static const int defaults[] = {50, 80, 100};
+                memcpy(b.alert_pct, defaults, sizeof defaults);
+                b.nalerts = 3;
+            }
+            if (!budget_add(&c->cfg->budgets, &b))
+                return config_fail(c, item, where, "project '%s' is listed twice (or too many)", p.name);
+        } else if (alerts_given || b.hard_cap || b.alert_hook[0]) {
+            return config_fail(c, item, where, "alert_pct, hard_cap and alert_hook need budget_daily or budget_monthly%s", "");
+        }
+        if (!share_keys && budget_keys)
+            continue;
         if (!fairshare_add(fs, &p))
             return config_fail(c, item, where, "project '%s' is listed twice (or too many)", p.name);
     }

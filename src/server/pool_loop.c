@@ -9,9 +9,12 @@
 #include "server/pool_loop.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -209,6 +212,63 @@ static int end_node(struct pool_loop *pl, const struct pool_action *a, int64_t n
     return 0;
 }
 
+/* Runs a budget's alert hook with /bin/sh, detached (no zombie, no wait). */
+static void run_alert_hook(const struct budget *b, const struct budget_alert *a)
+{
+    char env[5][160];
+    snprintf(env[0], sizeof env[0], "TIDE_PROJECT=%s", b->project);
+    snprintf(env[1], sizeof env[1], "TIDE_BUDGET_PERIOD=%s", budget_period_name(a->period));
+    snprintf(env[2], sizeof env[2], "TIDE_BUDGET_PCT=%d", a->pct);
+    snprintf(env[3], sizeof env[3], "TIDE_BUDGET_SPENT_MICROS=%lld", (long long)a->spent_micros);
+    snprintf(env[4], sizeof env[4], "TIDE_BUDGET_CAP_MICROS=%lld", (long long)a->cap_micros);
+    pid_t pid = fork();
+    if (pid < 0) {
+        log_warn("alert hook for %s: fork: %s", b->project, strerror(errno));
+        return;
+    }
+    if (pid == 0) {
+        setsid();
+        if (fork() != 0)
+            _exit(0);
+        for (int i = 0; i < 5; i++)
+            putenv(env[i]);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execl("/bin/sh", "sh", "-c", b->alert_hook, (char *)NULL);
+        _exit(127);
+    }
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* Under the lock: meters the budgets; each threshold crossed is an event,
+ * a log line and the project's alert hook. */
+static void budgets_tick(struct server *srv, int64_t now)
+{
+    struct budget_set *bs = &srv->cfg.budgets;
+    struct budget_alert alerts[16];
+    int n = budget_tick(bs, &srv->cluster, srv->cfg.pools, srv->cfg.npools, now, alerts, 16);
+    for (int i = 0; i < n; i++) {
+        const struct budget *b = &bs->items[alerts[i].budget];
+        char msg[300];
+        snprintf(msg, sizeof msg, "project %s reached %d%% of its %s budget (%lld.%06lld of %lld.%06lld)%s",
+                 b->project, alerts[i].pct, budget_period_name(alerts[i].period),
+                 (long long)(alerts[i].spent_micros / 1000000), (long long)(alerts[i].spent_micros % 1000000),
+                 (long long)(alerts[i].cap_micros / 1000000), (long long)(alerts[i].cap_micros % 1000000),
+                 b->hard_cap && alerts[i].pct >= 100 ? ": new jobs wait (hard cap)" : "");
+        log_warn("%s", msg);
+        struct tide_err err;
+        tide_err_clear(&err);
+        if (store_event_add(srv->store, now, "budget_alert", 0, 0, msg, &err) != 0)
+            log_error("budget alert not stored: %s", err.message);
+        if (b->alert_hook[0])
+            run_alert_hook(b, &alerts[i]);
+        if (alerts[i].pct >= 100)
+            sched_loop_kick(srv);
+    }
+}
+
 /* Nodes of spot pools take only preemptible work (queue_allows_node). */
 static void mark_spot_nodes(struct server *srv)
 {
@@ -297,6 +357,7 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
     }
     if (billing_tick(&pl->bill, &srv->cluster, srv->cfg.pools, srv->cfg.npools, now))
         log_error("pool metering ran out of memory");
+    budgets_tick(srv, now);
     pool_action_list_clear(&pl->actions);
     if (autoscaler_decide(&pl->as, &srv->cluster, now, &pl->actions) < 0) {
         log_error("autoscaler ran out of memory");
@@ -603,6 +664,7 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     pl->srv = srv;
     autoscaler_init(&pl->as, srv->cfg.pools, srv->cfg.npools);
+    pl->as.budgets = srv->cfg.budgets.count ? &srv->cfg.budgets : NULL;
     billing_init(&pl->bill);
     pool_action_list_init(&pl->actions);
     for (int p = 0; p < srv->cfg.npools; p++) {
@@ -825,6 +887,27 @@ void pool_loop_metrics(struct server *srv, FILE *out)
         fprintf(out, "tide_project_cost_micros{project=\"%s\",pool=\"%s\"} %lld\n",
                 pl->bill.usage[u].project, srv->cfg.pools[pl->bill.usage[u].pool].name,
                 (long long)billing_usage_cost_micros(&pl->bill, srv->cfg.pools, &pl->bill.usage[u]));
+    const struct budget_set *bs = &srv->cfg.budgets;
+    if (bs->count)
+        fprintf(out, "# HELP tide_project_budget_micros Budget caps by project and period.\n"
+                     "# TYPE tide_project_budget_micros gauge\n"
+                     "# HELP tide_project_budget_spent_micros Spend this period at pool prices.\n"
+                     "# TYPE tide_project_budget_spent_micros gauge\n"
+                     "# HELP tide_project_budget_alert_pct Highest alert threshold crossed this period.\n"
+                     "# TYPE tide_project_budget_alert_pct gauge\n");
+    for (int i = 0; i < bs->count; i++)
+        for (int k = 0; k < BUDGET_PERIODS; k++) {
+            const struct budget *b = &bs->items[i];
+            if (b->cap_micros[k] <= 0)
+                continue;
+            const char *period = budget_period_name((enum budget_period)k);
+            fprintf(out, "tide_project_budget_micros{project=\"%s\",period=\"%s\"} %lld\n",
+                    b->project, period, (long long)b->cap_micros[k]);
+            fprintf(out, "tide_project_budget_spent_micros{project=\"%s\",period=\"%s\"} %lld\n",
+                    b->project, period, (long long)budget_spent_micros(b, (enum budget_period)k));
+            fprintf(out, "tide_project_budget_alert_pct{project=\"%s\",period=\"%s\"} %d\n",
+                    b->project, period, b->alerted_pct[k]);
+        }
     static const char *const counters[][2] = {
         {"tide_pool_scale_up_nodes_total", "Nodes the autoscaler asked for."},
         {"tide_pool_scale_down_nodes_total", "Nodes released after being idle."},

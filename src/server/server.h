@@ -13,6 +13,7 @@
 
 #include "common/tide_err.h"
 #include "core/action.h"
+#include "core/budget.h"
 #include "core/cluster.h"
 #include "core/pool.h"
 #include "core/queue.h"
@@ -33,6 +34,7 @@ struct server_config {
     int npools;
     struct queue_set queues;
     struct fairshare fairshare; /* projects: quotas, weights, decayed use */
+    struct budget_set budgets;  /* projects: daily/monthly budgets (core/budget.h) */
 };
 
 /* How attempts end other than in success, counted for /metrics. */

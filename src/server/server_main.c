@@ -216,6 +216,7 @@ int server_main(int argc, char **argv)
     sc.node_timeout_ms = srv.cfg.node_timeout_ms;
     sc.queues = &srv.cfg.queues;
     sc.fairshare = srv.cfg.fairshare.count ? &srv.cfg.fairshare : NULL;
+    sc.budgets = srv.cfg.budgets.count ? &srv.cfg.budgets : NULL;
 
     log_set_prefix("server");
     pthread_mutex_init(&srv.lock, NULL);

@@ -258,6 +258,41 @@ def test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere(
         c.api("DELETE", f"/v1/jobs/{steady['id']}")
 
 
+def test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait():
+    tmp = tempfile.mkdtemp(prefix="tide-budget-")
+    hook_out = os.path.join(tmp, "alerts")
+    config = pool_config(window=1).replace("max_nodes: 2", "max_nodes: 2\n    gpus_per_node: 1").replace(
+        "    gpus_per_node: 2\n", "").replace(f"price_per_node_hour: {PRICE}", "price_per_node_hour: 3600.00")
+    config += ("projects:\n  - name: vision\n    budget_daily: 3.00\n    alert_pct: [50, 100]\n"
+               "    hard_cap: true\n"
+               f"    alert_hook: echo $TIDE_PROJECT $TIDE_BUDGET_PERIOD $TIDE_BUDGET_PCT >> {hook_out}\n")
+    try:
+        with Cluster(agents=0, config=config) as c:
+            first = c.submit(gpus=1, project="vision", command=["sh", "-c", "sleep 5"])
+            done = c.wait_final([first["id"]], timeout=60)[first["id"]]
+            assert done["state"] == "succeeded", done  # running jobs are not killed
+            wait_until(lambda: any(e["kind"] == "budget_alert" and "100%" in e["message"]
+                                   for e in c.api("GET", "/v1/events")["events"]), 10, 0.2,
+                       what="the 100% alert")
+            ups = pool(c)["scale_ups"]
+            second = c.submit(gpus=1, project="vision", command=["true"])
+            time.sleep(4)
+            j = c.job(second["id"])
+            assert j["state"] == "pending" and "budget exhausted" in j.get("pending_reason", ""), j
+            assert pool(c)["scale_ups"] == ups, pool(c)
+            m = c.api("GET", "/metrics")
+            assert 'tide_project_budget_micros{project="vision",period="daily"} 3000000' in m, m
+            assert 'tide_project_budget_alert_pct{project="vision",period="daily"} 100' in m, m
+            wait_until(lambda: os.path.exists(hook_out) and len(open(hook_out).read().split("\n")) >= 3,
+                       10, 0.2, what="the alert hook")
+            assert open(hook_out).read().split("\n")[:2] == ["vision daily 50", "vision daily 100"]
+            other = c.submit(gpus=1, project="default", command=["true"])
+            assert c.wait_final([other["id"]], timeout=60)[other["id"]]["state"] == "succeeded"
+            c.api("DELETE", f"/v1/jobs/{second['id']}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
     only = sys.argv[1:]  # substrings of test names to run; all when none
     run_tests([t for t in [test_local_pool_scales_from_zero_and_back_with_metered_cost,
@@ -265,4 +300,5 @@ if __name__ == "__main__":
                test_bad_pool_config_is_refused_with_line_and_key,
                test_exec_provider_is_listed_at_start_and_orphans_are_deleted,
                test_tide_up_has_a_default_elastic_pool,
-               test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere] if not only or any(o in t.__name__ for o in only)])
+               test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere,
+               test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait] if not only or any(o in t.__name__ for o in only)])

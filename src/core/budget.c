@@ -1,0 +1,159 @@
+/* Project budgets: metering, periods, alerts and hard caps (see budget.h). */
+#include "core/budget.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core_banned.h"
+
+#define MS_PER_DAY 86400000LL
+#define MS_PER_HOUR 3600000LL
+
+const char *budget_period_name(enum budget_period p)
+{
+    return p == BUDGET_DAILY ? "daily" : p == BUDGET_MONTHLY ? "monthly" : "?";
+}
+
+void budget_set_init(struct budget_set *bs)
+{
+    memset(bs, 0, sizeof *bs);
+}
+
+const struct budget *budget_find(const struct budget_set *bs, const char *project)
+{
+    for (int i = 0; bs && i < bs->count; i++)
+        if (!strcmp(bs->items[i].project, project))
+            return &bs->items[i];
+    return NULL;
+}
+
+struct budget *budget_add(struct budget_set *bs, const struct budget *b)
+{
+    if (bs->count == TIDE_MAX_BUDGETS || budget_find(bs, b->project))
+        return NULL;
+    bs->items[bs->count] = *b;
+    return &bs->items[bs->count++];
+}
+
+int64_t budget_day_of(int64_t now_ms)
+{
+    return now_ms >= 0 ? now_ms / MS_PER_DAY : (now_ms - MS_PER_DAY + 1) / MS_PER_DAY;
+}
+
+static bool leap(int64_t y)
+{
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+int64_t budget_month_of(int64_t now_ms)
+{
+    static const int days_in[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int64_t day = budget_day_of(now_ms);
+    if (day < 0)
+        return -1; /* before 1970: one period for all of it */
+    int64_t year = 1970;
+    for (;;) {
+        int64_t len = leap(year) ? 366 : 365;
+        if (day < len)
+            break;
+        day -= len;
+        year++;
+    }
+    int month = 0;
+    for (; month < 11; month++) {
+        int len = days_in[month] + (month == 1 && leap(year));
+        if (day < len)
+            break;
+        day -= len;
+    }
+    return (year - 1970) * 12 + month;
+}
+
+int64_t budget_spent_micros(const struct budget *b, enum budget_period period)
+{
+    return b->spent_num[period] / MS_PER_HOUR;
+}
+
+static void roll(struct budget *b, int64_t now_ms)
+{
+    int64_t now_period[BUDGET_PERIODS] = {budget_day_of(now_ms), budget_month_of(now_ms)};
+    for (int p = 0; p < BUDGET_PERIODS; p++)
+        if (b->period[p] != now_period[p]) {
+            b->period[p] = now_period[p];
+            b->spent_num[p] = 0;
+            b->alerted_pct[p] = 0;
+        }
+}
+
+int budget_tick(struct budget_set *bs, const struct cluster *c, const struct pool *pools,
+                int npools, int64_t now_ms, struct budget_alert *alerts, int max_alerts)
+{
+    if (bs->last_ms == 0 || now_ms <= bs->last_ms) {
+        if (bs->last_ms == 0) {
+            bs->last_ms = now_ms;
+            for (int i = 0; i < bs->count; i++)
+                roll(&bs->items[i], now_ms);
+        }
+        return 0;
+    }
+    int64_t dt = now_ms - bs->last_ms;
+    bs->last_ms = now_ms;
+    for (int i = 0; i < bs->count; i++)
+        roll(&bs->items[i], now_ms);
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const struct node *n = &c->nodes[i];
+        int p = n->pool[0] ? pool_find(pools, npools, n->pool) : -1;
+        if (p < 0 || n->state == NODE_RELEASED || n->state == NODE_FAILED)
+            continue;
+        int64_t price = pool_price_per_gpu_hour_micros(&pools[p]);
+        for (int g = 0; g < n->ngpus; g++) {
+            if (!n->gpus[g].job_id)
+                continue;
+            const struct job *job = cluster_find_job((struct cluster *)c, n->gpus[g].job_id);
+            struct budget *b = job ? (struct budget *)budget_find(bs, job->project) : NULL;
+            for (int k = 0; b && k < BUDGET_PERIODS; k++)
+                b->spent_num[k] += dt * price;
+        }
+    }
+    int nalerts = 0;
+    for (int i = 0; i < bs->count; i++) {
+        struct budget *b = &bs->items[i];
+        for (int k = 0; k < BUDGET_PERIODS; k++) {
+            if (b->cap_micros[k] <= 0)
+                continue;
+            int64_t spent = budget_spent_micros(b, (enum budget_period)k);
+            int crossed = 0;
+            for (int a = 0; a < b->nalerts; a++)
+                if ((__int128)spent * 100 >= (__int128)b->alert_pct[a] * b->cap_micros[k])
+                    crossed = b->alert_pct[a];
+            if (crossed <= b->alerted_pct[k])
+                continue;
+            b->alerted_pct[k] = crossed;
+            if (nalerts < max_alerts)
+                alerts[nalerts++] = (struct budget_alert){i, (enum budget_period)k, crossed, spent,
+                                                          b->cap_micros[k]};
+        }
+    }
+    return nalerts;
+}
+
+bool budget_holds_job(const struct budget_set *bs, const struct job *job, char *why)
+{
+    const struct budget *b = budget_find(bs, job->project);
+    if (!b || !b->hard_cap)
+        return false;
+    for (int k = 0; k < BUDGET_PERIODS; k++) {
+        int64_t spent = budget_spent_micros(b, (enum budget_period)k);
+        if (b->cap_micros[k] <= 0 || spent < b->cap_micros[k])
+            continue;
+        if (why)
+            snprintf(why, TIDE_REASON_MAX,
+                     "budget exhausted: project %.60s spent %lld.%02lld of its %s %lld.%02lld",
+                     b->project, (long long)(spent / 1000000), (long long)(spent % 1000000 / 10000),
+                     budget_period_name((enum budget_period)k),
+                     (long long)(b->cap_micros[k] / 1000000),
+                     (long long)(b->cap_micros[k] % 1000000 / 10000));
+        return true;
+    }
+    return false;
+}

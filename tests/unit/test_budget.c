@@ -1,0 +1,189 @@
+/* Project budgets with a fake clock: metering to the cent, alerts once per
+ * threshold and period, hard caps holding jobs and scale-up, period roll. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "cluster_fixture.h"
+#include "core/autoscaler.h"
+#include "core/budget.h"
+#include "core/sched.h"
+
+#define S 1000LL
+#define HOUR (3600 * S)
+#define DAY (24 * HOUR)
+/* 2024-03-10 00:00:00 UTC */
+#define T0 (1710028800LL * 1000)
+
+struct fx {
+    struct cluster c;
+    struct pool pool;
+    struct budget_set bs;
+    struct budget_alert alerts[8];
+};
+
+/* A 2-GPU node at 8.00 per node-hour (4.00 per GPU-hour), a budget for
+ * "vision" of 10.00 a day with alerts at 50/80/100 %. */
+static void fx_start(struct fx *f, bool hard_cap)
+{
+    cluster_init(&f->c);
+    pool_defaults(&f->pool);
+    snprintf(f->pool.name, sizeof f->pool.name, "p");
+    f->pool.gpus_per_node = 2;
+    f->pool.price_per_node_hour_micros = 8000000;
+    struct node n = fx_h200_node(1, 2);
+    snprintf(n.pool, sizeof n.pool, "p");
+    assert_non_null(cluster_put_node(&f->c, &n));
+    budget_set_init(&f->bs);
+    struct budget b;
+    memset(&b, 0, sizeof b);
+    snprintf(b.project, sizeof b.project, "vision");
+    b.cap_micros[BUDGET_DAILY] = 10000000;
+    b.alert_pct[0] = 50, b.alert_pct[1] = 80, b.alert_pct[2] = 100;
+    b.nalerts = 3;
+    b.hard_cap = hard_cap;
+    assert_non_null(budget_add(&f->bs, &b));
+}
+
+static struct job *fx_run(struct fx *f, int64_t id, const char *project)
+{
+    struct job j = fx_job(id, 1);
+    snprintf(j.project, sizeof j.project, "%s", project);
+    struct job *r = fx_add_running(&f->c, j, 1, T0);
+    assert_non_null(r);
+    return r;
+}
+
+static int tick(struct fx *f, int64_t now)
+{
+    return budget_tick(&f->bs, &f->c, &f->pool, 1, now, f->alerts, 8);
+}
+
+static void test_spend_is_the_gpu_time_at_the_pools_price_to_the_cent(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, false);
+    fx_run(&f, 10, "vision");
+    fx_run(&f, 11, "other"); /* not budgeted: not counted */
+    tick(&f, T0);
+    tick(&f, T0 + HOUR);
+    tick(&f, T0 + 90 * 60 * S); /* 1.5 GPU-hours at 4.00 */
+    assert_int_equal(budget_spent_micros(&f.bs.items[0], BUDGET_DAILY), 6000000);
+    assert_int_equal(budget_spent_micros(&f.bs.items[0], BUDGET_MONTHLY), 6000000);
+    cluster_release(&f.c);
+}
+
+static void test_each_alert_threshold_is_reported_once_per_period(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, false);
+    fx_run(&f, 10, "vision");
+    tick(&f, T0);
+    assert_int_equal(tick(&f, T0 + 74 * 60 * S), 0); /* 4.93 */
+    assert_int_equal(tick(&f, T0 + 75 * 60 * S), 1); /* 5.00: 50 % */
+    assert_int_equal(f.alerts[0].pct, 50);
+    assert_int_equal(f.alerts[0].period, BUDGET_DAILY);
+    assert_int_equal(tick(&f, T0 + 80 * 60 * S), 0);
+    assert_int_equal(tick(&f, T0 + 150 * 60 * S), 1); /* 10.00: straight to 100 % */
+    assert_int_equal(f.alerts[0].pct, 100);
+    assert_int_equal(tick(&f, T0 + 200 * 60 * S), 0);
+    /* Next UTC day: spend and alerts start again (a tick's time counts in
+     * the period it ends in). */
+    tick(&f, T0 + DAY - S);
+    tick(&f, T0 + DAY + S);
+    assert_true(budget_spent_micros(&f.bs.items[0], BUDGET_DAILY) < 10000);
+    assert_int_equal(f.bs.items[0].alerted_pct[BUDGET_DAILY], 0);
+    cluster_release(&f.c);
+}
+
+static void test_hard_cap_holds_the_projects_pending_jobs_with_the_reason(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, true);
+    struct job *running = fx_run(&f, 10, "vision");
+    running->state = JOB_RUNNING;
+    tick(&f, T0);
+    tick(&f, T0 + 150 * 60 * S); /* 10.00: at the cap */
+    struct job j = fx_job(20, 1);
+    snprintf(j.project, sizeof j.project, "vision");
+    assert_non_null(cluster_add_job(&f.c, &j));
+    j = fx_job(21, 1);
+    snprintf(j.project, sizeof j.project, "other");
+    assert_non_null(cluster_add_job(&f.c, &j));
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    cfg.budgets = &f.bs;
+    struct scheduler s;
+    sched_init(&s, &cfg);
+    struct action_list out;
+    action_list_init(&out);
+    assert_int_equal(sched_pass(&s, &f.c, T0 + 150 * 60 * S, &out), 1);
+    assert_int_equal(fx_count(&out, ACTION_START, 21), 1);
+    assert_int_equal(fx_count(&out, ACTION_START, 20), 0);
+    assert_non_null(strstr(cluster_find_job(&f.c, 20)->wait_reason, "budget exhausted"));
+    /* The running job is not stopped. */
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 10), 0);
+    action_list_release(&out);
+    sched_release(&s);
+    cluster_release(&f.c);
+}
+
+static void test_no_nodes_are_added_for_a_project_at_its_hard_cap(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, true);
+    fx_run(&f, 10, "vision");
+    fx_run(&f, 11, "vision");
+    tick(&f, T0);
+    tick(&f, T0 + 75 * 60 * S); /* two GPUs: 10.00 */
+    struct job j = fx_job(20, 2);
+    snprintf(j.project, sizeof j.project, "vision");
+    assert_non_null(cluster_add_job(&f.c, &j));
+    struct autoscaler a;
+    autoscaler_init(&a, &f.pool, 1);
+    a.budgets = &f.bs;
+    struct pool_action_list out;
+    pool_action_list_init(&out);
+    autoscaler_decide(&a, &f.c, T0 + 75 * 60 * S, &out);
+    for (size_t i = 0; i < out.len; i++)
+        assert_int_not_equal(out.items[i].type, POOL_CREATE);
+    a.budgets = NULL; /* without the cap the same job gets a node */
+    pool_action_list_clear(&out);
+    autoscaler_decide(&a, &f.c, T0 + 75 * 60 * S, &out);
+    assert_int_equal(out.len > 0 && out.items[0].type == POOL_CREATE, 1);
+    pool_action_list_release(&out);
+    autoscaler_release(&a);
+    cluster_release(&f.c);
+}
+
+static void test_months_are_calendar_months_in_utc(void **state)
+{
+    (void)state;
+    assert_int_equal(budget_month_of(0), 0);
+    int64_t jan31 = 1706745599LL * 1000; /* 2024-01-31 23:59:59 */
+    assert_int_equal(budget_month_of(jan31), 54 * 12);
+    assert_int_equal(budget_month_of(jan31 + S), 54 * 12 + 1);
+    int64_t feb29 = 1709251199LL * 1000; /* 2024-02-29 23:59:59, leap year */
+    assert_int_equal(budget_month_of(feb29), 54 * 12 + 1);
+    assert_int_equal(budget_month_of(feb29 + S), 54 * 12 + 2);
+    assert_int_equal(budget_day_of(jan31), 19753);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spend_is_the_gpu_time_at_the_pools_price_to_the_cent),
+        cmocka_unit_test(test_each_alert_threshold_is_reported_once_per_period),
+        cmocka_unit_test(test_hard_cap_holds_the_projects_pending_jobs_with_the_reason),
+        cmocka_unit_test(test_no_nodes_are_added_for_a_project_at_its_hard_cap),
+        cmocka_unit_test(test_months_are_calendar_months_in_utc),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
