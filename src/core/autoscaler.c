@@ -240,6 +240,28 @@ static int64_t bin_price(const struct autoscaler *a, const struct scale_bin *bin
     return bin->pool >= 0 ? pool_price_per_gpu_hour_micros(&a->pools[bin->pool]) : 0;
 }
 
+/* Counts a job that waits for pool p's nodes, for the steps. */
+static void note_waiting(int *waiting, int64_t *oldest_ms, int p, int64_t waited_ms)
+{
+    waiting[p]++;
+    if (waited_ms > oldest_ms[p])
+        oldest_ms[p] = waited_ms;
+}
+
+/* The most nodes a triggered step of pool asks for (0: none). */
+static int step_nodes(const struct pool *pool, int waiting, int64_t oldest_wait_ms)
+{
+    int add = 0;
+    for (int i = 0; i < pool->nsteps; i++) {
+        const struct pool_step *s = &pool->steps[i];
+        bool hit = (s->queue_length > 0 && waiting >= s->queue_length) ||
+                   (s->wait_s > 0 && waiting > 0 && oldest_wait_ms >= s->wait_s * 1000);
+        if (hit && s->add > add)
+            add = s->add;
+    }
+    return add;
+}
+
 /* A draining node that a waiting job fits is made ready again. */
 static int undrain(struct autoscaler *a, struct scale_bin *bin, const struct job *job,
                    int64_t now_ms, struct pool_action_list *out)
@@ -293,7 +315,8 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         for (size_t i = 0; i < c->nnodes; i++)
             if (c->nodes[i].state == NODE_DRAINING && !strcmp(c->nodes[i].pool, a->pools[p].name))
                 live--;
-        int need = a->pools[p].min_nodes - live;
+        int min_nodes = pool_min_nodes_at(&a->pools[p], now_ms);
+        int need = min_nodes - live;
         if (need <= 0 || now_ms < a->state[p].create_not_before_ms)
             continue;
         if (alive[p] + need > a->pools[p].max_nodes)
@@ -303,7 +326,8 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         alive[p] += need;
         if (need > 0) {
             char why[TIDE_REASON_MAX];
-            snprintf(why, sizeof why, "min_nodes %d", a->pools[p].min_nodes);
+            snprintf(why, sizeof why, "min_nodes %d%s", min_nodes,
+                     min_nodes > a->pools[p].min_nodes ? " (scheduled window)" : "");
             if (push(out, POOL_CREATE, p, need, 0, why))
                 return TIDE_ENOMEM;
             a->state[p].last_scale_up_ms = now_ms;
@@ -319,7 +343,8 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     }
     qsort(a->jobs, njobs, sizeof *a->jobs, by_size_then_age);
 
-    int waited[TIDE_MAX_POOLS] = {0};
+    int waited[TIDE_MAX_POOLS] = {0}, unplaced[TIDE_MAX_POOLS] = {0};
+    int64_t oldest_ms[TIDE_MAX_POOLS] = {0};
     int rc;
     for (size_t k = 0; k < njobs; k++) {
         const struct job *job = a->jobs[k];
@@ -341,11 +366,15 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         if (best >= 0) {
             struct scale_bin *bin = &a->bins[best];
             bin->free_gpus -= job->gpus;
+            if (!bin->node) /* waits for a booting or new node */
+                note_waiting(unplaced, oldest_ms, bin->pool, now_ms - job->submit_ms);
             if (bin->draining && (rc = undrain(a, bin, job, now_ms, out)) != 0)
                 return rc;
             continue;
         }
         int p = cheapest_pool_for(a, job, alive, now_ms);
+        if (p >= 0)
+            note_waiting(unplaced, oldest_ms, p, now_ms - job->submit_ms);
         if (p < 0 || now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000)
             continue;
         a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node - job->gpus, false};
@@ -356,12 +385,25 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
             waited[p] = waited_s;
     }
     for (int p = 0; p < a->npools; p++) {
+        int step = step_nodes(&a->pools[p], unplaced[p], oldest_ms[p]);
+        bool stepped = false;
+        if (step > create[p] && (!a->state[p].last_scale_up_ms ||
+                                 now_ms - a->state[p].last_scale_up_ms >= a->pools[p].cooldown_s * 1000)) {
+            int room = a->pools[p].max_nodes - alive[p];
+            int extra = step - create[p] < room ? step - create[p] : room;
+            if (extra > 0) {
+                create[p] += extra;
+                alive[p] += extra;
+                stepped = true;
+            }
+        }
         a->state[p].nodes_wanted = create[p];
         if (!create[p])
             continue;
         char why[TIDE_REASON_MAX];
-        snprintf(why, sizeof why, "%d pending job%s waited up to %ds", a->state[p].pending_jobs,
-                 a->state[p].pending_jobs == 1 ? "" : "s", waited[p]);
+        snprintf(why, sizeof why, "%d pending job%s waited up to %ds%s", a->state[p].pending_jobs,
+                 a->state[p].pending_jobs == 1 ? "" : "s", waited[p] > oldest_ms[p] / 1000 ? waited[p] : (int)(oldest_ms[p] / 1000),
+                 stepped ? " (step)" : "");
         if (push(out, POOL_CREATE, p, create[p], 0, why))
             return TIDE_ENOMEM;
         a->state[p].last_scale_up_ms = now_ms;
@@ -404,7 +446,7 @@ static int scale_down(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         if (!n->idle_since_ms)
             n->idle_since_ms = now_ms;
         if (now_ms - n->idle_since_ms < pool->scale_down_window_s * 1000 ||
-            live[p] <= pool->min_nodes ||
+            live[p] <= pool_min_nodes_at(pool, now_ms) ||
             now_ms - a->state[p].last_scale_up_ms < pool->cooldown_s * 1000)
             continue;
         char why[TIDE_REASON_MAX];

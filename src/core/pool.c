@@ -62,6 +62,28 @@ int64_t pool_price_per_gpu_hour_micros(const struct pool *p)
     return p->gpus_per_node > 0 ? price / p->gpus_per_node : price;
 }
 
+static bool window_open(const struct pool_window *w, int64_t now_ms)
+{
+    int64_t day = now_ms >= 0 ? now_ms / 86400000 : (now_ms - 86399999) / 86400000;
+    int minute = (int)((now_ms - day * 86400000) / 60000);
+    int dow = (int)(((day + 3) % 7 + 7) % 7); /* 1970-01-01 was a Thursday; 0 is Monday */
+    if (w->from_min <= w->to_min)
+        return (w->days >> dow & 1) && minute >= w->from_min && minute < w->to_min;
+    /* Past midnight: the evening of a listed day, or the morning after it. */
+    int yesterday = (dow + 6) % 7;
+    return ((w->days >> dow & 1) && minute >= w->from_min) ||
+           ((w->days >> yesterday & 1) && minute < w->to_min);
+}
+
+int pool_min_nodes_at(const struct pool *p, int64_t now_ms)
+{
+    int min = p->min_nodes;
+    for (int i = 0; i < p->nwindows; i++)
+        if (p->windows[i].min_nodes > min && window_open(&p->windows[i], now_ms))
+            min = p->windows[i].min_nodes;
+    return min < p->max_nodes ? min : p->max_nodes;
+}
+
 int pool_find(const struct pool *pools, int npools, const char *name)
 {
     for (int i = 0; i < npools; i++)

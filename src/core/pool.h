@@ -14,6 +14,27 @@
 #define TIDE_MAX_POOLS 16
 #define TIDE_PROGRAM_MAX 512
 
+#define POOL_MAX_WINDOWS 8
+#define POOL_MAX_STEPS 8
+
+/* Scheduled capacity: on the days in `days` (bit 0 Monday ... bit 6
+ * Sunday), from from_min to to_min (minutes after midnight UTC, to_min
+ * exclusive; to_min < from_min runs past midnight), keep min_nodes. */
+struct pool_window {
+    unsigned days;
+    int from_min, to_min;
+    int min_nodes;
+};
+
+/* Step scaling: when at least queue_length jobs (0: not a trigger) wait for
+ * the pool, or the oldest has waited wait_s (0: not a trigger), add `add`
+ * nodes at once (once per cooldown_s). */
+struct pool_step {
+    int queue_length;
+    int64_t wait_s;
+    int add;
+};
+
 enum billing_kind { BILLING_ON_DEMAND, BILLING_RESERVED, BILLING_SPOT, BILLING_PACK };
 
 const char *billing_kind_name(enum billing_kind k);
@@ -41,6 +62,10 @@ struct pool {
     int64_t scale_down_window_s;    /* idle this long: drained and released */
     int64_t cooldown_s;             /* no scale-down this soon after a scale event */
     int64_t interruption_grace_s;   /* spot: from interruption to the node being gone */
+    struct pool_window windows[POOL_MAX_WINDOWS];
+    int nwindows;
+    struct pool_step steps[POOL_MAX_STEPS];
+    int nsteps;
 };
 
 /* Fills p with the defaults of an unnamed local pool of 1 GPU. */
@@ -51,6 +76,9 @@ bool pool_fits_job(const struct pool *p, const struct job *job);
 
 /* Price of one GPU for one hour, micro-units (ties broken by the caller). */
 int64_t pool_price_per_gpu_hour_micros(const struct pool *p);
+
+/* min_nodes at now_ms: the largest of min_nodes and the windows open then. */
+int pool_min_nodes_at(const struct pool *p, int64_t now_ms);
 
 /* The index of the pool called name in pools, or -1. */
 int pool_find(const struct pool *pools, int npools, const char *name);

@@ -53,6 +53,129 @@ static int want_name(struct config_ctx *c, const yaml_node_t *v, const char *key
     return 0;
 }
 
+/* "09:00" into minutes after midnight (24:00 allowed as the end of a day). */
+static int want_clock(struct config_ctx *c, const yaml_node_t *v, const char *key, int *out)
+{
+    const char *s = config_scalar(v);
+    int h, m;
+    char extra;
+    if (!s || sscanf(s, "%d:%d%c", &h, &m, &extra) != 2 || h < 0 || m < 0 || m > 59 ||
+        h * 60 + m > 24 * 60)
+        return config_fail(c, v, key, "must be a time like 09:00 (UTC), got '%s'", s ? s : "?");
+    *out = h * 60 + m;
+    return 0;
+}
+
+/* "mon-fri", "sat,sun", "all" into a bit mask (bit 0 Monday). */
+static int want_days(struct config_ctx *c, const yaml_node_t *v, const char *key, unsigned *out)
+{
+    static const char *const names[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+    const char *s = config_scalar(v);
+    if (s && !strcmp(s, "all")) {
+        *out = 0x7f;
+        return 0;
+    }
+    unsigned mask = 0;
+    for (const char *p = s; p && *p;) {
+        int from = -1, to = -1;
+        for (int d = 0; d < 7; d++)
+            if (!strncmp(p, names[d], 3))
+                from = to = d;
+        if (from >= 0 && p[3] == '-') {
+            to = -1;
+            for (int d = 0; d < 7; d++)
+                if (!strncmp(p + 4, names[d], 3))
+                    to = d;
+            p += 4;
+        }
+        if (from < 0 || to < 0)
+            break;
+        for (int d = from;; d = (d + 1) % 7) {
+            mask |= 1u << d;
+            if (d == to)
+                break;
+        }
+        p += 3;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            mask = 0, p = "";
+    }
+    if (!mask)
+        return config_fail(c, v, key, "must be days like mon-fri, sat,sun or all, got '%s'", s ? s : "?");
+    *out = mask;
+    return 0;
+}
+
+static int window_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
+{
+    struct pool_window *w = &cur->windows[cur->nwindows];
+    const char *k = strrchr(key, '.') + 1;
+    long n;
+    int rc;
+    if (!strcmp(k, "days"))
+        return want_days(c, v, key, &w->days);
+    if (!strcmp(k, "from"))
+        return want_clock(c, v, key, &w->from_min);
+    if (!strcmp(k, "to"))
+        return want_clock(c, v, key, &w->to_min);
+    if (!strcmp(k, "min_nodes")) {
+        if (!(rc = config_want_int(c, v, key, 0, 10000, &n)))
+            w->min_nodes = (int)n;
+        return rc;
+    }
+    return config_fail(c, v, key, "unknown key (known: days, from, to, min_nodes)%s", "");
+}
+
+static int step_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
+{
+    struct pool_step *s = &cur->steps[cur->nsteps];
+    const char *k = strrchr(key, '.') + 1;
+    long n;
+    int rc;
+    if (!strcmp(k, "queue_length") || !strcmp(k, "wait_s") || !strcmp(k, "add")) {
+        if ((rc = config_want_int(c, v, key, k[0] == 'a' ? 1 : 0, 100000, &n)))
+            return rc;
+        if (k[0] == 'q')
+            s->queue_length = (int)n;
+        else if (k[0] == 'w')
+            s->wait_s = n;
+        else
+            s->add = (int)n;
+        return 0;
+    }
+    return config_fail(c, v, key, "unknown key (known: queue_length, wait_s, add)%s", "");
+}
+
+/* schedule: and steps: lists of mappings. */
+static int pool_list(struct config_ctx *c, const char *key, const yaml_node_t *v, bool windows)
+{
+    if (v->type != YAML_SEQUENCE_NODE)
+        return config_fail(c, v, key, "must be a list of mappings%s", "");
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+        const yaml_node_t *item = yaml_document_get_node(c->doc, *it);
+        int *count = windows ? &cur->nwindows : &cur->nsteps;
+        char where[160];
+        snprintf(where, sizeof where, "%s[%d]", key, *count);
+        if (*count == (windows ? POOL_MAX_WINDOWS : POOL_MAX_STEPS))
+            return config_fail(c, item, where, "at most %s entries", "8");
+        int rc = config_walk_mapping(c, where, item, windows ? window_key : step_key);
+        if (rc)
+            return rc;
+        if (windows) {
+            const struct pool_window *w = &cur->windows[*count];
+            if (!w->days || w->from_min == w->to_min)
+                return config_fail(c, item, where, "needs days and a from different from to%s", "");
+        } else {
+            const struct pool_step *s = &cur->steps[*count];
+            if (!s->add || (!s->queue_length && !s->wait_s))
+                return config_fail(c, item, where, "needs add and queue_length or wait_s%s", "");
+        }
+        (*count)++;
+    }
+    return 0;
+}
+
 static int pool_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
 {
     const char *k = strrchr(key, '.') + 1;
@@ -77,6 +200,8 @@ static int pool_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
     INT_KEY("cooldown_s", 0, 86400, cooldown_s)
     INT_KEY("interruption_grace_s", 0, 3600, interruption_grace_s)
 #undef INT_KEY
+    if (!strcmp(k, "schedule") || !strcmp(k, "steps"))
+        return pool_list(c, key, v, k[1] == 'c');
     if (!strcmp(k, "name"))
         return want_name(c, v, key, cur->name, sizeof cur->name, true);
     if (!strcmp(k, "gpu"))
@@ -117,7 +242,7 @@ static int pool_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
                        "region, provider, program, min_nodes, max_nodes, boot_time_s, "
                        "boot_timeout_s, price_per_node_hour, spot_price_per_node_hour, billing, "
                        "pack_gpu_hours, scale_up_delay_s, scale_down_utilization, "
-                       "scale_down_window_s, cooldown_s, interruption_grace_s)%s", "");
+                       "scale_down_window_s, cooldown_s, interruption_grace_s, schedule, steps)%s", "");
 }
 
 int config_section_pools(struct config_ctx *c, const char *name, const yaml_node_t *v)

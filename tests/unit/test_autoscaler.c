@@ -377,6 +377,103 @@ static void test_draining_node_whose_agent_dies_is_lost_and_its_jobs_requeued(vo
     fx_stop(&f);
 }
 
+/* 2024-03-11 is a Monday; times are UTC. */
+#define MON_0000 (1710115200LL * 1000)
+#define MIN (60 * S)
+
+static void test_scheduled_window_keeps_nodes_warm_on_weekdays_9_to_18(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    f.pools[0].windows[0] = (struct pool_window){.days = 0x1f, .from_min = 9 * 60, .to_min = 18 * 60,
+                                                 .min_nodes = 2};
+    f.pools[0].nwindows = 1;
+    fx_start(&f);
+    assert_int_equal(pool_min_nodes_at(&f.pools[0], MON_0000 + 8 * 60 * MIN + 59 * MIN), 0);
+    assert_int_equal(pool_min_nodes_at(&f.pools[0], MON_0000 + 9 * 60 * MIN), 2);
+    assert_int_equal(pool_min_nodes_at(&f.pools[0], MON_0000 + 18 * 60 * MIN), 0);
+    assert_int_equal(pool_min_nodes_at(&f.pools[0], MON_0000 + 4 * 1440 * MIN + 10 * 60 * MIN), 2); /* Fri */
+    assert_int_equal(pool_min_nodes_at(&f.pools[0], MON_0000 + 5 * 1440 * MIN + 10 * 60 * MIN), 0); /* Sat */
+    decide(&f, MON_0000 + 8 * 60 * MIN);
+    assert_int_equal(created(&f.out, 0), 0);
+    decide(&f, MON_0000 + 9 * 60 * MIN);
+    assert_int_equal(created(&f.out, 0), 2);
+    fx_stop(&f);
+}
+
+static void test_window_nodes_are_released_after_the_window_closes(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    f.pools[0].windows[0] = (struct pool_window){.days = 0x7f, .from_min = 9 * 60, .to_min = 18 * 60,
+                                                 .min_nodes = 1};
+    f.pools[0].nwindows = 1;
+    f.pools[0].scale_down_window_s = 0;
+    f.pools[0].cooldown_s = 0;
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_READY, MON_0000);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    decide(&f, MON_0000 + 17 * 60 * MIN);
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 0);
+    decide(&f, MON_0000 + 18 * 60 * MIN);
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 1);
+    fx_stop(&f);
+}
+
+static void test_window_past_midnight_covers_the_next_morning(void **state)
+{
+    (void)state;
+    struct pool p = fx_pool("p", 1, 0, 4, 1000000);
+    p.windows[0] = (struct pool_window){.days = 1, .from_min = 22 * 60, .to_min = 2 * 60, .min_nodes = 3};
+    p.nwindows = 1;
+    assert_int_equal(pool_min_nodes_at(&p, MON_0000 + 23 * 60 * MIN), 3);
+    assert_int_equal(pool_min_nodes_at(&p, MON_0000 + 1440 * MIN + 60 * MIN), 3); /* Tue 01:00 */
+    assert_int_equal(pool_min_nodes_at(&p, MON_0000 + 60 * MIN), 0);             /* Mon 01:00 */
+}
+
+static void test_step_adds_k_nodes_when_the_queue_is_long_once_per_cooldown(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 4, 0, 10, 1000000)}, .npools = 1};
+    f.pools[0].steps[0] = (struct pool_step){.queue_length = 10, .add = 5};
+    f.pools[0].nsteps = 1;
+    f.pools[0].cooldown_s = 30;
+    fx_start(&f);
+    add_jobs(&f, 9, 1, 0); /* 9 jobs: bin packing asks for 3, no step */
+    decide(&f, S);
+    assert_int_equal(created(&f.out, 0), 3);
+    fx_stop(&f);
+    fx_start(&f);
+    add_jobs(&f, 10, 1, 0); /* 10: the step asks for 5 at once */
+    decide(&f, S);
+    assert_int_equal(created(&f.out, 0), 5);
+    /* Not again within the cooldown, nor beyond max_nodes. */
+    for (int i = 0; i < 5; i++) {
+        struct node n = fx_pool_node(100 + i, &f.pools[0], NODE_PROVISIONING, S);
+        assert_non_null(cluster_put_node(&f.c, &n));
+    }
+    add_jobs(&f, 30, 1, 0);
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 5); /* bin packing: 40 GPUs wanted, 10 nodes max */
+    fx_stop(&f);
+}
+
+static void test_step_on_wait_time(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 4, 0, 10, 1000000)}, .npools = 1};
+    f.pools[0].steps[0] = (struct pool_step){.wait_s = 60, .add = 2};
+    f.pools[0].nsteps = 1;
+    f.pools[0].scale_up_delay_s = 3600; /* only the step acts */
+    fx_start(&f);
+    add_jobs(&f, 1, 1, 0);
+    decide(&f, 59 * S);
+    assert_int_equal(created(&f.out, 0), 0);
+    decide(&f, 60 * S);
+    assert_int_equal(created(&f.out, 0), 2);
+    fx_stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,6 +494,11 @@ int main(void)
         cmocka_unit_test(test_draining_node_is_made_ready_again_when_jobs_arrive),
         cmocka_unit_test(test_draining_node_too_small_stays_draining_and_a_node_is_created),
         cmocka_unit_test(test_draining_node_whose_agent_dies_is_lost_and_its_jobs_requeued),
+        cmocka_unit_test(test_scheduled_window_keeps_nodes_warm_on_weekdays_9_to_18),
+        cmocka_unit_test(test_window_nodes_are_released_after_the_window_closes),
+        cmocka_unit_test(test_window_past_midnight_covers_the_next_morning),
+        cmocka_unit_test(test_step_adds_k_nodes_when_the_queue_is_long_once_per_cooldown),
+        cmocka_unit_test(test_step_on_wait_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
