@@ -293,6 +293,39 @@ def test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_burst_of_40_jobs_scales_from_zero_to_max_and_back_with_cost():
+    config = pool_config(window=3).replace("max_nodes: 2", "max_nodes: 4")
+    with Cluster(agents=0, config=config) as c:
+        t0 = time.monotonic()
+        ids = [c.submit(gpus=1, command=["sh", "-c", "sleep 1"])["id"] for _ in range(40)]
+        first = wait_until(lambda: any(c.job(i)["state"] == "running" for i in ids) and time.monotonic(),
+                           60, 0.1, what="a job running")
+        peak = 0
+
+        def all_done():
+            nonlocal peak
+            p = pool(c)
+            alive = sum(p["nodes"][s] for s in ("provisioning", "ready", "draining", "lost"))
+            peak = max(peak, alive)
+            return all(c.job(i)["state"] in ("succeeded", "failed") for i in ids)
+        wait_until(all_done, 180, 0.5, what="40 jobs done")
+        t_done = time.monotonic()
+        final = c.wait_final(ids, timeout=10)
+        assert all(j["state"] == "succeeded" for j in final.values()), final
+        wait_until(lambda: pool(c)["nodes"]["released"] == 4, 60, 0.25, what="the pool back to 0")
+        p = pool(c)
+        assert peak == 4 and p["scale_ups"] == 4, (peak, p)
+        nodes = [n for n in c.api("GET", "/v1/nodes")["nodes"] if n["pool"] == "elastic"]
+        lifetime = sum(n["age_s"] for n in nodes)
+        used = p["gpu_seconds_used"]
+        idle = lifetime * 2 - used
+        print(f"  burst of 40: first job running after {first - t0:.1f}s, all done after "
+              f"{t_done - t0:.1f}s, peak {peak} nodes, node lifetime {lifetime:.1f}s, GPU-s used "
+              f"{used:.1f} of {lifetime * 2:.1f} (idle GPU-s {idle:.1f}), cost {p['cost']}, "
+              f"idle cost {p['idle_cost']}", flush=True)
+        assert abs(p["cost_micros"] - lifetime * 1000) <= 4 * 2 * 1000, (p, lifetime)
+
+
 if __name__ == "__main__":
     only = sys.argv[1:]  # substrings of test names to run; all when none
     run_tests([t for t in [test_local_pool_scales_from_zero_and_back_with_metered_cost,
@@ -301,4 +334,5 @@ if __name__ == "__main__":
                test_exec_provider_is_listed_at_start_and_orphans_are_deleted,
                test_tide_up_has_a_default_elastic_pool,
                test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere,
-               test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait] if not only or any(o in t.__name__ for o in only)])
+               test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait,
+               test_burst_of_40_jobs_scales_from_zero_to_max_and_back_with_cost] if not only or any(o in t.__name__ for o in only)])
