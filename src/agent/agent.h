@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "agent/agent_opts.h"
+#include "agent/cgroup.h"
 #include "agent/gpu.h"
 #include "agent/task.h"
 #include "agent/task_guard.h"
@@ -33,6 +34,7 @@ struct agent {
     struct gpu_backend gpus;
     struct gpu_telemetry *telemetry; /* one per GPU */
     struct agent_task_guard guard;
+    struct agent_cgroups cgroups; /* what the machine offers for task limits */
 
     struct agent_task *tasks[AGENT_MAX_TASKS];
     size_t ntasks;

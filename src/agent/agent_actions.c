@@ -179,13 +179,14 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
     }
     struct start_args s;
     memset(&s, 0, sizeof s);
-    int64_t max_runtime = 0, grace = a->opts->kill_grace_s, gpu_limit = 0;
+    int64_t max_runtime = 0, grace = a->opts->kill_grace_s, gpu_limit = 0, memory = 0, cpus = 0;
     /* each parser stops at its first problem; s.invalid keeps the first */
     (void)(parse_command(action, &s) || parse_env(action, &s) || parse_gpus(a, action, &s) ||
            opt_uint(action, "max_runtime", 0, INT64_MAX / 2000, &max_runtime, &s) ||
            opt_uint(action, "kill_grace_s", a->opts->kill_grace_s, 86400, &grace, &s) ||
            opt_uint(action, "gpu_memory_limit_mib", 0, INT64_MAX / 2, &gpu_limit, &s) ||
-           parse_workdir(a, action, job_id, &s));
+           opt_uint(action, "memory_mib", 0, INT64_MAX >> 20, &memory, &s) ||
+           opt_uint(action, "cpus", 0, 1000000, &cpus, &s) || parse_workdir(a, action, job_id, &s));
     struct agent_task_spec spec = {
         .job_id = job_id,
         .attempt = attempt,
@@ -199,6 +200,8 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
         .workdir = s.workdir,
         .kill_grace_s = (int)grace,
         .gpu_memory_limit_mib = gpu_limit,
+        .memory_mib = memory,
+        .cpus = (int)cpus,
         .checkpoint_dir = json_string_value(json_object_get(action, "checkpoint_dir")),
         .invalid = s.invalid[0] ? s.invalid : NULL,
     };
@@ -207,6 +210,7 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
         .visible_by_index = a->gpus.ops && a->gpus.ops->visible_by_index,
         .fake_telemetry = a->gpus.ops && a->gpus.ops->visible_by_index,
         .guard = &a->guard,
+        .cgroups = &a->cgroups,
     };
     struct agent_task *t = NULL;
     struct tide_err err;

@@ -119,6 +119,10 @@ int agent_main(int argc, char **argv)
         log_error("cannot install signal handlers: %s", strerror(errno));
         rc = 1;
     }
+    if (rc == 0) {
+        agent_cgroups_detect(&a.cgroups);
+        log_info("%s", a.cgroups.summary);
+    }
     /* the guard forks without exec, so start it before libcurl has threads */
     if (rc == 0 && (rc = agent_task_guard_start(&a.guard)) != 0) {
         log_error("cannot start the task guard: %s", strerror(-rc));

@@ -31,6 +31,7 @@ enum child_stage {
     STAGE_CHDIR = 1,
     STAGE_EXEC = 2,
     STAGE_SETUP = 3,
+    STAGE_CGROUP = 4,
 };
 struct child_failure {
     int stage;
@@ -103,7 +104,8 @@ static char *visible_devices(const struct agent_task_spec *spec, bool by_index)
 
 /* The variables tide sets for a task, as "NAME=VALUE" strings (new). */
 static int tide_vars(const struct agent_task_spec *spec, const struct agent_task_site *site,
-                     const char *job_dir, const char *telemetry_file, char **vars, size_t *n)
+                     const char *job_dir, const char *telemetry_file,
+                     const struct agent_cgroup *cgroup, char **vars, size_t *n)
 {
     char *devices = visible_devices(spec, site->visible_by_index);
     if (!devices)
@@ -122,6 +124,9 @@ static int tide_vars(const struct agent_task_spec *spec, const struct agent_task
                               spec->gpu_memory_limit_mib);
         vars[k++] = path_join("TIDE_GPU_MEMORY_LIMIT_MIB=%" PRId64, spec->gpu_memory_limit_mib);
     }
+    /* only a limit the kernel enforces is announced */
+    if (cgroup && cgroup->memory_limited)
+        vars[k++] = path_join("TIDE_MEMORY_LIMIT_MIB=%" PRId64, cgroup->memory_mib);
     /* The server's directory, the same for every attempt, so a job that
      * saved its state there resumes wherever it runs next. */
     vars[k++] = spec->checkpoint_dir ? path_join("TIDE_CHECKPOINT_DIR=%s", spec->checkpoint_dir)
@@ -136,10 +141,15 @@ static int tide_vars(const struct agent_task_spec *spec, const struct agent_task
 
 /* The child between fork and exec: async-signal-safe calls only. */
 static void child_run(const struct agent_task_spec *spec, const char *cwd, int log_fd, int null_fd,
-                      int report_fd, pid_t parent, char **envp)
+                      int report_fd, int cgroup_fd, pid_t parent, char **envp)
 {
     struct child_failure f = {STAGE_SETUP, 0};
     setpgid(0, 0);
+    /* before anything the task could allocate or fork */
+    if (cgroup_fd >= 0 && (f.err = -agent_cgroup_join(cgroup_fd)) != 0) {
+        f.stage = STAGE_CGROUP;
+        goto fail;
+    }
     /* the task must not outlive the agent (a node death is a kill -9) */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(127);
@@ -195,8 +205,10 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        child_run(spec, cwd, log_fd, null_fd, report[1], parent, envp);
+        child_run(spec, cwd, log_fd, null_fd, report[1], t->cgroup ? t->cgroup->procs_fd : -1,
+                  parent, envp);
     int fork_errno = errno;
+    agent_cgroup_close_procs(t->cgroup);
     close(report[1]);
     close(log_fd);
     close(null_fd);
@@ -235,6 +247,8 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
         snprintf(why, sizeof why, "chdir %s: %s", cwd, strerror(f.err));
     else if (f.stage == STAGE_EXEC)
         snprintf(why, sizeof why, "%s: %s", spec->command[0], strerror(f.err));
+    else if (f.stage == STAGE_CGROUP)
+        snprintf(why, sizeof why, "cannot join cgroup %s: %s", t->cgroup->path, strerror(f.err));
     else
         snprintf(why, sizeof why, "%s", strerror(f.err));
     fail_start(t, why);
@@ -271,7 +285,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
             t->ngpus = spec->ngpus;
         }
     }
-    char *vars[10] = {0}; /* what tide_vars() sets, at most 9 */
+    char *vars[12] = {0}; /* what tide_vars() sets, at most 10 */
     size_t nvars = 0;
     char **envp = NULL;
     int rc = 0;
@@ -299,7 +313,24 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     /* an earlier attempt's telemetry must not show on this one's GPUs */
     if (t->telemetry_file && unlink(t->telemetry_file) != 0 && errno != ENOENT)
         log_warn("cannot remove %s: %s", t->telemetry_file, strerror(errno));
-    if (tide_vars(spec, site, job_dir, t->telemetry_file, vars, &nvars) != 0 ||
+    if (site->cgroups && site->cgroups->ops) {
+        struct agent_cgroup_limits lim = {.memory_mib = spec->memory_mib, .cpus = spec->cpus};
+        struct tide_err cg_err;
+        tide_err_clear(&cg_err);
+        rc = agent_cgroup_create(site->cgroups, spec->job_id, spec->attempt, &lim, &t->cgroup,
+                                 &cg_err);
+        if (rc == TIDE_ENOMEM) {
+            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+            goto done;
+        }
+        rc = 0;
+        if (!t->cgroup) {
+            /* running it without the limit it asked for would be a lie */
+            fail_start(t, cg_err.message);
+            goto done;
+        }
+    }
+    if (tide_vars(spec, site, job_dir, t->telemetry_file, t->cgroup, vars, &nvars) != 0 ||
         agent_task_env_build(environ, spec->env, spec->nenv, vars, nvars, &envp) != 0) {
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
         goto done;
@@ -308,6 +339,8 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
         t->deadline_ms = now_ms + spec->max_runtime_s * 1000;
     rc = spawn(t, spec, spec->workdir ? spec->workdir : job_dir, envp, now_ms);
 done:
+    if (t->state == AGENT_TASK_EXITED && t->cgroup && agent_cgroup_remove(t->cgroup) != 0)
+        log_warn("job %" PRId64 ": cannot remove cgroup %s yet", t->job_id, t->cgroup->path);
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         free(vars[i]);
     agent_task_env_free(envp);
@@ -341,6 +374,22 @@ static void record_exit(struct agent_task *t, int status)
         snprintf(t->reason, sizeof t->reason, "%s", t->stop_reason);
 }
 
+/* Tells an OOM kill from other endings and removes the task's cgroup. */
+static void finish_cgroup(struct agent_task *t)
+{
+    if (!t->cgroup)
+        return;
+    /* a stop's reason wins, as in record_exit; a task that still exited 0
+     * lost only a helper process and did its work */
+    bool ok = t->has_exit_code && t->exit_code == 0;
+    if (!t->stop_reason[0] && !ok &&
+        agent_cgroup_oom_killed(t->cgroup, t->has_signal ? t->signal : 0))
+        snprintf(t->reason, sizeof t->reason, "oom");
+    if (agent_cgroup_remove(t->cgroup) != 0)
+        log_warn("job %" PRId64 ".%" PRId64 ": cannot remove cgroup %s yet", t->job_id, t->attempt,
+                 t->cgroup->path);
+}
+
 bool agent_task_poll(struct agent_task *t, int64_t now_ms)
 {
     if (t->state != AGENT_TASK_RUNNING)
@@ -358,6 +407,7 @@ bool agent_task_poll(struct agent_task *t, int64_t now_ms)
         if (t->guard)
             agent_task_guard_remove(t->guard, t->pid);
         record_exit(t, r == t->pid ? status : 0);
+        finish_cgroup(t);
         return true;
     }
     if (t->deadline_ms && now_ms >= t->deadline_ms && !t->stopping)
@@ -398,6 +448,7 @@ void agent_task_destroy(struct agent_task *t)
 {
     if (!t)
         return;
+    agent_cgroup_destroy(t->cgroup);
     free(t->gpus);
     free(t->log_path);
     free(t->telemetry_file);

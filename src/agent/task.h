@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/cgroup.h"
 #include "agent/task_guard.h"
 #include "common/tide_err.h"
 
@@ -37,6 +38,8 @@ struct agent_task_spec {
      * told to CUDA MPS; 0 for whole GPUs */
     int64_t gpu_memory_limit_mib;
     const char *checkpoint_dir; /* TIDE_CHECKPOINT_DIR; NULL: WORK/jobs/<id>/checkpoint */
+    int64_t memory_mib;         /* the job's memory (MiB), a cgroup limit where possible; 0: none */
+    int cpus;                   /* the job's CPUs, a quota on cgroup v2 with cpu; 0: none */
     /* why the action cannot be run at all (e.g. a malformed field), or NULL;
      * the task is then reported as `start failed: <this>` without a fork */
     const char *invalid;
@@ -44,10 +47,11 @@ struct agent_task_spec {
 
 /* Where tasks live and how GPUs are shown to them. */
 struct agent_task_site {
-    const char *work_dir;           /* absolute */
-    bool visible_by_index;          /* CUDA_VISIBLE_DEVICES gets indices */
-    bool fake_telemetry;            /* give tasks TIDE_FAKE_GPU_FILE */
-    struct agent_task_guard *guard; /* kills groups if the agent dies; may be NULL */
+    const char *work_dir;                /* absolute */
+    bool visible_by_index;               /* CUDA_VISIBLE_DEVICES gets indices */
+    bool fake_telemetry;                 /* give tasks TIDE_FAKE_GPU_FILE */
+    struct agent_task_guard *guard;      /* kills groups if the agent dies; may be NULL */
+    const struct agent_cgroups *cgroups; /* per-task cgroups; NULL or no ops: none */
 };
 
 struct agent_task {
@@ -80,11 +84,15 @@ struct agent_task {
     bool acked;        /* the server has recorded the exit */
     int drain_tries;   /* heartbeats since acked without log progress */
     struct agent_task_guard *guard;
+    struct agent_cgroup *cgroup; /* NULL when the task runs without one */
 };
 
 /* Creates the task and starts its process: fork, a new process group,
  * SIGKILL on the agent's death, the job directory as cwd (created, kept
  * across attempts), stdin /dev/null, stdout and stderr appended to the log.
+ * Where site->cgroups has a backend the process runs in its own cgroup with
+ * the spec's memory (and CPU) limit, joined before exec; a group that cannot
+ * be made is a start failure.
  * When the process cannot be started the task is still created, already
  * exited, with reason `start failed: ...` (the same text goes to its log).
  * Returns 0 with a new task in *out (agent_task_destroy frees it), or
@@ -94,7 +102,9 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
 
 /* Reaps the process if it ended and enforces max_runtime and the kill
  * deadline. Once the group leader has exited the whole group is SIGKILLed,
- * so nothing it forked survives it. Returns true when the task just exited. */
+ * so nothing it forked survives it, and its cgroup is emptied and removed;
+ * when the kernel's OOM killer ended it the reason is `oom`. Returns true
+ * when the task just exited. */
 bool agent_task_poll(struct agent_task *t, int64_t now_ms);
 
 /* Asks a running task to stop: SIGTERM to its group now, SIGKILL after

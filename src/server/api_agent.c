@@ -311,6 +311,11 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
     int64_t limit = share_limit_mib(node, job);
     if (msg && limit > 0)
         json_object_set_new(msg, "gpu_memory_limit_mib", json_integer(limit));
+    /* the job's memory and CPUs, which the agent turns into cgroup limits */
+    if (msg && job->memory_mib > 0)
+        json_object_set_new(msg, "memory_mib", json_integer(job->memory_mib));
+    if (msg && job->cpus > 0)
+        json_object_set_new(msg, "cpus", json_integer(job->cpus));
     json_decref(row);
     return msg;
 }
