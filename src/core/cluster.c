@@ -1,4 +1,5 @@
-/* Growing arrays of nodes and unfinished jobs, and GPU bookkeeping. */
+/* Growing arrays of nodes and unfinished jobs with indexes by id, and GPU
+ * bookkeeping. */
 #include "core/cluster.h"
 
 #include <stdlib.h>
@@ -41,6 +42,8 @@ void cluster_release(struct cluster *c)
         return;
     free(c->nodes);
     free(c->jobs);
+    free(c->node_ids.slots);
+    free(c->job_ids.slots);
     memset(c, 0, sizeof *c);
 }
 
@@ -59,12 +62,152 @@ static int grow(void **items, size_t *cap, size_t need, size_t item_size)
     return 0;
 }
 
+/* --- indexes by id: struct job and struct node both begin with their id --- */
+
+struct id_array {
+    const char *items;
+    size_t n, stride;
+};
+
+static int64_t id_at(const struct id_array *a, size_t pos)
+{
+    int64_t id;
+    memcpy(&id, a->items + pos * a->stride, sizeof id);
+    return id;
+}
+
+static size_t home_slot(const struct cluster_id_index *ix, int64_t id)
+{
+    uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(h ^ (h >> 29)) & (ix->cap - 1);
+}
+
+/* The slot holding id, or the empty slot where its probe ends. */
+static size_t slot_of(const struct cluster_id_index *ix, int64_t id)
+{
+    size_t h = home_slot(ix, id);
+    while (ix->slots[h].pos && ix->slots[h].id != id)
+        h = (h + 1) & (ix->cap - 1);
+    return h;
+}
+
+/* Maps id to pos in a built index; a duplicate id turns it into scanning. */
+static void slot_insert(struct cluster_id_index *ix, int64_t id, size_t pos)
+{
+    size_t h = slot_of(ix, id);
+    if (ix->slots[h].pos) {
+        ix->scan = true;
+        return;
+    }
+    ix->slots[h].id = id;
+    ix->slots[h].pos = (uint32_t)pos + 1;
+}
+
+static int index_rebuild(struct cluster_id_index *ix, const struct id_array *a)
+{
+    size_t cap = 16;
+    while (cap < 2 * a->n)
+        cap *= 2;
+    ix->count = (size_t)-1;
+    ix->scan = false;
+    if (a->n >= UINT32_MAX)
+        return -1;
+    if (cap != ix->cap) {
+        struct cluster_id_slot *slots = calloc(cap, sizeof *slots);
+        if (!slots)
+            return -1;
+        free(ix->slots);
+        ix->slots = slots;
+        ix->cap = cap;
+    } else {
+        memset(ix->slots, 0, cap * sizeof *ix->slots);
+    }
+    for (size_t i = 0; i < a->n && !ix->scan; i++)
+        slot_insert(ix, id_at(a, i), i);
+    ix->count = a->n;
+    return 0;
+}
+
+static long index_find(struct cluster_id_index *ix, const struct id_array *a, int64_t id)
+{
+    if (a->n == 0)
+        return -1;
+    if ((ix->count != a->n && index_rebuild(ix, a) != 0) || ix->scan) {
+        for (size_t i = 0; i < a->n; i++)
+            if (id_at(a, i) == id)
+                return (long)i;
+        return -1;
+    }
+    uint32_t pos = ix->slots[slot_of(ix, id)].pos;
+    return pos ? (long)pos - 1 : -1;
+}
+
+static bool index_current(const struct cluster_id_index *ix, size_t n)
+{
+    return ix->count == n && ix->cap > 0 && !ix->scan;
+}
+
+/* After the array grew by the item at its end. */
+static void index_added(struct cluster_id_index *ix, const struct id_array *a)
+{
+    if (!index_current(ix, a->n - 1))
+        return; /* stale or scanning: the next lookup decides */
+    if (2 * a->n > ix->cap) {
+        index_rebuild(ix, a);
+        return;
+    }
+    slot_insert(ix, id_at(a, a->n - 1), a->n - 1);
+    ix->count = a->n;
+}
+
+/* Forgets id, shifting the probe chain behind its slot back (linear
+ * probing without tombstones). */
+static void index_remove(struct cluster_id_index *ix, int64_t id)
+{
+    size_t mask = ix->cap - 1, hole = slot_of(ix, id);
+    if (!ix->slots[hole].pos) {
+        ix->count = (size_t)-1;
+        return;
+    }
+    ix->slots[hole].pos = 0;
+    for (size_t j = (hole + 1) & mask; ix->slots[j].pos; j = (j + 1) & mask) {
+        size_t home = home_slot(ix, ix->slots[j].id);
+        /* Stays unless its home lies cyclically outside (hole, j]. */
+        bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+        if (stays)
+            continue;
+        ix->slots[hole] = ix->slots[j];
+        ix->slots[j].pos = 0;
+        hole = j;
+    }
+    ix->count--;
+}
+
+/* After the item with id moved to position to. */
+static void index_moved(struct cluster_id_index *ix, int64_t id, size_t to)
+{
+    size_t h = slot_of(ix, id);
+    if (ix->slots[h].pos)
+        ix->slots[h].pos = (uint32_t)to + 1;
+    else
+        ix->count = (size_t)-1;
+}
+
+static struct id_array node_array(const struct cluster *c)
+{
+    return (struct id_array){(const char *)c->nodes, c->nnodes, sizeof *c->nodes};
+}
+
+static struct id_array job_array(const struct cluster *c)
+{
+    return (struct id_array){(const char *)c->jobs, c->njobs, sizeof *c->jobs};
+}
+
 struct node *cluster_find_node(struct cluster *c, int64_t id)
 {
-    for (size_t i = 0; i < c->nnodes; i++)
-        if (c->nodes[i].id == id)
-            return &c->nodes[i];
-    return NULL;
+    struct id_array a = node_array(c);
+    long pos = index_find(&c->node_ids, &a, id);
+    return pos >= 0 ? &c->nodes[pos] : NULL;
 }
 
 struct node *cluster_find_node_by_name(struct cluster *c, const char *name)
@@ -86,37 +229,55 @@ struct node *cluster_put_node(struct cluster *c, const struct node *node)
     }
     if (grow((void **)&c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof *c->nodes) != 0)
         return NULL;
-    c->nodes[c->nnodes] = *node;
-    return &c->nodes[c->nnodes++];
+    c->nodes[c->nnodes++] = *node;
+    struct id_array a = node_array(c);
+    index_added(&c->node_ids, &a);
+    return &c->nodes[c->nnodes - 1];
 }
 
 struct job *cluster_add_job(struct cluster *c, const struct job *job)
 {
     if (grow((void **)&c->jobs, &c->jobs_cap, c->njobs + 1, sizeof *c->jobs) != 0)
         return NULL;
-    c->jobs[c->njobs] = *job;
-    return &c->jobs[c->njobs++];
+    c->jobs[c->njobs++] = *job;
+    struct id_array a = job_array(c);
+    index_added(&c->job_ids, &a);
+    return &c->jobs[c->njobs - 1];
 }
 
 struct job *cluster_find_job(struct cluster *c, int64_t id)
 {
-    for (size_t i = 0; i < c->njobs; i++)
-        if (c->jobs[i].id == id)
-            return &c->jobs[i];
-    return NULL;
+    struct id_array a = job_array(c);
+    long pos = index_find(&c->job_ids, &a, id);
+    return pos >= 0 ? &c->jobs[pos] : NULL;
 }
 
 void cluster_remove_job(struct cluster *c, int64_t id)
 {
-    for (size_t i = 0; i < c->njobs; i++) {
-        if (c->jobs[i].id != id)
-            continue;
-        cluster_unassign(c, &c->jobs[i]);
-        /* Keep submission order: the scheduler sorts, but stable input helps tests. */
-        memmove(&c->jobs[i], &c->jobs[i + 1], (c->njobs - i - 1) * sizeof *c->jobs);
-        c->njobs--;
+    struct id_array a = job_array(c);
+    long found = index_find(&c->job_ids, &a, id);
+    if (found < 0)
         return;
+    size_t i = (size_t)found, last = c->njobs - 1;
+    cluster_unassign(c, &c->jobs[i]);
+    bool indexed = index_current(&c->job_ids, c->njobs);
+    if (indexed)
+        index_remove(&c->job_ids, id);
+    if (c->jobs_any_order) {
+        if (i != last) {
+            c->jobs[i] = c->jobs[last];
+            if (indexed)
+                index_moved(&c->job_ids, c->jobs[i].id, i);
+        }
+    } else {
+        /* Keep submission order: the scheduler sorts, but stable input helps tests. */
+        memmove(&c->jobs[i], &c->jobs[i + 1], (last - i) * sizeof *c->jobs);
+        for (size_t k = i; indexed && k < last; k++)
+            index_moved(&c->job_ids, c->jobs[k].id, k);
     }
+    c->njobs--;
+    if (!indexed)
+        c->job_ids.count = (size_t)-1;
 }
 
 void cluster_assign(struct cluster *c, struct job *job, struct node *node, const int *gpu_index,

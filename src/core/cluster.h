@@ -159,11 +159,33 @@ struct job {
     int64_t reserved_node_id;
 };
 
+/* Positions in one of the cluster's arrays by id (cluster.c): open
+ * addressing, kept current by the cluster_* calls that add, move and remove
+ * items, and rebuilt at the next lookup when the array's length no longer
+ * matches (an owner that filled the array itself). */
+struct cluster_id_slot {
+    int64_t id;
+    uint32_t pos; /* position + 1; 0: empty */
+};
+
+struct cluster_id_index {
+    struct cluster_id_slot *slots;
+    size_t cap;      /* slots, a power of two; 0: not built */
+    size_t count;    /* items covered; differs from the array's length when stale */
+    bool scan;       /* duplicate ids: lookups scan the array instead */
+};
+
 struct cluster {
     struct node *nodes;
     size_t nnodes, nodes_cap;
     struct job *jobs; /* only unfinished jobs */
     size_t njobs, jobs_cap;
+    struct cluster_id_index node_ids, job_ids;
+    /* false (default): cluster_remove_job keeps the others in the order they
+     * were added, moving every later job down (O(jobs)). true: the owner
+     * depends on no order (the simulator), so the last job moves into the
+     * hole instead (O(1)). */
+    bool jobs_any_order;
     /* Nodes by free GPUs (placement_index.h), attached by sched_pass for the
      * length of a pass and kept current by cluster_assign, cluster_unassign
      * and cluster_put_node; NULL otherwise. While it is attached, change
@@ -180,13 +202,18 @@ void cluster_release(struct cluster *c);
  * valid only until the next add. */
 struct node *cluster_put_node(struct cluster *c, const struct node *node);
 struct node *cluster_find_node(struct cluster *c, int64_t id);
+/* Linear in the nodes. */
 struct node *cluster_find_node_by_name(struct cluster *c, const char *name);
 
-/* Adds a copy of job; NULL when out of memory. */
+/* Adds a copy of job; NULL when out of memory. Ids are meant to be unique;
+ * with duplicates, lookups fall back to scanning and find the first. */
 struct job *cluster_add_job(struct cluster *c, const struct job *job);
+/* The job with this id, or NULL; O(1) on average, like cluster_find_node.
+ * Pointers stay valid until the next add or remove. */
 struct job *cluster_find_job(struct cluster *c, int64_t id);
 
-/* Removes a job (after it finished); frees its GPUs first. */
+/* Removes a job (after it finished); frees its GPUs first. Later jobs move
+ * down by one, or the last takes its place when c->jobs_any_order. */
 void cluster_remove_job(struct cluster *c, int64_t id);
 
 /* Gives job the listed GPUs (and its CPUs and memory) of node. */

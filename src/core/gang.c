@@ -28,8 +28,9 @@ enum placement_result gang_choose(const struct placement_ops *ops,
                                   const struct job *job, struct gang_choice *choice, char *why)
 {
     enum placement_result best = PLACEMENT_NEVER;
-    snprintf(why, TIDE_REASON_MAX, "no split of %d GPUs over up to %d nodes fits", job->gpus,
-             job->max_nodes);
+    if (why)
+        snprintf(why, TIDE_REASON_MAX, "no split of %d GPUs over up to %d nodes fits", job->gpus,
+                 job->max_nodes);
     for (int m = 2; m <= job->max_nodes && m <= TIDE_MAX_GANG_NODES; m++) {
         if (job->gpus % m)
             continue;
@@ -41,7 +42,7 @@ enum placement_result gang_choose(const struct placement_ops *ops,
         enum placement_result r = PLACEMENT_FOUND;
         char part_why[TIDE_REASON_MAX];
         while (placed < m) {
-            r = ops->choose(cfg, c, &share, &choice->parts[placed], part_why);
+            r = ops->choose(cfg, c, &share, &choice->parts[placed], why ? part_why : NULL);
             if (r != PLACEMENT_FOUND)
                 break;
             hold_node(c, &holders[placed], choice->parts[placed].node, GANG_HOLDER_ID_BASE - placed);
@@ -56,8 +57,9 @@ enum placement_result gang_choose(const struct placement_ops *ops,
         /* "Never" only if no split could ever fit; a split blocked by use waits. */
         if (r == PLACEMENT_NOT_NOW || placed > 0) {
             best = PLACEMENT_NOT_NOW;
-            snprintf(why, TIDE_REASON_MAX, "waiting for %d nodes with %d free GPUs each", m,
-                     share.gpus);
+            if (why)
+                snprintf(why, TIDE_REASON_MAX, "waiting for %d nodes with %d free GPUs each", m,
+                         share.gpus);
         }
     }
     return best;

@@ -16,7 +16,8 @@ struct gang_choice {
 };
 
 /* Tries m = 2..job->max_nodes nodes (one node is the ordinary placement).
- * Fills choice and returns PLACEMENT_FOUND, or NOT_NOW / NEVER with why.
+ * Fills choice and returns PLACEMENT_FOUND, or NOT_NOW / NEVER with why
+ * (when why is not NULL).
  * The cluster is left as it was. */
 enum placement_result gang_choose(const struct placement_ops *ops,
                                   const struct placement_config *cfg, struct cluster *c,

@@ -63,9 +63,11 @@ bool placement_gpu_overloaded(const struct placement_config *cfg, const struct g
 
 static int gpu_load_key(const struct gpu *g)
 {
-    /* Utilisation first, memory share as a tie-break; both 0..100. */
+    /* Utilisation first, memory share as a tie-break; both 0..100 (a
+     * negative reading counts as 0, so no key is below 0: loadaware relies
+     * on that to stop at the first idle node). */
     int mem_pct = g->memory_total_mib > 0 ? (int)(g->memory_used_mib * 100 / g->memory_total_mib) : 0;
-    return g->utilization_pct * 128 + mem_pct;
+    return (g->utilization_pct > 0 ? g->utilization_pct : 0) * 128 + (mem_pct > 0 ? mem_pct : 0);
 }
 
 static bool host_fits_ever(const struct node *node, const struct job *job)
@@ -145,13 +147,16 @@ enum placement_result placement_explain(const struct placement_config *cfg,
         if (matching < job->gpus)
             continue;
         ever = true;
+        if (!why)
+            return PLACEMENT_NOT_NOW; /* the answer is known; the reason is not wanted */
         if (free > most_free) {
             most_free = free;
             most_free_busy = free - eligible;
         }
     }
     if (!ever) {
-        snprintf(why, TIDE_REASON_MAX, "no ready node has %d GPU%s%s%.60s%s and the CPUs/memory asked for",
+        if (why)
+            snprintf(why, TIDE_REASON_MAX, "no ready node has %d GPU%s%s%.60s%s and the CPUs/memory asked for",
                  job->gpus, job->gpus == 1 ? "" : "s", job->gpu_model[0] ? " matching " : "",
                  job->gpu_model, job->gpu_memory_mib ? " of enough memory" : "");
         return PLACEMENT_NEVER;

@@ -35,7 +35,7 @@ enum placement_result {
 struct placement_ops {
     const char *name;
     /* Fills choice and returns PLACEMENT_FOUND, or says why not in
-     * why (size TIDE_REASON_MAX). */
+     * why (size TIDE_REASON_MAX; NULL when the caller wants no reason). */
     enum placement_result (*choose)(const struct placement_config *cfg, struct cluster *c,
                                     const struct job *job, struct placement_choice *choice,
                                     char *why);
@@ -82,7 +82,8 @@ bool placement_try_node(const struct placement_config *cfg, struct node *node,
 
 /* After a strategy found no node: PLACEMENT_NEVER when no ready node could
  * ever hold job, else PLACEMENT_NOT_NOW, with the reason in why. Scans
- * every node. */
+ * every node, or with why NULL (no reason wanted) only up to the first that
+ * could ever hold job. */
 enum placement_result placement_explain(const struct placement_config *cfg,
                                         const struct cluster *c, const struct job *job,
                                         char *why);

@@ -4,8 +4,9 @@
  * (memory or utilisation over the thresholds), take the least-loaded GPUs,
  * and prefer the node where they are least loaded, then the fuller node so
  * that whole nodes stay free for large jobs, then the earlier node in
- * cluster order. Load is not indexed, so every node with enough free GPUs
- * is looked at; the index only skips the ones without.
+ * cluster order. Load is not indexed, so nodes with enough free GPUs are
+ * looked at until an idle one settles it (buckets of the index from the
+ * fullest up, for a job with no model or memory constraint), or all of them.
  */
 #include <string.h>
 
@@ -55,7 +56,22 @@ static enum placement_result loadaware_choose(const struct placement_config *cfg
         return placement_slice_choose(cfg, c, job, choice, why);
     struct best best = {NULL, 0, 0};
     const struct placement_index *idx = placement_index_for(c, NULL);
-    if (idx) {
+    if (idx && !job->gpu_model[0] && job->gpu_memory_mib == 0) {
+        /* Every free GPU matches, so free_after is the bucket less the
+         * job: visiting buckets from the fullest nodes up (cluster order
+         * within one) meets candidates in the order the comparison ranks
+         * equal loads, and the first idle one (load 0, the least a key
+         * can be) is the answer. */
+        int want = job->gpus > 0 ? job->gpus : 0;
+        for (int f = want; f <= idx->max_free && !(best.node && best.load == 0); f++) {
+            if (!idx->count[f])
+                continue;
+            for (long r = placement_index_next(idx, f, true, 0);
+                 r >= 0 && !(best.node && best.load == 0);
+                 r = placement_index_next(idx, f, true, (size_t)r + 1))
+                consider(cfg, &c->nodes[idx->order[r]], job, &best, choice);
+        }
+    } else if (idx) {
         /* Ranks are cluster positions here, so the order of visits is the same. */
         int want = job->gpus > 0 ? job->gpus : 0;
         for (long r = placement_index_next(idx, want, false, 0); r >= 0;

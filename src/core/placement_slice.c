@@ -66,6 +66,8 @@ static enum placement_result mig_choose(const struct placement_config *cfg, stru
             return PLACEMENT_FOUND;
         }
     }
+    if (!why)
+        return ever ? PLACEMENT_NOT_NOW : PLACEMENT_NEVER;
     if (!ever) {
         snprintf(why, TIDE_REASON_MAX, "no ready node has a MIG %.24s instance%s%.60s and the CPUs/memory asked for",
                  job->mig, job->gpu_model[0] ? " matching " : "", job->gpu_model);
@@ -116,6 +118,8 @@ static enum placement_result share_choose(const struct placement_config *cfg, st
     }
     if (found)
         return PLACEMENT_FOUND;
+    if (!why)
+        return ever ? PLACEMENT_NOT_NOW : PLACEMENT_NEVER;
     if (!ever) {
         snprintf(why, TIDE_REASON_MAX, "no ready node has a GPU%s%.60s of enough memory (%lld MiB) and the CPUs/memory asked for",
                  job->gpu_model[0] ? " matching " : "", job->gpu_model,

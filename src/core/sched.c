@@ -32,6 +32,7 @@ void sched_config_defaults(struct sched_config *cfg)
     cfg->retry_backoff_ms = 10000;
     cfg->retry_backoff_max_ms = 600000;
     cfg->node_timeout_ms = 30000;
+    cfg->explain = true;
 }
 
 void sched_init(struct scheduler *s, const struct sched_config *cfg)
@@ -131,6 +132,8 @@ static void count_queue_usage(const struct queue_set *qs, const struct cluster *
                               struct queue_usage *u)
 {
     memset(u, 0, sizeof *u);
+    if (!qs)
+        return;
     for (size_t i = 0; i < c->njobs; i++) {
         const struct job *job = &c->jobs[i];
         int q = job_state_is_on_node(job->state) ? queue_slot(qs, job) : -1;
@@ -141,7 +144,7 @@ static void count_queue_usage(const struct queue_set *qs, const struct cluster *
     }
 }
 
-/* Why a queue cap keeps job waiting, or false when none does. */
+/* Whether a queue cap keeps job waiting, and why (when why is not NULL). */
 static bool queue_cap_reached(const struct queue_set *qs, const struct queue_usage *u, int q,
                               const struct job *job, char *why)
 {
@@ -149,13 +152,15 @@ static bool queue_cap_reached(const struct queue_set *qs, const struct queue_usa
         return false;
     const struct queue_config *cfg = &qs->queues[q];
     if (cfg->max_running_jobs > 0 && u->jobs[q] >= cfg->max_running_jobs) {
-        snprintf(why, TIDE_REASON_MAX, "queue %s is at its cap of %d running jobs", cfg->name,
-                 cfg->max_running_jobs);
+        if (why)
+            snprintf(why, TIDE_REASON_MAX, "queue %s is at its cap of %d running jobs", cfg->name,
+                     cfg->max_running_jobs);
         return true;
     }
     if (cfg->max_running_gpus > 0 && u->gpus[q] + job->gpus > cfg->max_running_gpus) {
-        snprintf(why, TIDE_REASON_MAX, "queue %s would pass its cap of %d GPUs (%d in use)",
-                 cfg->name, cfg->max_running_gpus, u->gpus[q]);
+        if (why)
+            snprintf(why, TIDE_REASON_MAX, "queue %s would pass its cap of %d GPUs (%d in use)",
+                     cfg->name, cfg->max_running_gpus, u->gpus[q]);
         return true;
     }
     return false;
@@ -207,22 +212,27 @@ static void interleave_queues(struct scheduler *s, size_t n)
     qsort(s->order, n, sizeof *s->order, by_turn);
 }
 
-/* Collects the jobs this pass may place, with their effective priorities. */
-static size_t collect_pending(struct scheduler *s, struct cluster *c, int64_t now_ms)
+/* Collects the jobs this pass may place (of every job, or of those with the
+ * given ids when ids is not NULL), with their effective priorities. */
+static size_t collect_pending(struct scheduler *s, struct cluster *c, const int64_t *ids,
+                              size_t nids, int64_t now_ms)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < c->njobs; i++) {
-        struct job *job = &c->jobs[i];
-        if (job->state != JOB_PENDING || job->held ||
-            (s->cfg.budgets && budget_holds_job(s->cfg.budgets, job, job->wait_reason)))
+    size_t n = 0, ncandidates = ids ? nids : c->njobs;
+    bool explain = s->cfg.explain;
+    for (size_t i = 0; i < ncandidates; i++) {
+        struct job *job = ids ? cluster_find_job(c, ids[i]) : &c->jobs[i];
+        if (!job || job->state != JOB_PENDING || job->held ||
+            (s->cfg.budgets &&
+             budget_holds_job(s->cfg.budgets, job, explain ? job->wait_reason : NULL)))
             continue;
         job->reserved_start_ms = 0;
         job->reserved_node_id = 0;
         job->not_before_ms = retry_not_before_ms(&s->cfg, job);
         if (job->not_before_ms > now_ms) {
-            snprintf(job->wait_reason, sizeof job->wait_reason,
-                     "retry backoff: next attempt in %lld s",
-                     (long long)((job->not_before_ms - now_ms + 999) / 1000));
+            if (explain)
+                snprintf(job->wait_reason, sizeof job->wait_reason,
+                         "retry backoff: next attempt in %lld s",
+                         (long long)((job->not_before_ms - now_ms + 999) / 1000));
             continue;
         }
         const struct queue_config *q = s->cfg.queues ? queue_find(s->cfg.queues, job->queue) : NULL;
@@ -309,8 +319,9 @@ static bool try_preemption(struct scheduler *s, struct job *job, struct action_l
     struct preempt_plan plan;
     enum preempt_result r = preempt_plan(&s->cfg.placement_cfg, &s->preempt_pool, job, &plan);
     if (r == PREEMPT_PENDING) {
-        snprintf(job->wait_reason, sizeof job->wait_reason,
-                 "waiting for preempted jobs to stop");
+        if (s->cfg.explain)
+            snprintf(job->wait_reason, sizeof job->wait_reason,
+                     "waiting for preempted jobs to stop");
         return true;
     }
     if (r != PREEMPT_PLANNED)
@@ -323,15 +334,20 @@ static bool try_preemption(struct scheduler *s, struct job *job, struct action_l
         snprintf(a.reason, sizeof a.reason, "preempted by job %lld", (long long)job->id);
         action_list_push(out, &a);
     }
-    snprintf(job->wait_reason, sizeof job->wait_reason, "preempting %d job%s on %s",
-             plan.nvictims, plan.nvictims == 1 ? "" : "s", plan.node->name);
+    if (s->cfg.explain)
+        snprintf(job->wait_reason, sizeof job->wait_reason, "preempting %d job%s on %s",
+                 plan.nvictims, plan.nvictims == 1 ? "" : "s", plan.node->name);
     return true;
 }
 
-/* Builds the placement index for this pass; without memory for it the
- * strategies scan every node instead, which is slower but the same. */
+/* Builds the placement index for this pass (or, with keep_index, keeps the
+ * one still attached from the last); without memory for it the strategies
+ * scan every node instead, which is slower but the same. */
 static void attach_index(struct scheduler *s, struct cluster *c)
 {
+    if (s->cfg.keep_index && s->index && c->index == s->index &&
+        placement_index_for(c, s->cfg.placement->node_order))
+        return;
     c->index = NULL;
     if (!s->index && !(s->index = calloc(1, sizeof *s->index)))
         return;
@@ -339,20 +355,30 @@ static void attach_index(struct scheduler *s, struct cluster *c)
         c->index = s->index;
 }
 
-int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out)
+/* Detaches the index at the end of a pass unless it is to be kept. */
+static void detach_index(struct scheduler *s, struct cluster *c)
+{
+    if (!s->cfg.keep_index)
+        c->index = NULL;
+}
+
+static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size_t nids,
+                int64_t now_ms, struct action_list *out)
 {
     struct failed_shape failed[FAILED_SHAPES];
     int nfailed = 0;
-    if (c->njobs > s->order_cap) {
-        struct job **grown = realloc(s->order, c->njobs * sizeof *grown);
+    size_t need = ids ? nids : c->njobs;
+    if (need > s->order_cap) {
+        struct job **grown = realloc(s->order, need * sizeof *grown);
         if (!grown)
             return TIDE_ENOMEM;
         s->order = grown;
-        s->order_cap = c->njobs;
+        s->order_cap = need;
     }
     if (s->cfg.fairshare)
         fairshare_update(s->cfg.fairshare, c, now_ms);
-    size_t npending = collect_pending(s, c, now_ms);
+    size_t npending = collect_pending(s, c, ids, nids, now_ms);
+    bool explain = s->cfg.explain;
     attach_index(s, c);
     struct queue_usage usage;
     count_queue_usage(s->cfg.queues, c, &usage);
@@ -361,23 +387,28 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
     struct victimless_shape no_victims[FAILED_SHAPES];
     int nno_victims = 0;
     s->preempt_pool.n = 0;
-    if (s->cfg.preemption && preempt_pool_build(&s->preempt_pool, c) != 0)
+    if (s->cfg.preemption && preempt_pool_build(&s->preempt_pool, c) != 0) {
+        detach_index(s, c);
         return TIDE_ENOMEM;
+    }
 
     int placed = 0;
     for (size_t i = 0; i < npending; i++) {
         struct job *job = s->order[i];
         int q = queue_slot(s->cfg.queues, job);
-        char why[TIDE_REASON_MAX] = "";
+        char why_buf[TIDE_REASON_MAX] = "";
+        char *why = explain ? why_buf : NULL;
         if (queue_cap_reached(s->cfg.queues, &usage, q, job, why)) {
-            snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
+            if (explain)
+                snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
             continue;
         }
         if (unconstrained(job) && dominating_failure(failed, nfailed, job) &&
             fits_a_ready_node(c, job)) {
-            snprintf(job->wait_reason, sizeof job->wait_reason,
-                     "waiting for %d free GPU%s and the CPUs/memory asked for on one node",
-                     job->gpus, job->gpus == 1 ? "" : "s");
+            if (explain)
+                snprintf(job->wait_reason, sizeof job->wait_reason,
+                         "waiting for %d free GPU%s and the CPUs/memory asked for on one node",
+                         job->gpus, job->gpus == 1 ? "" : "s");
             continue;
         }
         /* Behind a reservation, a job that would outlast it must not use its GPUs. */
@@ -391,8 +422,10 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
             enum placement_result g =
                 gang_choose(s->cfg.placement, &s->cfg.placement_cfg, c, job, &s->gang, why);
             if (g == PLACEMENT_FOUND) {
-                if (push_gang_start(s, c, job, now_ms, out) != 0)
+                if (push_gang_start(s, c, job, now_ms, out) != 0) {
+                    detach_index(s, c);
                     return TIDE_ENOMEM;
+                }
                 if (short_enough)
                     backfill_hold(c, &reservation, true);
                 if (q >= 0) {
@@ -407,7 +440,7 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
         }
         if (r == PLACEMENT_FOUND) {
             if (push_start(s, c, job, &choice, now_ms, out) != 0) {
-                c->index = NULL;
+                detach_index(s, c);
                 return TIDE_ENOMEM;
             }
             if (short_enough)
@@ -421,7 +454,8 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
         }
         if (short_enough)
             backfill_hold(c, &reservation, true);
-        snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
+        if (explain)
+            snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
         if (r != PLACEMENT_NOT_NOW)
             continue;
         if (s->preempt_pool.n && !preemption_hopeless(no_victims, nno_victims, job)) {
@@ -439,16 +473,29 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
             backfill_reserve(&s->cfg.placement_cfg, c, job, now_ms, &reservation)) {
             job->reserved_start_ms = reservation.start_ms;
             job->reserved_node_id = reservation.node->id;
-            snprintf(job->wait_reason, sizeof job->wait_reason,
-                     "reserved %d GPU%s on %s from %lld s from now (backfill)", job->gpus,
-                     job->gpus == 1 ? "" : "s", reservation.node->name,
-                     (long long)((reservation.start_ms - now_ms + 999) / 1000));
+            if (explain)
+                snprintf(job->wait_reason, sizeof job->wait_reason,
+                         "reserved %d GPU%s on %s from %lld s from now (backfill)", job->gpus,
+                         job->gpus == 1 ? "" : "s", reservation.node->name,
+                         (long long)((reservation.start_ms - now_ms + 999) / 1000));
             backfill_hold(c, &reservation, true);
         }
     }
     backfill_hold(c, &reservation, false);
-    c->index = NULL;
+    detach_index(s, c);
     return placed;
+}
+
+int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out)
+{
+    return pass(s, c, NULL, 0, now_ms, out);
+}
+
+int sched_pass_ids(struct scheduler *s, struct cluster *c, const int64_t *ids, size_t nids,
+                   int64_t now_ms, struct action_list *out)
+{
+    static const int64_t none[1];
+    return pass(s, c, ids ? ids : none, ids ? nids : 0, now_ms, out);
 }
 
 void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passed_through,

@@ -32,6 +32,19 @@ struct sched_config {
     int64_t retry_backoff_ms;       /* first retry delay, doubling per failure; 0: none */
     int64_t retry_backoff_max_ms;
     int64_t node_timeout_ms; /* no heartbeat for this long: node lost */
+    /* true (default): each pass says in wait_reason why a job waits. false:
+     * wait_reason is left as it was and placement is asked for no reason,
+     * which skips the formatting and the scans that explain a failure; the
+     * decisions are the same (the simulator). */
+    bool explain;
+    /* The owner changes nodes between passes only through cluster_* calls
+     * (cluster_assign, cluster_unassign, cluster_remove_job,
+     * cluster_put_node), so the placement index may stay attached to the
+     * cluster from one pass to the next instead of being rebuilt each pass
+     * (the simulator). Default false: the server writes node fields itself.
+     * The index belongs to the scheduler: set c->index to NULL before
+     * sched_release if the cluster lives on. */
+    bool keep_index;
 };
 
 void sched_config_defaults(struct sched_config *cfg);
@@ -54,6 +67,14 @@ void sched_release(struct scheduler *s);
  * each placed job (its state becomes starting, attempt rises by one,
  * start_ms becomes now_ms). Returns the number placed, or TIDE_ENOMEM. */
 int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out);
+
+/* sched_pass over only the jobs with the given ids (ids not in the cluster,
+ * or of jobs not pending, are skipped), for an owner that knows which jobs
+ * may be waiting (the simulator): the pass then costs in those jobs rather
+ * than in every unfinished one. Given every pending job, in any order, it
+ * decides exactly as sched_pass. */
+int sched_pass_ids(struct scheduler *s, struct cluster *c, const int64_t *ids, size_t nids,
+                   int64_t now_ms, struct action_list *out);
 
 /* Declares nodes lost whose last heartbeat is older than node_timeout_ms
  * and requeues their jobs while retries remain (else they fail with reason

@@ -40,6 +40,11 @@ struct sim_state {
     bool tick_pending;
     int64_t last_t;
     struct gpu pool_gpu[SIM_MAX_POOLS]; /* one GPU of each pool, for admission */
+    /* Jobs waiting (ids, any order) for sched_pass_ids, and each trace
+     * job's place in that list (-1: not waiting). */
+    int64_t *waiting;
+    int32_t *waiting_pos;
+    size_t nwaiting;
     /* preemption scratch */
     struct job **pend;
     size_t pend_cap;
@@ -159,6 +164,23 @@ static bool fits_ever(const struct sim_state *st, const struct job *job)
     return false;
 }
 
+static void waiting_add(struct sim_state *st, size_t i)
+{
+    st->waiting_pos[i] = (int32_t)st->nwaiting;
+    st->waiting[st->nwaiting++] = (int64_t)i + 1;
+}
+
+static void waiting_drop(struct sim_state *st, size_t i)
+{
+    int32_t pos = st->waiting_pos[i];
+    if (pos < 0)
+        return;
+    int64_t last = st->waiting[--st->nwaiting];
+    st->waiting[pos] = last;
+    st->waiting_pos[last - 1] = pos;
+    st->waiting_pos[i] = -1;
+}
+
 static int free_partial_of(int used, int cap)
 {
     return used > 0 && used < cap ? cap - used : 0;
@@ -200,15 +222,14 @@ static void integrate(struct sim_state *st, int64_t t)
     st->last_t = t;
 }
 
-/* Applies the starts of the last pass: they are the jobs in state starting. */
-static int apply_starts(struct sim_state *st, int64_t t, int placed)
+/* Applies the starts of the last pass (its ACTION_STARTs). */
+static int apply_starts(struct sim_state *st, int64_t t)
 {
-    int seen = 0;
-    for (size_t j = 0; j < st->c.njobs && seen < placed; j++) {
-        struct job *job = &st->c.jobs[j];
-        if (job->state != JOB_STARTING)
+    for (size_t k = 0; k < st->actions.len; k++) {
+        const struct action *a = &st->actions.items[k];
+        struct job *job = a->type == ACTION_START ? cluster_find_job(&st->c, a->job_id) : NULL;
+        if (!job || job->state != JOB_STARTING)
             continue;
-        seen++;
         job->state = JOB_RUNNING; /* the sim provider starts tasks at once */
         size_t i = (size_t)(job->id - 1);
         struct sim_run_job *r = &st->run[i];
@@ -218,6 +239,7 @@ static int apply_starts(struct sim_state *st, int64_t t, int placed)
         r->run_start_ms = t;
         r->node = (int32_t)(job->node_id - 1);
         node_change(st, r->node, job->ngpus_assigned);
+        waiting_drop(st, i);
         st->npending--;
         st->nrunning++;
         st->res->starts++;
@@ -232,11 +254,11 @@ static int apply_starts(struct sim_state *st, int64_t t, int placed)
 static int run_pass(struct sim_state *st, int64_t t)
 {
     action_list_clear(&st->actions);
-    int placed = sched_pass(&st->s, &st->c, t, &st->actions);
+    int placed = sched_pass_ids(&st->s, &st->c, st->waiting, st->nwaiting, t, &st->actions);
     st->res->passes++;
     if (placed < 0)
         return placed;
-    return placed ? apply_starts(st, t, placed) : 0;
+    return placed ? apply_starts(st, t) : 0;
 }
 
 /* --- preemption --- */
@@ -292,6 +314,7 @@ static void requeue(struct sim_state *st, struct job *job, int64_t t)
     cluster_unassign(&st->c, job);
     job->state = JOB_PENDING; /* running -> preempted -> pending */
     job->start_ms = 0;
+    waiting_add(st, i);
     st->npending++;
     st->res->preemptions++;
     st->res->jobs[i].preemptions++;
@@ -446,12 +469,14 @@ static int admit(struct sim_state *st, size_t i, struct tide_err *err)
     st->run[i].remaining_ms = tj->duration_ms;
     if (!cluster_add_job(&st->c, &job))
         return tide_err_set(err, TIDE_ENOMEM, "", "out of memory adding job %zu", i + 1);
+    waiting_add(st, i);
     st->npending++;
     return 1;
 }
 
 static void state_release(struct sim_state *st)
 {
+    st->c.index = NULL; /* the scheduler's (keep_index) */
     cluster_release(&st->c);
     sched_release(&st->s);
     action_list_release(&st->actions);
@@ -462,6 +487,8 @@ static void state_release(struct sim_state *st)
     free(st->node_pool);
     free(st->pend);
     free(st->slot_of);
+    free(st->waiting);
+    free(st->waiting_pos);
 }
 
 int sim_run(const struct sim_config *cfg, const struct trace *trace, const struct sim_hooks *hooks,
@@ -487,14 +514,21 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     /* The core's own preemption (by priority) emits stops for agents; the
      * sim does its requeues itself (below), so keep the core's off. */
     scfg.preemption = false;
+    /* Nobody reads wait_reason during a run, and nodes change only through
+     * cluster_* calls, so skip the explanations and keep the index. */
+    scfg.explain = false;
+    scfg.keep_index = true;
     sched_init(&st.s, &scfg);
+    st.c.jobs_any_order = true; /* passes sort; nothing here needs the order */
     size_t n = trace->njobs;
     res->njobs = n;
     res->jobs = calloc(n ? n : 1, sizeof *res->jobs);
     st.run = calloc(n ? n : 1, sizeof *st.run);
     st.slot_of = calloc(n ? n : 1, sizeof *st.slot_of);
+    st.waiting = calloc(n ? n : 1, sizeof *st.waiting);
+    st.waiting_pos = calloc(n ? n : 1, sizeof *st.waiting_pos);
     struct victim *vic = calloc(TIDE_MAX_GPUS_PER_NODE, sizeof *vic);
-    if (!res->jobs || !st.run || !st.slot_of || !vic) {
+    if (!res->jobs || !st.run || !st.slot_of || !st.waiting || !st.waiting_pos || !vic) {
         rc = tide_err_set(err, TIDE_ENOMEM, "", "out of memory for %zu jobs", n);
         goto out;
     }
@@ -504,6 +538,7 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         res->jobs[i].gpus = trace->jobs[i].gpus;
         res->jobs[i].first_start_ms = -1;
         st.run[i].node = -1;
+        st.waiting_pos[i] = -1;
     }
     if ((rc = index_projects(&st)) || (rc = build_cluster(&st))) {
         tide_err_set(err, rc, "", "out of memory building the cluster");
@@ -575,15 +610,27 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         if (hooks && hooks->progress && (res->batches & 16383) == 0)
             hooks->progress(hooks->ctx, st.finished, n, t);
     }
-    /* Whatever still waits can never start (no running job left to free room). */
+    /* Whatever still waits can never start (no running job left to free
+     * room). One more pass, explaining this time, says why. */
+    if (st.c.njobs > 0) {
+        st.s.cfg.explain = true;
+        if ((rc = run_pass(&st, st.last_t)))
+            goto out;
+    }
+    const struct job *first = NULL;
+    bool none_before = res->rejected == 0;
     for (size_t j = 0; j < st.c.njobs; j++) {
-        size_t i = (size_t)(st.c.jobs[j].id - 1);
+        const struct job *job = &st.c.jobs[j];
+        size_t i = (size_t)(job->id - 1);
         res->jobs[i].outcome = SIM_REJECTED;
         res->jobs[i].finish_ms = res->jobs[i].submit_ms;
-        if (res->rejected++ == 0)
-            snprintf(res->first_reject_reason, sizeof res->first_reject_reason, "job %zu: %.100s",
-                     i + 1, st.c.jobs[j].wait_reason);
+        res->rejected++;
+        if (!first || job->id < first->id)
+            first = job;
     }
+    if (first && none_before)
+        snprintf(res->first_reject_reason, sizeof res->first_reject_reason, "job %lld: %.100s",
+                 (long long)first->id, first->wait_reason);
     if (hooks && hooks->progress)
         hooks->progress(hooks->ctx, n, n, res->makespan_ms);
 out:

@@ -223,6 +223,62 @@ static void test_every_strategy_skips_overloaded_gpus(void **state)
     }
 }
 
+static void test_every_strategy_answers_the_same_when_no_reason_is_wanted(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 8));
+    hold(1, 8);
+    for (size_t k = 0; k < NALL; k++) {
+        struct job job = fx_job(1, 2);
+        assert_int_equal(all[k]->choose(&cfg, &c, &job, &choice, NULL), PLACEMENT_NOT_NOW);
+        job.gpus = 9;
+        assert_int_equal(all[k]->choose(&cfg, &c, &job, &choice, NULL), PLACEMENT_NEVER);
+        job = fx_job(2, 1);
+        job.gpu_memory_mib = 1000; /* a share: placement_slice */
+        assert_int_equal(all[k]->choose(&cfg, &c, &job, &choice, NULL), PLACEMENT_NOT_NOW);
+        job.gpu_memory_mib = FX_H200_MIB + 1;
+        assert_int_equal(all[k]->choose(&cfg, &c, &job, &choice, NULL), PLACEMENT_NEVER);
+    }
+}
+
+/* Loadaware with the index visits buckets and stops at the first idle node;
+ * over many mixes of held GPUs and load it must choose what a full scan does. */
+static void test_loadaware_with_the_index_chooses_what_a_scan_does(void **state)
+{
+    (void)state;
+    for (int64_t id = 1; id <= 24; id++)
+        add_node(fx_h200_node(id, 8));
+    uint64_t x = 7;
+    struct placement_index idx;
+    placement_index_init(&idx);
+    for (int round = 0; round < 200; round++) {
+        for (size_t j = c.njobs; j-- > 0;)
+            cluster_remove_job(&c, c.jobs[j].id);
+        for (int64_t id = 1; id <= 24; id++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            int held = (int)((x >> 33) % 9);
+            if (held)
+                hold(id, held);
+            for (int g = 0; g < 8; g++)
+                node(id)->gpus[g].utilization_pct = (x >> (g + 40)) & 1 ? 0 : (int)((x >> 20) % 50);
+        }
+        for (int gpus = 1; gpus <= 8; gpus++) {
+            c.index = NULL;
+            enum placement_result scanned = place_with(&placement_loadaware, gpus);
+            struct placement_choice by_scan = choice;
+            assert_int_equal(placement_index_build(&idx, &c, NULL), 0);
+            c.index = &idx;
+            assert_int_equal(place_with(&placement_loadaware, gpus), scanned);
+            if (scanned == PLACEMENT_FOUND) {
+                assert_ptr_equal(choice.node, by_scan.node);
+                assert_memory_equal(choice.gpu_index, by_scan.gpu_index, sizeof(int) * (size_t)gpus);
+            }
+        }
+    }
+    c.index = NULL;
+    placement_index_release(&idx);
+}
+
 static void test_every_strategy_keeps_not_now_and_never_apart(void **state)
 {
     (void)state;
@@ -461,6 +517,8 @@ int main(void)
         T(test_fragmented_gpus_are_free_gpus_too_few_for_the_smallest_job),
         T(test_smallest_waiting_job_ignores_cpu_only_and_running_jobs),
         T(test_binpack_leaves_less_fragmentation_than_spread),
+        T(test_every_strategy_answers_the_same_when_no_reason_is_wanted),
+        T(test_loadaware_with_the_index_chooses_what_a_scan_does),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -398,6 +398,103 @@ static void test_cancelled_job_on_a_lost_node_ends_cancelled_not_requeued(void *
     assert_null(cluster_find_job(&c, 1));
 }
 
+static void remove_and_check_lookups(bool any_order)
+{
+    c.jobs_any_order = any_order;
+    for (int64_t id = 1; id <= 300; id++)
+        add_job(fx_job(id * 7, 1));
+    for (int64_t id = 1; id <= 300; id += 3)
+        cluster_remove_job(&c, id * 7);
+    cluster_remove_job(&c, 5); /* not there: nothing happens */
+    assert_int_equal(c.njobs, 200);
+    for (int64_t id = 1; id <= 300; id++) {
+        struct job *job = cluster_find_job(&c, id * 7);
+        if (id % 3 == 1) {
+            assert_null(job);
+        } else {
+            assert_non_null(job);
+            assert_int_equal(job->id, id * 7);
+        }
+    }
+    if (!any_order) /* submission order kept */
+        for (size_t i = 1; i < c.njobs; i++)
+            assert_true(c.jobs[i - 1].id < c.jobs[i].id);
+}
+
+static void test_jobs_are_found_by_id_after_removals_in_order(void **state)
+{
+    (void)state;
+    remove_and_check_lookups(false);
+}
+
+static void test_jobs_are_found_by_id_after_removals_in_any_order(void **state)
+{
+    (void)state;
+    remove_and_check_lookups(true);
+}
+
+static void test_duplicate_job_ids_find_the_first(void **state)
+{
+    (void)state;
+    struct job a = fx_job(4, 1), b = fx_job(4, 2);
+    add_job(a);
+    add_job(b);
+    assert_int_equal(cluster_find_job(&c, 4)->gpus, 1);
+    cluster_remove_job(&c, 4);
+    assert_int_equal(cluster_find_job(&c, 4)->gpus, 2);
+}
+
+/* A mixed queue on two nodes: big jobs, a blocked one, a later small one. */
+static void fill_mixed(struct cluster *cl)
+{
+    cluster_init(cl);
+    struct node n1 = fx_h200_node(1, 8), n2 = fx_h200_node(2, 4);
+    assert_non_null(cluster_put_node(cl, &n1));
+    assert_non_null(cluster_put_node(cl, &n2));
+    int gpus[] = {4, 8, 2, 9, 3, 1, 4, 1};
+    for (int i = 0; i < 8; i++) {
+        struct job j = fx_job(i + 1, gpus[i]);
+        j.submit_ms = i * 10;
+        j.est_runtime_s = 100 - i;
+        assert_non_null(cluster_add_job(cl, &j));
+    }
+}
+
+static void test_a_pass_without_explanations_decides_the_same(void **state)
+{
+    (void)state;
+    struct cluster quiet;
+    cluster_release(&c);
+    fill_mixed(&c);
+    fill_mixed(&quiet);
+    struct sched_config cfg = s.cfg;
+    cfg.explain = false;
+    struct scheduler sq;
+    sched_init(&sq, &cfg);
+    struct action_list out_quiet;
+    action_list_init(&out_quiet);
+    int placed = sched_pass(&s, &c, 1000, &out);
+    int64_t ids[] = {8, 3, 1, 5, 2, 7, 4, 6, 99};
+    assert_int_equal(sched_pass_ids(&sq, &quiet, ids, 9, 1000, &out_quiet), placed);
+    assert_true(placed > 0);
+    assert_int_equal(out.len, out_quiet.len);
+    for (size_t i = 0; i < out.len; i++) {
+        assert_int_equal(out.items[i].job_id, out_quiet.items[i].job_id);
+        assert_int_equal(out.items[i].node_id, out_quiet.items[i].node_id);
+        assert_string_equal(out.items[i].reason, out_quiet.items[i].reason);
+    }
+    for (size_t i = 0; i < c.njobs; i++) {
+        assert_int_equal(c.jobs[i].state, quiet.jobs[i].state);
+        if (c.jobs[i].state == JOB_PENDING) {
+            assert_true(c.jobs[i].wait_reason[0] != '\0');
+            assert_string_equal(quiet.jobs[i].wait_reason, "");
+        }
+    }
+    action_list_release(&out_quiet);
+    sched_release(&sq);
+    cluster_release(&quiet);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -426,6 +523,10 @@ int main(void)
         T(test_cancelling_a_running_job_asks_its_agent_to_stop_it),
         T(test_cancelling_an_unknown_job_is_enoent),
         T(test_cancelled_job_on_a_lost_node_ends_cancelled_not_requeued),
+        T(test_jobs_are_found_by_id_after_removals_in_order),
+        T(test_jobs_are_found_by_id_after_removals_in_any_order),
+        T(test_duplicate_job_ids_find_the_first),
+        T(test_a_pass_without_explanations_decides_the_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
