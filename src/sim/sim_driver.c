@@ -164,6 +164,41 @@ static bool fits_ever(const struct sim_state *st, const struct job *job)
     return false;
 }
 
+/* For a job bigger than every node: the fewest nodes m (m >= gpus over the
+ * biggest matching node, dividing gpus, at most TIDE_MAX_GANG_NODES) that
+ * the matching pools could hold it on as a gang in equal shares; 0 when
+ * none. */
+static int gang_nodes_for(const struct sim_state *st, const struct job *job)
+{
+    int biggest = 0;
+    long nodes = 0;
+    for (int p = 0; p < st->cfg->npools; p++) {
+        const struct sim_pool *pool = &st->cfg->pools[p];
+        if (pool->nodes == 0 || !placement_gpu_matches(&st->pool_gpu[p], job))
+            continue;
+        nodes += pool->nodes;
+        if (pool->gpus_per_node > biggest)
+            biggest = pool->gpus_per_node;
+    }
+    if (biggest <= 0)
+        return 0;
+    for (int m = (job->gpus + biggest - 1) / biggest; m <= TIDE_MAX_GANG_NODES && m <= nodes; m++) {
+        if (m < 2 || job->gpus % m)
+            continue;
+        /* Enough nodes of at least gpus/m GPUs for m distinct shares. */
+        long big_enough = 0;
+        for (int p = 0; p < st->cfg->npools; p++) {
+            const struct sim_pool *pool = &st->cfg->pools[p];
+            if (pool->gpus_per_node >= job->gpus / m &&
+                placement_gpu_matches(&st->pool_gpu[p], job))
+                big_enough += pool->nodes;
+        }
+        if (big_enough >= m)
+            return m;
+    }
+    return 0;
+}
+
 static void waiting_add(struct sim_state *st, size_t i)
 {
     st->waiting_pos[i] = (int32_t)st->nwaiting;
@@ -194,19 +229,25 @@ static void node_change(struct sim_state *st, int node, int delta)
     st->used_total += delta;
 }
 
-/* Ends the current run of trace job i at t: accounts its GPU time. */
-static int64_t stop_running(struct sim_state *st, size_t i, int64_t t)
+/* Ends the current run of job (trace job id - 1) at t: accounts its GPU
+ * time on each of its nodes (a gang has parts on several). */
+static int64_t stop_running(struct sim_state *st, const struct job *job, int64_t t)
 {
+    size_t i = (size_t)(job->id - 1);
     struct sim_run_job *r = &st->run[i];
     struct sim_job_result *jr = &st->res->jobs[i];
     int64_t dt = t - r->run_start_ms;
-    int pool = st->node_pool[r->node];
-    int64_t gpu_ms = dt * jr->gpus;
-    st->res->projects[jr->project].gpu_ms_by_pool[pool] += gpu_ms;
-    st->res->gpu_ms_allocated_by_pool[pool] += gpu_ms;
-    st->res->gpu_ms_allocated += gpu_ms;
+    for (int k = -1; k < job->nparts; k++) {
+        int node = (int)((k < 0 ? job->node_id : job->parts[k].node_id) - 1);
+        int gpus = k < 0 ? job->ngpus_assigned : job->parts[k].ngpus;
+        int pool = st->node_pool[node];
+        int64_t gpu_ms = dt * gpus;
+        st->res->projects[jr->project].gpu_ms_by_pool[pool] += gpu_ms;
+        st->res->gpu_ms_allocated_by_pool[pool] += gpu_ms;
+        st->res->gpu_ms_allocated += gpu_ms;
+        node_change(st, node, -gpus);
+    }
     jr->run_ms += dt;
-    node_change(st, r->node, -jr->gpus);
     r->node = -1;
     st->nrunning--;
     return dt;
@@ -239,6 +280,8 @@ static int apply_starts(struct sim_state *st, int64_t t)
         r->run_start_ms = t;
         r->node = (int32_t)(job->node_id - 1);
         node_change(st, r->node, job->ngpus_assigned);
+        for (int k = 0; k < job->nparts; k++)
+            node_change(st, (int)(job->parts[k].node_id - 1), job->parts[k].ngpus);
         waiting_drop(st, i);
         st->npending--;
         st->nrunning++;
@@ -289,7 +332,14 @@ static int by_policy(const void *a, const void *b, void *ops)
 struct victim {
     struct job *job;
     struct job seen; /* as_seen_now, real submit time */
+    int here;        /* its GPUs on the node looked at (a gang has others elsewhere) */
 };
+
+static int gpus_on(const struct job *job, int64_t node_id)
+{
+    int idx[TIDE_MAX_GPUS_PER_NODE];
+    return job_gpus_on_node(job, node_id, idx);
+}
 
 static int victim_last_first(const void *a, const void *b, void *ops)
 {
@@ -302,7 +352,7 @@ static void requeue(struct sim_state *st, struct job *job, int64_t t)
 {
     size_t i = (size_t)(job->id - 1);
     struct sim_run_job *r = &st->run[i];
-    int64_t dt = stop_running(st, i, t);
+    int64_t dt = stop_running(st, job, t);
     r->remaining_ms -= dt;
     if (r->remaining_ms < 0)
         r->remaining_ms = 0;
@@ -374,7 +424,8 @@ static int preempt_once(struct sim_state *st, int64_t t, struct victim *vic)
                     continue;
                 vic[nv].job = r;
                 as_seen_now(st, &vic[nv].seen, r, t, false);
-                victim_gpus += r->ngpus_assigned;
+                vic[nv].here = gpus_on(r, node->id);
+                victim_gpus += vic[nv].here;
                 nv++;
             }
             if (free + victim_gpus < w->gpus)
@@ -382,7 +433,7 @@ static int preempt_once(struct sim_state *st, int64_t t, struct victim *vic)
             qsort_r(vic, (size_t)nv, sizeof *vic, victim_last_first, (void *)order);
             int freed = free, cost = 0;
             for (int v = 0; v < nv && freed < w->gpus; v++)
-                freed += vic[v].job->ngpus_assigned, cost += vic[v].job->ngpus_assigned;
+                freed += vic[v].here, cost += vic[v].job->gpus;
             if (cost < best_cost) {
                 best_cost = cost;
                 best_node = (int64_t)n;
@@ -408,11 +459,12 @@ static int preempt_once(struct sim_state *st, int64_t t, struct victim *vic)
                 continue;
             vic[nv].job = r;
             as_seen_now(st, &vic[nv].seen, r, t, false);
+            vic[nv].here = gpus_on(r, node->id);
             nv++;
         }
         qsort_r(vic, (size_t)nv, sizeof *vic, victim_last_first, (void *)order);
         for (int v = 0; v < nv && free < w->gpus; v++) {
-            free += vic[v].job->ngpus_assigned;
+            free += vic[v].here;
             requeue(st, vic[v].job, t);
         }
         return 1;
@@ -455,7 +507,9 @@ static int admit(struct sim_state *st, size_t i, struct tide_err *err)
     job.preemptible = true;
     job.state = JOB_PENDING;
     job.submit_ms = tj->submit_ms;
-    if (job.gpus > TIDE_MAX_GPUS_PER_NODE || !fits_ever(st, &job)) {
+    if (!fits_ever(st, &job))
+        job.max_nodes = gang_nodes_for(st, &job); /* a gang over several nodes */
+    if (!fits_ever(st, &job) && job.max_nodes < 2) {
         jr->outcome = SIM_REJECTED;
         jr->finish_ms = tj->submit_ms;
         if (st->res->rejected++ == 0)
@@ -565,7 +619,7 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
             }
             if (ev.gen != st.run[ev.job].gen || st.run[ev.job].node < 0)
                 continue; /* preempted since this finish was planned */
-            stop_running(&st, ev.job, t);
+            stop_running(&st, cluster_find_job(&st.c, (int64_t)ev.job + 1), t);
             res->jobs[ev.job].finish_ms = t;
             if (t > res->makespan_ms)
                 res->makespan_ms = t;

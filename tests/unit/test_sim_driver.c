@@ -202,6 +202,36 @@ static void test_a_job_no_node_can_hold_is_rejected(void **state)
     trace_release(&t);
 }
 
+/* A job bigger than a node runs as a gang over several (equal shares), is
+ * accounted on each of its nodes, and one no split fits is rejected. */
+static void test_a_job_bigger_than_a_node_runs_as_a_gang(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct trace_job gang = tj(0, 60, 4), small = tj(0, 30, 2), odd = tj(0, 60, 5), after = tj(1, 60, 6);
+    assert_int_equal(trace_push(&t, &gang), 0);
+    assert_int_equal(trace_push(&t, &small), 0);
+    assert_int_equal(trace_push(&t, &odd), 0);
+    assert_int_equal(trace_push(&t, &after), 0);
+    struct sim_config cfg;
+    tiny_config(&cfg);
+    struct sim_result res;
+    struct tide_err err = {0};
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    assert_int_equal(res.rejected, 1); /* 5 GPUs: no equal split over 3 nodes of 2 */
+    assert_int_equal(res.jobs[2].outcome, SIM_REJECTED);
+    assert_int_equal(res.jobs[0].first_start_ms, 0);
+    assert_int_equal(res.jobs[0].finish_ms, 60000);
+    assert_int_equal(res.jobs[1].first_start_ms, 0);
+    /* 6 GPUs on all 3 nodes once both are done. */
+    assert_int_equal(res.jobs[3].first_start_ms, 60000);
+    assert_int_equal(res.jobs[3].finish_ms, 120000);
+    assert_int_equal(res.gpu_ms_allocated, 4 * 60000 + 2 * 30000 + 6 * 60000);
+    sim_result_release(&res);
+    trace_release(&t);
+}
+
 static char *run_to_json(const struct sim_config *cfg, const struct trace *t)
 {
     struct sim_result res;
@@ -271,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_las_does_not_preempt_within_a_band),
         cmocka_unit_test(test_sjf_runs_the_shortest_waiting_job_first),
         cmocka_unit_test(test_a_job_no_node_can_hold_is_rejected),
+        cmocka_unit_test(test_a_job_bigger_than_a_node_runs_as_a_gang),
         cmocka_unit_test(test_same_trace_and_config_give_identical_report_bytes),
         cmocka_unit_test(test_config_from_json_names_the_bad_key),
     };
