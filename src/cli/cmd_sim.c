@@ -54,7 +54,8 @@ static const char sim_usage[] =
     "  --preempt-overhead S   run time a preempted job loses on restart (0)\n"
     "  --no-oracle            do not give jobs their trace duration as estimate\n"
     "Output:\n"
-    "  --out DIR              write report.json, timeline.csv, report.html\n"
+    "  --out DIR              write report.json, timeline.csv, report.html and\n"
+    "                         (single runs) jobs.csv: each job's first start and node\n"
     "  --compare A.yaml B.yaml ...  run each config (on top of the flags) on the\n"
     "                         same trace and print them side by side\n"
     "  --json                 print report.json to stdout instead of the table\n"
@@ -339,6 +340,28 @@ static int timeline_one(FILE *f, json_t *const *reports, size_t n)
     return sim_report_timeline_csv(f, reports[0]);
 }
 
+/* DIR/jobs.csv: when and where each job first started (single runs). */
+static int write_jobs_csv(const char *dir, const struct sim_result *res, size_t njobs)
+{
+    char path[4096];
+    if (fs_mkdir_p(dir, 0755) != 0) {
+        fprintf(stderr, "tide sim: cannot create %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/jobs.csv", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "tide sim: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    int rc = sim_report_jobs_csv(f, res, njobs);
+    if (fclose(f) != 0 || rc != 0) {
+        fprintf(stderr, "tide sim: writing %s failed\n", path);
+        return -1;
+    }
+    return 0;
+}
+
 static int write_outputs(const struct sim_cli *o, json_t *const *reports, size_t n)
 {
     if (fs_mkdir_p(o->out_dir, 0755) != 0) {
@@ -485,6 +508,8 @@ int cli_sim_main(int argc, char **argv)
                     cfg.name, trace.njobs, (double)(clock_mono_ms() - t1) / 1000.0, res.passes,
                     res.batches);
         reports[r] = sim_report_json(&cfg, &trace, label, &res);
+        if (o.out_dir && nruns == 1 && write_jobs_csv(o.out_dir, &res, trace.njobs) != 0)
+            status = 1;
         sim_result_release(&res);
         if (!reports[r]) {
             fprintf(stderr, "tide sim: out of memory building the report\n");

@@ -73,6 +73,7 @@ enum sim_outcome {
 
 struct sim_job_result {
     int64_t submit_ms, first_start_ms, finish_ms, duration_ms;
+    int32_t first_node; /* node id (1-based) of its first start; 0: never started */
     int64_t run_ms; /* time spent running, all attempts (duration + overheads) */
     int gpus;
     int preemptions;
@@ -151,6 +152,10 @@ void sim_report_compare(FILE *out, json_t *const *reports, size_t n);
 /* Writes report.html (one static file, inline SVG, no scripts) for the
  * runs in reports (each with its "timeline"). Returns 0 or -1 on a write error. */
 int sim_report_html(FILE *out, json_t *const *reports, size_t n);
+
+/* Writes one line per job (trace order): id, submit, first start, finish
+ * (seconds), first node, outcome. What a real cluster is compared against. */
+int sim_report_jobs_csv(FILE *out, const struct sim_result *res, size_t njobs);
 
 /* Writes the report's timeline as CSV. Returns 0 or -1 on a write error. */
 int sim_report_timeline_csv(FILE *out, const json_t *report);

@@ -275,8 +275,10 @@ static int apply_starts(struct sim_state *st, int64_t t)
         size_t i = (size_t)(job->id - 1);
         struct sim_run_job *r = &st->run[i];
         struct sim_job_result *jr = &st->res->jobs[i];
-        if (jr->first_start_ms < 0)
+        if (jr->first_start_ms < 0) {
             jr->first_start_ms = t;
+            jr->first_node = (int32_t)job->node_id;
+        }
         r->run_start_ms = t;
         r->node = (int32_t)(job->node_id - 1);
         node_change(st, r->node, job->ngpus_assigned);

@@ -351,3 +351,19 @@ int sim_report_timeline_csv(FILE *out, const json_t *report)
                 (long long)json_integer_value(json_array_get(c, i)));
     return ferror(out) ? -1 : 0;
 }
+
+int sim_report_jobs_csv(FILE *out, const struct sim_result *res, size_t njobs)
+{
+    static const char *const outcome[] = {[SIM_DONE] = "completed", [SIM_REJECTED] = "rejected"};
+    fprintf(out, "job,submit_s,start_s,finish_s,node,outcome\n");
+    for (size_t i = 0; i < njobs; i++) {
+        const struct sim_job_result *j = &res->jobs[i];
+        unsigned o = j->outcome == SIM_REJECTED ? SIM_REJECTED : SIM_DONE;
+        if (j->first_start_ms >= 0)
+            fprintf(out, "%zu,%.3f,%.3f,%.3f,%d,%s\n", i + 1, j->submit_ms / 1000.0,
+                    j->first_start_ms / 1000.0, j->finish_ms / 1000.0, (int)j->first_node, outcome[o]);
+        else
+            fprintf(out, "%zu,%.3f,,,,%s\n", i + 1, j->submit_ms / 1000.0, outcome[o]);
+    }
+    return ferror(out) ? -1 : 0;
+}
