@@ -69,6 +69,43 @@ void autoscaler_init(struct autoscaler *a, const struct pool *pools, int npools)
     memset(a, 0, sizeof *a);
     a->pools = pools;
     a->npools = npools < TIDE_MAX_POOLS ? npools : TIDE_MAX_POOLS;
+    for (int p = 0; p < a->npools; p++)
+        forecast_init(&a->state[p].forecast,
+                      pools[p].forecast_alpha_pct ? pools[p].forecast_alpha_pct / 100.0 : 0.5);
+}
+
+/* Predictive pools: records the GPUs wanted now (held on the pool's nodes
+ * plus waiting jobs that fit it) and sets how many nodes the forecast wants
+ * ready by the time a node started now would have booted. */
+static void update_forecasts(struct autoscaler *a, const struct cluster *c, int64_t now_ms)
+{
+    for (int p = 0; p < a->npools; p++) {
+        const struct pool *pool = &a->pools[p];
+        struct pool_scale_state *st = &a->state[p];
+        st->predicted_nodes = 0;
+        if (!pool->predictive || pool->gpus_per_node <= 0)
+            continue;
+        double wanted = 0;
+        for (size_t i = 0; i < c->nnodes; i++)
+            if (!strcmp(c->nodes[i].pool, pool->name))
+                for (int g = 0; g < c->nodes[i].ngpus; g++)
+                    wanted += gpu_in_use(&c->nodes[i].gpus[g]);
+        for (size_t j = 0; j < c->njobs; j++)
+            if (c->jobs[j].state == JOB_PENDING && pool_fits_job(pool, &c->jobs[j]))
+                wanted += c->jobs[j].gpus;
+        forecast_observe(&st->forecast, now_ms, wanted);
+        double ahead = forecast_predict(&st->forecast, now_ms + (int64_t)pool->boot_time_s * 1000);
+        int nodes = (int)((ahead + pool->gpus_per_node - 1e-9) / pool->gpus_per_node);
+        st->predicted_nodes = nodes < pool->max_nodes ? nodes : pool->max_nodes;
+    }
+}
+
+/* The nodes a pool keeps up now: min_nodes, raised by open windows and by
+ * the forecast. */
+static int wanted_min_nodes(const struct autoscaler *a, int p, int64_t now_ms)
+{
+    int min = pool_min_nodes_at(&a->pools[p], now_ms);
+    return a->state[p].predicted_nodes > min ? a->state[p].predicted_nodes : min;
 }
 
 void autoscaler_release(struct autoscaler *a)
@@ -315,7 +352,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         for (size_t i = 0; i < c->nnodes; i++)
             if (c->nodes[i].state == NODE_DRAINING && !strcmp(c->nodes[i].pool, a->pools[p].name))
                 live--;
-        int min_nodes = pool_min_nodes_at(&a->pools[p], now_ms);
+        int min_nodes = wanted_min_nodes(a, p, now_ms);
         int need = min_nodes - live;
         if (need <= 0 || now_ms < a->state[p].create_not_before_ms)
             continue;
@@ -327,7 +364,9 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         if (need > 0) {
             char why[TIDE_REASON_MAX];
             snprintf(why, sizeof why, "min_nodes %d%s", min_nodes,
-                     min_nodes > a->pools[p].min_nodes ? " (scheduled window)" : "");
+                     min_nodes == a->state[p].predicted_nodes && min_nodes > pool_min_nodes_at(&a->pools[p], now_ms)
+                         ? " (predicted demand)"
+                     : min_nodes > a->pools[p].min_nodes ? " (scheduled window)" : "");
             if (push(out, POOL_CREATE, p, need, 0, why))
                 return TIDE_ENOMEM;
             a->state[p].last_scale_up_ms = now_ms;
@@ -446,7 +485,7 @@ static int scale_down(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         if (!n->idle_since_ms)
             n->idle_since_ms = now_ms;
         if (now_ms - n->idle_since_ms < pool->scale_down_window_s * 1000 ||
-            live[p] <= pool_min_nodes_at(pool, now_ms) ||
+            live[p] <= wanted_min_nodes(a, p, now_ms) ||
             now_ms - a->state[p].last_scale_up_ms < pool->cooldown_s * 1000)
             continue;
         char why[TIDE_REASON_MAX];
@@ -476,6 +515,7 @@ int autoscaler_decide(struct autoscaler *a, struct cluster *c, int64_t now_ms,
                       struct pool_action_list *out)
 {
     size_t before = out->len;
+    update_forecasts(a, c, now_ms);
     int rc = fail_stuck_nodes(a, c, now_ms, out);
     if (!rc)
         rc = scale_up(a, c, now_ms, out);

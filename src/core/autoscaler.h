@@ -32,6 +32,7 @@
 
 #include "core/budget.h"
 #include "core/cluster.h"
+#include "core/forecast.h"
 #include "core/pool.h"
 
 enum pool_action_type {
@@ -70,6 +71,8 @@ struct pool_scale_state {
     int64_t create_not_before_ms; /* provider backoff, set by the shell */
     int pending_jobs;             /* jobs that fit it and wait (set by each call) */
     int nodes_wanted;             /* nodes the last call asked for (set by each call) */
+    struct forecast forecast;     /* predictive pools: demand per hour of the week */
+    int predicted_nodes;          /* nodes the forecast wants ready now (set by each call) */
 };
 
 struct autoscaler {

@@ -66,6 +66,9 @@ struct pool {
     int nwindows;
     struct pool_step steps[POOL_MAX_STEPS];
     int nsteps;
+    /* Predictive pre-scaling (forecast.h): off unless set. */
+    bool predictive;
+    int forecast_alpha_pct; /* weight of the newest hour in the smoothing, 1..100 */
 };
 
 /* Fills p with the defaults of an unnamed local pool of 1 GPU. */

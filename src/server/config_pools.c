@@ -199,7 +199,15 @@ static int pool_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
     INT_KEY("scale_down_window_s", 0, 30L * 86400, scale_down_window_s)
     INT_KEY("cooldown_s", 0, 86400, cooldown_s)
     INT_KEY("interruption_grace_s", 0, 3600, interruption_grace_s)
+    INT_KEY("forecast_alpha_pct", 1, 100, forecast_alpha_pct)
 #undef INT_KEY
+    if (!strcmp(k, "predictive")) {
+        const char *s = config_scalar(v);
+        if (!s || (strcmp(s, "true") && strcmp(s, "false")))
+            return config_fail(c, v, key, "must be true or false%s", "");
+        cur->predictive = !strcmp(s, "true");
+        return 0;
+    }
     if (!strcmp(k, "schedule") || !strcmp(k, "steps"))
         return pool_list(c, key, v, k[1] == 'c');
     if (!strcmp(k, "name"))
@@ -242,7 +250,8 @@ static int pool_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
                        "region, provider, program, min_nodes, max_nodes, boot_time_s, "
                        "boot_timeout_s, price_per_node_hour, spot_price_per_node_hour, billing, "
                        "pack_gpu_hours, scale_up_delay_s, scale_down_utilization, "
-                       "scale_down_window_s, cooldown_s, interruption_grace_s, schedule, steps)%s", "");
+                       "scale_down_window_s, cooldown_s, interruption_grace_s, schedule, steps, predictive, "
+                       "forecast_alpha_pct)%s", "");
 }
 
 int config_section_pools(struct config_ctx *c, const char *name, const yaml_node_t *v)

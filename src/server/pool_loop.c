@@ -923,4 +923,18 @@ void pool_loop_metrics(struct server *srv, FILE *out)
             fprintf(out, "%s{pool=\"%s\"} %lld\n", counters[k][0], srv->cfg.pools[p].name, v);
         }
     }
+    fprintf(out, "# HELP tide_pool_forecast_gpus GPUs the forecast expects wanted one boot time ahead.\n"
+                 "# TYPE tide_pool_forecast_gpus gauge\n"
+                 "# HELP tide_pool_forecast_error_gpus Mean absolute error of past hourly forecasts.\n"
+                 "# TYPE tide_pool_forecast_error_gpus gauge\n");
+    for (int p = 0; p < srv->cfg.npools; p++) {
+        const struct pool *pool = &srv->cfg.pools[p];
+        if (!pool->predictive)
+            continue;
+        const struct forecast *f = &pl->as.state[p].forecast;
+        fprintf(out, "tide_pool_forecast_gpus{pool=\"%s\"} %.3f\n", pool->name,
+                forecast_predict(f, clock_now_ms() + (int64_t)pool->boot_time_s * 1000));
+        fprintf(out, "tide_pool_forecast_error_gpus{pool=\"%s\"} %.3f\n", pool->name,
+                forecast_error(f));
+    }
 }
