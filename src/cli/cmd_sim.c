@@ -30,7 +30,7 @@ static const char sim_usage[] =
     "\n"
     "Trace:\n"
     "  --trace FILE           trace file to read\n"
-    "  --format F             philly | itp | csv (see docs/sim.md)\n"
+    "  --format F             philly | itp | alibaba | helios | csv (docs/sim.md)\n"
     "  --max-jobs N           use only the first N jobs (by submit time)\n"
     "  --synthetic N          generate N jobs instead of reading a trace\n"
     "  --seed S               synthetic trace seed (default 1)\n"

@@ -2,11 +2,13 @@
 #include "sim/trace.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const struct trace_reader_ops *const readers[] = {&trace_reader_philly, &trace_reader_itp,
-                                                         &trace_reader_csv};
+                                                         &trace_reader_alibaba,
+                                                         &trace_reader_helios, &trace_reader_csv};
 
 const struct trace_reader_ops *trace_reader_by_name(const char *name)
 {
@@ -18,7 +20,7 @@ const struct trace_reader_ops *trace_reader_by_name(const char *name)
 
 const char *trace_reader_names(void)
 {
-    return "philly, itp, csv";
+    return "philly, itp, alibaba, helios, csv";
 }
 
 void trace_init(struct trace *t)
@@ -218,5 +220,29 @@ int trace_parse_int(const char *s, long long min, long long max, long long *out)
     if (v < min || v > max)
         return -1;
     *out = v;
+    return 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (no libc time zone). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+int trace_parse_datetime_s(const char *s, int64_t *out_s)
+{
+    int y, mo, d, h, mi, sec, used = 0;
+    if (sscanf(s, "%4d-%2d-%2d %2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6 ||
+        s[used] != '\0')
+        return -1;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || h < 0 || mi < 0 ||
+        sec < 0)
+        return -1;
+    *out_s = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
     return 0;
 }

@@ -1,9 +1,10 @@
 /*
  * Job traces for the simulator: a reader turns a file in one public format
- * (Philly job table, Microsoft ITP, tide's own CSV) into a list of
- * trace_job sorted by submit time; the synthetic generator makes one from
- * a seed. Each reader is a struct of function pointers in its own file
- * (trace_philly.c, ...), so a new format is a new file.
+ * (Philly job table, Microsoft ITP, Alibaba PAI task table, SenseTime
+ * Helios cluster log, tide's own CSV) into a list of trace_job sorted by
+ * submit time; the synthetic generator makes one from a seed. Each reader
+ * is a struct of function pointers in its own file (trace_philly.c, ...),
+ * so a new format is a new file.
  *
  * Rows that cannot be used are skipped, never silently: each is counted by
  * reason and handed to the caller's warn callback with its line number.
@@ -67,10 +68,12 @@ struct trace_reader_ops {
 extern const struct trace_reader_ops trace_reader_philly;
 extern const struct trace_reader_ops trace_reader_itp;
 extern const struct trace_reader_ops trace_reader_csv;
+extern const struct trace_reader_ops trace_reader_alibaba;
+extern const struct trace_reader_ops trace_reader_helios;
 
 /* The reader for --format name, or NULL. */
 const struct trace_reader_ops *trace_reader_by_name(const char *name);
-/* "philly, itp, csv", for messages. */
+/* "philly, itp, alibaba, helios, csv", for messages. */
 const char *trace_reader_names(void);
 
 void trace_init(struct trace *t);
@@ -126,6 +129,8 @@ int trace_split_csv(char *line, char **fields, int max);
  * (empty, trailing junk, out of range, negative where not allowed). */
 int trace_parse_seconds_ms(const char *s, int64_t *out_ms); /* "12", "12.5", >= 0 */
 int trace_parse_int(const char *s, long long min, long long max, long long *out);
+/* "2017-10-09 07:01:55" (no zone, read as UTC) → seconds since the epoch. */
+int trace_parse_datetime_s(const char *s, int64_t *out_s);
 
 /* Reads one line of any length into *buf (grown as needed). Returns the
  * length, 0 at end of file, or -1 on error. */

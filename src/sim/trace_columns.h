@@ -15,9 +15,11 @@ struct trace_columns {
     FILE *f;
     char *buf;
     size_t cap;
-    long line;  /* line number of the row last returned (the header is line 1) */
-    int nfields; /* fields in the header */
+    long line;                   /* line number of the row last returned (the header is line 1) */
+    int nfields;                 /* fields in the header */
     int index[TRACE_MAX_FIELDS]; /* per wanted name: its column, or -1 when absent */
+    char *pending; /* a header-less file's first line, returned by the first next_row */
+    bool has_header;
 };
 
 /* Reads the header line and finds each of names (NULL-terminated; at most
@@ -31,6 +33,14 @@ int trace_columns_read_header(struct trace_columns *c, FILE *f, const char *cons
 int trace_columns_read_header_strict(struct trace_columns *c, FILE *f, const char *const *names,
                                      const bool *required, const char *format,
                                      struct tide_err *err);
+
+/* For formats published without a header (Alibaba PAI): when the first
+ * line's first field is names[0] it is a header, read as by
+ * trace_columns_read_header; otherwise the file has exactly the columns of
+ * names in that order and the first line is the first data row (line 1). */
+int trace_columns_read_header_or_positional(struct trace_columns *c, FILE *f,
+                                            const char *const *names, const bool *required,
+                                            const char *format, struct tide_err *err);
 
 /* Next data row split into fields (blank lines skipped; rows with the
  * wrong field count dropped through trace_drop_row). Returns the field

@@ -10,31 +10,6 @@
 #include "sim/trace.h"
 #include "sim/trace_columns.h"
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (no libc time zone). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-/* "2017-10-09 07:01:55" → seconds since the epoch; -1 when malformed. */
-static int parse_timestamp(const char *s, int64_t *out_s)
-{
-    int y, mo, d, h, mi, sec, used = 0;
-    if (sscanf(s, "%4d-%2d-%2d %2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6 ||
-        s[used] != '\0')
-        return -1;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || h < 0 || mi < 0 ||
-        sec < 0)
-        return -1;
-    *out_s = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
-    return 0;
-}
-
 static int philly_read(FILE *f, struct trace *t, struct tide_err *err)
 {
     static const char *const names[] = {"timestamp", "duration", "num_gpus", "cluster", NULL};
@@ -51,7 +26,7 @@ static int philly_read(FILE *f, struct trace *t, struct tide_err *err)
         struct trace_job job = {.line = cols.line};
         int64_t submit_s, dur_ms;
         long long gpus;
-        if (parse_timestamp(fields[cols.index[C_TS]], &submit_s) != 0) {
+        if (trace_parse_datetime_s(fields[cols.index[C_TS]], &submit_s) != 0) {
             snprintf(why, sizeof why, "timestamp is not YYYY-MM-DD HH:MM:SS");
             trace_drop_row(t, cols.line, why);
             continue;

@@ -207,6 +207,114 @@ static void test_real_itp_traces_read(void **state)
     trace_release(&t);
 }
 
+/* Alibaba PAI 2020 task table as released: no header, documented order. */
+static void test_alibaba_reader_reads_headerless_task_table(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    assert_int_equal(load(&t, &w, "alibaba", DATA "alibaba_task_small.csv"), 0);
+    assert_int_equal(t.rows_read, 11);
+    assert_int_equal(t.njobs, 4);
+    assert_int_equal(t.rows_dropped, 7);
+    long expect[] = {2, 5, 6, 7, 8, 9, 11};
+    assert_int_equal(w.n, 7);
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(w.lines[i], expect[i]);
+    /* plan_gpu empty (line 2) and plan_gpu 0 (line 9) are two reasons. */
+    assert_int_equal(t.ndrops, 7);
+    assert_int_equal(t.drops[0].first_line, 2);
+    assert_non_null(strstr(t.drops[0].reason, "CPU-only"));
+    /* Sorted by start_time: line 3 (250.5 s) is 0; 1 instance x 50 % = 1 GPU. */
+    assert_int_equal(t.jobs[0].line, 3);
+    assert_int_equal(t.jobs[0].submit_ms, 0);
+    assert_int_equal(t.jobs[0].duration_ms, 60000);
+    assert_int_equal(t.jobs[0].gpus, 1);
+    /* 2 instances x 100 % = 2 GPUs, 749.5 s later, 3,600 s long. */
+    assert_int_equal(t.jobs[1].line, 1);
+    assert_int_equal(t.jobs[1].submit_ms, 749500);
+    assert_int_equal(t.jobs[1].duration_ms, 3600000);
+    assert_int_equal(t.jobs[1].gpus, 2);
+    /* 4 instances x 200 % = 8 GPUs. */
+    assert_int_equal(t.jobs[2].gpus, 8);
+    assert_int_equal(t.jobs[2].duration_ms, 7200000);
+    /* 3 instances x 25 %: each instance takes a whole GPU, 3 GPUs. */
+    assert_int_equal(t.jobs[3].gpus, 3);
+    assert_int_equal(t.jobs[3].submit_ms, 6749500);
+    assert_string_equal(t.jobs[3].project, "default");
+    assert_int_equal(t.origin_s, 250);
+    trace_release(&t);
+}
+
+/* The same table with a header line, columns found by name in any order. */
+static void test_alibaba_reader_accepts_a_header(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    assert_int_equal(load(&t, &w, "alibaba", DATA "alibaba_task_header.csv"), 0);
+    assert_int_equal(t.rows_read, 2);
+    assert_int_equal(t.njobs, 2);
+    assert_int_equal(w.n, 0);
+    assert_int_equal(t.jobs[0].line, 3); /* line 1 is the header */
+    assert_int_equal(t.jobs[0].gpus, 2); /* 150 % -> 2 whole GPUs */
+    assert_int_equal(t.jobs[1].gpus, 8);
+    assert_int_equal(t.jobs[1].submit_ms, 50000);
+    assert_int_equal(t.jobs[1].duration_ms, 600000);
+    trace_release(&t);
+}
+
+static void test_helios_reader_keeps_ran_jobs_and_names_bad_lines(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    assert_int_equal(load(&t, &w, "helios", DATA "helios_small.csv"), 0);
+    assert_int_equal(t.rows_read, 10);
+    assert_int_equal(t.njobs, 5);
+    assert_int_equal(t.rows_dropped, 5);
+    long expect[] = {5, 6, 7, 10, 11};
+    assert_int_equal(w.n, 5);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(w.lines[i], expect[i]);
+    /* 2020-03-31 23:59:50 UTC is the origin; that FAILED job is kept. */
+    assert_int_equal(t.origin_s, 1585699190);
+    assert_int_equal(t.jobs[0].line, 3);
+    assert_int_equal(t.jobs[0].submit_ms, 0);
+    assert_int_equal(t.jobs[0].duration_ms, 45000);
+    assert_string_equal(t.jobs[0].project, "vcB");
+    assert_int_equal(t.jobs[1].submit_ms, 20000);
+    assert_int_equal(t.jobs[1].gpus, 8);
+    assert_int_equal(t.jobs[2].gpus, 16);
+    assert_int_equal(t.jobs[2].duration_ms, 86400000);
+    /* A CPU job (gpu_num 0) is kept, as in the other readers. */
+    assert_int_equal(t.jobs[3].gpus, 0);
+    /* Empty duration: end_time - start_time. */
+    assert_int_equal(t.jobs[4].line, 9);
+    assert_int_equal(t.jobs[4].submit_ms, 850000);
+    assert_int_equal(t.jobs[4].duration_ms, 600000);
+    trace_release(&t);
+}
+
+static void test_helios_reader_needs_its_header(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct tide_err err = {0};
+    assert_int_equal(trace_load(&t, &trace_reader_helios, DATA "philly_small.csv", &err),
+                     TIDE_EINVAL);
+    assert_non_null(strstr(err.message, "gpu_num"));
+    trace_release(&t);
+    /* The Alibaba reader on a file with another header reads it as rows and
+     * finds none usable. */
+    trace_init(&t);
+    assert_int_equal(trace_load(&t, &trace_reader_alibaba, DATA "helios_small.csv", &err),
+                     TIDE_EINVAL);
+    assert_int_equal(t.njobs, 0);
+    trace_release(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +328,10 @@ int main(void)
         cmocka_unit_test(test_size_mix_rejects_garbage),
         cmocka_unit_test(test_real_philly_trace_reads_every_row),
         cmocka_unit_test(test_real_itp_traces_read),
+        cmocka_unit_test(test_alibaba_reader_reads_headerless_task_table),
+        cmocka_unit_test(test_alibaba_reader_accepts_a_header),
+        cmocka_unit_test(test_helios_reader_keeps_ran_jobs_and_names_bad_lines),
+        cmocka_unit_test(test_helios_reader_needs_its_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,103 @@
+/*
+ * Alibaba PAI GPU cluster trace 2020 (alibaba/clusterdata,
+ * cluster-trace-gpu-v2020), the task table pai_task_table.csv: job_name,
+ * task_name, inst_num, status, start_time, end_time, plan_cpu, plan_mem,
+ * plan_gpu, gpu_type. The public release has no header line; a file whose
+ * first field is "job_name" is read by header names instead.
+ *
+ * One task row is one simulated job. Used: start_time (s; the arrival, as
+ * the task table has no submit time), end_time - start_time (duration),
+ * plan_gpu (percent of one GPU per instance, 100 = one GPU) and inst_num:
+ * each instance gets whole GPUs, ceil(plan_gpu / 100), so the task asks
+ * for inst_num * ceil(plan_gpu / 100) GPUs (a 50 % instance takes a whole
+ * GPU; 2 instances of 50 % are 2 GPUs). A task with no GPU (plan_gpu empty
+ * or 0: parameter servers, CPU jobs) is dropped, as is one without both
+ * times (Running, Waiting) or with end_time <= start_time. status,
+ * plan_cpu, plan_mem and gpu_type are not used (a trace_job has no CPU,
+ * host memory or GPU model request); every status with both times is kept.
+ */
+#include <string.h>
+
+#include "sim/trace.h"
+#include "sim/trace_columns.h"
+
+#define ALIBABA_MAX_GPUS 1000000
+
+static int alibaba_read(FILE *f, struct trace *t, struct tide_err *err)
+{
+    static const char *const names[] = {"job_name",   "task_name", "inst_num", "status",
+                                        "start_time", "end_time",  "plan_cpu", "plan_mem",
+                                        "plan_gpu",   "gpu_type",  NULL};
+    static const bool required[] = {true, false, true,  false, true,
+                                    true, false, false, true,  false};
+    enum { C_JOB, C_TASK, C_INST, C_STATUS, C_START, C_END, C_CPU, C_MEM, C_GPU, C_TYPE };
+    struct trace_columns cols;
+    int rc = trace_columns_read_header_or_positional(&cols, f, names, required, "alibaba", err);
+    if (rc != 0)
+        return rc;
+    char *fields[TRACE_MAX_FIELDS];
+    int n;
+    while ((n = trace_columns_next_row(&cols, t, fields, err)) > 0) {
+        struct trace_job job = {.line = cols.line};
+        int64_t start_ms, end_ms, plan_milli;
+        long long inst;
+        const char *start = fields[cols.index[C_START]], *end = fields[cols.index[C_END]];
+        if (!start[0] || !end[0]) {
+            trace_drop_row(t, cols.line,
+                           "start_time or end_time is empty (task never ran or did not end)");
+            continue;
+        }
+        if (trace_parse_seconds_ms(start, &start_ms) != 0 ||
+            trace_parse_seconds_ms(end, &end_ms) != 0) {
+            trace_drop_row(t, cols.line, "start_time or end_time is not a number of seconds >= 0");
+            continue;
+        }
+        if (end_ms <= start_ms) {
+            trace_drop_row(t, cols.line, "end_time is not after start_time");
+            continue;
+        }
+        if (trace_parse_int(fields[cols.index[C_INST]], 1, ALIBABA_MAX_GPUS, &inst) != 0) {
+            trace_drop_row(t, cols.line, "inst_num is not a whole number from 1 to 1000000");
+            continue;
+        }
+        /* plan_gpu in thousandths of a percent, exactly (trace_parse_seconds_ms
+         * is a fixed-point decimal parser). */
+        const char *plan = fields[cols.index[C_GPU]];
+        if (!plan[0]) {
+            trace_drop_row(t, cols.line, "no GPU (plan_gpu empty): CPU-only task");
+            continue;
+        }
+        if (trace_parse_seconds_ms(plan, &plan_milli) != 0 ||
+            plan_milli > (int64_t)ALIBABA_MAX_GPUS * 100000) {
+            trace_drop_row(t, cols.line, "plan_gpu is not a percentage of a GPU >= 0");
+            continue;
+        }
+        if (plan_milli == 0) {
+            trace_drop_row(t, cols.line, "no GPU (plan_gpu 0): CPU-only task");
+            continue;
+        }
+        int64_t per_inst = (plan_milli + 100000 - 1) / 100000;
+        if (per_inst * inst > ALIBABA_MAX_GPUS) {
+            trace_drop_row(t, cols.line, "inst_num x plan_gpu is more than 1000000 GPUs");
+            continue;
+        }
+        job.submit_ms = start_ms;
+        job.duration_ms = end_ms - start_ms;
+        job.gpus = (int)(per_inst * inst);
+        snprintf(job.project, sizeof job.project, "default");
+        snprintf(job.queue, sizeof job.queue, "default");
+        if (trace_push(t, &job) != 0) {
+            trace_columns_release(&cols);
+            return tide_err_set(err, TIDE_ENOMEM, "trace", "out of memory at line %ld", cols.line);
+        }
+    }
+    trace_columns_release(&cols);
+    return n;
+}
+
+const struct trace_reader_ops trace_reader_alibaba = {
+    .name = "alibaba",
+    .summary = "Alibaba PAI 2020 pai_task_table.csv (header optional): GPUs = inst_num x "
+               "ceil(plan_gpu/100)",
+    .read = alibaba_read,
+};
