@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make bench: the scheduler pass benchmark and the API submit rate over
+# make bench: the scheduler pass benchmark, simulator replay times, an idle
+# agent's CPU and memory (bench/agent.sh) and the API submit rate over
 # loopback (wrk, 1 and 8 connections). Prints numbers; never fails on speed.
 set -euo pipefail
 build=${1:-build}
@@ -13,6 +14,9 @@ echo "== scheduler: the same pass with backfill and preemption on (sched_config_
 
 echo
 bash "$(dirname "$0")/sim.sh" "$build"
+
+echo
+bash "$(dirname "$0")/agent.sh" "$build" bench/results.json
 
 echo
 echo "== API: POST /v1/jobs accepted per second (SQLite WAL, synchronous=FULL)"
