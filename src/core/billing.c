@@ -56,9 +56,11 @@ int billing_add_usage(struct billing *b, const char *project, int pool, int64_t 
 int billing_tick(struct billing *b, const struct cluster *c, const struct pool *pools, int npools,
                  int64_t now_ms)
 {
-    if (b->last_ms == 0 || now_ms <= b->last_ms) {
-        if (b->last_ms == 0)
+    if (!b->started || now_ms <= b->last_ms) {
+        if (!b->started) {
+            b->started = true;
             b->last_ms = now_ms;
+        }
         return 0;
     }
     int64_t dt = now_ms - b->last_ms;

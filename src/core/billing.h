@@ -17,6 +17,7 @@
 #ifndef TIDE_BILLING_H
 #define TIDE_BILLING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,7 +36,8 @@ struct billing_pool {
 };
 
 struct billing {
-    int64_t last_ms; /* 0 before the first tick */
+    int64_t last_ms; /* the last tick's time */
+    bool started;    /* false before the first tick (virtual clocks start at 0) */
     struct billing_pool pools[TIDE_MAX_POOLS];
     struct billing_usage *usage;
     size_t nusage, usage_cap;

@@ -17,6 +17,9 @@
 #include <stdint.h>
 
 #include "common/tide_err.h"
+#include "core/autoscaler.h"
+#include "core/billing.h"
+#include "core/pool.h"
 #include "sim/trace.h"
 
 #define SIM_MAX_POOLS 16
@@ -32,6 +35,12 @@ struct sim_pool {
     int cpus;           /* per node; 0: not limited */
     int64_t memory_mib; /* per node; 0: not limited */
     int64_t price_per_gpu_hour_micros; /* on-demand price, millionths of a currency unit */
+    /* Elastic (max_nodes given): the core's pool (core/pool.h, the server's
+     * pool fields and defaults) drives the autoscaler and billing; nodes is
+     * unused. name and GPU shape are copied into it by sim_pool_core(). */
+    bool elastic;
+    bool price_per_node_hour_set; /* else price_per_gpu_hour x gpus_per_node */
+    struct pool core;
 };
 
 struct sim_config {
@@ -47,7 +56,20 @@ struct sim_config {
     bool oracle_runtime;         /* est_runtime_s from the trace duration (sjf, backfill) */
     struct sim_pool pools[SIM_MAX_POOLS];
     int npools;
+    /* Elastic runs: autoscaler_decide() and billing_tick() at every event
+     * batch and at least this often while anything can change (the
+     * server's pool loop runs every second). */
+    int64_t autoscale_interval_ms;
 };
+
+/* True when some pool is elastic: the run uses the core's autoscaler and
+ * billing (cost by billing kind), else the fixed-size on-demand report. */
+bool sim_config_elastic(const struct sim_config *cfg);
+
+/* The core pool for cfg->pools[i]: the elastic pool's own, or for a fixed
+ * pool one of min_nodes = max_nodes = nodes, on demand at
+ * price_per_gpu_hour x gpus_per_node per node-hour, always ready. */
+void sim_pool_core(const struct sim_config *cfg, int i, struct pool *out);
 
 /* fifo, loadaware, 8 x 8 V100 nodes at 2.48 per GPU-hour, oracle runtimes. */
 void sim_config_defaults(struct sim_config *cfg);
@@ -88,6 +110,41 @@ struct sim_sample {
     int32_t gpus_used;    /* allocated GPUs */
     int32_t free_partial; /* free GPUs on nodes that are partly used */
     int32_t running;
+    int32_t gpus_provisioned; /* GPUs of nodes that exist (elastic runs: changes) */
+    int64_t cost_micros;      /* elastic runs: what billing has metered so far */
+};
+
+#define SIM_MAX_SCALE_EVENTS 1000 /* kept in the report; all are counted */
+
+/* One pool action the autoscaler took (create: count nodes), or a node
+ * becoming ready after its boot time. */
+struct sim_scale_event {
+    int64_t t_ms;
+    int pool;
+    int type; /* enum pool_action_type, or SIM_SCALE_READY */
+    int count;
+    int64_t node_id;
+    char reason[TIDE_REASON_MAX];
+};
+#define SIM_SCALE_READY 100
+
+struct sim_pool_stats {
+    long created, ready, drained, undrained, released, failed;
+    int peak_nodes; /* most nodes alive at once (provisioning, ready, draining) */
+};
+
+/* Elastic runs: the core's billing and what the autoscaler did. */
+struct sim_elastic {
+    struct pool pools[SIM_MAX_POOLS];
+    int npools;
+    struct billing billing; /* metered from 0 to the makespan */
+    struct sim_pool_stats stats[SIM_MAX_POOLS];
+    struct sim_scale_event *events; /* the first SIM_MAX_SCALE_EVENTS */
+    size_t nevents;
+    long events_total;
+    long decisions; /* autoscaler_decide calls */
+    int64_t gpu_ms_provisioned; /* integral of GPUs on nodes that exist */
+    int64_t gpu_ms_provisioned_by_pool[SIM_MAX_POOLS];
 };
 
 struct sim_project {
@@ -117,6 +174,7 @@ struct sim_result {
     long batches; /* distinct event times */
     long starts;
     char first_reject_reason[160];
+    struct sim_elastic *elastic; /* NULL for fixed-size runs */
 };
 
 /* Progress callback: called every few thousand batches with the jobs

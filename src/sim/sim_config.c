@@ -1,4 +1,5 @@
 /* Simulator configuration: defaults, the JSON/YAML form and checks. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@ void sim_config_defaults(struct sim_config *cfg)
     snprintf(cfg->policy, sizeof cfg->policy, "fifo");
     snprintf(cfg->placement, sizeof cfg->placement, "loadaware");
     cfg->preempt_interval_ms = 60000;
+    cfg->autoscale_interval_ms = 1000;
     cfg->oracle_runtime = true;
     cfg->npools = 1;
     struct sim_pool *p = &cfg->pools[0];
@@ -22,6 +24,35 @@ void sim_config_defaults(struct sim_config *cfg)
     snprintf(p->gpu_model, sizeof p->gpu_model, "V100");
     p->gpu_memory_mib = 32768;
     p->price_per_gpu_hour_micros = 2480000;
+    pool_defaults(&p->core);
+}
+
+bool sim_config_elastic(const struct sim_config *cfg)
+{
+    for (int i = 0; i < cfg->npools; i++)
+        if (cfg->pools[i].elastic)
+            return true;
+    return false;
+}
+
+void sim_pool_core(const struct sim_config *cfg, int i, struct pool *out)
+{
+    const struct sim_pool *sp = &cfg->pools[i];
+    if (sp->elastic)
+        *out = sp->core;
+    else {
+        pool_defaults(out);
+        out->min_nodes = out->max_nodes = sp->nodes;
+        out->boot_time_s = 0;
+        out->billing = BILLING_ON_DEMAND;
+    }
+    snprintf(out->name, sizeof out->name, "%s", sp->name);
+    snprintf(out->gpu_model, sizeof out->gpu_model, "%s", sp->gpu_model);
+    snprintf(out->driver, sizeof out->driver, "sim");
+    out->gpus_per_node = sp->gpus_per_node;
+    out->gpu_memory_mib = sp->gpu_memory_mib;
+    if (!sp->elastic || !sp->price_per_node_hour_set)
+        out->price_per_node_hour_micros = sp->price_per_gpu_hour_micros * sp->gpus_per_node;
 }
 
 int sim_parse_price_micros(const char *s, int64_t *out)
@@ -107,9 +138,69 @@ static int get_bool(const json_t *v, const char *field, bool *out, struct tide_e
     return 0;
 }
 
+/* The elastic keys, named and bounded as in tide.yaml's pools: section. */
+static const struct {
+    const char *key;
+    long long lo, hi;
+    size_t off; /* in struct pool; int fields marked by is_int */
+    bool is_int;
+} elastic_ints[] = {
+    {"min_nodes", 0, 10000, offsetof(struct pool, min_nodes), true},
+    {"max_nodes", 0, 10000, offsetof(struct pool, max_nodes), true},
+    {"boot_time_s", 0, 86400, offsetof(struct pool, boot_time_s), false},
+    {"boot_timeout_s", 1, 86400, offsetof(struct pool, boot_timeout_s), false},
+    {"pack_gpu_hours", 0, 100000000, offsetof(struct pool, pack_gpu_hours), false},
+    {"scale_up_delay_s", 0, 86400, offsetof(struct pool, scale_up_delay_s), false},
+    {"scale_down_utilization", 0, 100, offsetof(struct pool, scale_down_utilization_pct), true},
+    {"scale_down_window_s", 0, 30LL * 86400, offsetof(struct pool, scale_down_window_s), false},
+    {"cooldown_s", 0, 86400, offsetof(struct pool, cooldown_s), false},
+};
+
+/* One elastic key of pools[i] into p->core; 1 when key is not one. */
+static int elastic_key(struct sim_pool *p, const char *key, const json_t *v, const char *field,
+                       struct tide_err *err)
+{
+    for (size_t k = 0; k < sizeof elastic_ints / sizeof elastic_ints[0]; k++) {
+        if (strcmp(key, elastic_ints[k].key))
+            continue;
+        long long n;
+        int rc = get_int(v, field, elastic_ints[k].lo, elastic_ints[k].hi, &n, err);
+        if (rc)
+            return rc;
+        char *dst = (char *)&p->core + elastic_ints[k].off;
+        if (elastic_ints[k].is_int)
+            *(int *)dst = (int)n;
+        else
+            *(int64_t *)dst = n;
+        return 0;
+    }
+    if (!strcmp(key, "price_per_node_hour") || !strcmp(key, "spot_price_per_node_hour")) {
+        bool spot = key[0] == 's';
+        if (price_from_json(v, spot ? &p->core.spot_price_per_node_hour_micros
+                                    : &p->core.price_per_node_hour_micros) != 0)
+            return tide_err_set(err, TIDE_EINVAL, field,
+                                "%s must be a price >= 0 with at most 6 decimals, like 29.50",
+                                field);
+        if (!spot)
+            p->price_per_node_hour_set = true;
+        return 0;
+    }
+    if (!strcmp(key, "billing")) {
+        int b = json_is_string(v) ? billing_kind_from_name(json_string_value(v)) : -1;
+        if (b < 0)
+            return tide_err_set(err, TIDE_EINVAL, field,
+                                "%s must be on_demand, reserved, spot or pack", field);
+        p->core.billing = (enum billing_kind)b;
+        return 0;
+    }
+    return 1;
+}
+
 static int pool_from_json(struct sim_pool *p, const json_t *obj, int i, struct tide_err *err)
 {
     char field[96];
+    bool saw_nodes = false, saw_max = false;
+    const char *first_elastic = NULL;
     if (!json_is_object(obj))
         return tide_err_set(err, TIDE_EINVAL, "pools", "pools[%d] must be a mapping", i);
     const char *key;
@@ -124,6 +215,7 @@ static int pool_from_json(struct sim_pool *p, const json_t *obj, int i, struct t
         else if (!strcmp(key, "gpu_model"))
             rc = get_str(v, field, p->gpu_model, sizeof p->gpu_model, err);
         else if (!strcmp(key, "nodes")) {
+            saw_nodes = true;
             if (!(rc = get_int(v, field, 0, 1000000, &n, err)))
                 p->nodes = (int)n;
         } else if (!strcmp(key, "gpus_per_node")) {
@@ -143,14 +235,33 @@ static int pool_from_json(struct sim_pool *p, const json_t *obj, int i, struct t
                 rc = tide_err_set(err, TIDE_EINVAL, field,
                                   "%s must be a price >= 0 with at most 6 decimals, like 2.48",
                                   field);
-        } else
+        } else if ((rc = elastic_key(p, key, v, field, err)) == 1) {
             rc = tide_err_set(err, TIDE_EINVAL, field,
                               "unknown key %s (allowed: name, nodes, gpus_per_node, gpu_model, "
-                              "gpu_memory, cpus, memory, price_per_gpu_hour)",
+                              "gpu_memory, cpus, memory, price_per_gpu_hour; elastic pools: "
+                              "min_nodes, max_nodes, boot_time_s, boot_timeout_s, "
+                              "price_per_node_hour, spot_price_per_node_hour, billing, "
+                              "pack_gpu_hours, scale_up_delay_s, scale_down_utilization, "
+                              "scale_down_window_s, cooldown_s)",
                               field);
+        } else if (!rc) {
+            saw_max |= !strcmp(key, "max_nodes");
+            if (!first_elastic)
+                first_elastic = key;
+        }
         if (rc)
             return rc;
     }
+    snprintf(field, sizeof field, "pools[%d]", i);
+    if (first_elastic && !saw_max)
+        return tide_err_set(err, TIDE_EINVAL, field,
+                            "%s.%s is for elastic pools, which need max_nodes", field,
+                            first_elastic);
+    if (saw_max && saw_nodes)
+        return tide_err_set(err, TIDE_EINVAL, field,
+                            "%s: nodes is for fixed-size pools; an elastic pool has min_nodes "
+                            "and max_nodes", field);
+    p->elastic = saw_max;
     return 0;
 }
 
@@ -182,6 +293,9 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
         } else if (!strcmp(key, "preempt_overhead")) {
             if (!(rc = get_int(v, key, 0, 86400 * 365, &n, err)))
                 cfg->preempt_overhead_ms = n * 1000;
+        } else if (!strcmp(key, "autoscale_interval")) {
+            if (!(rc = get_int(v, key, 1, 86400, &n, err)))
+                cfg->autoscale_interval_ms = n * 1000;
         } else if (!strcmp(key, "pools")) {
             if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > SIM_MAX_POOLS)
                 return tide_err_set(err, TIDE_EINVAL, "pools",
@@ -190,6 +304,7 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
             for (int i = 0; i < cfg->npools; i++) {
                 struct sim_pool *p = &cfg->pools[i];
                 memset(p, 0, sizeof *p);
+                pool_defaults(&p->core);
                 snprintf(p->name, sizeof p->name, "pool-%d", i);
                 p->gpus_per_node = 8;
                 if ((rc = pool_from_json(p, json_array_get(v, (size_t)i), i, err)))
@@ -198,7 +313,8 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
         } else
             rc = tide_err_set(err, TIDE_EINVAL, key,
                               "unknown key '%s' (allowed: name, policy, placement, backfill, "
-                              "preempt, preempt_interval, preempt_overhead, oracle_runtime, pools)",
+                              "preempt, preempt_interval, preempt_overhead, oracle_runtime, "
+                              "autoscale_interval, pools)",
                               key);
         if (rc)
             return rc;
@@ -223,7 +339,21 @@ int sim_config_validate(const struct sim_config *cfg, struct tide_err *err)
         for (int j = 0; j < i; j++)
             if (!strcmp(cfg->pools[j].name, p->name))
                 return tide_err_set(err, TIDE_EINVAL, "pools", "two pools are called %s", p->name);
-        nodes += p->nodes;
+        if (p->elastic) {
+            const struct pool *c = &p->core;
+            if (c->min_nodes > c->max_nodes || c->max_nodes < 1)
+                return tide_err_set(err, TIDE_EINVAL, "max_nodes",
+                                    "pool %s: max_nodes must be at least 1 and min_nodes", p->name);
+            if (c->boot_time_s >= c->boot_timeout_s)
+                return tide_err_set(err, TIDE_EINVAL, "boot_time_s",
+                                    "pool %s: boot_time_s must be under boot_timeout_s (%llds)",
+                                    p->name, (long long)c->boot_timeout_s);
+            if (p->gpus_per_node < 1)
+                return tide_err_set(err, TIDE_EINVAL, "gpus_per_node",
+                                    "pool %s: an elastic pool needs GPUs", p->name);
+            nodes += c->max_nodes;
+        } else
+            nodes += p->nodes;
     }
     if (nodes == 0)
         return tide_err_set(err, TIDE_EINVAL, "pools", "the cluster has no nodes");

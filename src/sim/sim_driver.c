@@ -13,6 +13,7 @@
 
 #include "core/order.h"
 #include "core/placement.h"
+#include "core/placement_index.h"
 #include "core/sched.h"
 #include "sim/sim.h"
 #include "sim/sim_heap.h"
@@ -34,7 +35,7 @@ struct sim_state {
     struct sim_heap heap;
     struct sim_run_job *run;
     int *node_used, *node_cap, *node_pool;
-    size_t nnodes;
+    size_t nnodes, nodes_cap;
     int used_total, free_partial;
     size_t npending, nrunning, finished;
     bool tick_pending;
@@ -49,7 +50,22 @@ struct sim_state {
     struct job **pend;
     size_t pend_cap;
     int32_t *slot_of; /* trace index -> slot in c.jobs, rebuilt per check */
+    /* Elastic runs: the core's autoscaler and billing over el->pools. */
+    struct sim_elastic *el;
+    struct autoscaler as;
+    struct pool_action_list pactions;
+    int gpus_alive; /* GPUs of nodes that exist; constant in fixed-size runs */
+    int alive_by_pool[SIM_MAX_POOLS], gpus_alive_by_pool[SIM_MAX_POOLS];
+    int node_seq[SIM_MAX_POOLS];
+    bool pool_tick_pending;
+    int64_t last_activity_ms;
+    int32_t touched[TIDE_MAX_GANG_NODES + 1]; /* nodes a stopped job was on */
+    int ntouched;
 };
+
+/* Without an event, look again at most this long after the last change
+ * (delays, windows and cooldowns are shorter). */
+#define SIM_POOL_HORIZON_MS (8LL * 86400 * 1000)
 
 /* --- projects: name -> index, in order of first appearance --- */
 
@@ -92,6 +108,98 @@ static int index_projects(struct sim_state *st)
 }
 
 /* --- cluster from pools --- */
+
+static int grow_nodes(struct sim_state *st, size_t need)
+{
+    if (need <= st->nodes_cap)
+        return 0;
+    size_t cap = st->nodes_cap ? st->nodes_cap : 64;
+    while (cap < need)
+        cap *= 2;
+    int *u = realloc(st->node_used, cap * sizeof *u);
+    if (u)
+        st->node_used = u;
+    int *c = realloc(st->node_cap, cap * sizeof *c);
+    if (c)
+        st->node_cap = c;
+    int *p = realloc(st->node_pool, cap * sizeof *p);
+    if (p)
+        st->node_pool = p;
+    if (!u || !c || !p)
+        return TIDE_ENOMEM;
+    st->nodes_cap = cap;
+    return 0;
+}
+
+/* Elastic runs: one more node of pool p (the core's pool), in state. Its
+ * id is its position + 1, as in fixed-size runs. */
+static int add_pool_node(struct sim_state *st, int p, enum node_state state, int64_t t)
+{
+    const struct pool *pool = &st->el->pools[p];
+    size_t k = st->nnodes;
+    if (grow_nodes(st, k + 1))
+        return TIDE_ENOMEM;
+    struct node n;
+    memset(&n, 0, sizeof n);
+    n.id = (int64_t)k + 1;
+    snprintf(n.name, sizeof n.name, "%.40s-%d", pool->name, st->node_seq[p]++);
+    n.state = state;
+    n.cpus = st->cfg->pools[p].cpus;
+    n.memory_mib = st->cfg->pools[p].memory_mib;
+    snprintf(n.driver, sizeof n.driver, "sim");
+    snprintf(n.pool, sizeof n.pool, "%s", pool->name);
+    n.created_ms = n.last_heartbeat_ms = t;
+    n.ready_ms = state == NODE_READY ? t : 0;
+    n.spot = pool->billing == BILLING_SPOT;
+    n.ngpus = pool->gpus_per_node;
+    for (int g = 0; g < n.ngpus; g++) {
+        n.gpus[g].index = g;
+        snprintf(n.gpus[g].name, sizeof n.gpus[g].name, "%s", pool->gpu_model);
+        n.gpus[g].memory_total_mib = pool->gpu_memory_mib;
+        snprintf(n.gpus[g].uuid, sizeof n.gpus[g].uuid, "GPU-sim-%zu-%d", k, g);
+    }
+    if (!cluster_put_node(&st->c, &n))
+        return TIDE_ENOMEM;
+    st->nnodes = k + 1;
+    st->node_used[k] = 0;
+    st->node_cap[k] = n.ngpus;
+    st->node_pool[k] = p;
+    st->alive_by_pool[p]++;
+    st->gpus_alive_by_pool[p] += n.ngpus;
+    st->gpus_alive += n.ngpus;
+    struct sim_pool_stats *ps = &st->el->stats[p];
+    if (st->alive_by_pool[p] > ps->peak_nodes)
+        ps->peak_nodes = st->alive_by_pool[p];
+    if (st->gpus_alive > st->res->gpus_provisioned)
+        st->res->gpus_provisioned = st->gpus_alive;
+    return 0;
+}
+
+/* Fixed pools and the elastic pools' min_nodes, ready at 0. */
+static int build_elastic_cluster(struct sim_state *st)
+{
+    struct sim_elastic *el = st->el;
+    el->npools = st->cfg->npools;
+    for (int p = 0; p < el->npools; p++) {
+        sim_pool_core(st->cfg, p, &el->pools[p]);
+        struct gpu g;
+        memset(&g, 0, sizeof g);
+        snprintf(g.name, sizeof g.name, "%s", el->pools[p].gpu_model);
+        g.memory_total_mib = el->pools[p].gpu_memory_mib;
+        st->pool_gpu[p] = g;
+    }
+    for (int p = 0; p < el->npools; p++)
+        for (int k = 0; k < el->pools[p].min_nodes; k++) {
+            int rc = add_pool_node(st, p, NODE_READY, 0);
+            if (rc)
+                return rc;
+        }
+    for (int p = 0; p < el->npools; p++)
+        st->res->gpus_provisioned_by_pool[p] = el->pools[p].max_nodes * el->pools[p].gpus_per_node;
+    autoscaler_init(&st->as, el->pools, el->npools);
+    billing_init(&el->billing);
+    return 0;
+}
 
 static int build_cluster(struct sim_state *st)
 {
@@ -145,8 +253,16 @@ static int build_cluster(struct sim_state *st)
         }
     }
     st->c.nnodes = total;
+    st->nodes_cap = total;
+    st->gpus_alive = st->res->gpus_provisioned;
     free(proto);
     return 0;
+}
+
+/* Nodes a pool can ever have: its size, or for an elastic pool max_nodes. */
+static int pool_nodes_ever(const struct sim_pool *pool)
+{
+    return pool->elastic ? pool->core.max_nodes : pool->nodes;
 }
 
 /* Could any node ever hold this job? Decided per pool, at arrival, so a
@@ -155,7 +271,7 @@ static bool fits_ever(const struct sim_state *st, const struct job *job)
 {
     for (int p = 0; p < st->cfg->npools; p++) {
         const struct sim_pool *pool = &st->cfg->pools[p];
-        if (pool->nodes == 0 || pool->gpus_per_node < job->gpus)
+        if (pool_nodes_ever(pool) == 0 || pool->gpus_per_node < job->gpus)
             continue;
         if (job->gpus > 0 && !placement_gpu_matches(&st->pool_gpu[p], job))
             continue;
@@ -174,9 +290,9 @@ static int gang_nodes_for(const struct sim_state *st, const struct job *job)
     long nodes = 0;
     for (int p = 0; p < st->cfg->npools; p++) {
         const struct sim_pool *pool = &st->cfg->pools[p];
-        if (pool->nodes == 0 || !placement_gpu_matches(&st->pool_gpu[p], job))
+        if (pool_nodes_ever(pool) == 0 || !placement_gpu_matches(&st->pool_gpu[p], job))
             continue;
-        nodes += pool->nodes;
+        nodes += pool_nodes_ever(pool);
         if (pool->gpus_per_node > biggest)
             biggest = pool->gpus_per_node;
     }
@@ -191,7 +307,7 @@ static int gang_nodes_for(const struct sim_state *st, const struct job *job)
             const struct sim_pool *pool = &st->cfg->pools[p];
             if (pool->gpus_per_node >= job->gpus / m &&
                 placement_gpu_matches(&st->pool_gpu[p], job))
-                big_enough += pool->nodes;
+                big_enough += pool_nodes_ever(pool);
         }
         if (big_enough >= m)
             return m;
@@ -229,6 +345,24 @@ static void node_change(struct sim_state *st, int node, int delta)
     st->used_total += delta;
 }
 
+/* Elastic runs: the sim's GPU telemetry, read by the autoscaler's
+ * scale_down_utilization: a GPU a job holds is busy, a free one idle. */
+static void node_telemetry(struct sim_state *st, int node)
+{
+    if (!st->el)
+        return;
+    struct node *n = &st->c.nodes[node];
+    for (int g = 0; g < n->ngpus; g++)
+        n->gpus[g].utilization_pct = n->gpus[g].job_id ? 100 : 0;
+}
+
+static void telemetry_touched(struct sim_state *st)
+{
+    for (int k = 0; k < st->ntouched; k++)
+        node_telemetry(st, st->touched[k]);
+    st->ntouched = 0;
+}
+
 /* Ends the current run of job (trace job id - 1) at t: accounts its GPU
  * time on each of its nodes (a gang has parts on several). */
 static int64_t stop_running(struct sim_state *st, const struct job *job, int64_t t)
@@ -246,6 +380,8 @@ static int64_t stop_running(struct sim_state *st, const struct job *job, int64_t
         st->res->gpu_ms_allocated_by_pool[pool] += gpu_ms;
         st->res->gpu_ms_allocated += gpu_ms;
         node_change(st, node, -gpus);
+        if (st->ntouched <= TIDE_MAX_GANG_NODES)
+            st->touched[st->ntouched++] = node;
     }
     jr->run_ms += dt;
     r->node = -1;
@@ -258,7 +394,12 @@ static void integrate(struct sim_state *st, int64_t t)
     int64_t dt = t - st->last_t;
     if (dt <= 0)
         return;
-    st->res->free_gpu_ms += (int64_t)(st->res->gpus_provisioned - st->used_total) * dt;
+    st->res->free_gpu_ms += (int64_t)(st->gpus_alive - st->used_total) * dt;
+    if (st->el) {
+        st->el->gpu_ms_provisioned += (int64_t)st->gpus_alive * dt;
+        for (int p = 0; p < st->el->npools; p++)
+            st->el->gpu_ms_provisioned_by_pool[p] += (int64_t)st->gpus_alive_by_pool[p] * dt;
+    }
     st->res->free_partial_gpu_ms += (int64_t)st->free_partial * dt;
     st->last_t = t;
 }
@@ -282,8 +423,11 @@ static int apply_starts(struct sim_state *st, int64_t t)
         r->run_start_ms = t;
         r->node = (int32_t)(job->node_id - 1);
         node_change(st, r->node, job->ngpus_assigned);
-        for (int k = 0; k < job->nparts; k++)
+        node_telemetry(st, r->node);
+        for (int k = 0; k < job->nparts; k++) {
             node_change(st, (int)(job->parts[k].node_id - 1), job->parts[k].ngpus);
+            node_telemetry(st, (int)(job->parts[k].node_id - 1));
+        }
         waiting_drop(st, i);
         st->npending--;
         st->nrunning++;
@@ -364,6 +508,7 @@ static void requeue(struct sim_state *st, struct job *job, int64_t t)
     if (st->cfg->oracle_runtime)
         job->est_runtime_s = (r->remaining_ms + 999) / 1000;
     cluster_unassign(&st->c, job);
+    telemetry_touched(st);
     job->state = JOB_PENDING; /* running -> preempted -> pending */
     job->start_ms = 0;
     waiting_add(st, i);
@@ -403,7 +548,7 @@ static int preempt_once(struct sim_state *st, int64_t t, struct victim *vic)
         int best_cost = INT_MAX;
         for (size_t n = 0; n < st->nnodes; n++) {
             int cap = st->node_cap[n], free = cap - st->node_used[n];
-            if (cap < w->gpus || free >= w->gpus)
+            if (cap < w->gpus || free >= w->gpus || st->c.nodes[n].state != NODE_READY)
                 continue;
             struct node *node = &st->c.nodes[n];
             if (w->gpus > 0 && !placement_gpu_matches(&node->gpus[0], w))
@@ -489,7 +634,12 @@ static int push_sample(struct sim_state *st, int64_t t)
     }
     res->samples[res->nsamples++] = (struct sim_sample){
         .t_ms = t, .queued = (int32_t)st->npending, .gpus_used = st->used_total,
-        .free_partial = st->free_partial, .running = (int32_t)st->nrunning};
+        .free_partial = st->free_partial, .running = (int32_t)st->nrunning,
+        .gpus_provisioned = st->gpus_alive};
+    if (st->el)
+        for (int p = 0; p < st->el->npools; p++)
+            res->samples[res->nsamples - 1].cost_micros +=
+                billing_pool_cost_micros(&st->el->billing, st->el->pools, p);
     return 0;
 }
 
@@ -530,6 +680,128 @@ static int admit(struct sim_state *st, size_t i, struct tide_err *err)
     return 1;
 }
 
+/* --- elastic pools: the core's autoscaler and billing --- */
+
+static int log_scale(struct sim_state *st, int64_t t, int pool, int type, int count,
+                     int64_t node_id, const char *reason)
+{
+    struct sim_elastic *el = st->el;
+    el->events_total++;
+    if (el->nevents >= SIM_MAX_SCALE_EVENTS)
+        return 0;
+    if (!el->events && !(el->events = calloc(SIM_MAX_SCALE_EVENTS, sizeof *el->events)))
+        return TIDE_ENOMEM;
+    struct sim_scale_event *e = &el->events[el->nevents++];
+    e->t_ms = t;
+    e->pool = pool;
+    e->type = type;
+    e->count = count;
+    e->node_id = node_id;
+    snprintf(e->reason, sizeof e->reason, "%s", reason);
+    return 0;
+}
+
+static void index_refresh(struct sim_state *st, struct node *n)
+{
+    if (st->c.index)
+        placement_index_refresh(st->c.index, &st->c, n);
+}
+
+/* A node that no longer exists (released, failed): off the capacity. */
+static void node_gone(struct sim_state *st, int k)
+{
+    int p = st->node_pool[k];
+    st->alive_by_pool[p]--;
+    st->gpus_alive_by_pool[p] -= st->node_cap[k];
+    st->gpus_alive -= st->node_cap[k];
+}
+
+/* A booting node's boot time is over: it registers and is ready. */
+static int node_booted(struct sim_state *st, size_t k, int64_t t)
+{
+    struct node *n = &st->c.nodes[k];
+    if (n->state != NODE_PROVISIONING)
+        return 0; /* failed since */
+    n->state = NODE_READY;
+    n->ready_ms = n->last_heartbeat_ms = t;
+    index_refresh(st, n);
+    st->el->stats[st->node_pool[k]].ready++;
+    return log_scale(st, t, st->node_pool[k], SIM_SCALE_READY, 1, n->id, "booted") ? -1 : 1;
+}
+
+/* One autoscaler_decide at t, carried out as the server's pool loop would
+ * with a provider that never fails: creates become provisioning nodes
+ * ready boot_time_s later, the rest were set in the cluster by the core.
+ * Returns how many nodes became ready now or were undrained (a pass is
+ * worth running), or TIDE_ENOMEM. */
+static int elastic_decide(struct sim_state *st, int64_t t)
+{
+    struct sim_elastic *el = st->el;
+    pool_action_list_clear(&st->pactions);
+    int rc = autoscaler_decide(&st->as, &st->c, t, &st->pactions);
+    el->decisions++;
+    if (rc < 0)
+        return rc;
+    int usable = 0;
+    for (size_t i = 0; i < st->pactions.len; i++) {
+        const struct pool_action *a = &st->pactions.items[i];
+        struct sim_pool_stats *ps = &el->stats[a->pool];
+        if (log_scale(st, t, a->pool, (int)a->type, a->count, a->node_id, a->reason))
+            return TIDE_ENOMEM;
+        st->last_activity_ms = t;
+        if (a->type == POOL_CREATE) {
+            int64_t boot_ms = el->pools[a->pool].boot_time_s * 1000;
+            for (int k = 0; k < a->count; k++) {
+                if ((rc = add_pool_node(st, a->pool, NODE_PROVISIONING, t)))
+                    return rc;
+                ps->created++;
+                size_t node = st->nnodes - 1;
+                if (boot_ms == 0) {
+                    if ((rc = node_booted(st, node, t)) < 0)
+                        return TIDE_ENOMEM;
+                    usable++;
+                    continue;
+                }
+                struct sim_event ev = {.t_ms = t + boot_ms, .kind = SIM_EV_BOOT,
+                                       .job = (uint32_t)node};
+                if (sim_heap_push(&st->heap, ev) != 0)
+                    return TIDE_ENOMEM;
+            }
+            continue;
+        }
+        struct node *n = cluster_find_node(&st->c, a->node_id);
+        if (!n)
+            continue;
+        index_refresh(st, n);
+        size_t k = (size_t)(n->id - 1);
+        switch (a->type) {
+        case POOL_DRAIN: ps->drained++; break;
+        case POOL_UNDRAIN: ps->undrained++, usable++; break;
+        case POOL_RELEASE: ps->released++, node_gone(st, (int)k); break;
+        case POOL_FAIL: ps->failed++, node_gone(st, (int)k); break;
+        default: break;
+        }
+    }
+    return usable;
+}
+
+/* After the batch's passes: decide, and while that made nodes usable at
+ * once (no boot time, undrained), pass and decide again. */
+static int elastic_step(struct sim_state *st, int64_t t)
+{
+    for (int round = 0; round < 4; round++) {
+        int usable = elastic_decide(st, t);
+        if (usable <= 0)
+            return usable;
+        if (st->npending > 0) {
+            int rc = run_pass(st, t);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
 static void state_release(struct sim_state *st)
 {
     st->c.index = NULL; /* the scheduler's (keep_index) */
@@ -545,6 +817,8 @@ static void state_release(struct sim_state *st)
     free(st->slot_of);
     free(st->waiting);
     free(st->waiting_pos);
+    autoscaler_release(&st->as);
+    pool_action_list_release(&st->pactions);
 }
 
 int sim_run(const struct sim_config *cfg, const struct trace *trace, const struct sim_hooks *hooks,
@@ -596,7 +870,14 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         st.run[i].node = -1;
         st.waiting_pos[i] = -1;
     }
-    if ((rc = index_projects(&st)) || (rc = build_cluster(&st))) {
+    bool elastic = sim_config_elastic(cfg);
+    if (elastic && !(res->elastic = st.el = calloc(1, sizeof *st.el))) {
+        rc = tide_err_set(err, TIDE_ENOMEM, "", "out of memory");
+        goto out;
+    }
+    pool_action_list_init(&st.pactions);
+    if ((rc = index_projects(&st)) ||
+        (rc = elastic ? build_elastic_cluster(&st) : build_cluster(&st))) {
         tide_err_set(err, rc, "", "out of memory building the cluster");
         goto out;
     }
@@ -604,19 +885,37 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     size_t next = 0;
     for (;;) {
         const struct sim_event *top = sim_heap_peek(&st.heap);
-        if (next >= n && !top)
-            break;
+        if ((next >= n && !top) || (elastic && st.finished == n))
+            break; /* elastic: metering ends with the last job */
         int64_t t = next < n ? trace->jobs[next].submit_ms : INT64_MAX;
         if (top && top->t_ms < t)
             t = top->t_ms;
         integrate(&st, t);
-        bool changed = false, tick = false;
+        if (elastic && billing_tick(&st.el->billing, &st.c, st.el->pools, st.el->npools, t)) {
+            rc = TIDE_ENOMEM;
+            goto out;
+        }
+        bool changed = false, tick = false, pool_tick = false;
         struct sim_event ev;
         while ((top = sim_heap_peek(&st.heap)) && top->t_ms == t) {
             sim_heap_pop(&st.heap, &ev);
             if (ev.kind == SIM_EV_TICK) {
                 tick = true;
                 st.tick_pending = false;
+                continue;
+            }
+            if (ev.kind == SIM_EV_POOL) {
+                pool_tick = true;
+                st.pool_tick_pending = false;
+                continue;
+            }
+            if (ev.kind == SIM_EV_BOOT) {
+                int b = node_booted(&st, ev.job, t);
+                if (b < 0) {
+                    rc = TIDE_ENOMEM;
+                    goto out;
+                }
+                changed |= b > 0;
                 continue;
             }
             if (ev.gen != st.run[ev.job].gen || st.run[ev.job].node < 0)
@@ -626,6 +925,7 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
             if (t > res->makespan_ms)
                 res->makespan_ms = t;
             cluster_remove_job(&st.c, (int64_t)ev.job + 1);
+            telemetry_touched(&st);
             st.finished++;
             changed = true;
         }
@@ -652,8 +952,26 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
                     goto out;
             }
         }
-        if ((rc = push_sample(&st, t)))
+        if (elastic) {
+            if (changed)
+                st.last_activity_ms = t;
+            if ((rc = elastic_step(&st, t)))
+                goto out;
+        }
+        /* A pool look that changed nothing adds no sample (the timelines
+         * are steps between samples). */
+        bool quiet = pool_tick && !changed && !tick && st.last_activity_ms != t;
+        if (!quiet && (rc = push_sample(&st, t)))
             goto out;
+        if (elastic && !st.pool_tick_pending && st.finished < n &&
+            (st.nrunning > 0 || t - st.last_activity_ms < SIM_POOL_HORIZON_MS)) {
+            struct sim_event pt = {.t_ms = t + cfg->autoscale_interval_ms, .kind = SIM_EV_POOL};
+            if (sim_heap_push(&st.heap, pt) != 0) {
+                rc = TIDE_ENOMEM;
+                goto out;
+            }
+            st.pool_tick_pending = true;
+        }
         if (cfg->preempt && st.npending > 0 && st.nrunning > 0 && !st.tick_pending) {
             struct sim_event tk = {.t_ms = t + cfg->preempt_interval_ms, .kind = SIM_EV_TICK};
             if (sim_heap_push(&st.heap, tk) != 0) {
@@ -706,5 +1024,10 @@ void sim_result_release(struct sim_result *res)
     free(res->jobs);
     free(res->samples);
     free(res->projects);
+    if (res->elastic) {
+        billing_release(&res->elastic->billing);
+        free(res->elastic->events);
+        free(res->elastic);
+    }
     memset(res, 0, sizeof *res);
 }

@@ -9,12 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum sim_event_kind { SIM_EV_FINISH = 0, SIM_EV_TICK = 1 };
+/* BOOT: node (id in job) of an elastic pool is ready; POOL: the autoscaler's
+ * periodic look while something may change without an event. */
+enum sim_event_kind { SIM_EV_FINISH = 0, SIM_EV_TICK = 1, SIM_EV_BOOT = 2, SIM_EV_POOL = 3 };
 
 struct sim_event {
     int64_t t_ms;
     uint32_t kind;
-    uint32_t job; /* index into the trace */
+    uint32_t job; /* index into the trace (BOOT: node index) */
     uint32_t gen; /* the job's run generation: stale finishes are skipped */
 };
 

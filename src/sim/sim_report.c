@@ -88,8 +88,9 @@ static json_t *timeline_json(const struct sim_config *cfg, const struct sim_resu
         w = 1;
     size_t nb = (size_t)((end + w - 1) / w);
     double *q = calloc(nb, sizeof *q), *u = calloc(nb, sizeof *u), *fp = calloc(nb, sizeof *fp);
-    if (!q || !u || !fp) {
-        free(q), free(u), free(fp);
+    double *pv = calloc(nb, sizeof *pv);
+    if (!q || !u || !fp || !pv) {
+        free(q), free(u), free(fp), free(pv);
         return NULL;
     }
     for (size_t i = 0; i < res->nsamples; i++) {
@@ -104,6 +105,7 @@ static json_t *timeline_json(const struct sim_config *cfg, const struct sim_resu
             q[k] += s->queued * d;
             u[k] += s->gpus_used * d;
             fp[k] += s->free_partial * d;
+            pv[k] += s->gpus_provisioned * d;
             a = stop;
         }
     }
@@ -112,21 +114,136 @@ static json_t *timeline_json(const struct sim_config *cfg, const struct sim_resu
         price_gpu_ms_total += (int64_t)res->gpus_provisioned_by_pool[p] * cfg->pools[p].price_per_gpu_hour_micros;
     json_t *t_s = json_array(), *qa = json_array(), *ua = json_array(), *pa = json_array(),
            *fa = json_array(), *ca = json_array();
+    size_t si = 0; /* elastic: the last sample at or before a bucket's end */
     for (size_t k = 0; k < nb; k++) {
         int64_t a = (int64_t)k * w, b = a + w < end ? a + w : end;
         double d = (double)(b - a);
-        double free_gpus = res->gpus_provisioned - u[k] / d;
+        double prov = res->elastic ? pv[k] / d : (double)res->gpus_provisioned;
+        double free_gpus = prov - u[k] / d;
         json_array_append_new(t_s, json_real(ms_to_s(a)));
         json_array_append_new(qa, json_real(q[k] / d));
         json_array_append_new(ua, json_real(u[k] / d));
-        json_array_append_new(pa, json_integer(res->gpus_provisioned));
         json_array_append_new(fa, json_real(free_gpus > 0 ? fp[k] / d / free_gpus : 0.0));
-        json_array_append_new(ca, json_integer((json_int_t)((__int128)price_gpu_ms_total * b / 3600000)));
+        if (!res->elastic) {
+            json_array_append_new(pa, json_integer(res->gpus_provisioned));
+            json_array_append_new(ca, json_integer((json_int_t)((__int128)price_gpu_ms_total * b / 3600000)));
+            continue;
+        }
+        while (si + 1 < res->nsamples && res->samples[si + 1].t_ms <= b)
+            si++;
+        json_array_append_new(pa, json_real(prov));
+        json_array_append_new(ca, json_integer(res->nsamples ? res->samples[si].cost_micros : 0));
     }
-    free(q), free(u), free(fp);
+    free(q), free(u), free(fp), free(pv);
     return json_pack("{s:f, s:o, s:o, s:o, s:o, s:o, s:o}", "bucket_s", ms_to_s(w), "t_s", t_s,
                      "queued", qa, "gpus_used", ua, "gpus_provisioned", pa,
                      "fragmentation", fa, "cost_cum_micros", ca);
+}
+
+/* Elastic runs: cost from the core's billing (by pool, billing kind and
+ * project), and what the autoscaler did. */
+static json_t *elastic_cost_json(const struct sim_result *res, int64_t *allocated_out)
+{
+    const struct sim_elastic *el = res->elastic;
+    const struct billing *b = &el->billing;
+    int64_t total = 0, idle = 0, by_kind[4] = {0};
+    json_t *by_pool = json_array();
+    for (int p = 0; p < el->npools; p++) {
+        const struct pool *pool = &el->pools[p];
+        int64_t c = billing_pool_cost_micros(b, el->pools, p);
+        int64_t i = billing_pool_idle_cost_micros(b, el->pools, p);
+        total += c;
+        idle += i;
+        if ((unsigned)pool->billing < 4)
+            by_kind[pool->billing] += c;
+        json_array_append_new(
+            by_pool,
+            json_pack("{s:s, s:s, s:f, s:f, s:f, s:I, s:I, s:I}", "pool", pool->name, "billing",
+                      billing_kind_name(pool->billing), "node_hours",
+                      (double)b->pools[p].node_ms / 3600000.0, "gpu_hours_provisioned",
+                      (double)el->gpu_ms_provisioned_by_pool[p] / 3600000.0, "gpu_hours_allocated",
+                      (double)b->pools[p].gpu_ms / 3600000.0, "cost_micros", (json_int_t)c,
+                      "allocated_micros", (json_int_t)(c - i), "idle_micros", (json_int_t)i));
+    }
+    json_t *kinds = json_object();
+    for (int k = 0; k < 4; k++)
+        json_object_set_new(kinds, billing_kind_name((enum billing_kind)k), json_integer(by_kind[k]));
+    json_t *by_project = json_array();
+    for (size_t i = 0; i < res->nprojects; i++) {
+        const struct sim_project *pr = &res->projects[i];
+        int64_t gpu_ms = 0, c = 0;
+        for (size_t u = 0; u < b->nusage; u++)
+            if (!strcmp(b->usage[u].project, pr->name)) {
+                gpu_ms += b->usage[u].gpu_ms;
+                c += billing_usage_cost_micros(b, el->pools, &b->usage[u]);
+            }
+        json_array_append_new(by_project, json_pack("{s:s, s:I, s:f, s:I}", "project", pr->name,
+                                                    "jobs", (json_int_t)pr->jobs, "gpu_hours",
+                                                    (double)gpu_ms / 3600000.0, "cost_micros",
+                                                    (json_int_t)c));
+    }
+    *allocated_out = total - idle;
+    return json_pack(
+        "{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o}", "billing", "core", "note",
+        "metered by the core's billing (src/core/billing.c) from 0 to the last finish: "
+        "per node by billing kind, attributed to projects by GPU-time, the rest idle",
+        "total_micros", (json_int_t)total, "allocated_micros", (json_int_t)(total - idle),
+        "idle_micros", (json_int_t)idle, "by_kind", kinds, "by_pool", by_pool, "by_project",
+        by_project);
+}
+
+static json_t *elastic_json(const struct sim_result *res)
+{
+    const struct sim_elastic *el = res->elastic;
+    json_t *pools = json_array();
+    for (int p = 0; p < el->npools; p++) {
+        const struct sim_pool_stats *s = &el->stats[p];
+        json_array_append_new(
+            pools, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:f}", "pool",
+                             el->pools[p].name, "created", (json_int_t)s->created, "ready",
+                             (json_int_t)s->ready, "drained", (json_int_t)s->drained, "undrained",
+                             (json_int_t)s->undrained, "released", (json_int_t)s->released,
+                             "failed", (json_int_t)s->failed, "peak_nodes", s->peak_nodes,
+                             "node_hours", (double)el->billing.pools[p].node_ms / 3600000.0));
+    }
+    json_t *events = json_array();
+    for (size_t i = 0; i < el->nevents; i++) {
+        const struct sim_scale_event *e = &el->events[i];
+        const char *type = e->type == SIM_SCALE_READY
+                               ? "ready"
+                               : pool_action_type_name((enum pool_action_type)e->type);
+        json_array_append_new(events, json_pack("{s:f, s:s, s:s, s:i, s:I, s:s}", "t_s",
+                                                ms_to_s(e->t_ms), "pool", el->pools[e->pool].name,
+                                                "action", type, "count", e->count, "node",
+                                                (json_int_t)e->node_id, "reason", e->reason));
+    }
+    return json_pack("{s:o, s:I, s:I, s:I, s:o}", "pools", pools, "decisions",
+                     (json_int_t)el->decisions, "scale_events_total",
+                     (json_int_t)el->events_total, "scale_events_kept", (json_int_t)el->nevents,
+                     "scale_events", events);
+}
+
+static json_t *pool_config_json(const struct sim_pool *pl)
+{
+    if (!pl->elastic)
+        return json_pack("{s:s, s:i, s:i, s:s, s:I, s:I}", "name", pl->name, "nodes", pl->nodes,
+                         "gpus_per_node", pl->gpus_per_node, "gpu_model", pl->gpu_model,
+                         "gpu_memory_mib", (json_int_t)pl->gpu_memory_mib,
+                         "price_per_gpu_hour_micros", (json_int_t)pl->price_per_gpu_hour_micros);
+    const struct pool *c = &pl->core;
+    int64_t node_price = pl->price_per_node_hour_set ? c->price_per_node_hour_micros
+                                                     : pl->price_per_gpu_hour_micros * pl->gpus_per_node;
+    return json_pack(
+        "{s:s, s:b, s:i, s:i, s:i, s:s, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:I}",
+        "name", pl->name, "elastic", 1, "min_nodes", c->min_nodes, "max_nodes", c->max_nodes,
+        "gpus_per_node", pl->gpus_per_node, "gpu_model", pl->gpu_model, "gpu_memory_mib",
+        (json_int_t)pl->gpu_memory_mib, "boot_time_s", (json_int_t)c->boot_time_s,
+        "boot_timeout_s", (json_int_t)c->boot_timeout_s, "billing", billing_kind_name(c->billing),
+        "price_per_node_hour_micros", (json_int_t)node_price, "spot_price_per_node_hour_micros",
+        (json_int_t)c->spot_price_per_node_hour_micros, "pack_gpu_hours",
+        (json_int_t)c->pack_gpu_hours, "scale_up_delay_s", (json_int_t)c->scale_up_delay_s,
+        "scale_down_window_s", (json_int_t)c->scale_down_window_s, "scale_down_utilization",
+        c->scale_down_utilization_pct, "cooldown_s", (json_int_t)c->cooldown_s);
 }
 
 json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
@@ -134,12 +251,7 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
 {
     json_t *pools = json_array();
     for (int p = 0; p < cfg->npools; p++) {
-        const struct sim_pool *pl = &cfg->pools[p];
-        json_array_append_new(
-            pools, json_pack("{s:s, s:i, s:i, s:s, s:I, s:I}", "name", pl->name, "nodes", pl->nodes,
-                             "gpus_per_node", pl->gpus_per_node, "gpu_model", pl->gpu_model,
-                             "gpu_memory_mib", (json_int_t)pl->gpu_memory_mib,
-                             "price_per_gpu_hour_micros", (json_int_t)pl->price_per_gpu_hour_micros));
+        json_array_append_new(pools, pool_config_json(&cfg->pools[p]));
     }
     json_t *config = json_pack("{s:s, s:s, s:s, s:b, s:b, s:I, s:I, s:b, s:o}", "name", cfg->name,
                                "policy", cfg->policy, "placement", cfg->placement, "backfill",
@@ -147,6 +259,9 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
                                (json_int_t)(cfg->preempt_interval_ms / 1000), "preempt_overhead_s",
                                (json_int_t)(cfg->preempt_overhead_ms / 1000), "oracle_runtime",
                                cfg->oracle_runtime, "pools", pools);
+    if (res->elastic)
+        json_object_set_new(config, "autoscale_interval_s",
+                            json_integer(cfg->autoscale_interval_ms / 1000));
     json_t *drops = json_array();
     for (int i = 0; i < trace->ndrops; i++)
         json_array_append_new(drops, json_pack("{s:s, s:I, s:I}", "reason", trace->drops[i].reason,
@@ -168,7 +283,8 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
     }
     json_t *all = job_stats(res, 0, 1 << 30);
 
-    int64_t provisioned_gpu_ms = (int64_t)res->gpus_provisioned * res->makespan_ms;
+    int64_t provisioned_gpu_ms = res->elastic ? res->elastic->gpu_ms_provisioned
+                                              : (int64_t)res->gpus_provisioned * res->makespan_ms;
     int64_t total = 0, allocated = 0;
     json_t *by_pool = json_array();
     for (int p = 0; p < cfg->npools; p++) {
@@ -197,12 +313,19 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
                                                     (double)gpu_ms / 3600000.0, "cost_micros",
                                                     (json_int_t)c));
     }
-    json_t *cost = json_pack(
-        "{s:s, s:s, s:I, s:I, s:I, s:o, s:o}", "billing", "on_demand", "note",
-        "on-demand prices only, for a fixed-size cluster; reserved, spot and pack billing, "
-        "elastic pools, scale events and budgets are not simulated yet (separate issue)",
-        "total_micros", (json_int_t)total, "allocated_micros", (json_int_t)allocated, "idle_micros",
-        (json_int_t)(total - allocated), "by_pool", by_pool, "by_project", by_project);
+    json_t *cost = NULL;
+    if (res->elastic) {
+        json_decref(by_pool);
+        json_decref(by_project);
+        cost = elastic_cost_json(res, &allocated);
+    } else {
+        cost = json_pack(
+            "{s:s, s:s, s:I, s:I, s:I, s:o, s:o}", "billing", "on_demand", "note",
+            "on-demand prices only, for a fixed-size cluster; reserved, spot and pack billing, "
+            "elastic pools, scale events and budgets are not simulated yet (separate issue)",
+            "total_micros", (json_int_t)total, "allocated_micros", (json_int_t)allocated, "idle_micros",
+            (json_int_t)(total - allocated), "by_pool", by_pool, "by_project", by_project);
+    }
 
     long done = 0;
     for (size_t i = 0; i < res->njobs; i++)
@@ -230,6 +353,8 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
         "fragmentation", frag, "preemptions", (json_int_t)res->preemptions, "cost", cost,
         "scheduler", sched, "timeline", timeline_json(cfg, res));
     json_decref(all);
+    if (res->elastic)
+        json_object_set_new(root, "elastic", elastic_json(res));
     return root;
 }
 

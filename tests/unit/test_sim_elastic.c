@@ -1,0 +1,232 @@
+/* Elastic runs of the simulator: the core's autoscaler and billing on a
+ * virtual clock (src/sim/sim_driver.c), on a trace worked out by hand. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sim/sim.h"
+#include "sim/trace.h"
+
+static struct trace_job tj(int64_t submit_s, int64_t duration_s, int gpus, const char *project)
+{
+    struct trace_job j = {.submit_ms = submit_s * 1000, .duration_ms = duration_s * 1000,
+                          .gpus = gpus};
+    snprintf(j.project, sizeof j.project, "%s", project);
+    snprintf(j.queue, sizeof j.queue, "default");
+    return j;
+}
+
+/* One elastic pool of 2-GPU nodes, 0 to 2 of them, 60 s to boot, 3.60 per
+ * node-hour (1,000 millionths a second), released after 300 s idle. */
+static void burst_config(struct sim_config *cfg)
+{
+    struct tide_err err = {0};
+    sim_config_defaults(cfg);
+    json_error_t jerr;
+    json_t *root = json_loads(
+        "{\"name\": \"burst\", \"pools\": [{\"name\": \"burst\", \"gpus_per_node\": 2,"
+        " \"gpu_model\": \"V100\", \"gpu_memory\": 16384, \"min_nodes\": 0, \"max_nodes\": 2,"
+        " \"boot_time_s\": 60, \"price_per_node_hour\": 3.60, \"billing\": \"on_demand\","
+        " \"scale_down_window_s\": 300, \"cooldown_s\": 0}]}",
+        0, &jerr);
+    assert_non_null(root);
+    assert_int_equal(sim_config_from_json(cfg, root, &err), 0);
+    json_decref(root);
+    assert_int_equal(sim_config_validate(cfg, &err), 0);
+    assert_true(sim_config_elastic(cfg));
+}
+
+static const json_t *at(const json_t *root, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(root, a);
+    if (b)
+        v = json_object_get(v, b);
+    assert_non_null(v);
+    return v;
+}
+
+/*
+ * Jobs A (project a, 2 GPUs, 1 h) and B (project b, 2 GPUs, 30 min) arrive
+ * at 0 on an empty pool. The autoscaler creates 2 nodes at 0 (one per job);
+ * they are ready at 60 s, A and B start there. B ends at 1,860 s; its node
+ * is idle from then and released 300 s later, at 2,160 s. A ends at
+ * 3,660 s, the last finish, where metering stops. Node-time: 3,660 + 2,160
+ * = 5,820 s (1.6167 node-hours), 5.82 at 1,000 a second. GPU-time used:
+ * A 7,200 GPU-s (3.60), B 3,600 GPU-s (1.80); the remaining 840 of 11,640
+ * GPU-s are idle (0.42). JCTs 3,660 and 1,860; both waited 60 s.
+ */
+static void test_elastic_burst_matches_hand_computed_nodes_and_cost(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct trace_job a = tj(0, 3600, 2, "a"), b = tj(0, 1800, 2, "b");
+    assert_int_equal(trace_push(&t, &a), 0);
+    assert_int_equal(trace_push(&t, &b), 0);
+    struct sim_config cfg;
+    burst_config(&cfg);
+    struct sim_result res;
+    struct tide_err err = {0};
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    assert_non_null(res.elastic);
+    assert_int_equal(res.jobs[0].first_start_ms, 60000);
+    assert_int_equal(res.jobs[1].first_start_ms, 60000);
+    assert_int_equal(res.jobs[0].finish_ms, 3660000);
+    assert_int_equal(res.jobs[1].finish_ms, 1860000);
+    assert_int_equal(res.makespan_ms, 3660000);
+    const struct sim_pool_stats *ps = &res.elastic->stats[0];
+    assert_int_equal(ps->created, 2);
+    assert_int_equal(ps->ready, 2);
+    assert_int_equal(ps->released, 1);
+    assert_int_equal(ps->peak_nodes, 2);
+    assert_int_equal(res.elastic->billing.pools[0].node_ms, 5820000);
+    assert_int_equal(res.elastic->billing.pools[0].gpu_ms, 10800000);
+    assert_int_equal(res.elastic->gpu_ms_provisioned, 11640000);
+    /* Scale events: create 2 at 0, both ready at 60, drain + release at 2,160. */
+    assert_int_equal(res.elastic->nevents, 5);
+    assert_int_equal(res.elastic->events[0].type, POOL_CREATE);
+    assert_int_equal(res.elastic->events[0].count, 2);
+    assert_int_equal(res.elastic->events[0].t_ms, 0);
+    assert_int_equal(res.elastic->events[1].type, SIM_SCALE_READY);
+    assert_int_equal(res.elastic->events[2].t_ms, 60000);
+    assert_int_equal(res.elastic->events[3].type, POOL_DRAIN);
+    assert_int_equal(res.elastic->events[4].type, POOL_RELEASE);
+    assert_int_equal(res.elastic->events[4].t_ms, 2160000);
+
+    json_t *r = sim_report_json(&cfg, &t, "burst", &res);
+    const json_t *cost = at(r, "cost", NULL);
+    assert_int_equal(json_integer_value(at(cost, "total_micros", NULL)), 5820000);
+    assert_int_equal(json_integer_value(at(cost, "idle_micros", NULL)), 420000);
+    assert_int_equal(json_integer_value(at(cost, "allocated_micros", NULL)), 5400000);
+    assert_int_equal(json_integer_value(at(cost, "by_kind", "on_demand")), 5820000);
+    assert_int_equal(json_integer_value(at(cost, "by_kind", "reserved")), 0);
+    const json_t *pr = at(cost, "by_project", NULL);
+    assert_int_equal(json_array_size(pr), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(pr, 0), "project")), "a");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(pr, 0), "cost_micros")), 3600000);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(pr, 1), "cost_micros")), 1800000);
+    const json_t *pool = json_array_get(at(cost, "by_pool", NULL), 0);
+    assert_true(json_real_value(json_object_get(pool, "node_hours")) == 5820.0 / 3600.0);
+    assert_int_equal(json_integer_value(at(r, "elastic", "scale_events_total")), 5);
+    assert_true(json_real_value(at(r, "utilisation", "allocated_fraction")) == 10800.0 / 11640.0);
+    assert_int_equal(json_integer_value(at(r, "gpus_provisioned", NULL)), 4);
+    json_decref(r);
+    sim_result_release(&res);
+    trace_release(&t);
+}
+
+/* A reserved pool is billed for min_nodes whether used or not; a second,
+ * on-demand pool takes the overflow. One reserved node (1.00 per hour, 1
+ * GPU) exists from 0; jobs of 1 GPU: X 0-2 h on it, Y at 0 for 1 h goes to
+ * a new on-demand node (2.00 per hour, boot 0), released 300 s after Y
+ * ends. Reserved: 2 h = 2.00; on demand: 1 h + 300 s = 2.1667 (2,166,666). */
+static void test_reserved_and_on_demand_by_kind(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct trace_job x = tj(0, 7200, 1, "x"), y = tj(0, 3600, 1, "y");
+    assert_int_equal(trace_push(&t, &x), 0);
+    assert_int_equal(trace_push(&t, &y), 0);
+    struct sim_config cfg;
+    struct tide_err err = {0};
+    sim_config_defaults(&cfg);
+    json_error_t jerr;
+    json_t *root = json_loads(
+        "{\"pools\": [{\"name\": \"res\", \"gpus_per_node\": 1, \"min_nodes\": 1, \"max_nodes\": 1,"
+        " \"billing\": \"reserved\", \"price_per_node_hour\": 1},"
+        " {\"name\": \"od\", \"gpus_per_node\": 1, \"max_nodes\": 4, \"boot_time_s\": 0,"
+        " \"price_per_node_hour\": \"2.00\", \"scale_down_window_s\": 300, \"cooldown_s\": 0}]}",
+        0, &jerr);
+    assert_non_null(root);
+    assert_int_equal(sim_config_from_json(&cfg, root, &err), 0);
+    json_decref(root);
+    struct sim_result res;
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    assert_int_equal(res.jobs[0].first_start_ms, 0);
+    assert_int_equal(res.jobs[1].first_start_ms, 0);
+    assert_int_equal(res.makespan_ms, 7200000);
+    assert_int_equal(res.elastic->stats[1].created, 1);
+    assert_int_equal(res.elastic->stats[1].released, 1);
+    json_t *r = sim_report_json(&cfg, &t, "mix", &res);
+    assert_int_equal(json_integer_value(at(at(r, "cost", NULL), "by_kind", "reserved")), 2000000);
+    assert_int_equal(json_integer_value(at(at(r, "cost", NULL), "by_kind", "on_demand")), 2166666);
+    assert_int_equal(json_integer_value(at(r, "cost", "total_micros")), 4166666);
+    json_decref(r);
+    sim_result_release(&res);
+    trace_release(&t);
+}
+
+/* Same trace and config twice: the same report, byte for byte. */
+static void test_elastic_run_is_deterministic(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    for (int i = 0; i < 200; i++) {
+        struct trace_job j = tj(i * 25, 300 + (i * 7919) % 4000, 1 + (i % 2), i % 3 ? "p" : "q");
+        assert_int_equal(trace_push(&t, &j), 0);
+    }
+    struct sim_config cfg;
+    burst_config(&cfg);
+    cfg.pools[0].core.max_nodes = 5;
+    char *out[2];
+    for (int k = 0; k < 2; k++) {
+        struct sim_result res;
+        struct tide_err err = {0};
+        assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+        assert_true(res.elastic->stats[0].created >= 5);
+        json_t *r = sim_report_json(&cfg, &t, "det", &res);
+        out[k] = json_dumps(r, JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+        json_decref(r);
+        sim_result_release(&res);
+    }
+    assert_string_equal(out[0], out[1]);
+    free(out[0]);
+    free(out[1]);
+    trace_release(&t);
+}
+
+/* Elastic keys need max_nodes; nodes and max_nodes do not mix. */
+static void test_elastic_config_errors(void **state)
+{
+    (void)state;
+    const char *bad[] = {
+        "{\"pools\": [{\"name\": \"p\", \"min_nodes\": 1}]}",
+        "{\"pools\": [{\"name\": \"p\", \"nodes\": 2, \"max_nodes\": 3}]}",
+        "{\"pools\": [{\"name\": \"p\", \"max_nodes\": 3, \"billing\": \"barter\"}]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct sim_config cfg;
+        sim_config_defaults(&cfg);
+        json_error_t jerr;
+        json_t *root = json_loads(bad[i], 0, &jerr);
+        struct tide_err err = {0};
+        assert_int_equal(sim_config_from_json(&cfg, root, &err), TIDE_EINVAL);
+        json_decref(root);
+    }
+    struct sim_config cfg;
+    sim_config_defaults(&cfg);
+    json_error_t jerr;
+    json_t *root = json_loads("{\"pools\": [{\"name\": \"p\", \"max_nodes\": 1, \"min_nodes\": 2}]}", 0, &jerr);
+    struct tide_err err = {0};
+    assert_int_equal(sim_config_from_json(&cfg, root, &err), 0);
+    assert_int_equal(sim_config_validate(&cfg, &err), TIDE_EINVAL);
+    json_decref(root);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_elastic_burst_matches_hand_computed_nodes_and_cost),
+        cmocka_unit_test(test_reserved_and_on_demand_by_kind),
+        cmocka_unit_test(test_elastic_run_is_deterministic),
+        cmocka_unit_test(test_elastic_config_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
