@@ -89,6 +89,46 @@ static void chart(FILE *out, json_t *const *reports, size_t n, const char *title
     fputs("</svg>\n", out);
 }
 
+static void money_cell(FILE *out, long long micros)
+{
+    fprintf(out, "<td>%lld.%02lld</td>", micros / 1000000, (micros % 1000000) / 10000);
+}
+
+/* Elastic runs: per pool, billing kind, nodes created and released, peak,
+ * node-hours, cost and idle cost. */
+static void elastic_table(FILE *out, json_t *const *reports, size_t n)
+{
+    fputs("<h2>Elastic pools</h2>\n<table><tr><th>run</th><th>pool</th><th>billing</th>"
+          "<th>created</th><th>released</th><th>peak nodes</th><th>node-hours</th><th>cost</th>"
+          "<th>idle</th></tr>\n",
+          out);
+    for (size_t r = 0; r < n; r++) {
+        const json_t *el = json_object_get(reports[r], "elastic");
+        const json_t *bp = json_object_get(json_object_get(reports[r], "cost"), "by_pool");
+        size_t i;
+        const json_t *p;
+        json_array_foreach(json_object_get(el, "pools"), i, p)
+        {
+            const json_t *c = json_array_get(bp, i);
+            fputs("<tr><td>", out);
+            html_text(out, json_string_value(json_object_get(json_object_get(reports[r], "config"), "name")));
+            fputs("</td><td>", out);
+            html_text(out, json_string_value(json_object_get(p, "pool")));
+            fputs("</td><td>", out);
+            html_text(out, json_string_value(json_object_get(c, "billing")));
+            fprintf(out, "</td><td>%lld</td><td>%lld</td><td>%lld</td><td>%.1f</td>",
+                    (long long)json_integer_value(json_object_get(p, "created")),
+                    (long long)json_integer_value(json_object_get(p, "released")),
+                    (long long)json_integer_value(json_object_get(p, "peak_nodes")),
+                    json_number_value(json_object_get(p, "node_hours")));
+            money_cell(out, (long long)json_integer_value(json_object_get(c, "cost_micros")));
+            money_cell(out, (long long)json_integer_value(json_object_get(c, "idle_micros")));
+            fputs("</tr>\n", out);
+        }
+    }
+    fputs("</table>\n", out);
+}
+
 int sim_report_html(FILE *out, json_t *const *reports, size_t n)
 {
     fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tide sim report</title>\n"
@@ -124,15 +164,26 @@ int sim_report_html(FILE *out, json_t *const *reports, size_t n)
                 (cost % 1000000) / 10000);
     }
     fputs("</table>\n", out);
+    bool elastic = false;
+    for (size_t r = 0; r < n; r++)
+        elastic |= json_object_get(reports[r], "elastic") != NULL;
+    if (elastic)
+        elastic_table(out, reports, n);
     chart(out, reports, n, "Queue length (pending jobs)", "queued", NULL, 1.0, "jobs");
     chart(out, reports, n, "GPUs in use (solid) vs provisioned (dashed)", "gpus_used",
           "gpus_provisioned", 1.0, "GPUs");
-    chart(out, reports, n, "Cost over time (on-demand, cumulative)", "cost_cum_micros", NULL, 1e-6,
-          "");
+    chart(out, reports, n,
+          elastic ? "Cost over time (billed, cumulative)" : "Cost over time (on-demand, cumulative)",
+          "cost_cum_micros", NULL, 1e-6, "");
     chart(out, reports, n, "Fragmentation (free GPUs on partly used nodes / free GPUs)",
           "fragmentation", NULL, 1.0, "");
-    fputs("<p>Cost counts on-demand prices only; other billing kinds and elastic pools are not "
-          "simulated yet.</p>\n</body></html>\n",
-          out);
+    if (elastic)
+        fputs("<p>Elastic runs: cost metered by the core's billing per node and billing kind, "
+              "from 0 to the last finish; fixed-size runs: on-demand prices.</p>\n</body></html>\n",
+              out);
+    else
+        fputs("<p>Cost counts on-demand prices only; other billing kinds and elastic pools are not "
+              "simulated yet.</p>\n</body></html>\n",
+              out);
     return ferror(out) ? -1 : 0;
 }

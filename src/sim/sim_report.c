@@ -414,6 +414,38 @@ static void cell(char *out, size_t size, const json_t *r, int row)
     }
 }
 
+/* Elastic runs' extra rows: nodes created and released, node-hours and
+ * cost by billing kind (a fixed-size run's column shows -). */
+static void elastic_rows(FILE *out, json_t *const *reports, size_t n)
+{
+    for (int row = 0; row < 7; row++) {
+        static const char *const labels[] = {"nodes created",  "nodes released", "node-hours",
+                                             "  cost on_demand", "  cost reserved", "  cost spot",
+                                             "  cost pack"};
+        fprintf(out, "%-24s", labels[row]);
+        for (size_t i = 0; i < n; i++) {
+            const json_t *el = json_object_get(reports[i], "elastic");
+            char c[48] = "-";
+            if (el && row < 3) {
+                double sum = 0;
+                size_t k;
+                const json_t *p;
+                json_array_foreach(json_object_get(el, "pools"), k, p)
+                    sum += json_number_value(json_object_get(
+                        p, row == 0 ? "created" : row == 1 ? "released" : "node_hours"));
+                snprintf(c, sizeof c, row == 2 ? "%.1f" : "%.0f", sum);
+            } else if (el)
+                money(c, sizeof c,
+                      num(reports[i], row == 3   ? "cost.by_kind.on_demand"
+                                      : row == 4 ? "cost.by_kind.reserved"
+                                      : row == 5 ? "cost.by_kind.spot"
+                                                 : "cost.by_kind.pack"));
+            fprintf(out, " %16s", c);
+        }
+        fputc('\n', out);
+    }
+}
+
 void sim_report_compare(FILE *out, json_t *const *reports, size_t n)
 {
     fprintf(out, "%-24s", "");
@@ -431,8 +463,12 @@ void sim_report_compare(FILE *out, json_t *const *reports, size_t n)
         fprintf(out, " %16.16s", p);
     }
     fputc('\n', out);
+    bool elastic = false;
+    for (size_t i = 0; i < n; i++)
+        elastic |= json_object_get(reports[i], "elastic") != NULL;
     for (size_t row = 0; row < sizeof rows / sizeof rows[0]; row++) {
-        fprintf(out, "%-24s", rows[row].label);
+        fprintf(out, "%-24s", elastic && rows[row].kind == 3 && row + 1 < sizeof rows / sizeof rows[0]
+                                  ? "cost (billed)" : rows[row].label);
         for (size_t i = 0; i < n; i++) {
             char c[48];
             cell(c, sizeof c, reports[i], (int)row);
@@ -440,6 +476,8 @@ void sim_report_compare(FILE *out, json_t *const *reports, size_t n)
         }
         fputc('\n', out);
     }
+    if (elastic)
+        elastic_rows(out, reports, n);
 }
 
 void sim_report_table(FILE *out, const json_t *report)

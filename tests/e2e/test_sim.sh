@@ -56,6 +56,30 @@ grep -q "unknown policy 'lottery'" "$dir/e.err" || fail "bad policy message"
 "$tide" sim --synthetic 500 --seed 3 --nodes 4 --policy las --json --quiet >"$dir/s2.json"
 cmp -s "$dir/s1.json" "$dir/s2.json" || fail "synthetic runs differ"
 
+# Elastic: the burst of test_sim_elastic.c through the CLI, twice, same bytes;
+# the example config loads and runs.
+for k in 1 2; do
+  "$tide" sim --trace "$data/sim/elastic.csv" --format csv --config "$data/sim/elastic.yaml" \
+    --out "$dir/el$k" >"$dir/el$k.txt" || fail "elastic run $k"
+done
+cmp -s "$dir/el1/report.json" "$dir/el2/report.json" || fail "elastic report.json differs between runs"
+python3 - "$dir/el1/report.json" <<'PY' || fail "elastic report numbers"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = r["cost"]
+assert c["total_micros"] == 5820000 and c["idle_micros"] == 420000, c
+assert c["by_kind"]["on_demand"] == 5820000, c["by_kind"]
+assert [p["cost_micros"] for p in c["by_project"]] == [3600000, 1800000], c["by_project"]
+p = r["elastic"]["pools"][0]
+assert p["created"] == 2 and p["released"] == 1 and p["peak_nodes"] == 2, p
+assert abs(p["node_hours"] - 5820 / 3600) < 1e-6, p
+assert [e["action"] for e in r["elastic"]["scale_events"]] == ["create", "ready", "ready", "drain", "release"]
+PY
+grep -q "nodes created" "$dir/el1.txt" || fail "no elastic rows in the table"
+grep -q "Elastic pools" "$dir/el1/report.html" || fail "no elastic table in report.html"
+"$tide" sim --synthetic 300 --seed 1 --config "$data/../../examples/sim/elastic.yaml" --quiet --json \
+  >"$dir/ex.json" || fail "examples/sim/elastic.yaml"
+
 "$tide" sim --help >"$dir/help.txt"
 for flag in --trace --format --max-jobs --synthetic --seed --arrival-rate --size-mix --min-duration \
   --max-duration --config --nodes --gpus-per-node --gpu-model --gpu-memory --price --policy \
