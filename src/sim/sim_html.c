@@ -182,8 +182,8 @@ int sim_report_html(FILE *out, json_t *const *reports, size_t n)
               "from 0 to the last finish; fixed-size runs: on-demand prices.</p>\n</body></html>\n",
               out);
     else
-        fputs("<p>Cost counts on-demand prices only; other billing kinds and elastic pools are not "
-              "simulated yet.</p>\n</body></html>\n",
+        fputs("<p>A fixed-size cluster at on-demand prices; pools with max_nodes run elastic, "
+              "metered by the core's billing.</p>\n</body></html>\n",
               out);
     return ferror(out) ? -1 : 0;
 }

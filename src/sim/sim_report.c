@@ -321,8 +321,8 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
     } else {
         cost = json_pack(
             "{s:s, s:s, s:I, s:I, s:I, s:o, s:o}", "billing", "on_demand", "note",
-            "on-demand prices only, for a fixed-size cluster; reserved, spot and pack billing, "
-            "elastic pools, scale events and budgets are not simulated yet (separate issue)",
+            "fixed-size cluster at on-demand prices; give a pool max_nodes for an elastic run "
+            "metered by the core's billing (reserved, spot, pack); budgets are not simulated yet",
             "total_micros", (json_int_t)total, "allocated_micros", (json_int_t)allocated, "idle_micros",
             (json_int_t)(total - allocated), "by_pool", by_pool, "by_project", by_project);
     }
