@@ -275,6 +275,30 @@ def test_a_failing_gang_member_stops_the_others_and_fails_the_job():
         assert all(g["job_id"] is None for n in c.api("GET", "/v1/nodes")["nodes"] for g in n["gpus"])
 
 
+def test_placement_and_order_policies_are_chosen_in_tide_yaml():
+    def nodes_of_two_jobs(placement):
+        cfg = f"scheduler:\n  placement: {placement}\n"
+        with Cluster(agents=2, fake_gpus="4xH200:141GB", config=cfg) as c:
+            ids = [c.submit(command=["sleep", "3"], gpus=1)["id"] for _ in range(2)]
+            for i in ids:
+                c.wait_state(i, "running")
+            nodes = [c.job(i)["node"] for i in ids]
+            for i in ids:
+                c.api("DELETE", f"/v1/jobs/{i}")
+            return nodes
+    packed, spread = nodes_of_two_jobs("binpack"), nodes_of_two_jobs("spread")
+    assert packed[0] == packed[1], packed        # binpack fills one node first
+    assert spread[0] != spread[1], spread        # spread uses both
+    # sjf: with one GPU free, the shorter of two waiting jobs goes first.
+    with Cluster(agents=1, fake_gpus="1xT4:16GB", config="scheduler:\n  policy: sjf\n") as c:
+        blocker = c.submit(command=["sleep", "2"], gpus=1)
+        c.wait_state(blocker["id"], "running")
+        long = c.submit(command=["sleep", "1"], gpus=1, est_runtime=600)
+        short = c.submit(command=["sleep", "1"], gpus=1, est_runtime=5)
+        final = c.wait_final([blocker["id"], long["id"], short["id"]], 40)
+        assert final[short["id"]]["start_time"] < final[long["id"]]["start_time"], final
+
+
 if __name__ == "__main__":
     run_tests([
         test_unknown_queue_and_out_of_range_priority_are_refused,
@@ -291,4 +315,5 @@ if __name__ == "__main__":
         test_borrowed_gpus_are_taken_back_when_the_owner_needs_them,
         test_gang_job_spans_nodes_all_or_nothing,
         test_a_failing_gang_member_stops_the_others_and_fails_the_job,
+        test_placement_and_order_policies_are_chosen_in_tide_yaml,
     ])
