@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/args.h"
 #include "cli/client.h"
 #include "cli/fmt.h"
 #include "cli/report.h"
+#include "cli/list_command.h"
 #include "cli/roles.h"
 #include "cli/table.h"
 
@@ -16,11 +16,6 @@ static const char pools_usage[] =
     "Lists elastic pools: node shape, provider and billing, nodes ready/booting/\n"
     "draining against min-max, jobs waiting for the pool, the price per node-hour,\n"
     "the cost so far and the part of it no task used (idle).\n";
-
-static const struct cli_opt pools_opts[] = {
-    CLI_COMMON_OPTS,
-    {NULL, 0, 0},
-};
 
 static int nodes_in(json_t *pool, const char *state)
 {
@@ -77,38 +72,6 @@ static int print_pools(json_t *root)
 
 int cli_pools_main(int argc, char **argv)
 {
-    struct cli_common co = {0};
-    struct cli_args a;
-    struct tide_err err = {0};
-    const char *v;
-    int id, r;
-    cli_args_init(&a, argc, argv);
-    while ((r = cli_args_next(&a, pools_opts, &id, &v, &err)) != CLI_ARGS_END) {
-        if (r < 0)
-            return cli_usage_fail("pools", &err);
-        if (r == CLI_ARGS_POSITIONAL) {
-            tide_err_set(&err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
-            return cli_usage_fail("pools", &err);
-        }
-        cli_common_apply(&co, id, v);
-    }
-    if (co.help) {
-        fputs(pools_usage, stdout);
-        return 0;
-    }
-    struct cli_client c;
-    if (cli_client_init(&c, &co, &err) < 0)
-        return cli_fail("pools", &err);
-    int rc;
-    json_t *root;
-    if (c.json)
-        rc = cli_request_and_print(&c, "GET", "/v1/pools", NULL, &err) < 0 ? cli_fail("pools", &err) : 0;
-    else if (cli_client_request_json(&c, "GET", "/v1/pools", NULL, &root, &err) < 0)
-        rc = cli_fail("pools", &err);
-    else {
-        rc = print_pools(root);
-        json_decref(root);
-    }
-    cli_client_release(&c);
-    return rc;
+    static const struct cli_list_command cmd = {"pools", pools_usage, "/v1/pools", print_pools};
+    return cli_list_command_run(&cmd, argc, argv);
 }

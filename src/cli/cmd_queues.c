@@ -2,9 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/args.h"
 #include "cli/client.h"
 #include "cli/report.h"
+#include "cli/list_command.h"
 #include "cli/roles.h"
 #include "cli/table.h"
 
@@ -14,11 +14,6 @@ static const char queues_usage[] =
     "Lists queues: priority range and default, caps on running jobs and GPUs,\n"
     "max wait before escalation, runtime limits, whether jobs are preemptible,\n"
     "idle reclaim, and the jobs running and pending in each now.\n";
-
-static const struct cli_opt queues_opts[] = {
-    CLI_COMMON_OPTS,
-    {NULL, 0, 0},
-};
 
 static void cap_text(char *buf, size_t size, long long used, long long cap)
 {
@@ -80,38 +75,6 @@ static int print_queues(json_t *root)
 
 int cli_queues_main(int argc, char **argv)
 {
-    struct cli_common co = {0};
-    struct cli_args a;
-    struct tide_err err = {0};
-    const char *v;
-    int id, r;
-    cli_args_init(&a, argc, argv);
-    while ((r = cli_args_next(&a, queues_opts, &id, &v, &err)) != CLI_ARGS_END) {
-        if (r < 0)
-            return cli_usage_fail("queues", &err);
-        if (r == CLI_ARGS_POSITIONAL) {
-            tide_err_set(&err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
-            return cli_usage_fail("queues", &err);
-        }
-        cli_common_apply(&co, id, v);
-    }
-    if (co.help) {
-        fputs(queues_usage, stdout);
-        return 0;
-    }
-    struct cli_client c;
-    if (cli_client_init(&c, &co, &err) < 0)
-        return cli_fail("queues", &err);
-    int rc;
-    json_t *root;
-    if (c.json)
-        rc = cli_request_and_print(&c, "GET", "/v1/queues", NULL, &err) < 0 ? cli_fail("queues", &err) : 0;
-    else if (cli_client_request_json(&c, "GET", "/v1/queues", NULL, &root, &err) < 0)
-        rc = cli_fail("queues", &err);
-    else {
-        rc = print_queues(root);
-        json_decref(root);
-    }
-    cli_client_release(&c);
-    return rc;
+    static const struct cli_list_command cmd = {"queues", queues_usage, "/v1/queues", print_queues};
+    return cli_list_command_run(&cmd, argc, argv);
 }

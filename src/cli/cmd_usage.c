@@ -2,9 +2,9 @@
  * decayed use that fair share orders borrowers by. */
 #include <stdio.h>
 
-#include "cli/args.h"
 #include "cli/client.h"
 #include "cli/report.h"
+#include "cli/list_command.h"
 #include "cli/roles.h"
 #include "cli/table.h"
 
@@ -14,11 +14,6 @@ static const char usage_usage[] =
     "Lists projects with their GPU quota and weight, GPUs in use now, how many of\n"
     "those are borrowed beyond the quota (and may be taken back), pending jobs, and\n"
     "recent use in GPU-hours (decayed with the configured half-life).\n";
-
-static const struct cli_opt usage_opts[] = {
-    CLI_COMMON_OPTS,
-    {NULL, 0, 0},
-};
 
 static int print_usage(json_t *root)
 {
@@ -57,38 +52,6 @@ static int print_usage(json_t *root)
 
 int cli_usage_main(int argc, char **argv)
 {
-    struct cli_common co = {0};
-    struct cli_args a;
-    struct tide_err err = {0};
-    const char *v;
-    int id, r;
-    cli_args_init(&a, argc, argv);
-    while ((r = cli_args_next(&a, usage_opts, &id, &v, &err)) != CLI_ARGS_END) {
-        if (r < 0)
-            return cli_usage_fail("usage", &err);
-        if (r == CLI_ARGS_POSITIONAL) {
-            tide_err_set(&err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
-            return cli_usage_fail("usage", &err);
-        }
-        cli_common_apply(&co, id, v);
-    }
-    if (co.help) {
-        fputs(usage_usage, stdout);
-        return 0;
-    }
-    struct cli_client c;
-    if (cli_client_init(&c, &co, &err) < 0)
-        return cli_fail("usage", &err);
-    int rc;
-    json_t *root;
-    if (c.json)
-        rc = cli_request_and_print(&c, "GET", "/v1/projects", NULL, &err) < 0 ? cli_fail("usage", &err) : 0;
-    else if (cli_client_request_json(&c, "GET", "/v1/projects", NULL, &root, &err) < 0)
-        rc = cli_fail("usage", &err);
-    else {
-        rc = print_usage(root);
-        json_decref(root);
-    }
-    cli_client_release(&c);
-    return rc;
+    static const struct cli_list_command cmd = {"usage", usage_usage, "/v1/projects", print_usage};
+    return cli_list_command_run(&cmd, argc, argv);
 }
