@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/spawn_env.h"
 #include "providers/provider.h"
 
 #define EXEC_TIMEOUT_MS 300000
@@ -30,14 +31,20 @@ static int run_program(char *const argv[], char *const extra_env[], char **out,
                        struct tide_err *err)
 {
     *out = NULL;
+    char **envp = spawn_env_build(extra_env);
+    if (!envp)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        free(envp);
         return tide_err_set(err, TIDE_EIO, NULL, "pipe: %s", strerror(errno));
+    }
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
         close(fds[0]);
         close(fds[1]);
+        free(envp);
         return tide_err_set(err, TIDE_EIO, NULL, "fork: %s", strerror(e));
     }
     if (pid == 0) {
@@ -45,14 +52,14 @@ static int run_program(char *const argv[], char *const extra_env[], char **out,
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        for (int i = 0; extra_env[i]; i++)
-            putenv(extra_env[i]);
+        /* Only async-signal-safe calls here: the environment was built before fork. */
         int null_fd = open("/dev/null", O_RDONLY);
         if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(fds[1], 1) < 0)
             _exit(126);
-        execvp(argv[0], argv);
+        execvpe(argv[0], argv, envp);
         _exit(127);
     }
+    free(envp);
     close(fds[1]);
     size_t len = 0, cap = 4096;
     char *buf = malloc(cap);

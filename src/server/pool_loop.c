@@ -18,6 +18,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/spawn_env.h"
 #include "core/autoscaler.h"
 #include "core/billing.h"
 #include "core/spot.h"
@@ -221,23 +222,31 @@ static void run_alert_hook(const struct budget *b, const struct budget_alert *a)
     snprintf(env[2], sizeof env[2], "TIDE_BUDGET_PCT=%d", a->pct);
     snprintf(env[3], sizeof env[3], "TIDE_BUDGET_SPENT_MICROS=%lld", (long long)a->spent_micros);
     snprintf(env[4], sizeof env[4], "TIDE_BUDGET_CAP_MICROS=%lld", (long long)a->cap_micros);
+    char *extra[] = {env[0], env[1], env[2], env[3], env[4], NULL};
+    char **envp = spawn_env_build(extra);
+    if (!envp) {
+        log_warn("alert hook for %s: out of memory", b->project);
+        return;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         log_warn("alert hook for %s: fork: %s", b->project, strerror(errno));
+        free(envp);
         return;
     }
     if (pid == 0) {
+        /* Only async-signal-safe calls between fork and exec. */
         setsid();
         if (fork() != 0)
             _exit(0);
-        for (int i = 0; i < 5; i++)
-            putenv(env[i]);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        execl("/bin/sh", "sh", "-c", b->alert_hook, (char *)NULL);
+        char *const args[] = {"sh", "-c", (char *)b->alert_hook, NULL};
+        execve("/bin/sh", args, envp);
         _exit(127);
     }
+    free(envp);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
 }

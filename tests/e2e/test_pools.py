@@ -116,7 +116,9 @@ def test_exec_provider_is_retried_with_backoff_and_deletes_released_nodes():
     try:
         with Cluster(agents=0, config=pool_config("exec", prog)) as c:
             j = c.submit(gpus=2, command=["sh", "-c", "echo on-exec-node"])
-            done = c.wait_final([j["id"]], timeout=90)[j["id"]]
+            # Two refused creates back off, then an agent boots: slow under
+            # sanitizers on a loaded machine, so allow plenty of time.
+            done = c.wait_final([j["id"]], timeout=240)[j["id"]]
             assert done["state"] == "succeeded", done
             events = c.api("GET", "/v1/events")["events"]
             failed = [e for e in events if e["kind"] == "provider_failed"]
