@@ -1,5 +1,6 @@
 /* A growable list of actions. */
 #include "core/action.h"
+#include "core/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,14 +27,8 @@ void action_list_clear(struct action_list *l)
 
 struct action *action_list_push(struct action_list *l, const struct action *a)
 {
-    if (l->len == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct action *grown = realloc(l->items, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        l->items = grown;
-        l->cap = cap;
-    }
+    if (array_reserve((void **)&l->items, &l->cap, l->len + 1, sizeof *l->items) != 0)
+        return NULL;
     l->items[l->len] = *a;
     return &l->items[l->len++];
 }

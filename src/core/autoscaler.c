@@ -1,5 +1,6 @@
 /* The autoscaler's pure decisions (see autoscaler.h). */
 #include "core/autoscaler.h"
+#include "core/array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,14 +53,8 @@ void pool_action_list_clear(struct pool_action_list *l)
 
 struct pool_action *pool_action_list_push(struct pool_action_list *l, const struct pool_action *a)
 {
-    if (l->len == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct pool_action *grown = realloc(l->items, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        l->items = grown;
-        l->cap = cap;
-    }
+    if (array_reserve((void **)&l->items, &l->cap, l->len + 1, sizeof *l->items) != 0)
+        return NULL;
     l->items[l->len] = *a;
     return &l->items[l->len++];
 }

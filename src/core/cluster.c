@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/array.h"
 #include "core/gpu_share.h"
 #include "core/placement_index.h"
 
@@ -45,21 +46,6 @@ void cluster_release(struct cluster *c)
     free(c->node_ids.slots);
     free(c->job_ids.slots);
     memset(c, 0, sizeof *c);
-}
-
-static int grow(void **items, size_t *cap, size_t need, size_t item_size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t next = *cap ? *cap * 2 : 16;
-    while (next < need)
-        next *= 2;
-    void *grown = realloc(*items, next * item_size);
-    if (!grown)
-        return -1;
-    *items = grown;
-    *cap = next;
-    return 0;
 }
 
 /* --- indexes by id: struct job and struct node both begin with their id --- */
@@ -227,7 +213,7 @@ struct node *cluster_put_node(struct cluster *c, const struct node *node)
             placement_index_refresh(c->index, c, existing);
         return existing;
     }
-    if (grow((void **)&c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof *c->nodes) != 0)
+    if (array_reserve((void **)&c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof *c->nodes) != 0)
         return NULL;
     c->nodes[c->nnodes++] = *node;
     struct id_array a = node_array(c);
@@ -237,7 +223,7 @@ struct node *cluster_put_node(struct cluster *c, const struct node *node)
 
 struct job *cluster_add_job(struct cluster *c, const struct job *job)
 {
-    if (grow((void **)&c->jobs, &c->jobs_cap, c->njobs + 1, sizeof *c->jobs) != 0)
+    if (array_reserve((void **)&c->jobs, &c->jobs_cap, c->njobs + 1, sizeof *c->jobs) != 0)
         return NULL;
     c->jobs[c->njobs++] = *job;
     struct id_array a = job_array(c);
