@@ -8,68 +8,19 @@
  */
 #include "server/pool_loop.h"
 
-#include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
 #include "common/log.h"
-#include "common/spawn_env.h"
 #include "core/autoscaler.h"
 #include "core/billing.h"
 #include "core/spot.h"
 #include "providers/provider.h"
+#include "server/pool_loop_state.h"
 #include "store/store_pools.h"
-
-#define POOL_TICK_MS 1000
-#define POOL_MAX_BATCH 64
-#define POOL_BACKOFF_MAX_S 60
-#define POOL_LIST_MAX 256
-#define POOL_LIST_EVERY_MS 15000 /* spot pools: how often the provider is asked */
-
-struct pool_node_rt {
-    int64_t node_id;
-    int pool;
-    char name[TIDE_NAME_MAX];
-    char provider_id[128];
-    bool destroy_pending;
-    int destroy_failures;
-    int64_t destroy_not_before_ms;
-};
-
-/* A provider call prepared under the lock and made without it. */
-struct pool_call {
-    bool create;
-    int pool;
-    int count;
-    struct provider_node nodes[POOL_MAX_BATCH];
-    int64_t node_ids[POOL_MAX_BATCH];
-    int rc;
-    char error[400];
-};
-
-struct pool_loop {
-    struct server *srv;
-    pthread_t thread;
-    bool started;
-    struct autoscaler as;
-    struct billing bill;
-    struct provider providers[TIDE_MAX_POOLS];
-    struct pool_node_rt *nodes;
-    size_t nnodes, nodes_cap;
-    struct pool_action_list actions;
-    struct pool_call *calls;
-    size_t ncalls, calls_cap;
-    int create_failures[TIDE_MAX_POOLS]; /* in a row */
-    long long scale_ups[TIDE_MAX_POOLS], scale_downs[TIDE_MAX_POOLS];
-    long long provider_failures[TIDE_MAX_POOLS], nodes_failed[TIDE_MAX_POOLS];
-    long long interruptions[TIDE_MAX_POOLS];
-    int64_t last_list_ms;
-};
 
 static struct pool_node_rt *rt_find(struct pool_loop *pl, int64_t node_id, bool add)
 {
@@ -213,142 +164,6 @@ static int end_node(struct pool_loop *pl, const struct pool_action *a, int64_t n
     return 0;
 }
 
-/* Runs a budget's alert hook with /bin/sh, detached (no zombie, no wait). */
-static void run_alert_hook(const struct budget *b, const struct budget_alert *a)
-{
-    char env[5][160];
-    snprintf(env[0], sizeof env[0], "TIDE_PROJECT=%s", b->project);
-    snprintf(env[1], sizeof env[1], "TIDE_BUDGET_PERIOD=%s", budget_period_name(a->period));
-    snprintf(env[2], sizeof env[2], "TIDE_BUDGET_PCT=%d", a->pct);
-    snprintf(env[3], sizeof env[3], "TIDE_BUDGET_SPENT_MICROS=%lld", (long long)a->spent_micros);
-    snprintf(env[4], sizeof env[4], "TIDE_BUDGET_CAP_MICROS=%lld", (long long)a->cap_micros);
-    char *extra[] = {env[0], env[1], env[2], env[3], env[4], NULL};
-    char **envp = spawn_env_build(extra);
-    if (!envp) {
-        log_warn("alert hook for %s: out of memory", b->project);
-        return;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        log_warn("alert hook for %s: fork: %s", b->project, strerror(errno));
-        free(envp);
-        return;
-    }
-    if (pid == 0) {
-        /* Only async-signal-safe calls between fork and exec. */
-        setsid();
-        if (fork() != 0)
-            _exit(0);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        char *const args[] = {"sh", "-c", (char *)b->alert_hook, NULL};
-        execve("/bin/sh", args, envp);
-        _exit(127);
-    }
-    free(envp);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-}
-
-/* Under the lock: meters the budgets; each threshold crossed is an event,
- * a log line and the project's alert hook. */
-static void budgets_tick(struct server *srv, int64_t now)
-{
-    struct budget_set *bs = &srv->cfg.budgets;
-    struct budget_alert alerts[16];
-    int n = budget_tick(bs, &srv->cluster, srv->cfg.pools, srv->cfg.npools, now, alerts, 16);
-    for (int i = 0; i < n; i++) {
-        const struct budget *b = &bs->items[alerts[i].budget];
-        char msg[300];
-        snprintf(msg, sizeof msg, "project %s reached %d%% of its %s budget (%lld.%06lld of %lld.%06lld)%s",
-                 b->project, alerts[i].pct, budget_period_name(alerts[i].period),
-                 (long long)(alerts[i].spent_micros / 1000000), (long long)(alerts[i].spent_micros % 1000000),
-                 (long long)(alerts[i].cap_micros / 1000000), (long long)(alerts[i].cap_micros % 1000000),
-                 b->hard_cap && alerts[i].pct >= 100 ? ": new jobs wait (hard cap)" : "");
-        log_warn("%s", msg);
-        struct tide_err err;
-        tide_err_clear(&err);
-        if (store_event_add(srv->store, now, "budget_alert", 0, 0, msg, &err) != 0)
-            log_error("budget alert not stored: %s", err.message);
-        if (b->alert_hook[0])
-            run_alert_hook(b, &alerts[i]);
-        if (alerts[i].pct >= 100)
-            sched_loop_kick(srv);
-    }
-}
-
-/* Nodes of spot pools take only preemptible work (queue_allows_node). */
-static void mark_spot_nodes(struct server *srv)
-{
-    for (size_t i = 0; i < srv->cluster.nnodes; i++) {
-        struct node *n = &srv->cluster.nodes[i];
-        int p = n->pool[0] ? pool_find(srv->cfg.pools, srv->cfg.npools, n->pool) : -1;
-        n->spot = p >= 0 && srv->cfg.pools[p].billing == BILLING_SPOT;
-    }
-}
-
-int pool_spot_interrupt(struct server *srv, int64_t node_id, const char *why, int64_t now_ms,
-                        struct tide_err *err)
-{
-    struct pool_loop *pl = srv->pool_loop;
-    struct node *n = cluster_find_node(&srv->cluster, node_id);
-    if (!n)
-        return tide_err_set(err, TIDE_ENOENT, "id", "no node %lld", (long long)node_id);
-    int p = pl && n->pool[0] ? pool_find(srv->cfg.pools, srv->cfg.npools, n->pool) : -1;
-    if (p < 0)
-        return tide_err_set(err, TIDE_ECONFLICT, "id", "node %s is in no elastic pool", n->name);
-    const struct pool *pool = &srv->cfg.pools[p];
-    char name[TIDE_NAME_MAX];
-    snprintf(name, sizeof name, "%s", n->name);
-    action_list_clear(&srv->actions);
-    int asked = spot_interrupt(&srv->cluster, n, now_ms, pool->interruption_grace_s * 1000, why,
-                               &srv->actions);
-    if (asked == TIDE_EINVAL)
-        return tide_err_set(err, TIDE_ECONFLICT, "id", "node %s is already interrupted or gone",
-                            name);
-    if (asked < 0)
-        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    int rc = apply_actions(srv, &srv->actions, now_ms, err);
-    char msg[TIDE_REASON_MAX + 200];
-    snprintf(msg, sizeof msg, "pool %s: spot interruption of %s (%s): %d job%s asked to checkpoint, gone in %llds",
-             pool->name, name, why, asked, asked == 1 ? "" : "s",
-             (long long)pool->interruption_grace_s);
-    if (!rc)
-        rc = store_begin(srv->store, err);
-    if (!rc) {
-        rc = store_node_set_state(srv->store, node_id, NODE_DRAINING, err);
-        if (!rc)
-            rc = store_event_add(srv->store, now_ms, "node_interrupted", 0, node_id, msg, err);
-        if (!rc)
-            rc = store_commit(srv->store, err);
-        if (rc)
-            store_rollback(srv->store);
-    }
-    if (rc)
-        return rc;
-    pl->interruptions[p]++;
-    log_info("%s", msg);
-    sched_loop_kick(srv);
-    return asked;
-}
-
-int api_nodes_interrupt(struct server *srv, struct api_request *req, int64_t id,
-                        struct api_reply *reply)
-{
-    if (req->token.kind != TOKEN_ADMIN)
-        return api_error_msg(reply, TIDE_EPERM, NULL, "interrupting a node needs the admin token");
-    struct tide_err err;
-    tide_err_clear(&err);
-    pthread_mutex_lock(&srv->lock);
-    int rc = pool_spot_interrupt(srv, id, "told by tide nodes interrupt", clock_now_ms(), &err);
-    pthread_mutex_unlock(&srv->lock);
-    if (rc < 0)
-        return api_error(reply, &err);
-    reply->json = json_pack("{s:I, s:i}", "node_id", (json_int_t)id, "jobs_preempted", rc);
-    return 0;
-}
-
 /* Under the lock: decide and persist; fills pl->calls. */
 static void tick_decide(struct pool_loop *pl, int64_t now)
 {
@@ -356,7 +171,7 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
     struct tide_err err;
     tide_err_clear(&err);
     pl->ncalls = 0;
-    mark_spot_nodes(srv);
+    pool_mark_spot_nodes(srv);
     /* Interrupted spot nodes at their deadline: what is still there is requeued. */
     action_list_clear(&srv->actions);
     if (spot_check(&srv->cluster, now, &srv->actions) > 0) {
@@ -366,7 +181,7 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
     }
     if (billing_tick(&pl->bill, &srv->cluster, srv->cfg.pools, srv->cfg.npools, now))
         log_error("pool metering ran out of memory");
-    budgets_tick(srv, now);
+    pool_budgets_tick(srv, now);
     pool_action_list_clear(&pl->actions);
     if (autoscaler_decide(&pl->as, &srv->cluster, now, &pl->actions) < 0) {
         log_error("autoscaler ran out of memory");
@@ -766,184 +581,4 @@ int pool_loop_node_registered(struct server *srv, struct node *node, const struc
         node->interrupt_deadline_ms = old->interrupt_deadline_ms;
     }
     return store_pool_node_put(srv->store, node, NULL, err);
-}
-
-static void money(char *buf, size_t size, int64_t micros)
-{
-    snprintf(buf, size, "%lld.%06lld", (long long)(micros / 1000000), (long long)(micros % 1000000));
-}
-
-/* Seconds the pool's ready nodes have been idle, summed. */
-static int64_t pool_idle_ms(const struct cluster *c, const struct pool *pool, int64_t now)
-{
-    int64_t idle = 0;
-    for (size_t i = 0; i < c->nnodes; i++)
-        if (!strcmp(c->nodes[i].pool, pool->name) && c->nodes[i].state == NODE_READY &&
-            c->nodes[i].idle_since_ms)
-            idle += now - c->nodes[i].idle_since_ms;
-    return idle;
-}
-
-int api_pools_list(struct server *srv, struct api_request *req, struct api_reply *reply)
-{
-    (void)req;
-    json_t *pools = json_array();
-    int64_t now = clock_now_ms();
-    pthread_mutex_lock(&srv->lock);
-    struct pool_loop *pl = srv->pool_loop;
-    for (int p = 0; pl && p < srv->cfg.npools; p++) {
-        const struct pool *pool = &srv->cfg.pools[p];
-        int counts[NODE_STATE_COUNT];
-        autoscaler_count_nodes(&srv->cluster, pool, counts);
-        json_t *by_state = json_object();
-        for (int s = 0; s < NODE_STATE_COUNT; s++)
-            json_object_set_new(by_state, node_state_name((enum node_state)s), json_integer(counts[s]));
-        json_t *projects = json_array();
-        for (size_t u = 0; u < pl->bill.nusage; u++) {
-            const struct billing_usage *us = &pl->bill.usage[u];
-            if (us->pool != p)
-                continue;
-            int64_t c = billing_usage_cost_micros(&pl->bill, srv->cfg.pools, us);
-            char cs[40];
-            money(cs, sizeof cs, c);
-            json_array_append_new(projects, json_pack("{s:s, s:f, s:I, s:s}", "project", us->project,
-                                                      "gpu_seconds", (double)us->gpu_ms / 1000.0,
-                                                      "cost_micros", (json_int_t)c, "cost", cs));
-        }
-        int64_t cost = billing_pool_cost_micros(&pl->bill, srv->cfg.pools, p);
-        int64_t idle_cost = billing_pool_idle_cost_micros(&pl->bill, srv->cfg.pools, p);
-        char cost_s[40], idle_s[40], price_s[40];
-        money(cost_s, sizeof cost_s, cost);
-        money(idle_s, sizeof idle_s, idle_cost);
-        money(price_s, sizeof price_s, pool->price_per_node_hour_micros);
-        json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:s,"
-                              " s:I, s:o, s:i, s:i}",
-            "name", pool->name, "gpu", pool->gpu_model, "gpus_per_node", pool->gpus_per_node,
-            "gpu_memory_mib", (json_int_t)pool->gpu_memory_mib, "region", pool->region,
-            "driver", pool->driver, "provider", pool->provider, "billing",
-            billing_kind_name(pool->billing), "min_nodes", pool->min_nodes, "max_nodes",
-            pool->max_nodes, "boot_time_s", (json_int_t)pool->boot_time_s,
-            "price_per_node_hour_micros", (json_int_t)pool->price_per_node_hour_micros,
-            "price_per_node_hour", price_s, "scale_down_window_s",
-            (json_int_t)pool->scale_down_window_s, "nodes", by_state, "pending_jobs",
-            pl->as.state[p].pending_jobs, "nodes_wanted", pl->as.state[p].nodes_wanted);
-        json_object_set_new(o, "cost_micros", json_integer(cost));
-        json_object_set_new(o, "cost", json_string(cost_s));
-        json_object_set_new(o, "idle_cost_micros", json_integer(idle_cost));
-        json_object_set_new(o, "idle_cost", json_string(idle_s));
-        json_object_set_new(o, "node_seconds", json_real((double)pl->bill.pools[p].node_ms / 1000.0));
-        json_object_set_new(o, "gpu_seconds_used", json_real((double)pl->bill.pools[p].gpu_ms / 1000.0));
-        json_object_set_new(o, "idle_seconds",
-                            json_real((double)pool_idle_ms(&srv->cluster, pool, now) / 1000.0));
-        json_object_set_new(o, "scale_ups", json_integer(pl->scale_ups[p]));
-        json_object_set_new(o, "scale_downs", json_integer(pl->scale_downs[p]));
-        json_object_set_new(o, "provider_failures", json_integer(pl->provider_failures[p]));
-        json_object_set_new(o, "interruptions", json_integer(pl->interruptions[p]));
-        json_object_set_new(o, "projects", projects);
-        json_array_append_new(pools, o);
-    }
-    pthread_mutex_unlock(&srv->lock);
-    reply->json = json_pack("{s:o}", "pools", pools);
-    return 0;
-}
-
-void pool_loop_node_json(struct server *srv, const struct node *n, json_t *obj, int64_t now_ms)
-{
-    int p = n->pool[0] ? pool_find(srv->cfg.pools, srv->cfg.npools, n->pool) : -1;
-    json_object_set_new(obj, "pool", n->pool[0] ? json_string(n->pool) : json_null());
-    if (p < 0 || !n->created_ms) {
-        json_object_set_new(obj, "age_s", json_null());
-        json_object_set_new(obj, "cost_micros", json_null());
-        json_object_set_new(obj, "idle_s", json_null());
-        return;
-    }
-    int64_t end = n->ended_ms ? n->ended_ms : now_ms;
-    json_object_set_new(obj, "age_s", json_real((double)(end - n->created_ms) / 1000.0));
-    json_object_set_new(obj, "cost_micros",
-                        json_integer(billing_node_cost_micros(&srv->cfg.pools[p], n, now_ms)));
-    json_object_set_new(obj, "idle_s", n->state == NODE_READY && n->idle_since_ms
-                                           ? json_real((double)(now_ms - n->idle_since_ms) / 1000.0)
-                                           : json_real(0));
-}
-
-void pool_loop_metrics(struct server *srv, FILE *out)
-{
-    struct pool_loop *pl = srv->pool_loop;
-    if (!pl)
-        return;
-    fprintf(out, "# HELP tide_pool_nodes Pool nodes by pool and state.\n# TYPE tide_pool_nodes gauge\n");
-    for (int p = 0; p < srv->cfg.npools; p++) {
-        int counts[NODE_STATE_COUNT];
-        autoscaler_count_nodes(&srv->cluster, &srv->cfg.pools[p], counts);
-        for (int s = 0; s < NODE_STATE_COUNT; s++)
-            fprintf(out, "tide_pool_nodes{pool=\"%s\",state=\"%s\"} %d\n", srv->cfg.pools[p].name,
-                    node_state_name((enum node_state)s), counts[s]);
-    }
-    fprintf(out, "# HELP tide_pool_cost_micros Cost so far in micro-units by pool and billing kind.\n"
-                 "# TYPE tide_pool_cost_micros counter\n");
-    for (int p = 0; p < srv->cfg.npools; p++)
-        fprintf(out, "tide_pool_cost_micros{pool=\"%s\",billing=\"%s\"} %lld\n",
-                srv->cfg.pools[p].name, billing_kind_name(srv->cfg.pools[p].billing),
-                (long long)billing_pool_cost_micros(&pl->bill, srv->cfg.pools, p));
-    fprintf(out, "# HELP tide_pool_idle_cost_micros Cost no task used, by pool.\n"
-                 "# TYPE tide_pool_idle_cost_micros counter\n");
-    for (int p = 0; p < srv->cfg.npools; p++)
-        fprintf(out, "tide_pool_idle_cost_micros{pool=\"%s\"} %lld\n", srv->cfg.pools[p].name,
-                (long long)billing_pool_idle_cost_micros(&pl->bill, srv->cfg.pools, p));
-    fprintf(out, "# HELP tide_project_cost_micros Cost attributed to projects by GPU-seconds used.\n"
-                 "# TYPE tide_project_cost_micros counter\n");
-    for (size_t u = 0; u < pl->bill.nusage; u++)
-        fprintf(out, "tide_project_cost_micros{project=\"%s\",pool=\"%s\"} %lld\n",
-                pl->bill.usage[u].project, srv->cfg.pools[pl->bill.usage[u].pool].name,
-                (long long)billing_usage_cost_micros(&pl->bill, srv->cfg.pools, &pl->bill.usage[u]));
-    const struct budget_set *bs = &srv->cfg.budgets;
-    if (bs->count)
-        fprintf(out, "# HELP tide_project_budget_micros Budget caps by project and period.\n"
-                     "# TYPE tide_project_budget_micros gauge\n"
-                     "# HELP tide_project_budget_spent_micros Spend this period at pool prices.\n"
-                     "# TYPE tide_project_budget_spent_micros gauge\n"
-                     "# HELP tide_project_budget_alert_pct Highest alert threshold crossed this period.\n"
-                     "# TYPE tide_project_budget_alert_pct gauge\n");
-    for (int i = 0; i < bs->count; i++)
-        for (int k = 0; k < BUDGET_PERIODS; k++) {
-            const struct budget *b = &bs->items[i];
-            if (b->cap_micros[k] <= 0)
-                continue;
-            const char *period = budget_period_name((enum budget_period)k);
-            fprintf(out, "tide_project_budget_micros{project=\"%s\",period=\"%s\"} %lld\n",
-                    b->project, period, (long long)b->cap_micros[k]);
-            fprintf(out, "tide_project_budget_spent_micros{project=\"%s\",period=\"%s\"} %lld\n",
-                    b->project, period, (long long)budget_spent_micros(b, (enum budget_period)k));
-            fprintf(out, "tide_project_budget_alert_pct{project=\"%s\",period=\"%s\"} %d\n",
-                    b->project, period, b->alerted_pct[k]);
-        }
-    static const char *const counters[][2] = {
-        {"tide_pool_scale_up_nodes_total", "Nodes the autoscaler asked for."},
-        {"tide_pool_scale_down_nodes_total", "Nodes released after being idle."},
-        {"tide_pool_nodes_failed_total", "Nodes failed (boot timeout, lost)."},
-        {"tide_provider_failures_total", "Provider calls that failed."},
-        {"tide_pool_interruptions_total", "Spot interruptions of pool nodes."}};
-    for (int k = 0; k < 5; k++) {
-        fprintf(out, "# HELP %s %s\n# TYPE %s counter\n", counters[k][0], counters[k][1], counters[k][0]);
-        for (int p = 0; p < srv->cfg.npools; p++) {
-            long long v = k == 0 ? pl->scale_ups[p] : k == 1 ? pl->scale_downs[p]
-                          : k == 2 ? pl->nodes_failed[p] : k == 3 ? pl->provider_failures[p]
-                                   : pl->interruptions[p];
-            fprintf(out, "%s{pool=\"%s\"} %lld\n", counters[k][0], srv->cfg.pools[p].name, v);
-        }
-    }
-    fprintf(out, "# HELP tide_pool_forecast_gpus GPUs the forecast expects wanted one boot time ahead.\n"
-                 "# TYPE tide_pool_forecast_gpus gauge\n"
-                 "# HELP tide_pool_forecast_error_gpus Mean absolute error of past hourly forecasts.\n"
-                 "# TYPE tide_pool_forecast_error_gpus gauge\n");
-    for (int p = 0; p < srv->cfg.npools; p++) {
-        const struct pool *pool = &srv->cfg.pools[p];
-        if (!pool->predictive)
-            continue;
-        const struct forecast *f = &pl->as.state[p].forecast;
-        fprintf(out, "tide_pool_forecast_gpus{pool=\"%s\"} %.3f\n", pool->name,
-                forecast_predict(f, clock_now_ms() + (int64_t)pool->boot_time_s * 1000));
-        fprintf(out, "tide_pool_forecast_error_gpus{pool=\"%s\"} %.3f\n", pool->name,
-                forecast_error(f));
-    }
 }

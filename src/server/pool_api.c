@@ -1,0 +1,189 @@
+/* What the pools show: GET /v1/pools, the pool fields of a node's JSON and
+ * the pool, cost and budget metrics. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/fsutil.h"
+#include "core/forecast.h"
+#include "server/pool_loop.h"
+#include "server/pool_loop_state.h"
+
+static void money(char *buf, size_t size, int64_t micros)
+{
+    snprintf(buf, size, "%lld.%06lld", (long long)(micros / 1000000), (long long)(micros % 1000000));
+}
+
+/* Seconds the pool's ready nodes have been idle, summed. */
+static int64_t pool_idle_ms(const struct cluster *c, const struct pool *pool, int64_t now)
+{
+    int64_t idle = 0;
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (!strcmp(c->nodes[i].pool, pool->name) && c->nodes[i].state == NODE_READY &&
+            c->nodes[i].idle_since_ms)
+            idle += now - c->nodes[i].idle_since_ms;
+    return idle;
+}
+
+int api_pools_list(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    (void)req;
+    json_t *pools = json_array();
+    int64_t now = clock_now_ms();
+    pthread_mutex_lock(&srv->lock);
+    struct pool_loop *pl = srv->pool_loop;
+    for (int p = 0; pl && p < srv->cfg.npools; p++) {
+        const struct pool *pool = &srv->cfg.pools[p];
+        int counts[NODE_STATE_COUNT];
+        autoscaler_count_nodes(&srv->cluster, pool, counts);
+        json_t *by_state = json_object();
+        for (int s = 0; s < NODE_STATE_COUNT; s++)
+            json_object_set_new(by_state, node_state_name((enum node_state)s), json_integer(counts[s]));
+        json_t *projects = json_array();
+        for (size_t u = 0; u < pl->bill.nusage; u++) {
+            const struct billing_usage *us = &pl->bill.usage[u];
+            if (us->pool != p)
+                continue;
+            int64_t c = billing_usage_cost_micros(&pl->bill, srv->cfg.pools, us);
+            char cs[40];
+            money(cs, sizeof cs, c);
+            json_array_append_new(projects, json_pack("{s:s, s:f, s:I, s:s}", "project", us->project,
+                                                      "gpu_seconds", (double)us->gpu_ms / 1000.0,
+                                                      "cost_micros", (json_int_t)c, "cost", cs));
+        }
+        int64_t cost = billing_pool_cost_micros(&pl->bill, srv->cfg.pools, p);
+        int64_t idle_cost = billing_pool_idle_cost_micros(&pl->bill, srv->cfg.pools, p);
+        char cost_s[40], idle_s[40], price_s[40];
+        money(cost_s, sizeof cost_s, cost);
+        money(idle_s, sizeof idle_s, idle_cost);
+        money(price_s, sizeof price_s, pool->price_per_node_hour_micros);
+        json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:s,"
+                              " s:I, s:o, s:i, s:i}",
+            "name", pool->name, "gpu", pool->gpu_model, "gpus_per_node", pool->gpus_per_node,
+            "gpu_memory_mib", (json_int_t)pool->gpu_memory_mib, "region", pool->region,
+            "driver", pool->driver, "provider", pool->provider, "billing",
+            billing_kind_name(pool->billing), "min_nodes", pool->min_nodes, "max_nodes",
+            pool->max_nodes, "boot_time_s", (json_int_t)pool->boot_time_s,
+            "price_per_node_hour_micros", (json_int_t)pool->price_per_node_hour_micros,
+            "price_per_node_hour", price_s, "scale_down_window_s",
+            (json_int_t)pool->scale_down_window_s, "nodes", by_state, "pending_jobs",
+            pl->as.state[p].pending_jobs, "nodes_wanted", pl->as.state[p].nodes_wanted);
+        json_object_set_new(o, "cost_micros", json_integer(cost));
+        json_object_set_new(o, "cost", json_string(cost_s));
+        json_object_set_new(o, "idle_cost_micros", json_integer(idle_cost));
+        json_object_set_new(o, "idle_cost", json_string(idle_s));
+        json_object_set_new(o, "node_seconds", json_real((double)pl->bill.pools[p].node_ms / 1000.0));
+        json_object_set_new(o, "gpu_seconds_used", json_real((double)pl->bill.pools[p].gpu_ms / 1000.0));
+        json_object_set_new(o, "idle_seconds",
+                            json_real((double)pool_idle_ms(&srv->cluster, pool, now) / 1000.0));
+        json_object_set_new(o, "scale_ups", json_integer(pl->scale_ups[p]));
+        json_object_set_new(o, "scale_downs", json_integer(pl->scale_downs[p]));
+        json_object_set_new(o, "provider_failures", json_integer(pl->provider_failures[p]));
+        json_object_set_new(o, "interruptions", json_integer(pl->interruptions[p]));
+        json_object_set_new(o, "projects", projects);
+        json_array_append_new(pools, o);
+    }
+    pthread_mutex_unlock(&srv->lock);
+    reply->json = json_pack("{s:o}", "pools", pools);
+    return 0;
+}
+
+void pool_loop_node_json(struct server *srv, const struct node *n, json_t *obj, int64_t now_ms)
+{
+    int p = n->pool[0] ? pool_find(srv->cfg.pools, srv->cfg.npools, n->pool) : -1;
+    json_object_set_new(obj, "pool", n->pool[0] ? json_string(n->pool) : json_null());
+    if (p < 0 || !n->created_ms) {
+        json_object_set_new(obj, "age_s", json_null());
+        json_object_set_new(obj, "cost_micros", json_null());
+        json_object_set_new(obj, "idle_s", json_null());
+        return;
+    }
+    int64_t end = n->ended_ms ? n->ended_ms : now_ms;
+    json_object_set_new(obj, "age_s", json_real((double)(end - n->created_ms) / 1000.0));
+    json_object_set_new(obj, "cost_micros",
+                        json_integer(billing_node_cost_micros(&srv->cfg.pools[p], n, now_ms)));
+    json_object_set_new(obj, "idle_s", n->state == NODE_READY && n->idle_since_ms
+                                           ? json_real((double)(now_ms - n->idle_since_ms) / 1000.0)
+                                           : json_real(0));
+}
+
+void pool_loop_metrics(struct server *srv, FILE *out)
+{
+    struct pool_loop *pl = srv->pool_loop;
+    if (!pl)
+        return;
+    fprintf(out, "# HELP tide_pool_nodes Pool nodes by pool and state.\n# TYPE tide_pool_nodes gauge\n");
+    for (int p = 0; p < srv->cfg.npools; p++) {
+        int counts[NODE_STATE_COUNT];
+        autoscaler_count_nodes(&srv->cluster, &srv->cfg.pools[p], counts);
+        for (int s = 0; s < NODE_STATE_COUNT; s++)
+            fprintf(out, "tide_pool_nodes{pool=\"%s\",state=\"%s\"} %d\n", srv->cfg.pools[p].name,
+                    node_state_name((enum node_state)s), counts[s]);
+    }
+    fprintf(out, "# HELP tide_pool_cost_micros Cost so far in micro-units by pool and billing kind.\n"
+                 "# TYPE tide_pool_cost_micros counter\n");
+    for (int p = 0; p < srv->cfg.npools; p++)
+        fprintf(out, "tide_pool_cost_micros{pool=\"%s\",billing=\"%s\"} %lld\n",
+                srv->cfg.pools[p].name, billing_kind_name(srv->cfg.pools[p].billing),
+                (long long)billing_pool_cost_micros(&pl->bill, srv->cfg.pools, p));
+    fprintf(out, "# HELP tide_pool_idle_cost_micros Cost no task used, by pool.\n"
+                 "# TYPE tide_pool_idle_cost_micros counter\n");
+    for (int p = 0; p < srv->cfg.npools; p++)
+        fprintf(out, "tide_pool_idle_cost_micros{pool=\"%s\"} %lld\n", srv->cfg.pools[p].name,
+                (long long)billing_pool_idle_cost_micros(&pl->bill, srv->cfg.pools, p));
+    fprintf(out, "# HELP tide_project_cost_micros Cost attributed to projects by GPU-seconds used.\n"
+                 "# TYPE tide_project_cost_micros counter\n");
+    for (size_t u = 0; u < pl->bill.nusage; u++)
+        fprintf(out, "tide_project_cost_micros{project=\"%s\",pool=\"%s\"} %lld\n",
+                pl->bill.usage[u].project, srv->cfg.pools[pl->bill.usage[u].pool].name,
+                (long long)billing_usage_cost_micros(&pl->bill, srv->cfg.pools, &pl->bill.usage[u]));
+    const struct budget_set *bs = &srv->cfg.budgets;
+    if (bs->count)
+        fprintf(out, "# HELP tide_project_budget_micros Budget caps by project and period.\n"
+                     "# TYPE tide_project_budget_micros gauge\n"
+                     "# HELP tide_project_budget_spent_micros Spend this period at pool prices.\n"
+                     "# TYPE tide_project_budget_spent_micros gauge\n"
+                     "# HELP tide_project_budget_alert_pct Highest alert threshold crossed this period.\n"
+                     "# TYPE tide_project_budget_alert_pct gauge\n");
+    for (int i = 0; i < bs->count; i++)
+        for (int k = 0; k < BUDGET_PERIODS; k++) {
+            const struct budget *b = &bs->items[i];
+            if (b->cap_micros[k] <= 0)
+                continue;
+            const char *period = budget_period_name((enum budget_period)k);
+            fprintf(out, "tide_project_budget_micros{project=\"%s\",period=\"%s\"} %lld\n",
+                    b->project, period, (long long)b->cap_micros[k]);
+            fprintf(out, "tide_project_budget_spent_micros{project=\"%s\",period=\"%s\"} %lld\n",
+                    b->project, period, (long long)budget_spent_micros(b, (enum budget_period)k));
+            fprintf(out, "tide_project_budget_alert_pct{project=\"%s\",period=\"%s\"} %d\n",
+                    b->project, period, b->alerted_pct[k]);
+        }
+    static const char *const counters[][2] = {
+        {"tide_pool_scale_up_nodes_total", "Nodes the autoscaler asked for."},
+        {"tide_pool_scale_down_nodes_total", "Nodes released after being idle."},
+        {"tide_pool_nodes_failed_total", "Nodes failed (boot timeout, lost)."},
+        {"tide_provider_failures_total", "Provider calls that failed."},
+        {"tide_pool_interruptions_total", "Spot interruptions of pool nodes."}};
+    for (int k = 0; k < 5; k++) {
+        fprintf(out, "# HELP %s %s\n# TYPE %s counter\n", counters[k][0], counters[k][1], counters[k][0]);
+        for (int p = 0; p < srv->cfg.npools; p++) {
+            long long v = k == 0 ? pl->scale_ups[p] : k == 1 ? pl->scale_downs[p]
+                          : k == 2 ? pl->nodes_failed[p] : k == 3 ? pl->provider_failures[p]
+                                   : pl->interruptions[p];
+            fprintf(out, "%s{pool=\"%s\"} %lld\n", counters[k][0], srv->cfg.pools[p].name, v);
+        }
+    }
+    fprintf(out, "# HELP tide_pool_forecast_gpus GPUs the forecast expects wanted one boot time ahead.\n"
+                 "# TYPE tide_pool_forecast_gpus gauge\n"
+                 "# HELP tide_pool_forecast_error_gpus Mean absolute error of past hourly forecasts.\n"
+                 "# TYPE tide_pool_forecast_error_gpus gauge\n");
+    for (int p = 0; p < srv->cfg.npools; p++) {
+        const struct pool *pool = &srv->cfg.pools[p];
+        if (!pool->predictive)
+            continue;
+        const struct forecast *f = &pl->as.state[p].forecast;
+        fprintf(out, "tide_pool_forecast_gpus{pool=\"%s\"} %.3f\n", pool->name,
+                forecast_predict(f, clock_now_ms() + (int64_t)pool->boot_time_s * 1000));
+        fprintf(out, "tide_pool_forecast_error_gpus{pool=\"%s\"} %.3f\n", pool->name,
+                forecast_error(f));
+    }
+}

@@ -1,0 +1,78 @@
+/* Budget alerts of the pool loop: events, log lines and alert hooks (see
+ * core/budget.h for the metering). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/spawn_env.h"
+#include "server/pool_loop_state.h"
+
+/* Runs a budget's alert hook with /bin/sh, detached (no zombie, no wait). */
+static void run_alert_hook(const struct budget *b, const struct budget_alert *a)
+{
+    char env[5][160];
+    snprintf(env[0], sizeof env[0], "TIDE_PROJECT=%s", b->project);
+    snprintf(env[1], sizeof env[1], "TIDE_BUDGET_PERIOD=%s", budget_period_name(a->period));
+    snprintf(env[2], sizeof env[2], "TIDE_BUDGET_PCT=%d", a->pct);
+    snprintf(env[3], sizeof env[3], "TIDE_BUDGET_SPENT_MICROS=%lld", (long long)a->spent_micros);
+    snprintf(env[4], sizeof env[4], "TIDE_BUDGET_CAP_MICROS=%lld", (long long)a->cap_micros);
+    char *extra[] = {env[0], env[1], env[2], env[3], env[4], NULL};
+    char **envp = spawn_env_build(extra);
+    if (!envp) {
+        log_warn("alert hook for %s: out of memory", b->project);
+        return;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        log_warn("alert hook for %s: fork: %s", b->project, strerror(errno));
+        free(envp);
+        return;
+    }
+    if (pid == 0) {
+        /* Only async-signal-safe calls between fork and exec. */
+        setsid();
+        if (fork() != 0)
+            _exit(0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        char *const args[] = {"sh", "-c", (char *)b->alert_hook, NULL};
+        execve("/bin/sh", args, envp);
+        _exit(127);
+    }
+    free(envp);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* Under the lock: meters the budgets; each threshold crossed is an event,
+ * a log line and the project's alert hook. */
+void pool_budgets_tick(struct server *srv, int64_t now)
+{
+    struct budget_set *bs = &srv->cfg.budgets;
+    struct budget_alert alerts[16];
+    int n = budget_tick(bs, &srv->cluster, srv->cfg.pools, srv->cfg.npools, now, alerts, 16);
+    for (int i = 0; i < n; i++) {
+        const struct budget *b = &bs->items[alerts[i].budget];
+        char msg[300];
+        snprintf(msg, sizeof msg, "project %s reached %d%% of its %s budget (%lld.%06lld of %lld.%06lld)%s",
+                 b->project, alerts[i].pct, budget_period_name(alerts[i].period),
+                 (long long)(alerts[i].spent_micros / 1000000), (long long)(alerts[i].spent_micros % 1000000),
+                 (long long)(alerts[i].cap_micros / 1000000), (long long)(alerts[i].cap_micros % 1000000),
+                 b->hard_cap && alerts[i].pct >= 100 ? ": new jobs wait (hard cap)" : "");
+        log_warn("%s", msg);
+        struct tide_err err;
+        tide_err_clear(&err);
+        if (store_event_add(srv->store, now, "budget_alert", 0, 0, msg, &err) != 0)
+            log_error("budget alert not stored: %s", err.message);
+        if (b->alert_hook[0])
+            run_alert_hook(b, &alerts[i]);
+        if (alerts[i].pct >= 100)
+            sched_loop_kick(srv);
+    }
+}

@@ -1,0 +1,73 @@
+/*
+ * The pool loop's private state, shared by its files: pool_loop.c (the
+ * thread and its decisions), pool_budget.c (budget alerts), pool_spot.c
+ * (spot interruptions) and pool_api.c (GET /v1/pools, node fields,
+ * /metrics). Not for other modules: they use pool_loop.h.
+ */
+#ifndef TIDE_SERVER_POOL_LOOP_STATE_H
+#define TIDE_SERVER_POOL_LOOP_STATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/autoscaler.h"
+#include "core/billing.h"
+#include "providers/provider.h"
+#include "server/server.h"
+
+#define POOL_TICK_MS 1000
+#define POOL_MAX_BATCH 64
+#define POOL_BACKOFF_MAX_S 60
+#define POOL_LIST_MAX 256
+#define POOL_LIST_EVERY_MS 15000 /* spot pools: how often the provider is asked */
+
+struct pool_node_rt {
+    int64_t node_id;
+    int pool;
+    char name[TIDE_NAME_MAX];
+    char provider_id[128];
+    bool destroy_pending;
+    int destroy_failures;
+    int64_t destroy_not_before_ms;
+};
+
+/* A provider call prepared under the lock and made without it. */
+struct pool_call {
+    bool create;
+    int pool;
+    int count;
+    struct provider_node nodes[POOL_MAX_BATCH];
+    int64_t node_ids[POOL_MAX_BATCH];
+    int rc;
+    char error[400];
+};
+
+struct pool_loop {
+    struct server *srv;
+    pthread_t thread;
+    bool started;
+    struct autoscaler as;
+    struct billing bill;
+    struct provider providers[TIDE_MAX_POOLS];
+    struct pool_node_rt *nodes;
+    size_t nnodes, nodes_cap;
+    struct pool_action_list actions;
+    struct pool_call *calls;
+    size_t ncalls, calls_cap;
+    int create_failures[TIDE_MAX_POOLS]; /* in a row */
+    long long scale_ups[TIDE_MAX_POOLS], scale_downs[TIDE_MAX_POOLS];
+    long long provider_failures[TIDE_MAX_POOLS], nodes_failed[TIDE_MAX_POOLS];
+    long long interruptions[TIDE_MAX_POOLS];
+    int64_t last_list_ms;
+};
+
+/* Under the lock: meters the budgets; each threshold crossed is an event,
+ * a log line and the project's alert hook (pool_budget.c). */
+void pool_budgets_tick(struct server *srv, int64_t now);
+
+/* Under the lock: nodes of spot pools take only preemptible work
+ * (queue_allows_node; pool_spot.c). */
+void pool_mark_spot_nodes(struct server *srv);
+
+#endif
