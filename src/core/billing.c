@@ -53,19 +53,14 @@ int billing_add_usage(struct billing *b, const char *project, int pool, int64_t 
     return 0;
 }
 
-int billing_tick(struct billing *b, const struct cluster *c, const struct pool *pools, int npools,
-                 int64_t now_ms)
+#define MS_PER_DAY 86400000LL
+
+/* Meters dt ms of the cluster as it is now into day. */
+static int meter(struct billing *b, const struct cluster *c, const struct pool *pools, int npools,
+                 int64_t day, int64_t dt)
 {
-    if (!b->started || now_ms <= b->last_ms) {
-        if (!b->started) {
-            b->started = true;
-            b->last_ms = now_ms;
-        }
-        return 0;
-    }
-    int64_t dt = now_ms - b->last_ms;
-    b->last_ms = now_ms;
     int alive[TIDE_MAX_POOLS] = {0};
+    int64_t gpu_ms[TIDE_MAX_POOLS] = {0};
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct node *n = &c->nodes[i];
         int p = n->pool[0] ? pool_find(pools, npools, n->pool) : -1;
@@ -76,8 +71,12 @@ int billing_tick(struct billing *b, const struct cluster *c, const struct pool *
             if (!n->gpus[g].job_id)
                 continue;
             const struct job *job = cluster_find_job((struct cluster *)c, n->gpus[g].job_id);
-            b->pools[p].gpu_ms += dt;
-            if (billing_add_usage(b, job ? job->project : "?", p, dt))
+            const char *project = job ? job->project : "?";
+            gpu_ms[p] += dt;
+            if (billing_add_usage(b, project, p, dt))
+                return TIDE_ENOMEM;
+            if (b->ledger &&
+                usage_ledger_add_use(b->ledger, day, p, project, job ? job->queue : "?", dt))
                 return TIDE_ENOMEM;
         }
     }
@@ -86,6 +85,34 @@ int billing_tick(struct billing *b, const struct cluster *c, const struct pool *
         if (pools[p].billing == BILLING_RESERVED && billed < pools[p].min_nodes)
             billed = pools[p].min_nodes;
         b->pools[p].node_ms += (int64_t)billed * dt;
+        b->pools[p].gpu_ms += gpu_ms[p];
+        if (b->ledger && (billed || gpu_ms[p]) &&
+            usage_ledger_add_pool(b->ledger, day, p, (int64_t)billed * dt, gpu_ms[p]))
+            return TIDE_ENOMEM;
+    }
+    return 0;
+}
+
+int billing_tick(struct billing *b, const struct cluster *c, const struct pool *pools, int npools,
+                 int64_t now_ms)
+{
+    if (!b->started || now_ms <= b->last_ms) {
+        if (!b->started) {
+            b->started = true;
+            b->last_ms = now_ms;
+        }
+        return 0;
+    }
+    /* Without a ledger days don't matter: one step. With one, a tick that
+     * spans midnight UTC is split there. */
+    while (b->last_ms < now_ms) {
+        int64_t day = b->last_ms >= 0 ? b->last_ms / MS_PER_DAY : (b->last_ms + 1) / MS_PER_DAY - 1;
+        int64_t end = b->ledger ? (day + 1) * MS_PER_DAY : now_ms;
+        if (end > now_ms)
+            end = now_ms;
+        if (meter(b, c, pools, npools, day, end - b->last_ms))
+            return TIDE_ENOMEM;
+        b->last_ms = end;
     }
     return 0;
 }
@@ -106,8 +133,11 @@ static int64_t node_price(const struct pool *p)
 
 int64_t billing_pool_cost_micros(const struct billing *b, const struct pool *pools, int i)
 {
-    const struct pool *p = &pools[i];
-    int64_t node_ms = b->pools[i].node_ms;
+    return billing_pool_cost_at(&pools[i], b->pools[i].node_ms);
+}
+
+int64_t billing_pool_cost_at(const struct pool *p, int64_t node_ms)
+{
     if (p->billing == BILLING_PACK && p->gpus_per_node > 0) {
         /* GPU-ms beyond the prepaid pack, at the per-GPU rate. */
         int64_t gpu_ms = node_ms * p->gpus_per_node - p->pack_gpu_hours * MS_PER_HOUR;

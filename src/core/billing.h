@@ -3,7 +3,8 @@
  * second by the server, on the virtual clock by the simulator) and adds the
  * milliseconds since its last call to each pool node that exists
  * (provisioning, ready, draining or lost) and to each project whose tasks
- * hold GPUs on pool nodes. Costs are derived from those integer counters
+ * hold GPUs on pool nodes, and to the usage ledger by day when one is set
+ * (core/usage_ledger.h). Costs are derived from those integer counters
  * when asked, so rounding never accumulates:
  *
  *   on_demand  node-ms x price per node-hour
@@ -23,6 +24,7 @@
 
 #include "core/cluster.h"
 #include "core/pool.h"
+#include "core/usage_ledger.h"
 
 struct billing_usage {
     char project[TIDE_NAME_MAX];
@@ -41,6 +43,7 @@ struct billing {
     struct billing_pool pools[TIDE_MAX_POOLS];
     struct billing_usage *usage;
     size_t nusage, usage_cap;
+    struct usage_ledger *ledger; /* also fed per UTC day when not NULL (not owned) */
 };
 
 void billing_init(struct billing *b);
@@ -56,6 +59,10 @@ int billing_add_usage(struct billing *b, const char *project, int pool, int64_t 
 
 /* ms at price_per_hour_micros, rounded down. */
 int64_t billing_cost_micros(int64_t ms, int64_t price_per_hour_micros);
+
+/* What pool costs for node_ms billed node-milliseconds in all (packs
+ * drawn first). */
+int64_t billing_pool_cost_at(const struct pool *pool, int64_t node_ms);
 
 /* What pool i has cost so far. */
 int64_t billing_pool_cost_micros(const struct billing *b, const struct pool *pools, int i);

@@ -1,0 +1,184 @@
+/* The usage ledger: billing split by UTC day, and reports by project,
+ * pool, queue and day checked against hand-computed figures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "cluster_fixture.h"
+#include "core/billing.h"
+#include "core/usage_ledger.h"
+
+#define HOUR 3600000LL
+#define DAY (24 * HOUR)
+
+/* One 4-GPU pool node at 4.00 per node-hour (1.00 per GPU-hour), ready
+ * from 23:00 on day 0 to 02:00 on day 1; project alpha's training job
+ * holds 2 GPUs from 23:00 to 01:00. Ticks at 23:00, 01:00 (across
+ * midnight) and 02:00. */
+struct fixture {
+    struct pool pool;
+    struct cluster c;
+    struct billing b;
+    struct usage_ledger l;
+};
+
+static void run_fixture(struct fixture *f, enum billing_kind kind, int64_t pack_gpu_hours)
+{
+    pool_defaults(&f->pool);
+    snprintf(f->pool.name, sizeof f->pool.name, "p");
+    f->pool.gpus_per_node = 4;
+    f->pool.billing = kind;
+    f->pool.pack_gpu_hours = pack_gpu_hours;
+    f->pool.price_per_node_hour_micros = 4000000;
+    cluster_init(&f->c);
+    struct node n = fx_h200_node(1, 4);
+    snprintf(n.pool, sizeof n.pool, "p");
+    n.state = NODE_READY;
+    assert_non_null(cluster_put_node(&f->c, &n));
+    struct job j = fx_job(10, 2);
+    snprintf(j.project, sizeof j.project, "alpha");
+    snprintf(j.queue, sizeof j.queue, "training");
+    struct job *job = fx_add_running(&f->c, j, 1, 23 * HOUR);
+    assert_non_null(job);
+    billing_init(&f->b);
+    usage_ledger_init(&f->l);
+    f->b.ledger = &f->l;
+    assert_int_equal(billing_tick(&f->b, &f->c, &f->pool, 1, 23 * HOUR), 0);
+    assert_int_equal(billing_tick(&f->b, &f->c, &f->pool, 1, DAY + HOUR), 0);
+    cluster_unassign(&f->c, job);
+    assert_int_equal(billing_tick(&f->b, &f->c, &f->pool, 1, DAY + 2 * HOUR), 0);
+}
+
+static void release_fixture(struct fixture *f)
+{
+    billing_release(&f->b);
+    usage_ledger_release(&f->l);
+    cluster_release(&f->c);
+}
+
+static const struct usage_row *find_row(const struct usage_report *r, const char *project,
+                                        int64_t day, bool idle)
+{
+    for (size_t i = 0; i < r->nrows; i++)
+        if (!strcmp(r->rows[i].project, project) && r->rows[i].day == day && r->rows[i].idle == idle)
+            return &r->rows[i];
+    return NULL;
+}
+
+static void test_a_tick_across_midnight_is_split_between_the_days(void **state)
+{
+    (void)state;
+    struct fixture f;
+    run_fixture(&f, BILLING_ON_DEMAND, 0);
+    assert_int_equal(f.l.ndays, 2);
+    assert_int_equal(f.l.days[0].day, 0);
+    assert_int_equal(f.l.days[0].node_ms, HOUR);
+    assert_int_equal(f.l.days[0].gpu_ms, 2 * HOUR);
+    assert_int_equal(f.l.days[1].day, 1);
+    assert_int_equal(f.l.days[1].node_ms, 2 * HOUR);
+    assert_int_equal(f.l.days[1].gpu_ms, 2 * HOUR);
+    assert_int_equal(f.l.nuses, 2);
+    assert_string_equal(f.l.uses[1].queue, "training");
+    /* Billing's totals are the same as without days. */
+    assert_int_equal(f.b.pools[0].node_ms, 3 * HOUR);
+    assert_int_equal(billing_pool_cost_micros(&f.b, &f.pool, 0), 12000000);
+    release_fixture(&f);
+}
+
+static void test_report_by_project_and_day_prices_each_day(void **state)
+{
+    (void)state;
+    struct fixture f;
+    run_fixture(&f, BILLING_ON_DEMAND, 0);
+    struct usage_report r;
+    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_PROJECT | USAGE_BY_DAY, 0, 10, &r), 0);
+    assert_int_equal(r.nrows, 4);
+    const struct usage_row *a0 = find_row(&r, "alpha", 0, false), *i0 = find_row(&r, "", 0, true);
+    const struct usage_row *a1 = find_row(&r, "alpha", 1, false), *i1 = find_row(&r, "", 1, true);
+    assert_non_null(a0);
+    assert_non_null(i0);
+    assert_non_null(a1);
+    assert_non_null(i1);
+    assert_int_equal(a0->cost_micros, 2000000); /* 2 of 4 GPU-hours of 4.00 */
+    assert_int_equal(i0->cost_micros, 2000000);
+    assert_int_equal(a1->cost_micros, 2000000); /* 2 of 8 GPU-hours of 8.00 */
+    assert_int_equal(i1->cost_micros, 6000000);
+    assert_int_equal(i1->gpu_ms, 6 * HOUR);
+    assert_true(r.rows[0].day == 0 && !r.rows[0].idle); /* day order, idle last */
+    assert_int_equal(r.total.cost_micros, 12000000);
+    assert_int_equal(r.total.idle_cost_micros, 8000000);
+    assert_int_equal(r.total.provisioned_gpu_ms, 12 * HOUR);
+    assert_int_equal(r.total.used_gpu_ms, 4 * HOUR);
+    assert_int_equal(r.ncapacity, 2);
+    assert_int_equal(r.capacity[1].day, 1);
+    assert_int_equal(r.capacity[1].cost_micros, 8000000);
+    usage_report_release(&r);
+    release_fixture(&f);
+}
+
+static void test_report_without_day_folds_the_days(void **state)
+{
+    (void)state;
+    struct fixture f;
+    run_fixture(&f, BILLING_ON_DEMAND, 0);
+    struct usage_report r;
+    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_PROJECT | USAGE_BY_QUEUE, 0, 10, &r), 0);
+    assert_int_equal(r.nrows, 2);
+    assert_string_equal(r.rows[0].project, "alpha");
+    assert_string_equal(r.rows[0].queue, "training");
+    assert_int_equal(r.rows[0].day, -1);
+    assert_int_equal(r.rows[0].pool, -1);
+    assert_int_equal(r.rows[0].gpu_ms, 4 * HOUR);
+    assert_int_equal(r.rows[0].cost_micros, 4000000);
+    assert_true(r.rows[1].idle);
+    assert_int_equal(r.rows[1].cost_micros, 8000000);
+    assert_int_equal(r.ncapacity, 1);
+    usage_report_release(&r);
+    /* Only day 1. */
+    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_POOL, 1, 1, &r), 0);
+    assert_int_equal(r.total.cost_micros, 8000000);
+    assert_int_equal(r.rows[0].pool, 0);
+    usage_report_release(&r);
+    release_fixture(&f);
+}
+
+static void test_a_pack_is_drawn_once_in_day_order(void **state)
+{
+    (void)state;
+    struct fixture f;
+    run_fixture(&f, BILLING_PACK, 6); /* 6 prepaid GPU-hours of the 12 provisioned */
+    struct usage_report r;
+    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_DAY, 0, 10, &r), 0);
+    assert_int_equal(r.ncapacity, 2);
+    assert_int_equal(r.capacity[0].cost_micros, 0);       /* 4 GPU-hours, all prepaid */
+    assert_int_equal(r.capacity[1].cost_micros, 6000000); /* 2 prepaid left, 6 at 1.00 */
+    assert_int_equal(r.total.cost_micros, billing_pool_cost_micros(&f.b, &f.pool, 0));
+    usage_report_release(&r);
+    release_fixture(&f);
+}
+
+static void test_group_words_parse_and_bad_ones_are_named(void **state)
+{
+    (void)state;
+    char bad[32];
+    assert_int_equal(usage_group_parse("day,project", bad), USAGE_BY_DAY | USAGE_BY_PROJECT);
+    assert_int_equal(usage_group_parse("", bad), 0);
+    assert_int_equal(usage_group_parse("pool,queue", bad), USAGE_BY_POOL | USAGE_BY_QUEUE);
+    assert_int_equal(usage_group_parse("project,month", bad), -1);
+    assert_string_equal(bad, "month");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_tick_across_midnight_is_split_between_the_days),
+        cmocka_unit_test(test_report_by_project_and_day_prices_each_day),
+        cmocka_unit_test(test_report_without_day_folds_the_days),
+        cmocka_unit_test(test_a_pack_is_drawn_once_in_day_order),
+        cmocka_unit_test(test_group_words_parse_and_bad_ones_are_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
