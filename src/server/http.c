@@ -129,6 +129,8 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
     }
     if (!strcmp(p, "/v1/projects") && get)
         return api_projects_list(srv, req, reply);
+    if (!strcmp(p, "/v1/usage") && get)
+        return api_usage_get(srv, req, reply);
     if (!strcmp(p, "/v1/queues") && get)
         return api_queues_list(srv, req, reply);
     if (!strcmp(p, "/v1/events") && get)

@@ -21,6 +21,7 @@
 #include "providers/provider.h"
 #include "server/pool_loop_state.h"
 #include "store/store_pools.h"
+#include "store/store_usage.h"
 
 static struct pool_node_rt *rt_find(struct pool_loop *pl, int64_t node_id, bool add)
 {
@@ -210,7 +211,11 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
     if (!rc)
         rc = store_pool_meters_save(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, &err);
     if (!rc)
+        rc = store_usage_save(srv->store, &pl->ledger, srv->cfg.pools, srv->cfg.npools, &err);
+    if (!rc)
         rc = store_commit(srv->store, &err);
+    if (!rc)
+        usage_ledger_clean(&pl->ledger);
     if (rc) {
         store_rollback(srv->store);
         pl->ncalls = 0;
@@ -490,6 +495,8 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
     autoscaler_init(&pl->as, srv->cfg.pools, srv->cfg.npools);
     pl->as.budgets = srv->cfg.budgets.count ? &srv->cfg.budgets : NULL;
     billing_init(&pl->bill);
+    usage_ledger_init(&pl->ledger);
+    pl->bill.ledger = &pl->ledger;
     pool_action_list_init(&pl->actions);
     for (int p = 0; p < srv->cfg.npools; p++) {
         struct provider *prov = &pl->providers[p];
@@ -506,6 +513,10 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
         rc = store_pool_nodes_load(srv->store, &srv->cluster, on_loaded_node, pl, err);
     if (!rc)
         rc = store_pool_meters_load(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, err);
+    if (!rc)
+        rc = store_usage_init(srv->store, err);
+    if (!rc)
+        rc = store_usage_load(srv->store, &pl->ledger, srv->cfg.pools, srv->cfg.npools, err);
     /* Nodes a provider was deleting when the server stopped: delete again. */
     for (size_t i = 0; !rc && i < srv->cluster.nnodes; i++) {
         const struct node *n = &srv->cluster.nodes[i];
@@ -525,6 +536,7 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
         pthread_mutex_unlock(&srv->lock);
         autoscaler_release(&pl->as);
         billing_release(&pl->bill);
+        usage_ledger_release(&pl->ledger);
         pool_action_list_release(&pl->actions);
         free(pl);
         return rc;
@@ -549,6 +561,7 @@ void pool_loop_stop(struct server *srv)
     pthread_mutex_unlock(&srv->lock);
     autoscaler_release(&pl->as);
     billing_release(&pl->bill);
+    usage_ledger_release(&pl->ledger);
     pool_action_list_release(&pl->actions);
     free(pl->nodes);
     free(pl->calls);

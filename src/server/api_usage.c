@@ -1,0 +1,152 @@
+/*
+ * GET /v1/usage?by=project,pool,queue,day&from=YYYY-MM-DD&to=YYYY-MM-DD&project=P
+ * GPU-hours and cost from the pools' usage ledger (core/usage_ledger.h),
+ * grouped as asked (default by project), days in UTC, from and to
+ * inclusive (default: all days). A token limited to some projects sees
+ * only their rows, grouped by project; idle cost and capacity are the
+ * pools' and shown to the others only.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/pool_loop_state.h"
+
+#define MS_PER_HOUR 3600000.0
+
+static void day_name(int64_t day, char *buf, size_t size)
+{
+    time_t t = (time_t)(day * 86400);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, size, "%Y-%m-%d", &tm);
+}
+
+/* "YYYY-MM-DD" into a UTC day number; -1 when it isn't one. */
+static int64_t parse_day(const char *s)
+{
+    int y, m, d;
+    char tail;
+    if (sscanf(s, "%4d-%2d-%2d%c", &y, &m, &d, &tail) != 3 || m < 1 || m > 12 || d < 1 || d > 31 ||
+        y < 1970)
+        return -1;
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = m - 1, .tm_mday = d};
+    time_t t = timegm(&tm);
+    if (t < 0 || tm.tm_mday != d) /* 2026-02-30 is normalised away: refuse it */
+        return -1;
+    return (int64_t)t / 86400;
+}
+
+static void money(char *buf, size_t size, int64_t micros)
+{
+    snprintf(buf, size, "%lld.%06lld", (long long)(micros / 1000000), (long long)(micros % 1000000));
+}
+
+static void set_keys(json_t *o, const struct server *srv, int pool, int64_t day)
+{
+    char name[16];
+    if (pool >= 0)
+        json_object_set_new(o, "pool", json_string(srv->cfg.pools[pool].name));
+    if (day >= 0) {
+        day_name(day, name, sizeof name);
+        json_object_set_new(o, "day", json_string(name));
+    }
+}
+
+static void set_money(json_t *o, const char *key, int64_t micros)
+{
+    char buf[40], micros_key[48];
+    money(buf, sizeof buf, micros);
+    snprintf(micros_key, sizeof micros_key, "%s_micros", key);
+    json_object_set_new(o, micros_key, json_integer(micros));
+    json_object_set_new(o, key, json_string(buf));
+}
+
+static json_t *capacity_json(const struct server *srv, const struct usage_capacity *c)
+{
+    json_t *o = json_object();
+    set_keys(o, srv, c->pool, c->day);
+    json_object_set_new(o, "provisioned_gpu_hours", json_real((double)c->provisioned_gpu_ms / MS_PER_HOUR));
+    json_object_set_new(o, "used_gpu_hours", json_real((double)c->used_gpu_ms / MS_PER_HOUR));
+    json_object_set_new(o, "utilisation", c->provisioned_gpu_ms > 0
+                                              ? json_real((double)c->used_gpu_ms / (double)c->provisioned_gpu_ms)
+                                              : json_null());
+    set_money(o, "cost", c->cost_micros);
+    set_money(o, "idle_cost", c->idle_cost_micros);
+    return o;
+}
+
+static json_t *row_json(const struct server *srv, unsigned group, const struct usage_row *r)
+{
+    json_t *o = json_object();
+    if (group & USAGE_BY_PROJECT)
+        json_object_set_new(o, "project", json_string(r->idle ? "(idle)" : r->project));
+    if (group & USAGE_BY_QUEUE)
+        json_object_set_new(o, "queue", json_string(r->idle ? "(idle)" : r->queue));
+    set_keys(o, srv, r->pool, r->day);
+    json_object_set_new(o, "idle", json_boolean(r->idle));
+    json_object_set_new(o, "gpu_hours", json_real((double)r->gpu_ms / MS_PER_HOUR));
+    set_money(o, "cost", r->cost_micros);
+    return o;
+}
+
+int api_usage_get(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    const char *by = api_query(req, "by"), *from = api_query(req, "from");
+    const char *to = api_query(req, "to"), *project = api_query(req, "project");
+    char bad[32];
+    int group = usage_group_parse(by ? by : "project", bad);
+    if (group < 0)
+        return api_error_msg(reply, TIDE_EINVAL, "by", "by: unknown key '%s' (known: project, pool, queue, day)", bad);
+    int64_t from_day = from ? parse_day(from) : 0, to_day = to ? parse_day(to) : INT64_MAX;
+    if (from_day < 0)
+        return api_error_msg(reply, TIDE_EINVAL, "from", "from: must be a date YYYY-MM-DD, not '%s'", from);
+    if (to_day < 0)
+        return api_error_msg(reply, TIDE_EINVAL, "to", "to: must be a date YYYY-MM-DD, not '%s'", to);
+    if (to_day < from_day)
+        return api_error_msg(reply, TIDE_EINVAL, "to", "to: %s is before from %s", to, from);
+    if (project && !auth_project_allowed(req, project))
+        return api_error_msg(reply, TIDE_EPERM, "project", "this token may not see project %s", project);
+    bool scoped = req->token.kind != TOKEN_ADMIN && req->token.projects;
+    if (scoped)
+        group |= USAGE_BY_PROJECT;
+
+    json_t *rows = json_array(), *capacity = json_array(), *total = NULL;
+    int rc = 0;
+    pthread_mutex_lock(&srv->lock);
+    struct pool_loop *pl = srv->pool_loop;
+    struct usage_report r;
+    memset(&r, 0, sizeof r);
+    if (pl)
+        rc = usage_ledger_report(&pl->ledger, srv->cfg.pools, srv->cfg.npools, (unsigned)group,
+                                 from_day, to_day, &r);
+    for (size_t i = 0; !rc && i < r.nrows; i++) {
+        const struct usage_row *row = &r.rows[i];
+        if ((project || scoped) && row->idle)
+            continue;
+        if ((project && strcmp(row->project, project)) ||
+            (scoped && !auth_project_allowed(req, row->project)))
+            continue;
+        json_array_append_new(rows, row_json(srv, (unsigned)group, row));
+    }
+    if (!rc && !scoped) {
+        for (size_t i = 0; i < r.ncapacity; i++)
+            json_array_append_new(capacity, capacity_json(srv, &r.capacity[i]));
+        total = capacity_json(srv, &r.total);
+    }
+    usage_report_release(&r);
+    pthread_mutex_unlock(&srv->lock);
+    if (rc) {
+        json_decref(rows);
+        json_decref(capacity);
+        return api_error_msg(reply, TIDE_ENOMEM, NULL, "out of memory");
+    }
+    static const char *const names[] = {"project", "pool", "queue", "day"};
+    json_t *keys = json_array();
+    for (int k = 0; k < 4; k++)
+        if (group & (1 << k))
+            json_array_append_new(keys, json_string(names[k]));
+    reply->json = json_pack("{s:o, s:s?, s:s?, s:o, s:o, s:o}", "by", keys, "from", from, "to", to,
+                            "rows", rows, "capacity", capacity, "total", total ? total : json_null());
+    return 0;
+}
