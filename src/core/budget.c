@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/tide_err.h"
+
 #include "core/core_banned.h"
 
 #define MS_PER_DAY 86400000LL
@@ -71,7 +73,7 @@ int64_t budget_month_of(int64_t now_ms)
 
 int64_t budget_spent_micros(const struct budget *b, enum budget_period period)
 {
-    return b->spent_num[period] / MS_PER_HOUR;
+    return b->spent_micros[period];
 }
 
 static void roll(struct budget *b, int64_t now_ms)
@@ -80,7 +82,8 @@ static void roll(struct budget *b, int64_t now_ms)
     for (int p = 0; p < BUDGET_PERIODS; p++)
         if (b->period[p] != now_period[p]) {
             b->period[p] = now_period[p];
-            b->spent_num[p] = 0;
+            b->spent_micros[p] = 0;
+            b->spent_rem[p] = 0;
             b->alerted_pct[p] = 0;
         }
 }
@@ -111,8 +114,13 @@ int budget_tick(struct budget_set *bs, const struct cluster *c, const struct poo
                 continue;
             const struct job *job = cluster_find_job((struct cluster *)c, n->gpus[g].job_id);
             struct budget *b = job ? (struct budget *)budget_find(bs, job->project) : NULL;
-            for (int k = 0; b && k < BUDGET_PERIODS; k++)
-                b->spent_num[k] += dt * price;
+            for (int k = 0; b && k < BUDGET_PERIODS; k++) {
+                /* Whole micro-units carried out of the remainder: no int64
+                 * overflow on a month of a large cluster, no rounding. */
+                b->spent_rem[k] += dt * price;
+                b->spent_micros[k] += b->spent_rem[k] / MS_PER_HOUR;
+                b->spent_rem[k] %= MS_PER_HOUR;
+            }
         }
     }
     int nalerts = 0;
@@ -137,23 +145,70 @@ int budget_tick(struct budget_set *bs, const struct cluster *c, const struct poo
     return nalerts;
 }
 
+/* The first period of b at or over its cap, or -1. */
+static int exhausted_period(const struct budget *b)
+{
+    for (int k = 0; k < BUDGET_PERIODS; k++)
+        if (b->cap_micros[k] > 0 && b->spent_micros[k] >= b->cap_micros[k])
+            return k;
+    return -1;
+}
+
+static void exhausted_reason(const struct budget *b, int k, char *why)
+{
+    int64_t spent = b->spent_micros[k];
+    snprintf(why, TIDE_REASON_MAX,
+             "budget exhausted: project %.60s spent %lld.%02lld of its %s %lld.%02lld", b->project,
+             (long long)(spent / 1000000), (long long)(spent % 1000000 / 10000),
+             budget_period_name((enum budget_period)k), (long long)(b->cap_micros[k] / 1000000),
+             (long long)(b->cap_micros[k] % 1000000 / 10000));
+}
+
 bool budget_holds_job(const struct budget_set *bs, const struct job *job, char *why)
 {
     const struct budget *b = budget_find(bs, job->project);
-    if (!b || !b->hard_cap)
+    int k = b && b->hard_cap ? exhausted_period(b) : -1;
+    if (k < 0)
         return false;
-    for (int k = 0; k < BUDGET_PERIODS; k++) {
-        int64_t spent = budget_spent_micros(b, (enum budget_period)k);
-        if (b->cap_micros[k] <= 0 || spent < b->cap_micros[k])
+    if (why)
+        exhausted_reason(b, k, why);
+    return true;
+}
+
+bool budget_rejects_submit(const struct budget_set *bs, const char *project, char *why)
+{
+    const struct budget *b = budget_find(bs, project);
+    int k = b && b->hard_cap && b->reject_when_exhausted ? exhausted_period(b) : -1;
+    if (k < 0)
+        return false;
+    if (why)
+        exhausted_reason(b, k, why);
+    return true;
+}
+
+int budget_stop_running(const struct budget_set *bs, struct cluster *c, struct action_list *out)
+{
+    bool any = false;
+    for (int i = 0; i < bs->count && !any; i++)
+        any = bs->items[i].hard_cap && bs->items[i].stop_running && exhausted_period(&bs->items[i]) >= 0;
+    if (!any)
+        return 0;
+    int stopped = 0;
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct job *job = &c->jobs[j];
+        if (job->state != JOB_RUNNING && job->state != JOB_STARTING)
             continue;
-        if (why)
-            snprintf(why, TIDE_REASON_MAX,
-                     "budget exhausted: project %.60s spent %lld.%02lld of its %s %lld.%02lld",
-                     b->project, (long long)(spent / 1000000), (long long)(spent % 1000000 / 10000),
-                     budget_period_name((enum budget_period)k),
-                     (long long)(b->cap_micros[k] / 1000000),
-                     (long long)(b->cap_micros[k] % 1000000 / 10000));
-        return true;
+        const struct budget *b = budget_find(bs, job->project);
+        int k = b && b->hard_cap && b->stop_running ? exhausted_period(b) : -1;
+        if (k < 0)
+            continue;
+        struct action a = {.type = ACTION_PREEMPT, .job_id = job->id, .attempt = job->attempt,
+                           .node_id = job->node_id, .state = JOB_PREEMPTED, .exit_code = -1};
+        exhausted_reason(b, k, a.reason);
+        if (!action_list_push(out, &a))
+            return TIDE_ENOMEM;
+        job->state = JOB_PREEMPTED;
+        stopped++;
     }
-    return false;
+    return stopped;
 }

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/action.h"
 #include "core/cluster.h"
 #include "core/pool.h"
 
@@ -29,10 +30,13 @@ struct budget {
     int alert_pct[BUDGET_MAX_ALERTS];   /* ascending */
     int nalerts;
     bool hard_cap; /* at 100 %: hold the project's pending jobs */
+    bool reject_when_exhausted; /* with hard_cap: refuse new jobs at submit instead */
+    bool stop_running;          /* with hard_cap: checkpoint-preempt its running jobs too */
     char alert_hook[256]; /* run by the server on each alert; "" for none */
     /* Metered state: */
     int64_t period[BUDGET_PERIODS];      /* UTC day / month number the spend is for */
-    int64_t spent_num[BUDGET_PERIODS];   /* micro-units x ms/hour: exact, no rounding */
+    int64_t spent_micros[BUDGET_PERIODS]; /* whole micro-units spent */
+    int64_t spent_rem[BUDGET_PERIODS];    /* and the rest, in micro-units x ms/hour (< 3,600,000) */
     int alerted_pct[BUDGET_PERIODS];     /* highest threshold reported this period */
 };
 
@@ -71,5 +75,15 @@ int64_t budget_spent_micros(const struct budget *b, enum budget_period period);
 /* Whether job must wait because its project is at a hard cap; fills why
  * (TIDE_REASON_MAX) when it must and why is not NULL. */
 bool budget_holds_job(const struct budget_set *bs, const struct job *job, char *why);
+
+/* Whether a new job of project is refused at submit (a hard cap with
+ * reject_when_exhausted, reached); fills why (TIDE_REASON_MAX) then. */
+bool budget_rejects_submit(const struct budget_set *bs, const char *project, char *why);
+
+/* For projects at a hard cap with stop_running: marks each of their running
+ * or starting jobs preempted and adds an ACTION_PREEMPT for it to out (the
+ * agent checkpoints and stops it; it then waits, held by the cap, without
+ * using a retry). Returns how many, or TIDE_ENOMEM. */
+int budget_stop_running(const struct budget_set *bs, struct cluster *c, struct action_list *out);
 
 #endif

@@ -107,6 +107,10 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
     }
     pthread_mutex_lock(&srv->lock);
     int rc = check_dependencies(srv, req, &job, &err);
+    char why[TIDE_REASON_MAX];
+    if (!rc && budget_rejects_submit(&srv->cfg.budgets, job.project, why))
+        rc = tide_err_set(&err, TIDE_EPERM, "project",
+                          "project: %s; its budget refuses new jobs until the period ends", why);
     int64_t now = clock_now_ms();
     int count = (int)json_integer_value(json_object_get(spec, "array"));
     if (count < 1)

@@ -29,6 +29,7 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
         struct budget b;
         memset(&b, 0, sizeof b);
         bool share_keys = false, budget_keys = false, alerts_given = false;
+        bool on_exhausted_given = false;
         for (yaml_node_pair_t *pair = item->data.mapping.pairs.start;
              pair < item->data.mapping.pairs.top; pair++) {
             const char *k = config_scalar(yaml_document_get_node(c->doc, pair->key));
@@ -69,11 +70,17 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                         b.alert_pct[b.nalerts++] = (int)n;
                     }
                 }
-            } else if (k && !strcmp(k, "hard_cap")) {
+            } else if (k && (!strcmp(k, "hard_cap") || !strcmp(k, "stop_running"))) {
                 const char *s = config_scalar(val);
                 if (!s || (strcmp(s, "true") && strcmp(s, "false")))
                     return config_fail(c, val, key, "must be true or false%s", "");
-                b.hard_cap = !strcmp(s, "true");
+                *(k[0] == 'h' ? &b.hard_cap : &b.stop_running) = !strcmp(s, "true");
+            } else if (k && !strcmp(k, "on_exhausted")) {
+                const char *s = config_scalar(val);
+                if (!s || (strcmp(s, "wait") && strcmp(s, "reject")))
+                    return config_fail(c, val, key, "must be wait (new jobs wait) or reject (refused at submit)%s", "");
+                b.reject_when_exhausted = !strcmp(s, "reject");
+                on_exhausted_given = true;
             } else if (k && !strcmp(k, "alert_hook")) {
                 const char *s = config_scalar(val);
                 if (!s || !*s || strlen(s) >= sizeof b.alert_hook)
@@ -82,13 +89,15 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
             } else {
                 return config_fail(c, val, key,
                                    "unknown key (known: name, quota_gpus, weight, budget_daily, "
-                                   "budget_monthly, alert_pct, hard_cap, alert_hook)%s", "");
+                                   "budget_monthly, alert_pct, hard_cap, on_exhausted, stop_running, alert_hook)%s", "");
             }
             if (rc)
                 return rc;
         }
         if (!p.name[0])
             return config_fail(c, item, where, "needs a name%s", "");
+        if ((on_exhausted_given || b.stop_running) && !b.hard_cap)
+            return config_fail(c, item, where, "on_exhausted and stop_running need hard_cap: true%s", "");
         if (budget_keys) {
             snprintf(b.project, sizeof b.project, "%s", p.name);
             if (!alerts_given) {
@@ -99,7 +108,7 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
             if (!budget_add(&c->cfg->budgets, &b))
                 return config_fail(c, item, where, "project '%s' is listed twice (or too many)", p.name);
         } else if (alerts_given || b.hard_cap || b.alert_hook[0]) {
-            return config_fail(c, item, where, "alert_pct, hard_cap and alert_hook need budget_daily or budget_monthly%s", "");
+            return config_fail(c, item, where, "alert_pct, hard_cap, on_exhausted, stop_running and alert_hook need budget_daily or budget_monthly%s", "");
         }
         if (!share_keys && budget_keys)
             continue;

@@ -50,6 +50,24 @@ static void run_alert_hook(const struct budget *b, const struct budget_alert *a)
         ;
 }
 
+/* Projects at a hard cap with stop_running: their running jobs are
+ * checkpoint-preempted and wait (held by the cap) for the next period. */
+static void stop_running_over_cap(struct server *srv, int64_t now)
+{
+    action_list_clear(&srv->actions);
+    int n = budget_stop_running(&srv->cfg.budgets, &srv->cluster, &srv->actions);
+    if (n == 0)
+        return;
+    struct tide_err err;
+    tide_err_clear(&err);
+    if (n < 0)
+        log_error("budget stop: out of memory");
+    else if (apply_actions(srv, &srv->actions, now, &err) != 0)
+        log_error("budget stop not persisted: %s", err.message);
+    else
+        log_warn("budget: %d running job%s stopped (checkpoint, then wait)", n, n == 1 ? "" : "s");
+}
+
 /* Under the lock: meters the budgets; each threshold crossed is an event,
  * a log line and the project's alert hook. */
 void pool_budgets_tick(struct server *srv, int64_t now)
@@ -75,4 +93,5 @@ void pool_budgets_tick(struct server *srv, int64_t now)
         if (alerts[i].pct >= 100)
             sched_loop_kick(srv);
     }
+    stop_running_over_cap(srv, now);
 }

@@ -176,6 +176,70 @@ static void test_months_are_calendar_months_in_utc(void **state)
     assert_int_equal(budget_day_of(jan31), 19753);
 }
 
+static void test_reject_refuses_new_jobs_only_once_the_cap_is_reached(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, true);
+    f.bs.items[0].reject_when_exhausted = true;
+    fx_run(&f, 10, "vision");
+    char why[TIDE_REASON_MAX];
+    tick(&f, T0);
+    tick(&f, T0 + 149 * 60 * S); /* 9.93 */
+    assert_false(budget_rejects_submit(&f.bs, "vision", why));
+    tick(&f, T0 + 150 * 60 * S); /* 10.00 */
+    assert_true(budget_rejects_submit(&f.bs, "vision", why));
+    assert_non_null(strstr(why, "budget exhausted: project vision spent 10.00 of its daily 10.00"));
+    assert_false(budget_rejects_submit(&f.bs, "other", why));
+    /* Without reject, the same cap holds jobs but refuses none. */
+    f.bs.items[0].reject_when_exhausted = false;
+    assert_false(budget_rejects_submit(&f.bs, "vision", why));
+    cluster_release(&f.c);
+}
+
+static void test_stop_running_preempts_the_projects_jobs_at_the_cap_only(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, true);
+    f.bs.items[0].stop_running = true;
+    struct job *mine = fx_run(&f, 10, "vision");
+    struct job *theirs = fx_run(&f, 11, "other");
+    struct action_list out;
+    action_list_init(&out);
+    tick(&f, T0);
+    tick(&f, T0 + 149 * 60 * S);
+    assert_int_equal(budget_stop_running(&f.bs, &f.c, &out), 0);
+    tick(&f, T0 + 150 * 60 * S);
+    assert_int_equal(budget_stop_running(&f.bs, &f.c, &out), 1);
+    const struct action *a = fx_find(&out, ACTION_PREEMPT, 10);
+    assert_non_null(a);
+    assert_non_null(strstr(a->reason, "budget exhausted"));
+    assert_int_equal(mine->state, JOB_PREEMPTED);
+    assert_int_equal(theirs->state, JOB_RUNNING);
+    /* Already asked: not asked again. */
+    assert_int_equal(budget_stop_running(&f.bs, &f.c, &out), 0);
+    action_list_release(&out);
+    cluster_release(&f.c);
+}
+
+static void test_a_month_of_a_large_cluster_does_not_overflow_the_meter(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, false);
+    f.bs.items[0].cap_micros[BUDGET_MONTHLY] = INT64_C(1) << 60;
+    f.pool.price_per_node_hour_micros = 10000000000LL; /* 5,000.00 per GPU-hour */
+    fx_run(&f, 10, "vision");
+    fx_run(&f, 11, "vision");
+    tick(&f, T0);
+    for (int h = 1; h <= 20 * 24; h++) /* 20 days of 2 GPUs, ticked hourly */
+        tick(&f, T0 + h * HOUR);
+    /* As micro-units x ms the spend would be 1.7e19, past int64. */
+    assert_int_equal(budget_spent_micros(&f.bs.items[0], BUDGET_MONTHLY), 2LL * 480 * 5000000000LL);
+    cluster_release(&f.c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +248,9 @@ int main(void)
         cmocka_unit_test(test_hard_cap_holds_the_projects_pending_jobs_with_the_reason),
         cmocka_unit_test(test_no_nodes_are_added_for_a_project_at_its_hard_cap),
         cmocka_unit_test(test_months_are_calendar_months_in_utc),
+        cmocka_unit_test(test_reject_refuses_new_jobs_only_once_the_cap_is_reached),
+        cmocka_unit_test(test_stop_running_preempts_the_projects_jobs_at_the_cap_only),
+        cmocka_unit_test(test_a_month_of_a_large_cluster_does_not_overflow_the_meter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
