@@ -101,6 +101,9 @@ void pool_loop_node_json(struct server *srv, const struct node *n, json_t *obj, 
     json_object_set_new(obj, "age_s", json_real((double)(end - n->created_ms) / 1000.0));
     json_object_set_new(obj, "cost_micros",
                         json_integer(billing_node_cost_micros(&srv->cfg.pools[p], n, now_ms)));
+    json_object_set_new(obj, "interrupt_deadline_ms", n->interrupt_deadline_ms
+                                                          ? json_integer(n->interrupt_deadline_ms)
+                                                          : json_null());
     json_object_set_new(obj, "idle_s", n->state == NODE_READY && n->idle_since_ms
                                            ? json_real((double)(now_ms - n->idle_since_ms) / 1000.0)
                                            : json_real(0));

@@ -212,6 +212,8 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
         rc = store_pool_meters_save(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, &err);
     if (!rc)
         rc = store_usage_save(srv->store, &pl->ledger, srv->cfg.pools, srv->cfg.npools, &err);
+    if (!rc && srv->cfg.budgets.count)
+        rc = store_budgets_save(srv->store, &srv->cfg.budgets, &err);
     if (!rc)
         rc = store_commit(srv->store, &err);
     if (!rc)
@@ -513,6 +515,8 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
         rc = store_pool_nodes_load(srv->store, &srv->cluster, on_loaded_node, pl, err);
     if (!rc)
         rc = store_pool_meters_load(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, err);
+    if (!rc)
+        rc = store_budgets_load(srv->store, &srv->cfg.budgets, err);
     if (!rc)
         rc = store_usage_init(srv->store, err);
     if (!rc)

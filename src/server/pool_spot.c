@@ -8,6 +8,7 @@
 #include "core/spot.h"
 #include "server/pool_loop.h"
 #include "server/pool_loop_state.h"
+#include "store/store_pools.h"
 
 /* Nodes of spot pools take only preemptible work (queue_allows_node). */
 void pool_mark_spot_nodes(struct server *srv)
@@ -49,6 +50,9 @@ int pool_spot_interrupt(struct server *srv, int64_t node_id, const char *why, in
         rc = store_begin(srv->store, err);
     if (!rc) {
         rc = store_node_set_state(srv->store, node_id, NODE_DRAINING, err);
+        struct node *now_node = cluster_find_node(&srv->cluster, node_id);
+        if (!rc && now_node) /* its deadline, so a restart still requeues on time */
+            rc = store_pool_node_put(srv->store, now_node, NULL, err);
         if (!rc)
             rc = store_event_add(srv->store, now_ms, "node_interrupted", 0, node_id, msg, err);
         if (!rc)

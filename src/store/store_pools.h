@@ -1,7 +1,8 @@
 /*
  * Durable state of elastic pools, beside store.h's tables: which pool each
- * pool node belongs to with its lifetime and provider id, and the billing
- * meters (node-ms and GPU-ms per pool and project). Called under the
+ * pool node belongs to with its lifetime, provider id and spot deadline,
+ * the billing meters (node-ms and GPU-ms per pool and project) and what
+ * budgets have spent. Called under the
  * server's lock, inside the caller's transaction where it has one.
  */
 #ifndef TIDE_STORE_POOLS_H
@@ -10,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "core/billing.h"
+#include "core/budget.h"
 #include "core/pool.h"
 #include "store/store.h"
 
@@ -35,5 +37,11 @@ int store_pool_meters_save(struct store *s, const struct billing *b, const struc
                            int npools, struct tide_err *err);
 int store_pool_meters_load(struct store *s, struct billing *b, const struct pool *pools,
                            int npools, struct tide_err *err);
+
+/* Saves / loads what each budget of bs has spent in its current periods
+ * and the alerts it has raised (budgets no longer configured are skipped
+ * on load; a period that has ended starts again at the next tick). */
+int store_budgets_save(struct store *s, const struct budget_set *bs, struct tide_err *err);
+int store_budgets_load(struct store *s, struct budget_set *bs, struct tide_err *err);
 
 #endif

@@ -113,6 +113,90 @@ def test_bad_usage_queries_name_the_field():
         assert p.returncode != 0 and "choose one" in p.stderr, p
 
 
+def budget_config(extra):
+    return POOL + ("projects:\n  - name: vision\n    budget_daily: 2.00\n    alert_pct: [100]\n"
+                   "    hard_cap: true\n" + extra)
+
+
+def alerted(c):
+    return any(e["kind"] == "budget_alert" and "100%" in e["message"]
+               for e in c.api("GET", "/v1/events")["events"])
+
+
+def spent(c):
+    m = c.api("GET", "/metrics")
+    line = next(ln for ln in m.split("\n")
+                if ln.startswith('tide_project_budget_spent_micros{project="vision",period="daily"}'))
+    return int(line.split()[-1])
+
+
+def test_reject_refuses_jobs_at_the_cap_and_the_spend_survives_a_restart():
+    with Cluster(agents=0, config=budget_config("    on_exhausted: reject\n")) as c:
+        first = c.submit(gpus=1, project="vision", command=["sh", "-c", "sleep 4"])
+        assert c.wait_final([first["id"]], timeout=60)[first["id"]]["state"] == "succeeded"
+        wait_until(lambda: alerted(c), 15, 0.2, what="the 100% alert")
+        try:
+            c.submit(gpus=1, project="vision", command=["true"])
+            raise AssertionError("a job over the budget was accepted")
+        except ApiError as e:
+            assert e.status == 403 and e.body["error"]["field"] == "project", e.body
+            assert "budget exhausted" in e.body["error"]["message"], e.body
+        p = c.cli("submit", "--project", "vision", "--", "true")
+        assert p.returncode != 0 and "budget exhausted" in p.stderr, p
+        other = c.submit(gpus=1, project="default", command=["true"])
+        assert c.wait_final([other["id"]], timeout=60)[other["id"]]["state"] == "succeeded"
+        before = spent(c)
+        assert before >= 2000000, before
+        c.kill_server()
+        c.start_server()
+        assert spent(c) == before  # the day's spend is kept, not started again
+        try:
+            c.submit(gpus=1, project="vision", command=["true"])
+            raise AssertionError("the restart forgot the budget")
+        except ApiError as e:
+            assert e.status == 403, e.body
+        # The alert is not raised a second time for the same day.
+        time.sleep(1.5)
+        n = sum(1 for e in c.api("GET", "/v1/events")["events"] if e["kind"] == "budget_alert")
+        assert n == 1, n
+
+
+def test_stop_running_checkpoints_the_projects_running_job_at_the_cap():
+    with Cluster(agents=0, config=budget_config("    stop_running: true\n"), kill_grace_s=3) as c:
+        job = c.submit(gpus=1, project="vision",
+                       command=["sh", "-c", "trap 'echo saved; exit 0' TERM; sleep 120 & wait $!"])
+        c.wait_state(job["id"], "running", timeout=60)
+        wait_until(lambda: alerted(c), 30, 0.2, what="the 100% alert")
+        j = wait_until(lambda: (j := c.job(job["id"]))["state"] == "pending" and j, 30, 0.2,
+                       what="the job stopped and waiting")
+        assert "budget exhausted" in j.get("pending_reason", ""), j
+        assert "saved" in c.logs(job["id"])  # it was told to checkpoint first
+        kinds = [e["kind"] for e in c.api("GET", "/v1/events")["events"]]
+        assert "job_preempted" in kinds, kinds
+        c.api("DELETE", f"/v1/jobs/{job['id']}")
+
+
+SPOT = POOL.replace("billing: on_demand", "billing: spot\n    interruption_grace_s: 600")
+
+
+def test_a_spot_interruption_deadline_survives_a_restart():
+    with Cluster(agents=0, config=SPOT) as c:
+        job = c.submit(gpus=1, preemptible=True, command=["sh", "-c", "sleep 120"])
+        c.wait_state(job["id"], "running", timeout=60)
+        name = c.job(job["id"])["node"]
+        c.cli("nodes", "interrupt", str(c.node(name)["id"]), check=True)
+        deadline = c.node(name)["interrupt_deadline_ms"]
+        assert deadline and deadline > time.time() * 1000 + 500000, c.node(name)
+        c.kill_server()
+        c.start_server()
+        n = c.node(name)
+        assert n["interrupt_deadline_ms"] == deadline and n["state"] in ("draining", "lost"), n
+        c.api("DELETE", f"/v1/jobs/{job['id']}")
+
+
 if __name__ == "__main__":
     run_tests([test_usage_by_project_and_queue_adds_up_to_the_pools_cost,
-               test_bad_usage_queries_name_the_field])
+               test_bad_usage_queries_name_the_field,
+               test_reject_refuses_jobs_at_the_cap_and_the_spend_survives_a_restart,
+               test_stop_running_checkpoints_the_projects_running_job_at_the_cap,
+               test_a_spot_interruption_deadline_survives_a_restart])
