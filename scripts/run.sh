@@ -124,6 +124,9 @@ echo
 echo "== final state"
 "$TIDE" jobs
 "$TIDE" nodes
+echo
+echo "== tide usage --by pool (cost of the elastic pool's nodes so far)"
+"$TIDE" usage --by pool
 if [ -n "$demo" ]; then
   echo
   echo "== tide logs $demo (train-2gpu)"
@@ -134,4 +137,5 @@ echo
 echo "The cluster stays up until Ctrl-C. Try, from this directory:"
 echo "  $TIDE submit --gpus 2 -- sh -c 'echo hi; sleep 10'"
 echo "  $TIDE jobs; $TIDE nodes --gpus; $TIDE show ID; $TIDE logs -f ID"
+echo "  $TIDE pools; $TIDE usage --by project,day; $TIDE usage --csv"
 finish
