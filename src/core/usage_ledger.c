@@ -172,6 +172,8 @@ static int add_row(struct usage_report *r, unsigned group, const struct usage_po
 /* Sorts rows and folds rows with equal keys into one. */
 static void merge_rows(struct usage_report *r)
 {
+    if (r->nrows == 0)
+        return; /* rows may be NULL: qsort's base must not be */
     qsort(r->rows, r->nrows, sizeof *r->rows, row_cmp);
     size_t out = 0;
     for (size_t i = 0; i < r->nrows; i++) {
@@ -284,7 +286,8 @@ int usage_ledger_report(const struct usage_ledger *l, const struct pool *pools, 
         return rc;
     }
     merge_rows(out);
-    qsort(out->capacity, out->ncapacity, sizeof *out->capacity, capacity_cmp);
+    if (out->ncapacity)
+        qsort(out->capacity, out->ncapacity, sizeof *out->capacity, capacity_cmp);
     return 0;
 }
 

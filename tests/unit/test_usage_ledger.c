@@ -160,6 +160,27 @@ static void test_a_pack_is_drawn_once_in_day_order(void **state)
     release_fixture(&f);
 }
 
+static void test_an_empty_ledger_or_range_reports_nothing(void **state)
+{
+    (void)state;
+    struct usage_ledger empty;
+    usage_ledger_init(&empty);
+    struct pool p;
+    pool_defaults(&p);
+    struct usage_report r;
+    assert_int_equal(usage_ledger_report(&empty, &p, 1, USAGE_BY_PROJECT, 0, 10, &r), 0);
+    assert_int_equal(r.nrows, 0);
+    assert_int_equal(r.ncapacity, 0);
+    assert_int_equal(r.total.cost_micros, 0);
+    usage_report_release(&r);
+    struct fixture f;
+    run_fixture(&f, BILLING_ON_DEMAND, 0);
+    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_DAY, 5, 9, &r), 0);
+    assert_int_equal(r.nrows, 0);
+    usage_report_release(&r);
+    release_fixture(&f);
+}
+
 static void test_group_words_parse_and_bad_ones_are_named(void **state)
 {
     (void)state;
@@ -178,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_report_by_project_and_day_prices_each_day),
         cmocka_unit_test(test_report_without_day_folds_the_days),
         cmocka_unit_test(test_a_pack_is_drawn_once_in_day_order),
+        cmocka_unit_test(test_an_empty_ledger_or_range_reports_nothing),
         cmocka_unit_test(test_group_words_parse_and_bad_ones_are_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
