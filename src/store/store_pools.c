@@ -1,15 +1,8 @@
 /* The elastic pools' tables in the SQLite store (see store_pools.h). */
 #include "store/store_pools.h"
 
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-
-static int fail(struct store *s, struct tide_err *err, const char *what)
-{
-    return tide_err_set(err, TIDE_EIO, NULL, "database: %s: %s", what,
-                        sqlite3_errmsg(store_sqlite_db(s)));
-}
 
 int store_pools_init(struct store *s, struct tide_err *err)
 {
@@ -22,20 +15,13 @@ int store_pools_init(struct store *s, struct tide_err *err)
         "CREATE TABLE IF NOT EXISTS budget_state(project TEXT NOT NULL, period_kind INTEGER NOT NULL,"
         "  period INTEGER NOT NULL, spent_micros INTEGER NOT NULL, spent_rem INTEGER NOT NULL,"
         "  alerted_pct INTEGER NOT NULL, PRIMARY KEY(project, period_kind));";
-    char *msg = NULL;
-    if (sqlite3_exec(store_sqlite_db(s), schema, NULL, NULL, &msg) != SQLITE_OK) {
-        int rc = tide_err_set(err, TIDE_EIO, NULL, "database: %s", msg ? msg : "error");
-        sqlite3_free(msg);
+    int rc = store_sqlite_exec(s, schema, err);
+    if (rc)
         return rc;
-    }
-    /* Databases from before spot deadlines were kept: add the column. */
-    if (sqlite3_exec(store_sqlite_db(s), "ALTER TABLE pool_nodes ADD COLUMN interrupt_deadline_ms INTEGER",
-                     NULL, NULL, &msg) != SQLITE_OK) {
-        bool there = msg && strstr(msg, "duplicate column");
-        int rc = there ? 0 : tide_err_set(err, TIDE_EIO, NULL, "database: %s", msg ? msg : "error");
-        sqlite3_free(msg);
-        return rc;
-    }
+    /* Databases from before spot deadlines were kept lack the column;
+     * adding it twice fails harmlessly. */
+    sqlite3_exec(store_sqlite_db(s), "ALTER TABLE pool_nodes ADD COLUMN interrupt_deadline_ms INTEGER",
+                 NULL, NULL, NULL);
     return 0;
 }
 
@@ -57,7 +43,7 @@ int store_pool_node_put(struct store *s, const struct node *node, const char *pr
             " SET pool=?2, created_ms=?3, ready_ms=?4, ended_ms=?5,"
             " provider_id=COALESCE(?6, provider_id), interrupt_deadline_ms=?7",
             -1, &st, NULL) != SQLITE_OK)
-        return fail(s, err, "prepare pool node");
+        return store_sqlite_fail(s, err, "prepare pool node");
     sqlite3_bind_int64(st, 1, node->id);
     sqlite3_bind_text(st, 2, node->pool, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, node->created_ms);
@@ -68,7 +54,7 @@ int store_pool_node_put(struct store *s, const struct node *node, const char *pr
     else
         sqlite3_bind_null(st, 6);
     bind_ms(st, 7, node->interrupt_deadline_ms);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : fail(s, err, "store pool node");
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "store pool node");
     sqlite3_finalize(st);
     return rc;
 }
@@ -82,7 +68,7 @@ int store_pool_nodes_load(struct store *s, struct cluster *c,
             "SELECT node_id, pool, created_ms, ready_ms, ended_ms, provider_id, interrupt_deadline_ms"
             " FROM pool_nodes",
             -1, &st, NULL) != SQLITE_OK)
-        return fail(s, err, "prepare pool nodes");
+        return store_sqlite_fail(s, err, "prepare pool nodes");
     int r;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
         struct node *n = cluster_find_node(c, sqlite3_column_int64(st, 0));
@@ -96,7 +82,7 @@ int store_pool_nodes_load(struct store *s, struct cluster *c,
         if (fn)
             fn(n->id, (const char *)sqlite3_column_text(st, 5), ctx);
     }
-    int rc = r == SQLITE_DONE ? 0 : fail(s, err, "load pool nodes");
+    int rc = r == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "load pool nodes");
     sqlite3_finalize(st);
     return rc;
 }
@@ -108,12 +94,12 @@ static int put_meter(struct store *s, const char *pool, const char *project, int
     if (sqlite3_prepare_v2(store_sqlite_db(s),
             "INSERT OR REPLACE INTO pool_meters(pool, project, node_ms, gpu_ms) VALUES(?,?,?,?)",
             -1, &st, NULL) != SQLITE_OK)
-        return fail(s, err, "prepare meter");
+        return store_sqlite_fail(s, err, "prepare meter");
     sqlite3_bind_text(st, 1, pool, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, project, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, node_ms);
     sqlite3_bind_int64(st, 4, gpu_ms);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : fail(s, err, "store meter");
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "store meter");
     sqlite3_finalize(st);
     return rc;
 }
@@ -137,7 +123,7 @@ int store_pool_meters_load(struct store *s, struct billing *b, const struct pool
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(store_sqlite_db(s),
             "SELECT pool, project, node_ms, gpu_ms FROM pool_meters", -1, &st, NULL) != SQLITE_OK)
-        return fail(s, err, "prepare meters");
+        return store_sqlite_fail(s, err, "prepare meters");
     int r, rc = 0;
     while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
         int p = pool_find(pools, npools, (const char *)sqlite3_column_text(st, 0));
@@ -152,7 +138,7 @@ int store_pool_meters_load(struct store *s, struct billing *b, const struct pool
         }
     }
     if (!rc && r != SQLITE_DONE)
-        rc = fail(s, err, "load meters");
+        rc = store_sqlite_fail(s, err, "load meters");
     sqlite3_finalize(st);
     return rc;
 }
@@ -163,7 +149,7 @@ int store_budgets_save(struct store *s, const struct budget_set *bs, struct tide
     if (sqlite3_prepare_v2(store_sqlite_db(s),
             "INSERT OR REPLACE INTO budget_state(project, period_kind, period, spent_micros,"
             " spent_rem, alerted_pct) VALUES(?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
-        return fail(s, err, "prepare budget state");
+        return store_sqlite_fail(s, err, "prepare budget state");
     int rc = 0;
     for (int i = 0; !rc && i < bs->count; i++)
         for (int k = 0; !rc && k < BUDGET_PERIODS; k++) {
@@ -174,7 +160,7 @@ int store_budgets_save(struct store *s, const struct budget_set *bs, struct tide
             sqlite3_bind_int64(st, 4, b->spent_micros[k]);
             sqlite3_bind_int64(st, 5, b->spent_rem[k]);
             sqlite3_bind_int(st, 6, b->alerted_pct[k]);
-            rc = sqlite3_step(st) == SQLITE_DONE ? 0 : fail(s, err, "store budget state");
+            rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "store budget state");
             sqlite3_reset(st);
         }
     sqlite3_finalize(st);
@@ -187,7 +173,7 @@ int store_budgets_load(struct store *s, struct budget_set *bs, struct tide_err *
     if (sqlite3_prepare_v2(store_sqlite_db(s),
             "SELECT project, period_kind, period, spent_micros, spent_rem, alerted_pct"
             " FROM budget_state", -1, &st, NULL) != SQLITE_OK)
-        return fail(s, err, "prepare budget state");
+        return store_sqlite_fail(s, err, "prepare budget state");
     int r;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
         struct budget *b = (struct budget *)budget_find(bs, (const char *)sqlite3_column_text(st, 0));
@@ -199,7 +185,7 @@ int store_budgets_load(struct store *s, struct budget_set *bs, struct tide_err *
         b->spent_rem[k] = sqlite3_column_int64(st, 4);
         b->alerted_pct[k] = sqlite3_column_int(st, 5);
     }
-    int rc = r == SQLITE_DONE ? 0 : fail(s, err, "load budget state");
+    int rc = r == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "load budget state");
     sqlite3_finalize(st);
     return rc;
 }

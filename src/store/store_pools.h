@@ -15,8 +15,12 @@
 #include "core/pool.h"
 #include "store/store.h"
 
-/* The SQLite handle of s (store_sqlite.c), for modules with their own tables. */
+/* For modules with their own tables (store_sqlite.c): the SQLite handle of
+ * s; TIDE_EIO with "database: what: <SQLite's message>" in err; running sql
+ * (statements separated by ';'), TIDE_EIO with SQLite's message on error. */
 sqlite3 *store_sqlite_db(struct store *s);
+int store_sqlite_fail(struct store *s, struct tide_err *err, const char *what);
+int store_sqlite_exec(struct store *s, const char *sql, struct tide_err *err);
 
 /* Creates the pool tables if needed. */
 int store_pools_init(struct store *s, struct tide_err *err);

@@ -38,7 +38,12 @@ static int db_error(struct store *s, struct tide_err *err, const char *what)
     return tide_err_set(err, TIDE_EIO, NULL, "database: %s: %s", what, sqlite3_errmsg(s->db));
 }
 
-static int exec_sql(struct store *s, const char *sql, struct tide_err *err)
+int store_sqlite_fail(struct store *s, struct tide_err *err, const char *what)
+{
+    return db_error(s, err, what);
+}
+
+int store_sqlite_exec(struct store *s, const char *sql, struct tide_err *err)
 {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
@@ -64,10 +69,10 @@ int store_open_sqlite(const char *path, struct store **out, struct tide_err *err
         return rc;
     }
     sqlite3_busy_timeout(s->db, 5000);
-    int rc = exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
+    int rc = store_sqlite_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
                       err);
     if (!rc)
-        rc = exec_sql(s, schema, err);
+        rc = store_sqlite_exec(s, schema, err);
     if (!rc) {
         /* Databases made before gang jobs lack the column; adding it twice fails harmlessly. */
         sqlite3_exec(s->db, "ALTER TABLE jobs ADD COLUMN parts TEXT", NULL, NULL, NULL);
@@ -95,12 +100,12 @@ void store_close(struct store *s)
 
 int store_begin(struct store *s, struct tide_err *err)
 {
-    return exec_sql(s, "BEGIN IMMEDIATE", err);
+    return store_sqlite_exec(s, "BEGIN IMMEDIATE", err);
 }
 
 int store_commit(struct store *s, struct tide_err *err)
 {
-    return exec_sql(s, "COMMIT", err);
+    return store_sqlite_exec(s, "COMMIT", err);
 }
 
 void store_rollback(struct store *s)

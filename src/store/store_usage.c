@@ -5,12 +5,6 @@
 
 #include "store/store_pools.h"
 
-static int fail(struct store *s, struct tide_err *err, const char *what)
-{
-    return tide_err_set(err, TIDE_EIO, NULL, "database: %s: %s", what,
-                        sqlite3_errmsg(store_sqlite_db(s)));
-}
-
 int store_usage_init(struct store *s, struct tide_err *err)
 {
     static const char schema[] =
@@ -19,13 +13,7 @@ int store_usage_init(struct store *s, struct tide_err *err)
         "CREATE TABLE IF NOT EXISTS usage_uses(day INTEGER NOT NULL, pool TEXT NOT NULL,"
         "  project TEXT NOT NULL, queue TEXT NOT NULL, gpu_ms INTEGER NOT NULL,"
         "  PRIMARY KEY(day, pool, project, queue));";
-    char *msg = NULL;
-    if (sqlite3_exec(store_sqlite_db(s), schema, NULL, NULL, &msg) != SQLITE_OK) {
-        int rc = tide_err_set(err, TIDE_EIO, NULL, "database: %s", msg ? msg : "error");
-        sqlite3_free(msg);
-        return rc;
-    }
-    return 0;
+    return store_sqlite_exec(s, schema, err);
 }
 
 int store_usage_save(struct store *s, const struct usage_ledger *l, const struct pool *pools,
@@ -37,7 +25,7 @@ int store_usage_save(struct store *s, const struct usage_ledger *l, const struct
                                " VALUES(?,?,?,?)", -1, &day_st, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO usage_uses(day, pool, project, queue, gpu_ms)"
                                " VALUES(?,?,?,?,?)", -1, &use_st, NULL) != SQLITE_OK) {
-        int rc = fail(s, err, "prepare usage");
+        int rc = store_sqlite_fail(s, err, "prepare usage");
         sqlite3_finalize(day_st);
         return rc;
     }
@@ -50,7 +38,7 @@ int store_usage_save(struct store *s, const struct usage_ledger *l, const struct
         sqlite3_bind_text(day_st, 2, pools[d->pool].name, -1, SQLITE_STATIC);
         sqlite3_bind_int64(day_st, 3, d->node_ms);
         sqlite3_bind_int64(day_st, 4, d->gpu_ms);
-        rc = sqlite3_step(day_st) == SQLITE_DONE ? 0 : fail(s, err, "store usage day");
+        rc = sqlite3_step(day_st) == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "store usage day");
         sqlite3_reset(day_st);
     }
     for (size_t i = 0; !rc && i < l->nuses; i++) {
@@ -62,7 +50,7 @@ int store_usage_save(struct store *s, const struct usage_ledger *l, const struct
         sqlite3_bind_text(use_st, 3, u->project, -1, SQLITE_STATIC);
         sqlite3_bind_text(use_st, 4, u->queue, -1, SQLITE_STATIC);
         sqlite3_bind_int64(use_st, 5, u->gpu_ms);
-        rc = sqlite3_step(use_st) == SQLITE_DONE ? 0 : fail(s, err, "store usage");
+        rc = sqlite3_step(use_st) == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "store usage");
         sqlite3_reset(use_st);
     }
     sqlite3_finalize(day_st);
@@ -77,7 +65,7 @@ static int load_rows(struct store *s, const char *sql, const struct pool *pools,
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(store_sqlite_db(s), sql, -1, &st, NULL) != SQLITE_OK)
-        return fail(s, err, "prepare usage load");
+        return store_sqlite_fail(s, err, "prepare usage load");
     int r, rc = 0;
     while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
         int p = pool_find(pools, npools, (const char *)sqlite3_column_text(st, 1));
@@ -85,7 +73,7 @@ static int load_rows(struct store *s, const char *sql, const struct pool *pools,
             rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     }
     if (!rc && r != SQLITE_DONE)
-        rc = fail(s, err, "load usage");
+        rc = store_sqlite_fail(s, err, "load usage");
     sqlite3_finalize(st);
     return rc;
 }
