@@ -1,10 +1,13 @@
 /*
  * The elastic pools' thread (see pool_loop.h). Each second, under the
- * lock: meter, decide, persist the decisions in one transaction; then,
- * without the lock, the provider calls; then, under the lock again, their
- * results. A failed create fails its node records and holds the pool's
- * creations back (2, 4, 8 ... 60 s); the next decision asks again. A failed
- * delete is retried with the same backoff.
+ * lock: meter, decide, persist the decisions in one transaction and queue
+ * the provider calls; then, without the lock, make them (a blocking
+ * provider's on worker threads, up to POOL_MAX_IN_FLIGHT at once, so a slow
+ * create for one pool holds up no other call); then, under the lock again,
+ * record the results of the calls that are done. A node is in at most one
+ * call at a time. A failed create fails its node records and holds the
+ * pool's creations back (2, 4, 8 ... 60 s); the next decision asks again. A
+ * failed delete is retried with the same backoff.
  */
 #include "server/pool_loop.h"
 
@@ -44,19 +47,34 @@ static struct pool_node_rt *rt_find(struct pool_loop *pl, int64_t node_id, bool 
     return r;
 }
 
+/* A new queued call at the end of pl->calls, or NULL without memory. */
 static struct pool_call *call_add(struct pool_loop *pl)
 {
     if (pl->ncalls == pl->calls_cap) {
         size_t cap = pl->calls_cap ? pl->calls_cap * 2 : 8;
-        struct pool_call *grown = realloc(pl->calls, cap * sizeof *grown);
+        struct pool_call **grown = realloc(pl->calls, cap * sizeof *grown);
         if (!grown)
             return NULL;
         pl->calls = grown;
         pl->calls_cap = cap;
     }
-    struct pool_call *c = &pl->calls[pl->ncalls++];
-    memset(c, 0, sizeof *c);
+    struct pool_call *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->pl = pl;
+    atomic_init(&c->done, 0);
+    pl->calls[pl->ncalls++] = c;
     return c;
+}
+
+/* The nodes of a call are free for another call again. */
+static void call_release_nodes(struct pool_loop *pl, const struct pool_call *c)
+{
+    for (int k = 0; k < c->count; k++) {
+        struct pool_node_rt *r = rt_find(pl, c->node_ids[k], false);
+        if (r)
+            r->call_in_flight = false;
+    }
 }
 
 static int64_t backoff_ms(int failures)
@@ -120,6 +138,7 @@ static int add_provisioning_node(struct pool_loop *pl, int p, int64_t now, struc
     if (rc)
         return rc;
     r->pool = p;
+    r->call_in_flight = true;
     snprintf(r->name, sizeof r->name, "%s", n.name);
     snprintf(call->nodes[call->count].name, sizeof call->nodes[0].name, "%s", n.name);
     call->node_ids[call->count++] = n.id;
@@ -164,13 +183,13 @@ static int end_node(struct pool_loop *pl, const struct pool_action *a, int64_t n
     return 0;
 }
 
-/* Under the lock: decide and persist; fills pl->calls. */
+/* Under the lock: decide and persist; queues calls on pl->calls. */
 static void tick_decide(struct pool_loop *pl, int64_t now)
 {
     struct server *srv = pl->srv;
     struct tide_err err;
     tide_err_clear(&err);
-    pl->ncalls = 0;
+    size_t first_call = pl->ncalls;
     pool_mark_spot_nodes(srv);
     /* Interrupted spot nodes at their deadline: what is still there is requeued. */
     action_list_clear(&srv->actions);
@@ -213,7 +232,11 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
         rc = store_commit(srv->store, &err);
     if (rc) {
         store_rollback(srv->store);
-        pl->ncalls = 0;
+        while (pl->ncalls > first_call) {
+            struct pool_call *c = pl->calls[--pl->ncalls];
+            call_release_nodes(pl, c);
+            free(c);
+        }
         log_error("pool decisions not persisted (%s); reloading state", err.message);
         if (server_reload_cluster(srv, now, &err) != 0)
             log_error("reload failed: %s", err.message);
@@ -221,10 +244,12 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
     }
     if (undrained)
         sched_loop_kick(srv);
-    /* Deletes due now, including retries. */
+    /* Deletes due now, including retries; not while a create or an earlier
+     * delete of the node is still on its way. */
     for (size_t i = 0; i < pl->nnodes; i++) {
         struct pool_node_rt *r = &pl->nodes[i];
-        if (!r->destroy_pending || now < r->destroy_not_before_ms || r->pool < 0)
+        if (!r->destroy_pending || r->call_in_flight || now < r->destroy_not_before_ms ||
+            r->pool < 0)
             continue;
         struct pool_call *call = call_add(pl);
         if (!call)
@@ -234,24 +259,83 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
         call->node_ids[0] = r->node_id;
         snprintf(call->nodes[0].name, sizeof call->nodes[0].name, "%s", r->name);
         snprintf(call->nodes[0].id, sizeof call->nodes[0].id, "%s", r->provider_id);
-        r->destroy_not_before_ms = INT64_MAX; /* in flight */
+        r->call_in_flight = true;
     }
 }
 
-/* Without the lock. */
+/* Makes one call (without the lock) and marks it done. */
+static void call_make(struct pool_call *c)
+{
+    struct pool_loop *pl = c->pl;
+    const struct pool *pool = &pl->srv->cfg.pools[c->pool];
+    struct provider *prov = &pl->providers[c->pool];
+    struct tide_err err;
+    tide_err_clear(&err);
+    c->rc = c->create ? prov->ops->create(prov, pool, c->nodes, c->count, &err)
+                      : prov->ops->destroy(prov, pool, &c->nodes[0], &err);
+    if (c->rc)
+        snprintf(c->error, sizeof c->error, "%s", err.message[0] ? err.message : "failed");
+    atomic_store(&c->done, 1);
+}
+
+static void *call_thread(void *arg)
+{
+    call_make(arg);
+    return NULL;
+}
+
+/* Without the lock: makes the queued calls of non-blocking providers and
+ * starts those of blocking ones on worker threads, at most
+ * POOL_MAX_IN_FLIGHT at once, the pool with the fewest running first. */
 static void tick_call(struct pool_loop *pl)
 {
-    for (size_t i = 0; i < pl->ncalls; i++) {
-        struct pool_call *c = &pl->calls[i];
-        const struct pool *pool = &pl->srv->cfg.pools[c->pool];
-        struct provider *prov = &pl->providers[c->pool];
-        struct tide_err err;
-        tide_err_clear(&err);
-        c->rc = c->create ? prov->ops->create(prov, pool, c->nodes, c->count, &err)
-                          : prov->ops->destroy(prov, pool, &c->nodes[0], &err);
-        if (c->rc)
-            snprintf(c->error, sizeof c->error, "%s", err.message[0] ? err.message : "failed");
+    for (;;) {
+        struct pool_call *next = NULL;
+        for (size_t i = 0; i < pl->ncalls; i++) {
+            struct pool_call *c = pl->calls[i];
+            if (c->started || atomic_load(&c->done))
+                continue;
+            if (!pl->providers[c->pool].ops->blocking)
+                call_make(c);
+            else if (pl->in_flight < POOL_MAX_IN_FLIGHT &&
+                     (!next || pl->pool_in_flight[c->pool] < pl->pool_in_flight[next->pool]))
+                next = c;
+        }
+        if (!next)
+            return;
+        if (pthread_create(&next->thread, NULL, call_thread, next) == 0) {
+            next->started = true;
+            pl->in_flight++;
+            pl->pool_in_flight[next->pool]++;
+        } else {
+            log_warn("pool %s: no thread for a provider call; making it here",
+                     pl->srv->cfg.pools[next->pool].name);
+            call_make(next);
+        }
     }
+}
+
+/* Under the lock: the calls that are done leave pl->calls (joined when on
+ * a worker); they are returned in done[] (at most max), oldest first. */
+static size_t calls_take_done(struct pool_loop *pl, struct pool_call **done, size_t max)
+{
+    size_t n = 0, kept = 0;
+    for (size_t i = 0; i < pl->ncalls; i++) {
+        struct pool_call *c = pl->calls[i];
+        if (n == max || !atomic_load(&c->done)) {
+            pl->calls[kept++] = c;
+            continue;
+        }
+        if (c->started) {
+            pthread_join(c->thread, NULL);
+            pl->in_flight--;
+            pl->pool_in_flight[c->pool]--;
+        }
+        call_release_nodes(pl, c);
+        done[n++] = c;
+    }
+    pl->ncalls = kept;
+    return n;
 }
 
 /* Under the lock again: record what the providers did. */
@@ -260,15 +344,14 @@ static void tick_results(struct pool_loop *pl, int64_t now)
     struct server *srv = pl->srv;
     struct tide_err err;
     tide_err_clear(&err);
-    if (pl->ncalls == 0)
+    struct pool_call *done[64];
+    size_t ndone = calls_take_done(pl, done, sizeof done / sizeof done[0]);
+    if (ndone == 0)
         return;
-    if (store_begin(srv->store, &err) != 0) {
-        log_error("pool results: %s", err.message);
-        return;
-    }
-    int rc = 0;
-    for (size_t i = 0; !rc && i < pl->ncalls; i++) {
-        struct pool_call *c = &pl->calls[i];
+    int rc = store_begin(srv->store, &err);
+    bool begun = !rc;
+    for (size_t i = 0; !rc && i < ndone; i++) {
+        struct pool_call *c = done[i];
         const struct pool *pool = &srv->cfg.pools[c->pool];
         char msg[700];
         if (c->create && !c->rc) {
@@ -293,6 +376,9 @@ static void tick_results(struct pool_loop *pl, int64_t now)
             rc = store_event_add(srv->store, now, "provider_failed", 0, c->node_ids[0], msg, &err);
             for (int k = 0; !rc && k < c->count; k++) {
                 struct node *n = cluster_find_node(&srv->cluster, c->node_ids[k]);
+                struct pool_node_rt *r = rt_find(pl, c->node_ids[k], false);
+                if (r) /* failed while the create was on its way: nothing to delete */
+                    r->destroy_pending = false;
                 if (!n || n->state != NODE_PROVISIONING)
                     continue;
                 n->state = NODE_FAILED;
@@ -322,11 +408,22 @@ static void tick_results(struct pool_loop *pl, int64_t now)
     if (!rc)
         rc = store_commit(srv->store, &err);
     if (rc) {
-        store_rollback(srv->store);
+        if (begun)
+            store_rollback(srv->store);
         log_error("pool results not persisted: %s", err.message);
     }
-    if (pl->ncalls)
-        sched_loop_kick(srv);
+    for (size_t i = 0; i < ndone; i++)
+        free(done[i]);
+    sched_loop_kick(srv);
+}
+
+/* Is a create for pool p queued or running? */
+static bool pool_creating(const struct pool_loop *pl, int p)
+{
+    for (size_t i = 0; i < pl->ncalls; i++)
+        if (pl->calls[i]->create && pl->calls[i]->pool == p)
+            return true;
+    return false;
 }
 
 /* Under the lock: one pool's list against the cluster. Nodes the provider
@@ -352,6 +449,8 @@ static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_nod
         if (node && strcmp(node->pool, pool->name))
             node = NULL;
         struct pool_node_rt *r = node ? rt_find(pl, node->id, false) : NULL;
+        if (!node && pool_creating(pl, p))
+            continue; /* may be what that create is making: the next list tells */
         if (!node || ((node->state == NODE_RELEASED || node->state == NODE_FAILED) &&
                       !(r && r->destroy_pending))) {
             orphans[norphans++] = listed[i];
@@ -457,6 +556,26 @@ static void reconcile_providers(struct pool_loop *pl, bool at_start)
     free(listed);
 }
 
+/* At stop, without the lock: waits for the calls on workers (the exec
+ * provider stops its programs once srv->stopping is set), records what
+ * they did and drops the calls never started (their nodes stay
+ * provisioning; the provider's list at the next start settles them). */
+static void calls_finish(struct pool_loop *pl)
+{
+    struct server *srv = pl->srv;
+    for (size_t i = 0; i < pl->ncalls; i++)
+        if (pl->calls[i]->started)
+            while (!atomic_load(&pl->calls[i]->done))
+                clock_sleep_ms(50, NULL);
+    pthread_mutex_lock(&srv->lock);
+    while (pl->in_flight > 0)
+        tick_results(pl, clock_now_ms());
+    pthread_mutex_unlock(&srv->lock);
+    for (size_t i = 0; i < pl->ncalls; i++)
+        free(pl->calls[i]);
+    pl->ncalls = 0;
+}
+
 static void *pool_thread(void *arg)
 {
     struct pool_loop *pl = arg;
@@ -476,6 +595,7 @@ static void *pool_thread(void *arg)
                 pl->providers[p].ops->poll(&pl->providers[p]);
         clock_sleep_ms(POOL_TICK_MS, &srv->stopping);
     }
+    calls_finish(pl);
     return NULL;
 }
 
@@ -499,6 +619,7 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
         snprintf(prov->env.join_token_path, sizeof prov->env.join_token_path, "%s/join.token",
                  srv->cfg.data_dir);
         snprintf(prov->env.data_dir, sizeof prov->env.data_dir, "%s", srv->cfg.data_dir);
+        prov->env.stopping = &srv->stopping;
     }
     pthread_mutex_lock(&srv->lock);
     int rc = store_pools_init(srv->store, err);
@@ -551,6 +672,8 @@ void pool_loop_stop(struct server *srv)
     billing_release(&pl->bill);
     pool_action_list_release(&pl->actions);
     free(pl->nodes);
+    for (size_t i = 0; i < pl->ncalls; i++) /* none once the thread has finished them */
+        free(pl->calls[i]);
     free(pl->calls);
     free(pl);
 }
