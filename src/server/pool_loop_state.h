@@ -35,6 +35,8 @@ struct pool_node_rt {
     int64_t destroy_not_before_ms;
 };
 
+enum pool_call_kind { CALL_CREATE, CALL_DELETE, CALL_LIST };
+
 /* A provider call: prepared under the lock, made without it (on a worker
  * thread of its own when the provider is blocking), its result recorded
  * under the lock once done. On the heap, as a worker holds a pointer. */
@@ -43,11 +45,12 @@ struct pool_call {
     pthread_t thread;
     bool started; /* on a worker thread, joined when done */
     atomic_int done; /* set by whoever made the call, after rc and error */
-    bool create;
+    enum pool_call_kind kind;
     int pool;
-    int count;
+    int count; /* create: nodes[] and node_ids[]; delete: nodes[0], node_ids[0] (0: an orphan) */
     struct provider_node nodes[POOL_MAX_BATCH];
     int64_t node_ids[POOL_MAX_BATCH];
+    struct provider_node *listed; /* list: POOL_LIST_MAX of them, rc how many */
     int rc;
     char error[400];
 };
