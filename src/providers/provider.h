@@ -4,14 +4,19 @@
  * processes on this machine; provider_exec.c: a user program, see
  * docs/providers.md), so a new one is a new file.
  *
- * Calls block (an exec provider may take minutes) and are made by the pool
- * loop without the server's lock. A node created by a provider must start
- * `tide agent --name NAME --pool POOL` with the join token; the server
- * links it to the node record NAME when it registers.
+ * Calls are made by the pool loop without the server's lock. Those of a
+ * provider whose ops say `blocking` (an exec provider may take minutes) run
+ * on worker threads, several at once (for different nodes, of one pool or
+ * of several), so its create, destroy and list must be safe to call
+ * concurrently; the others are made one after another on the pool thread.
+ * A node created by a provider must start `tide agent --name NAME --pool
+ * POOL` with the join token; the server links it to the node record NAME
+ * when it registers.
  */
 #ifndef TIDE_PROVIDER_H
 #define TIDE_PROVIDER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/tide_err.h"
@@ -21,6 +26,10 @@ struct provider_env {
     char server_url[128];
     char join_token_path[600];
     char data_dir[512];
+    /* The server's stop flag: once it is set, a blocking call in progress
+     * ends soon with an error (the exec provider stops its program). May be
+     * NULL. */
+    volatile int *stopping;
 };
 
 /* One node as a provider knows it: tide's name and the provider's own id. */
@@ -34,6 +43,9 @@ struct provider;
 
 struct provider_ops {
     const char *name;
+    /* Calls may take long (a cloud CLI): the pool loop makes them on worker
+     * threads, concurrently. */
+    bool blocking;
     /* Creates count nodes of pool to register as nodes[i].name; fills
      * nodes[i].id. 0 or a negative code with err saying why. */
     int (*create)(struct provider *p, const struct pool *pool, struct provider_node *nodes,
@@ -47,9 +59,11 @@ struct provider_ops {
      * NULL (the local provider starts nothing that outlives the server). */
     int (*list)(struct provider *p, const struct pool *pool, struct provider_node *nodes, int max,
                 struct tide_err *err);
-    /* Reaps what it started; called every loop. May be NULL. */
+    /* Reaps what it started; called every loop, on the pool thread. May be
+     * NULL. */
     void (*poll)(struct provider *p);
-    /* Stops what it started at server shutdown (local) and frees state. */
+    /* Stops what it started at server shutdown (local) and frees state;
+     * called once every call has returned. */
     void (*shutdown)(struct provider *p);
 };
 

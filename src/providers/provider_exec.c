@@ -5,7 +5,8 @@
  * must register with in its environment and prints JSON on stdout:
  * {"nodes": [{"id": "...", "name": "...", "state": "..."}]}. A non-zero
  * exit, a timeout or unreadable output is a failure (the pool loop retries
- * with backoff).
+ * with backoff). Calls are blocking: the pool loop runs several at once on
+ * worker threads, so nothing here is shared between calls.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,11 +25,33 @@
 
 #define EXEC_TIMEOUT_MS 300000
 #define EXEC_OUTPUT_MAX (256 * 1024)
+#define EXEC_KILL_GRACE_MS 3000 /* from SIGTERM to SIGKILL when a call is stopped */
+#define EXEC_POLL_MS 250        /* how soon a stopping server is noticed */
 
-/* Runs argv with extra environment entries (NAME=VALUE), collecting stdout.
- * Returns 0 with *out (malloc'ed, NUL-terminated) or a negative code. */
-static int run_program(char *const argv[], char *const extra_env[], char **out,
-                       struct tide_err *err)
+/* Stops the program's process group (SIGTERM, SIGKILL after the grace) and
+ * reaps it; *status is its wait status. */
+static void stop_program(pid_t pid, int *status)
+{
+    kill(-pid, SIGTERM);
+    int64_t deadline = clock_mono_ms() + EXEC_KILL_GRACE_MS;
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR))
+            return;
+        if (clock_mono_ms() >= deadline)
+            break;
+        clock_sleep_ms(50, NULL);
+    }
+    kill(-pid, SIGKILL);
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* Runs argv with extra environment entries (NAME=VALUE), collecting stdout,
+ * until it exits, EXEC_TIMEOUT_MS pass or *stopping is set. Returns 0 with
+ * *out (malloc'ed, NUL-terminated) or a negative code. */
+static int run_program(char *const argv[], char *const extra_env[], volatile int *stopping,
+                       char **out, struct tide_err *err)
 {
     *out = NULL;
     char **envp = spawn_env_build(extra_env);
@@ -73,7 +96,12 @@ static int run_program(char *const argv[], char *const extra_env[], char **out,
                               EXEC_TIMEOUT_MS / 1000);
             break;
         }
-        int r = poll(&pfd, 1, (int)(left < 1000 ? left : 1000));
+        if (stopping && *stopping) {
+            rc = tide_err_set(err, TIDE_EIO, NULL, "%s %s: stopped, the server is stopping",
+                              argv[0], argv[1]);
+            break;
+        }
+        int r = poll(&pfd, 1, (int)(left < EXEC_POLL_MS ? left : EXEC_POLL_MS));
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -100,11 +128,12 @@ static int run_program(char *const argv[], char *const extra_env[], char **out,
         len += (size_t)n;
     }
     close(fds[0]);
-    if (rc)
-        kill(-pid, SIGKILL);
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    if (rc)
+        stop_program(pid, &status);
+    else
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
     if (!rc && WIFEXITED(status) && WEXITSTATUS(status) == 127)
         rc = tide_err_set(err, TIDE_EIO, NULL, "%s: cannot run it", argv[0]);
     else if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
@@ -173,13 +202,13 @@ static void fill_env(struct env_block *e, struct provider *p, const struct pool 
 static int exec_create(struct provider *p, const struct pool *pool, struct provider_node *nodes,
                        int count, struct tide_err *err)
 {
-    static struct env_block env; /* large; the pool loop is one thread */
+    struct env_block env;
     fill_env(&env, p, pool, nodes, count);
     char count_s[16];
     snprintf(count_s, sizeof count_s, "%d", count);
     char *argv[] = {(char *)pool->program, "create", (char *)pool->name, count_s, NULL};
     char *out;
-    int rc = run_program(argv, env.list, &out, err);
+    int rc = run_program(argv, env.list, p->env.stopping, &out, err);
     if (rc)
         return rc;
     json_t *list = answer_nodes(pool->program, out, err);
@@ -206,12 +235,12 @@ static int exec_create(struct provider *p, const struct pool *pool, struct provi
 static int exec_destroy(struct provider *p, const struct pool *pool,
                         const struct provider_node *node, struct tide_err *err)
 {
-    static struct env_block env;
+    struct env_block env;
     fill_env(&env, p, pool, node, 1);
     char *argv[] = {(char *)pool->program, "delete", (char *)(node->id[0] ? node->id : node->name),
                     NULL};
     char *out;
-    int rc = run_program(argv, env.list, &out, err);
+    int rc = run_program(argv, env.list, p->env.stopping, &out, err);
     free(out);
     return rc;
 }
@@ -219,11 +248,11 @@ static int exec_destroy(struct provider *p, const struct pool *pool,
 static int exec_list(struct provider *p, const struct pool *pool, struct provider_node *nodes,
                      int max, struct tide_err *err)
 {
-    static struct env_block env;
+    struct env_block env;
     fill_env(&env, p, pool, NULL, 0);
     char *argv[] = {(char *)pool->program, "list", (char *)pool->name, NULL};
     char *out;
-    int rc = run_program(argv, env.list, &out, err);
+    int rc = run_program(argv, env.list, p->env.stopping, &out, err);
     if (rc)
         return rc;
     json_t *list = answer_nodes(pool->program, out, err);
@@ -252,6 +281,7 @@ static int exec_list(struct provider *p, const struct pool *pool, struct provide
 
 const struct provider_ops provider_exec_ops = {
     .name = "exec",
+    .blocking = true,
     .create = exec_create,
     .destroy = exec_destroy,
     .list = exec_list,

@@ -181,6 +181,7 @@ static void local_shutdown(struct provider *p)
 
 const struct provider_ops provider_local_ops = {
     .name = "local",
+    .blocking = false, /* instant: made on the pool thread, which also reaps */
     .create = local_create,
     .destroy = local_destroy,
     .poll = local_poll,

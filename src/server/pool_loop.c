@@ -1,10 +1,13 @@
 /*
  * The elastic pools' thread (see pool_loop.h). Each second, under the
- * lock: meter, decide, persist the decisions in one transaction; then,
- * without the lock, the provider calls; then, under the lock again, their
- * results. A failed create fails its node records and holds the pool's
- * creations back (2, 4, 8 ... 60 s); the next decision asks again. A failed
- * delete is retried with the same backoff.
+ * lock: meter, decide, persist the decisions in one transaction and queue
+ * the provider calls; then, without the lock, make them (a blocking
+ * provider's on worker threads, up to POOL_MAX_IN_FLIGHT at once, so a slow
+ * create for one pool holds up no other call); then, under the lock again,
+ * record the results of the calls that are done. A node is in at most one
+ * call at a time. A failed create fails its node records and holds the
+ * pool's creations back (2, 4, 8 ... 60 s); the next decision asks again. A
+ * failed delete is retried with the same backoff.
  */
 #include "server/pool_loop.h"
 
@@ -45,19 +48,64 @@ static struct pool_node_rt *rt_find(struct pool_loop *pl, int64_t node_id, bool 
     return r;
 }
 
+/* A new queued call at the end of pl->calls, or NULL without memory. */
 static struct pool_call *call_add(struct pool_loop *pl)
 {
     if (pl->ncalls == pl->calls_cap) {
         size_t cap = pl->calls_cap ? pl->calls_cap * 2 : 8;
-        struct pool_call *grown = realloc(pl->calls, cap * sizeof *grown);
+        struct pool_call **grown = realloc(pl->calls, cap * sizeof *grown);
         if (!grown)
             return NULL;
         pl->calls = grown;
         pl->calls_cap = cap;
     }
-    struct pool_call *c = &pl->calls[pl->ncalls++];
-    memset(c, 0, sizeof *c);
+    struct pool_call *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->pl = pl;
+    atomic_init(&c->done, 0);
+    pl->calls[pl->ncalls++] = c;
     return c;
+}
+
+static void call_free(struct pool_call *c)
+{
+    if (c)
+        free(c->listed);
+    free(c);
+}
+
+/* Is a call of this kind for pool p queued, running or done but not yet
+ * recorded? */
+static bool pool_has_call(const struct pool_loop *pl, int p, enum pool_call_kind kind)
+{
+    for (size_t i = 0; i < pl->ncalls; i++)
+        if (pl->calls[i]->kind == kind && pl->calls[i]->pool == p)
+            return true;
+    return false;
+}
+
+/* Is a delete of this node of pool p's provider on its way? */
+static bool delete_queued(const struct pool_loop *pl, int p, const struct provider_node *pn)
+{
+    for (size_t i = 0; i < pl->ncalls; i++) {
+        const struct pool_call *c = pl->calls[i];
+        if (c->kind == CALL_DELETE && c->pool == p &&
+            ((pn->id[0] && !strcmp(c->nodes[0].id, pn->id)) ||
+             (pn->name[0] && !strcmp(c->nodes[0].name, pn->name))))
+            return true;
+    }
+    return false;
+}
+
+/* The nodes of a call are free for another call again. */
+static void call_release_nodes(struct pool_loop *pl, const struct pool_call *c)
+{
+    for (int k = 0; k < c->count; k++) {
+        struct pool_node_rt *r = rt_find(pl, c->node_ids[k], false);
+        if (r)
+            r->call_in_flight = false;
+    }
 }
 
 static int64_t backoff_ms(int failures)
@@ -121,6 +169,7 @@ static int add_provisioning_node(struct pool_loop *pl, int p, int64_t now, struc
     if (rc)
         return rc;
     r->pool = p;
+    r->call_in_flight = true;
     snprintf(r->name, sizeof r->name, "%s", n.name);
     snprintf(call->nodes[call->count].name, sizeof call->nodes[0].name, "%s", n.name);
     call->node_ids[call->count++] = n.id;
@@ -165,13 +214,13 @@ static int end_node(struct pool_loop *pl, const struct pool_action *a, int64_t n
     return 0;
 }
 
-/* Under the lock: decide and persist; fills pl->calls. */
+/* Under the lock: decide and persist; queues calls on pl->calls. */
 static void tick_decide(struct pool_loop *pl, int64_t now)
 {
     struct server *srv = pl->srv;
     struct tide_err err;
     tide_err_clear(&err);
-    pl->ncalls = 0;
+    size_t first_call = pl->ncalls;
     pool_mark_spot_nodes(srv);
     /* Interrupted spot nodes at their deadline: what is still there is requeued. */
     action_list_clear(&srv->actions);
@@ -198,7 +247,7 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
                 rc = tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
                 break;
             }
-            call->create = true;
+            call->kind = CALL_CREATE;
             call->pool = a->pool;
             for (int k = 0; !rc && k < a->count && k < POOL_MAX_BATCH; k++)
                 rc = add_provisioning_node(pl, a->pool, now, call, a->reason, &err);
@@ -220,7 +269,11 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
         usage_ledger_clean(&pl->ledger);
     if (rc) {
         store_rollback(srv->store);
-        pl->ncalls = 0;
+        while (pl->ncalls > first_call) {
+            struct pool_call *c = pl->calls[--pl->ncalls];
+            call_release_nodes(pl, c);
+            call_free(c);
+        }
         log_error("pool decisions not persisted (%s); reloading state", err.message);
         if (server_reload_cluster(srv, now, &err) != 0)
             log_error("reload failed: %s", err.message);
@@ -228,38 +281,125 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
     }
     if (undrained)
         sched_loop_kick(srv);
-    /* Deletes due now, including retries. */
+    /* Deletes due now, including retries; not while a create or an earlier
+     * delete of the node is still on its way. */
     for (size_t i = 0; i < pl->nnodes; i++) {
         struct pool_node_rt *r = &pl->nodes[i];
-        if (!r->destroy_pending || now < r->destroy_not_before_ms || r->pool < 0)
+        if (!r->destroy_pending || r->call_in_flight || now < r->destroy_not_before_ms ||
+            r->pool < 0)
             continue;
         struct pool_call *call = call_add(pl);
         if (!call)
             break;
+        call->kind = CALL_DELETE;
         call->pool = r->pool;
         call->count = 1;
         call->node_ids[0] = r->node_id;
         snprintf(call->nodes[0].name, sizeof call->nodes[0].name, "%s", r->name);
         snprintf(call->nodes[0].id, sizeof call->nodes[0].id, "%s", r->provider_id);
-        r->destroy_not_before_ms = INT64_MAX; /* in flight */
+        r->call_in_flight = true;
+    }
+    /* Spot pools: what the provider holds, every POOL_LIST_EVERY_MS. */
+    if (now - pl->last_list_ms < POOL_LIST_EVERY_MS)
+        return;
+    pl->last_list_ms = now;
+    for (int p = 0; p < srv->cfg.npools; p++) {
+        if (!pl->providers[p].ops->list || srv->cfg.pools[p].billing != BILLING_SPOT ||
+            pool_has_call(pl, p, CALL_LIST))
+            continue;
+        struct pool_call *call = call_add(pl);
+        if (call && !(call->listed = calloc(POOL_LIST_MAX, sizeof *call->listed))) {
+            pl->ncalls--;
+            call_free(call);
+            call = NULL;
+        }
+        if (!call) {
+            log_error("pool %s: list: out of memory", srv->cfg.pools[p].name);
+            break;
+        }
+        call->kind = CALL_LIST;
+        call->pool = p;
     }
 }
 
-/* Without the lock. */
+/* Makes one call (without the lock) and marks it done. */
+static void call_make(struct pool_call *c)
+{
+    struct pool_loop *pl = c->pl;
+    const struct pool *pool = &pl->srv->cfg.pools[c->pool];
+    struct provider *prov = &pl->providers[c->pool];
+    struct tide_err err;
+    tide_err_clear(&err);
+    c->rc = c->kind == CALL_CREATE   ? prov->ops->create(prov, pool, c->nodes, c->count, &err)
+            : c->kind == CALL_DELETE ? prov->ops->destroy(prov, pool, &c->nodes[0], &err)
+                                     : prov->ops->list(prov, pool, c->listed, POOL_LIST_MAX, &err);
+    if (c->rc < 0)
+        snprintf(c->error, sizeof c->error, "%s", err.message[0] ? err.message : "failed");
+    atomic_store(&c->done, 1);
+}
+
+static void *call_thread(void *arg)
+{
+    call_make(arg);
+    return NULL;
+}
+
+/* Without the lock: makes the queued calls of non-blocking providers and
+ * starts those of blocking ones on worker threads, at most
+ * POOL_MAX_IN_FLIGHT at once, the pool with the fewest running first. */
 static void tick_call(struct pool_loop *pl)
 {
-    for (size_t i = 0; i < pl->ncalls; i++) {
-        struct pool_call *c = &pl->calls[i];
-        const struct pool *pool = &pl->srv->cfg.pools[c->pool];
-        struct provider *prov = &pl->providers[c->pool];
-        struct tide_err err;
-        tide_err_clear(&err);
-        c->rc = c->create ? prov->ops->create(prov, pool, c->nodes, c->count, &err)
-                          : prov->ops->destroy(prov, pool, &c->nodes[0], &err);
-        if (c->rc)
-            snprintf(c->error, sizeof c->error, "%s", err.message[0] ? err.message : "failed");
+    for (;;) {
+        struct pool_call *next = NULL;
+        for (size_t i = 0; i < pl->ncalls; i++) {
+            struct pool_call *c = pl->calls[i];
+            if (c->started || atomic_load(&c->done))
+                continue;
+            if (!pl->providers[c->pool].ops->blocking)
+                call_make(c);
+            else if (pl->in_flight < POOL_MAX_IN_FLIGHT &&
+                     (!next || pl->pool_in_flight[c->pool] < pl->pool_in_flight[next->pool]))
+                next = c;
+        }
+        if (!next)
+            return;
+        if (pthread_create(&next->thread, NULL, call_thread, next) == 0) {
+            next->started = true;
+            pl->in_flight++;
+            pl->pool_in_flight[next->pool]++;
+        } else {
+            log_warn("pool %s: no thread for a provider call; making it here",
+                     pl->srv->cfg.pools[next->pool].name);
+            call_make(next);
+        }
     }
 }
+
+/* Under the lock: the calls that are done leave pl->calls (joined when on
+ * a worker); they are returned in done[] (at most max), oldest first. */
+static size_t calls_take_done(struct pool_loop *pl, struct pool_call **done, size_t max)
+{
+    size_t n = 0, kept = 0;
+    for (size_t i = 0; i < pl->ncalls; i++) {
+        struct pool_call *c = pl->calls[i];
+        if (n == max || !atomic_load(&c->done)) {
+            pl->calls[kept++] = c;
+            continue;
+        }
+        if (c->started) {
+            pthread_join(c->thread, NULL);
+            pl->in_flight--;
+            pl->pool_in_flight[c->pool]--;
+        }
+        call_release_nodes(pl, c);
+        done[n++] = c;
+    }
+    pl->ncalls = kept;
+    return n;
+}
+
+static void reconcile_listed(struct pool_loop *pl, int p, const struct provider_node *listed,
+                             int n, const char *error, bool at_start, int64_t now);
 
 /* Under the lock again: record what the providers did. */
 static void tick_results(struct pool_loop *pl, int64_t now)
@@ -267,18 +407,19 @@ static void tick_results(struct pool_loop *pl, int64_t now)
     struct server *srv = pl->srv;
     struct tide_err err;
     tide_err_clear(&err);
-    if (pl->ncalls == 0)
+    struct pool_call *done[64];
+    size_t ndone = calls_take_done(pl, done, sizeof done / sizeof done[0]);
+    if (ndone == 0)
         return;
-    if (store_begin(srv->store, &err) != 0) {
-        log_error("pool results: %s", err.message);
-        return;
-    }
-    int rc = 0;
-    for (size_t i = 0; !rc && i < pl->ncalls; i++) {
-        struct pool_call *c = &pl->calls[i];
+    int rc = store_begin(srv->store, &err);
+    bool begun = !rc;
+    for (size_t i = 0; !rc && i < ndone; i++) {
+        struct pool_call *c = done[i];
         const struct pool *pool = &srv->cfg.pools[c->pool];
         char msg[700];
-        if (c->create && !c->rc) {
+        if (c->kind == CALL_LIST)
+            continue; /* below, each in a transaction of its own */
+        if (c->kind == CALL_CREATE && !c->rc) {
             pl->create_failures[c->pool] = 0;
             for (int k = 0; !rc && k < c->count; k++) {
                 struct pool_node_rt *r = rt_find(pl, c->node_ids[k], false);
@@ -288,7 +429,7 @@ static void tick_results(struct pool_loop *pl, int64_t now)
                 if (n)
                     rc = store_pool_node_put(srv->store, n, c->nodes[k].id, &err);
             }
-        } else if (c->create) {
+        } else if (c->kind == CALL_CREATE) {
             int fails = ++pl->create_failures[c->pool];
             pl->provider_failures[c->pool]++;
             int64_t wait = backoff_ms(fails);
@@ -300,6 +441,9 @@ static void tick_results(struct pool_loop *pl, int64_t now)
             rc = store_event_add(srv->store, now, "provider_failed", 0, c->node_ids[0], msg, &err);
             for (int k = 0; !rc && k < c->count; k++) {
                 struct node *n = cluster_find_node(&srv->cluster, c->node_ids[k]);
+                struct pool_node_rt *r = rt_find(pl, c->node_ids[k], false);
+                if (r) /* failed while the create was on its way: nothing to delete */
+                    r->destroy_pending = false;
                 if (!n || n->state != NODE_PROVISIONING)
                     continue;
                 n->state = NODE_FAILED;
@@ -310,6 +454,9 @@ static void tick_results(struct pool_loop *pl, int64_t now)
             }
         } else {
             struct pool_node_rt *r = rt_find(pl, c->node_ids[0], false);
+            if (!r && c->rc) /* an orphan: the next list tells again */
+                log_warn("pool %s: deleting orphan %s failed: %s", pool->name,
+                         c->nodes[0].id[0] ? c->nodes[0].id : c->nodes[0].name, c->error);
             if (!r)
                 continue;
             if (!c->rc) {
@@ -329,12 +476,19 @@ static void tick_results(struct pool_loop *pl, int64_t now)
     if (!rc)
         rc = store_commit(srv->store, &err);
     if (rc) {
-        store_rollback(srv->store);
+        if (begun)
+            store_rollback(srv->store);
         log_error("pool results not persisted: %s", err.message);
     }
-    if (pl->ncalls)
-        sched_loop_kick(srv);
+    for (size_t i = 0; i < ndone; i++) {
+        struct pool_call *c = done[i];
+        if (c->kind == CALL_LIST && !srv->stopping)
+            reconcile_listed(pl, c->pool, c->listed, c->rc, c->error, false, now);
+        call_free(c);
+    }
+    sched_loop_kick(srv);
 }
+
 
 /* Under the lock: one pool's list against the cluster. Nodes the provider
  * holds that tide released, failed or never knew are orphans to delete
@@ -359,6 +513,8 @@ static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_nod
         if (node && strcmp(node->pool, pool->name))
             node = NULL;
         struct pool_node_rt *r = node ? rt_find(pl, node->id, false) : NULL;
+        if ((!node && pool_has_call(pl, p, CALL_CREATE)) || delete_queued(pl, p, &listed[i]))
+            continue; /* what a create on its way makes, or going already */
         if (!node || ((node->state == NODE_RELEASED || node->state == NODE_FAILED) &&
                       !(r && r->destroy_pending))) {
             orphans[norphans++] = listed[i];
@@ -400,77 +556,114 @@ static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_nod
     return rc ? rc : norphans;
 }
 
-/* Asks each provider that can list what it holds (all at start, then spot
- * pools every POOL_LIST_EVERY_MS) and reconciles; called without the lock. */
-static void reconcile_providers(struct pool_loop *pl, bool at_start)
+/* Under the lock: pool p's list (n nodes, or a negative code and error)
+ * against the cluster, in a transaction of its own; the orphans are queued
+ * for deletion. */
+static void reconcile_listed(struct pool_loop *pl, int p, const struct provider_node *listed,
+                             int n, const char *error, bool at_start, int64_t now)
 {
     struct server *srv = pl->srv;
-    int64_t now = clock_now_ms();
-    if (!at_start && now - pl->last_list_ms < POOL_LIST_EVERY_MS)
+    const struct pool *pool = &srv->cfg.pools[p];
+    struct tide_err err;
+    tide_err_clear(&err);
+    struct provider_node *orphans = calloc(POOL_LIST_MAX, sizeof *orphans);
+    int64_t interrupted[POOL_LIST_MAX];
+    int ninterrupted = 0;
+    if (!orphans) {
+        log_error("pool %s: reconcile: out of memory", pool->name);
         return;
-    pl->last_list_ms = now;
-    struct provider_node *listed = calloc(2 * POOL_LIST_MAX, sizeof *listed);
+    }
+    int rc = store_begin(srv->store, &err);
+    bool begun = !rc;
+    if (!rc && n < 0) {
+        pl->provider_failures[p]++;
+        char msg[600];
+        snprintf(msg, sizeof msg, "pool %s: list failed: %s", pool->name, error);
+        log_warn("%s", msg);
+        rc = store_event_add(srv->store, now, "provider_failed", 0, 0, msg, &err);
+    } else if (!rc) {
+        rc = reconcile_pool(pl, p, listed, n, at_start, orphans, interrupted, &ninterrupted, now,
+                            &err);
+    }
+    int norphans = rc > 0 ? rc : 0;
+    if (rc >= 0)
+        rc = store_commit(srv->store, &err);
+    for (int i = 0; rc >= 0 && i < ninterrupted; i++)
+        if (pool_spot_interrupt(srv, interrupted[i], "reported by the provider", now, &err) < 0)
+            log_warn("pool %s: interruption: %s", pool->name, err.message);
+    if (rc < 0) {
+        if (begun)
+            store_rollback(srv->store);
+        norphans = 0;
+        log_error("pool %s: reconcile not persisted (%s); reloading", pool->name, err.message);
+        if (server_reload_cluster(srv, now, &err) != 0)
+            log_error("reload failed: %s", err.message);
+    }
+    for (int i = 0; i < norphans; i++) {
+        struct pool_call *call = call_add(pl);
+        if (!call) {
+            log_error("pool %s: orphan delete: out of memory", pool->name);
+            break;
+        }
+        call->kind = CALL_DELETE;
+        call->pool = p;
+        call->nodes[0] = orphans[i]; /* no node_ids[0]: tide keeps no record to update */
+    }
+    free(orphans);
+    sched_loop_kick(srv);
+}
+
+/* At start, without the lock: asks each provider that can list what it
+ * holds, one after another, and reconciles. */
+static void reconcile_at_start(struct pool_loop *pl)
+{
+    struct server *srv = pl->srv;
+    pl->last_list_ms = clock_now_ms();
+    struct provider_node *listed = calloc(POOL_LIST_MAX, sizeof *listed);
     if (!listed) {
         log_error("pool reconcile: out of memory");
         return;
     }
-    struct provider_node *orphans = listed + POOL_LIST_MAX;
-    int64_t interrupted[POOL_LIST_MAX];
     for (int p = 0; p < srv->cfg.npools && !srv->stopping; p++) {
         struct provider *prov = &pl->providers[p];
-        const struct pool *pool = &srv->cfg.pools[p];
-        if (!prov->ops->list || (!at_start && pool->billing != BILLING_SPOT))
+        if (!prov->ops->list)
             continue;
         struct tide_err err;
         tide_err_clear(&err);
-        int n = prov->ops->list(prov, pool, listed, POOL_LIST_MAX, &err);
-        int ninterrupted = 0;
+        int n = prov->ops->list(prov, &srv->cfg.pools[p], listed, POOL_LIST_MAX, &err);
         pthread_mutex_lock(&srv->lock);
-        now = clock_now_ms();
-        int rc = store_begin(srv->store, &err);
-        if (!rc && n < 0) {
-            pl->provider_failures[p]++;
-            char msg[600];
-            snprintf(msg, sizeof msg, "pool %s: list failed: %s", pool->name, err.message);
-            log_warn("%s", msg);
-            tide_err_clear(&err);
-            rc = store_event_add(srv->store, now, "provider_failed", 0, 0, msg, &err);
-        } else if (!rc) {
-            rc = reconcile_pool(pl, p, listed, n, at_start, orphans, interrupted, &ninterrupted,
-                                now, &err);
-        }
-        int norphans = rc > 0 ? rc : 0;
-        if (rc >= 0)
-            rc = store_commit(srv->store, &err);
-        for (int i = 0; rc >= 0 && i < ninterrupted; i++)
-            if (pool_spot_interrupt(srv, interrupted[i], "reported by the provider", now, &err) < 0)
-                log_warn("pool %s: interruption: %s", pool->name, err.message);
-        if (rc < 0) {
-            store_rollback(srv->store);
-            norphans = 0;
-            log_error("pool %s: reconcile not persisted (%s); reloading", pool->name, err.message);
-            if (server_reload_cluster(srv, now, &err) != 0)
-                log_error("reload failed: %s", err.message);
-        }
-        sched_loop_kick(srv);
+        reconcile_listed(pl, p, listed, n, err.message, true, clock_now_ms());
         pthread_mutex_unlock(&srv->lock);
-        for (int i = 0; i < norphans; i++) {
-            tide_err_clear(&err);
-            if (prov->ops->destroy(prov, pool, &orphans[i], &err) != 0)
-                log_warn("pool %s: deleting orphan %s failed: %s", pool->name,
-                         orphans[i].id[0] ? orphans[i].id : orphans[i].name, err.message);
-        }
     }
     free(listed);
+}
+
+/* At stop, without the lock: waits for the calls on workers (the exec
+ * provider stops its programs once srv->stopping is set), records what
+ * they did and drops the calls never started (their nodes stay
+ * provisioning; the provider's list at the next start settles them). */
+static void calls_finish(struct pool_loop *pl)
+{
+    struct server *srv = pl->srv;
+    for (size_t i = 0; i < pl->ncalls; i++)
+        if (pl->calls[i]->started)
+            while (!atomic_load(&pl->calls[i]->done))
+                clock_sleep_ms(50, NULL);
+    pthread_mutex_lock(&srv->lock);
+    while (pl->in_flight > 0)
+        tick_results(pl, clock_now_ms());
+    pthread_mutex_unlock(&srv->lock);
+    for (size_t i = 0; i < pl->ncalls; i++)
+        call_free(pl->calls[i]);
+    pl->ncalls = 0;
 }
 
 static void *pool_thread(void *arg)
 {
     struct pool_loop *pl = arg;
     struct server *srv = pl->srv;
-    reconcile_providers(pl, true);
+    reconcile_at_start(pl);
     while (!srv->stopping) {
-        reconcile_providers(pl, false);
         pthread_mutex_lock(&srv->lock);
         tick_decide(pl, clock_now_ms());
         pthread_mutex_unlock(&srv->lock);
@@ -483,6 +676,7 @@ static void *pool_thread(void *arg)
                 pl->providers[p].ops->poll(&pl->providers[p]);
         clock_sleep_ms(POOL_TICK_MS, &srv->stopping);
     }
+    calls_finish(pl);
     return NULL;
 }
 
@@ -508,6 +702,7 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
         snprintf(prov->env.join_token_path, sizeof prov->env.join_token_path, "%s/join.token",
                  srv->cfg.data_dir);
         snprintf(prov->env.data_dir, sizeof prov->env.data_dir, "%s", srv->cfg.data_dir);
+        prov->env.stopping = &srv->stopping;
     }
     pthread_mutex_lock(&srv->lock);
     int rc = store_pools_init(srv->store, err);
@@ -568,6 +763,8 @@ void pool_loop_stop(struct server *srv)
     usage_ledger_release(&pl->ledger);
     pool_action_list_release(&pl->actions);
     free(pl->nodes);
+    for (size_t i = 0; i < pl->ncalls; i++) /* none once the thread has finished them */
+        call_free(pl->calls[i]);
     free(pl->calls);
     free(pl);
 }

@@ -8,6 +8,7 @@
 #define TIDE_SERVER_POOL_LOOP_STATE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -21,6 +22,7 @@
 #define POOL_BACKOFF_MAX_S 60
 #define POOL_LIST_MAX 256
 #define POOL_LIST_EVERY_MS 15000 /* spot pools: how often the provider is asked */
+#define POOL_MAX_IN_FLIGHT 8     /* blocking provider calls running at once, all pools */
 
 struct pool_node_rt {
     int64_t node_id;
@@ -28,17 +30,27 @@ struct pool_node_rt {
     char name[TIDE_NAME_MAX];
     char provider_id[128];
     bool destroy_pending;
+    bool call_in_flight; /* a create or delete of it is queued or running */
     int destroy_failures;
     int64_t destroy_not_before_ms;
 };
 
-/* A provider call prepared under the lock and made without it. */
+enum pool_call_kind { CALL_CREATE, CALL_DELETE, CALL_LIST };
+
+/* A provider call: prepared under the lock, made without it (on a worker
+ * thread of its own when the provider is blocking), its result recorded
+ * under the lock once done. On the heap, as a worker holds a pointer. */
 struct pool_call {
-    bool create;
+    struct pool_loop *pl;
+    pthread_t thread;
+    bool started; /* on a worker thread, joined when done */
+    atomic_int done; /* set by whoever made the call, after rc and error */
+    enum pool_call_kind kind;
     int pool;
-    int count;
+    int count; /* create: nodes[] and node_ids[]; delete: nodes[0], node_ids[0] (0: an orphan) */
     struct provider_node nodes[POOL_MAX_BATCH];
     int64_t node_ids[POOL_MAX_BATCH];
+    struct provider_node *listed; /* list: POOL_LIST_MAX of them, rc how many */
     int rc;
     char error[400];
 };
@@ -54,8 +66,9 @@ struct pool_loop {
     struct pool_node_rt *nodes;
     size_t nnodes, nodes_cap;
     struct pool_action_list actions;
-    struct pool_call *calls;
+    struct pool_call **calls; /* queued, running and done, oldest first */
     size_t ncalls, calls_cap;
+    int in_flight, pool_in_flight[TIDE_MAX_POOLS]; /* started and not yet joined */
     int create_failures[TIDE_MAX_POOLS]; /* in a row */
     long long scale_ups[TIDE_MAX_POOLS], scale_downs[TIDE_MAX_POOLS];
     long long provider_failures[TIDE_MAX_POOLS], nodes_failed[TIDE_MAX_POOLS];
