@@ -37,11 +37,6 @@ static int64_t parse_day(const char *s)
     return (int64_t)t / 86400;
 }
 
-static void money(char *buf, size_t size, int64_t micros)
-{
-    snprintf(buf, size, "%lld.%06lld", (long long)(micros / 1000000), (long long)(micros % 1000000));
-}
-
 static void set_keys(json_t *o, const struct server *srv, int pool, int64_t day)
 {
     char name[16];
@@ -56,7 +51,7 @@ static void set_keys(json_t *o, const struct server *srv, int pool, int64_t day)
 static void set_money(json_t *o, const char *key, int64_t micros)
 {
     char buf[40], micros_key[48];
-    money(buf, sizeof buf, micros);
+    pool_money(buf, sizeof buf, micros);
     snprintf(micros_key, sizeof micros_key, "%s_micros", key);
     json_object_set_new(o, micros_key, json_integer(micros));
     json_object_set_new(o, key, json_string(buf));

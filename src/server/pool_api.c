@@ -8,7 +8,7 @@
 #include "server/pool_loop.h"
 #include "server/pool_loop_state.h"
 
-static void money(char *buf, size_t size, int64_t micros)
+void pool_money(char *buf, size_t size, int64_t micros)
 {
     snprintf(buf, size, "%lld.%06lld", (long long)(micros / 1000000), (long long)(micros % 1000000));
 }
@@ -45,7 +45,7 @@ int api_pools_list(struct server *srv, struct api_request *req, struct api_reply
                 continue;
             int64_t c = billing_usage_cost_micros(&pl->bill, srv->cfg.pools, us);
             char cs[40];
-            money(cs, sizeof cs, c);
+            pool_money(cs, sizeof cs, c);
             json_array_append_new(projects, json_pack("{s:s, s:f, s:I, s:s}", "project", us->project,
                                                       "gpu_seconds", (double)us->gpu_ms / 1000.0,
                                                       "cost_micros", (json_int_t)c, "cost", cs));
@@ -53,9 +53,9 @@ int api_pools_list(struct server *srv, struct api_request *req, struct api_reply
         int64_t cost = billing_pool_cost_micros(&pl->bill, srv->cfg.pools, p);
         int64_t idle_cost = billing_pool_idle_cost_micros(&pl->bill, srv->cfg.pools, p);
         char cost_s[40], idle_s[40], price_s[40];
-        money(cost_s, sizeof cost_s, cost);
-        money(idle_s, sizeof idle_s, idle_cost);
-        money(price_s, sizeof price_s, pool->price_per_node_hour_micros);
+        pool_money(cost_s, sizeof cost_s, cost);
+        pool_money(idle_s, sizeof idle_s, idle_cost);
+        pool_money(price_s, sizeof price_s, pool->price_per_node_hour_micros);
         json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:s,"
                               " s:I, s:o, s:i, s:i}",
             "name", pool->name, "gpu", pool->gpu_model, "gpus_per_node", pool->gpus_per_node,
