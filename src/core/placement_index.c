@@ -62,6 +62,8 @@ static void set_free(struct placement_index *idx, size_t pos, int now)
             idx->max_free = now;
     }
     idx->free[pos] = (uint8_t)now;
+    if ((was == PLACEMENT_INDEX_NONE) != (now == PLACEMENT_INDEX_NONE))
+        idx->nmemo = 0; /* a node came or went: what could ever fit may differ */
 }
 
 static int node_free_or_none(const struct node *node)
@@ -116,6 +118,8 @@ int placement_index_build(struct placement_index *idx, const struct cluster *c,
 {
     idx->nodes = NULL;
     idx->nnodes = 0;
+    idx->memo_on = false;
+    idx->nmemo = 0;
     if (c->nnodes > UINT32_MAX || grow_arrays(idx, c->nnodes) != 0)
         return TIDE_ENOMEM;
     idx->node_order = node_order;
@@ -162,6 +166,56 @@ const struct placement_index *placement_index_for(const struct cluster *c,
     if (!idx || !covers(idx, c) || idx->node_order != node_order)
         return NULL;
     return idx;
+}
+
+void placement_index_memo_start(struct placement_index *idx)
+{
+    idx->memo_on = true;
+    idx->nmemo = 0;
+}
+
+void placement_index_memo_stop(struct placement_index *idx)
+{
+    idx->memo_on = false;
+    idx->nmemo = 0;
+}
+
+static struct placement_index *memo_of(const struct cluster *c)
+{
+    struct placement_index *idx = c->index;
+    return idx && idx->memo_on && covers(idx, c) ? idx : NULL;
+}
+
+static bool same_shape(const struct placement_shape *s, const struct job *job)
+{
+    return s->gpus == job->gpus && s->cpus == job->cpus && s->memory_mib == job->memory_mib &&
+           s->gpu_memory_mib == job->gpu_memory_mib && s->rules == job->rules &&
+           s->preemptible == job->preemptible && !strcmp(s->gpu_model, job->gpu_model);
+}
+
+int placement_index_memo_find(const struct cluster *c, const struct job *job)
+{
+    const struct placement_index *idx = memo_of(c);
+    for (int i = 0; idx && i < idx->nmemo; i++)
+        if (same_shape(&idx->memo[i], job))
+            return idx->memo[i].ever;
+    return -1;
+}
+
+void placement_index_memo_put(const struct cluster *c, const struct job *job, bool ever)
+{
+    struct placement_index *idx = memo_of(c);
+    if (!idx || idx->nmemo >= PLACEMENT_SHAPE_MEMO)
+        return;
+    struct placement_shape *s = &idx->memo[idx->nmemo++];
+    s->gpus = job->gpus;
+    s->cpus = job->cpus;
+    s->memory_mib = job->memory_mib;
+    s->gpu_memory_mib = job->gpu_memory_mib;
+    s->rules = job->rules;
+    s->preemptible = job->preemptible;
+    memcpy(s->gpu_model, job->gpu_model, sizeof s->gpu_model);
+    s->ever = ever;
 }
 
 long placement_index_next(const struct placement_index *idx, int f, bool exact, size_t from)

@@ -39,6 +39,7 @@ void sched_init(struct scheduler *s, const struct sched_config *cfg)
 {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
+    order_keep_init(&s->kept);
 }
 
 void sched_release(struct scheduler *s)
@@ -48,6 +49,7 @@ void sched_release(struct scheduler *s)
     free(s->order);
     s->order = NULL;
     s->order_cap = 0;
+    order_keep_release(&s->kept);
     preempt_pool_release(&s->preempt_pool);
     placement_index_release(s->index);
     free(s->index);
@@ -243,10 +245,9 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
             job->in_quota = true, job->share_key = 0;
         s->order[n++] = job;
     }
-    if (n > 1)
-        qsort_r(s->order, n, sizeof *s->order, by_order_policy, (void *)s->cfg.order);
+    order_keep_sort(&s->kept, c, s->order, n, by_order_policy, (void *)s->cfg.order);
     if (n > 1 && s->cfg.fairshare && fairshare_claim_in_order(s->cfg.fairshare, s->order, n))
-        qsort_r(s->order, n, sizeof *s->order, by_order_policy, (void *)s->cfg.order);
+        order_keep_sort(&s->kept, c, s->order, n, by_order_policy, (void *)s->cfg.order);
     if (n > 1 && s->cfg.queue_round_robin)
         interleave_queues(s, n);
     return n;
@@ -355,9 +356,12 @@ static void attach_index(struct scheduler *s, struct cluster *c)
         c->index = s->index;
 }
 
-/* Detaches the index at the end of a pass unless it is to be kept. */
+/* Detaches the index at the end of a pass unless it is to be kept; its
+ * shape memo lasts one pass either way. */
 static void detach_index(struct scheduler *s, struct cluster *c)
 {
+    if (s->index)
+        placement_index_memo_stop(s->index);
     if (!s->cfg.keep_index)
         c->index = NULL;
 }
@@ -380,6 +384,8 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     size_t npending = collect_pending(s, c, ids, nids, now_ms);
     bool explain = s->cfg.explain;
     attach_index(s, c);
+    if (c->index)
+        placement_index_memo_start(c->index); /* nodes keep their shapes until the pass ends */
     struct queue_usage usage;
     count_queue_usage(s->cfg.queues, c, &usage);
     struct backfill_reservation reservation = {.active = false};
@@ -403,8 +409,10 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
                 snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
             continue;
         }
+        /* Without explanations the node check is moot: a dominated job that
+         * no node could hold gets NEVER below, which ends the same way. */
         if (unconstrained(job) && dominating_failure(failed, nfailed, job) &&
-            fits_a_ready_node(c, job)) {
+            (!explain || fits_a_ready_node(c, job))) {
             if (explain)
                 snprintf(job->wait_reason, sizeof job->wait_reason,
                          "waiting for %d free GPU%s and the CPUs/memory asked for on one node",

@@ -495,6 +495,41 @@ static void test_a_pass_without_explanations_decides_the_same(void **state)
     cluster_release(&quiet);
 }
 
+static void test_a_kept_index_forgets_from_pass_to_pass_which_shapes_could_never_fit(void **state)
+{
+    (void)state;
+    struct sched_config cfg = s.cfg;
+    cfg.explain = false;
+    cfg.keep_index = true;
+    sched_release(&s);
+    sched_init(&s, &cfg);
+    add_node(fx_h200_node(1, 2));
+    add_job(fx_job(1, 4));
+    assert_int_equal(sched_pass(&s, &c, 1000, &out), 0); /* no node could hold it */
+    /* The node comes back with more GPUs, ready throughout: nothing but the
+     * start of the next pass tells the memo. */
+    add_node(fx_h200_node(1, 4));
+    assert_int_equal(sched_pass(&s, &c, 2000, &out), 1);
+    assert_int_equal(fx_count(&out, ACTION_START, 1), 1);
+    c.index = NULL; /* the scheduler's, freed by sched_release */
+}
+
+static void test_a_pass_orders_new_jobs_among_the_waiting_ones(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 1));
+    add_running(fx_job(100, 1), 1);
+    for (int i = 1; i <= 3; i++)
+        add_job(with_priority(fx_job(i, 1), i)); /* 3, 2, 1 */
+    assert_int_equal(sched_pass(&s, &c, 1000, &out), 0);
+    add_job(with_priority(fx_job(4, 1), 2)); /* between 2 and 1... */
+    add_job(with_priority(fx_job(5, 1), 9)); /* ...and first of all */
+    assert_int_equal(sched_pass(&s, &c, 2000, &out), 0);
+    int64_t want[] = {5, 3, 2, 4, 1};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(s.order[i]->id, want[i]);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -527,6 +562,8 @@ int main(void)
         T(test_jobs_are_found_by_id_after_removals_in_any_order),
         T(test_duplicate_job_ids_find_the_first),
         T(test_a_pass_without_explanations_decides_the_same),
+        T(test_a_kept_index_forgets_from_pass_to_pass_which_shapes_could_never_fit),
+        T(test_a_pass_orders_new_jobs_among_the_waiting_ones),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
