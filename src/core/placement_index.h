@@ -47,6 +47,7 @@ struct placement_index {
      * with at least f free GPUs; bitmap TIDE_MAX_GPUS_PER_NODE + 1 is empty. */
     uint64_t *at_least;
     size_t count[PLACEMENT_INDEX_BUCKETS]; /* ready nodes with exactly f free */
+    size_t count_at_least[PLACEMENT_INDEX_BUCKETS]; /* ... with at least f free */
     int max_free;                          /* no ready node has more free GPUs */
     /* Whether some ready node could ever hold a job depends on the nodes'
      * states and shapes, not on what is free, so within one scheduling
@@ -80,6 +81,10 @@ const struct placement_index *placement_index_for(const struct cluster *c,
 /* The first rank >= from whose node has exactly (exact) or at least f free
  * GPUs, or -1. */
 long placement_index_next(const struct placement_index *idx, int f, bool exact, size_t from);
+
+/* How many ready nodes have at least k (>= 1) free GPUs, by c's attached
+ * index whatever its node order; -1 when no current index is attached. */
+int placement_index_nodes_with_free(const struct cluster *c, int k);
 
 /* Turns the shape memo on, empty, for a stretch in which no node is added
  * and none changes state, GPU count or GPU kind (a scheduling pass);

@@ -15,6 +15,7 @@
 #include "common/tide_err.h"
 #include "core/backfill.h"
 #include "core/gang.h"
+#include "core/gpu_share.h"
 #include "core/placement_index.h"
 #include "core/preempt.h"
 #include "core/queue.h"
@@ -114,6 +115,25 @@ static bool fits_a_ready_node(const struct cluster *c, const struct job *job)
             return true;
     }
     return false;
+}
+
+/* Whether job certainly cannot start now for want of free GPUs: fewer
+ * nodes have its share free than it needs, on one node and in every split
+ * a gang could take. Not for jobs that share a GPU (they need none free);
+ * false when no index says. */
+static bool short_of_free_gpus(const struct cluster *c, const struct job *job)
+{
+    if (job->gpus <= 0 || gpu_job_wants_slice(job) ||
+        placement_index_nodes_with_free(c, job->gpus) != 0)
+        return false;
+    for (int m = 2; m <= job->max_nodes && m <= TIDE_MAX_GANG_NODES; m++) {
+        if (job->gpus % m)
+            continue;
+        int nodes = placement_index_nodes_with_free(c, job->gpus / m);
+        if (nodes < 0 || nodes >= m)
+            return false;
+    }
+    return true;
 }
 
 /* Running jobs and GPUs per queue, for the caps. */
@@ -401,6 +421,13 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     int placed = 0;
     for (size_t i = 0; i < npending; i++) {
         struct job *job = s->order[i];
+        /* Once a job that cannot start has nothing left to get (no reason
+         * to write, nothing to preempt, the reservation handed out), one
+         * that no node has the free GPUs for is passed over unasked. */
+        if (!explain && !s->preempt_pool.n && (!s->cfg.backfill || reservation_tried) &&
+            !(reservation.active && backfill_fits_before(&reservation, job, now_ms)) &&
+            short_of_free_gpus(c, job))
+            continue;
         int q = queue_slot(s->cfg.queues, job);
         char why_buf[TIDE_REASON_MAX] = "";
         char *why = explain ? why_buf : NULL;
