@@ -240,18 +240,25 @@ static bool node_could_take(const struct node *n, const struct job *job)
     return true;
 }
 
-/* The pool a new node for job should come from: cheapest per GPU-hour, then
- * fastest to boot, among those that fit it and have room; -1 if none. */
+/* Whether pool's nodes may hold job (shape, spot, the queue's pools). */
+static bool pool_may_hold(const struct pool *pool, const struct job *job)
+{
+    bool spot_ok = pool->billing != BILLING_SPOT || job->preemptible ||
+                   (job->rules && job->rules->allow_spot);
+    return spot_ok && pool_fits_job(pool, job) && queue_allows_pool(job->rules, pool->name);
+}
+
+/* The pool `count` new nodes for job should come from: cheapest per
+ * GPU-hour, then fastest to boot, among those whose nodes fit it and that
+ * have room for count more under max_nodes; -1 if none. With count 0, room
+ * is not asked for (the cheapest pool that fits at all). */
 static int cheapest_pool_for(const struct autoscaler *a, const struct job *job,
-                             const int *alive, int64_t now_ms)
+                             const int *alive, int count, int64_t now_ms)
 {
     int best = -1;
     for (int p = 0; p < a->npools; p++) {
         const struct pool *pool = &a->pools[p];
-        bool spot_ok = pool->billing != BILLING_SPOT || job->preemptible ||
-                       (job->rules && job->rules->allow_spot);
-        if (!spot_ok || !pool_fits_job(pool, job) || !queue_allows_pool(job->rules, pool->name) ||
-            alive[p] >= pool->max_nodes ||
+        if (!pool_may_hold(pool, job) || (count > 0 && alive[p] + count > pool->max_nodes) ||
             now_ms < a->state[p].create_not_before_ms)
             continue;
         if (best < 0)
@@ -309,41 +316,187 @@ static int undrain(struct autoscaler *a, struct scale_bin *bin, const struct job
     return push(out, POOL_UNDRAIN, bin->pool, 1, n->id, why);
 }
 
+/* What one scale-up call has decided so far, per pool. */
+struct scale_up {
+    int alive[TIDE_MAX_POOLS];    /* nodes that exist, are coming or will be created */
+    int create[TIDE_MAX_POOLS];   /* nodes to create for waiting jobs */
+    int waited[TIDE_MAX_POOLS];   /* longest wait (s) of a job new nodes are for */
+    int unplaced[TIDE_MAX_POOLS]; /* jobs waiting for booting or new nodes (steps) */
+    int64_t oldest_ms[TIDE_MAX_POOLS];
+    size_t nbins;
+};
+
+/* The cheapest bin with room for job (a draining one only when nothing
+ * else has room), other than the ntaken in taken; -1 if none. */
+static int best_bin(const struct autoscaler *a, const struct scale_up *u, const struct job *job,
+                    const int *taken, int ntaken)
+{
+    int best = -1;
+    for (int draining = 0; draining < 2 && best < 0; draining++)
+        for (size_t b = 0; b < u->nbins; b++) {
+            const struct scale_bin *bin = &a->bins[b];
+            bool fits = bin->draining == draining && bin->free_gpus >= job->gpus &&
+                        (bin->node ? node_could_take(bin->node, job)
+                                   : pool_fits_job(&a->pools[bin->pool], job));
+            for (int t = 0; fits && t < ntaken; t++)
+                fits = taken[t] != (int)b;
+            if (!fits)
+                continue;
+            if (best < 0 || bin_price(a, bin) < bin_price(a, &a->bins[best]))
+                best = (int)b;
+        }
+    return best;
+}
+
+/* Takes gpus of a bin for job: it waits for the node when the node is still
+ * to come, and a draining node is made ready again. */
+static int take_bin(struct autoscaler *a, struct scale_up *u, int b, const struct job *job,
+                    int gpus, int64_t now_ms, struct pool_action_list *out)
+{
+    struct scale_bin *bin = &a->bins[b];
+    bin->free_gpus -= gpus;
+    if (!bin->node)
+        note_waiting(u->unplaced, u->oldest_ms, bin->pool, now_ms - job->submit_ms);
+    return bin->draining ? undrain(a, bin, job, now_ms, out) : 0;
+}
+
+/* count new nodes of pool p for job, each with gpus of it taken. */
+static void add_new_nodes(struct autoscaler *a, struct scale_up *u, int p, int count, int gpus,
+                          const struct job *job, int64_t now_ms)
+{
+    for (int k = 0; k < count; k++)
+        a->bins[u->nbins++] =
+            (struct scale_bin){p, NULL, a->pools[p].gpus_per_node - gpus, false};
+    u->alive[p] += count;
+    u->create[p] += count;
+    int waited_s = (int)((now_ms - job->submit_ms) / 1000);
+    if (waited_s > u->waited[p])
+        u->waited[p] = waited_s;
+}
+
+/* A gang job (nodes: k) that no one node can hold, split as gang_choose
+ * will split it: the fewest nodes m (2..k, dividing its GPUs) that nodes
+ * with room, and then new nodes of one pool under its max_nodes, can give
+ * a share each. When no split can be had, nothing is created for it and
+ * the cheapest pool whose nodes fit a share says why. */
+static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct job *job,
+                          int64_t now_ms, struct pool_action_list *out)
+{
+    struct job share = *job;
+    share.max_nodes = 1;
+    int short_pool = -1, short_m = 0, short_need = 0, short_share = 0;
+    for (int m = 2; m <= job->max_nodes && m <= TIDE_MAX_GANG_NODES; m++) {
+        if (job->gpus % m)
+            continue;
+        share.gpus = job->gpus / m;
+        int taken[TIDE_MAX_GANG_NODES], ntaken = 0;
+        while (ntaken < m) {
+            int b = best_bin(a, u, &share, taken, ntaken);
+            if (b < 0)
+                break;
+            taken[ntaken++] = b;
+        }
+        int need = m - ntaken, p = -1;
+        if (need > 0 && (p = cheapest_pool_for(a, &share, u->alive, need, now_ms)) < 0) {
+            int fits = cheapest_pool_for(a, &share, u->alive, 0, now_ms);
+            if (fits >= 0 && short_pool < 0)
+                short_pool = fits, short_m = m, short_need = need, short_share = share.gpus;
+            continue;
+        }
+        if (p >= 0) {
+            note_waiting(u->unplaced, u->oldest_ms, p, now_ms - job->submit_ms);
+            if (now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000)
+                return 0; /* not yet: nothing is taken for it */
+        }
+        for (int t = 0; t < ntaken; t++) {
+            int rc = take_bin(a, u, taken[t], job, share.gpus, now_ms, out);
+            if (rc)
+                return rc;
+        }
+        if (p >= 0)
+            add_new_nodes(a, u, p, need, share.gpus, job, now_ms);
+        return 0;
+    }
+    if (short_pool >= 0) {
+        const struct pool *pool = &a->pools[short_pool];
+        int room = pool->max_nodes - u->alive[short_pool];
+        snprintf(a->state[short_pool].held_back, sizeof a->state[short_pool].held_back,
+                 "gang job %lld needs %d more node%s (%d x %d GPUs), room for %d under max_nodes %d",
+                 (long long)job->id, short_need, short_need == 1 ? "" : "s", short_m, short_share,
+                 room > 0 ? room : 0, pool->max_nodes);
+    }
+    return 0;
+}
+
+/* Finds job room on an existing or coming node, or new nodes for it. */
+static int scale_for_job(struct autoscaler *a, struct scale_up *u, const struct job *job,
+                         int64_t now_ms, struct pool_action_list *out)
+{
+    int best = best_bin(a, u, job, NULL, 0);
+    if (best >= 0)
+        return take_bin(a, u, best, job, job->gpus, now_ms, out);
+    int p = cheapest_pool_for(a, job, u->alive, 1, now_ms);
+    if (p < 0 && job->max_nodes > 1)
+        return scale_for_gang(a, u, job, now_ms, out);
+    if (p >= 0)
+        note_waiting(u->unplaced, u->oldest_ms, p, now_ms - job->submit_ms);
+    if (p < 0 || now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000)
+        return 0;
+    add_new_nodes(a, u, p, 1, job->gpus, job, now_ms);
+    return 0;
+}
+
+/* Whether job could run on pool's nodes: on one, or for a gang job in
+ * equal shares on several. */
+static bool pool_could_hold(const struct pool *pool, const struct job *job)
+{
+    if (pool_fits_job(pool, job))
+        return true;
+    struct job share = *job;
+    for (int m = 2; m <= job->max_nodes && m <= TIDE_MAX_GANG_NODES && m <= pool->max_nodes; m++) {
+        share.gpus = job->gpus / m;
+        if (job->gpus % m == 0 && pool_fits_job(pool, &share))
+            return true;
+    }
+    return false;
+}
+
 static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
                     struct pool_action_list *out)
 {
-    int alive[TIDE_MAX_POOLS] = {0}, create[TIDE_MAX_POOLS] = {0};
+    struct scale_up u;
+    memset(&u, 0, sizeof u);
     size_t max_new = 0;
     for (int p = 0; p < a->npools; p++) {
         int counts[NODE_STATE_COUNT];
         autoscaler_count_nodes(c, &a->pools[p], counts);
-        alive[p] = pool_alive(counts);
+        u.alive[p] = pool_alive(counts);
         a->state[p].pending_jobs = 0;
         a->state[p].nodes_wanted = 0;
+        a->state[p].held_back[0] = '\0';
         max_new += (size_t)(a->pools[p].max_nodes > 0 ? a->pools[p].max_nodes : 0);
     }
     if (grow_scratch(a, c->njobs + 1, c->nnodes + max_new + 1))
         return TIDE_ENOMEM;
 
     /* Bins: free GPUs of ready nodes and whole booting nodes. */
-    size_t nbins = 0;
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *n = &c->nodes[i];
         int p = node_pool(a, n);
         if (n->state == NODE_PROVISIONING && p >= 0) {
-            a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
+            a->bins[u.nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
         } else if (n->state == NODE_READY ||
                    (n->state == NODE_DRAINING && p >= 0 && !n->interrupt_deadline_ms)) {
             int free_gpus = 0;
             for (int g = 0; g < n->ngpus; g++)
                 free_gpus += gpu_is_free(&n->gpus[g]);
-            a->bins[nbins++] = (struct scale_bin){p, n, free_gpus, n->state == NODE_DRAINING};
+            a->bins[u.nbins++] = (struct scale_bin){p, n, free_gpus, n->state == NODE_DRAINING};
         }
     }
 
     /* min_nodes first, so their capacity counts for waiting jobs. */
     for (int p = 0; p < a->npools; p++) {
-        int live = alive[p];
+        int live = u.alive[p];
         for (size_t i = 0; i < c->nnodes; i++)
             if (c->nodes[i].state == NODE_DRAINING && !strcmp(c->nodes[i].pool, a->pools[p].name))
                 live--;
@@ -351,11 +504,11 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         int need = min_nodes - live;
         if (need <= 0 || now_ms < a->state[p].create_not_before_ms)
             continue;
-        if (alive[p] + need > a->pools[p].max_nodes)
-            need = a->pools[p].max_nodes - alive[p];
+        if (u.alive[p] + need > a->pools[p].max_nodes)
+            need = a->pools[p].max_nodes - u.alive[p];
         for (int k = 0; k < need; k++)
-            a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
-        alive[p] += need;
+            a->bins[u.nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
+        u.alive[p] += need;
         if (need > 0) {
             char why[TIDE_REASON_MAX];
             snprintf(why, sizeof why, "min_nodes %d%s", min_nodes,
@@ -377,68 +530,36 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     }
     qsort(a->jobs, njobs, sizeof *a->jobs, by_size_then_age);
 
-    int waited[TIDE_MAX_POOLS] = {0}, unplaced[TIDE_MAX_POOLS] = {0};
-    int64_t oldest_ms[TIDE_MAX_POOLS] = {0};
-    int rc;
     for (size_t k = 0; k < njobs; k++) {
         const struct job *job = a->jobs[k];
         for (int p = 0; p < a->npools; p++)
-            a->state[p].pending_jobs += pool_fits_job(&a->pools[p], job);
-        /* An existing or coming node with room: cheapest pool first. */
-        int best = -1;
-        for (int draining = 0; draining < 2 && best < 0; draining++)
-            for (size_t b = 0; b < nbins; b++) {
-                struct scale_bin *bin = &a->bins[b];
-                bool fits = bin->draining == draining && bin->free_gpus >= job->gpus &&
-                            (bin->node ? node_could_take(bin->node, job)
-                                       : pool_fits_job(&a->pools[bin->pool], job));
-                if (!fits)
-                    continue;
-                if (best < 0 || bin_price(a, bin) < bin_price(a, &a->bins[best]))
-                    best = (int)b;
-            }
-        if (best >= 0) {
-            struct scale_bin *bin = &a->bins[best];
-            bin->free_gpus -= job->gpus;
-            if (!bin->node) /* waits for a booting or new node */
-                note_waiting(unplaced, oldest_ms, bin->pool, now_ms - job->submit_ms);
-            if (bin->draining && (rc = undrain(a, bin, job, now_ms, out)) != 0)
-                return rc;
-            continue;
-        }
-        int p = cheapest_pool_for(a, job, alive, now_ms);
-        if (p >= 0)
-            note_waiting(unplaced, oldest_ms, p, now_ms - job->submit_ms);
-        if (p < 0 || now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000)
-            continue;
-        a->bins[nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node - job->gpus, false};
-        alive[p]++;
-        create[p]++;
-        int waited_s = (int)((now_ms - job->submit_ms) / 1000);
-        if (waited_s > waited[p])
-            waited[p] = waited_s;
+            a->state[p].pending_jobs += pool_could_hold(&a->pools[p], job);
+        int rc = scale_for_job(a, &u, job, now_ms, out);
+        if (rc)
+            return rc;
     }
     for (int p = 0; p < a->npools; p++) {
-        int step = step_nodes(&a->pools[p], unplaced[p], oldest_ms[p]);
+        int step = step_nodes(&a->pools[p], u.unplaced[p], u.oldest_ms[p]);
         bool stepped = false;
-        if (step > create[p] && (!a->state[p].last_scale_up_ms ||
-                                 now_ms - a->state[p].last_scale_up_ms >= a->pools[p].cooldown_s * 1000)) {
-            int room = a->pools[p].max_nodes - alive[p];
-            int extra = step - create[p] < room ? step - create[p] : room;
+        if (step > u.create[p] && (!a->state[p].last_scale_up_ms ||
+                                   now_ms - a->state[p].last_scale_up_ms >= a->pools[p].cooldown_s * 1000)) {
+            int room = a->pools[p].max_nodes - u.alive[p];
+            int extra = step - u.create[p] < room ? step - u.create[p] : room;
             if (extra > 0) {
-                create[p] += extra;
-                alive[p] += extra;
+                u.create[p] += extra;
+                u.alive[p] += extra;
                 stepped = true;
             }
         }
-        a->state[p].nodes_wanted = create[p];
-        if (!create[p])
+        a->state[p].nodes_wanted = u.create[p];
+        if (!u.create[p])
             continue;
         char why[TIDE_REASON_MAX];
         snprintf(why, sizeof why, "%d pending job%s waited up to %ds%s", a->state[p].pending_jobs,
-                 a->state[p].pending_jobs == 1 ? "" : "s", waited[p] > oldest_ms[p] / 1000 ? waited[p] : (int)(oldest_ms[p] / 1000),
+                 a->state[p].pending_jobs == 1 ? "" : "s",
+                 u.waited[p] > u.oldest_ms[p] / 1000 ? u.waited[p] : (int)(u.oldest_ms[p] / 1000),
                  stepped ? " (step)" : "");
-        if (push(out, POOL_CREATE, p, create[p], 0, why))
+        if (push(out, POOL_CREATE, p, u.create[p], 0, why))
             return TIDE_ENOMEM;
         a->state[p].last_scale_up_ms = now_ms;
     }

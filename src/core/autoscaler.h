@@ -10,7 +10,13 @@
  *               pool that fits it (price per GPU-hour, then boot time) and
  *               is below max_nodes; min_nodes are kept up from zero. A
  *               draining node such a job fits is made ready again first
- *               (cheaper and faster than a new one).
+ *               (cheaper and faster than a new one). A gang job (nodes: k)
+ *               that no one node holds gets its equal shares as the
+ *               scheduler's gang placement will split it (gang.h): the
+ *               fewest nodes m <= k, from nodes with room and then m' new
+ *               nodes of the cheapest pool whose nodes fit a share and
+ *               that has room for all m' under max_nodes; if no split can
+ *               be had, none are created and held_back says why.
  *   scale down: a ready node with no tasks (or, when nothing waits for its
  *               pool, with GPUs under scale_down_utilization_pct) for
  *               scale_down_window_s is drained, never below min_nodes and
@@ -71,6 +77,10 @@ struct pool_scale_state {
     int64_t create_not_before_ms; /* provider backoff, set by the shell */
     int pending_jobs;             /* jobs that fit it and wait (set by each call) */
     int nodes_wanted;             /* nodes the last call asked for (set by each call) */
+    /* Why the last call created no nodes here for a waiting job whose
+     * shares this pool's nodes fit (a gang that needs more nodes than
+     * max_nodes leaves room for); "" when none. */
+    char held_back[TIDE_REASON_MAX];
     struct forecast forecast;     /* predictive pools: demand per hour of the week */
     int predicted_nodes;          /* nodes the forecast wants ready now (set by each call) */
 };

@@ -127,11 +127,14 @@ enum placement_result placement_explain(const struct placement_config *cfg,
                                         const struct cluster *c, const struct job *job,
                                         char *why)
 {
+    int known = placement_index_memo_find(c, job);
+    if (known == 1 && !why)
+        return PLACEMENT_NOT_NOW;
     bool ever = false;
     int most_free = 0, most_free_busy = 0;
-    for (size_t i = 0; i < c->nnodes; i++) {
+    for (size_t i = 0; i < c->nnodes && known != 0; i++) {
         const struct node *node = &c->nodes[i];
-        if (node->state != NODE_READY || !host_fits_ever(node, job))
+        if (node->state != NODE_READY || node->ngpus < job->gpus || !host_fits_ever(node, job))
             continue;
         int matching = 0, free = 0, eligible = 0;
         for (int g = 0; g < node->ngpus; g++) {
@@ -147,13 +150,17 @@ enum placement_result placement_explain(const struct placement_config *cfg,
         if (matching < job->gpus)
             continue;
         ever = true;
-        if (!why)
+        if (!why) {
+            placement_index_memo_put(c, job, true);
             return PLACEMENT_NOT_NOW; /* the answer is known; the reason is not wanted */
+        }
         if (free > most_free) {
             most_free = free;
             most_free_busy = free - eligible;
         }
     }
+    if (known < 0)
+        placement_index_memo_put(c, job, ever);
     if (!ever) {
         if (why)
             snprintf(why, TIDE_REASON_MAX, "no ready node has %d GPU%s%s%.60s%s and the CPUs/memory asked for",

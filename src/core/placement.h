@@ -83,7 +83,10 @@ bool placement_try_node(const struct placement_config *cfg, struct node *node,
 /* After a strategy found no node: PLACEMENT_NEVER when no ready node could
  * ever hold job, else PLACEMENT_NOT_NOW, with the reason in why. Scans
  * every node, or with why NULL (no reason wanted) only up to the first that
- * could ever hold job. */
+ * could ever hold job; while the cluster's index keeps its shape memo
+ * (placement_index.h: a scheduling pass), a job shape seen before is
+ * answered from the memo without a scan, or with why set scanned only for
+ * the reason of a "not now". */
 enum placement_result placement_explain(const struct placement_config *cfg,
                                         const struct cluster *c, const struct job *job,
                                         char *why);

@@ -50,18 +50,24 @@ static void set_free(struct placement_index *idx, size_t pos, int now)
     size_t r = idx->rank[pos], w = r / 64;
     uint64_t bit = (uint64_t)1 << (r % 64);
     if (was != PLACEMENT_INDEX_NONE) {
-        for (int f = 0; f <= was; f++)
+        for (int f = 0; f <= was; f++) {
             bitmap(idx, f)[w] &= ~bit;
+            idx->count_at_least[f]--;
+        }
         idx->count[was]--;
     }
     if (now != PLACEMENT_INDEX_NONE) {
-        for (int f = 0; f <= now; f++)
+        for (int f = 0; f <= now; f++) {
             bitmap(idx, f)[w] |= bit;
+            idx->count_at_least[f]++;
+        }
         idx->count[now]++;
         if (now > idx->max_free)
             idx->max_free = now;
     }
     idx->free[pos] = (uint8_t)now;
+    if ((was == PLACEMENT_INDEX_NONE) != (now == PLACEMENT_INDEX_NONE))
+        idx->nmemo = 0; /* a node came or went: what could ever fit may differ */
 }
 
 static int node_free_or_none(const struct node *node)
@@ -116,6 +122,8 @@ int placement_index_build(struct placement_index *idx, const struct cluster *c,
 {
     idx->nodes = NULL;
     idx->nnodes = 0;
+    idx->memo_on = false;
+    idx->nmemo = 0;
     if (c->nnodes > UINT32_MAX || grow_arrays(idx, c->nnodes) != 0)
         return TIDE_ENOMEM;
     idx->node_order = node_order;
@@ -133,6 +141,7 @@ int placement_index_build(struct placement_index *idx, const struct cluster *c,
         idx->rank[idx->order[r]] = (uint32_t)r;
     memset(idx->at_least, 0, PLACEMENT_INDEX_BUCKETS * idx->words * sizeof *idx->at_least);
     memset(idx->count, 0, sizeof idx->count);
+    memset(idx->count_at_least, 0, sizeof idx->count_at_least);
     memset(idx->free, PLACEMENT_INDEX_NONE, c->nnodes);
     idx->max_free = 0;
     for (size_t i = 0; i < c->nnodes; i++)
@@ -162,6 +171,66 @@ const struct placement_index *placement_index_for(const struct cluster *c,
     if (!idx || !covers(idx, c) || idx->node_order != node_order)
         return NULL;
     return idx;
+}
+
+int placement_index_nodes_with_free(const struct cluster *c, int k)
+{
+    const struct placement_index *idx = c->index;
+    if (!idx || !covers(idx, c))
+        return -1;
+    if (k > TIDE_MAX_GPUS_PER_NODE)
+        return 0;
+    return (int)idx->count_at_least[k > 0 ? k : 0];
+}
+
+void placement_index_memo_start(struct placement_index *idx)
+{
+    idx->memo_on = true;
+    idx->nmemo = 0;
+}
+
+void placement_index_memo_stop(struct placement_index *idx)
+{
+    idx->memo_on = false;
+    idx->nmemo = 0;
+}
+
+static struct placement_index *memo_of(const struct cluster *c)
+{
+    struct placement_index *idx = c->index;
+    return idx && idx->memo_on && covers(idx, c) ? idx : NULL;
+}
+
+static bool same_shape(const struct placement_shape *s, const struct job *job)
+{
+    return s->gpus == job->gpus && s->cpus == job->cpus && s->memory_mib == job->memory_mib &&
+           s->gpu_memory_mib == job->gpu_memory_mib && s->rules == job->rules &&
+           s->preemptible == job->preemptible && !strcmp(s->gpu_model, job->gpu_model);
+}
+
+int placement_index_memo_find(const struct cluster *c, const struct job *job)
+{
+    const struct placement_index *idx = memo_of(c);
+    for (int i = 0; idx && i < idx->nmemo; i++)
+        if (same_shape(&idx->memo[i], job))
+            return idx->memo[i].ever;
+    return -1;
+}
+
+void placement_index_memo_put(const struct cluster *c, const struct job *job, bool ever)
+{
+    struct placement_index *idx = memo_of(c);
+    if (!idx || idx->nmemo >= PLACEMENT_SHAPE_MEMO)
+        return;
+    struct placement_shape *s = &idx->memo[idx->nmemo++];
+    s->gpus = job->gpus;
+    s->cpus = job->cpus;
+    s->memory_mib = job->memory_mib;
+    s->gpu_memory_mib = job->gpu_memory_mib;
+    s->rules = job->rules;
+    s->preemptible = job->preemptible;
+    memcpy(s->gpu_model, job->gpu_model, sizeof s->gpu_model);
+    s->ever = ever;
 }
 
 long placement_index_next(const struct placement_index *idx, int f, bool exact, size_t from)

@@ -22,6 +22,18 @@ typedef int (*placement_node_order_fn)(const struct node *a, const struct node *
 
 #define PLACEMENT_INDEX_BUCKETS (TIDE_MAX_GPUS_PER_NODE + 2)
 #define PLACEMENT_INDEX_NONE 0xff /* free[pos] of a node that is not ready */
+#define PLACEMENT_SHAPE_MEMO 32   /* job shapes remembered per pass */
+
+/* What placement_explain reads of a job to say whether some ready node
+ * could ever hold it, and that answer. */
+struct placement_shape {
+    int gpus, cpus;
+    int64_t memory_mib, gpu_memory_mib;
+    const struct queue_config *rules;
+    bool preemptible;
+    char gpu_model[sizeof(((struct job *)0)->gpu_model)];
+    bool ever;
+};
 
 struct placement_index {
     placement_node_order_fn node_order;
@@ -35,7 +47,16 @@ struct placement_index {
      * with at least f free GPUs; bitmap TIDE_MAX_GPUS_PER_NODE + 1 is empty. */
     uint64_t *at_least;
     size_t count[PLACEMENT_INDEX_BUCKETS]; /* ready nodes with exactly f free */
+    size_t count_at_least[PLACEMENT_INDEX_BUCKETS]; /* ... with at least f free */
     int max_free;                          /* no ready node has more free GPUs */
+    /* Whether some ready node could ever hold a job depends on the nodes'
+     * states and shapes, not on what is free, so within one scheduling
+     * pass (where only GPU holders change) it is asked once per job shape.
+     * Off unless placement_index_memo_start turned it on; emptied when a
+     * node's readiness changes. */
+    bool memo_on;
+    int nmemo;
+    struct placement_shape memo[PLACEMENT_SHAPE_MEMO];
 };
 
 void placement_index_init(struct placement_index *idx);
@@ -60,6 +81,24 @@ const struct placement_index *placement_index_for(const struct cluster *c,
 /* The first rank >= from whose node has exactly (exact) or at least f free
  * GPUs, or -1. */
 long placement_index_next(const struct placement_index *idx, int f, bool exact, size_t from);
+
+/* How many ready nodes have at least k (>= 1) free GPUs, by c's attached
+ * index whatever its node order; -1 when no current index is attached. */
+int placement_index_nodes_with_free(const struct cluster *c, int k);
+
+/* Turns the shape memo on, empty, for a stretch in which no node is added
+ * and none changes state, GPU count or GPU kind (a scheduling pass);
+ * placement_index_memo_stop turns it off. */
+void placement_index_memo_start(struct placement_index *idx);
+void placement_index_memo_stop(struct placement_index *idx);
+
+/* The memo's answer for job on c (1: some ready node could ever hold it,
+ * 0: none could, -1: not known: no current index, memo off or shape not
+ * seen). */
+int placement_index_memo_find(const struct cluster *c, const struct job *job);
+
+/* Remembers the answer for job's shape while the memo is on (and has room). */
+void placement_index_memo_put(const struct cluster *c, const struct job *job, bool ever);
 
 /* GPUs of node that no tide task holds. */
 int placement_node_free_gpus(const struct node *node);

@@ -15,6 +15,7 @@
 #include "common/tide_err.h"
 #include "core/backfill.h"
 #include "core/gang.h"
+#include "core/gpu_share.h"
 #include "core/placement_index.h"
 #include "core/preempt.h"
 #include "core/queue.h"
@@ -39,6 +40,7 @@ void sched_init(struct scheduler *s, const struct sched_config *cfg)
 {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
+    order_keep_init(&s->kept);
 }
 
 void sched_release(struct scheduler *s)
@@ -48,6 +50,7 @@ void sched_release(struct scheduler *s)
     free(s->order);
     s->order = NULL;
     s->order_cap = 0;
+    order_keep_release(&s->kept);
     preempt_pool_release(&s->preempt_pool);
     placement_index_release(s->index);
     free(s->index);
@@ -112,6 +115,25 @@ static bool fits_a_ready_node(const struct cluster *c, const struct job *job)
             return true;
     }
     return false;
+}
+
+/* Whether job certainly cannot start now for want of free GPUs: fewer
+ * nodes have its share free than it needs, on one node and in every split
+ * a gang could take. Not for jobs that share a GPU (they need none free);
+ * false when no index says. */
+static bool short_of_free_gpus(const struct cluster *c, const struct job *job)
+{
+    if (job->gpus <= 0 || gpu_job_wants_slice(job) ||
+        placement_index_nodes_with_free(c, job->gpus) != 0)
+        return false;
+    for (int m = 2; m <= job->max_nodes && m <= TIDE_MAX_GANG_NODES; m++) {
+        if (job->gpus % m)
+            continue;
+        int nodes = placement_index_nodes_with_free(c, job->gpus / m);
+        if (nodes < 0 || nodes >= m)
+            return false;
+    }
+    return true;
 }
 
 /* Running jobs and GPUs per queue, for the caps. */
@@ -243,10 +265,9 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
             job->in_quota = true, job->share_key = 0;
         s->order[n++] = job;
     }
-    if (n > 1)
-        qsort_r(s->order, n, sizeof *s->order, by_order_policy, (void *)s->cfg.order);
+    order_keep_sort(&s->kept, c, s->order, n, by_order_policy, (void *)s->cfg.order);
     if (n > 1 && s->cfg.fairshare && fairshare_claim_in_order(s->cfg.fairshare, s->order, n))
-        qsort_r(s->order, n, sizeof *s->order, by_order_policy, (void *)s->cfg.order);
+        order_keep_sort(&s->kept, c, s->order, n, by_order_policy, (void *)s->cfg.order);
     if (n > 1 && s->cfg.queue_round_robin)
         interleave_queues(s, n);
     return n;
@@ -355,9 +376,12 @@ static void attach_index(struct scheduler *s, struct cluster *c)
         c->index = s->index;
 }
 
-/* Detaches the index at the end of a pass unless it is to be kept. */
+/* Detaches the index at the end of a pass unless it is to be kept; its
+ * shape memo lasts one pass either way. */
 static void detach_index(struct scheduler *s, struct cluster *c)
 {
+    if (s->index)
+        placement_index_memo_stop(s->index);
     if (!s->cfg.keep_index)
         c->index = NULL;
 }
@@ -380,6 +404,8 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     size_t npending = collect_pending(s, c, ids, nids, now_ms);
     bool explain = s->cfg.explain;
     attach_index(s, c);
+    if (c->index)
+        placement_index_memo_start(c->index); /* nodes keep their shapes until the pass ends */
     struct queue_usage usage;
     count_queue_usage(s->cfg.queues, c, &usage);
     struct backfill_reservation reservation = {.active = false};
@@ -395,6 +421,13 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     int placed = 0;
     for (size_t i = 0; i < npending; i++) {
         struct job *job = s->order[i];
+        /* Once a job that cannot start has nothing left to get (no reason
+         * to write, nothing to preempt, the reservation handed out), one
+         * that no node has the free GPUs for is passed over unasked. */
+        if (!explain && !s->preempt_pool.n && (!s->cfg.backfill || reservation_tried) &&
+            !(reservation.active && backfill_fits_before(&reservation, job, now_ms)) &&
+            short_of_free_gpus(c, job))
+            continue;
         int q = queue_slot(s->cfg.queues, job);
         char why_buf[TIDE_REASON_MAX] = "";
         char *why = explain ? why_buf : NULL;
@@ -403,8 +436,10 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
                 snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
             continue;
         }
+        /* Without explanations the node check is moot: a dominated job that
+         * no node could hold gets NEVER below, which ends the same way. */
         if (unconstrained(job) && dominating_failure(failed, nfailed, job) &&
-            fits_a_ready_node(c, job)) {
+            (!explain || fits_a_ready_node(c, job))) {
             if (explain)
                 snprintf(job->wait_reason, sizeof job->wait_reason,
                          "waiting for %d free GPU%s and the CPUs/memory asked for on one node",

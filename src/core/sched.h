@@ -15,6 +15,7 @@
 #include "core/fairshare.h"
 #include "core/gang.h"
 #include "core/order.h"
+#include "core/order_keep.h"
 #include "core/placement.h"
 #include "core/preempt.h"
 #include "core/queue.h"
@@ -53,6 +54,7 @@ struct scheduler {
     struct sched_config cfg;
     struct job **order; /* scratch: pending jobs in scheduling order */
     size_t order_cap;
+    struct order_keep kept; /* the last pass's order, to sort the next one faster */
     struct preempt_pool preempt_pool; /* scratch: what a pass may preempt */
     struct gang_choice gang;          /* scratch: a multi-node placement */
     struct placement_index *index; /* nodes by free GPUs, rebuilt each pass */

@@ -6,6 +6,8 @@
 
 #include <cmocka.h>
 
+#include <string.h>
+
 #include "cluster_fixture.h"
 #include "core/autoscaler.h"
 #include "core/sched.h"
@@ -474,6 +476,164 @@ static void test_step_on_wait_time(void **state)
     fx_stop(&f);
 }
 
+/* --- gang jobs (nodes: k) --- */
+
+static void add_gang(struct fx *f, int gpus, int nodes, int64_t submit_ms)
+{
+    struct job j = fx_job((int64_t)f->c.njobs + 1, gpus);
+    j.max_nodes = nodes;
+    j.submit_ms = submit_ms;
+    assert_non_null(cluster_add_job(&f->c, &j));
+}
+
+static void test_gang_job_from_zero_creates_a_node_per_share(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 8, 0, 10, 8000000)}, .npools = 1};
+    fx_start(&f);
+    add_gang(&f, 16, 2, 0); /* 2 x 8 GPUs */
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 2);
+    assert_int_equal(f.a.state[0].nodes_wanted, 2);
+    assert_int_equal(f.a.state[0].pending_jobs, 1);
+    assert_string_equal(f.a.state[0].held_back, "");
+    fx_stop(&f);
+}
+
+static void test_gang_job_that_max_nodes_cannot_hold_creates_none_and_says_why(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 8, 0, 1, 8000000)}, .npools = 1};
+    fx_start(&f);
+    add_gang(&f, 16, 2, 0);
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 0);
+    assert_string_equal(f.a.state[0].held_back,
+                        "gang job 1 needs 2 more nodes (2 x 8 GPUs), room for 1 under max_nodes 1");
+    fx_stop(&f);
+}
+
+static void test_gang_job_counts_nodes_that_exist_against_max_nodes(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 8, 0, 3, 8000000)}, .npools = 1};
+    fx_start(&f);
+    for (int64_t id = 100; id < 102; id++) { /* two full nodes: room for one more */
+        struct node n = fx_pool_node(id, &f.pools[0], NODE_READY, 0);
+        assert_non_null(cluster_put_node(&f.c, &n));
+        assert_non_null(fx_add_running(&f.c, fx_job(id, 8), id, 0));
+    }
+    add_gang(&f, 16, 2, 0);
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 0);
+    assert_non_null(strstr(f.a.state[0].held_back, "room for 1 under max_nodes 3"));
+    fx_stop(&f);
+}
+
+static void test_gang_job_is_bin_packed_with_single_node_jobs(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 8, 0, 10, 8000000)}, .npools = 1};
+    fx_start(&f);
+    add_gang(&f, 12, 2, 0); /* 2 x 6: two nodes with 2 GPUs left on each ... */
+    add_jobs(&f, 2, 2, 0);  /* ... where these go ... */
+    add_jobs(&f, 1, 4, 0);  /* ... and this needs a third */
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 3);
+    fx_stop(&f);
+}
+
+static void test_gang_job_takes_room_on_ready_nodes_first(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 8, 0, 10, 8000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_READY, 0);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    assert_non_null(fx_add_running(&f.c, fx_job(100, 8), 100, 0)); /* it is full */
+    struct node idle = fx_pool_node(101, &f.pools[0], NODE_READY, 0);
+    assert_non_null(cluster_put_node(&f.c, &idle));
+    add_gang(&f, 16, 2, 0);
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 1);
+    fx_stop(&f);
+}
+
+static void test_gang_job_takes_the_fewest_nodes_whose_shares_a_pool_fits(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 4, 0, 10, 4000000)}, .npools = 1};
+    fx_start(&f);
+    add_gang(&f, 16, 4, 0); /* 2 x 8 fits no node, 16 is not split in 3: 4 x 4 */
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 4);
+    fx_stop(&f);
+}
+
+static void test_gang_job_one_node_holds_gets_one_node(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 8, 0, 10, 8000000)}, .npools = 1};
+    fx_start(&f);
+    add_gang(&f, 8, 2, 0); /* the scheduler tries one node first */
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 1);
+    fx_stop(&f);
+}
+
+static void test_gang_job_waits_for_scale_up_delay(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 8, 0, 10, 8000000)}, .npools = 1};
+    f.pools[0].scale_up_delay_s = 30;
+    fx_start(&f);
+    add_gang(&f, 16, 2, 0);
+    decide(&f, 29 * S);
+    assert_int_equal(created(&f.out, 0), 0);
+    decide(&f, 30 * S);
+    assert_int_equal(created(&f.out, 0), 2);
+    fx_stop(&f);
+}
+
+static void test_gang_job_starts_on_the_nodes_created_for_it_once_ready(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 8, 0, 10, 8000000)}, .npools = 1};
+    fx_start(&f);
+    add_gang(&f, 16, 2, 0);
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 2);
+    /* The shell creates them; they boot and register. */
+    for (int64_t id = 100; id < 102; id++) {
+        struct node n = fx_pool_node(id, &f.pools[0], NODE_PROVISIONING, 10 * S);
+        assert_non_null(cluster_put_node(&f.c, &n));
+    }
+    decide(&f, 20 * S);
+    assert_int_equal(created(&f.out, 0), 0); /* booting nodes are its capacity */
+    for (int64_t id = 100; id < 102; id++) {
+        cluster_find_node(&f.c, id)->state = NODE_READY;
+        cluster_find_node(&f.c, id)->last_heartbeat_ms = 60 * S;
+    }
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    struct scheduler s;
+    sched_init(&s, &cfg);
+    struct action_list out;
+    action_list_init(&out);
+    assert_int_equal(sched_pass(&s, &f.c, 60 * S, &out), 1);
+    assert_int_equal(fx_count(&out, ACTION_START, 1), 1);
+    struct job *gang = cluster_find_job(&f.c, 1);
+    assert_int_equal(gang->state, JOB_STARTING);
+    assert_int_equal(gang->nparts, 1); /* a second node */
+    assert_int_equal(gang->ngpus_assigned + gang->parts[0].ngpus, 16);
+    decide(&f, 61 * S);
+    assert_int_equal(created(&f.out, 0), 0);
+    assert_int_equal(count_type(&f.out, POOL_DRAIN), 0);
+    action_list_release(&out);
+    sched_release(&s);
+    fx_stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +659,15 @@ int main(void)
         cmocka_unit_test(test_window_past_midnight_covers_the_next_morning),
         cmocka_unit_test(test_step_adds_k_nodes_when_the_queue_is_long_once_per_cooldown),
         cmocka_unit_test(test_step_on_wait_time),
+        cmocka_unit_test(test_gang_job_from_zero_creates_a_node_per_share),
+        cmocka_unit_test(test_gang_job_that_max_nodes_cannot_hold_creates_none_and_says_why),
+        cmocka_unit_test(test_gang_job_counts_nodes_that_exist_against_max_nodes),
+        cmocka_unit_test(test_gang_job_is_bin_packed_with_single_node_jobs),
+        cmocka_unit_test(test_gang_job_takes_room_on_ready_nodes_first),
+        cmocka_unit_test(test_gang_job_takes_the_fewest_nodes_whose_shares_a_pool_fits),
+        cmocka_unit_test(test_gang_job_one_node_holds_gets_one_node),
+        cmocka_unit_test(test_gang_job_waits_for_scale_up_delay),
+        cmocka_unit_test(test_gang_job_starts_on_the_nodes_created_for_it_once_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

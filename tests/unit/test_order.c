@@ -5,9 +5,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/order.h"
+#include "core/order_keep.h"
 #include "core/sched.h"
 
 #include "cluster_fixture.h"
@@ -176,6 +178,125 @@ static void test_policies_are_found_by_name(void **state)
     assert_string_equal(order_names(), "fifo, priority, sjf, las");
 }
 
+/* --- order_keep: sorting pass after pass from the last pass's order --- */
+
+static int compares; /* calls of by_sjf since the last reset */
+
+static int by_sjf(const void *a, const void *b, void *ctx)
+{
+    (void)ctx;
+    compares++;
+    return order_sjf.compare(*(const struct job *const *)a, *(const struct job *const *)b);
+}
+
+static unsigned next_random(unsigned *seed)
+{
+    *seed = *seed * 1103515245u + 12345u;
+    return *seed >> 16;
+}
+
+/* The pending jobs of c, in array order. */
+static size_t pending_of(struct job **out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c.njobs; i++)
+        if (c.jobs[i].state == JOB_PENDING)
+            out[n++] = &c.jobs[i];
+    return n;
+}
+
+static void assert_same_order(struct job *const *got, struct job *const *want, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(got[i]->id, want[i]->id);
+}
+
+#define KEEP_JOBS 400
+
+static void test_order_keep_sorts_as_qsort_does_while_jobs_come_go_and_change(void **state)
+{
+    (void)state;
+    c.jobs_any_order = true; /* removals move the last job into the hole */
+    struct order_keep k;
+    order_keep_init(&k);
+    static struct job *got[4 * KEEP_JOBS], *want[4 * KEEP_JOBS];
+    unsigned seed = 7;
+    int64_t next_id = 1;
+    for (int round = 0; round < 300; round++) {
+        /* Arrivals, starts, finishes, requeues and new estimates. */
+        for (int a = (int)(next_random(&seed) % 6); a > 0 && c.njobs < 3 * KEEP_JOBS; a--) {
+            struct job j = fx_job(next_id++, 1);
+            j.est_runtime_s = next_random(&seed) % 50;
+            assert_non_null(cluster_add_job(&c, &j));
+        }
+        for (int e = (int)(next_random(&seed) % 6); e > 0 && c.njobs; e--) {
+            struct job *j = &c.jobs[next_random(&seed) % c.njobs];
+            switch (next_random(&seed) % 4) {
+            case 0: j->state = JOB_RUNNING; break;
+            case 1: j->state = JOB_PENDING; break;
+            case 2: j->est_runtime_s = next_random(&seed) % 50; break;
+            default: cluster_remove_job(&c, j->id); break;
+            }
+        }
+        size_t n = pending_of(got);
+        memcpy(want, got, n * sizeof *got);
+        if (n > 1)
+            qsort_r(want, n, sizeof *want, by_sjf, NULL);
+        order_keep_sort(&k, &c, got, n, by_sjf, NULL);
+        assert_same_order(got, want, n);
+    }
+    order_keep_release(&k);
+}
+
+static void test_order_keep_checks_an_unchanged_order_in_one_look_per_job(void **state)
+{
+    (void)state;
+    struct order_keep k;
+    order_keep_init(&k);
+    static struct job *jobs[KEEP_JOBS];
+    unsigned seed = 3;
+    for (int i = 0; i < KEEP_JOBS; i++) {
+        struct job j = fx_job(i + 1, 1);
+        j.est_runtime_s = next_random(&seed) % 1000;
+        assert_non_null(cluster_add_job(&c, &j));
+    }
+    size_t n = pending_of(jobs);
+    order_keep_sort(&k, &c, jobs, n, by_sjf, NULL); /* a full sort: n log n */
+    c.jobs[5].state = JOB_RUNNING;                   /* one starts, one arrives */
+    struct job late = fx_job(KEEP_JOBS + 1, 1);
+    late.est_runtime_s = 10;
+    assert_non_null(cluster_add_job(&c, &late));
+    n = pending_of(jobs);
+    compares = 0;
+    order_keep_sort(&k, &c, jobs, n, by_sjf, NULL);
+    assert_true(compares < 2 * (int)n + 1); /* a full sort needs about n log2 n = 3,500 */
+    for (size_t i = 1; i < n; i++)
+        assert_true(order_sjf.compare(jobs[i - 1], jobs[i]) < 0);
+    order_keep_release(&k);
+}
+
+static void test_order_keep_resorts_when_a_kept_job_changed_place(void **state)
+{
+    (void)state;
+    struct order_keep k;
+    order_keep_init(&k);
+    struct job *jobs[3];
+    for (int i = 0; i < 3; i++) {
+        struct job j = fx_job(i + 1, 1);
+        j.est_runtime_s = 10 * (i + 1);
+        assert_non_null(cluster_add_job(&c, &j));
+    }
+    size_t n = pending_of(jobs);
+    order_keep_sort(&k, &c, jobs, n, by_sjf, NULL);
+    c.jobs[2].est_runtime_s = 1; /* job 3 (after a requeue) now goes first */
+    n = pending_of(jobs);
+    order_keep_sort(&k, &c, jobs, n, by_sjf, NULL);
+    assert_int_equal(jobs[0]->id, 3);
+    assert_int_equal(jobs[1]->id, 1);
+    assert_int_equal(jobs[2]->id, 2);
+    order_keep_release(&k);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -193,6 +314,9 @@ int main(void)
         T(test_las_keeps_fifo_within_a_band),
         T(test_las_bands_break_at_1_10_and_100_gpu_hours),
         T(test_policies_are_found_by_name),
+        T(test_order_keep_sorts_as_qsort_does_while_jobs_come_go_and_change),
+        T(test_order_keep_checks_an_unchanged_order_in_one_look_per_job),
+        T(test_order_keep_resorts_when_a_kept_job_changed_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/placement.h"
+#include "core/placement_index.h"
 
 #include "cluster_fixture.h"
 
@@ -390,6 +391,100 @@ static void test_strategy_is_found_by_name(void **state)
     assert_null(placement_by_name("binpack-nope"));
 }
 
+/* --- the shape memo: "could any node ever hold it" once per shape and pass --- */
+
+static struct placement_index memo_idx;
+
+/* Two 2-GPU nodes and one 8-GPU node whose GPUs are all held, indexed with
+ * the memo on. */
+static struct node *memo_cluster(void)
+{
+    add_node(fx_h200_node(1, 2));
+    add_node(fx_h200_node(2, 2));
+    struct node *big = add_node(fx_h200_node(3, 8));
+    hold_gpus(big, 8);
+    placement_index_init(&memo_idx);
+    assert_int_equal(placement_index_build(&memo_idx, &c, NULL), 0);
+    c.index = &memo_idx;
+    placement_index_memo_start(&memo_idx);
+    return big;
+}
+
+static void memo_done(void)
+{
+    c.index = NULL;
+    placement_index_release(&memo_idx);
+}
+
+static void test_memo_answers_a_shape_seen_before_without_looking_at_the_nodes(void **state)
+{
+    (void)state;
+    struct node *big = memo_cluster();
+    struct job job = fx_job(1, 8);
+    assert_int_equal(placement_loadaware.choose(&cfg, &c, &job, &choice, NULL), PLACEMENT_NOT_NOW);
+    assert_int_equal(placement_index_memo_find(&c, &job), 1);
+    /* Behind the memo's back (a pass never does this), the big node goes:
+     * the memo still answers for the shape, and only while it is on. */
+    big->state = NODE_LOST;
+    struct job same = fx_job(2, 8);
+    assert_int_equal(placement_loadaware.choose(&cfg, &c, &same, &choice, NULL), PLACEMENT_NOT_NOW);
+    placement_index_memo_stop(&memo_idx);
+    assert_int_equal(placement_index_memo_find(&c, &same), -1);
+    assert_int_equal(placement_loadaware.choose(&cfg, &c, &same, &choice, NULL), PLACEMENT_NEVER);
+    memo_done();
+}
+
+static void test_memo_tells_apart_shapes_that_differ_in_any_constraint(void **state)
+{
+    (void)state;
+    memo_cluster();
+    struct job job = fx_job(1, 8);
+    assert_int_equal(placement_loadaware.choose(&cfg, &c, &job, &choice, NULL), PLACEMENT_NOT_NOW);
+    struct job more_memory = job, other_model = job, more_cpus = job, more_gpus = job;
+    more_memory.gpu_memory_mib = FX_H200_MIB + 1;
+    snprintf(other_model.gpu_model, sizeof other_model.gpu_model, "A100*");
+    more_cpus.cpus = FX_NODE_CPUS + 1;
+    more_gpus.gpus = 9;
+    const struct job *never[] = {&more_memory, &other_model, &more_cpus, &more_gpus};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(placement_index_memo_find(&c, never[i]), -1);
+        assert_int_equal(placement_loadaware.choose(&cfg, &c, never[i], &choice, NULL),
+                         PLACEMENT_NEVER);
+        assert_int_equal(placement_index_memo_find(&c, never[i]), 0);
+    }
+    assert_int_equal(placement_index_memo_find(&c, &job), 1);
+    memo_done();
+}
+
+static void test_memo_answer_never_still_gives_the_reason(void **state)
+{
+    (void)state;
+    memo_cluster();
+    struct job job = fx_job(1, 16);
+    assert_int_equal(placement_loadaware.choose(&cfg, &c, &job, &choice, NULL), PLACEMENT_NEVER);
+    assert_int_equal(place(&job), PLACEMENT_NEVER);
+    assert_why_contains("no ready node has 16 GPUs");
+    struct job blocked = fx_job(2, 8);
+    assert_int_equal(placement_loadaware.choose(&cfg, &c, &blocked, &choice, NULL),
+                     PLACEMENT_NOT_NOW);
+    assert_int_equal(place(&blocked), PLACEMENT_NOT_NOW);
+    assert_why_contains("waiting for 8 free GPUs on one node (most free now: 0)");
+    memo_done();
+}
+
+static void test_memo_is_emptied_when_a_node_stops_being_ready(void **state)
+{
+    (void)state;
+    struct node *big = memo_cluster();
+    struct job job = fx_job(1, 8);
+    assert_int_equal(placement_loadaware.choose(&cfg, &c, &job, &choice, NULL), PLACEMENT_NOT_NOW);
+    big->state = NODE_LOST;
+    placement_index_refresh(&memo_idx, &c, big);
+    assert_int_equal(placement_index_memo_find(&c, &job), -1);
+    assert_int_equal(placement_loadaware.choose(&cfg, &c, &job, &choice, NULL), PLACEMENT_NEVER);
+    memo_done();
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -426,6 +521,10 @@ int main(void)
         T(test_placement_leaves_the_cluster_unchanged),
         T(test_empty_cluster_is_never),
         T(test_strategy_is_found_by_name),
+        T(test_memo_answers_a_shape_seen_before_without_looking_at_the_nodes),
+        T(test_memo_tells_apart_shapes_that_differ_in_any_constraint),
+        T(test_memo_answer_never_still_gives_the_reason),
+        T(test_memo_is_emptied_when_a_node_stops_being_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

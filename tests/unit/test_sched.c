@@ -495,6 +495,136 @@ static void test_a_pass_without_explanations_decides_the_same(void **state)
     cluster_release(&quiet);
 }
 
+static void test_a_kept_index_forgets_from_pass_to_pass_which_shapes_could_never_fit(void **state)
+{
+    (void)state;
+    struct sched_config cfg = s.cfg;
+    cfg.explain = false;
+    cfg.keep_index = true;
+    sched_release(&s);
+    sched_init(&s, &cfg);
+    add_node(fx_h200_node(1, 2));
+    add_job(fx_job(1, 4));
+    assert_int_equal(sched_pass(&s, &c, 1000, &out), 0); /* no node could hold it */
+    /* The node comes back with more GPUs, ready throughout: nothing but the
+     * start of the next pass tells the memo. */
+    add_node(fx_h200_node(1, 4));
+    assert_int_equal(sched_pass(&s, &c, 2000, &out), 1);
+    assert_int_equal(fx_count(&out, ACTION_START, 1), 1);
+    c.index = NULL; /* the scheduler's, freed by sched_release */
+}
+
+static void test_a_pass_orders_new_jobs_among_the_waiting_ones(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 1));
+    add_running(fx_job(100, 1), 1);
+    for (int i = 1; i <= 3; i++)
+        add_job(with_priority(fx_job(i, 1), i)); /* 3, 2, 1 */
+    assert_int_equal(sched_pass(&s, &c, 1000, &out), 0);
+    add_job(with_priority(fx_job(4, 1), 2)); /* between 2 and 1... */
+    add_job(with_priority(fx_job(5, 1), 9)); /* ...and first of all */
+    assert_int_equal(sched_pass(&s, &c, 2000, &out), 0);
+    int64_t want[] = {5, 3, 2, 4, 1};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(s.order[i]->id, want[i]);
+}
+
+static unsigned lcg_next(unsigned *seed)
+{
+    *seed = *seed * 1103515245u + 12345u;
+    return *seed >> 16;
+}
+
+/* A random cluster: nodes of 1-8 GPUs, some GPUs running jobs with known
+ * ends, and a queue of single-node, gang, CPU-only and GPU-sharing jobs. */
+static void fill_random(struct cluster *cl, unsigned seed)
+{
+    cluster_init(cl);
+    cl->jobs_any_order = true;
+    int nnodes = 2 + (int)(lcg_next(&seed) % 8);
+    for (int n = 0; n < nnodes; n++) {
+        struct node nd = fx_h200_node(n + 1, 1 + (int)(lcg_next(&seed) % 8));
+        if (lcg_next(&seed) % 10 == 0)
+            nd.state = NODE_LOST;
+        assert_non_null(cluster_put_node(cl, &nd));
+    }
+    int64_t id = 1;
+    for (size_t n = 0; n < cl->nnodes; n++) {
+        struct node *nd = &cl->nodes[n];
+        int busy = (int)(lcg_next(&seed) % (unsigned)(nd->ngpus + 1));
+        if (nd->state != NODE_READY || busy == 0)
+            continue;
+        struct job r = fx_job(id++, busy);
+        r.est_runtime_s = 10 + lcg_next(&seed) % 500;
+        struct job *stored = cluster_add_job(cl, &r);
+        assert_non_null(stored);
+        int idx[TIDE_MAX_GPUS_PER_NODE];
+        for (int g = 0; g < busy; g++)
+            idx[g] = g;
+        cluster_assign(cl, stored, cluster_find_node(cl, nd->id), idx, busy);
+        stored->state = JOB_RUNNING;
+        stored->start_ms = 1;
+    }
+    int njobs = 5 + (int)(lcg_next(&seed) % 30);
+    for (int j = 0; j < njobs; j++) {
+        struct job p = fx_job(id++, (int)(lcg_next(&seed) % 13));
+        p.submit_ms = (int64_t)(lcg_next(&seed) % 1000);
+        p.est_runtime_s = lcg_next(&seed) % 4 ? 1 + lcg_next(&seed) % 600 : 0;
+        p.max_nodes = 1 + (int)(lcg_next(&seed) % 4);
+        p.priority = (int)(lcg_next(&seed) % 3);
+        if (p.gpus == 1 && lcg_next(&seed) % 4 == 0)
+            p.gpu_memory_mib = FX_H200_MIB / 4; /* a share of one GPU */
+        assert_non_null(cluster_add_job(cl, &p));
+    }
+}
+
+/* The shortcuts of a pass without explanations (skipping jobs no node has
+ * the free GPUs for, the shape memo) against a pass that explains every
+ * wait and so takes none of them. */
+static void test_a_quiet_pass_decides_as_an_explaining_one_on_random_clusters(void **state)
+{
+    (void)state;
+    for (unsigned round = 0; round < 300; round++) {
+        struct cluster loud, quiet;
+        fill_random(&loud, round);
+        fill_random(&quiet, round);
+        struct sched_config cfg = s.cfg;
+        cfg.backfill = round % 2;
+        cfg.preemption = false;
+        cfg.order = round % 3 ? &order_priority : &order_sjf;
+        struct scheduler sl, sq;
+        sched_init(&sl, &cfg);
+        cfg.explain = false;
+        cfg.keep_index = round % 4 == 0;
+        sched_init(&sq, &cfg);
+        struct action_list out_loud, out_quiet;
+        action_list_init(&out_loud);
+        action_list_init(&out_quiet);
+        for (int64_t t = 1000; t <= 3000; t += 1000) { /* and again, with nothing changed */
+            int placed = sched_pass(&sl, &loud, t, &out_loud);
+            assert_int_equal(sched_pass(&sq, &quiet, t, &out_quiet), placed);
+        }
+        assert_int_equal(out_loud.len, out_quiet.len);
+        for (size_t i = 0; i < out_loud.len; i++) {
+            assert_int_equal(out_loud.items[i].type, out_quiet.items[i].type);
+            assert_int_equal(out_loud.items[i].job_id, out_quiet.items[i].job_id);
+            assert_string_equal(out_loud.items[i].reason, out_quiet.items[i].reason);
+        }
+        for (size_t i = 0; i < loud.njobs; i++) {
+            assert_int_equal(loud.jobs[i].state, quiet.jobs[i].state);
+            assert_int_equal(loud.jobs[i].reserved_start_ms, quiet.jobs[i].reserved_start_ms);
+        }
+        action_list_release(&out_loud);
+        action_list_release(&out_quiet);
+        quiet.index = NULL; /* with keep_index, sq's */
+        sched_release(&sl);
+        sched_release(&sq);
+        cluster_release(&loud);
+        cluster_release(&quiet);
+    }
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -527,6 +657,9 @@ int main(void)
         T(test_jobs_are_found_by_id_after_removals_in_any_order),
         T(test_duplicate_job_ids_find_the_first),
         T(test_a_pass_without_explanations_decides_the_same),
+        T(test_a_kept_index_forgets_from_pass_to_pass_which_shapes_could_never_fit),
+        T(test_a_pass_orders_new_jobs_among_the_waiting_ones),
+        T(test_a_quiet_pass_decides_as_an_explaining_one_on_random_clusters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
