@@ -467,10 +467,12 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     struct scale_up u;
     memset(&u, 0, sizeof u);
     size_t max_new = 0;
+    int booting[TIDE_MAX_POOLS] = {0};
     for (int p = 0; p < a->npools; p++) {
         int counts[NODE_STATE_COUNT];
         autoscaler_count_nodes(c, &a->pools[p], counts);
         u.alive[p] = pool_alive(counts);
+        booting[p] = counts[NODE_PROVISIONING];
         a->state[p].pending_jobs = 0;
         a->state[p].nodes_wanted = 0;
         a->state[p].held_back[0] = '\0';
@@ -539,12 +541,16 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
             return rc;
     }
     for (int p = 0; p < a->npools; p++) {
+        /* A step asks for that many nodes on their way: the ones still
+         * booting count, or a long queue would add a step every cooldown
+         * while its own nodes boot. */
         int step = step_nodes(&a->pools[p], u.unplaced[p], u.oldest_ms[p]);
+        int coming = u.create[p] + booting[p];
         bool stepped = false;
-        if (step > u.create[p] && (!a->state[p].last_scale_up_ms ||
-                                   now_ms - a->state[p].last_scale_up_ms >= a->pools[p].cooldown_s * 1000)) {
+        if (step > coming && (!a->state[p].last_scale_up_ms ||
+                              now_ms - a->state[p].last_scale_up_ms >= a->pools[p].cooldown_s * 1000)) {
             int room = a->pools[p].max_nodes - u.alive[p];
-            int extra = step - u.create[p] < room ? step - u.create[p] : room;
+            int extra = step - coming < room ? step - coming : room;
             if (extra > 0) {
                 u.create[p] += extra;
                 u.alive[p] += extra;

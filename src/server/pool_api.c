@@ -75,6 +75,9 @@ int api_pools_list(struct server *srv, struct api_request *req, struct api_reply
         json_object_set_new(o, "gpu_seconds_used", json_real((double)pl->bill.pools[p].gpu_ms / 1000.0));
         json_object_set_new(o, "idle_seconds",
                             json_real((double)pool_idle_ms(&srv->cluster, pool, now) / 1000.0));
+        json_object_set_new(o, "held_back", pl->as.state[p].held_back[0]
+                                                ? json_string(pl->as.state[p].held_back)
+                                                : json_null());
         json_object_set_new(o, "scale_ups", json_integer(pl->scale_ups[p]));
         json_object_set_new(o, "scale_downs", json_integer(pl->scale_downs[p]));
         json_object_set_new(o, "provider_failures", json_integer(pl->provider_failures[p]));

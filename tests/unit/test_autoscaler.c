@@ -476,6 +476,34 @@ static void test_step_on_wait_time(void **state)
     fx_stop(&f);
 }
 
+static void test_step_counts_the_nodes_it_already_has_booting(void **state)
+{
+    (void)state;
+    /* 4 one-GPU jobs fit one 4-GPU node; the step wants 3 nodes coming. */
+    struct fx f = {.pools = {fx_pool("p", 4, 0, 8, 1000000)}, .npools = 1};
+    f.pools[0].steps[0] = (struct pool_step){.queue_length = 3, .add = 3};
+    f.pools[0].nsteps = 1;
+    f.pools[0].cooldown_s = 0;
+    fx_start(&f);
+    add_jobs(&f, 4, 1, 0);
+    decide(&f, S);
+    assert_int_equal(created(&f.out, 0), 3);
+    for (int i = 0; i < 3; i++) {
+        struct node n = fx_pool_node(100 + i, &f.pools[0], NODE_PROVISIONING, S);
+        assert_non_null(cluster_put_node(&f.c, &n));
+    }
+    /* Still booting, the queue still long: no more nodes, pass after pass. */
+    for (int t = 2; t < 10; t++) {
+        decide(&f, t * S);
+        assert_int_equal(created(&f.out, 0), 0);
+    }
+    /* With 2 of them booting, the step tops up to 3. */
+    cluster_find_node(&f.c, 102)->state = NODE_FAILED;
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 1);
+    fx_stop(&f);
+}
+
 /* --- gang jobs (nodes: k) --- */
 
 static void add_gang(struct fx *f, int gpus, int nodes, int64_t submit_ms)
@@ -659,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_window_past_midnight_covers_the_next_morning),
         cmocka_unit_test(test_step_adds_k_nodes_when_the_queue_is_long_once_per_cooldown),
         cmocka_unit_test(test_step_on_wait_time),
+        cmocka_unit_test(test_step_counts_the_nodes_it_already_has_booting),
         cmocka_unit_test(test_gang_job_from_zero_creates_a_node_per_share),
         cmocka_unit_test(test_gang_job_that_max_nodes_cannot_hold_creates_none_and_says_why),
         cmocka_unit_test(test_gang_job_counts_nodes_that_exist_against_max_nodes),
