@@ -8,6 +8,7 @@
 #include "common/fsutil.h"
 #include "core/job_spec.h"
 #include "server/server.h"
+#include "server/submit_batch.h"
 
 /* Adds what only the in-memory cluster knows: why a job waits, its
  * priority after escalation, its backfill reservation. */
@@ -41,44 +42,6 @@ static void add_live_fields(struct server *srv, json_t *job_json)
         json_object_set_new(job_json, "preemptions", json_integer(job->preemptions));
 }
 
-/* Every job depended on must exist and be visible to the submitter. Caller holds the lock. */
-static int check_dependencies(struct server *srv, struct api_request *req, const struct job *job,
-                              struct tide_err *err)
-{
-    for (int d = 0; d < job->ndeps; d++) {
-        enum job_state state;
-        char project[TIDE_NAME_MAX];
-        int rc = store_job_state(srv->store, job->depends_on[d], &state, project, err);
-        if (rc == TIDE_ENOENT || (!rc && !auth_project_allowed(req, project)))
-            return tide_err_set(err, TIDE_EINVAL, "depends_on", "depends_on: job %lld does not exist",
-                                (long long)job->depends_on[d]);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-/* Member i of an array job: its own name and TIDE_ARRAY_INDEX (new reference). */
-static json_t *array_member_spec(json_t *spec, int i)
-{
-    json_t *member = json_deep_copy(spec);
-    if (!member)
-        return NULL;
-    json_object_del(member, "array");
-    char name[JOB_SPEC_MAX_NAME + 16], index[16];
-    snprintf(name, sizeof name, "%.*s[%d]", JOB_SPEC_MAX_NAME - 8,
-             json_string_value(json_object_get(spec, "name")), i);
-    snprintf(index, sizeof index, "%d", i);
-    json_object_set_new(member, "name", json_string(name));
-    json_t *env = json_object_get(member, "env");
-    if (!env) {
-        env = json_object();
-        json_object_set_new(member, "env", env);
-    }
-    json_object_set_new(env, "TIDE_ARRAY_INDEX", json_string(index));
-    return member;
-}
-
 int api_jobs_submit(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
     if (req->token.kind != TOKEN_ADMIN && req->token.kind != TOKEN_USER)
@@ -105,76 +68,15 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
         return api_error_msg(reply, TIDE_EPERM, "project",
                              "project: this token may not submit to project '%s'", job.project);
     }
-    pthread_mutex_lock(&srv->lock);
-    int rc = check_dependencies(srv, req, &job, &err);
-    char why[TIDE_REASON_MAX];
-    if (!rc && budget_rejects_submit(&srv->cfg.budgets, job.project, why))
-        rc = tide_err_set(&err, TIDE_EPERM, "project",
-                          "project: %s; its budget refuses new jobs until the period ends", why);
-    int64_t now = clock_now_ms();
-    int count = (int)json_integer_value(json_object_get(spec, "array"));
-    if (count < 1)
-        count = 1;
-    int64_t *ids = calloc((size_t)count, sizeof *ids);
-    if (!ids)
-        rc = tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
-    if (!rc)
-        rc = store_begin(srv->store, &err);
-    for (int i = 0; !rc && i < count; i++) {
-        json_t *member = count > 1 ? array_member_spec(spec, i) : json_incref(spec);
-        struct job copy = job;
-        rc = member ? store_job_insert(srv->store, &copy, member, req->token.name, now, &err)
-                    : tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
-        json_decref(member);
-        if (!rc)
-            rc = store_event_add(srv->store, now, "job_submitted", copy.id, 0,
-                                 count > 1 ? "submitted as part of an array" : "submitted", &err);
-        ids[i] = copy.id;
-    }
-    if (!rc)
-        rc = store_commit(srv->store, &err);
-    if (rc) {
-        store_rollback(srv->store);
-    } else {
-        for (int i = 0; i < count; i++) {
-            struct job copy = job;
-            copy.id = ids[i];
-            copy.submit_ms = now;
-            copy.state = JOB_PENDING;
-            if (!cluster_add_job(&srv->cluster, &copy)) {
-                /* Durable but not cached: the reload brings it in. */
-                struct tide_err ignored;
-                server_reload_cluster(srv, now, &ignored);
-                break;
-            }
-        }
-    }
-    json_t *out = NULL;
-    if (!rc) {
-        srv->jobs_submitted += count;
-        sched_loop_kick(srv);
-        if (count == 1) {
-            rc = store_job_get(srv->store, ids[0], &out, &err);
-        } else {
-            json_t *jobs = json_array();
-            for (int i = 0; !rc && i < count; i++) {
-                json_t *one = NULL;
-                rc = store_job_get(srv->store, ids[i], &one, &err);
-                if (!rc)
-                    json_array_append_new(jobs, one);
-            }
-            out = json_pack("{s:o}", "jobs", jobs);
-        }
-    }
-    pthread_mutex_unlock(&srv->lock);
-    free(ids);
+    struct submit_work w = {.req = req, .spec = spec, .job = job};
+    submit_batch_run(srv, &w);
     json_decref(spec);
-    if (rc) {
-        json_decref(out);
-        return api_error(reply, &err);
+    if (w.rc) {
+        json_decref(w.out);
+        return api_error(reply, &w.err);
     }
     reply->status = 201;
-    reply->json = out;
+    reply->json = w.out;
     return 0;
 }
 

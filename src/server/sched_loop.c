@@ -18,13 +18,27 @@ void sched_loop_kick(struct server *srv)
     pthread_cond_signal(&srv->wake);
 }
 
-static void wait_for_work(struct server *srv)
+static struct timespec realtime_in(int64_t ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    int64_t ns = deadline.tv_nsec + (int64_t)srv->cfg.sched_interval_ms * 1000000;
-    deadline.tv_sec += ns / 1000000000;
-    deadline.tv_nsec = ns % 1000000000;
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    int64_t ns = t.tv_nsec + ms * 1000000;
+    t.tv_sec += ns / 1000000000;
+    t.tv_nsec = ns % 1000000000;
+    return t;
+}
+
+/* Waits (lock held, released while waiting) for a kick or the interval.
+ * Kicks are not taken before rest_ms has passed: a pass is followed by a
+ * rest as long as itself, so that under a storm of submits (each one a
+ * kick) passes over a long queue take at most half the lock, not all of it. */
+static void wait_for_work(struct server *srv, int64_t rest_ms)
+{
+    struct timespec rest = realtime_in(rest_ms);
+    while (rest_ms > 0 && !srv->stopping)
+        if (pthread_cond_timedwait(&srv->wake, &srv->lock, &rest) == ETIMEDOUT)
+            break;
+    struct timespec deadline = realtime_in(srv->cfg.sched_interval_ms);
     while (!srv->sched_wanted && !srv->stopping)
         if (pthread_cond_timedwait(&srv->wake, &srv->lock, &deadline) == ETIMEDOUT)
             break;
@@ -48,8 +62,9 @@ static void *sched_thread(void *arg)
     struct action_list actions;
     action_list_init(&actions);
     pthread_mutex_lock(&srv->lock);
+    int64_t rest_ms = 0;
     while (!srv->stopping) {
-        wait_for_work(srv);
+        wait_for_work(srv, rest_ms);
         if (srv->stopping)
             break;
         int64_t now = clock_now_ms();
@@ -63,6 +78,7 @@ static void *sched_thread(void *arg)
         struct tide_err err;
         if (apply_actions(srv, &actions, now, &err) != 0)
             log_error("scheduling pass not persisted: %s", err.message);
+        rest_ms = clock_now_ms() - now;
     }
     pthread_mutex_unlock(&srv->lock);
     action_list_release(&actions);

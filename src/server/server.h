@@ -62,6 +62,7 @@ struct server {
     struct scheduler sched;
     struct action_list actions; /* scratch, under lock */
     struct pool_loop *pool_loop; /* elastic pools (pool_loop.h); NULL without pools */
+    struct submit_batch *submits; /* group commit of submissions (submit_batch.h); NULL: inline */
     /* Counters for /metrics, under lock. */
     long long http_requests;
     long long sched_passes;

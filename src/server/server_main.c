@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "server/config.h"
 #include "server/pool_loop.h"
+#include "server/submit_batch.h"
 #include "server/server.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -232,7 +233,8 @@ int server_main(int argc, char **argv)
     struct MHD_Daemon *daemon = NULL;
     pthread_t sched_thread;
     bool sched_started = false;
-    if (server_open(&srv, &err) != 0 || http_start(&srv, &daemon, &err) != 0) {
+    if (server_open(&srv, &err) != 0 || submit_batch_start(&srv, &err) != 0 ||
+        http_start(&srv, &daemon, &err) != 0) {
         log_error("%s", err.message);
         goto out;
     }
@@ -267,6 +269,7 @@ out:
     srv.stopping = 1;
     if (daemon)
         MHD_stop_daemon(daemon);
+    submit_batch_stop(&srv); /* no HTTP thread submits any more */
     pool_loop_stop(&srv);
     if (sched_started) {
         pthread_mutex_lock(&srv.lock);

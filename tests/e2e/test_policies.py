@@ -228,7 +228,7 @@ def test_borrowed_gpus_are_taken_back_when_the_owner_needs_them():
         # The two speech jobs within quota were never touched.
         untouched = [i for i in speech if i not in preempted]
         assert all(c.job(i)["state"] == "running" and c.job(i)["attempt"] == 1 for i in untouched)
-        table = c.cli("usage", check=True).stdout
+        table = c.cli("usage", "--share", check=True).stdout
         assert "vision" in table and "speech" in table, table
         for i in speech:
             c.api("DELETE", f"/v1/jobs/{i}")

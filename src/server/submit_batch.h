@@ -1,0 +1,42 @@
+/*
+ * Group commit for POST /v1/jobs. Every accepted job is durable before its
+ * 201, and with SQLite's synchronous=FULL each commit is an fsync: one
+ * commit per request caps the submit rate at the disk's fsync rate. Here
+ * the HTTP threads hand their checked submissions to one committer
+ * thread, which writes whatever has queued up in one transaction, then
+ * answers each. Nothing waits on purpose: a batch is what arrived while
+ * the previous one was being committed, so a lone client sees no delay.
+ */
+#ifndef TIDE_SERVER_SUBMIT_BATCH_H
+#define TIDE_SERVER_SUBMIT_BATCH_H
+
+#include <jansson.h>
+
+#include "server/server.h"
+
+/* One submission: a checked spec (its array member count included) and
+ * what becomes of it. */
+struct submit_work {
+    const struct api_request *req; /* for the token: dependencies must be visible to it */
+    json_t *spec;                  /* borrowed */
+    struct job job;                /* from the spec */
+    /* Results: */
+    int rc;              /* 0, or a TIDE_E* code with err */
+    struct tide_err err;
+    json_t *out;         /* the stored job (or {"jobs": [...]} for arrays); caller's reference */
+    /* The queue's: */
+    struct submit_work *next;
+    bool done;
+};
+
+/* Starts the committer thread. Returns 0 or TIDE_EIO with err. */
+int submit_batch_start(struct server *srv, struct tide_err *err);
+/* Commits what is queued, then stops the thread (no-op if not started).
+ * Call once no HTTP thread can submit any more. */
+void submit_batch_stop(struct server *srv);
+
+/* Queues w and waits until it is committed (or refused); runs it at once
+ * in this thread when no committer is running. Fills w's results. */
+void submit_batch_run(struct server *srv, struct submit_work *w);
+
+#endif
