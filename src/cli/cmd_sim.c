@@ -26,20 +26,23 @@ static const char sim_usage[] =
     "\n"
     "Replays a job trace through tide's own scheduler (the same core as the\n"
     "server) on a virtual clock and reports JCT, waits, utilisation,\n"
-    "fragmentation, preemptions and on-demand cost.\n"
+    "fragmentation, preemptions, cost, budget alerts and holds, and (elastic\n"
+    "pools) spot interruptions and provider failures.\n"
     "\n"
     "Trace:\n"
     "  --trace FILE           trace file to read\n"
     "  --format F             philly | itp | alibaba | helios | csv (docs/sim.md)\n"
     "  --max-jobs N           use only the first N jobs (by submit time)\n"
     "  --synthetic N          generate N jobs instead of reading a trace\n"
-    "  --seed S               synthetic trace seed (default 1)\n"
+    "  --seed S               seed of the synthetic trace and of the run's random\n"
+    "                         draws: spot interruptions, provider failures (default 1)\n"
     "  --arrival-rate R       synthetic arrivals per hour (default: 70% load)\n"
     "  --size-mix MIX         synthetic GPU counts, GPUS:WEIGHT,... (1:70,2:10,4:10,8:10)\n"
     "  --min-duration S       synthetic shortest job, seconds (60)\n"
     "  --max-duration S       synthetic longest job, seconds (86400)\n"
     "Cluster and policy (flags override --config):\n"
-    "  --config FILE          sim YAML: policy, placement, backfill, preempt, pools\n"
+    "  --config FILE          sim YAML: policy, placement, backfill, preempt, pools,\n"
+    "                         projects (budgets), seed (docs/sim.md)\n"
     "  --nodes N              one pool of N nodes (default 8)\n"
     "  --gpus-per-node G      GPUs per node (default 8)\n"
     "  --gpu-model M          GPU model name (default V100)\n"
@@ -66,7 +69,7 @@ struct sim_cli {
     const char *trace_path, *format, *config_path, *out_dir;
     long synthetic, max_jobs;
     struct trace_synth_params synth;
-    bool arrival_given;
+    bool arrival_given, seed_given;
     const char *compare[32];
     int ncompare;
     bool json, quiet;
@@ -170,6 +173,8 @@ static int apply_flags(struct sim_config *cfg, const struct sim_cli *o)
         cfg->preempt_interval_ms = o->preempt_interval * 1000;
     if (o->preempt_overhead >= 0)
         cfg->preempt_overhead_ms = o->preempt_overhead * 1000;
+    if (o->seed_given)
+        cfg->seed = o->synth.seed;
     bool pool_flag = o->nodes >= 0 || o->gpus_per_node >= 0 || o->gpu_model || o->gpu_memory >= 0 || o->price;
     if (pool_flag) {
         if (cfg->npools != 1) {
@@ -251,7 +256,7 @@ static int parse_args(int argc, char **argv, struct sim_cli *o)
         else if (!strcmp(name, "--gpu-memory")) { VALUE(); if (parse_long(name, val, 0, 1L << 40, &o->gpu_memory)) return -1; }
         else if (!strcmp(name, "--preempt-interval")) { VALUE(); if (parse_long(name, val, 1, 31536000, &o->preempt_interval)) return -1; }
         else if (!strcmp(name, "--preempt-overhead")) { VALUE(); if (parse_long(name, val, 0, 31536000, &o->preempt_overhead)) return -1; }
-        else if (!strcmp(name, "--seed")) { VALUE(); if (parse_long(name, val, 0, LONG_MAX, &n)) return -1; o->synth.seed = (uint64_t)n; }
+        else if (!strcmp(name, "--seed")) { VALUE(); if (parse_long(name, val, 0, LONG_MAX, &n)) return -1; o->synth.seed = (uint64_t)n; o->seed_given = true; }
         else if (!strcmp(name, "--min-duration")) { VALUE(); if (parse_long(name, val, 1, 31536000, &n)) return -1; o->synth.min_duration_s = n; }
         else if (!strcmp(name, "--max-duration")) { VALUE(); if (parse_long(name, val, 1, 31536000, &n)) return -1; o->synth.max_duration_s = n; }
         else if (!strcmp(name, "--arrival-rate")) {

@@ -91,3 +91,11 @@ int pool_find(const struct pool *pools, int npools, const char *name)
             return i;
     return -1;
 }
+
+int64_t pool_backoff_ms(int failures)
+{
+    if (failures <= 0)
+        return 0;
+    int64_t ms = (1LL << (failures < 6 ? failures : 6)) * 1000;
+    return ms < POOL_BACKOFF_MAX_MS ? ms : POOL_BACKOFF_MAX_MS;
+}

@@ -86,4 +86,11 @@ int pool_min_nodes_at(const struct pool *p, int64_t now_ms);
 /* The index of the pool called name in pools, or -1. */
 int pool_find(const struct pool *pools, int npools, const char *name);
 
+/* A provider call that failed `failures` (>= 1) times in a row is retried
+ * after 2, 4, 8 ... seconds, at most POOL_BACKOFF_MAX_MS: the rule of the
+ * server's pool loop (server/pool_loop.c), used by the simulator for its
+ * simulated provider failures. 0 for failures <= 0. */
+#define POOL_BACKOFF_MAX_MS 60000
+int64_t pool_backoff_ms(int failures);
+
 #endif

@@ -1,9 +1,12 @@
 /*
  * tide sim: replays a trace through the real core (sched_pass, the order
- * policies, placement) on a virtual clock. Events (arrivals from the sorted
- * trace, finishes and preemption re-checks from a min-heap) are taken in
- * time order; after each batch of same-time events the driver runs one
- * scheduling pass and applies its ACTION_STARTs. No time stepping.
+ * policies, placement; elastic pools: the autoscaler, billing and the spot
+ * path; budgets) on a virtual clock. Events (arrivals from the sorted
+ * trace; finishes, preemption re-checks, node boots, autoscaler looks, spot
+ * interruptions and deadlines, budget thresholds and midnights from a
+ * min-heap) are taken in time order; after each batch of same-time events
+ * the driver runs one scheduling pass and applies its ACTION_STARTs. No
+ * time stepping.
  *
  * The result holds per-job times and a timeline; sim_report.c turns it into
  * report.json, a table and report.html. Nothing here reads a clock or
@@ -19,11 +22,20 @@
 #include "common/tide_err.h"
 #include "core/autoscaler.h"
 #include "core/billing.h"
+#include "core/budget.h"
 #include "core/pool.h"
 #include "sim/trace.h"
 
 #define SIM_MAX_POOLS 16
 #define SIM_NAME_MAX 64
+#define SIM_MAX_LISTED 64 /* explicit interruptions or failing calls per pool */
+
+/* A spot interruption given in the config: the pool's node_index-th node
+ * (in creation order, named <pool>-<index>) is reclaimed at at_ms. */
+struct sim_interruption {
+    int node_index;
+    int64_t at_ms;
+};
 
 /* One pool of identical nodes; a fixed-size cluster is one or more pools. */
 struct sim_pool {
@@ -41,6 +53,17 @@ struct sim_pool {
     bool elastic;
     bool price_per_node_hour_set; /* else price_per_gpu_hour x gpus_per_node */
     struct pool core;
+    /* Elastic pools: what the cloud does, drawn from the run's seed. Spot
+     * pools: a Poisson rate of interruptions per ready node-hour, and
+     * interruptions listed by node and time; the grace is
+     * core.interruption_grace_s. Any elastic pool: the probability that a
+     * create call fails, and create calls (1 = the pool's first) that fail. */
+    double interruptions_per_node_hour;
+    struct sim_interruption interruptions[SIM_MAX_LISTED];
+    int ninterruptions;
+    double provider_failure_rate;
+    int failing_calls[SIM_MAX_LISTED];
+    int nfailing_calls;
 };
 
 struct sim_config {
@@ -60,6 +83,12 @@ struct sim_config {
      * batch and at least this often while anything can change (the
      * server's pool loop runs every second). */
     int64_t autoscale_interval_ms;
+    /* The run's random draws (interruptions, provider failures). */
+    uint64_t seed;
+    /* Project budgets (`projects:`, as in tide.yaml): caps, alert
+     * thresholds, hard caps; metered by the core's budget_tick on the
+     * virtual clock. Only the configured fields are set here. */
+    struct budget_set budgets;
 };
 
 /* True when some pool is elastic: the run uses the core's autoscaler and
@@ -76,8 +105,9 @@ void sim_config_defaults(struct sim_config *cfg);
 
 /* Fills cfg from a parsed sim config (see docs/sim.md): keys name, policy,
  * placement, backfill, preempt, preempt_interval, preempt_overhead,
- * oracle_runtime, pools[] {name, nodes, gpus_per_node, gpu_model,
- * gpu_memory, cpus, memory, price_per_gpu_hour}. Unknown keys are errors.
+ * oracle_runtime, autoscale_interval, seed, projects[] (budgets), pools[]
+ * {name, nodes, gpus_per_node, gpu_model, gpu_memory, cpus, memory,
+ * price_per_gpu_hour, and the elastic keys}. Unknown keys are errors.
  * Keys not given keep cfg's values. TIDE_EINVAL with err naming the key. */
 int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide_err *err);
 
@@ -99,7 +129,9 @@ struct sim_job_result {
     int64_t run_ms; /* time spent running, all attempts (duration + overheads) */
     int gpus;
     int preemptions;
+    int interruptions; /* times a spot interruption requeued it */
     int project; /* index into sim_result.projects */
+    int64_t budget_held_ms; /* time it waited while its project was at a hard cap */
     enum sim_outcome outcome;
 };
 
@@ -116,8 +148,9 @@ struct sim_sample {
 
 #define SIM_MAX_SCALE_EVENTS 1000 /* kept in the report; all are counted */
 
-/* One pool action the autoscaler took (create: count nodes), or a node
- * becoming ready after its boot time. */
+/* One pool action the autoscaler took (create: count nodes), a node
+ * becoming ready after its boot time, a create call the simulated provider
+ * failed, or a spot interruption (count: jobs asked to checkpoint). */
 struct sim_scale_event {
     int64_t t_ms;
     int pool;
@@ -127,10 +160,19 @@ struct sim_scale_event {
     char reason[TIDE_REASON_MAX];
 };
 #define SIM_SCALE_READY 100
+#define SIM_SCALE_CREATE_FAILED 101
+#define SIM_SCALE_INTERRUPTED 102
 
 struct sim_pool_stats {
     long created, ready, drained, undrained, released, failed;
     int peak_nodes; /* most nodes alive at once (provisioning, ready, draining) */
+    long create_calls, provider_failures; /* create calls made; of them failed */
+    int64_t backoff_ms;                   /* creations held back after failures, in all */
+    long interruptions;                   /* spot nodes reclaimed */
+    long interruptions_missed;            /* listed ones whose node was not alive then */
+    long jobs_interrupted;                /* jobs asked to checkpoint by them */
+    long jobs_requeued;                   /* of those, requeued at the deadline */
+    int64_t grace_gpu_ms;                 /* GPU-time held from interruption to requeue */
 };
 
 /* Elastic runs: the core's billing and what the autoscaler did. */
@@ -145,6 +187,34 @@ struct sim_elastic {
     long decisions; /* autoscaler_decide calls */
     int64_t gpu_ms_provisioned; /* integral of GPUs on nodes that exist */
     int64_t gpu_ms_provisioned_by_pool[SIM_MAX_POOLS];
+    /* Interrupted jobs: time from each interruption to the job's next
+     * start, plus preempt_overhead, summed (what interruptions added to
+     * their JCTs, before knock-on effects on other jobs). */
+    int64_t interruption_delay_ms;
+};
+
+#define SIM_MAX_BUDGET_ALERTS 1000 /* kept in the report; all are counted */
+
+/* A budget threshold crossed on the virtual clock (core/budget.h). */
+struct sim_budget_alert {
+    int64_t t_ms;
+    int budget; /* index into sim_config.budgets.items */
+    enum budget_period period;
+    int pct;
+    int64_t spent_micros, cap_micros;
+};
+
+/* Runs with budgets: what budget_tick reported and what hard caps held. */
+struct sim_budgets {
+    struct sim_budget_alert *alerts; /* the first SIM_MAX_BUDGET_ALERTS */
+    size_t nalerts;
+    long alerts_total;
+    long alerts_by_budget[TIDE_MAX_BUDGETS];
+    int64_t held_job_ms[TIDE_MAX_BUDGETS]; /* job-time waited at a hard cap, by budget */
+    long jobs_held[TIDE_MAX_BUDGETS];      /* jobs that waited at it at all */
+    int64_t held_ms[TIDE_MAX_BUDGETS];     /* time the project was held */
+    int64_t spent_micros[TIDE_MAX_BUDGETS][BUDGET_PERIODS]; /* in the last period metered */
+    int64_t held_job_ms_total;
 };
 
 struct sim_project {
@@ -165,6 +235,11 @@ struct sim_result {
     int64_t makespan_ms;    /* last finish (first submit is 0) */
     int64_t gpu_ms_allocated;
     int64_t gpu_ms_allocated_by_pool[SIM_MAX_POOLS];
+    /* Busy GPU-time: allocated GPU-time x the job's utilisation, for jobs
+     * whose trace row gave one; util_known_gpu_ms is their allocated
+     * GPU-time (busy is known for the run when it equals gpu_ms_allocated). */
+    int64_t gpu_ms_busy;
+    int64_t util_known_gpu_ms;
     int64_t free_partial_gpu_ms; /* integral of free GPUs on partly used nodes */
     int64_t free_gpu_ms;         /* integral of all free GPUs */
     int64_t blocked_with_room_ms; /* jobs waited while the free GPUs in total would hold the smallest */
@@ -175,6 +250,7 @@ struct sim_result {
     long starts;
     char first_reject_reason[160];
     struct sim_elastic *elastic; /* NULL for fixed-size runs */
+    struct sim_budgets *budgets; /* NULL without budgets */
 };
 
 /* Progress callback: called every few thousand batches with the jobs

@@ -16,6 +16,8 @@ void sim_config_defaults(struct sim_config *cfg)
     cfg->preempt_interval_ms = 60000;
     cfg->autoscale_interval_ms = 1000;
     cfg->oracle_runtime = true;
+    cfg->seed = 1;
+    budget_set_init(&cfg->budgets);
     cfg->npools = 1;
     struct sim_pool *p = &cfg->pools[0];
     snprintf(p->name, sizeof p->name, "default");
@@ -95,15 +97,17 @@ static int price_from_json(const json_t *v, int64_t *out)
     else if (json_is_integer(v))
         snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
     else if (json_is_real(v)) {
+        /* The fewest decimals (at most 6) that read back as d: 300.0 is
+         * "300", 2.48 is "2.48"; finer than a millionth is refused. */
         double d = json_real_value(v);
-        int prec = 1;
-        for (; prec <= 17; prec++) {
-            snprintf(buf, sizeof buf, "%.*g", prec, d);
+        int decimals = 0;
+        for (; decimals <= 6; decimals++) {
             double back;
-            if (sscanf(buf, "%lf", &back) == 1 && back == d)
+            if (snprintf(buf, sizeof buf, "%.*f", decimals, d) < (int)sizeof buf &&
+                sscanf(buf, "%lf", &back) == 1 && back == d)
                 break;
         }
-        if (strchr(buf, 'e'))
+        if (decimals > 6)
             return -1;
     } else
         return -1;
@@ -154,7 +158,48 @@ static const struct {
     {"scale_down_utilization", 0, 100, offsetof(struct pool, scale_down_utilization_pct), true},
     {"scale_down_window_s", 0, 30LL * 86400, offsetof(struct pool, scale_down_window_s), false},
     {"cooldown_s", 0, 86400, offsetof(struct pool, cooldown_s), false},
+    {"interruption_grace_s", 0, 3600, offsetof(struct pool, interruption_grace_s), false},
 };
+
+static int get_real(const json_t *v, const char *field, double lo, double hi, bool hi_open,
+                    double *out, struct tide_err *err)
+{
+    double d = json_is_number(v) ? json_number_value(v) : -1;
+    if (!json_is_number(v) || !(d >= lo) || (hi_open ? !(d < hi) : !(d <= hi)))
+        return tide_err_set(err, TIDE_EINVAL, field, "%s must be a number from %g to %g%s", field,
+                            lo, hi, hi_open ? " (not included)" : "");
+    *out = d;
+    return 0;
+}
+
+/* interruptions: [{node_index: 0, at_s: 600}, ...] */
+static int interruptions_from_json(struct sim_pool *p, const json_t *v, const char *field,
+                                   struct tide_err *err)
+{
+    if (!json_is_array(v) || json_array_size(v) > SIM_MAX_LISTED)
+        return tide_err_set(err, TIDE_EINVAL, field,
+                            "%s must be a list of at most %d {node_index, at_s}", field,
+                            SIM_MAX_LISTED);
+    p->ninterruptions = 0;
+    size_t i;
+    const json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        char f[128];
+        snprintf(f, sizeof f, "%s[%zu]", field, i);
+        const json_t *node = json_object_get(e, "node_index"), *at = json_object_get(e, "at_s");
+        if (!json_is_object(e) || !node || !at || json_object_size(e) != 2)
+            return tide_err_set(err, TIDE_EINVAL, f, "%s must be {node_index: N, at_s: S}", f);
+        long long n, s;
+        int rc = get_int(node, f, 0, 1000000, &n, err);
+        if (!rc)
+            rc = get_int(at, f, 0, 100LL * 365 * 86400, &s, err);
+        if (rc)
+            return rc;
+        p->interruptions[p->ninterruptions++] = (struct sim_interruption){(int)n, s * 1000};
+    }
+    return 0;
+}
 
 /* One elastic key of pools[i] into p->core; 1 when key is not one. */
 static int elastic_key(struct sim_pool *p, const char *key, const json_t *v, const char *field,
@@ -183,6 +228,31 @@ static int elastic_key(struct sim_pool *p, const char *key, const json_t *v, con
                                 field);
         if (!spot)
             p->price_per_node_hour_set = true;
+        return 0;
+    }
+    if (!strcmp(key, "interruptions_per_node_hour"))
+        return get_real(v, field, 0, 1000, false, &p->interruptions_per_node_hour, err);
+    if (!strcmp(key, "interruptions"))
+        return interruptions_from_json(p, v, field, err);
+    if (!strcmp(key, "provider_failure_rate"))
+        return get_real(v, field, 0, 1, true, &p->provider_failure_rate, err);
+    if (!strcmp(key, "provider_failed_calls")) {
+        if (!json_is_array(v) || json_array_size(v) > SIM_MAX_LISTED)
+            return tide_err_set(
+                err, TIDE_EINVAL, field,
+                "%s must be a list of at most %d create call numbers (1 = the first)", field,
+                SIM_MAX_LISTED);
+        p->nfailing_calls = 0;
+        size_t i;
+        const json_t *e;
+        json_array_foreach(v, i, e)
+        {
+            long long n;
+            int rc = get_int(e, field, 1, 1000000000, &n, err);
+            if (rc)
+                return rc;
+            p->failing_calls[p->nfailing_calls++] = (int)n;
+        }
         return 0;
     }
     if (!strcmp(key, "billing")) {
@@ -242,7 +312,9 @@ static int pool_from_json(struct sim_pool *p, const json_t *obj, int i, struct t
                               "min_nodes, max_nodes, boot_time_s, boot_timeout_s, "
                               "price_per_node_hour, spot_price_per_node_hour, billing, "
                               "pack_gpu_hours, scale_up_delay_s, scale_down_utilization, "
-                              "scale_down_window_s, cooldown_s)",
+                              "scale_down_window_s, cooldown_s, interruption_grace_s, "
+                              "interruptions_per_node_hour, interruptions, "
+                              "provider_failure_rate, provider_failed_calls)",
                               field);
         } else if (!rc) {
             saw_max |= !strcmp(key, "max_nodes");
@@ -262,6 +334,92 @@ static int pool_from_json(struct sim_pool *p, const json_t *obj, int i, struct t
                             "%s: nodes is for fixed-size pools; an elastic pool has min_nodes "
                             "and max_nodes", field);
     p->elastic = saw_max;
+    return 0;
+}
+
+/* projects: [{name, budget_daily, budget_monthly, alert_pct, hard_cap}],
+ * the budget keys of tide.yaml's projects: (server/config_projects.c). */
+static int projects_from_json(struct sim_config *cfg, const json_t *v, struct tide_err *err)
+{
+    if (!json_is_array(v) || json_array_size(v) > TIDE_MAX_BUDGETS)
+        return tide_err_set(err, TIDE_EINVAL, "projects",
+                            "projects must be a list of at most %d projects with budgets",
+                            TIDE_MAX_BUDGETS);
+    budget_set_init(&cfg->budgets);
+    size_t i;
+    const json_t *item;
+    json_array_foreach(v, i, item)
+    {
+        char where[64], field[128];
+        snprintf(where, sizeof where, "projects[%zu]", i);
+        if (!json_is_object(item))
+            return tide_err_set(err, TIDE_EINVAL, where, "%s must be a mapping", where);
+        struct budget b;
+        memset(&b, 0, sizeof b);
+        static const int default_alerts[] = {50, 80, 100};
+        memcpy(b.alert_pct, default_alerts, sizeof default_alerts);
+        b.nalerts = 3;
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *)item, key, val)
+        {
+            int rc = 0;
+            snprintf(field, sizeof field, "%s.%s", where, key);
+            if (!strcmp(key, "name")) {
+                rc = get_str(val, field, b.project, sizeof b.project, err);
+                if (!rc && !b.project[0])
+                    rc = tide_err_set(err, TIDE_EINVAL, field, "%s must not be empty", field);
+            } else if (!strcmp(key, "budget_daily") || !strcmp(key, "budget_monthly")) {
+                if (price_from_json(
+                        val, &b.cap_micros[key[7] == 'd' ? BUDGET_DAILY : BUDGET_MONTHLY]) != 0)
+                    rc = tide_err_set(
+                        err, TIDE_EINVAL, field,
+                        "%s must be an amount >= 0 with at most 6 decimals, like 120.00", field);
+            } else if (!strcmp(key, "alert_pct")) {
+                if (!json_is_array(val) || json_array_size(val) > BUDGET_MAX_ALERTS)
+                    return tide_err_set(err, TIDE_EINVAL, field,
+                                        "%s must be a list of at most %d rising percentages like "
+                                        "[50, 80, 100]",
+                                        field, BUDGET_MAX_ALERTS);
+                b.nalerts = 0;
+                size_t k;
+                const json_t *a;
+                json_array_foreach(val, k, a)
+                {
+                    long long n;
+                    if ((rc = get_int(a, field, 1, 1000, &n, err)))
+                        return rc;
+                    if (b.nalerts && n <= b.alert_pct[b.nalerts - 1])
+                        return tide_err_set(err, TIDE_EINVAL, field, "%s: thresholds must rise",
+                                            field);
+                    b.alert_pct[b.nalerts++] = (int)n;
+                }
+            } else if (!strcmp(key, "hard_cap")) {
+                rc = get_bool(val, field, &b.hard_cap, err);
+            } else if (!strcmp(key, "quota_gpus") || !strcmp(key, "weight") ||
+                       !strcmp(key, "alert_hook")) {
+                rc = tide_err_set(err, TIDE_EINVAL, field,
+                                  "%s: the simulator runs no %s; its projects: take budget keys "
+                                  "only (name, budget_daily, budget_monthly, alert_pct, hard_cap)",
+                                  field, key[0] == 'a' ? "alert hooks" : "fair share");
+            } else {
+                rc = tide_err_set(err, TIDE_EINVAL, field,
+                                  "unknown key %s (allowed: name, budget_daily, budget_monthly, "
+                                  "alert_pct, hard_cap)",
+                                  field);
+            }
+            if (rc)
+                return rc;
+        }
+        if (!b.project[0])
+            return tide_err_set(err, TIDE_EINVAL, where, "%s needs a name", where);
+        if (b.cap_micros[BUDGET_DAILY] <= 0 && b.cap_micros[BUDGET_MONTHLY] <= 0)
+            return tide_err_set(err, TIDE_EINVAL, where,
+                                "%s (%s) needs budget_daily or budget_monthly above 0", where,
+                                b.project);
+        if (!budget_add(&cfg->budgets, &b))
+            return tide_err_set(err, TIDE_EINVAL, where, "project %s is listed twice", b.project);
+    }
     return 0;
 }
 
@@ -296,6 +454,11 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
         } else if (!strcmp(key, "autoscale_interval")) {
             if (!(rc = get_int(v, key, 1, 86400, &n, err)))
                 cfg->autoscale_interval_ms = n * 1000;
+        } else if (!strcmp(key, "seed")) {
+            if (!(rc = get_int(v, key, 0, INT64_MAX, &n, err)))
+                cfg->seed = (uint64_t)n;
+        } else if (!strcmp(key, "projects")) {
+            rc = projects_from_json(cfg, v, err);
         } else if (!strcmp(key, "pools")) {
             if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > SIM_MAX_POOLS)
                 return tide_err_set(err, TIDE_EINVAL, "pools",
@@ -314,7 +477,7 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
             rc = tide_err_set(err, TIDE_EINVAL, key,
                               "unknown key '%s' (allowed: name, policy, placement, backfill, "
                               "preempt, preempt_interval, preempt_overhead, oracle_runtime, "
-                              "autoscale_interval, pools)",
+                              "autoscale_interval, seed, projects, pools)",
                               key);
         if (rc)
             return rc;
@@ -351,6 +514,10 @@ int sim_config_validate(const struct sim_config *cfg, struct tide_err *err)
             if (p->gpus_per_node < 1)
                 return tide_err_set(err, TIDE_EINVAL, "gpus_per_node",
                                     "pool %s: an elastic pool needs GPUs", p->name);
+            if ((p->interruptions_per_node_hour > 0 || p->ninterruptions > 0) &&
+                c->billing != BILLING_SPOT)
+                return tide_err_set(err, TIDE_EINVAL, "interruptions",
+                                    "pool %s: interruptions are for billing: spot pools", p->name);
             nodes += c->max_nodes;
         } else
             nodes += p->nodes;

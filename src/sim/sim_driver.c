@@ -15,53 +15,10 @@
 #include "core/placement.h"
 #include "core/placement_index.h"
 #include "core/sched.h"
+#include "core/spot.h"
 #include "sim/sim.h"
 #include "sim/sim_heap.h"
-
-struct sim_run_job {
-    int64_t remaining_ms; /* run time still owed */
-    int64_t run_start_ms; /* start of the current attempt */
-    int32_t node;         /* node index while running, else -1 */
-    uint32_t gen;
-};
-
-struct sim_state {
-    const struct sim_config *cfg;
-    const struct trace *trace;
-    struct sim_result *res;
-    struct cluster c;
-    struct scheduler s;
-    struct action_list actions;
-    struct sim_heap heap;
-    struct sim_run_job *run;
-    int *node_used, *node_cap, *node_pool;
-    size_t nnodes, nodes_cap;
-    int used_total, free_partial;
-    size_t npending, nrunning, finished;
-    bool tick_pending;
-    int64_t last_t;
-    struct gpu pool_gpu[SIM_MAX_POOLS]; /* one GPU of each pool, for admission */
-    /* Jobs waiting (ids, any order) for sched_pass_ids, and each trace
-     * job's place in that list (-1: not waiting). */
-    int64_t *waiting;
-    int32_t *waiting_pos;
-    size_t nwaiting;
-    /* preemption scratch */
-    struct job **pend;
-    size_t pend_cap;
-    int32_t *slot_of; /* trace index -> slot in c.jobs, rebuilt per check */
-    /* Elastic runs: the core's autoscaler and billing over el->pools. */
-    struct sim_elastic *el;
-    struct autoscaler as;
-    struct pool_action_list pactions;
-    int gpus_alive; /* GPUs of nodes that exist; constant in fixed-size runs */
-    int alive_by_pool[SIM_MAX_POOLS], gpus_alive_by_pool[SIM_MAX_POOLS];
-    int node_seq[SIM_MAX_POOLS];
-    bool pool_tick_pending;
-    int64_t last_activity_ms;
-    int32_t touched[TIDE_MAX_GANG_NODES + 1]; /* nodes a stopped job was on */
-    int ntouched;
-};
+#include "sim/sim_state.h"
 
 /* Without an event, look again at most this long after the last change
  * (delays, windows and cooldowns are shorter). */
@@ -228,6 +185,8 @@ static int build_cluster(struct sim_state *st)
     for (int p = 0; p < cfg->npools; p++) {
         const struct sim_pool *pool = &cfg->pools[p];
         memset(proto, 0, sizeof *proto);
+        sim_pool_core(cfg, p, &st->fixed_pools[p]); /* what budgets price its GPUs at */
+        snprintf(proto->pool, sizeof proto->pool, "%s", pool->name);
         proto->state = NODE_READY;
         proto->cpus = pool->cpus;
         proto->memory_mib = pool->memory_mib;
@@ -315,13 +274,13 @@ static int gang_nodes_for(const struct sim_state *st, const struct job *job)
     return 0;
 }
 
-static void waiting_add(struct sim_state *st, size_t i)
+void sim_waiting_list_add(struct sim_state *st, size_t i)
 {
     st->waiting_pos[i] = (int32_t)st->nwaiting;
     st->waiting[st->nwaiting++] = (int64_t)i + 1;
 }
 
-static void waiting_drop(struct sim_state *st, size_t i)
+void sim_waiting_list_remove(struct sim_state *st, size_t i)
 {
     int32_t pos = st->waiting_pos[i];
     if (pos < 0)
@@ -330,6 +289,21 @@ static void waiting_drop(struct sim_state *st, size_t i)
     st->waiting[pos] = last;
     st->waiting_pos[last - 1] = pos;
     st->waiting_pos[i] = -1;
+}
+
+/* A job begins to wait: in the list the passes look at, unless its
+ * project is at a hard cap (then the budget keeps it aside). */
+void sim_waiting_add(struct sim_state *st, size_t i)
+{
+    if (!st->bud || !sim_budget_waiting(st, i, 1))
+        sim_waiting_list_add(st, i);
+}
+
+static void waiting_drop(struct sim_state *st, size_t i)
+{
+    if (st->bud)
+        sim_budget_waiting(st, i, -1);
+    sim_waiting_list_remove(st, i);
 }
 
 static int free_partial_of(int used, int cap)
@@ -346,17 +320,21 @@ static void node_change(struct sim_state *st, int node, int delta)
 }
 
 /* Elastic runs: the sim's GPU telemetry, read by the autoscaler's
- * scale_down_utilization: a GPU a job holds is busy, a free one idle. */
+ * scale_down_utilization: a GPU a job holds is as busy as the trace says
+ * the job was (100 % when it does not say), a free one idle. */
 static void node_telemetry(struct sim_state *st, int node)
 {
     if (!st->el)
         return;
     struct node *n = &st->c.nodes[node];
-    for (int g = 0; g < n->ngpus; g++)
-        n->gpus[g].utilization_pct = n->gpus[g].job_id ? 100 : 0;
+    for (int g = 0; g < n->ngpus; g++) {
+        int64_t id = n->gpus[g].job_id;
+        const struct trace_job *tj = id ? &st->trace->jobs[id - 1] : NULL;
+        n->gpus[g].utilization_pct = !tj ? 0 : tj->has_util ? (tj->util_bp + 50) / 100 : 100;
+    }
 }
 
-static void telemetry_touched(struct sim_state *st)
+void sim_telemetry_touched(struct sim_state *st)
 {
     for (int k = 0; k < st->ntouched; k++)
         node_telemetry(st, st->touched[k]);
@@ -364,13 +342,19 @@ static void telemetry_touched(struct sim_state *st)
 }
 
 /* Ends the current run of job (trace job id - 1) at t: accounts its GPU
- * time on each of its nodes (a gang has parts on several). */
-static int64_t stop_running(struct sim_state *st, const struct job *job, int64_t t)
+ * time on each of its nodes (a gang has parts on several). A job a spot
+ * interruption asked to checkpoint held its GPUs until t but ran (and was
+ * busy) only until the interruption. */
+int64_t sim_stop_running(struct sim_state *st, const struct job *job, int64_t t)
 {
     size_t i = (size_t)(job->id - 1);
     struct sim_run_job *r = &st->run[i];
     struct sim_job_result *jr = &st->res->jobs[i];
+    const struct trace_job *tj = &st->trace->jobs[i];
     int64_t dt = t - r->run_start_ms;
+    int64_t ran = r->interrupted ? r->interrupted_ms - r->run_start_ms : dt;
+    if (st->bud) /* the budget's charge so far, at the GPUs held until now */
+        sim_budget_meter_job(st, i, t);
     for (int k = -1; k < job->nparts; k++) {
         int node = (int)((k < 0 ? job->node_id : job->parts[k].node_id) - 1);
         int gpus = k < 0 ? job->ngpus_assigned : job->parts[k].ngpus;
@@ -379,11 +363,19 @@ static int64_t stop_running(struct sim_state *st, const struct job *job, int64_t
         st->res->projects[jr->project].gpu_ms_by_pool[pool] += gpu_ms;
         st->res->gpu_ms_allocated_by_pool[pool] += gpu_ms;
         st->res->gpu_ms_allocated += gpu_ms;
+        if (tj->has_util) {
+            st->res->util_known_gpu_ms += gpu_ms;
+            st->res->gpu_ms_busy += ran * gpus * tj->util_bp / 10000;
+        }
+        if (r->interrupted && st->el)
+            st->el->stats[pool].grace_gpu_ms += (dt - ran) * gpus;
+        if (st->bud)
+            sim_budget_gpus(st, i, pool, gpus, -1);
         node_change(st, node, -gpus);
         if (st->ntouched <= TIDE_MAX_GANG_NODES)
             st->touched[st->ntouched++] = node;
     }
-    jr->run_ms += dt;
+    jr->run_ms += ran;
     r->node = -1;
     st->nrunning--;
     return dt;
@@ -401,6 +393,8 @@ static void integrate(struct sim_state *st, int64_t t)
             st->el->gpu_ms_provisioned_by_pool[p] += (int64_t)st->gpus_alive_by_pool[p] * dt;
     }
     st->res->free_partial_gpu_ms += (int64_t)st->free_partial * dt;
+    if (st->bud)
+        sim_budget_integrate(st, dt);
     st->last_t = t;
 }
 
@@ -422,11 +416,17 @@ static int apply_starts(struct sim_state *st, int64_t t)
         }
         r->run_start_ms = t;
         r->node = (int32_t)(job->node_id - 1);
-        node_change(st, r->node, job->ngpus_assigned);
-        node_telemetry(st, r->node);
-        for (int k = 0; k < job->nparts; k++) {
-            node_change(st, (int)(job->parts[k].node_id - 1), job->parts[k].ngpus);
-            node_telemetry(st, (int)(job->parts[k].node_id - 1));
+        if (r->delay_pending) { /* restarted after a spot interruption */
+            st->el->interruption_delay_ms += t - r->delay_from_ms;
+            r->delay_pending = false;
+        }
+        for (int k = -1; k < job->nparts; k++) {
+            int node = (int)((k < 0 ? job->node_id : job->parts[k].node_id) - 1);
+            int gpus = k < 0 ? job->ngpus_assigned : job->parts[k].ngpus;
+            node_change(st, node, gpus);
+            node_telemetry(st, node);
+            if (st->bud)
+                sim_budget_gpus(st, i, st->node_pool[node], gpus, 1);
         }
         waiting_drop(st, i);
         st->npending--;
@@ -442,6 +442,8 @@ static int apply_starts(struct sim_state *st, int64_t t)
 
 static int run_pass(struct sim_state *st, int64_t t)
 {
+    if (st->bud)
+        sim_budget_meter_starts(st, t);
     action_list_clear(&st->actions);
     int placed = sched_pass_ids(&st->s, &st->c, st->waiting, st->nwaiting, t, &st->actions);
     st->res->passes++;
@@ -498,7 +500,7 @@ static void requeue(struct sim_state *st, struct job *job, int64_t t)
 {
     size_t i = (size_t)(job->id - 1);
     struct sim_run_job *r = &st->run[i];
-    int64_t dt = stop_running(st, job, t);
+    int64_t dt = sim_stop_running(st, job, t);
     r->remaining_ms -= dt;
     if (r->remaining_ms < 0)
         r->remaining_ms = 0;
@@ -508,10 +510,10 @@ static void requeue(struct sim_state *st, struct job *job, int64_t t)
     if (st->cfg->oracle_runtime)
         job->est_runtime_s = (r->remaining_ms + 999) / 1000;
     cluster_unassign(&st->c, job);
-    telemetry_touched(st);
+    sim_telemetry_touched(st);
     job->state = JOB_PENDING; /* running -> preempted -> pending */
     job->start_ms = 0;
-    waiting_add(st, i);
+    sim_waiting_add(st, i);
     st->npending++;
     st->res->preemptions++;
     st->res->jobs[i].preemptions++;
@@ -534,8 +536,9 @@ static int preempt_once(struct sim_state *st, int64_t t, struct victim *vic)
     for (size_t j = 0; j < st->c.njobs; j++) {
         struct job *job = &st->c.jobs[j];
         st->slot_of[job->id - 1] = (int32_t)j;
-        if (job->state == JOB_PENDING && fits_ever(st, job))
-            st->pend[np++] = job;
+        if (job->state == JOB_PENDING && fits_ever(st, job) &&
+            !(st->bud && sim_budget_holds(st, (size_t)(job->id - 1))))
+            st->pend[np++] = job; /* a held job could not take what it frees */
     }
     if (np == 0)
         return 0;
@@ -675,15 +678,15 @@ static int admit(struct sim_state *st, size_t i, struct tide_err *err)
     st->run[i].remaining_ms = tj->duration_ms;
     if (!cluster_add_job(&st->c, &job))
         return tide_err_set(err, TIDE_ENOMEM, "", "out of memory adding job %zu", i + 1);
-    waiting_add(st, i);
+    sim_waiting_add(st, i);
     st->npending++;
     return 1;
 }
 
 /* --- elastic pools: the core's autoscaler and billing --- */
 
-static int log_scale(struct sim_state *st, int64_t t, int pool, int type, int count,
-                     int64_t node_id, const char *reason)
+int sim_log_scale(struct sim_state *st, int64_t t, int pool, int type, int count, int64_t node_id,
+                  const char *reason)
 {
     struct sim_elastic *el = st->el;
     el->events_total++;
@@ -701,7 +704,7 @@ static int log_scale(struct sim_state *st, int64_t t, int pool, int type, int co
     return 0;
 }
 
-static void index_refresh(struct sim_state *st, struct node *n)
+void sim_index_refresh(struct sim_state *st, struct node *n)
 {
     if (st->c.index)
         placement_index_refresh(st->c.index, &st->c, n);
@@ -724,16 +727,20 @@ static int node_booted(struct sim_state *st, size_t k, int64_t t)
         return 0; /* failed since */
     n->state = NODE_READY;
     n->ready_ms = n->last_heartbeat_ms = t;
-    index_refresh(st, n);
+    sim_index_refresh(st, n);
     st->el->stats[st->node_pool[k]].ready++;
-    return log_scale(st, t, st->node_pool[k], SIM_SCALE_READY, 1, n->id, "booted") ? -1 : 1;
+    if (sim_log_scale(st, t, st->node_pool[k], SIM_SCALE_READY, 1, n->id, "booted") ||
+        sim_spot_node_ready(st, k, t))
+        return -1;
+    return 1;
 }
 
-/* One autoscaler_decide at t, carried out as the server's pool loop would
- * with a provider that never fails: creates become provisioning nodes
- * ready boot_time_s later, the rest were set in the cluster by the core.
- * Returns how many nodes became ready now or were undrained (a pass is
- * worth running), or TIDE_ENOMEM. */
+/* One autoscaler_decide at t, carried out as the server's pool loop would:
+ * creates become provisioning nodes ready boot_time_s later, unless the
+ * simulated provider fails the call (then no node, and the pool's creations
+ * wait out the server's backoff); the rest were set in the cluster by the
+ * core. Returns how many nodes became ready now or were undrained (a pass
+ * is worth running), or TIDE_ENOMEM. */
 static int elastic_decide(struct sim_state *st, int64_t t)
 {
     struct sim_elastic *el = st->el;
@@ -746,10 +753,20 @@ static int elastic_decide(struct sim_state *st, int64_t t)
     for (size_t i = 0; i < st->pactions.len; i++) {
         const struct pool_action *a = &st->pactions.items[i];
         struct sim_pool_stats *ps = &el->stats[a->pool];
-        if (log_scale(st, t, a->pool, (int)a->type, a->count, a->node_id, a->reason))
+        if (sim_log_scale(st, t, a->pool, (int)a->type, a->count, a->node_id, a->reason))
             return TIDE_ENOMEM;
         st->last_activity_ms = t;
         if (a->type == POOL_CREATE) {
+            if (sim_spot_create_fails(st, a->pool, ++ps->create_calls, t)) {
+                char why[TIDE_REASON_MAX];
+                snprintf(why, sizeof why, "provider failure (%d in a row), retrying in %llds",
+                         st->create_failures[a->pool],
+                         (long long)(pool_backoff_ms(st->create_failures[a->pool]) / 1000));
+                if (sim_log_scale(st, t, a->pool, SIM_SCALE_CREATE_FAILED, a->count, 0, why))
+                    return TIDE_ENOMEM;
+                continue;
+            }
+            sim_spot_create_ok(st, a->pool);
             int64_t boot_ms = el->pools[a->pool].boot_time_s * 1000;
             for (int k = 0; k < a->count; k++) {
                 if ((rc = add_pool_node(st, a->pool, NODE_PROVISIONING, t)))
@@ -772,7 +789,7 @@ static int elastic_decide(struct sim_state *st, int64_t t)
         struct node *n = cluster_find_node(&st->c, a->node_id);
         if (!n)
             continue;
-        index_refresh(st, n);
+        sim_index_refresh(st, n);
         size_t k = (size_t)(n->id - 1);
         switch (a->type) {
         case POOL_DRAIN: ps->drained++; break;
@@ -819,6 +836,8 @@ static void state_release(struct sim_state *st)
     free(st->waiting_pos);
     autoscaler_release(&st->as);
     pool_action_list_release(&st->pactions);
+    action_list_release(&st->spot_actions);
+    sim_budget_release(st);
 }
 
 int sim_run(const struct sim_config *cfg, const struct trace *trace, const struct sim_hooks *hooks,
@@ -835,6 +854,7 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     st.res = res;
     cluster_init(&st.c);
     action_list_init(&st.actions);
+    action_list_init(&st.spot_actions);
     sim_heap_init(&st.heap);
     struct sched_config scfg;
     sched_config_defaults(&scfg);
@@ -881,6 +901,15 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         tide_err_set(err, rc, "", "out of memory building the cluster");
         goto out;
     }
+    if ((rc = sim_budget_init(&st, elastic ? st.el->pools : st.fixed_pools, cfg->npools)) ||
+        (elastic && (rc = sim_spot_init(&st)))) {
+        tide_err_set(err, rc, "", "out of memory");
+        goto out;
+    }
+    if (st.bud) { /* hard caps hold jobs in passes and get no nodes, as in the server */
+        st.s.cfg.budgets = &st.bud->set;
+        st.as.budgets = &st.bud->set;
+    }
 
     size_t next = 0;
     for (;;) {
@@ -895,7 +924,11 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
             rc = TIDE_ENOMEM;
             goto out;
         }
-        bool changed = false, tick = false, pool_tick = false;
+        /* passive: budget events and interruptions of nodes gone since,
+         * which, like a pool look, need no sample when nothing changed. */
+        bool changed = false, tick = false, pool_tick = false, passive = false;
+        if (st.bud && st.bud->event_at == t)
+            sim_budget_tick(&st, t, &changed);
         struct sim_event ev;
         while ((top = sim_heap_peek(&st.heap)) && top->t_ms == t) {
             sim_heap_pop(&st.heap, &ev);
@@ -909,6 +942,30 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
                 st.pool_tick_pending = false;
                 continue;
             }
+            if (ev.kind == SIM_EV_BUDGET) { /* metered above */
+                if (st.bud->event_at == t)
+                    st.bud->event_at = -1;
+                passive = true;
+                continue;
+            }
+            if (ev.kind == SIM_EV_INTERRUPT) {
+                int k = sim_spot_interrupt(&st, &ev, t);
+                if (k < 0) {
+                    rc = k;
+                    goto out;
+                }
+                passive |= k == 0;
+                continue;
+            }
+            if (ev.kind == SIM_EV_SPOT) {
+                int k = sim_spot_deadline(&st, t);
+                if (k < 0) {
+                    rc = k;
+                    goto out;
+                }
+                changed |= k > 0;
+                continue;
+            }
             if (ev.kind == SIM_EV_BOOT) {
                 int b = node_booted(&st, ev.job, t);
                 if (b < 0) {
@@ -920,12 +977,12 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
             }
             if (ev.gen != st.run[ev.job].gen || st.run[ev.job].node < 0)
                 continue; /* preempted since this finish was planned */
-            stop_running(&st, cluster_find_job(&st.c, (int64_t)ev.job + 1), t);
+            sim_stop_running(&st, cluster_find_job(&st.c, (int64_t)ev.job + 1), t);
             res->jobs[ev.job].finish_ms = t;
             if (t > res->makespan_ms)
                 res->makespan_ms = t;
             cluster_remove_job(&st.c, (int64_t)ev.job + 1);
-            telemetry_touched(&st);
+            sim_telemetry_touched(&st);
             st.finished++;
             changed = true;
         }
@@ -936,6 +993,10 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
                 goto out;
             }
             changed |= a > 0;
+        }
+        if (st.bud && st.bud->unheld) { /* a hold ended at t */
+            changed = true;
+            st.bud->unheld = false;
         }
         if (st.npending > 0 && changed && (rc = run_pass(&st, t)))
             goto out;
@@ -960,8 +1021,10 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         }
         /* A pool look that changed nothing adds no sample (the timelines
          * are steps between samples). */
-        bool quiet = pool_tick && !changed && !tick && st.last_activity_ms != t;
+        bool quiet = (pool_tick || passive) && !changed && !tick && st.last_activity_ms != t;
         if (!quiet && (rc = push_sample(&st, t)))
+            goto out;
+        if (st.bud && (rc = sim_budget_schedule(&st, t)))
             goto out;
         if (elastic && !st.pool_tick_pending && st.finished < n &&
             (st.nrunning > 0 || t - st.last_activity_ms < SIM_POOL_HORIZON_MS)) {
@@ -986,6 +1049,8 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     }
     /* Whatever still waits can never start (no running job left to free
      * room). One more pass, explaining this time, says why. */
+    if (st.bud)
+        sim_budget_unpark_all(&st);
     if (st.c.njobs > 0) {
         st.s.cfg.explain = true;
         if ((rc = run_pass(&st, st.last_t)))
@@ -1005,6 +1070,8 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     if (first && none_before)
         snprintf(res->first_reject_reason, sizeof res->first_reject_reason, "job %lld: %.100s",
                  (long long)first->id, first->wait_reason);
+    if (st.bud)
+        sim_budget_finish(&st);
     if (hooks && hooks->progress)
         hooks->progress(hooks->ctx, n, n, res->makespan_ms);
 out:
@@ -1028,6 +1095,10 @@ void sim_result_release(struct sim_result *res)
         billing_release(&res->elastic->billing);
         free(res->elastic->events);
         free(res->elastic);
+    }
+    if (res->budgets) {
+        free(res->budgets->alerts);
+        free(res->budgets);
     }
     memset(res, 0, sizeof *res);
 }

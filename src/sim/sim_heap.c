@@ -9,7 +9,9 @@ static int before(const struct sim_event *a, const struct sim_event *b)
         return a->t_ms < b->t_ms;
     if (a->kind != b->kind)
         return a->kind < b->kind;
-    return a->job < b->job;
+    if (a->job != b->job)
+        return a->job < b->job;
+    return a->gen < b->gen;
 }
 
 void sim_heap_init(struct sim_heap *h)

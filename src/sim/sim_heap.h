@@ -1,6 +1,6 @@
 /*
  * The simulator's event queue: a binary min-heap of timed events ordered by
- * (time, kind, job), so events at the same time always come out in the same
+ * (time, kind, job, gen), so events at the same time always come out in the same
  * order and a run is deterministic.
  */
 #ifndef TIDE_SIM_HEAP_H
@@ -10,8 +10,18 @@
 #include <stdint.h>
 
 /* BOOT: node (id in job) of an elastic pool is ready; POOL: the autoscaler's
- * periodic look while something may change without an event. */
-enum sim_event_kind { SIM_EV_FINISH = 0, SIM_EV_TICK = 1, SIM_EV_BOOT = 2, SIM_EV_POOL = 3 };
+ * periodic look while something may change without an event; INTERRUPT: a
+ * spot node is reclaimed; SPOT: an interrupted node's deadline; BUDGET: a
+ * budget threshold is crossed or a budget period ends. */
+enum sim_event_kind {
+    SIM_EV_FINISH = 0,
+    SIM_EV_TICK = 1,
+    SIM_EV_BOOT = 2,
+    SIM_EV_POOL = 3,
+    SIM_EV_INTERRUPT = 4,
+    SIM_EV_SPOT = 5,
+    SIM_EV_BUDGET = 6,
+};
 
 struct sim_event {
     int64_t t_ms;

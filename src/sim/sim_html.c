@@ -129,6 +129,103 @@ static void elastic_table(FILE *out, json_t *const *reports, size_t n)
     fputs("</table>\n", out);
 }
 
+static const char *run_name(const json_t *report)
+{
+    return json_string_value(json_object_get(json_object_get(report, "config"), "name"));
+}
+
+static double at(const json_t *o, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(o, a);
+    return json_number_value(b ? json_object_get(v, b) : v);
+}
+
+/* Elastic runs: spot interruptions and provider failures, and what they
+ * did to JCT and cost. */
+static void cloud_table(FILE *out, json_t *const *reports, size_t n)
+{
+    fputs("<h2>Spot interruptions and provider failures</h2>\n<table><tr><th>run</th>"
+          "<th>interruptions</th><th>jobs requeued</th><th>delay job-h</th>"
+          "<th>avg JCT h, interrupted</th><th>avg JCT h, others</th><th>grace GPU-h</th>"
+          "<th>grace cost</th><th>create failures</th><th>backoff s</th></tr>\n",
+          out);
+    for (size_t r = 0; r < n; r++) {
+        const json_t *el = json_object_get(reports[r], "elastic");
+        if (!el)
+            continue;
+        const json_t *in = json_object_get(el, "interruptions"),
+                     *pr = json_object_get(el, "provider");
+        fputs("<tr><td>", out);
+        html_text(out, run_name(reports[r]));
+        fprintf(
+            out,
+            "</td><td>%.0f</td><td>%.0f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>",
+            at(in, "interruptions", NULL), at(in, "jobs_requeued", NULL),
+            at(in, "delay_job_s", NULL) / 3600,
+            json_number_value(json_object_get(
+                json_object_get(json_object_get(in, "interrupted_jobs"), "jct_s"), "avg")) /
+                3600,
+            json_number_value(json_object_get(
+                json_object_get(json_object_get(in, "other_jobs"), "jct_s"), "avg")) /
+                3600,
+            at(in, "grace_gpu_hours", NULL));
+        money_cell(out, (long long)at(in, "grace_cost_micros", NULL));
+        fprintf(out, "<td>%.0f</td><td>%.0f</td></tr>\n", at(pr, "create_failures", NULL),
+                at(pr, "backoff_s", NULL));
+    }
+    fputs("</table>\n", out);
+}
+
+/* Runs with budgets: each project's caps and holds, then each alert. */
+static void budget_tables(FILE *out, json_t *const *reports, size_t n)
+{
+    fputs("<h2>Budgets</h2>\n<p>Virtual time 0 (the first submit) is 1970-01-01 00:00 UTC; "
+          "periods are its UTC days and calendar months.</p>\n<table><tr><th>run</th>"
+          "<th>project</th><th>daily cap</th><th>monthly cap</th><th>hard cap</th><th>alerts</th>"
+          "<th>held h</th><th>held job-s</th><th>jobs held</th></tr>\n",
+          out);
+    for (size_t r = 0; r < n; r++) {
+        size_t i;
+        const json_t *p;
+        json_array_foreach(json_object_get(json_object_get(reports[r], "budgets"), "projects"), i,
+                           p)
+        {
+            fputs("<tr><td>", out);
+            html_text(out, run_name(reports[r]));
+            fputs("</td><td>", out);
+            html_text(out, json_string_value(json_object_get(p, "project")));
+            fputs("</td>", out);
+            money_cell(out, (long long)at(p, "budget_daily_micros", NULL));
+            money_cell(out, (long long)at(p, "budget_monthly_micros", NULL));
+            fprintf(out, "<td>%s</td><td>%.0f</td><td>%.2f</td><td>%.0f</td><td>%.0f</td></tr>\n",
+                    json_is_true(json_object_get(p, "hard_cap")) ? "yes" : "no",
+                    at(p, "alerts", NULL), at(p, "held_s", NULL) / 3600, at(p, "held_job_s", NULL),
+                    at(p, "jobs_held", NULL));
+        }
+    }
+    fputs("</table>\n<h3>Alerts</h3>\n<table><tr><th>run</th><th>t h</th><th>project</th>"
+          "<th>period</th><th>pct</th><th>spent</th><th>cap</th></tr>\n",
+          out);
+    for (size_t r = 0; r < n; r++) {
+        size_t i;
+        const json_t *a;
+        json_array_foreach(json_object_get(json_object_get(reports[r], "budgets"), "alerts"), i, a)
+        {
+            fputs("<tr><td>", out);
+            html_text(out, run_name(reports[r]));
+            fprintf(out, "</td><td>%.2f</td><td>", at(a, "t_s", NULL) / 3600);
+            html_text(out, json_string_value(json_object_get(a, "project")));
+            fputs("</td><td>", out);
+            html_text(out, json_string_value(json_object_get(a, "period")));
+            fprintf(out, "</td><td>%.0f%%</td>", at(a, "pct", NULL));
+            money_cell(out, (long long)at(a, "spent_micros", NULL));
+            money_cell(out, (long long)at(a, "cap_micros", NULL));
+            fputs("</tr>\n", out);
+        }
+    }
+    fputs("</table>\n", out);
+}
+
 int sim_report_html(FILE *out, json_t *const *reports, size_t n)
 {
     fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tide sim report</title>\n"
@@ -146,29 +243,44 @@ int sim_report_html(FILE *out, json_t *const *reports, size_t n)
         fputs(")</span> &nbsp; ", out);
     }
     fputs("</p>\n<table><tr><th>run</th><th>jobs</th><th>avg JCT h</th><th>p95 JCT h</th>"
-          "<th>avg wait h</th><th>utilisation</th><th>preemptions</th><th>cost</th></tr>\n",
+          "<th>avg wait "
+          "h</th><th>utilisation</th><th>busy</th><th>preemptions</th><th>cost</th></tr>\n",
           out);
     for (size_t r = 0; r < n; r++) {
         const json_t *rep = reports[r];
         fputs("<tr><td>", out);
         html_text(out, json_string_value(json_object_get(json_object_get(rep, "config"), "name")));
         long long cost = (long long)json_integer_value(json_object_get(json_object_get(rep, "cost"), "total_micros"));
-        fprintf(out, "</td><td>%lld</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.1f%%</td>"
-                     "<td>%lld</td><td>%lld.%02lld</td></tr>\n",
-                (long long)json_integer_value(json_object_get(json_object_get(rep, "jobs"), "total")),
-                json_number_value(json_object_get(json_object_get(rep, "jct_s"), "avg")) / 3600,
-                json_number_value(json_object_get(json_object_get(rep, "jct_s"), "p95")) / 3600,
-                json_number_value(json_object_get(json_object_get(rep, "wait_s"), "avg")) / 3600,
-                100 * json_number_value(json_object_get(json_object_get(rep, "utilisation"), "allocated_fraction")),
-                (long long)json_integer_value(json_object_get(rep, "preemptions")), cost / 1000000,
-                (cost % 1000000) / 10000);
+        const json_t *busy = json_object_get(json_object_get(rep, "utilisation"), "busy_fraction");
+        char busy_s[32] = "n/a";
+        if (json_is_number(busy))
+            snprintf(busy_s, sizeof busy_s, "%.1f%%", 100 * json_number_value(busy));
+        fprintf(
+            out,
+            "</td><td>%lld</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.1f%%</td>"
+            "<td>%s</td><td>%lld</td><td>%lld.%02lld</td></tr>\n",
+            (long long)json_integer_value(json_object_get(json_object_get(rep, "jobs"), "total")),
+            json_number_value(json_object_get(json_object_get(rep, "jct_s"), "avg")) / 3600,
+            json_number_value(json_object_get(json_object_get(rep, "jct_s"), "p95")) / 3600,
+            json_number_value(json_object_get(json_object_get(rep, "wait_s"), "avg")) / 3600,
+            100 * json_number_value(
+                      json_object_get(json_object_get(rep, "utilisation"), "allocated_fraction")),
+            busy_s, (long long)json_integer_value(json_object_get(rep, "preemptions")),
+            cost / 1000000, (cost % 1000000) / 10000);
     }
     fputs("</table>\n", out);
     bool elastic = false;
     for (size_t r = 0; r < n; r++)
         elastic |= json_object_get(reports[r], "elastic") != NULL;
-    if (elastic)
+    if (elastic) {
         elastic_table(out, reports, n);
+        cloud_table(out, reports, n);
+    }
+    bool budgets = false;
+    for (size_t r = 0; r < n; r++)
+        budgets |= json_object_get(reports[r], "budgets") != NULL;
+    if (budgets)
+        budget_tables(out, reports, n);
     chart(out, reports, n, "Queue length (pending jobs)", "queued", NULL, 1.0, "jobs");
     chart(out, reports, n, "GPUs in use (solid) vs provisioned (dashed)", "gpus_used",
           "gpus_provisioned", 1.0, "GPUs");

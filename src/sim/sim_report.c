@@ -54,7 +54,8 @@ static const struct {
     int lo, hi;
 } buckets[] = {{"0", 0, 0}, {"1", 1, 1}, {"2-4", 2, 4}, {"5-8", 5, 8}, {"9+", 9, 1 << 30}};
 
-static json_t *job_stats(const struct sim_result *res, int lo, int hi)
+/* interrupted: -1 any job, 0 those no spot interruption requeued, 1 the others. */
+static json_t *job_stats_of(const struct sim_result *res, int lo, int hi, int interrupted)
 {
     int64_t *jct = malloc((res->njobs + 1) * sizeof *jct);
     int64_t *wait = malloc((res->njobs + 1) * sizeof *wait);
@@ -66,7 +67,8 @@ static json_t *job_stats(const struct sim_result *res, int lo, int hi)
     size_t n = 0;
     for (size_t i = 0; i < res->njobs; i++) {
         const struct sim_job_result *j = &res->jobs[i];
-        if (j->outcome != SIM_DONE || j->gpus < lo || j->gpus > hi)
+        if (j->outcome != SIM_DONE || j->gpus < lo || j->gpus > hi ||
+            (interrupted >= 0 && (j->interruptions > 0) != (interrupted > 0)))
             continue;
         jct[n] = j->finish_ms - j->submit_ms;
         wait[n] = j->first_start_ms - j->submit_ms;
@@ -77,6 +79,11 @@ static json_t *job_stats(const struct sim_result *res, int lo, int hi)
     free(jct);
     free(wait);
     return o;
+}
+
+static json_t *job_stats(const struct sim_result *res, int lo, int hi)
+{
+    return job_stats_of(res, lo, hi, -1);
 }
 
 /* Time-weighted means of the samples over fixed buckets of virtual time. */
@@ -192,35 +199,126 @@ static json_t *elastic_cost_json(const struct sim_result *res, int64_t *allocate
         by_project);
 }
 
+static const char *scale_type_name(int type)
+{
+    return type == SIM_SCALE_READY           ? "ready"
+           : type == SIM_SCALE_CREATE_FAILED ? "create_failed"
+           : type == SIM_SCALE_INTERRUPTED   ? "interrupted"
+                                             : pool_action_type_name((enum pool_action_type)type);
+}
+
+/* Spot interruptions and provider failures: counts, and what they did to
+ * JCT (the interrupted jobs against the others, and the delay each
+ * interruption added to its job) and cost (GPU-time held through the
+ * grace without progress, at the pool's price per GPU-hour). */
+static json_t *cloud_json(const struct sim_result *res)
+{
+    const struct sim_elastic *el = res->elastic;
+    long interruptions = 0, missed = 0, asked = 0, requeued = 0, calls = 0, failures = 0;
+    int64_t grace_gpu_ms = 0, grace_cost = 0, backoff_ms = 0;
+    for (int p = 0; p < el->npools; p++) {
+        const struct sim_pool_stats *s = &el->stats[p];
+        interruptions += s->interruptions;
+        missed += s->interruptions_missed;
+        asked += s->jobs_interrupted;
+        requeued += s->jobs_requeued;
+        grace_gpu_ms += s->grace_gpu_ms;
+        grace_cost += cost_micros(s->grace_gpu_ms, pool_price_per_gpu_hour_micros(&el->pools[p]));
+        calls += s->create_calls;
+        failures += s->provider_failures;
+        backoff_ms += s->backoff_ms;
+    }
+    json_t *hit = job_stats_of(res, 0, 1 << 30, 1), *rest = job_stats_of(res, 0, 1 << 30, 0);
+    json_t *intr = json_pack(
+        "{s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:o, s:o}", "interruptions", (json_int_t)interruptions,
+        "listed_missed", (json_int_t)missed, "jobs_asked_to_checkpoint", (json_int_t)asked,
+        "jobs_requeued", (json_int_t)requeued, "delay_job_s", ms_to_s(el->interruption_delay_ms),
+        "grace_gpu_hours", (double)grace_gpu_ms / 3600000.0, "grace_cost_micros",
+        (json_int_t)grace_cost, "interrupted_jobs", hit, "other_jobs", rest);
+    json_t *prov =
+        json_pack("{s:I, s:I, s:f}", "create_calls", (json_int_t)calls, "create_failures",
+                  (json_int_t)failures, "backoff_s", ms_to_s(backoff_ms));
+    return json_pack("{s:o, s:o}", "interruptions", intr, "provider", prov);
+}
+
 static json_t *elastic_json(const struct sim_result *res)
 {
     const struct sim_elastic *el = res->elastic;
     json_t *pools = json_array();
     for (int p = 0; p < el->npools; p++) {
         const struct sim_pool_stats *s = &el->stats[p];
-        json_array_append_new(
-            pools, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:f}", "pool",
-                             el->pools[p].name, "created", (json_int_t)s->created, "ready",
-                             (json_int_t)s->ready, "drained", (json_int_t)s->drained, "undrained",
-                             (json_int_t)s->undrained, "released", (json_int_t)s->released,
-                             "failed", (json_int_t)s->failed, "peak_nodes", s->peak_nodes,
-                             "node_hours", (double)el->billing.pools[p].node_ms / 3600000.0));
+        json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:f}", "pool",
+                              el->pools[p].name, "created", (json_int_t)s->created, "ready",
+                              (json_int_t)s->ready, "drained", (json_int_t)s->drained, "undrained",
+                              (json_int_t)s->undrained, "released", (json_int_t)s->released,
+                              "failed", (json_int_t)s->failed, "peak_nodes", s->peak_nodes,
+                              "node_hours", (double)el->billing.pools[p].node_ms / 3600000.0);
+        json_object_update_new(o, json_pack("{s:I, s:I, s:f, s:I, s:I, s:f}", "create_calls",
+                                            (json_int_t)s->create_calls, "create_failures",
+                                            (json_int_t)s->provider_failures, "backoff_s",
+                                            ms_to_s(s->backoff_ms), "interruptions",
+                                            (json_int_t)s->interruptions, "jobs_requeued",
+                                            (json_int_t)s->jobs_requeued, "grace_gpu_hours",
+                                            (double)s->grace_gpu_ms / 3600000.0));
+        json_array_append_new(pools, o);
     }
     json_t *events = json_array();
     for (size_t i = 0; i < el->nevents; i++) {
         const struct sim_scale_event *e = &el->events[i];
-        const char *type = e->type == SIM_SCALE_READY
-                               ? "ready"
-                               : pool_action_type_name((enum pool_action_type)e->type);
+        const char *type = scale_type_name(e->type);
         json_array_append_new(events, json_pack("{s:f, s:s, s:s, s:i, s:I, s:s}", "t_s",
                                                 ms_to_s(e->t_ms), "pool", el->pools[e->pool].name,
                                                 "action", type, "count", e->count, "node",
                                                 (json_int_t)e->node_id, "reason", e->reason));
     }
-    return json_pack("{s:o, s:I, s:I, s:I, s:o}", "pools", pools, "decisions",
-                     (json_int_t)el->decisions, "scale_events_total",
-                     (json_int_t)el->events_total, "scale_events_kept", (json_int_t)el->nevents,
-                     "scale_events", events);
+    json_t *o =
+        json_pack("{s:o, s:I, s:I, s:I, s:o}", "pools", pools, "decisions",
+                  (json_int_t)el->decisions, "scale_events_total", (json_int_t)el->events_total,
+                  "scale_events_kept", (json_int_t)el->nevents, "scale_events", events);
+    json_object_update_new(o, cloud_json(res));
+    return o;
+}
+
+/* Runs with budgets: each threshold crossed and what hard caps held. */
+static json_t *budgets_json(const struct sim_config *cfg, const struct sim_result *res)
+{
+    const struct budget_set *bs = &cfg->budgets;
+    const struct sim_budgets *b = res->budgets;
+    json_t *projects = json_array();
+    for (int k = 0; k < bs->count; k++) {
+        const struct budget *x = &bs->items[k];
+        json_t *pct = json_array();
+        for (int a = 0; a < x->nalerts; a++)
+            json_array_append_new(pct, json_integer(x->alert_pct[a]));
+        long alerts = b->alerts_by_budget[k];
+        json_array_append_new(
+            projects,
+            json_pack("{s:s, s:I, s:I, s:o, s:b, s:I, s:I, s:I, s:f, s:f, s:I}", "project",
+                      x->project, "budget_daily_micros", (json_int_t)x->cap_micros[BUDGET_DAILY],
+                      "budget_monthly_micros", (json_int_t)x->cap_micros[BUDGET_MONTHLY],
+                      "alert_pct", pct, "hard_cap", x->hard_cap, "spent_last_day_micros",
+                      (json_int_t)b->spent_micros[k][BUDGET_DAILY], "spent_last_month_micros",
+                      (json_int_t)b->spent_micros[k][BUDGET_MONTHLY], "alerts", (json_int_t)alerts,
+                      "held_s", ms_to_s(b->held_ms[k]), "held_job_s", ms_to_s(b->held_job_ms[k]),
+                      "jobs_held", (json_int_t)b->jobs_held[k]));
+    }
+    json_t *alerts = json_array();
+    for (size_t a = 0; a < b->nalerts; a++) {
+        const struct sim_budget_alert *e = &b->alerts[a];
+        json_array_append_new(
+            alerts, json_pack("{s:f, s:s, s:s, s:i, s:I, s:I, s:b}", "t_s", ms_to_s(e->t_ms),
+                              "project", bs->items[e->budget].project, "period",
+                              budget_period_name(e->period), "pct", e->pct, "spent_micros",
+                              (json_int_t)e->spent_micros, "cap_micros", (json_int_t)e->cap_micros,
+                              "hard_cap_reached", bs->items[e->budget].hard_cap && e->pct >= 100));
+    }
+    return json_pack(
+        "{s:s, s:o, s:I, s:I, s:o, s:f}", "clock",
+        "virtual time 0 (the first submit) is 1970-01-01 00:00 UTC; periods are the UTC days "
+        "and calendar months of virtual time; spend is GPU-time held at the pool's price per "
+        "GPU-hour (core/budget.c)",
+        "projects", projects, "alerts_total", (json_int_t)b->alerts_total, "alerts_kept",
+        (json_int_t)b->nalerts, "alerts", alerts, "held_job_s", ms_to_s(b->held_job_ms_total));
 }
 
 static json_t *pool_config_json(const struct sim_pool *pl)
@@ -233,17 +331,31 @@ static json_t *pool_config_json(const struct sim_pool *pl)
     const struct pool *c = &pl->core;
     int64_t node_price = pl->price_per_node_hour_set ? c->price_per_node_hour_micros
                                                      : pl->price_per_gpu_hour_micros * pl->gpus_per_node;
-    return json_pack(
+    json_t *o = json_pack(
         "{s:s, s:b, s:i, s:i, s:i, s:s, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:I}",
         "name", pl->name, "elastic", 1, "min_nodes", c->min_nodes, "max_nodes", c->max_nodes,
         "gpus_per_node", pl->gpus_per_node, "gpu_model", pl->gpu_model, "gpu_memory_mib",
-        (json_int_t)pl->gpu_memory_mib, "boot_time_s", (json_int_t)c->boot_time_s,
-        "boot_timeout_s", (json_int_t)c->boot_timeout_s, "billing", billing_kind_name(c->billing),
+        (json_int_t)pl->gpu_memory_mib, "boot_time_s", (json_int_t)c->boot_time_s, "boot_timeout_s",
+        (json_int_t)c->boot_timeout_s, "billing", billing_kind_name(c->billing),
         "price_per_node_hour_micros", (json_int_t)node_price, "spot_price_per_node_hour_micros",
         (json_int_t)c->spot_price_per_node_hour_micros, "pack_gpu_hours",
         (json_int_t)c->pack_gpu_hours, "scale_up_delay_s", (json_int_t)c->scale_up_delay_s,
         "scale_down_window_s", (json_int_t)c->scale_down_window_s, "scale_down_utilization",
         c->scale_down_utilization_pct, "cooldown_s", (json_int_t)c->cooldown_s);
+    json_t *listed = json_array(), *calls = json_array();
+    for (int i = 0; i < pl->ninterruptions; i++)
+        json_array_append_new(listed,
+                              json_pack("{s:i, s:f}", "node_index", pl->interruptions[i].node_index,
+                                        "at_s", ms_to_s(pl->interruptions[i].at_ms)));
+    for (int i = 0; i < pl->nfailing_calls; i++)
+        json_array_append_new(calls, json_integer(pl->failing_calls[i]));
+    json_object_update_new(o,
+                           json_pack("{s:I, s:f, s:o, s:f, s:o}", "interruption_grace_s",
+                                     (json_int_t)c->interruption_grace_s,
+                                     "interruptions_per_node_hour", pl->interruptions_per_node_hour,
+                                     "interruptions", listed, "provider_failure_rate",
+                                     pl->provider_failure_rate, "provider_failed_calls", calls));
+    return o;
 }
 
 json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
@@ -259,9 +371,11 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
                                (json_int_t)(cfg->preempt_interval_ms / 1000), "preempt_overhead_s",
                                (json_int_t)(cfg->preempt_overhead_ms / 1000), "oracle_runtime",
                                cfg->oracle_runtime, "pools", pools);
-    if (res->elastic)
+    if (res->elastic) {
         json_object_set_new(config, "autoscale_interval_s",
                             json_integer(cfg->autoscale_interval_ms / 1000));
+        json_object_set_new(config, "seed", json_integer((json_int_t)cfg->seed));
+    }
     json_t *drops = json_array();
     for (int i = 0; i < trace->ndrops; i++)
         json_array_append_new(drops, json_pack("{s:s, s:I, s:I}", "reason", trace->drops[i].reason,
@@ -322,9 +436,10 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
         cost = json_pack(
             "{s:s, s:s, s:I, s:I, s:I, s:o, s:o}", "billing", "on_demand", "note",
             "fixed-size cluster at on-demand prices; give a pool max_nodes for an elastic run "
-            "metered by the core's billing (reserved, spot, pack); budgets are not simulated yet",
-            "total_micros", (json_int_t)total, "allocated_micros", (json_int_t)allocated, "idle_micros",
-            (json_int_t)(total - allocated), "by_pool", by_pool, "by_project", by_project);
+            "metered by the core's billing (reserved, spot, pack)",
+            "total_micros", (json_int_t)total, "allocated_micros", (json_int_t)allocated,
+            "idle_micros", (json_int_t)(total - allocated), "by_pool", by_pool, "by_project",
+            by_project);
     }
 
     long done = 0;
@@ -337,6 +452,25 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
         "{s:f, s:f, s:f}", "allocated_gpu_hours", (double)res->gpu_ms_allocated / 3600000.0,
         "provisioned_gpu_hours", (double)provisioned_gpu_ms / 3600000.0, "allocated_fraction",
         provisioned_gpu_ms ? (double)res->gpu_ms_allocated / (double)provisioned_gpu_ms : 0.0);
+    /* Busy: only when the trace said how busy every job that ran was. */
+    bool busy_known = trace->util_column && res->util_known_gpu_ms == res->gpu_ms_allocated;
+    json_object_set_new(util, "busy_gpu_hours",
+                        busy_known ? json_real((double)res->gpu_ms_busy / 3600000.0) : json_null());
+    json_object_set_new(util, "busy_fraction",
+                        busy_known && provisioned_gpu_ms
+                            ? json_real((double)res->gpu_ms_busy / (double)provisioned_gpu_ms)
+                            : json_null());
+    json_object_set_new(util, "busy_of_allocated",
+                        busy_known && res->gpu_ms_allocated
+                            ? json_real((double)res->gpu_ms_busy / (double)res->gpu_ms_allocated)
+                            : json_null());
+    json_object_set_new(util, "util_known_gpu_hours",
+                        json_real((double)res->util_known_gpu_ms / 3600000.0));
+    json_object_set_new(
+        util, "busy_source",
+        json_string(!trace->util_column ? "none: the trace has no GPU utilisation column"
+                    : busy_known        ? "the trace's per-job GPU utilisation"
+                                        : "incomplete: some jobs that ran have no utilisation"));
     json_t *frag = json_pack(
         "{s:s, s:f}", "definition",
         "share of free GPU-time that was on partly used nodes (time-weighted); per bucket in "
@@ -355,20 +489,19 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
     json_decref(all);
     if (res->elastic)
         json_object_set_new(root, "elastic", elastic_json(res));
+    if (res->budgets)
+        json_object_set_new(root, "budgets", budgets_json(cfg, res));
     return root;
 }
 
 /* --- tables --- */
 
+static const json_t *lookup(const json_t *root, const char *path);
+
+/* "a.b.c" lookups for the tables; 0 when missing or null. */
 static double num(const json_t *root, const char *path)
 {
-    /* "a.b.c" lookups for the tables. */
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", path);
-    const json_t *v = root;
-    for (char *save = NULL, *tok = strtok_r(buf, ".", &save); tok && v;
-         tok = strtok_r(NULL, ".", &save))
-        v = json_object_get(v, tok);
+    const json_t *v = lookup(root, path);
     return v ? json_number_value(v) : 0.0;
 }
 
@@ -378,9 +511,21 @@ static void money(char *out, size_t size, double micros)
     snprintf(out, size, "%lld.%02lld", m / 1000000, (m % 1000000) / 10000);
 }
 
+/* The value at path, or NULL (missing or null). */
+static const json_t *lookup(const json_t *root, const char *path)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    const json_t *v = root;
+    for (char *save = NULL, *tok = strtok_r(buf, ".", &save); tok && v;
+         tok = strtok_r(NULL, ".", &save))
+        v = json_object_get(v, tok);
+    return json_is_null(v) ? NULL : v;
+}
+
 static const struct {
     const char *label, *path;
-    int kind; /* 0 number, 1 hours from s, 2 percent, 3 money, 4 integer */
+    int kind; /* 0 number, 1 hours from s, 2 percent, 3 money, 4 integer, 5 percent or n/a */
 } rows[] = {
     {"jobs", "jobs.total", 4},
     {"  completed", "jobs.completed", 4},
@@ -396,6 +541,7 @@ static const struct {
     {"makespan (h)", "makespan_s", 1},
     {"GPUs provisioned", "gpus_provisioned", 4},
     {"GPU utilisation", "utilisation.allocated_fraction", 2},
+    {"GPU busy (trace util)", "utilisation.busy_fraction", 5},
     {"fragmentation", "fragmentation.free_on_partly_used_nodes", 2},
     {"preemptions", "preemptions", 4},
     {"cost (on-demand)", "cost.total_micros", 3},
@@ -410,7 +556,45 @@ static void cell(char *out, size_t size, const json_t *r, int row)
     case 2: snprintf(out, size, "%.1f%%", v * 100.0); break;
     case 3: money(out, size, v); break;
     case 4: snprintf(out, size, "%.0f", v); break;
+    case 5:
+        if (lookup(r, rows[row].path))
+            snprintf(out, size, "%.1f%%", v * 100.0);
+        else
+            snprintf(out, size, "n/a");
+        break;
     default: snprintf(out, size, "%.3f", v); break;
+    }
+}
+
+/* Extra rows some runs have (a run without the section shows -): budgets,
+ * spot interruptions and provider failures. */
+static void section_rows(FILE *out, json_t *const *reports, size_t n, const char *section)
+{
+    static const struct {
+        const char *section, *label, *path;
+        int kind; /* 1 hours from s, 4 integer */
+    } extra[] = {
+        {"budgets", "budget alerts", "budgets.alerts_total", 4},
+        {"budgets", "budget-held job-h", "budgets.held_job_s", 1},
+        {"elastic", "spot interruptions", "elastic.interruptions.interruptions", 4},
+        {"elastic", "  jobs requeued", "elastic.interruptions.jobs_requeued", 4},
+        {"elastic", "  delay job-h", "elastic.interruptions.delay_job_s", 1},
+        {"elastic", "provider failures", "elastic.provider.create_failures", 4},
+    };
+    for (size_t row = 0; row < sizeof extra / sizeof extra[0]; row++) {
+        if (strcmp(extra[row].section, section))
+            continue;
+        fprintf(out, "%-24s", extra[row].label);
+        for (size_t i = 0; i < n; i++) {
+            char c[48] = "-";
+            const json_t *v = lookup(reports[i], extra[row].path);
+            if (v && extra[row].kind == 1)
+                snprintf(c, sizeof c, "%.2f", json_number_value(v) / 3600.0);
+            else if (v)
+                snprintf(c, sizeof c, "%.0f", json_number_value(v));
+            fprintf(out, " %16s", c);
+        }
+        fputc('\n', out);
     }
 }
 
@@ -476,8 +660,44 @@ void sim_report_compare(FILE *out, json_t *const *reports, size_t n)
         }
         fputc('\n', out);
     }
-    if (elastic)
+    if (elastic) {
         elastic_rows(out, reports, n);
+        section_rows(out, reports, n, "elastic");
+    }
+    bool budgets = false;
+    for (size_t i = 0; i < n; i++)
+        budgets |= json_object_get(reports[i], "budgets") != NULL;
+    if (budgets)
+        section_rows(out, reports, n, "budgets");
+}
+
+/* A single run's budget alerts, one line each. */
+static void budget_alerts_table(FILE *out, const json_t *report)
+{
+    const json_t *b = json_object_get(report, "budgets");
+    if (!b)
+        return;
+    fprintf(out,
+            "\nbudget alerts (virtual time; 0 is 1970-01-01 00:00 UTC):\n%10s  %-16s %-8s %5s %12s "
+            "%12s\n",
+            "t (h)", "project", "period", "pct", "spent", "cap");
+    size_t i;
+    const json_t *a;
+    json_array_foreach(json_object_get(b, "alerts"), i, a)
+    {
+        char spent[48], cap[48];
+        money(spent, sizeof spent, num(a, "spent_micros"));
+        money(cap, sizeof cap, num(a, "cap_micros"));
+        fprintf(out, "%10.2f  %-16.16s %-8s %4.0f%% %12s %12s%s\n", num(a, "t_s") / 3600.0,
+                json_string_value(json_object_get(a, "project")),
+                json_string_value(json_object_get(a, "period")), num(a, "pct"), spent, cap,
+                json_is_true(json_object_get(a, "hard_cap_reached")) ? "  hard cap: jobs wait"
+                                                                     : "");
+    }
+    if (num(b, "alerts_total") > num(b, "alerts_kept"))
+        fprintf(out, "(%.0f more not kept)\n", num(b, "alerts_total") - num(b, "alerts_kept"));
+    fprintf(out, "jobs waited %.0f job-seconds (%.2f job-hours) with \"budget exhausted\"\n",
+            num(b, "held_job_s"), num(b, "held_job_s") / 3600.0);
 }
 
 void sim_report_table(FILE *out, const json_t *report)
@@ -495,6 +715,7 @@ void sim_report_table(FILE *out, const json_t *report)
                 num(b, "jct_s.avg") / 3600, num(b, "jct_s.p95") / 3600,
                 num(b, "wait_s.avg") / 3600, num(b, "wait_s.p95") / 3600);
     }
+    budget_alerts_table(out, report);
     fprintf(out, "\ncost is %s\n",
             json_string_value(json_object_get(json_object_get(report, "cost"), "note")));
 }

@@ -12,6 +12,7 @@
 #ifndef TIDE_SIM_TRACE_H
 #define TIDE_SIM_TRACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,11 @@ struct trace_job {
     int64_t gpu_memory_mib; /* 0: any */
     int priority;
     long line; /* line in the source file (0 for synthetic jobs) */
+    /* Busy share of the job's GPUs while it runs, from a trace column that
+     * has one (tide csv gpu_util, Alibaba gpu_wrk_util): basis points,
+     * 0..10000, valid only when has_util. */
+    bool has_util;
+    int32_t util_bp;
     char project[TRACE_NAME_MAX];
     char queue[TRACE_NAME_MAX];
 };
@@ -50,6 +56,7 @@ struct trace {
     struct trace_drop drops[TRACE_REASONS_MAX];
     int ndrops; /* distinct reasons; more than TRACE_REASONS_MAX fold into the last */
     int64_t origin_s; /* absolute time of submit_ms 0 when the format has one (Philly), else 0 */
+    bool util_column; /* the file had a GPU utilisation column (some rows may leave it empty) */
     trace_warn_fn warn;
     void *warn_ctx;
     const char *path; /* for warnings; not owned */

@@ -15,6 +15,12 @@
  * times (Running, Waiting) or with end_time <= start_time. status,
  * plan_cpu, plan_mem and gpu_type are not used (a trace_job has no CPU,
  * host memory or GPU model request); every status with both times is kept.
+ *
+ * A file with a header may also have gpu_wrk_util: the task's instances'
+ * mean of pai_sensor_table's gpu_wrk_util (GPUs used in percent, 50 = half
+ * a GPU), for a task table joined with the sensor table. The busy share of
+ * the job's GPUs is then gpu_wrk_util / (100 x GPUs per instance), at most
+ * 1. The public task table has no such column (header-less files never do).
  */
 #include <string.h>
 
@@ -25,16 +31,21 @@
 
 static int alibaba_read(FILE *f, struct trace *t, struct tide_err *err)
 {
-    static const char *const names[] = {"job_name",   "task_name", "inst_num", "status",
-                                        "start_time", "end_time",  "plan_cpu", "plan_mem",
-                                        "plan_gpu",   "gpu_type",  NULL};
-    static const bool required[] = {true, false, true,  false, true,
-                                    true, false, false, true,  false};
-    enum { C_JOB, C_TASK, C_INST, C_STATUS, C_START, C_END, C_CPU, C_MEM, C_GPU, C_TYPE };
+    static const char *const names[] = {"job_name",   "task_name", "inst_num",     "status",
+                                        "start_time", "end_time",  "plan_cpu",     "plan_mem",
+                                        "plan_gpu",   "gpu_type",  "gpu_wrk_util", NULL};
+    static const bool required[] = {true,  false, true, false, true, true,
+                                    false, false, true, false, false};
+    enum { C_JOB, C_TASK, C_INST, C_STATUS, C_START, C_END, C_CPU, C_MEM, C_GPU, C_TYPE, C_UTIL };
     struct trace_columns cols;
     int rc = trace_columns_read_header_or_positional(&cols, f, names, required, "alibaba", err);
     if (rc != 0)
         return rc;
+    if (!cols.has_header) { /* the published layout: the ten columns, no utilisation */
+        cols.index[C_UTIL] = -1;
+        cols.nfields = C_UTIL;
+    }
+    t->util_column = cols.index[C_UTIL] >= 0;
     char *fields[TRACE_MAX_FIELDS];
     int n;
     while ((n = trace_columns_next_row(&cols, t, fields, err)) > 0) {
@@ -80,6 +91,17 @@ static int alibaba_read(FILE *f, struct trace *t, struct tide_err *err)
         if (per_inst * inst > ALIBABA_MAX_GPUS) {
             trace_drop_row(t, cols.line, "inst_num x plan_gpu is more than 1000000 GPUs");
             continue;
+        }
+        const char *util = cols.index[C_UTIL] >= 0 ? fields[cols.index[C_UTIL]] : "";
+        if (util[0]) {
+            int64_t util_milli; /* thousandths of a percent of one GPU */
+            if (trace_parse_seconds_ms(util, &util_milli) != 0) {
+                trace_drop_row(t, cols.line, "gpu_wrk_util is not a percentage of a GPU >= 0");
+                continue;
+            }
+            int64_t bp = (util_milli / per_inst + 5) / 10; /* of the instance's whole GPUs */
+            job.has_util = true;
+            job.util_bp = (int32_t)(bp < 10000 ? bp : 10000);
         }
         job.submit_ms = start_ms;
         job.duration_ms = end_ms - start_ms;

@@ -1,8 +1,10 @@
 /*
  * tide's own trace CSV (docs/sim.md): a header naming the columns, then one
  * job per row. submit_time and duration (seconds, decimals allowed) and gpus
- * are required; gpu_memory (MiB per GPU), project, queue and priority are
- * optional. An unknown column is an error, so a misspelt one is not ignored.
+ * are required; gpu_memory (MiB per GPU), project, queue, priority and
+ * gpu_util (percent of the job's GPUs busy while it runs, 0 to 100,
+ * decimals allowed; empty: unknown) are optional. An unknown column is an
+ * error, so a misspelt one is not ignored.
  */
 #include <string.h>
 
@@ -11,14 +13,16 @@
 
 static int csv_read(FILE *f, struct trace *t, struct tide_err *err)
 {
-    static const char *const names[] = {"submit_time", "duration", "gpus",     "gpu_memory",
-                                        "project",     "queue",    "priority", NULL};
-    static const bool required[] = {true, true, true, false, false, false, false};
-    enum { C_SUBMIT, C_DUR, C_GPUS, C_MEM, C_PROJECT, C_QUEUE, C_PRIO };
+    static const char *const names[] = {"submit_time", "duration", "gpus",
+                                        "gpu_memory",  "project",  "queue",
+                                        "priority",    "gpu_util", NULL};
+    static const bool required[] = {true, true, true, false, false, false, false, false};
+    enum { C_SUBMIT, C_DUR, C_GPUS, C_MEM, C_PROJECT, C_QUEUE, C_PRIO, C_UTIL };
     struct trace_columns cols;
     int rc = trace_columns_read_header_strict(&cols, f, names, required, "csv", err);
     if (rc != 0)
         return rc;
+    t->util_column = cols.index[C_UTIL] >= 0;
     char *fields[TRACE_MAX_FIELDS];
     int n;
     while ((n = trace_columns_next_row(&cols, t, fields, err)) > 0) {
@@ -53,6 +57,15 @@ static int csv_read(FILE *f, struct trace *t, struct tide_err *err)
             }
             job.priority = (int)v;
         }
+        if (cols.index[C_UTIL] >= 0 && (s = fields[cols.index[C_UTIL]])[0]) {
+            int64_t milli; /* thousandths of a percent, exactly */
+            if (trace_parse_seconds_ms(s, &milli) != 0 || milli > 100000) {
+                trace_drop_row(t, cols.line, "gpu_util is not a percentage from 0 to 100");
+                continue;
+            }
+            job.has_util = true;
+            job.util_bp = (int32_t)((milli + 5) / 10);
+        }
         s = cols.index[C_PROJECT] >= 0 ? fields[cols.index[C_PROJECT]] : "";
         if (strlen(s) >= sizeof job.project) {
             trace_drop_row(t, cols.line, "project is longer than 63 bytes");
@@ -76,6 +89,7 @@ static int csv_read(FILE *f, struct trace *t, struct tide_err *err)
 
 const struct trace_reader_ops trace_reader_csv = {
     .name = "csv",
-    .summary = "tide CSV: submit_time,duration,gpus[,gpu_memory,project,queue,priority] (seconds)",
+    .summary = "tide CSV: submit_time,duration,gpus[,gpu_memory,project,queue,priority,gpu_util] "
+               "(seconds; gpu_util in percent)",
     .read = csv_read,
 };

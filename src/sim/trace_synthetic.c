@@ -9,21 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/sim_rand.h"
 #include "sim/trace.h"
-
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in (0, 1]. */
-static double unit(uint64_t *state)
-{
-    return ((double)(splitmix64(state) >> 11) + 1.0) / 9007199254740992.0;
-}
 
 void trace_synth_defaults(struct trace_synth_params *p)
 {
@@ -81,17 +68,17 @@ int trace_synth_generate(struct trace *t, const struct trace_synth_params *p)
     for (long i = 0; i < p->njobs; i++) {
         struct trace_job job = {0};
         if (i > 0)
-            clock_ms += -log(unit(&state)) * mean_gap_ms;
+            clock_ms += -log(sim_unit(&state)) * mean_gap_ms;
         job.submit_ms = (int64_t)clock_ms;
-        job.duration_ms = (int64_t)(exp(lo + (hi - lo) * unit(&state)) * 1000.0);
+        job.duration_ms = (int64_t)(exp(lo + (hi - lo) * sim_unit(&state)) * 1000.0);
         if (job.duration_ms < 1000)
             job.duration_ms = 1000;
-        long pick = (long)(splitmix64(&state) % (uint64_t)total_weight);
+        long pick = (long)(sim_splitmix64(&state) % (uint64_t)total_weight);
         int k = 0;
         while (pick >= p->mix_weight[k])
             pick -= p->mix_weight[k++];
         job.gpus = p->mix_gpus[k];
-        int project = p->nprojects > 0 ? (int)(splitmix64(&state) % (uint64_t)p->nprojects) : 0;
+        int project = p->nprojects > 0 ? (int)(sim_splitmix64(&state) % (uint64_t)p->nprojects) : 0;
         snprintf(job.project, sizeof job.project, "project-%d", project);
         snprintf(job.queue, sizeof job.queue, "default");
         if (trace_push(t, &job) != 0)

@@ -79,6 +79,73 @@ grep -q "nodes created" "$dir/el1.txt" || fail "no elastic rows in the table"
 grep -q "Elastic pools" "$dir/el1/report.html" || fail "no elastic table in report.html"
 "$tide" sim --synthetic 300 --seed 1 --config "$data/../../examples/sim/elastic.yaml" --quiet --json \
   >"$dir/ex.json" || fail "examples/sim/elastic.yaml"
+"$tide" sim --synthetic 300 --seed 1 --config "$data/../../examples/sim/spot.yaml" --quiet --json \
+  >"$dir/exs.json" || fail "examples/sim/spot.yaml"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['budgets']['alerts_total'] > 0 and r['elastic']['interruptions']['interruptions'] > 0" \
+  "$dir/exs.json" || fail "examples/sim/spot.yaml drew no interruptions or alerts"
+
+# Budgets: alerts at their virtual times, a hard cap holding a job to the
+# next UTC day; busy utilisation from the trace's gpu_util column.
+"$tide" sim --trace "$data/sim/budget.csv" --format csv --config "$data/sim/budget.yaml" \
+  --out "$dir/bu" >"$dir/bu.txt" 2>"$dir/bu.err" || fail "budget run: $(cat "$dir/bu.err")"
+python3 - "$dir/bu/report.json" <<'PY' || fail "budget report numbers"
+import json, sys
+r = json.load(open(sys.argv[1]))
+b = r["budgets"]
+assert [(a["t_s"], a["pct"], a["spent_micros"]) for a in b["alerts"]] == \
+    [(1800.0, 50, 1000000), (3600.0, 100, 2000000), (90000.0, 50, 1000000)], b["alerts"]
+assert b["held_job_s"] == 81000.0 and b["projects"][0]["jobs_held"] == 1, b
+u = r["utilisation"]
+# busy: 4 GPU-h at 50 %, 1 at 100 %, 1 at 25 % of 50 provisioned
+assert abs(u["busy_gpu_hours"] - 3.25) < 1e-9 and abs(u["busy_fraction"] - 0.065) < 1e-9, u
+PY
+grep -q "budget alerts" "$dir/bu.txt" || fail "no budget alerts in the table"
+grep -q "81000 job-seconds" "$dir/bu.txt" || fail "no held job-seconds in the table"
+grep -q "<h2>Budgets</h2>" "$dir/bu/report.html" || fail "no budget table in report.html"
+! grep -q "not simulated" "$dir/bu.txt" || fail "the table still says budgets are not simulated"
+grep -q "GPU busy (trace util) *n/a" "$dir/a.txt" || fail "busy is not n/a without a utilisation column"
+
+# Spot interruption and provider failure: the job ends 2 s (backoff) + 90 s
+# (grace + boot of the replacement) later than 3,660.
+for k in 1 2; do
+  "$tide" sim --trace "$data/sim/spot.csv" --format csv --config "$data/sim/spot.yaml" \
+    --out "$dir/sp$k" >"$dir/sp$k.txt" || fail "spot run $k"
+done
+cmp -s "$dir/sp1/report.json" "$dir/sp2/report.json" || fail "spot report.json differs between runs"
+python3 - "$dir/sp1/report.json" <<'PY' || fail "spot report numbers"
+import json, sys
+r = json.load(open(sys.argv[1]))
+e = r["elastic"]
+assert r["jct_s"]["max"] == 3752.0, r["jct_s"]
+assert e["interruptions"]["interruptions"] == 1 and e["interruptions"]["jobs_requeued"] == 1, e["interruptions"]
+assert e["interruptions"]["delay_job_s"] == 90.0, e["interruptions"]
+assert e["provider"]["create_failures"] == 1 and e["provider"]["backoff_s"] == 2.0, e["provider"]
+acts = [x["action"] for x in e["scale_events"]]
+assert acts[:2] == ["create", "create_failed"] and "interrupted" in acts, acts
+PY
+grep -q "spot interruptions" "$dir/sp1.txt" || fail "no interruption rows in the table"
+grep -q "Spot interruptions and provider failures" "$dir/sp1/report.html" || fail "no spot table in report.html"
+# Drawn interruptions and failures repeat for a seed.
+cat >"$dir/rand.yaml" <<'YAML'
+name: seeded
+pools:
+  - name: spot
+    gpus_per_node: 2
+    min_nodes: 0
+    max_nodes: 4
+    boot_time_s: 60
+    billing: spot
+    price_per_node_hour: 3.60
+    interruptions_per_node_hour: 2
+    provider_failure_rate: 0.3
+YAML
+for k in 1 2; do
+  "$tide" sim --synthetic 100 --seed 5 --max-duration 3600 --size-mix 1:50,2:50 \
+    --config "$dir/rand.yaml" --quiet --json >"$dir/rand$k.json" || fail "seeded spot run $k"
+done
+cmp -s "$dir/rand1.json" "$dir/rand2.json" || fail "seeded spot runs differ"
+python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['elastic']; assert e['interruptions']['interruptions'] > 0 and e['provider']['create_failures'] > 0, e['interruptions']" \
+  "$dir/rand1.json" || fail "seeded spot run drew nothing"
 
 "$tide" sim --help >"$dir/help.txt"
 for flag in --trace --format --max-jobs --synthetic --seed --arrival-rate --size-mix --min-duration \

@@ -272,6 +272,66 @@ static void test_same_trace_and_config_give_identical_report_bytes(void **state)
     trace_release(&t);
 }
 
+/*
+ * Busy vs allocated: one node of 4 GPUs; A (2 GPUs, 1 h, 50 % busy) and B
+ * (1 GPU, 2 h, 25 %) at 0. Allocated 2 + 2 = 4 GPU-h of 4 x 2 = 8
+ * provisioned (50 %); busy 1 + 0.5 = 1.5 GPU-h (18.75 %, 37.5 % of the
+ * allocated). Without a utilisation for B, or without the column, busy is
+ * unknown: null, and n/a in the table.
+ */
+static void test_busy_utilisation_from_the_trace_or_unknown(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 3; variant++) {
+        struct trace t;
+        trace_init(&t);
+        struct trace_job a = tj(0, 3600, 2), b = tj(0, 7200, 1);
+        a.has_util = b.has_util = variant < 2;
+        a.util_bp = 5000;
+        b.util_bp = 2500;
+        if (variant == 1)
+            b.has_util = false;
+        t.util_column = variant < 2;
+        assert_int_equal(trace_push(&t, &a), 0);
+        assert_int_equal(trace_push(&t, &b), 0);
+        struct sim_config cfg;
+        tiny_config(&cfg);
+        cfg.pools[0].nodes = 1;
+        cfg.pools[0].gpus_per_node = 4;
+        struct sim_result res;
+        struct tide_err err = {0};
+        assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+        json_t *r = sim_report_json(&cfg, &t, "busy", &res);
+        const json_t *u = json_object_get(r, "utilisation");
+        assert_true(get(r, "utilisation", "allocated_fraction") == 0.5);
+        if (variant == 0) {
+            assert_int_equal(res.gpu_ms_busy, 5400000);
+            assert_true(get(r, "utilisation", "busy_gpu_hours") == 1.5);
+            assert_true(get(r, "utilisation", "busy_fraction") == 0.1875);
+            assert_true(get(r, "utilisation", "busy_of_allocated") == 0.375);
+        } else {
+            assert_true(json_is_null(json_object_get(u, "busy_gpu_hours")));
+            assert_true(json_is_null(json_object_get(u, "busy_fraction")));
+            assert_true(get(r, "utilisation", "util_known_gpu_hours") ==
+                        (variant == 1 ? 2.0 : 0.0));
+            assert_non_null(strstr(json_string_value(json_object_get(u, "busy_source")),
+                                   variant == 1 ? "incomplete" : "none"));
+        }
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        sim_report_table(f, r);
+        fclose(f);
+        const char *row = strstr(text, "GPU busy");
+        assert_non_null(row);
+        assert_non_null(strstr(row, variant == 0 ? "18.8%" : "n/a"));
+        free(text);
+        json_decref(r);
+        sim_result_release(&res);
+        trace_release(&t);
+    }
+}
+
 static void test_config_from_json_names_the_bad_key(void **state)
 {
     (void)state;
@@ -303,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_a_job_no_node_can_hold_is_rejected),
         cmocka_unit_test(test_a_job_bigger_than_a_node_runs_as_a_gang),
         cmocka_unit_test(test_same_trace_and_config_give_identical_report_bytes),
+        cmocka_unit_test(test_busy_utilisation_from_the_trace_or_unknown),
         cmocka_unit_test(test_config_from_json_names_the_bad_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -109,6 +109,32 @@ static void test_tide_csv_refuses_unknown_column(void **state)
     trace_release(&t);
 }
 
+/* gpu_util: percent of the job's GPUs busy, kept in basis points; empty is
+ * unknown; over 100 or not a number drops the row. */
+static void test_tide_csv_reads_gpu_util(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    assert_int_equal(load(&t, &w, "csv", DATA "tide_util.csv"), 0);
+    assert_true(t.util_column);
+    assert_int_equal(t.njobs, 4);
+    assert_int_equal(t.rows_dropped, 2);
+    assert_true(t.jobs[0].has_util);
+    assert_int_equal(t.jobs[0].util_bp, 5000);
+    assert_int_equal(t.jobs[1].util_bp, 10000);
+    assert_int_equal(t.jobs[2].util_bp, 1250);
+    assert_false(t.jobs[3].has_util);
+    assert_int_equal(w.lines[0], 6);
+    assert_int_equal(w.lines[1], 7);
+    trace_release(&t);
+    /* A file without the column has no utilisation at all. */
+    assert_int_equal(load(&t, &w, "csv", DATA "tiny.csv"), 0);
+    assert_false(t.util_column);
+    assert_false(t.jobs[0].has_util);
+    trace_release(&t);
+}
+
 static void test_a_file_with_no_usable_rows_is_an_error(void **state)
 {
     (void)state;
@@ -264,6 +290,30 @@ static void test_alibaba_reader_accepts_a_header(void **state)
     trace_release(&t);
 }
 
+/* A task table joined with the sensor table: gpu_wrk_util is percent of
+ * one GPU per instance, so the busy share is util / (100 x GPUs per
+ * instance), at most 1. The header-less public layout has no such column. */
+static void test_alibaba_reader_reads_gpu_wrk_util(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    assert_int_equal(load(&t, &w, "alibaba", DATA "alibaba_task_util.csv"), 0);
+    assert_true(t.util_column);
+    assert_int_equal(t.njobs, 4);
+    assert_int_equal(t.rows_dropped, 1);       /* "lots" */
+    assert_int_equal(t.jobs[0].gpus, 2);       /* 2 instances of 50 %: a whole GPU each */
+    assert_int_equal(t.jobs[0].util_bp, 1606); /* 16.0625 % of each instance's GPU */
+    assert_int_equal(t.jobs[1].gpus, 2);
+    assert_int_equal(t.jobs[1].util_bp, 7500); /* 150 % of a 2-GPU instance */
+    assert_false(t.jobs[2].has_util);
+    assert_int_equal(t.jobs[3].util_bp, 10000); /* 250 % of one GPU: capped */
+    trace_release(&t);
+    assert_int_equal(load(&t, &w, "alibaba", DATA "alibaba_task_small.csv"), 0);
+    assert_false(t.util_column);
+    trace_release(&t);
+}
+
 static void test_helios_reader_keeps_ran_jobs_and_names_bad_lines(void **state)
 {
     (void)state;
@@ -322,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_itp_reader_drops_bad_numbers),
         cmocka_unit_test(test_tide_csv_reads_optional_columns_and_decimals),
         cmocka_unit_test(test_tide_csv_refuses_unknown_column),
+        cmocka_unit_test(test_tide_csv_reads_gpu_util),
         cmocka_unit_test(test_a_file_with_no_usable_rows_is_an_error),
         cmocka_unit_test(test_seconds_parse_exactly),
         cmocka_unit_test(test_synthetic_trace_is_the_same_for_a_seed),
@@ -330,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_real_itp_traces_read),
         cmocka_unit_test(test_alibaba_reader_reads_headerless_task_table),
         cmocka_unit_test(test_alibaba_reader_accepts_a_header),
+        cmocka_unit_test(test_alibaba_reader_reads_gpu_wrk_util),
         cmocka_unit_test(test_helios_reader_keeps_ran_jobs_and_names_bad_lines),
         cmocka_unit_test(test_helios_reader_needs_its_header),
     };
