@@ -49,7 +49,8 @@ int sim_budget_init(struct sim_state *st, const struct pool *pools, int npools)
     for (int i = 0; i < b->set.count; i++) {
         struct budget *x = &b->set.items[i];
         memset(x->period, 0, sizeof x->period);
-        memset(x->spent_num, 0, sizeof x->spent_num);
+        memset(x->spent_micros, 0, sizeof x->spent_micros);
+        memset(x->spent_rem, 0, sizeof x->spent_rem);
         memset(x->alerted_pct, 0, sizeof x->alerted_pct);
     }
     b->pools = pools;
@@ -283,9 +284,11 @@ int sim_budget_schedule(struct sim_state *st, int64_t t)
             if (need == INT64_MAX)
                 continue;
             __int128 target = (__int128)need * HOUR_MS;
-            if (target <= x->spent_num[p])
+            /* Spend in micro-units x ms/hour, as budget_tick meters it. */
+            __int128 spent = (__int128)x->spent_micros[p] * HOUR_MS + x->spent_rem[p];
+            if (target <= spent)
                 continue;
-            int64_t when = last + div_up(target - x->spent_num[p], b->rate[k]);
+            int64_t when = last + div_up(target - spent, b->rate[k]);
             if (when <= t)
                 when = t + 1; /* cannot happen: a tick at t would have seen it */
             if (when < next)
