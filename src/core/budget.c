@@ -91,8 +91,9 @@ static void roll(struct budget *b, int64_t now_ms)
 int budget_tick(struct budget_set *bs, const struct cluster *c, const struct pool *pools,
                 int npools, int64_t now_ms, struct budget_alert *alerts, int max_alerts)
 {
-    if (bs->last_ms == 0 || now_ms <= bs->last_ms) {
-        if (bs->last_ms == 0) {
+    if (!bs->started || now_ms <= bs->last_ms) {
+        if (!bs->started) {
+            bs->started = true;
             bs->last_ms = now_ms;
             for (int i = 0; i < bs->count; i++)
                 roll(&bs->items[i], now_ms);
@@ -103,17 +104,25 @@ int budget_tick(struct budget_set *bs, const struct cluster *c, const struct poo
     bs->last_ms = now_ms;
     for (int i = 0; i < bs->count; i++)
         roll(&bs->items[i], now_ms);
+    int64_t last_job = 0;
+    struct budget *b = NULL;
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct node *n = &c->nodes[i];
-        int p = n->pool[0] ? pool_find(pools, npools, n->pool) : -1;
-        if (p < 0 || n->state == NODE_RELEASED || n->state == NODE_FAILED)
+        if (n->state == NODE_RELEASED || n->state == NODE_FAILED || !n->pool[0])
+            continue;
+        int p = pool_find(pools, npools, n->pool);
+        if (p < 0)
             continue;
         int64_t price = pool_price_per_gpu_hour_micros(&pools[p]);
         for (int g = 0; g < n->ngpus; g++) {
             if (!n->gpus[g].job_id)
                 continue;
-            const struct job *job = cluster_find_job((struct cluster *)c, n->gpus[g].job_id);
-            struct budget *b = job ? (struct budget *)budget_find(bs, job->project) : NULL;
+            /* A job's GPUs are found one after another: look its budget up once. */
+            if (n->gpus[g].job_id != last_job) {
+                last_job = n->gpus[g].job_id;
+                const struct job *job = cluster_find_job((struct cluster *)c, last_job);
+                b = job ? (struct budget *)budget_find(bs, job->project) : NULL;
+            }
             for (int k = 0; b && k < BUDGET_PERIODS; k++) {
                 /* Whole micro-units carried out of the remainder: no int64
                  * overflow on a month of a large cluster, no rounding. */

@@ -43,7 +43,8 @@ struct budget {
 struct budget_set {
     struct budget items[TIDE_MAX_BUDGETS];
     int count;
-    int64_t last_ms; /* 0 before the first tick */
+    int64_t last_ms; /* the last tick's time */
+    bool started;    /* false before the first tick (virtual clocks start at 0) */
 };
 
 /* One threshold crossed by a tick. */

@@ -108,12 +108,6 @@ static void call_release_nodes(struct pool_loop *pl, const struct pool_call *c)
     }
 }
 
-static int64_t backoff_ms(int failures)
-{
-    int64_t s = 1LL << (failures < 6 ? failures : 6);
-    return (s < POOL_BACKOFF_MAX_S ? s : POOL_BACKOFF_MAX_S) * 1000;
-}
-
 static void on_loaded_node(int64_t node_id, const char *provider_id, void *ctx)
 {
     struct pool_loop *pl = ctx;
@@ -432,7 +426,7 @@ static void tick_results(struct pool_loop *pl, int64_t now)
         } else if (c->kind == CALL_CREATE) {
             int fails = ++pl->create_failures[c->pool];
             pl->provider_failures[c->pool]++;
-            int64_t wait = backoff_ms(fails);
+            int64_t wait = pool_backoff_ms(fails);
             pl->as.state[c->pool].create_not_before_ms = now + wait;
             snprintf(msg, sizeof msg, "pool %s: create %d node%s failed (%d in a row), retrying in %llds: %s",
                      pool->name, c->count, c->count == 1 ? "" : "s", fails,
@@ -465,7 +459,7 @@ static void tick_results(struct pool_loop *pl, int64_t now)
             }
             r->destroy_failures++;
             pl->provider_failures[c->pool]++;
-            int64_t wait = backoff_ms(r->destroy_failures);
+            int64_t wait = pool_backoff_ms(r->destroy_failures);
             r->destroy_not_before_ms = now + wait;
             snprintf(msg, sizeof msg, "pool %s: delete %s failed (%d in a row), retrying in %llds: %s",
                      pool->name, r->name, r->destroy_failures, (long long)(wait / 1000), c->error);

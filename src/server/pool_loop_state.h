@@ -19,7 +19,6 @@
 
 #define POOL_TICK_MS 1000
 #define POOL_MAX_BATCH 64
-#define POOL_BACKOFF_MAX_S 60
 #define POOL_LIST_MAX 256
 #define POOL_LIST_EVERY_MS 15000 /* spot pools: how often the provider is asked */
 #define POOL_MAX_IN_FLIGHT 8     /* blocking provider calls running at once, all pools */

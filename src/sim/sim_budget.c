@@ -17,10 +17,6 @@
  *
  * The clock: virtual time 0 (the first submit) is 1970-01-01 00:00 UTC and
  * budget periods are the UTC days and calendar months of virtual time.
- * budget_tick takes a clock of 0 as "not started", so it is handed virtual
- * time + 28 years: 1998 has the calendar of 1970 and the years after it
- * repeat 1970's until 2099 (no century year without a leap day in
- * between), so its days and months are exactly those of virtual time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +25,6 @@
 
 #define DAY_MS 86400000LL
 #define HOUR_MS 3600000LL
-/* 1970-01-01 to 1998-01-01: 28 years, 7 of them leap years. */
-#define BUDGET_CLOCK_OFFSET_MS ((28LL * 365 + 7) * DAY_MS)
 
 int sim_budget_init(struct sim_state *st, const struct pool *pools, int npools)
 {
@@ -46,6 +40,7 @@ int sim_budget_init(struct sim_state *st, const struct pool *pools, int npools)
     st->bud = b;
     b->set = cfg->budgets;
     b->set.last_ms = 0;
+    b->set.started = false;
     for (int i = 0; i < b->set.count; i++) {
         struct budget *x = &b->set.items[i];
         memset(x->period, 0, sizeof x->period);
@@ -70,7 +65,7 @@ int sim_budget_init(struct sim_state *st, const struct pool *pools, int npools)
         b->of_project[p] = x ? (int32_t)(x - b->set.items) : -1;
     }
     /* Start the clock (the first call only does that). */
-    budget_tick(&b->set, &st->c, pools, npools, BUDGET_CLOCK_OFFSET_MS, NULL, 0);
+    budget_tick(&b->set, &st->c, pools, npools, 0, NULL, 0);
     return 0;
 }
 
@@ -211,10 +206,10 @@ void sim_budget_tick(struct sim_state *st, int64_t t, bool *unheld)
 {
     struct sim_budget_state *b = st->bud;
     struct sim_budgets *out = st->res->budgets;
-    if (b->set.last_ms >= t + BUDGET_CLOCK_OFFSET_MS)
+    if (b->set.last_ms >= t)
         return; /* metered to t already */
     struct budget_alert alerts[TIDE_MAX_BUDGETS * BUDGET_PERIODS];
-    int n = budget_tick(&b->set, &st->c, b->pools, b->npools, t + BUDGET_CLOCK_OFFSET_MS, alerts,
+    int n = budget_tick(&b->set, &st->c, b->pools, b->npools, t, alerts,
                         TIDE_MAX_BUDGETS * BUDGET_PERIODS);
     for (int a = 0; a < n; a++) {
         out->alerts_total++;
@@ -256,7 +251,7 @@ int sim_budget_schedule(struct sim_state *st, int64_t t)
     if (st->finished >= st->trace->njobs)
         return 0;
     /* Spend as of the last tick, which may be before t. */
-    int64_t last = b->set.last_ms - BUDGET_CLOCK_OFFSET_MS;
+    int64_t last = b->set.last_ms;
     int64_t next = INT64_MAX;
     bool watch_midnight = false;
     for (int k = 0; k < b->set.count; k++) {
