@@ -471,12 +471,6 @@ static void as_seen_now(const struct sim_state *st, struct job *out, const struc
     out->attained_gpu_ms = r->attained_gpu_ms + (t - st->run[i].run_start_ms) * r->gpus;
 }
 
-static int by_policy(const void *a, const void *b, void *ops)
-{
-    const struct order_ops *order = ops;
-    return order->compare(*(const struct job *const *)a, *(const struct job *const *)b);
-}
-
 struct victim {
     struct job *job;
     struct job seen; /* as_seen_now, real submit time */
@@ -519,6 +513,8 @@ static void requeue(struct sim_state *st, struct job *job, int64_t t)
     st->res->jobs[i].preemptions++;
 }
 
+#define PREEMPT_LOOKS 4
+
 /* Finds one waiting job that outranks running jobs holding enough GPUs on
  * one node, and requeues the fewest of them (last in policy order first).
  * Returns 1 when it preempted, 0 when nothing to do, or TIDE_ENOMEM. */
@@ -542,10 +538,25 @@ static int preempt_once(struct sim_state *st, int64_t t, struct victim *vic)
     }
     if (np == 0)
         return 0;
-    qsort_r(st->pend, np, sizeof *st->pend, by_policy, (void *)order);
+    /* Only the first PREEMPT_LOOKS in policy order are looked at: pick
+     * them in one pass instead of sorting every waiting job (the order is
+     * total, so they are the ones a sort would put first). */
+    size_t top = 0;
+    for (size_t j = 0; j < np; j++) {
+        struct job *job = st->pend[j];
+        if (top == PREEMPT_LOOKS && order->compare(job, st->pend[top - 1]) >= 0)
+            continue;
+        size_t at = top < PREEMPT_LOOKS ? top++ : top - 1;
+        while (at > 0 && order->compare(job, st->pend[at - 1]) < 0) {
+            st->pend[at] = st->pend[at - 1];
+            at--;
+        }
+        st->pend[at] = job;
+    }
+    np = top;
     struct job earliest;
     memset(&earliest, 0, sizeof earliest);
-    for (size_t k = 0; k < np && k < 4; k++) {
+    for (size_t k = 0; k < np; k++) {
         struct job *w = st->pend[k];
         int64_t best_node = -1;
         int best_cost = INT_MAX;
