@@ -256,6 +256,16 @@ class Cluster:
         return p
 
 
+def install_exec_provider(tmp):
+    """Copies tests/e2e/exec_provider.sh into tmp (its files steer it, see the
+    script) and returns its path; the agents it starts run TIDE."""
+    prog = os.path.join(tmp, "provider.sh")
+    shutil.copy(os.path.join(os.path.dirname(__file__), "exec_provider.sh"), prog)
+    os.chmod(prog, 0o755)
+    os.environ["TIDE_BIN"] = TIDE
+    return prog
+
+
 def processes_with_env(key, value):
     """PIDs of live processes whose environment has key=value."""
     needle = f"{key}={value}".encode()

@@ -9,46 +9,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import TIDE, Cluster, processes_with_env, run_tests, wait_until  # noqa: E402
+from harness import Cluster, install_exec_provider, processes_with_env, run_tests, wait_until  # noqa: E402
 
-# A test exec provider: nodes are local `tide agent` processes. A create for
-# the pool `slow` waits until the test writes the file `go` (at most 120 s),
-# so the test decides how long that call is in flight.
-GATED_PROVIDER = r"""#!/bin/sh
-dir=$(dirname "$0")
-case "$1" in
-create)
-  echo "$2 $TIDE_NODE_NAMES" >> "$dir/creating"
-  if [ "$2" = slow ]; then
-    echo $$ > "$dir/slow-create.pid"
-    i=0
-    while [ ! -f "$dir/go" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
-  fi
-  out=""
-  for name in $TIDE_NODE_NAMES; do
-    mkdir -p "$dir/$name"
-    setsid "$TIDE_BIN" agent --server "$TIDE_SERVER" --token "$TIDE_JOIN_TOKEN" --name "$name" \
-      --work "$dir/$name" --fake-gpus "$TIDE_FAKE_GPUS" --pool "$TIDE_POOL" \
-      >"$dir/$name.log" 2>&1 </dev/null &
-    echo $! > "$dir/$name.pid"
-    out="$out${out:+,}{\"id\":\"vm-$name\",\"name\":\"$name\",\"state\":\"creating\"}"
-  done
-  echo "$2 $TIDE_NODE_NAMES" >> "$dir/created"
-  echo "{\"nodes\":[$out]}"
-  ;;
-delete)
-  name=${2#vm-}
-  echo "$2" >> "$dir/deleted"
-  [ -f "$dir/$name.pid" ] && kill "$(cat "$dir/$name.pid")" 2>/dev/null
-  echo '{"nodes":[]}'
-  ;;
-list)
-  echo "$2" >> "$dir/listed"
-  if [ -f "$dir/list-$2" ]; then cat "$dir/list-$2"; else echo '{"nodes":[]}'; fi
-  ;;
-*) exit 2 ;;
-esac
-"""
 
 
 def exec_pool(name, gpu, prog):
@@ -79,11 +41,7 @@ def with_gated_provider(test):
     """Runs test(tmp, prog) with the provider script in a temp dir; kills the
     agents it started afterwards."""
     tmp = tempfile.mkdtemp(prefix="tide-exec-")
-    prog = os.path.join(tmp, "provider.sh")
-    with open(prog, "w") as f:
-        f.write(GATED_PROVIDER)
-    os.chmod(prog, 0o755)
-    os.environ["TIDE_BIN"] = TIDE
+    prog = install_exec_provider(tmp)  # a create for pool `slow` waits for the file `go`
     try:
         test(tmp, prog)
     finally:

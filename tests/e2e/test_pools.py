@@ -10,7 +10,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import TIDE, Cluster, run_tests, wait_until  # noqa: E402
+from harness import TIDE, Cluster, install_exec_provider, run_tests, wait_until  # noqa: E402
 
 PRICE = "3.60"  # per node-hour: 1000 micro-units a second
 
@@ -68,51 +68,13 @@ def test_local_pool_scales_from_zero_and_back_with_metered_cost():
         assert "elastic" in out, out
 
 
-EXEC_PROVIDER = r"""#!/bin/sh
-# A test exec provider: nodes are local `tide agent` processes.
-dir=$(dirname "$0")
-case "$1" in
-create)
-  if [ -f "$dir/fail" ] && [ "$(cat "$dir/fail")" -gt 0 ]; then
-    echo $(( $(cat "$dir/fail") - 1 )) > "$dir/fail"
-    echo "quota exceeded" >&2
-    exit 1
-  fi
-  out=""
-  for name in $TIDE_NODE_NAMES; do
-    mkdir -p "$dir/$name"
-    setsid "$TIDE_BIN" agent --server "$TIDE_SERVER" --token "$TIDE_JOIN_TOKEN" --name "$name" \
-      --work "$dir/$name" --fake-gpus "$TIDE_FAKE_GPUS" --pool "$TIDE_POOL" \
-      >"$dir/$name.log" 2>&1 </dev/null &
-    echo $! > "$dir/$name.pid"
-    out="$out${out:+,}{\"id\":\"vm-$name\",\"name\":\"$name\",\"state\":\"creating\"}"
-  done
-  echo "{\"nodes\":[$out]}"
-  ;;
-delete)
-  name=${2#vm-}
-  echo "$2" >> "$dir/deleted"
-  [ -f "$dir/$name.pid" ] && kill "$(cat "$dir/$name.pid")" 2>/dev/null
-  echo '{"nodes":[]}'
-  ;;
-list)
-  echo "$2" >> "$dir/listed"
-  if [ -f "$dir/list" ]; then cat "$dir/list"; else echo '{"nodes":[]}'; fi
-  ;;
-*) exit 2 ;;
-esac
-"""
 
 
 def test_exec_provider_is_retried_with_backoff_and_deletes_released_nodes():
     tmp = tempfile.mkdtemp(prefix="tide-exec-")
-    prog = os.path.join(tmp, "provider.sh")
-    with open(prog, "w") as f:
-        f.write(EXEC_PROVIDER)
-    os.chmod(prog, 0o755)
+    prog = install_exec_provider(tmp)
     with open(os.path.join(tmp, "fail"), "w") as f:
         f.write("2\n")
-    os.environ["TIDE_BIN"] = TIDE
     try:
         with Cluster(agents=0, config=pool_config("exec", prog)) as c:
             j = c.submit(gpus=2, command=["sh", "-c", "echo on-exec-node"])
@@ -154,18 +116,9 @@ def test_bad_pool_config_is_refused_with_line_and_key():
         c.close()
 
 
-def make_exec_provider(tmp):
-    prog = os.path.join(tmp, "provider.sh")
-    with open(prog, "w") as f:
-        f.write(EXEC_PROVIDER)
-    os.chmod(prog, 0o755)
-    os.environ["TIDE_BIN"] = TIDE
-    return prog
-
-
 def test_exec_provider_is_listed_at_start_and_orphans_are_deleted():
     tmp = tempfile.mkdtemp(prefix="tide-exec-")
-    prog = make_exec_provider(tmp)
+    prog = install_exec_provider(tmp)
     with open(os.path.join(tmp, "list"), "w") as f:
         f.write('{"nodes":[{"id":"vm-ghost","name":"ghost-1","state":"running"}]}\n')
     try:

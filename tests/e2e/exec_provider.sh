@@ -1,0 +1,48 @@
+#!/bin/sh
+# The e2e tests' exec provider (docs/providers.md): nodes are local
+# `tide agent` processes. Files in the script's folder steer it:
+#   fail       N: the next N creates fail ("quota exceeded")
+#   go         a create for the pool `slow` waits for it (at most 120 s),
+#              so a test decides how long that call is in flight
+#   list-POOL  what `list POOL` prints (else `list`, else no nodes)
+# and it logs: creating / created (pool and node names), deleted, listed.
+dir=$(dirname "$0")
+case "$1" in
+create)
+  echo "$2 $TIDE_NODE_NAMES" >> "$dir/creating"
+  if [ -f "$dir/fail" ] && [ "$(cat "$dir/fail")" -gt 0 ]; then
+    echo $(( $(cat "$dir/fail") - 1 )) > "$dir/fail"
+    echo "quota exceeded" >&2
+    exit 1
+  fi
+  if [ "$2" = slow ]; then
+    echo $$ > "$dir/slow-create.pid"
+    i=0
+    while [ ! -f "$dir/go" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+  fi
+  out=""
+  for name in $TIDE_NODE_NAMES; do
+    mkdir -p "$dir/$name"
+    setsid "$TIDE_BIN" agent --server "$TIDE_SERVER" --token "$TIDE_JOIN_TOKEN" --name "$name" \
+      --work "$dir/$name" --fake-gpus "$TIDE_FAKE_GPUS" --pool "$TIDE_POOL" \
+      >"$dir/$name.log" 2>&1 </dev/null &
+    echo $! > "$dir/$name.pid"
+    out="$out${out:+,}{\"id\":\"vm-$name\",\"name\":\"$name\",\"state\":\"creating\"}"
+  done
+  echo "$2 $TIDE_NODE_NAMES" >> "$dir/created"
+  echo "{\"nodes\":[$out]}"
+  ;;
+delete)
+  name=${2#vm-}
+  echo "$2" >> "$dir/deleted"
+  [ -f "$dir/$name.pid" ] && kill "$(cat "$dir/$name.pid")" 2>/dev/null
+  echo '{"nodes":[]}'
+  ;;
+list)
+  echo "$2" >> "$dir/listed"
+  if [ -f "$dir/list-$2" ]; then cat "$dir/list-$2"
+  elif [ -f "$dir/list" ]; then cat "$dir/list"
+  else echo '{"nodes":[]}'; fi
+  ;;
+*) exit 2 ;;
+esac
