@@ -11,41 +11,10 @@
 
 #include <cmocka.h>
 
+#include "sim_fixture.h"
+
 #include "sim/sim.h"
 #include "sim/trace.h"
-
-static struct trace_job tj(int64_t submit_s, int64_t duration_s, int gpus, const char *project)
-{
-    struct trace_job j = {
-        .submit_ms = submit_s * 1000, .duration_ms = duration_s * 1000, .gpus = gpus};
-    snprintf(j.project, sizeof j.project, "%s", project);
-    snprintf(j.queue, sizeof j.queue, "default");
-    return j;
-}
-
-static void config_from(struct sim_config *cfg, const char *text)
-{
-    struct tide_err err = {0};
-    sim_config_defaults(cfg);
-    json_error_t jerr;
-    json_t *root = json_loads(text, 0, &jerr);
-    assert_non_null(root);
-    int rc = sim_config_from_json(cfg, root, &err);
-    if (rc)
-        fprintf(stderr, "config: %s\n", err.message);
-    assert_int_equal(rc, 0);
-    json_decref(root);
-    assert_int_equal(sim_config_validate(cfg, &err), 0);
-}
-
-static const json_t *at(const json_t *root, const char *a, const char *b)
-{
-    const json_t *v = json_object_get(root, a);
-    if (b)
-        v = json_object_get(v, b);
-    assert_non_null(v);
-    return v;
-}
 
 /*
  * One node of 2 GPUs at 1.00 per GPU-hour; project a has a daily budget of
@@ -63,11 +32,11 @@ static void test_alerts_at_hand_computed_times_and_a_hard_cap_holds(void **state
     (void)state;
     struct trace t;
     trace_init(&t);
-    struct trace_job jobs[] = {tj(0, 7200, 2, "a"), tj(5400, 3600, 1, "a"), tj(5400, 3600, 1, "b")};
+    struct trace_job jobs[] = {sim_fx_job(0, 7200, 2, "a"), sim_fx_job(5400, 3600, 1, "a"), sim_fx_job(5400, 3600, 1, "b")};
     for (int i = 0; i < 3; i++)
         assert_int_equal(trace_push(&t, &jobs[i]), 0);
     struct sim_config cfg;
-    config_from(&cfg, "{\"name\": \"budget\", \"pools\": [{\"name\": \"small\", \"nodes\": 1,"
+    sim_fx_config(&cfg, "{\"name\": \"budget\", \"pools\": [{\"name\": \"small\", \"nodes\": 1,"
                       " \"gpus_per_node\": 2, \"price_per_gpu_hour\": 1.00}],"
                       " \"projects\": [{\"name\": \"a\", \"budget_daily\": 2.00,"
                       " \"alert_pct\": [50, 100], \"hard_cap\": true}]}");
@@ -103,7 +72,7 @@ static void test_alerts_at_hand_computed_times_and_a_hard_cap_holds(void **state
     assert_int_equal(b->spent_micros[0][BUDGET_MONTHLY], 5000000); /* January: 4.00 + 1.00 */
 
     json_t *r = sim_report_json(&cfg, &t, "budget", &res);
-    const json_t *alerts = at(r, "budgets", "alerts");
+    const json_t *alerts = sim_fx_at(r, "budgets", "alerts");
     assert_int_equal(json_array_size(alerts), 3);
     const json_t *a1 = json_array_get(alerts, 1);
     assert_true(json_real_value(json_object_get(a1, "t_s")) == 3600.0);
@@ -111,7 +80,7 @@ static void test_alerts_at_hand_computed_times_and_a_hard_cap_holds(void **state
     assert_string_equal(json_string_value(json_object_get(a1, "period")), "daily");
     assert_int_equal(json_integer_value(json_object_get(a1, "pct")), 100);
     assert_true(json_is_true(json_object_get(a1, "hard_cap_reached")));
-    assert_true(json_real_value(at(r, "budgets", "held_job_s")) == 81000.0);
+    assert_true(json_real_value(sim_fx_at(r, "budgets", "held_job_s")) == 81000.0);
     /* The table lists each alert and the held job-seconds. */
     char *text = NULL;
     size_t len = 0;
@@ -137,11 +106,11 @@ static void test_a_soft_monthly_budget_only_alerts(void **state)
     (void)state;
     struct trace t;
     trace_init(&t);
-    struct trace_job jobs[] = {tj(0, 7200, 2, "a"), tj(5400, 3600, 2, "a")};
+    struct trace_job jobs[] = {sim_fx_job(0, 7200, 2, "a"), sim_fx_job(5400, 3600, 2, "a")};
     for (int i = 0; i < 2; i++)
         assert_int_equal(trace_push(&t, &jobs[i]), 0);
     struct sim_config cfg;
-    config_from(&cfg, "{\"pools\": [{\"name\": \"p\", \"nodes\": 2, \"gpus_per_node\": 2,"
+    sim_fx_config(&cfg, "{\"pools\": [{\"name\": \"p\", \"nodes\": 2, \"gpus_per_node\": 2,"
                       " \"price_per_gpu_hour\": 1.00}],"
                       " \"projects\": [{\"name\": \"a\", \"budget_monthly\": 3.00}]}");
     struct sim_result res;
@@ -174,11 +143,11 @@ static void test_a_held_project_gets_no_nodes(void **state)
     (void)state;
     struct trace t;
     trace_init(&t);
-    struct trace_job jobs[] = {tj(0, 3600, 2, "a"), tj(1200, 3600, 2, "a")};
+    struct trace_job jobs[] = {sim_fx_job(0, 3600, 2, "a"), sim_fx_job(1200, 3600, 2, "a")};
     for (int i = 0; i < 2; i++)
         assert_int_equal(trace_push(&t, &jobs[i]), 0);
     struct sim_config cfg;
-    config_from(&cfg, "{\"pools\": [{\"name\": \"burst\", \"gpus_per_node\": 2,"
+    sim_fx_config(&cfg, "{\"pools\": [{\"name\": \"burst\", \"gpus_per_node\": 2,"
                       " \"gpu_model\": \"V100\", \"gpu_memory\": 16384, \"min_nodes\": 0,"
                       " \"max_nodes\": 2, \"boot_time_s\": 60, \"price_per_node_hour\": 3.60,"
                       " \"scale_down_window_s\": 300, \"cooldown_s\": 0}],"
@@ -215,11 +184,11 @@ static void test_budget_runs_are_deterministic(void **state)
     trace_init(&t);
     for (int i = 0; i < 400; i++) {
         const char *p = i % 3 == 0 ? "a" : i % 3 == 1 ? "b" : "c";
-        struct trace_job j = tj(i * 300, 600 + (i * 7919) % 20000, 1 + (i % 4), p);
+        struct trace_job j = sim_fx_job(i * 300, 600 + (i * 7919) % 20000, 1 + (i % 4), p);
         assert_int_equal(trace_push(&t, &j), 0);
     }
     struct sim_config cfg;
-    config_from(&cfg, "{\"pools\": [{\"name\": \"p\", \"nodes\": 4, \"gpus_per_node\": 4,"
+    sim_fx_config(&cfg, "{\"pools\": [{\"name\": \"p\", \"nodes\": 4, \"gpus_per_node\": 4,"
                       " \"price_per_gpu_hour\": 2.50}],"
                       " \"projects\": [{\"name\": \"a\", \"budget_daily\": 40, \"hard_cap\": true},"
                       " {\"name\": \"b\", \"budget_monthly\": 300, \"alert_pct\": [10, 20, 30]}]}");
@@ -273,7 +242,7 @@ static void test_money_from_reals(void **state)
 {
     (void)state;
     struct sim_config cfg;
-    config_from(&cfg, "{\"pools\": [{\"name\": \"p\", \"nodes\": 1, \"price_per_gpu_hour\": 2.48}],"
+    sim_fx_config(&cfg, "{\"pools\": [{\"name\": \"p\", \"nodes\": 1, \"price_per_gpu_hour\": 2.48}],"
                       " \"projects\": [{\"name\": \"a\", \"budget_daily\": 300.0,"
                       " \"budget_monthly\": 0.1}]}");
     assert_int_equal(cfg.pools[0].price_per_gpu_hour_micros, 2480000);

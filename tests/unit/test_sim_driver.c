@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "sim_fixture.h"
+
 #include "sim/sim.h"
 #include "sim/trace.h"
 
@@ -22,15 +24,6 @@ static void tiny_config(struct sim_config *cfg)
     cfg->pools[0].nodes = 3;
     cfg->pools[0].gpus_per_node = 2;
     cfg->pools[0].price_per_gpu_hour_micros = 1000000;
-}
-
-static struct trace_job tj(int64_t submit_s, int64_t duration_s, int gpus)
-{
-    struct trace_job j = {.submit_ms = submit_s * 1000, .duration_ms = duration_s * 1000,
-                          .gpus = gpus};
-    snprintf(j.project, sizeof j.project, "default");
-    snprintf(j.queue, sizeof j.queue, "default");
-    return j;
 }
 
 static double get(const json_t *root, const char *a, const char *b)
@@ -99,7 +92,7 @@ static void test_las_preempts_a_job_in_a_higher_band(void **state)
     (void)state;
     struct trace t;
     trace_init(&t);
-    struct trace_job a = tj(0, 3 * 3600, 1), b = tj(7200, 600, 1);
+    struct trace_job a = sim_fx_job(0, 3 * 3600, 1, NULL), b = sim_fx_job(7200, 600, 1, NULL);
     assert_int_equal(trace_push(&t, &a), 0);
     assert_int_equal(trace_push(&t, &b), 0);
     struct sim_config cfg;
@@ -133,7 +126,7 @@ static void test_las_does_not_preempt_within_a_band(void **state)
     (void)state;
     struct trace t;
     trace_init(&t);
-    struct trace_job a = tj(0, 1200, 1), b = tj(60, 600, 1);
+    struct trace_job a = sim_fx_job(0, 1200, 1, NULL), b = sim_fx_job(60, 600, 1, NULL);
     assert_int_equal(trace_push(&t, &a), 0);
     assert_int_equal(trace_push(&t, &b), 0);
     struct sim_config cfg;
@@ -157,7 +150,7 @@ static void test_sjf_runs_the_shortest_waiting_job_first(void **state)
     (void)state;
     struct trace t;
     trace_init(&t);
-    struct trace_job jobs[] = {tj(0, 1000, 1), tj(10, 5000, 1), tj(20, 100, 1)};
+    struct trace_job jobs[] = {sim_fx_job(0, 1000, 1, NULL), sim_fx_job(10, 5000, 1, NULL), sim_fx_job(20, 100, 1, NULL)};
     for (int i = 0; i < 3; i++)
         assert_int_equal(trace_push(&t, &jobs[i]), 0);
     struct sim_config cfg;
@@ -185,7 +178,7 @@ static void test_a_job_no_node_can_hold_is_rejected(void **state)
     (void)state;
     struct trace t;
     trace_init(&t);
-    struct trace_job big = tj(0, 60, 16), small = tj(0, 60, 1);
+    struct trace_job big = sim_fx_job(0, 60, 16, NULL), small = sim_fx_job(0, 60, 1, NULL);
     big.line = 7;
     assert_int_equal(trace_push(&t, &big), 0);
     assert_int_equal(trace_push(&t, &small), 0);
@@ -209,7 +202,7 @@ static void test_a_job_bigger_than_a_node_runs_as_a_gang(void **state)
     (void)state;
     struct trace t;
     trace_init(&t);
-    struct trace_job gang = tj(0, 60, 4), small = tj(0, 30, 2), odd = tj(0, 60, 5), after = tj(1, 60, 6);
+    struct trace_job gang = sim_fx_job(0, 60, 4, NULL), small = sim_fx_job(0, 30, 2, NULL), odd = sim_fx_job(0, 60, 5, NULL), after = sim_fx_job(1, 60, 6, NULL);
     assert_int_equal(trace_push(&t, &gang), 0);
     assert_int_equal(trace_push(&t, &small), 0);
     assert_int_equal(trace_push(&t, &odd), 0);
@@ -285,7 +278,7 @@ static void test_busy_utilisation_from_the_trace_or_unknown(void **state)
     for (int variant = 0; variant < 3; variant++) {
         struct trace t;
         trace_init(&t);
-        struct trace_job a = tj(0, 3600, 2), b = tj(0, 7200, 1);
+        struct trace_job a = sim_fx_job(0, 3600, 2, NULL), b = sim_fx_job(0, 7200, 1, NULL);
         a.has_util = b.has_util = variant < 2;
         a.util_bp = 5000;
         b.util_bp = 2500;

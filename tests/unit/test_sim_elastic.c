@@ -9,45 +9,21 @@
 
 #include <cmocka.h>
 
+#include "sim_fixture.h"
+
 #include "sim/sim.h"
 #include "sim/trace.h"
-
-static struct trace_job tj(int64_t submit_s, int64_t duration_s, int gpus, const char *project)
-{
-    struct trace_job j = {.submit_ms = submit_s * 1000, .duration_ms = duration_s * 1000,
-                          .gpus = gpus};
-    snprintf(j.project, sizeof j.project, "%s", project);
-    snprintf(j.queue, sizeof j.queue, "default");
-    return j;
-}
 
 /* One elastic pool of 2-GPU nodes, 0 to 2 of them, 60 s to boot, 3.60 per
  * node-hour (1,000 millionths a second), released after 300 s idle. */
 static void burst_config(struct sim_config *cfg)
 {
-    struct tide_err err = {0};
-    sim_config_defaults(cfg);
-    json_error_t jerr;
-    json_t *root = json_loads(
+    sim_fx_config(cfg,
         "{\"name\": \"burst\", \"pools\": [{\"name\": \"burst\", \"gpus_per_node\": 2,"
         " \"gpu_model\": \"V100\", \"gpu_memory\": 16384, \"min_nodes\": 0, \"max_nodes\": 2,"
         " \"boot_time_s\": 60, \"price_per_node_hour\": 3.60, \"billing\": \"on_demand\","
-        " \"scale_down_window_s\": 300, \"cooldown_s\": 0}]}",
-        0, &jerr);
-    assert_non_null(root);
-    assert_int_equal(sim_config_from_json(cfg, root, &err), 0);
-    json_decref(root);
-    assert_int_equal(sim_config_validate(cfg, &err), 0);
+        " \"scale_down_window_s\": 300, \"cooldown_s\": 0}]}");
     assert_true(sim_config_elastic(cfg));
-}
-
-static const json_t *at(const json_t *root, const char *a, const char *b)
-{
-    const json_t *v = json_object_get(root, a);
-    if (b)
-        v = json_object_get(v, b);
-    assert_non_null(v);
-    return v;
 }
 
 /*
@@ -65,7 +41,7 @@ static void test_elastic_burst_matches_hand_computed_nodes_and_cost(void **state
     (void)state;
     struct trace t;
     trace_init(&t);
-    struct trace_job a = tj(0, 3600, 2, "a"), b = tj(0, 1800, 2, "b");
+    struct trace_job a = sim_fx_job(0, 3600, 2, "a"), b = sim_fx_job(0, 1800, 2, "b");
     assert_int_equal(trace_push(&t, &a), 0);
     assert_int_equal(trace_push(&t, &b), 0);
     struct sim_config cfg;
@@ -99,22 +75,22 @@ static void test_elastic_burst_matches_hand_computed_nodes_and_cost(void **state
     assert_int_equal(res.elastic->events[4].t_ms, 2160000);
 
     json_t *r = sim_report_json(&cfg, &t, "burst", &res);
-    const json_t *cost = at(r, "cost", NULL);
-    assert_int_equal(json_integer_value(at(cost, "total_micros", NULL)), 5820000);
-    assert_int_equal(json_integer_value(at(cost, "idle_micros", NULL)), 420000);
-    assert_int_equal(json_integer_value(at(cost, "allocated_micros", NULL)), 5400000);
-    assert_int_equal(json_integer_value(at(cost, "by_kind", "on_demand")), 5820000);
-    assert_int_equal(json_integer_value(at(cost, "by_kind", "reserved")), 0);
-    const json_t *pr = at(cost, "by_project", NULL);
+    const json_t *cost = sim_fx_at(r, "cost", NULL);
+    assert_int_equal(json_integer_value(sim_fx_at(cost, "total_micros", NULL)), 5820000);
+    assert_int_equal(json_integer_value(sim_fx_at(cost, "idle_micros", NULL)), 420000);
+    assert_int_equal(json_integer_value(sim_fx_at(cost, "allocated_micros", NULL)), 5400000);
+    assert_int_equal(json_integer_value(sim_fx_at(cost, "by_kind", "on_demand")), 5820000);
+    assert_int_equal(json_integer_value(sim_fx_at(cost, "by_kind", "reserved")), 0);
+    const json_t *pr = sim_fx_at(cost, "by_project", NULL);
     assert_int_equal(json_array_size(pr), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(pr, 0), "project")), "a");
     assert_int_equal(json_integer_value(json_object_get(json_array_get(pr, 0), "cost_micros")), 3600000);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(pr, 1), "cost_micros")), 1800000);
-    const json_t *pool = json_array_get(at(cost, "by_pool", NULL), 0);
+    const json_t *pool = json_array_get(sim_fx_at(cost, "by_pool", NULL), 0);
     assert_true(json_real_value(json_object_get(pool, "node_hours")) == 5820.0 / 3600.0);
-    assert_int_equal(json_integer_value(at(r, "elastic", "scale_events_total")), 5);
-    assert_true(json_real_value(at(r, "utilisation", "allocated_fraction")) == 10800.0 / 11640.0);
-    assert_int_equal(json_integer_value(at(r, "gpus_provisioned", NULL)), 4);
+    assert_int_equal(json_integer_value(sim_fx_at(r, "elastic", "scale_events_total")), 5);
+    assert_true(json_real_value(sim_fx_at(r, "utilisation", "allocated_fraction")) == 10800.0 / 11640.0);
+    assert_int_equal(json_integer_value(sim_fx_at(r, "gpus_provisioned", NULL)), 4);
     json_decref(r);
     sim_result_release(&res);
     trace_release(&t);
@@ -130,7 +106,7 @@ static void test_reserved_and_on_demand_by_kind(void **state)
     (void)state;
     struct trace t;
     trace_init(&t);
-    struct trace_job x = tj(0, 7200, 1, "x"), y = tj(0, 3600, 1, "y");
+    struct trace_job x = sim_fx_job(0, 7200, 1, "x"), y = sim_fx_job(0, 3600, 1, "y");
     assert_int_equal(trace_push(&t, &x), 0);
     assert_int_equal(trace_push(&t, &y), 0);
     struct sim_config cfg;
@@ -154,9 +130,9 @@ static void test_reserved_and_on_demand_by_kind(void **state)
     assert_int_equal(res.elastic->stats[1].created, 1);
     assert_int_equal(res.elastic->stats[1].released, 1);
     json_t *r = sim_report_json(&cfg, &t, "mix", &res);
-    assert_int_equal(json_integer_value(at(at(r, "cost", NULL), "by_kind", "reserved")), 2000000);
-    assert_int_equal(json_integer_value(at(at(r, "cost", NULL), "by_kind", "on_demand")), 2166666);
-    assert_int_equal(json_integer_value(at(r, "cost", "total_micros")), 4166666);
+    assert_int_equal(json_integer_value(sim_fx_at(sim_fx_at(r, "cost", NULL), "by_kind", "reserved")), 2000000);
+    assert_int_equal(json_integer_value(sim_fx_at(sim_fx_at(r, "cost", NULL), "by_kind", "on_demand")), 2166666);
+    assert_int_equal(json_integer_value(sim_fx_at(r, "cost", "total_micros")), 4166666);
     json_decref(r);
     sim_result_release(&res);
     trace_release(&t);
@@ -169,7 +145,7 @@ static void test_elastic_run_is_deterministic(void **state)
     struct trace t;
     trace_init(&t);
     for (int i = 0; i < 200; i++) {
-        struct trace_job j = tj(i * 25, 300 + (i * 7919) % 4000, 1 + (i % 2), i % 3 ? "p" : "q");
+        struct trace_job j = sim_fx_job(i * 25, 300 + (i * 7919) % 4000, 1 + (i % 2), i % 3 ? "p" : "q");
         assert_int_equal(trace_push(&t, &j), 0);
     }
     struct sim_config cfg;

@@ -12,17 +12,10 @@
 
 #include <cmocka.h>
 
+#include "sim_fixture.h"
+
 #include "sim/sim.h"
 #include "sim/trace.h"
-
-static struct trace_job tj(int64_t submit_s, int64_t duration_s, int gpus)
-{
-    struct trace_job j = {
-        .submit_ms = submit_s * 1000, .duration_ms = duration_s * 1000, .gpus = gpus};
-    snprintf(j.project, sizeof j.project, "default");
-    snprintf(j.queue, sizeof j.queue, "default");
-    return j;
-}
 
 /* One elastic pool of 2-GPU nodes, 0 to 2 of them, 60 s to boot, released
  * after 300 s idle, with extra keys spliced in. */
@@ -35,23 +28,13 @@ static void pool_config(struct sim_config *cfg, const char *extra)
              " \"boot_time_s\": 60, \"price_per_node_hour\": 3.60, \"scale_down_window_s\": 300,"
              " \"cooldown_s\": 0%s}]}",
              extra);
-    struct tide_err err = {0};
-    sim_config_defaults(cfg);
-    json_error_t jerr;
-    json_t *root = json_loads(text, 0, &jerr);
-    assert_non_null(root);
-    int rc = sim_config_from_json(cfg, root, &err);
-    if (rc)
-        fprintf(stderr, "config: %s\n", err.message);
-    assert_int_equal(rc, 0);
-    json_decref(root);
-    assert_int_equal(sim_config_validate(cfg, &err), 0);
+    sim_fx_config(cfg, text);
 }
 
 static void one_job(struct trace *t, int64_t duration_s)
 {
     trace_init(t);
-    struct trace_job j = tj(0, duration_s, 2);
+    struct trace_job j = sim_fx_job(0, duration_s, 2, NULL);
     assert_int_equal(trace_push(t, &j), 0);
 }
 
@@ -224,7 +207,7 @@ static void test_random_interruptions_and_failures_repeat_for_a_seed(void **stat
     struct trace t;
     trace_init(&t);
     for (int i = 0; i < 150; i++) {
-        struct trace_job j = tj(i * 60, 600 + (i * 7919) % 3600, 1 + (i % 2));
+        struct trace_job j = sim_fx_job(i * 60, 600 + (i * 7919) % 3600, 1 + (i % 2), NULL);
         assert_int_equal(trace_push(&t, &j), 0);
     }
     long i1, f1, i2, f2, i3, f3;
