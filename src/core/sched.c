@@ -41,6 +41,7 @@ void sched_init(struct scheduler *s, const struct sched_config *cfg)
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     order_keep_init(&s->kept);
+    order_keep_init(&s->kept_claimed);
 }
 
 void sched_release(struct scheduler *s)
@@ -51,6 +52,7 @@ void sched_release(struct scheduler *s)
     s->order = NULL;
     s->order_cap = 0;
     order_keep_release(&s->kept);
+    order_keep_release(&s->kept_claimed);
     preempt_pool_release(&s->preempt_pool);
     placement_index_release(s->index);
     free(s->index);
@@ -266,8 +268,10 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
         s->order[n++] = job;
     }
     order_keep_sort(&s->kept, c, s->order, n, by_order_policy, (void *)s->cfg.order);
+    /* Each sort keeps its own last order: sharing one, each would find the
+     * other's and fall back to a full sort every pass. */
     if (n > 1 && s->cfg.fairshare && fairshare_claim_in_order(s->cfg.fairshare, s->order, n))
-        order_keep_sort(&s->kept, c, s->order, n, by_order_policy, (void *)s->cfg.order);
+        order_keep_sort(&s->kept_claimed, c, s->order, n, by_order_policy, (void *)s->cfg.order);
     if (n > 1 && s->cfg.queue_round_robin)
         interleave_queues(s, n);
     return n;

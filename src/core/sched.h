@@ -55,6 +55,7 @@ struct scheduler {
     struct job **order; /* scratch: pending jobs in scheduling order */
     size_t order_cap;
     struct order_keep kept; /* the last pass's order, to sort the next one faster */
+    struct order_keep kept_claimed; /* the same after fair share's claims reorder it */
     struct preempt_pool preempt_pool; /* scratch: what a pass may preempt */
     struct gang_choice gang;          /* scratch: a multi-node placement */
     struct placement_index *index; /* nodes by free GPUs, rebuilt each pass */
