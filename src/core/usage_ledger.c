@@ -247,7 +247,7 @@ static struct priced_day *price_days(const struct usage_ledger *l, const struct 
 }
 
 int usage_ledger_report(const struct usage_ledger *l, const struct pool *pools, int npools,
-                        unsigned group, int64_t from_day, int64_t to_day,
+                        unsigned group, int64_t from_day, int64_t to_day, const char *project,
                         struct usage_report *out)
 {
     memset(out, 0, sizeof *out);
@@ -266,8 +266,9 @@ int usage_ledger_report(const struct usage_ledger *l, const struct pool *pools, 
             continue;
         int64_t used = u->gpu_ms < d->capacity_gpu_ms ? u->gpu_ms : d->capacity_gpu_ms;
         int64_t cost = (int64_t)((__int128)d->cost_micros * used / d->capacity_gpu_ms);
-        d->used_cost_micros += cost;
-        rc = add_row(out, group, d->d, u->project, u->queue, false, u->gpu_ms, cost);
+        d->used_cost_micros += cost; /* every project's, for the idle cost */
+        if (!project || !strcmp(u->project, project))
+            rc = add_row(out, group, d->d, u->project, u->queue, false, u->gpu_ms, cost);
     }
     for (size_t i = 0; !rc && i < l->ndays; i++) {
         const struct priced_day *d = &days[i];

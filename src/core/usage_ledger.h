@@ -101,10 +101,11 @@ struct usage_report {
 
 /* Builds the report of days [from_day, to_day] (inclusive) grouped by
  * `group`, rows sorted by day, pool, project, queue (idle rows last in their
- * group). The caller frees it with usage_report_release(). Returns 0 or
- * TIDE_ENOMEM. */
+ * group). With project not NULL only that project's use is in the rows
+ * (capacity, idle rows and the total stay the pools'). The caller frees it
+ * with usage_report_release(). Returns 0 or TIDE_ENOMEM. */
 int usage_ledger_report(const struct usage_ledger *l, const struct pool *pools, int npools,
-                        unsigned group, int64_t from_day, int64_t to_day,
+                        unsigned group, int64_t from_day, int64_t to_day, const char *project,
                         struct usage_report *out);
 void usage_report_release(struct usage_report *r);
 

@@ -114,13 +114,13 @@ int api_usage_get(struct server *srv, struct api_request *req, struct api_reply 
     memset(&r, 0, sizeof r);
     if (pl)
         rc = usage_ledger_report(&pl->ledger, srv->cfg.pools, srv->cfg.npools, (unsigned)group,
-                                 from_day, to_day, &r);
+                                 from_day, to_day, project, &r);
     for (size_t i = 0; !rc && i < r.nrows; i++) {
         const struct usage_row *row = &r.rows[i];
+        /* Rows of a scoped token are grouped by project (above). */
         if ((project || scoped) && row->idle)
             continue;
-        if ((project && strcmp(row->project, project)) ||
-            (scoped && !auth_project_allowed(req, row->project)))
+        if (scoped && !auth_project_allowed(req, row->project))
             continue;
         json_array_append_new(rows, row_json(srv, (unsigned)group, row));
     }

@@ -83,6 +83,10 @@ def test_usage_by_project_and_queue_adds_up_to_the_pools_cost():
         assert js["rows"][0]["day"] == today, js
         share = c.cli("usage", "--share", check=True).stdout  # the fair-share view
         assert "no projects configured" in share, share
+        # A project filter works whatever the grouping (rows by pool carry no project).
+        vp = c.api("GET", "/v1/usage?project=vision&by=pool")["rows"]
+        vision_ms = sum(r["cost_micros"] for k, r in rows.items() if k[0] == "vision")
+        assert len(vp) == 1 and vp[0]["cost_micros"] == vision_ms, (vp, rows)
         # Project tokens see their own rows only, and no idle cost.
         tok = c.api("POST", "/v1/tokens", {"name": "v", "projects": ["vision"]}, expect=201)["token"]
         mine = c.api("GET", "/v1/usage?by=queue", token=tok)

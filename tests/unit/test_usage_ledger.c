@@ -94,7 +94,7 @@ static void test_report_by_project_and_day_prices_each_day(void **state)
     struct fixture f;
     run_fixture(&f, BILLING_ON_DEMAND, 0);
     struct usage_report r;
-    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_PROJECT | USAGE_BY_DAY, 0, 10, &r), 0);
+    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_PROJECT | USAGE_BY_DAY, 0, 10, NULL, &r), 0);
     assert_int_equal(r.nrows, 4);
     const struct usage_row *a0 = find_row(&r, "alpha", 0, false), *i0 = find_row(&r, "", 0, true);
     const struct usage_row *a1 = find_row(&r, "alpha", 1, false), *i1 = find_row(&r, "", 1, true);
@@ -125,7 +125,7 @@ static void test_report_without_day_folds_the_days(void **state)
     struct fixture f;
     run_fixture(&f, BILLING_ON_DEMAND, 0);
     struct usage_report r;
-    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_PROJECT | USAGE_BY_QUEUE, 0, 10, &r), 0);
+    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_PROJECT | USAGE_BY_QUEUE, 0, 10, NULL, &r), 0);
     assert_int_equal(r.nrows, 2);
     assert_string_equal(r.rows[0].project, "alpha");
     assert_string_equal(r.rows[0].queue, "training");
@@ -138,7 +138,7 @@ static void test_report_without_day_folds_the_days(void **state)
     assert_int_equal(r.ncapacity, 1);
     usage_report_release(&r);
     /* Only day 1. */
-    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_POOL, 1, 1, &r), 0);
+    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_POOL, 1, 1, NULL, &r), 0);
     assert_int_equal(r.total.cost_micros, 8000000);
     assert_int_equal(r.rows[0].pool, 0);
     usage_report_release(&r);
@@ -151,7 +151,7 @@ static void test_a_pack_is_drawn_once_in_day_order(void **state)
     struct fixture f;
     run_fixture(&f, BILLING_PACK, 6); /* 6 prepaid GPU-hours of the 12 provisioned */
     struct usage_report r;
-    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_DAY, 0, 10, &r), 0);
+    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_DAY, 0, 10, NULL, &r), 0);
     assert_int_equal(r.ncapacity, 2);
     assert_int_equal(r.capacity[0].cost_micros, 0);       /* 4 GPU-hours, all prepaid */
     assert_int_equal(r.capacity[1].cost_micros, 6000000); /* 2 prepaid left, 6 at 1.00 */
@@ -168,15 +168,35 @@ static void test_an_empty_ledger_or_range_reports_nothing(void **state)
     struct pool p;
     pool_defaults(&p);
     struct usage_report r;
-    assert_int_equal(usage_ledger_report(&empty, &p, 1, USAGE_BY_PROJECT, 0, 10, &r), 0);
+    assert_int_equal(usage_ledger_report(&empty, &p, 1, USAGE_BY_PROJECT, 0, 10, NULL, &r), 0);
     assert_int_equal(r.nrows, 0);
     assert_int_equal(r.ncapacity, 0);
     assert_int_equal(r.total.cost_micros, 0);
     usage_report_release(&r);
     struct fixture f;
     run_fixture(&f, BILLING_ON_DEMAND, 0);
-    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_DAY, 5, 9, &r), 0);
+    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_DAY, 5, 9, NULL, &r), 0);
     assert_int_equal(r.nrows, 0);
+    usage_report_release(&r);
+    release_fixture(&f);
+}
+
+static void test_a_project_filter_keeps_its_rows_whatever_the_grouping(void **state)
+{
+    (void)state;
+    struct fixture f;
+    run_fixture(&f, BILLING_ON_DEMAND, 0);
+    struct usage_report r;
+    /* Grouped by pool only, rows carry no project: the filter must still find alpha's. */
+    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_POOL, 0, 10, "alpha", &r), 0);
+    const struct usage_row *used = find_row(&r, "", -1, false);
+    assert_non_null(used);
+    assert_int_equal(used->gpu_ms, 4 * HOUR);
+    assert_int_equal(used->cost_micros, 4000000);
+    assert_int_equal(r.total.cost_micros, 12000000); /* the pool's, not the project's */
+    usage_report_release(&r);
+    assert_int_equal(usage_ledger_report(&f.l, &f.pool, 1, USAGE_BY_POOL, 0, 10, "nobody", &r), 0);
+    assert_null(find_row(&r, "", -1, false));
     usage_report_release(&r);
     release_fixture(&f);
 }
@@ -200,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_report_without_day_folds_the_days),
         cmocka_unit_test(test_a_pack_is_drawn_once_in_day_order),
         cmocka_unit_test(test_an_empty_ledger_or_range_reports_nothing),
+        cmocka_unit_test(test_a_project_filter_keeps_its_rows_whatever_the_grouping),
         cmocka_unit_test(test_group_words_parse_and_bad_ones_are_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
