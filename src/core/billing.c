@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "core/budget.h"
 
 #include "core/core_banned.h"
 
@@ -106,7 +107,7 @@ int billing_tick(struct billing *b, const struct cluster *c, const struct pool *
     /* Without a ledger days don't matter: one step. With one, a tick that
      * spans midnight UTC is split there. */
     while (b->last_ms < now_ms) {
-        int64_t day = b->last_ms >= 0 ? b->last_ms / MS_PER_DAY : (b->last_ms + 1) / MS_PER_DAY - 1;
+        int64_t day = budget_day_of(b->last_ms);
         int64_t end = b->ledger ? (day + 1) * MS_PER_DAY : now_ms;
         if (end > now_ms)
             end = now_ms;

@@ -34,10 +34,14 @@ int usage_ledger_add_pool(struct usage_ledger *l, int64_t day, int pool, int64_t
             l->days[i].node_ms += node_ms;
             l->days[i].gpu_ms += gpu_ms;
             l->days[i].dirty = true;
+            if (i < l->days_dirty_from)
+                l->days_dirty_from = i;
             return 0;
         }
     if (array_reserve((void **)&l->days, &l->days_cap, l->ndays + 1, sizeof *l->days))
         return TIDE_ENOMEM;
+    if (l->ndays < l->days_dirty_from)
+        l->days_dirty_from = l->ndays;
     l->days[l->ndays++] = (struct usage_pool_day){
         .day = day, .pool = pool, .node_ms = node_ms, .gpu_ms = gpu_ms, .dirty = true};
     return 0;
@@ -54,11 +58,15 @@ int usage_ledger_add_use(struct usage_ledger *l, int64_t day, int pool, const ch
             !strcmp(u->queue, queue)) {
             u->gpu_ms += gpu_ms;
             u->dirty = true;
+            if (i < l->uses_dirty_from)
+                l->uses_dirty_from = i;
             return 0;
         }
     }
     if (array_reserve((void **)&l->uses, &l->uses_cap, l->nuses + 1, sizeof *l->uses))
         return TIDE_ENOMEM;
+    if (l->nuses < l->uses_dirty_from)
+        l->uses_dirty_from = l->nuses;
     struct usage_use *u = &l->uses[l->nuses++];
     memset(u, 0, sizeof *u);
     u->day = day;
@@ -72,10 +80,12 @@ int usage_ledger_add_use(struct usage_ledger *l, int64_t day, int pool, const ch
 
 void usage_ledger_clean(struct usage_ledger *l)
 {
-    for (size_t i = 0; i < l->ndays; i++)
+    for (size_t i = l->days_dirty_from; i < l->ndays; i++)
         l->days[i].dirty = false;
-    for (size_t i = 0; i < l->nuses; i++)
+    for (size_t i = l->uses_dirty_from; i < l->nuses; i++)
         l->uses[i].dirty = false;
+    l->days_dirty_from = l->ndays;
+    l->uses_dirty_from = l->nuses;
 }
 
 int usage_group_parse(const char *list, char *bad)

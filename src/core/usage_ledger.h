@@ -44,6 +44,9 @@ struct usage_ledger {
     struct usage_use *uses;
     size_t nuses, uses_cap;
     size_t today_from; /* uses before this index are of earlier days: not searched */
+    /* Rows before these are all clean (saving and cleaning start there, so
+     * a tick's cost does not grow with the ledger's history). */
+    size_t days_dirty_from, uses_dirty_from;
 };
 
 void usage_ledger_init(struct usage_ledger *l);

@@ -91,11 +91,12 @@ static int insert_work(struct server *srv, struct submit_work *w, int64_t *ids, 
     return rc;
 }
 
-/* After the commit: into the cluster, and the answer. */
+/* After the commit: into the cluster (unless *reloaded: a reload already
+ * brought the whole batch in from the store), and the answer. */
 static void finish_work(struct server *srv, struct submit_work *w, const int64_t *ids, int count,
-                        int64_t now)
+                        int64_t now, bool *reloaded)
 {
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < count && !*reloaded; i++) {
         struct job copy = w->job;
         copy.id = ids[i];
         copy.submit_ms = now;
@@ -104,7 +105,7 @@ static void finish_work(struct server *srv, struct submit_work *w, const int64_t
             /* Durable but not cached: the reload brings it in. */
             struct tide_err ignored;
             server_reload_cluster(srv, now, &ignored);
-            break;
+            *reloaded = true;
         }
     }
     srv->jobs_submitted += count;
@@ -122,8 +123,9 @@ static void finish_work(struct server *srv, struct submit_work *w, const int64_t
     w->out = json_pack("{s:o}", "jobs", jobs);
 }
 
-/* Under the lock: the works of list in one transaction. A failed write
- * or commit fails every work that got that far; refused works fail alone. */
+/* Under the lock: the works of list in one transaction. Refused works fail
+ * alone; a failed write or commit fails all the others (nothing of the
+ * batch is stored). */
 static void commit_batch(struct server *srv, struct submit_work *list)
 {
     int64_t now = clock_now_ms();
@@ -154,6 +156,7 @@ static void commit_batch(struct server *srv, struct submit_work *list)
     else if (ids)
         store_rollback(srv->store);
     k = 0;
+    bool reloaded = false;
     for (struct submit_work *w = list; w; w = w->next) {
         if (w->rc)
             continue;
@@ -161,7 +164,7 @@ static void commit_batch(struct server *srv, struct submit_work *list)
             w->rc = rc;
             w->err = err;
         } else {
-            finish_work(srv, w, ids[k], work_count(w), now);
+            finish_work(srv, w, ids[k], work_count(w), now, &reloaded);
         }
         if (ids)
             free(ids[k]);

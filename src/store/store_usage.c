@@ -30,7 +30,7 @@ int store_usage_save(struct store *s, const struct usage_ledger *l, const struct
         return rc;
     }
     int rc = 0;
-    for (size_t i = 0; !rc && i < l->ndays; i++) {
+    for (size_t i = l->days_dirty_from; !rc && i < l->ndays; i++) {
         const struct usage_pool_day *d = &l->days[i];
         if (!d->dirty || d->pool < 0 || d->pool >= npools)
             continue;
@@ -41,7 +41,7 @@ int store_usage_save(struct store *s, const struct usage_ledger *l, const struct
         rc = sqlite3_step(day_st) == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "store usage day");
         sqlite3_reset(day_st);
     }
-    for (size_t i = 0; !rc && i < l->nuses; i++) {
+    for (size_t i = l->uses_dirty_from; !rc && i < l->nuses; i++) {
         const struct usage_use *u = &l->uses[i];
         if (!u->dirty || u->pool < 0 || u->pool >= npools)
             continue;

@@ -82,6 +82,14 @@ static void test_a_tick_across_midnight_is_split_between_the_days(void **state)
     assert_int_equal(f.l.days[1].gpu_ms, 2 * HOUR);
     assert_int_equal(f.l.nuses, 2);
     assert_string_equal(f.l.uses[1].queue, "training");
+    /* Saved rows are clean; a new tick dirties only today's. */
+    usage_ledger_clean(&f.l);
+    assert_int_equal(f.l.days_dirty_from, 2);
+    assert_int_equal(usage_ledger_add_pool(&f.l, 1, 0, 1000, 0), 0);
+    assert_int_equal(f.l.days_dirty_from, 1);
+    assert_false(f.l.days[0].dirty);
+    assert_true(f.l.days[1].dirty);
+    f.l.days[1].node_ms -= 1000;
     /* Billing's totals are the same as without days. */
     assert_int_equal(f.b.pools[0].node_ms, 3 * HOUR);
     assert_int_equal(billing_pool_cost_micros(&f.b, &f.pool, 0), 12000000);
