@@ -163,6 +163,11 @@ static int exhausted_period(const struct budget *b)
     return -1;
 }
 
+bool budget_exhausted(const struct budget *b)
+{
+    return exhausted_period(b) >= 0;
+}
+
 static void exhausted_reason(const struct budget *b, int k, char *why)
 {
     int64_t spent = b->spent_micros[k];
@@ -173,26 +178,30 @@ static void exhausted_reason(const struct budget *b, int k, char *why)
              (long long)(b->cap_micros[k] % 1000000 / 10000));
 }
 
-bool budget_holds_job(const struct budget_set *bs, const struct job *job, char *why)
+/* The budget of project at a hard cap (with reject_when_exhausted when
+ * rejecting), with its reason in why when not NULL; NULL when none. */
+static const struct budget *capped(const struct budget_set *bs, const char *project, bool rejecting,
+                                   char *why)
 {
-    const struct budget *b = budget_find(bs, job->project);
-    int k = b && b->hard_cap ? exhausted_period(b) : -1;
+    const struct budget *b = budget_find(bs, project);
+    if (!b || !b->hard_cap || (rejecting && !b->reject_when_exhausted))
+        return NULL;
+    int k = exhausted_period(b);
     if (k < 0)
-        return false;
+        return NULL;
     if (why)
         exhausted_reason(b, k, why);
-    return true;
+    return b;
+}
+
+bool budget_holds_job(const struct budget_set *bs, const struct job *job, char *why)
+{
+    return capped(bs, job->project, false, why) != NULL;
 }
 
 bool budget_rejects_submit(const struct budget_set *bs, const char *project, char *why)
 {
-    const struct budget *b = budget_find(bs, project);
-    int k = b && b->hard_cap && b->reject_when_exhausted ? exhausted_period(b) : -1;
-    if (k < 0)
-        return false;
-    if (why)
-        exhausted_reason(b, k, why);
-    return true;
+    return capped(bs, project, true, why) != NULL;
 }
 
 int budget_stop_running(const struct budget_set *bs, struct cluster *c, struct action_list *out)

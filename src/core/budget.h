@@ -73,6 +73,9 @@ int budget_tick(struct budget_set *bs, const struct cluster *c, const struct poo
 /* Spend of budget b in period, micro-units, rounded down. */
 int64_t budget_spent_micros(const struct budget *b, enum budget_period period);
 
+/* Whether b is at or over one of its caps this period (hard cap or not). */
+bool budget_exhausted(const struct budget *b);
+
 /* Whether job must wait because its project is at a hard cap; fills why
  * (TIDE_REASON_MAX) when it must and why is not NULL. */
 bool budget_holds_job(const struct budget_set *bs, const struct job *job, char *why);

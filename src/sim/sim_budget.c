@@ -26,7 +26,8 @@
 #define DAY_MS 86400000LL
 #define HOUR_MS 3600000LL
 
-int sim_budget_init(struct sim_state *st, const struct pool *pools, int npools)
+int sim_budget_init(struct sim_state *st, const struct pool *pools, int npools,
+                    struct tide_err *err)
 {
     const struct sim_config *cfg = st->cfg;
     if (cfg->budgets.count == 0)
@@ -35,7 +36,7 @@ int sim_budget_init(struct sim_state *st, const struct pool *pools, int npools)
     st->res->budgets = calloc(1, sizeof *st->res->budgets);
     if (!b || !st->res->budgets) {
         free(b);
-        return TIDE_ENOMEM;
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     }
     st->bud = b;
     b->set = cfg->budgets;
@@ -58,12 +59,22 @@ int sim_budget_init(struct sim_state *st, const struct pool *pools, int npools)
     st->res->budgets->alerts = calloc(SIM_MAX_BUDGET_ALERTS, sizeof *st->res->budgets->alerts);
     if (!b->of_project || !b->held_mark || !b->parked || !b->parked_pos ||
         !st->res->budgets->alerts)
-        return TIDE_ENOMEM;
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     memset(b->parked_pos, 0xff, (st->trace->njobs + 1) * sizeof *b->parked_pos);
+    bool matched[TIDE_MAX_BUDGETS] = {false};
     for (size_t p = 0; p < st->res->nprojects; p++) {
         const struct budget *x = budget_find(&b->set, st->res->projects[p].name);
         b->of_project[p] = x ? (int32_t)(x - b->set.items) : -1;
+        if (x)
+            matched[x - b->set.items] = true;
     }
+    /* A budget no job is charged to is a typo or the wrong trace: say so
+     * rather than report a spend of 0. */
+    for (int k = 0; k < b->set.count; k++)
+        if (!matched[k])
+            return tide_err_set(err, TIDE_EINVAL, "projects",
+                                "projects[%d]: no job of the trace is in project '%s'", k,
+                                b->set.items[k].project);
     /* Start the clock (the first call only does that). */
     budget_tick(&b->set, &st->c, pools, npools, 0, NULL, 0);
     return 0;
@@ -224,12 +235,11 @@ void sim_budget_tick(struct sim_state *st, int64_t t, bool *unheld)
                                       .spent_micros = alerts[a].spent_micros,
                                       .cap_micros = alerts[a].cap_micros};
     }
-    /* Who is at a hard cap now: the core's own test, on a stand-in job. */
+    /* Who is at a hard cap now (what budget_holds_job asks of each job). */
     for (int k = 0; k < b->set.count; k++) {
         if (!b->set.items[k].hard_cap)
             continue;
-        snprintf(b->probe.project, sizeof b->probe.project, "%s", b->set.items[k].project);
-        bool held = budget_holds_job(&b->set, &b->probe, NULL);
+        bool held = budget_exhausted(&b->set.items[k]);
         if (b->held[k] == held)
             continue;
         *unheld |= !held;

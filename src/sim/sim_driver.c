@@ -912,8 +912,9 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         tide_err_set(err, rc, "", "out of memory building the cluster");
         goto out;
     }
-    if ((rc = sim_budget_init(&st, elastic ? st.el->pools : st.fixed_pools, cfg->npools)) ||
-        (elastic && (rc = sim_spot_init(&st)))) {
+    if ((rc = sim_budget_init(&st, elastic ? st.el->pools : st.fixed_pools, cfg->npools, err)))
+        goto out;
+    if (elastic && (rc = sim_spot_init(&st))) {
         tide_err_set(err, rc, "", "out of memory");
         goto out;
     }

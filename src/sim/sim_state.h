@@ -41,7 +41,6 @@ struct sim_budget_state {
     bool held[TIDE_MAX_BUDGETS];          /* at a hard cap now */
     int64_t held_clock[TIDE_MAX_BUDGETS]; /* time held so far */
     int64_t event_at;                     /* the budget event in the heap; -1: none */
-    struct job probe; /* a stand-in job to ask budget_holds_job about a project */
     bool unheld;      /* a hold ended in a tick since the driver last looked */
 };
 
@@ -109,7 +108,8 @@ int sim_log_scale(struct sim_state *st, int64_t t, int pool, int type, int count
 
 /* Copies the config's budgets and starts their clock; no-op without any.
  * Returns 0 or TIDE_ENOMEM (the only allocations budgets make). */
-int sim_budget_init(struct sim_state *st, const struct pool *pools, int npools);
+int sim_budget_init(struct sim_state *st, const struct pool *pools, int npools,
+                    struct tide_err *err);
 void sim_budget_release(struct sim_state *st);
 /* Meters to t (a no-op when metered to t already), records the thresholds
  * crossed; *unheld is set when a hard cap ended (a pass is worth running). */

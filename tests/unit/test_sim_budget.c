@@ -236,6 +236,25 @@ static void test_budget_config_errors(void **state)
     }
 }
 
+static void test_a_budget_for_a_project_not_in_the_trace_is_an_error(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct trace_job j = sim_fx_job(0, 60, 1, "a");
+    assert_int_equal(trace_push(&t, &j), 0);
+    struct sim_config cfg;
+    sim_fx_config(&cfg, "{\"name\": \"typo\", \"pools\": [{\"name\": \"small\", \"nodes\": 1,"
+                      " \"gpus_per_node\": 2, \"price_per_gpu_hour\": 1.00}],"
+                      " \"projects\": [{\"name\": \"aa\", \"budget_daily\": 2.00}]}");
+    struct sim_result res;
+    struct tide_err err = {0};
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), TIDE_EINVAL);
+    assert_non_null(strstr(err.message, "no job of the trace is in project 'aa'"));
+    sim_result_release(&res);
+    trace_release(&t);
+}
+
 /* Money read from YAML arrives as a real: 300.00 is 300, 2.48 stays 2.48;
  * finer than a millionth is refused. */
 static void test_money_from_reals(void **state)
@@ -265,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_a_held_project_gets_no_nodes),
         cmocka_unit_test(test_budget_runs_are_deterministic),
         cmocka_unit_test(test_budget_config_errors),
+        cmocka_unit_test(test_a_budget_for_a_project_not_in_the_trace_is_an_error),
         cmocka_unit_test(test_money_from_reals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
