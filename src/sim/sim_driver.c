@@ -942,6 +942,7 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         if (st.bud && st.bud->event_at == t)
             sim_budget_tick(&st, t, &changed);
         struct sim_event ev;
+        int64_t spot_done_t = -1;
         while ((top = sim_heap_peek(&st.heap)) && top->t_ms == t) {
             sim_heap_pop(&st.heap, &ev);
             if (ev.kind == SIM_EV_TICK) {
@@ -970,6 +971,12 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
                 continue;
             }
             if (ev.kind == SIM_EV_SPOT) {
+                /* One call handles every node whose deadline is t (and a
+                 * node interrupted at t has a later one): the batch's other
+                 * deadline events have nothing left to do. */
+                if (spot_done_t == t)
+                    continue;
+                spot_done_t = t;
                 int k = sim_spot_deadline(&st, t);
                 if (k < 0) {
                     rc = k;
