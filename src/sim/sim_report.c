@@ -43,12 +43,6 @@ static json_t *stats_json(int64_t *v, size_t n)
                      ms_to_s(pct(v, n, 99)), "max", ms_to_s(n ? v[n - 1] : 0));
 }
 
-/* cost = gpu_ms x price per GPU-hour, in millionths, without overflow. */
-static int64_t cost_micros(int64_t gpu_ms, int64_t price_micros)
-{
-    return (int64_t)((__int128)gpu_ms * price_micros / 3600000);
-}
-
 static const struct {
     const char *name;
     int lo, hi;
@@ -223,7 +217,7 @@ static json_t *cloud_json(const struct sim_result *res)
         asked += s->jobs_interrupted;
         requeued += s->jobs_requeued;
         grace_gpu_ms += s->grace_gpu_ms;
-        grace_cost += cost_micros(s->grace_gpu_ms, pool_price_per_gpu_hour_micros(&el->pools[p]));
+        grace_cost += billing_cost_micros(s->grace_gpu_ms, pool_price_per_gpu_hour_micros(&el->pools[p]));
         calls += s->create_calls;
         failures += s->provider_failures;
         backoff_ms += s->backoff_ms;
@@ -404,7 +398,7 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
     for (int p = 0; p < cfg->npools; p++) {
         int64_t price = cfg->pools[p].price_per_gpu_hour_micros;
         int64_t prov = (int64_t)res->gpus_provisioned_by_pool[p] * res->makespan_ms;
-        int64_t c = cost_micros(prov, price), a = cost_micros(res->gpu_ms_allocated_by_pool[p], price);
+        int64_t c = billing_cost_micros(prov, price), a = billing_cost_micros(res->gpu_ms_allocated_by_pool[p], price);
         total += c;
         allocated += a;
         json_array_append_new(by_pool, json_pack("{s:s, s:f, s:f, s:I, s:I, s:I}", "pool",
@@ -420,7 +414,7 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
         int64_t gpu_ms = 0, c = 0;
         for (int p = 0; p < cfg->npools; p++) {
             gpu_ms += pr->gpu_ms_by_pool[p];
-            c += cost_micros(pr->gpu_ms_by_pool[p], cfg->pools[p].price_per_gpu_hour_micros);
+            c += billing_cost_micros(pr->gpu_ms_by_pool[p], cfg->pools[p].price_per_gpu_hour_micros);
         }
         json_array_append_new(by_project, json_pack("{s:s, s:I, s:f, s:I}", "project", pr->name,
                                                     "jobs", (json_int_t)pr->jobs, "gpu_hours",
