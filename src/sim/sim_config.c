@@ -191,9 +191,12 @@ static int interruptions_from_json(struct sim_pool *p, const json_t *v, const ch
         if (!json_is_object(e) || !node || !at || json_object_size(e) != 2)
             return tide_err_set(err, TIDE_EINVAL, f, "%s must be {node_index: N, at_s: S}", f);
         long long n, s;
-        int rc = get_int(node, f, 0, 1000000, &n, err);
+        char fn[144], fa[144];
+        snprintf(fn, sizeof fn, "%s.node_index", f);
+        snprintf(fa, sizeof fa, "%s.at_s", f);
+        int rc = get_int(node, fn, 0, 1000000, &n, err);
         if (!rc)
-            rc = get_int(at, f, 0, 100LL * 365 * 86400, &s, err);
+            rc = get_int(at, fa, 0, 100LL * 365 * 86400, &s, err);
         if (rc)
             return rc;
         p->interruptions[p->ninterruptions++] = (struct sim_interruption){(int)n, s * 1000};

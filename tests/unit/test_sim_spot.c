@@ -225,25 +225,36 @@ static void test_random_interruptions_and_failures_repeat_for_a_seed(void **stat
 static void test_spot_config_errors(void **state)
 {
     (void)state;
-    const char *bad[] = {
+    /* Each bad config and the key its error must name. */
+    static const struct {
+        const char *text, *field;
+    } bad[] = {
         /* listed interruptions need node_index and at_s */
-        "{\"pools\": [{\"name\": \"p\", \"max_nodes\": 2, \"billing\": \"spot\","
-        " \"interruptions\": [{\"at_s\": 5}]}]}",
+        {"{\"pools\": [{\"name\": \"p\", \"max_nodes\": 2, \"billing\": \"spot\","
+         " \"interruptions\": [{\"at_s\": 5}]}]}", "interruptions[0]"},
+        {"{\"pools\": [{\"name\": \"p\", \"max_nodes\": 2, \"billing\": \"spot\","
+         " \"interruptions\": [{\"node_index\": 0, \"at_s\": -5}]}]}", "interruptions[0].at_s"},
         /* a failure rate of 1 would never create a node */
-        "{\"pools\": [{\"name\": \"p\", \"max_nodes\": 2, \"provider_failure_rate\": 1}]}",
-        "{\"pools\": [{\"name\": \"p\", \"max_nodes\": 2, \"interruptions_per_node_hour\": -1}]}",
-        "{\"pools\": [{\"name\": \"p\", \"max_nodes\": 2, \"provider_failed_calls\": [0]}]}",
+        {"{\"pools\": [{\"name\": \"p\", \"max_nodes\": 2, \"provider_failure_rate\": 1}]}",
+         "provider_failure_rate"},
+        {"{\"pools\": [{\"name\": \"p\", \"max_nodes\": 2, \"interruptions_per_node_hour\": -1}]}",
+         "interruptions_per_node_hour"},
+        {"{\"pools\": [{\"name\": \"p\", \"max_nodes\": 2, \"provider_failed_calls\": [0]}]}",
+         "provider_failed_calls"},
         /* elastic keys need max_nodes */
-        "{\"pools\": [{\"name\": \"p\", \"nodes\": 2, \"provider_failure_rate\": 0.1}]}",
+        {"{\"pools\": [{\"name\": \"p\", \"nodes\": 2, \"provider_failure_rate\": 0.1}]}", "pools[0]"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct sim_config cfg;
         sim_config_defaults(&cfg);
         json_error_t jerr;
-        json_t *root = json_loads(bad[i], 0, &jerr);
+        json_t *root = json_loads(bad[i].text, 0, &jerr);
         assert_non_null(root);
         struct tide_err err = {0};
         assert_int_equal(sim_config_from_json(&cfg, root, &err), TIDE_EINVAL);
+        if (!strstr(err.field, bad[i].field) && !strstr(err.message, bad[i].field))
+            fail_msg("config %zu: error '%s' (field '%s') does not name %s", i, err.message,
+                     err.field, bad[i].field);
         json_decref(root);
     }
     /* Interruptions are for spot pools. */
