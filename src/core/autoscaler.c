@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "core/gang.h"
 #include "core/gpu_share.h"
 
 #include "core/queue.h"
@@ -385,9 +386,7 @@ static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct
     struct job share = *job;
     share.max_nodes = 1;
     int short_pool = -1, short_m = 0, short_need = 0, short_share = 0;
-    for (int m = 2; m <= job->max_nodes && m <= TIDE_MAX_GANG_NODES; m++) {
-        if (job->gpus % m)
-            continue;
+    for (int m = gang_next_split(job, 1); m; m = gang_next_split(job, m)) {
         share.gpus = job->gpus / m;
         int taken[TIDE_MAX_GANG_NODES], ntaken = 0;
         while (ntaken < m) {
@@ -453,9 +452,9 @@ static bool pool_could_hold(const struct pool *pool, const struct job *job)
     if (pool_fits_job(pool, job))
         return true;
     struct job share = *job;
-    for (int m = 2; m <= job->max_nodes && m <= TIDE_MAX_GANG_NODES && m <= pool->max_nodes; m++) {
+    for (int m = gang_next_split(job, 1); m && m <= pool->max_nodes; m = gang_next_split(job, m)) {
         share.gpus = job->gpus / m;
-        if (job->gpus % m == 0 && pool_fits_job(pool, &share))
+        if (pool_fits_job(pool, &share))
             return true;
     }
     return false;

@@ -23,6 +23,14 @@ static void hold_node(struct cluster *c, struct job *holder, struct node *node, 
     cluster_assign(c, holder, node, free_gpus, n);
 }
 
+int gang_next_split(const struct job *job, int m)
+{
+    for (m++; m <= job->max_nodes && m <= TIDE_MAX_GANG_NODES; m++)
+        if (m > 1 && job->gpus % m == 0)
+            return m;
+    return 0;
+}
+
 enum placement_result gang_choose(const struct placement_ops *ops,
                                   const struct placement_config *cfg, struct cluster *c,
                                   const struct job *job, struct gang_choice *choice, char *why)
@@ -31,9 +39,7 @@ enum placement_result gang_choose(const struct placement_ops *ops,
     if (why)
         snprintf(why, TIDE_REASON_MAX, "no split of %d GPUs over up to %d nodes fits", job->gpus,
                  job->max_nodes);
-    for (int m = 2; m <= job->max_nodes && m <= TIDE_MAX_GANG_NODES; m++) {
-        if (job->gpus % m)
-            continue;
+    for (int m = gang_next_split(job, 1); m; m = gang_next_split(job, m)) {
         struct job share = *job;
         share.gpus = job->gpus / m;
         share.max_nodes = 1;

@@ -19,6 +19,12 @@ struct gang_choice {
  * Fills choice and returns PLACEMENT_FOUND, or NOT_NOW / NEVER with why
  * (when why is not NULL).
  * The cluster is left as it was. */
+/* The next node count after m (start with 1) over which job's GPUs split
+ * into equal shares, up to its max_nodes and TIDE_MAX_GANG_NODES; 0 when
+ * none is left. The one rule gang_choose and those who predict it (the
+ * scheduler's quick checks, the autoscaler) share. */
+int gang_next_split(const struct job *job, int m);
+
 enum placement_result gang_choose(const struct placement_ops *ops,
                                   const struct placement_config *cfg, struct cluster *c,
                                   const struct job *job, struct gang_choice *choice, char *why);

@@ -128,9 +128,7 @@ static bool short_of_free_gpus(const struct cluster *c, const struct job *job)
     if (job->gpus <= 0 || gpu_job_wants_slice(job) ||
         placement_index_nodes_with_free(c, job->gpus) != 0)
         return false;
-    for (int m = 2; m <= job->max_nodes && m <= TIDE_MAX_GANG_NODES; m++) {
-        if (job->gpus % m)
-            continue;
+    for (int m = gang_next_split(job, 1); m; m = gang_next_split(job, m)) {
         int nodes = placement_index_nodes_with_free(c, job->gpus / m);
         if (nodes < 0 || nodes >= m)
             return false;
