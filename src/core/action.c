@@ -33,6 +33,16 @@ struct action *action_list_push(struct action_list *l, const struct action *a)
     return &l->items[l->len++];
 }
 
+struct action *action_push_preempt(struct action_list *l, struct job *job)
+{
+    struct action a = {.type = ACTION_PREEMPT, .job_id = job->id, .attempt = job->attempt,
+                       .node_id = job->node_id, .state = JOB_PREEMPTED, .exit_code = -1};
+    struct action *pushed = action_list_push(l, &a);
+    if (pushed)
+        job->state = JOB_PREEMPTED;
+    return pushed;
+}
+
 const char *action_type_name(enum action_type t)
 {
     static const char *const names[] = {

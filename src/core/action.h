@@ -47,6 +47,11 @@ void action_list_clear(struct action_list *l);
 /* Appends a copy; returns the stored action or NULL when out of memory. */
 struct action *action_list_push(struct action_list *l, const struct action *a);
 
+/* Marks job preempted and appends the ACTION_PREEMPT that has its agent
+ * checkpoint and stop it; the caller writes the reason into the returned
+ * action. NULL when out of memory (then job is unchanged). */
+struct action *action_push_preempt(struct action_list *l, struct job *job);
+
 const char *action_type_name(enum action_type t);
 
 #endif

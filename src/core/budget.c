@@ -220,12 +220,10 @@ int budget_stop_running(const struct budget_set *bs, struct cluster *c, struct a
         int k = b && b->hard_cap && b->stop_running ? exhausted_period(b) : -1;
         if (k < 0)
             continue;
-        struct action a = {.type = ACTION_PREEMPT, .job_id = job->id, .attempt = job->attempt,
-                           .node_id = job->node_id, .state = JOB_PREEMPTED, .exit_code = -1};
-        exhausted_reason(b, k, a.reason);
-        if (!action_list_push(out, &a))
+        struct action *a = action_push_preempt(out, job);
+        if (!a)
             return TIDE_ENOMEM;
-        job->state = JOB_PREEMPTED;
+        exhausted_reason(b, k, a->reason);
         stopped++;
     }
     return stopped;

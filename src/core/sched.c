@@ -351,11 +351,10 @@ static bool try_preemption(struct scheduler *s, struct job *job, struct action_l
         return false;
     for (int i = 0; i < plan.nvictims; i++) {
         struct job *v = plan.victims[i];
-        v->state = JOB_PREEMPTED;
-        struct action a = {.type = ACTION_PREEMPT, .job_id = v->id, .attempt = v->attempt,
-                           .node_id = v->node_id, .state = JOB_PREEMPTED, .exit_code = -1};
-        snprintf(a.reason, sizeof a.reason, "preempted by job %lld", (long long)job->id);
-        action_list_push(out, &a);
+        struct action *a = action_push_preempt(out, v);
+        if (!a) /* out of memory: it keeps running, a later pass asks again */
+            continue;
+        snprintf(a->reason, sizeof a->reason, "preempted by job %lld", (long long)job->id);
     }
     if (s->cfg.explain)
         snprintf(job->wait_reason, sizeof job->wait_reason, "preempting %d job%s on %s",

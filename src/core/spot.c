@@ -22,12 +22,10 @@ int spot_interrupt(struct cluster *c, struct node *node, int64_t now_ms, int64_t
         if (!job_on_node(job, node->id) ||
             (job->state != JOB_RUNNING && job->state != JOB_STARTING))
             continue;
-        job->state = JOB_PREEMPTED;
-        struct action a = {.type = ACTION_PREEMPT, .job_id = job->id, .attempt = job->attempt,
-                           .node_id = job->node_id, .state = JOB_PREEMPTED, .exit_code = -1};
-        snprintf(a.reason, sizeof a.reason, "spot interruption of %.40s: %.60s", node->name, why);
-        if (!action_list_push(out, &a))
+        struct action *a = action_push_preempt(out, job);
+        if (!a)
             return TIDE_ENOMEM;
+        snprintf(a->reason, sizeof a->reason, "spot interruption of %.40s: %.60s", node->name, why);
         asked++;
     }
     return asked;
