@@ -50,17 +50,13 @@ static void set_free(struct placement_index *idx, size_t pos, int now)
     size_t r = idx->rank[pos], w = r / 64;
     uint64_t bit = (uint64_t)1 << (r % 64);
     if (was != PLACEMENT_INDEX_NONE) {
-        for (int f = 0; f <= was; f++) {
+        for (int f = 0; f <= was; f++)
             bitmap(idx, f)[w] &= ~bit;
-            idx->count_at_least[f]--;
-        }
         idx->count[was]--;
     }
     if (now != PLACEMENT_INDEX_NONE) {
-        for (int f = 0; f <= now; f++) {
+        for (int f = 0; f <= now; f++)
             bitmap(idx, f)[w] |= bit;
-            idx->count_at_least[f]++;
-        }
         idx->count[now]++;
         if (now > idx->max_free)
             idx->max_free = now;
@@ -141,7 +137,6 @@ int placement_index_build(struct placement_index *idx, const struct cluster *c,
         idx->rank[idx->order[r]] = (uint32_t)r;
     memset(idx->at_least, 0, PLACEMENT_INDEX_BUCKETS * idx->words * sizeof *idx->at_least);
     memset(idx->count, 0, sizeof idx->count);
-    memset(idx->count_at_least, 0, sizeof idx->count_at_least);
     memset(idx->free, PLACEMENT_INDEX_NONE, c->nnodes);
     idx->max_free = 0;
     for (size_t i = 0; i < c->nnodes; i++)
@@ -180,7 +175,10 @@ int placement_index_nodes_with_free(const struct cluster *c, int k)
         return -1;
     if (k > TIDE_MAX_GPUS_PER_NODE)
         return 0;
-    return (int)idx->count_at_least[k > 0 ? k : 0];
+    size_t n = 0; /* at most TIDE_MAX_GPUS_PER_NODE + 1 buckets */
+    for (int f = k > 0 ? k : 0; f <= idx->max_free; f++)
+        n += idx->count[f];
+    return (int)n;
 }
 
 void placement_index_memo_start(struct placement_index *idx)

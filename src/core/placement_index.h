@@ -47,7 +47,6 @@ struct placement_index {
      * with at least f free GPUs; bitmap TIDE_MAX_GPUS_PER_NODE + 1 is empty. */
     uint64_t *at_least;
     size_t count[PLACEMENT_INDEX_BUCKETS]; /* ready nodes with exactly f free */
-    size_t count_at_least[PLACEMENT_INDEX_BUCKETS]; /* ... with at least f free */
     int max_free;                          /* no ready node has more free GPUs */
     /* Whether some ready node could ever hold a job depends on the nodes'
      * states and shapes, not on what is free, so within one scheduling
