@@ -130,11 +130,11 @@ bool sim_budget_waiting(struct sim_state *st, size_t i, int sign)
         return false;
     b->pending[k] += sign;
     if (sign < 0) {
-        st->res->jobs[i].budget_held_ms += b->held_clock[k] - b->held_mark[i];
+        st->res->jobs[i].budget_held_ms += st->res->budgets->held_ms[k] - b->held_mark[i];
         unpark(b, i);
         return false;
     }
-    b->held_mark[i] = b->held_clock[k];
+    b->held_mark[i] = st->res->budgets->held_ms[k];
     if (!b->held[k])
         return false;
     park(b, i);
@@ -143,18 +143,16 @@ bool sim_budget_waiting(struct sim_state *st, size_t i, int sign)
 
 void sim_budget_meter_job(struct sim_state *st, size_t i, int64_t t)
 {
-    bool unheld = false;
     if (budget_of_job(st, i) >= 0)
-        sim_budget_tick(st, t, &unheld);
+        sim_budget_tick(st, t);
 }
 
 void sim_budget_meter_starts(struct sim_state *st, int64_t t)
 {
     struct sim_budget_state *b = st->bud;
-    bool unheld = false;
     for (int k = 0; k < b->set.count; k++)
         if (b->pending[k] > 0 && !b->held[k]) {
-            sim_budget_tick(st, t, &unheld);
+            sim_budget_tick(st, t);
             return;
         }
 }
@@ -206,14 +204,13 @@ void sim_budget_integrate(struct sim_state *st, int64_t dt)
     for (int k = 0; k < b->set.count; k++) {
         if (!b->held[k])
             continue;
-        b->held_clock[k] += dt;
         out->held_ms[k] += dt;
         out->held_job_ms[k] += (int64_t)b->pending[k] * dt;
         out->held_job_ms_total += (int64_t)b->pending[k] * dt;
     }
 }
 
-void sim_budget_tick(struct sim_state *st, int64_t t, bool *unheld)
+void sim_budget_tick(struct sim_state *st, int64_t t)
 {
     struct sim_budget_state *b = st->bud;
     struct sim_budgets *out = st->res->budgets;
@@ -242,7 +239,6 @@ void sim_budget_tick(struct sim_state *st, int64_t t, bool *unheld)
         bool held = budget_exhausted(&b->set.items[k]);
         if (b->held[k] == held)
             continue;
-        *unheld |= !held;
         b->unheld |= !held;
         b->held[k] = held;
         hold_changed(st, k, held);
@@ -323,7 +319,7 @@ void sim_budget_finish(struct sim_state *st)
         size_t i = (size_t)(st->waiting[w] - 1);
         int k = budget_of_job(st, i);
         if (k >= 0)
-            st->res->jobs[i].budget_held_ms += b->held_clock[k] - b->held_mark[i];
+            st->res->jobs[i].budget_held_ms += st->res->budgets->held_ms[k] - b->held_mark[i];
     }
     for (size_t i = 0; i < st->res->njobs; i++) {
         int k = budget_of_job(st, i);

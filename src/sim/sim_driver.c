@@ -940,7 +940,7 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
          * which, like a pool look, need no sample when nothing changed. */
         bool changed = false, tick = false, pool_tick = false, passive = false;
         if (st.bud && st.bud->event_at == t)
-            sim_budget_tick(&st, t, &changed);
+            sim_budget_tick(&st, t); /* a hold ended: st.bud->unheld, below */
         struct sim_event ev;
         int64_t spot_done_t = -1;
         while ((top = sim_heap_peek(&st.heap)) && top->t_ms == t) {

@@ -31,7 +31,7 @@ struct sim_budget_state {
     const struct pool *pools; /* what budget_tick prices GPUs by */
     int npools;
     int32_t *of_project; /* sim project index -> budget index, -1: none */
-    int64_t *held_mark;  /* per trace job: held_clock of its budget when it began to wait */
+    int64_t *held_mark;  /* per trace job: its budget's held_ms when it began to wait */
     /* Waiting jobs of projects at a hard cap, kept out of the passes' list
      * (any order), and each trace job's place in it (-1: not parked). */
     int32_t *parked, *parked_pos;
@@ -39,7 +39,6 @@ struct sim_budget_state {
     int64_t rate[TIDE_MAX_BUDGETS];       /* price per hour of the GPUs it holds now, micro-units */
     int32_t pending[TIDE_MAX_BUDGETS];    /* its jobs waiting now */
     bool held[TIDE_MAX_BUDGETS];          /* at a hard cap now */
-    int64_t held_clock[TIDE_MAX_BUDGETS]; /* time held so far */
     int64_t event_at;                     /* the budget event in the heap; -1: none */
     bool unheld;      /* a hold ended in a tick since the driver last looked */
 };
@@ -112,8 +111,8 @@ int sim_budget_init(struct sim_state *st, const struct pool *pools, int npools,
                     struct tide_err *err);
 void sim_budget_release(struct sim_state *st);
 /* Meters to t (a no-op when metered to t already), records the thresholds
- * crossed; *unheld is set when a hard cap ended (a pass is worth running). */
-void sim_budget_tick(struct sim_state *st, int64_t t, bool *unheld);
+ * crossed; sets bud->unheld when a hard cap ended (a pass is worth running). */
+void sim_budget_tick(struct sim_state *st, int64_t t);
 /* Meters to t if trace job i's project has a budget: call before its GPUs
  * change. */
 void sim_budget_meter_job(struct sim_state *st, size_t i, int64_t t);
