@@ -490,6 +490,17 @@ static int victim_last_first(const void *a, const void *b, void *ops)
     return order->compare(&y->seen, &x->seen);
 }
 
+void sim_back_in_queue(struct sim_state *st, struct job *job)
+{
+    size_t i = (size_t)(job->id - 1);
+    struct sim_run_job *r = &st->run[i];
+    r->remaining_ms += st->cfg->preempt_overhead_ms;
+    if (st->cfg->oracle_runtime)
+        job->est_runtime_s = (r->remaining_ms + 999) / 1000;
+    sim_waiting_add(st, i);
+    st->npending++;
+}
+
 static void requeue(struct sim_state *st, struct job *job, int64_t t)
 {
     size_t i = (size_t)(job->id - 1);
@@ -498,17 +509,13 @@ static void requeue(struct sim_state *st, struct job *job, int64_t t)
     r->remaining_ms -= dt;
     if (r->remaining_ms < 0)
         r->remaining_ms = 0;
-    r->remaining_ms += st->cfg->preempt_overhead_ms;
     r->gen++;
     job->attained_gpu_ms += dt * job->gpus;
-    if (st->cfg->oracle_runtime)
-        job->est_runtime_s = (r->remaining_ms + 999) / 1000;
     cluster_unassign(&st->c, job);
     sim_telemetry_touched(st);
     job->state = JOB_PENDING; /* running -> preempted -> pending */
     job->start_ms = 0;
-    sim_waiting_add(st, i);
-    st->npending++;
+    sim_back_in_queue(st, job);
     st->res->preemptions++;
     st->res->jobs[i].preemptions++;
 }

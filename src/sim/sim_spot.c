@@ -178,17 +178,13 @@ int sim_spot_deadline(struct sim_state *st, int64_t t)
             continue;
         size_t i = (size_t)(job->id - 1);
         struct sim_run_job *r = &st->run[i];
-        r->remaining_ms += st->cfg->preempt_overhead_ms;
-        if (st->cfg->oracle_runtime)
-            job->est_runtime_s = (r->remaining_ms + 999) / 1000;
         r->interrupted = false;
         r->delay_pending = true;
         r->delay_from_ms = r->interrupted_ms;
         st->el->interruption_delay_ms += st->cfg->preempt_overhead_ms;
         st->el->stats[st->node_pool[act->node_id - 1]].jobs_requeued++;
         st->res->jobs[i].interruptions++;
-        sim_waiting_add(st, i);
-        st->npending++;
+        sim_back_in_queue(st, job);
     }
     sim_telemetry_touched(st);
     return requeued;

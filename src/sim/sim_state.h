@@ -113,6 +113,11 @@ void sim_budget_release(struct sim_state *st);
 /* Meters to t (a no-op when metered to t already), records the thresholds
  * crossed; sets bud->unheld when a hard cap ended (a pass is worth running). */
 void sim_budget_tick(struct sim_state *st, int64_t t);
+
+/* A job stopped and requeued (preempted or interrupted), its remaining run
+ * already set: adds the restart overhead, updates the oracle estimate, and
+ * puts it back among the waiting (sim_driver.c). */
+void sim_back_in_queue(struct sim_state *st, struct job *job);
 /* Meters to t if trace job i's project has a budget: call before its GPUs
  * change. */
 void sim_budget_meter_job(struct sim_state *st, size_t i, int64_t t);
