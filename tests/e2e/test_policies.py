@@ -72,7 +72,10 @@ def test_queue_cap_keeps_one_job_running_at_a_time():
         seen_running = []
 
         def sample():
-            jobs = [c.job(i) for i in ids]
+            # One listing, answered under one lock: reading the jobs one by
+            # one could see A still running and then B already started.
+            listed = {j["id"]: j for j in c.jobs("?queue=capped")}
+            jobs = [listed[i] for i in ids]
             running = [j for j in jobs if j["state"] in ("starting", "running")]
             seen_running.append(len(running))
             waiting = [j for j in jobs if j["state"] == "pending"]
