@@ -114,7 +114,9 @@ struct job {
     int64_t not_before_ms;    /* pending, but not to be placed before this (retry backoff) */
     int64_t attained_gpu_ms;  /* GPU-milliseconds used by earlier attempts (LAS) */
     int64_t last_failure_ms;  /* when the last attempt failed (retry backoff); 0: none */
-    int preemptions;          /* attempts ended by preemption: they use up no retries */
+    int preemptions;          /* attempts ended by preemption */
+    int free_attempts;        /* attempts ended by no fault of the job (preemption, its node
+                                 lost, its task vanished): they use up no retries */
     bool held;                /* waiting on dependencies: not to be placed */
     int ndeps;
     int64_t depends_on[TIDE_MAX_DEPS]; /* jobs that must succeed first */

@@ -92,8 +92,8 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
 int sched_cancel(struct cluster *c, int64_t job_id, struct action_list *out);
 
 /* Ends a job's current attempt with `failure` as reason: requeued while
- * retries remain (a preempted job always, using up none), else finished as
- * `final_state`. A failed exit starts the retry backoff. Frees its resources;
+ * retries remain (a preempted job, or one that passed through JOB_LOST, always
+ * and using up none), else finished as `final_state`. A failed exit starts the retry backoff. Frees its resources;
  * removes it from the cluster when final. Used for node loss, vanished
  * tasks and failed exits. */
 void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passed_through,

@@ -58,6 +58,7 @@ struct server {
     bool sched_wanted;
     volatile int stopping;
     struct store *store;
+    int data_lock_fd; /* data_lock.h: held while the server runs; 0 before */
     struct cluster cluster;
     struct scheduler sched;
     struct action_list actions; /* scratch, under lock */

@@ -16,6 +16,7 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "server/config.h"
+#include "server/data_lock.h"
 #include "server/pool_loop.h"
 #include "server/submit_batch.h"
 #include "server/server.h"
@@ -183,6 +184,9 @@ static int server_open(struct server *srv, struct tide_err *err)
     if (!realpath(srv->cfg.data_dir, absolute) || strlen(absolute) >= sizeof srv->cfg.data_dir - 64)
         return tide_err_set(err, TIDE_EIO, "data", "cannot resolve %s", srv->cfg.data_dir);
     memcpy(srv->cfg.data_dir, absolute, strlen(absolute) + 1); /* length checked above */
+    rc = data_lock_acquire(srv->cfg.data_dir, &srv->data_lock_fd, err);
+    if (rc)
+        return rc;
     char path[1024];
     snprintf(path, sizeof path, "%s/tide.db", srv->cfg.data_dir);
     rc = store_open_sqlite(path, &srv->store, err);
@@ -278,6 +282,8 @@ out:
         pthread_join(sched_thread, NULL);
     }
     store_close(srv.store);
+    if (srv.data_lock_fd > 0)
+        close(srv.data_lock_fd);
     sched_release(&srv.sched);
     cluster_release(&srv.cluster);
     action_list_release(&srv.actions);

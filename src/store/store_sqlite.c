@@ -3,10 +3,14 @@
  * a commit survives a crash of the process and of the machine. One
  * connection, used under the server's lock.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/job_spec.h"
 #include "store/store.h"
@@ -54,9 +58,38 @@ int store_sqlite_exec(struct store *s, const char *sql, struct tide_err *err)
     return 0;
 }
 
+/* The database holds tokens' hashes and jobs' env secrets: only the server's
+ * user may read it. SQLite gives its -wal and -shm files the database's mode,
+ * so creating it 0600 covers them; older databases are tightened too. */
+static int restrict_db_files(const char *path, struct tide_err *err)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, 0600) != 0) {
+        int rc = tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s: %s", path,
+                              strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    close(fd);
+    static const char *const companions[] = {"-wal", "-shm"};
+    for (size_t i = 0; i < sizeof companions / sizeof companions[0]; i++) {
+        char other[4096];
+        if ((size_t)snprintf(other, sizeof other, "%s%s", path, companions[i]) < sizeof other &&
+            chmod(other, 0600) != 0 && errno != ENOENT)
+            return tide_err_set(err, TIDE_EIO, NULL, "cannot restrict %s: %s", other, strerror(errno));
+    }
+    return 0;
+}
+
 int store_open_sqlite(const char *path, struct store **out, struct tide_err *err)
 {
     *out = NULL;
+    if (strcmp(path, ":memory:") != 0) {
+        int rc = restrict_db_files(path, err);
+        if (rc)
+            return rc;
+    }
     struct store *s = calloc(1, sizeof *s);
     if (!s)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");

@@ -1,11 +1,12 @@
 """End to end: bad input gets a 4xx naming the field; tokens and project isolation."""
 import json
 import os
+import subprocess
 import sys
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Cluster, run_tests, wait_until  # noqa: E402
+from harness import TIDE, Cluster, free_port, run_tests, wait_until  # noqa: E402
 
 
 def expect_error(c, status, field, body=None, raw=None, path="/v1/jobs", method="POST", token=None):
@@ -131,11 +132,32 @@ def test_requests_without_a_valid_token_get_401_and_nothing_else():
         assert c.jobs() == []
 
 
-def test_token_files_are_private():
+def test_token_files_and_the_database_are_private():
     with Cluster(agents=0) as c:
-        for name in ("admin.token", "join.token"):
+        c.submit(command=["true"], gpus=0)  # something written: the WAL files exist
+        for name in ("admin.token", "join.token", "tide.db", "tide.db-wal", "tide.db-shm"):
             mode = os.stat(os.path.join(c.data, name)).st_mode & 0o777
             assert mode == 0o600, (name, oct(mode))
+
+
+def test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder():
+    with Cluster(agents=0) as c:
+        same_data = subprocess.run(
+            [TIDE, "server", "--data", c.data, "--listen", f"127.0.0.1:{free_port()}"],
+            capture_output=True, text=True, timeout=20)
+        assert same_data.returncode != 0, same_data
+        assert "in use by another tide server" in same_data.stderr, same_data.stderr
+        assert f"pid {c.server.pid}" in same_data.stderr, same_data.stderr
+
+        other_data = os.path.join(c.dir, "other-data")
+        same_port = subprocess.run(
+            [TIDE, "server", "--data", other_data, "--listen", f"127.0.0.1:{c.port}"],
+            capture_output=True, text=True, timeout=20)
+        assert same_port.returncode != 0, same_port
+        assert f"127.0.0.1:{c.port}: in use by pid {c.server.pid}" in same_port.stderr, \
+            same_port.stderr
+        # The first server is untouched and still the one answering.
+        assert c.api("GET", "/v1/nodes")["nodes"] == []
 
 
 def test_project_tokens_cannot_see_or_touch_other_projects():
@@ -206,7 +228,8 @@ if __name__ == "__main__":
         test_cli_rejects_bad_flags_and_bad_yaml_with_nonzero_exit,
         test_cli_submit_jobs_show_and_yaml_file_work,
         test_requests_without_a_valid_token_get_401_and_nothing_else,
-        test_token_files_are_private,
+        test_token_files_and_the_database_are_private,
+        test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder,
         test_project_tokens_cannot_see_or_touch_other_projects,
         test_metrics_count_jobs_nodes_and_gpus,
         test_server_refuses_a_bad_config_with_line_and_key,

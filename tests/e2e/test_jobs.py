@@ -148,13 +148,22 @@ def test_killed_agent_jobs_are_requeued_and_finish_elsewhere():
         assert any(e["kind"] == "job_requeued" and "node lost" in e["message"] for e in events), events
 
 
-def test_job_without_retries_fails_when_its_node_is_lost():
+def test_frozen_nodes_job_without_retries_is_requeued_and_runs_elsewhere():
     with Cluster(agents=1, node_timeout_ms=1500) as c:
-        j = c.submit(command=["sleep", "60"], gpus=1)
+        j = c.submit(command=["sh", "-c", "sleep 3; echo done"], gpus=1)  # retries: 0
         c.wait_state(j["id"], "running")
+        frozen = c.agents["node-1"]
+        os.killpg(frozen.pid, signal.SIGSTOP)  # heartbeats stop, the process lives
+        c.start_agent("node-2")
+        wait_until(lambda: c.node("node-1")["state"] == "lost", 15, what="node-1 lost")
+        # Until agents fence themselves, the frozen one must not wake up and finish too.
         c.kill_agent("node-1")
-        done = c.wait_final([j["id"]], timeout=30)[j["id"]]
-        assert done["state"] == "failed" and done["reason"] == "node lost", done
+        done = c.wait_final([j["id"]], timeout=60)[j["id"]]
+        assert done["state"] == "succeeded" and done["node"] == "node-2", done
+        assert done["attempt"] == 2, done
+        events = c.api("GET", f"/v1/events?job={j['id']}")["events"]
+        assert any(e["kind"] == "job_requeued" and "without using a retry" in e["message"]
+                   for e in events), events
 
 
 def test_restarted_agent_reconciles_and_reruns_lost_tasks():
@@ -178,6 +187,6 @@ if __name__ == "__main__":
         test_logs_follow_streams_until_the_job_ends,
         test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice,
         test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
-        test_job_without_retries_fails_when_its_node_is_lost,
+        test_frozen_nodes_job_without_retries_is_requeued_and_runs_elsewhere,
         test_restarted_agent_reconciles_and_reruns_lost_tasks,
     ])
