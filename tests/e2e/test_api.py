@@ -140,6 +140,37 @@ def test_token_files_and_the_database_are_private():
             assert mode == 0o600, (name, oct(mode))
 
 
+def test_agent_numbers_out_of_range_are_refused_naming_the_field():
+    with Cluster(agents=0) as c:
+        def register(**fields):
+            body = {"name": "rogue", "cpus": 8, "memory_mib": 1024,
+                    "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
+            body.update(fields)
+            return c.request("POST", "/v1/agent/register", body, token=c.join)
+
+        for fields, field in [
+                ({"gpus": [{"index": 0, "memory_total_mib": 2 ** 62}]}, "memory_total_mib"),
+                ({"cpus": -1}, "cpus"), ({"memory_mib": 2 ** 60}, "memory_mib"),
+                ({"gpus": [{"index": 0}, {"index": 0}]}, "index"),
+                ({"gpus": [{"index": 99999}]}, "index"), ({"cpus": "8"}, "cpus")]:
+            status, out = register(**fields)
+            assert status == 400, (fields, status, out)
+            assert out["error"]["field"] == field and field in out["error"]["message"], (fields, out)
+        assert c.api("GET", "/v1/nodes")["nodes"] == [], "nothing refused was registered"
+
+        status, out = register()
+        assert status == 200, out
+        node_token = out["node_token"]
+        beat = {"tasks": [], "gpus": [{"index": 0, "utilization_pct": 1000}]}
+        status, out = c.request("POST", "/v1/agent/heartbeat", beat, token=node_token)
+        assert status == 400 and out["error"]["field"] == "utilization_pct", out
+        # What was refused was not stored: a restart reads the node back whole.
+        c.kill_server()
+        c.start_server()
+        node = c.node("rogue")
+        assert node["gpus"][0]["memory_total_mib"] == 1000, node
+
+
 def test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder():
     with Cluster(agents=0) as c:
         same_data = subprocess.run(
@@ -230,6 +261,7 @@ if __name__ == "__main__":
         test_requests_without_a_valid_token_get_401_and_nothing_else,
         test_token_files_and_the_database_are_private,
         test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder,
+        test_agent_numbers_out_of_range_are_refused_naming_the_field,
         test_project_tokens_cannot_see_or_touch_other_projects,
         test_metrics_count_jobs_nodes_and_gpus,
         test_server_refuses_a_bad_config_with_line_and_key,
