@@ -14,6 +14,7 @@
 #include "common/log.h"
 
 #define HEARTBEAT_TIMEOUT_MS 5000
+#define HEARTBEAT_MIN_TIMEOUT_MS 100
 /* Heartbeats an acknowledged task waits for the server to take the rest of
  * its log before the agent gives up on it. */
 #define DRAIN_MAX_TRIES 5
@@ -199,6 +200,10 @@ int agent_heartbeat_apply_reply(struct agent *a, const char *body, int64_t now_m
             t->acked = true;
     }
     forget_acked(a, before);
+    json_t *timeout = json_object_get(root, "node_timeout_ms");
+    if (json_is_integer(timeout) && json_integer_value(timeout) > 0 &&
+        json_integer_value(timeout) <= INT32_MAX)
+        a->node.node_timeout_ms = (int)json_integer_value(timeout);
     json_array_foreach(json_object_get(root, "actions"), i, e)
     {
         if (agent_actions_apply(a, e, now_ms))
@@ -218,8 +223,15 @@ int agent_heartbeat_send(struct agent *a, int64_t now_ms, bool *changed, bool *m
         free(body);
         return tide_err_set(err, TIDE_EIO, NULL, "heartbeat: out of memory");
     }
+    /* Never wait past the moment this node must fence itself (agent_loop.c). */
+    int64_t timeout_ms = HEARTBEAT_TIMEOUT_MS;
+    if (a->node.node_timeout_ms && a->last_contact_ms) {
+        int64_t left = a->last_contact_ms + a->node.node_timeout_ms - now_ms;
+        if (left < timeout_ms)
+            timeout_ms = left > HEARTBEAT_MIN_TIMEOUT_MS ? left : HEARTBEAT_MIN_TIMEOUT_MS;
+    }
     struct http_response resp;
-    int rc = http_request("POST", url, a->node.node_token, body, HEARTBEAT_TIMEOUT_MS, &resp, err);
+    int rc = http_request("POST", url, a->node.node_token, body, (int)timeout_ms, &resp, err);
     free(body);
     free(url);
     if (rc != 0)

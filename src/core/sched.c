@@ -585,6 +585,13 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
                       struct action_list *out)
 {
     int lost = 0;
+    int64_t stalled_ms = s->last_node_check_ms ? now_ms - s->last_node_check_ms : 0;
+    s->last_node_check_ms = now_ms;
+    if (stalled_ms > s->cfg.node_timeout_ms / 2)
+        for (size_t n = 0; n < c->nnodes; n++) {
+            int64_t *heard = &c->nodes[n].last_heartbeat_ms;
+            *heard = *heard + stalled_ms < now_ms ? *heard + stalled_ms : now_ms;
+        }
     for (size_t n = 0; n < c->nnodes; n++) {
         struct node *node = &c->nodes[n];
         /* A draining pool node still runs tasks: it can be lost too. */

@@ -59,6 +59,7 @@ struct scheduler {
     struct preempt_pool preempt_pool; /* scratch: what a pass may preempt */
     struct gang_choice gang;          /* scratch: a multi-node placement */
     struct placement_index *index; /* nodes by free GPUs, rebuilt each pass */
+    int64_t last_node_check_ms;    /* sched_check_nodes' last call, 0 before the first */
 };
 
 void sched_init(struct scheduler *s, const struct sched_config *cfg);
@@ -80,8 +81,11 @@ int sched_pass_ids(struct scheduler *s, struct cluster *c, const int64_t *ids, s
                    int64_t now_ms, struct action_list *out);
 
 /* Declares nodes lost whose last heartbeat is older than node_timeout_ms
- * and requeues their jobs while retries remain (else they fail with reason
- * "node lost"). Returns the number of nodes lost now. */
+ * and requeues their jobs, using no retry. When the caller itself stalled
+ * (more than half a timeout since the last call: paused, or kept off the
+ * lock), heartbeats may be waiting unread, so every node's clock is moved on
+ * by the stall instead of judging nodes by it. Returns the number of nodes
+ * lost now. */
 int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
                       struct action_list *out);
 

@@ -484,6 +484,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(offsets);
         return api_error(reply, &err);
     }
-    reply->json = json_pack("{s:o, s:o, s:o}", "actions", actions, "ack", acks, "log_offsets", offsets);
+    reply->json = json_pack("{s:o, s:o, s:o, s:I}", "actions", actions, "ack", acks, "log_offsets",
+                            offsets, "node_timeout_ms", (json_int_t)srv->cfg.node_timeout_ms);
     return 0;
 }

@@ -148,22 +148,48 @@ def test_killed_agent_jobs_are_requeued_and_finish_elsewhere():
         assert any(e["kind"] == "job_requeued" and "node lost" in e["message"] for e in events), events
 
 
-def test_frozen_nodes_job_without_retries_is_requeued_and_runs_elsewhere():
+def test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once():
     with Cluster(agents=1, node_timeout_ms=1500) as c:
-        j = c.submit(command=["sh", "-c", "sleep 3; echo done"], gpus=1)  # retries: 0
+        ends = os.path.join(c.dir, "ends")
+        j = c.submit(command=["sh", "-c", f"sleep 8; echo attempt-$TIDE_ATTEMPT >> {ends}"],
+                     gpus=1)  # retries: 0, the default
         c.wait_state(j["id"], "running")
         frozen = c.agents["node-1"]
-        os.killpg(frozen.pid, signal.SIGSTOP)  # heartbeats stop, the process lives
+        os.killpg(frozen.pid, signal.SIGSTOP)  # heartbeats stop; its task runs on
         c.start_agent("node-2")
         wait_until(lambda: c.node("node-1")["state"] == "lost", 15, what="node-1 lost")
-        # Until agents fence themselves, the frozen one must not wake up and finish too.
-        c.kill_agent("node-1")
+        wait_until(lambda: c.job(j["id"])["attempt"] == 2, 15, what="the job placed again")
+        os.killpg(frozen.pid, signal.SIGCONT)  # wakes past its node timeout: fences
         done = c.wait_final([j["id"]], timeout=60)[j["id"]]
         assert done["state"] == "succeeded" and done["node"] == "node-2", done
         assert done["attempt"] == 2, done
+        time.sleep(1)
+        with open(ends) as f:
+            assert f.read().split() == ["attempt-2"], "the job finished once, on node-2"
+        assert "fenced" in c.log("agent-node-1"), c.log("agent-node-1")
         events = c.api("GET", f"/v1/events?job={j['id']}")["events"]
         assert any(e["kind"] == "job_requeued" and "without using a retry" in e["message"]
                    for e in events), events
+
+
+def test_paused_server_declares_no_node_lost_and_uses_no_retry():
+    with Cluster(agents=2, node_timeout_ms=2000) as c:
+        ends = os.path.join(c.dir, "ends")
+        ids = [c.submit(command=["sh", "-c", f"sleep 6; echo {i} >> {ends}"], gpus=1)["id"]
+               for i in range(4)]
+        for job_id in ids:
+            c.wait_state(job_id, "running")
+        os.killpg(c.server.pid, signal.SIGSTOP)
+        time.sleep(3)  # past the node timeout: agents fence, nothing may run twice
+        os.killpg(c.server.pid, signal.SIGCONT)
+        final = c.wait_final(ids, timeout=90)
+        for job_id in ids:
+            assert final[job_id]["state"] == "succeeded", final[job_id]
+        kinds = [e["kind"] for e in c.api("GET", "/v1/events?limit=100000")["events"]]
+        assert "node_lost" not in kinds, kinds
+        time.sleep(1)
+        with open(ends) as f:
+            assert sorted(f.read().split()) == [str(i) for i in range(4)], "each job once"
 
 
 def test_restarted_agent_reconciles_and_reruns_lost_tasks():
@@ -187,6 +213,7 @@ if __name__ == "__main__":
         test_logs_follow_streams_until_the_job_ends,
         test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice,
         test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
-        test_frozen_nodes_job_without_retries_is_requeued_and_runs_elsewhere,
+        test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once,
+        test_paused_server_declares_no_node_lost_and_uses_no_retry,
         test_restarted_agent_reconciles_and_reruns_lost_tasks,
     ])

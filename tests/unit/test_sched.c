@@ -273,6 +273,28 @@ static void test_lost_node_is_reported_once(void **state)
     assert_int_equal(out.len, 0);
 }
 
+static void test_a_stalled_server_does_not_judge_nodes_by_its_own_stall(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 2));
+    add_running(fx_job(1, 2), 1);
+    cluster_find_node(&c, 1)->last_heartbeat_ms = 100;
+    assert_int_equal(sched_check_nodes(&s, &c, 100, &out), 0);
+    /* Paused past the timeout: heartbeats sent meanwhile are still unread. */
+    int64_t woke = 100 + 3 * TIMEOUT_MS;
+    assert_int_equal(sched_check_nodes(&s, &c, woke, &out), 0);
+    assert_int_equal(out.len, 0);
+    assert_int_equal(cluster_find_job(&c, 1)->state, JOB_RUNNING);
+    /* Still silent a whole timeout after the stall, checked as usual: lost. */
+    int64_t t = woke;
+    while (t < woke + TIMEOUT_MS) {
+        t += TIMEOUT_MS / 4;
+        assert_int_equal(sched_check_nodes(&s, &c, t, &out), 0);
+    }
+    assert_int_equal(sched_check_nodes(&s, &c, t + TIMEOUT_MS / 4, &out), 1);
+    assert_non_null(fx_find(&out, ACTION_REQUEUE, 1));
+}
+
 static void test_job_on_lost_node_is_requeued_using_no_retry(void **state)
 {
     (void)state;
@@ -658,6 +680,7 @@ int main(void)
         T(test_node_silent_past_the_timeout_is_lost),
         T(test_node_silent_exactly_the_timeout_is_not_lost),
         T(test_lost_node_is_reported_once),
+        T(test_a_stalled_server_does_not_judge_nodes_by_its_own_stall),
         T(test_job_on_lost_node_is_requeued_using_no_retry),
         T(test_node_loss_leaves_a_jobs_retries_for_its_own_failures),
         T(test_every_job_of_a_lost_node_is_ended_and_others_are_untouched),
