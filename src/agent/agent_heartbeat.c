@@ -84,13 +84,21 @@ static int add_log(json_t *logs, const struct agent_task *t, size_t *budget, boo
         *more = true;
     if (!data)
         return 0;
+    size_t encoded = 0;
+    size_t fits = agent_task_log_fit_json(data, len, max, &encoded);
+    if (fits < len)
+        *more = true; /* the rest goes in a later heartbeat */
+    if (fits == 0) {
+        free(data);
+        return 0;
+    }
     json_t *chunk =
         json_pack("{s:I, s:I, s:I, s:s%}", "job_id", (json_int_t)t->job_id, "attempt",
-                  (json_int_t)t->attempt, "offset", (json_int_t)t->log_acked, "data", data, len);
+                  (json_int_t)t->attempt, "offset", (json_int_t)t->log_acked, "data", data, fits);
     free(data);
     if (!chunk || json_array_append_new(logs, chunk) != 0)
         return TIDE_ENOMEM;
-    *budget -= len;
+    *budget -= encoded;
     return 0;
 }
 

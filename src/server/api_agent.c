@@ -254,6 +254,21 @@ static int update_telemetry(struct node *node, json_t *gpus, struct api_reply *r
     return 0;
 }
 
+/* Whether a log chunk comes from where job_id's attempt runs, or ran: its
+ * (first) node. A finished job has left the cluster but its output may still
+ * be on the way, so the store answers for it. */
+static bool log_is_from(struct server *srv, const struct node *node, int64_t job_id, int attempt)
+{
+    struct job *job = cluster_find_job(&srv->cluster, job_id);
+    if (job) /* a gang job's log is its first node's (rank 0) output */
+        return job->node_id == node->id && job->attempt == attempt;
+    int64_t ran_on = 0;
+    int ran_as = 0;
+    struct tide_err err;
+    return store_job_last_placement(srv->store, job_id, &ran_on, &ran_as, &err) == 0 &&
+           ran_on == node->id && ran_as == attempt;
+}
+
 /* Appends each log chunk of a task that is (or just was) placed on this
  * node; returns the offsets the server now holds. */
 static json_t *store_log_chunks(struct server *srv, struct node *node, json_t *logs)
@@ -267,10 +282,7 @@ static json_t *store_log_chunks(struct server *srv, struct node *node, json_t *l
         int attempt = (int)int_field(chunk, "attempt", 0);
         int64_t offset = int_field(chunk, "offset", -1);
         json_t *data = json_object_get(chunk, "data");
-        struct job *job = cluster_find_job(&srv->cluster, job_id);
-        /* A gang job's log is its first node's (rank 0) output. */
-        if (!job || job->node_id != node->id || job->attempt != attempt || offset < 0 ||
-            !json_is_string(data))
+        if (offset < 0 || !json_is_string(data) || !log_is_from(srv, node, job_id, attempt))
             continue;
         int64_t have = log_store_append(srv->cfg.data_dir, job_id, attempt, offset,
                                         json_string_value(data), json_string_length(data));

@@ -551,6 +551,26 @@ int store_job_state(struct store *s, int64_t id, enum job_state *state, char pro
     return rc;
 }
 
+int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int *attempt,
+                             struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT COALESCE(node_id, 0), attempt FROM jobs WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, id);
+    int r = sqlite3_step(st), rc = 0;
+    if (r == SQLITE_ROW) {
+        *node_id = sqlite3_column_int64(st, 0);
+        *attempt = sqlite3_column_int(st, 1);
+    } else if (r == SQLITE_DONE) {
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
+    } else {
+        rc = db_error(s, err, "read job placement");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err)
 {
     *out = NULL;

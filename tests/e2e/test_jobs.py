@@ -148,6 +148,28 @@ def test_killed_agent_jobs_are_requeued_and_finish_elsewhere():
         assert any(e["kind"] == "job_requeued" and "node lost" in e["message"] for e in events), events
 
 
+def test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes():
+    with Cluster(agents=1) as c:
+        big = c.submit(command=["python3", "-c",
+                                "import sys; sys.stdout.write('x' * 299999 + '\\nLAST LINE\\n')"],
+                       gpus=0)
+        noisy = c.submit(command=["python3", "-c",
+                                  "import sys; sys.stdout.write('\\x01' * 700000 + '\\nEND\\n')"],
+                         gpus=0)
+        final = c.wait_final([big["id"], noisy["id"]], timeout=60)
+        assert all(f["state"] == "succeeded" for f in final.values()), final
+
+        def whole(job_id, size):
+            out = c.cli("logs", str(job_id), check=True).stdout
+            return out if len(out) == size else False
+        text = wait_until(lambda: whole(big["id"], 300010), 30, what="the big log")
+        assert text.endswith("x\nLAST LINE\n"), text[-40:]
+        text = wait_until(lambda: whole(noisy["id"], 700005), 30, what="the noisy log")
+        assert text.endswith("\x01\nEND\n"), repr(text[-20:])
+        assert c.node("node-1")["state"] == "ready"  # its heartbeats were never refused
+        assert "413" not in c.log("agent-node-1"), c.log("agent-node-1")[-2000:]
+
+
 def test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once():
     with Cluster(agents=1, node_timeout_ms=1500) as c:
         ends = os.path.join(c.dir, "ends")
@@ -213,6 +235,7 @@ if __name__ == "__main__":
         test_logs_follow_streams_until_the_job_ends,
         test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice,
         test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
+        test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes,
         test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once,
         test_paused_server_declares_no_node_lost_and_uses_no_retry,
         test_restarted_agent_reconciles_and_reruns_lost_tasks,
