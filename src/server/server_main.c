@@ -19,6 +19,7 @@
 #include "server/data_lock.h"
 #include "server/pool_loop.h"
 #include "server/submit_batch.h"
+#include "store/store_idempotency.h"
 #include "server/server.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -190,6 +191,8 @@ static int server_open(struct server *srv, struct tide_err *err)
     char path[1024];
     snprintf(path, sizeof path, "%s/tide.db", srv->cfg.data_dir);
     rc = store_open_sqlite(path, &srv->store, err);
+    if (!rc)
+        rc = store_idempotency_init(srv->store, err);
     if (!rc)
         rc = auth_bootstrap(srv, err);
     if (!rc)

@@ -171,6 +171,53 @@ def test_agent_numbers_out_of_range_are_refused_naming_the_field():
         assert node["gpus"][0]["memory_total_mib"] == 1000, node
 
 
+def test_a_retried_submit_with_an_idempotency_key_makes_its_jobs_once():
+    import threading
+    with Cluster(agents=0) as c:
+        spec = {"command": ["sleep", "1"], "gpus": 1, "name": "once"}
+
+        def post(key, body=spec, token=None):
+            return c.request("POST", "/v1/jobs", body, token=token,
+                             headers={"Idempotency-Key": key})
+        status, first = post("retry-1")
+        assert status == 201, first
+        status, again = post("retry-1")
+        assert status == 201 and again["id"] == first["id"], (first, again)
+
+        status, out = post("retry-1", {**spec, "gpus": 2})
+        assert status == 409 and out["error"]["field"] == "Idempotency-Key", out
+        status, out = post("x" * 129)
+        assert status == 400 and out["error"]["field"] == "Idempotency-Key", out
+
+        # Many at once with one key: one job, every answer names it.
+        answers = []
+        def storm():
+            answers.append(post("storm", {**spec, "name": "storm"}))
+        threads = [threading.Thread(target=storm) for _ in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert all(st == 201 for st, _ in answers), answers
+        assert len({out["id"] for _, out in answers}) == 1, answers
+
+        status, arr = post("array-1", {**spec, "name": "arr", "array": 3})
+        assert status == 201 and len(arr["jobs"]) == 3, arr
+
+        # Keys are per token, and remembered across a restart.
+        alice = c.api("POST", "/v1/tokens", {"name": "alice", "projects": ["default"]},
+                      expect=201)["token"]
+        status, hers = post("retry-1", token=alice)
+        assert status == 201 and hers["id"] != first["id"], hers
+        c.kill_server()
+        c.start_server()
+        status, replay = post("array-1", {**spec, "name": "arr", "array": 3})
+        assert [j["id"] for j in replay["jobs"]] == [j["id"] for j in arr["jobs"]], replay
+        names = [j["name"] for j in c.jobs()]
+        assert names.count("once") == 2 and names.count("storm") == 1, names
+        assert len([n for n in names if n.startswith("arr")]) == 3, names
+
+
 def test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder():
     with Cluster(agents=0) as c:
         same_data = subprocess.run(
@@ -262,6 +309,7 @@ if __name__ == "__main__":
         test_token_files_and_the_database_are_private,
         test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder,
         test_agent_numbers_out_of_range_are_refused_naming_the_field,
+        test_a_retried_submit_with_an_idempotency_key_makes_its_jobs_once,
         test_project_tokens_cannot_see_or_touch_other_projects,
         test_metrics_count_jobs_nodes_and_gpus,
         test_server_refuses_a_bad_config_with_line_and_key,
