@@ -65,7 +65,7 @@ struct server {
     struct pool_loop *pool_loop; /* elastic pools (pool_loop.h); NULL without pools */
     struct submit_batch *submits; /* group commit of submissions (submit_batch.h); NULL: inline */
     /* Counters for /metrics, under lock. */
-    long long http_requests;
+    long long http_requests; /* atomic (__atomic builtins), not under lock */
     long long sched_passes;
     long long jobs_submitted;
     long long failures[FAILURE_CLASS_COUNT];
