@@ -18,6 +18,7 @@
 #include "server/config.h"
 #include "server/data_lock.h"
 #include "server/pool_loop.h"
+#include "server/retention.h"
 #include "server/submit_batch.h"
 #include "store/store_idempotency.h"
 #include "server/server.h"
@@ -211,6 +212,9 @@ int server_main(int argc, char **argv)
     srv.cfg.heartbeat_interval_ms = 1000;
     srv.cfg.kill_grace_s = 10;
     srv.cfg.sched_interval_ms = 500;
+    srv.cfg.retention_jobs_s = 30 * 86400;
+    srv.cfg.retention_events_s = 30 * 86400;
+    srv.cfg.retention_sweep_s = 60;
     queue_set_defaults(&srv.cfg.queues);
     fairshare_init(&srv.cfg.fairshare, 3600);
     struct sched_config sc;
@@ -254,7 +258,8 @@ int server_main(int argc, char **argv)
     log_info("listening on http://%s:%u (data in %s, %zu nodes and %zu unfinished jobs loaded)",
              srv.cfg.listen_host, info ? info->port : (unsigned)srv.cfg.listen_port,
              srv.cfg.data_dir, srv.cluster.nnodes, srv.cluster.njobs);
-    if (pool_loop_start(&srv, info ? (int)info->port : srv.cfg.listen_port, &err) != 0) {
+    if (retention_start(&srv, &err) != 0 ||
+        pool_loop_start(&srv, info ? (int)info->port : srv.cfg.listen_port, &err) != 0) {
         log_error("%s", err.message);
         exit_code = 1;
         goto out;
@@ -277,6 +282,7 @@ out:
     if (daemon)
         MHD_stop_daemon(daemon);
     submit_batch_stop(&srv); /* no HTTP thread submits any more */
+    retention_stop(&srv);
     pool_loop_stop(&srv);
     if (sched_started) {
         pthread_mutex_lock(&srv.lock);

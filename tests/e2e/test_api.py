@@ -287,6 +287,8 @@ def test_server_refuses_a_bad_config_with_line_and_key():
             ("server:\n  bogus: 1\n", "tide.yaml:2: server.bogus: unknown key"),
             ("scheduler:\n  placement: magic\n", "tide.yaml:2: scheduler.placement: unknown placement 'magic'"),
             ("colour: blue\n", "tide.yaml:1: colour: unknown section"),
+            ("retention:\n  events_s: -1\n", "tide.yaml:2: retention.events_s: must be from 0"),
+            ("retention:\n  jobs_days: 3\n", "tide.yaml:2: retention.jobs_days: unknown key"),
             ("server: [1,\n", "tide.yaml:2:1:"),
         ]
         for text, want in cases:

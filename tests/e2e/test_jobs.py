@@ -170,6 +170,28 @@ def test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes():
         assert "413" not in c.log("agent-node-1"), c.log("agent-node-1")[-2000:]
 
 
+def test_old_finished_jobs_and_events_are_forgotten_with_their_files():
+    config = "retention:\n  finished_jobs_s: 2\n  events_s: 6\n  sweep_s: 1\n"
+    with Cluster(agents=1, config=config) as c:
+        done = c.submit(command=["sh", "-c", "echo bye"], gpus=1)
+        waiting = c.submit(command=["true"], gpus=64)  # fits nowhere: stays pending
+        c.wait_final([done["id"]])
+        logs = os.path.join(c.data, "logs", str(done["id"]))
+        checkpoints = os.path.join(c.data, "checkpoints", str(done["id"]))
+        assert os.path.isdir(logs) and os.path.isdir(checkpoints)
+
+        def forgotten():
+            status, _ = c.request("GET", f"/v1/jobs/{done['id']}")
+            return status == 404
+        wait_until(forgotten, 20, what="the finished job forgotten")
+        assert not os.path.exists(logs) and not os.path.exists(checkpoints)
+        assert c.job(waiting["id"])["state"] == "pending"  # unfinished jobs stay
+        assert not c.api("GET", f"/v1/events?job={done['id']}")["events"]
+        wait_until(lambda: not any(e["kind"] == "node_registered" for e in
+                                   c.api("GET", "/v1/events")["events"]), 20,
+                   what="the old node event forgotten")
+
+
 def test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once():
     with Cluster(agents=1, node_timeout_ms=1500) as c:
         ends = os.path.join(c.dir, "ends")
@@ -236,6 +258,7 @@ if __name__ == "__main__":
         test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice,
         test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
         test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes,
+        test_old_finished_jobs_and_events_are_forgotten_with_their_files,
         test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once,
         test_paused_server_declares_no_node_lost_and_uses_no_retry,
         test_restarted_agent_reconciles_and_reruns_lost_tasks,
