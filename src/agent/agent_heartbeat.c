@@ -1,12 +1,14 @@
 /* Building heartbeats and applying their replies (agent_heartbeat.h). */
 #include "agent/agent_heartbeat.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent/agent_actions.h"
 #include "agent/task_log.h"
@@ -172,8 +174,11 @@ static void forget_acked(struct agent *a, const int64_t *before)
         if (!drained && t->drain_tries <= DRAIN_MAX_TRIES)
             continue;
         if (!drained)
-            log_warn("job %" PRId64 ".%" PRId64 ": server stopped taking its log at byte %" PRId64,
-                     t->job_id, t->attempt, t->log_acked);
+            log_warn("job %" PRId64 ".%" PRId64 ": server stopped taking its log at byte %" PRId64
+                     "; %s is kept",
+                     t->job_id, t->attempt, t->log_acked, t->log_path);
+        else if (unlink(t->log_path) != 0 && errno != ENOENT) /* the server holds all of it */
+            log_warn("cannot remove %s: %s", t->log_path, strerror(errno));
         agent_drop_task(a, i);
     }
 }

@@ -179,6 +179,9 @@ def test_old_finished_jobs_and_events_are_forgotten_with_their_files():
         logs = os.path.join(c.data, "logs", str(done["id"]))
         checkpoints = os.path.join(c.data, "checkpoints", str(done["id"]))
         assert os.path.isdir(logs) and os.path.isdir(checkpoints)
+        agent_log = os.path.join(c.dir, "agents", "node-1", "logs", f"{done['id']}.1.log")
+        wait_until(lambda: not os.path.exists(agent_log), 20,
+                   what="the agent's copy of a delivered log removed")
 
         def forgotten():
             status, _ = c.request("GET", f"/v1/jobs/{done['id']}")
