@@ -26,6 +26,7 @@ struct agent_node {
     int64_t node_id;
     char *node_token;
     int heartbeat_ms; /* what the server asked for, 0 if it said nothing */
+    int node_timeout_ms; /* after this long unheard the server calls the node lost; 0: not told */
 };
 
 struct agent {
@@ -55,6 +56,10 @@ struct agent {
     bool server_down;     /* the last call did not reach the server */
     int64_t down_warn_ms; /* when that was last logged (monotonic) */
     int64_t down_since_ms;
+    /* When the server last answered a heartbeat (monotonic): past
+     * node_timeout_ms from it, the server has given this node's tasks away,
+     * so the agent stops them (fencing); no heartbeat waits beyond that. */
+    int64_t last_contact_ms;
 };
 
 /* The task for (job_id, attempt), or NULL. */

@@ -1,12 +1,14 @@
 /* Building heartbeats and applying their replies (agent_heartbeat.h). */
 #include "agent/agent_heartbeat.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent/agent_actions.h"
 #include "agent/task_log.h"
@@ -14,6 +16,7 @@
 #include "common/log.h"
 
 #define HEARTBEAT_TIMEOUT_MS 5000
+#define HEARTBEAT_MIN_TIMEOUT_MS 100
 /* Heartbeats an acknowledged task waits for the server to take the rest of
  * its log before the agent gives up on it. */
 #define DRAIN_MAX_TRIES 5
@@ -83,13 +86,21 @@ static int add_log(json_t *logs, const struct agent_task *t, size_t *budget, boo
         *more = true;
     if (!data)
         return 0;
+    size_t encoded = 0;
+    size_t fits = agent_task_log_fit_json(data, len, max, &encoded);
+    if (fits < len)
+        *more = true; /* the rest goes in a later heartbeat */
+    if (fits == 0) {
+        free(data);
+        return 0;
+    }
     json_t *chunk =
         json_pack("{s:I, s:I, s:I, s:s%}", "job_id", (json_int_t)t->job_id, "attempt",
-                  (json_int_t)t->attempt, "offset", (json_int_t)t->log_acked, "data", data, len);
+                  (json_int_t)t->attempt, "offset", (json_int_t)t->log_acked, "data", data, fits);
     free(data);
     if (!chunk || json_array_append_new(logs, chunk) != 0)
         return TIDE_ENOMEM;
-    *budget -= len;
+    *budget -= encoded;
     return 0;
 }
 
@@ -163,8 +174,11 @@ static void forget_acked(struct agent *a, const int64_t *before)
         if (!drained && t->drain_tries <= DRAIN_MAX_TRIES)
             continue;
         if (!drained)
-            log_warn("job %" PRId64 ".%" PRId64 ": server stopped taking its log at byte %" PRId64,
-                     t->job_id, t->attempt, t->log_acked);
+            log_warn("job %" PRId64 ".%" PRId64 ": server stopped taking its log at byte %" PRId64
+                     "; %s is kept",
+                     t->job_id, t->attempt, t->log_acked, t->log_path);
+        else if (unlink(t->log_path) != 0 && errno != ENOENT) /* the server holds all of it */
+            log_warn("cannot remove %s: %s", t->log_path, strerror(errno));
         agent_drop_task(a, i);
     }
 }
@@ -199,6 +213,10 @@ int agent_heartbeat_apply_reply(struct agent *a, const char *body, int64_t now_m
             t->acked = true;
     }
     forget_acked(a, before);
+    json_t *timeout = json_object_get(root, "node_timeout_ms");
+    if (json_is_integer(timeout) && json_integer_value(timeout) > 0 &&
+        json_integer_value(timeout) <= INT32_MAX)
+        a->node.node_timeout_ms = (int)json_integer_value(timeout);
     json_array_foreach(json_object_get(root, "actions"), i, e)
     {
         if (agent_actions_apply(a, e, now_ms))
@@ -218,8 +236,15 @@ int agent_heartbeat_send(struct agent *a, int64_t now_ms, bool *changed, bool *m
         free(body);
         return tide_err_set(err, TIDE_EIO, NULL, "heartbeat: out of memory");
     }
+    /* Never wait past the moment this node must fence itself (agent_loop.c). */
+    int64_t timeout_ms = HEARTBEAT_TIMEOUT_MS;
+    if (a->node.node_timeout_ms && a->last_contact_ms) {
+        int64_t left = a->last_contact_ms + a->node.node_timeout_ms - now_ms;
+        if (left < timeout_ms)
+            timeout_ms = left > HEARTBEAT_MIN_TIMEOUT_MS ? left : HEARTBEAT_MIN_TIMEOUT_MS;
+    }
     struct http_response resp;
-    int rc = http_request("POST", url, a->node.node_token, body, HEARTBEAT_TIMEOUT_MS, &resp, err);
+    int rc = http_request("POST", url, a->node.node_token, body, (int)timeout_ms, &resp, err);
     free(body);
     free(url);
     if (rc != 0)

@@ -89,6 +89,7 @@ static void heartbeat(struct agent *a, struct loop_state *s, int64_t now)
     s->last_heartbeat_ms = now;
     s->next_heartbeat_ms = now + a->heartbeat_ms;
     if (rc == 0) {
+        a->last_contact_ms = clock_mono_ms(); /* the server has just heard from us */
         agent_note_server(a, true, NULL, now);
         if (changed || more)
             s->next_heartbeat_ms = now + HEARTBEAT_MIN_GAP_MS;
@@ -130,6 +131,31 @@ static bool reap(struct agent *a, int64_t now)
         }
     }
     return changed;
+}
+
+/* Fencing: once the server has not heard from this node for its node
+ * timeout, it has declared the node lost and requeued the tasks elsewhere;
+ * running them on would run each job twice. Checked before every heartbeat,
+ * so an agent that was frozen (SIGSTOP) stops its tasks as it wakes. */
+static bool fence_if_cut_off(struct agent *a, int64_t now)
+{
+    if (!a->node.node_timeout_ms || !a->last_contact_ms ||
+        now - a->last_contact_ms <= a->node.node_timeout_ms)
+        return false;
+    char reason[96];
+    snprintf(reason, sizeof reason, "fenced: no contact with the server for %" PRId64 " s",
+             (now - a->last_contact_ms) / 1000);
+    bool stopped = false;
+    for (size_t i = 0; i < a->ntasks; i++) {
+        struct agent_task *t = a->tasks[i];
+        if (t->state != AGENT_TASK_RUNNING || t->fenced)
+            continue;
+        log_warn("job %" PRId64 ".%" PRId64 ": %s; killing it", t->job_id, t->attempt, reason);
+        agent_task_stop(t, reason, 0, SIGKILL, now);
+        t->fenced = true;
+        stopped = true;
+    }
+    return stopped;
 }
 
 static size_t running_tasks(const struct agent *a)
@@ -202,7 +228,8 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
     s.next_register_ms = now;
     while (!*signals) {
         now = clock_mono_ms();
-        bool changed = reap(a, now);
+        bool changed = fence_if_cut_off(a, now);
+        changed |= reap(a, now);
         if (!a->registered && now >= s.next_register_ms && !try_register(a, &s, now))
             return 1;
         if (a->registered && !*signals &&

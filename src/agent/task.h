@@ -65,6 +65,7 @@ struct agent_task {
     int64_t kill_at_ms;  /* monotonic SIGKILL deadline while stopping, else 0 */
     int kill_grace_s;
     bool stopping;
+    bool fenced; /* killed because the server stopped hearing from this node */
     char stop_reason[128]; /* empty: report the wait status */
 
     /* how it ended, once state is AGENT_TASK_EXITED */

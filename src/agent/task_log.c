@@ -63,6 +63,37 @@ size_t agent_task_log_sanitize(char *buf, size_t len, bool final)
     return len;
 }
 
+/* Bytes jansson writes for one byte of a string: escapes for '"', '\\' and
+ * controls (\n \t \r \b \f short, the rest as \u00XX). */
+static size_t json_cost(unsigned char c)
+{
+    if (c == '"' || c == '\\' || c == '\n' || c == '\t' || c == '\r' || c == '\b' || c == '\f')
+        return 2;
+    return c < 0x20 ? 6 : 1;
+}
+
+size_t agent_task_log_fit_json(const char *data, size_t len, size_t budget, size_t *encoded)
+{
+    const unsigned char *s = (const unsigned char *)data;
+    size_t used = 2, i = 0; /* the quotes */
+    while (i < len) {
+        size_t k = 1; /* a multi-byte character goes whole: sanitized, so complete */
+        if (s[i] >= 0xF0)
+            k = 4;
+        else if (s[i] >= 0xE0)
+            k = 3;
+        else if (s[i] >= 0xC0)
+            k = 2;
+        size_t cost = k == 1 ? json_cost(s[i]) : k;
+        if (i + k > len || used + cost > budget)
+            break;
+        used += cost;
+        i += k;
+    }
+    *encoded = used;
+    return i;
+}
+
 int agent_task_log_chunk(const char *path, int64_t offset, size_t max, bool final, char **data,
                          size_t *len, bool *more)
 {

@@ -27,4 +27,12 @@ int agent_task_log_chunk(const char *path, int64_t offset, size_t max, bool fina
  * and final is false. Exposed for tests. */
 size_t agent_task_log_sanitize(char *buf, size_t len, bool final);
 
+/* How many leading bytes of the sanitized data[0..len) fit in budget bytes
+ * once written as a JSON string (quotes and escapes counted: a control byte
+ * takes up to six), cut between characters. What a heartbeat carries is
+ * bounded by its encoded size, so output full of control bytes cannot push
+ * the body past the server's limit. *encoded is what those bytes take, quotes
+ * included, never above budget. */
+size_t agent_task_log_fit_json(const char *data, size_t len, size_t budget, size_t *encoded);
+
 #endif

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +130,25 @@ int fs_write_file_atomic(const char *path, const char *data, size_t len, mode_t 
         return e;
     }
     return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    int rc = type == FTW_DP ? rmdir(path) : unlink(path);
+    return rc != 0 && errno != ENOENT ? -errno : 0;
+}
+
+int fs_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -errno;
+    /* depth first (files before their directory), physical: a symlink is
+     * removed itself, never what it points to */
+    int rc = nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return rc < 0 ? -errno : rc;
 }
 
 int fs_random_hex(char *out, size_t nbytes)

@@ -12,6 +12,10 @@
 /* mkdir -p with the given mode for directories it creates. 0 or -errno. */
 int fs_mkdir_p(const char *path, mode_t mode);
 
+/* rm -r: removes path and everything under it, never following symlinks
+ * out of it. A missing path is success. 0 or -errno. */
+int fs_remove_tree(const char *path);
+
 /* Reads a whole file into a new NUL-terminated buffer the caller frees.
  * Fails with -EFBIG when it is larger than max_bytes. 0 or -errno. */
 int fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len);

@@ -266,6 +266,31 @@ void cluster_remove_job(struct cluster *c, int64_t id)
         c->job_ids.count = (size_t)-1;
 }
 
+size_t cluster_remove_jobs_if(struct cluster *c, bool (*doomed)(struct job *job, void *ctx),
+                              void *ctx)
+{
+    size_t gone = 0;
+    for (size_t i = 0; i < c->njobs; i++) {
+        c->jobs[i].doomed = doomed(&c->jobs[i], ctx);
+        gone += c->jobs[i].doomed;
+    }
+    if (!gone)
+        return 0;
+    size_t kept = 0;
+    for (size_t i = 0; i < c->njobs; i++) {
+        if (c->jobs[i].doomed) {
+            cluster_unassign(c, &c->jobs[i]);
+            continue;
+        }
+        if (kept != i)
+            c->jobs[kept] = c->jobs[i];
+        kept++;
+    }
+    c->njobs = kept;
+    c->job_ids.count = (size_t)-1; /* positions moved: the next lookup rebuilds */
+    return gone;
+}
+
 void cluster_assign(struct cluster *c, struct job *job, struct node *node, const int *gpu_index,
                     int ngpus)
 {

@@ -114,7 +114,10 @@ struct job {
     int64_t not_before_ms;    /* pending, but not to be placed before this (retry backoff) */
     int64_t attained_gpu_ms;  /* GPU-milliseconds used by earlier attempts (LAS) */
     int64_t last_failure_ms;  /* when the last attempt failed (retry backoff); 0: none */
-    int preemptions;          /* attempts ended by preemption: they use up no retries */
+    int preemptions;          /* attempts ended by preemption */
+    bool doomed;              /* scratch of cluster_remove_jobs_if */
+    int free_attempts;        /* attempts ended by no fault of the job (preemption, its node
+                                 lost, its task vanished): they use up no retries */
     bool held;                /* waiting on dependencies: not to be placed */
     int ndeps;
     int64_t depends_on[TIDE_MAX_DEPS]; /* jobs that must succeed first */
@@ -215,6 +218,13 @@ struct job *cluster_find_job(struct cluster *c, int64_t id);
 /* Removes a job (after it finished); frees its GPUs first. Later jobs move
  * down by one, or the last takes its place when c->jobs_any_order. */
 void cluster_remove_job(struct cluster *c, int64_t id);
+
+/* Asks doomed about every job, then removes those it said true for, freeing
+ * their GPUs, in one sweep that keeps the others' order: O(jobs) however
+ * many go, where removing them one by one costs O(jobs) each. doomed may
+ * look other jobs up; it must not add or remove any. Returns how many went. */
+size_t cluster_remove_jobs_if(struct cluster *c, bool (*doomed)(struct job *job, void *ctx),
+                              void *ctx);
 
 /* Gives job the listed GPUs (and its CPUs and memory) of node. */
 void cluster_assign(struct cluster *c, struct job *job, struct node *node, const int *gpu_index,

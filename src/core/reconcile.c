@@ -31,6 +31,12 @@ static void record_exit(struct cluster *c, struct job *job, const struct task_re
                            now_ms, out);
         return;
     }
+    if (!strncmp(r->reason, "fenced", 6) && !job->cancel_requested) {
+        /* Its agent lost the server and stopped it: the node's fault, not the job's. */
+        sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, r->reason, r->exit_code, r->signal,
+                           now_ms, out);
+        return;
+    }
     if (job->reclaim_requested && !job->cancel_requested) {
         /* Reclaimed for idling: retrying would only idle again. */
         struct action a = {.type = ACTION_FINISH, .job_id = job->id, .attempt = job->attempt,

@@ -193,7 +193,7 @@ static int64_t retry_not_before_ms(const struct sched_config *cfg, const struct 
 {
     if (!job->last_failure_ms || cfg->retry_backoff_ms <= 0)
         return 0;
-    int failures = job->attempt - job->preemptions;
+    int failures = job->attempt - job->free_attempts;
     int shift = failures > 1 ? failures - 1 : 0;
     int64_t delay = cfg->retry_backoff_ms << (shift < 20 ? shift : 20);
     if (cfg->retry_backoff_max_ms > 0 && delay > cfg->retry_backoff_max_ms)
@@ -550,15 +550,24 @@ void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passe
     } else if (job->state == JOB_PREEMPTED) {
         /* Preemption is not the job's fault: it uses up no retry. */
         job->preemptions++;
+        job->free_attempts++;
         a.type = ACTION_REQUEUE;
         a.state = JOB_PREEMPTED;
         snprintf(a.reason, sizeof a.reason, "%s", failure);
         job->state = JOB_PENDING;
-    } else if (final_state == JOB_FAILED && job->attempt - job->preemptions <= job->retries) {
+    } else if (passed_through == JOB_LOST && final_state == JOB_FAILED) {
+        /* Nor is a node's death or an agent losing the task: requeue at once,
+         * using no retry. */
+        job->free_attempts++;
+        a.type = ACTION_REQUEUE;
+        a.state = JOB_LOST;
+        snprintf(a.reason, sizeof a.reason, "%s; requeued without using a retry", failure);
+        job->state = JOB_PENDING;
+    } else if (final_state == JOB_FAILED && job->attempt - job->free_attempts <= job->retries) {
         a.type = ACTION_REQUEUE;
         a.state = passed_through;
         snprintf(a.reason, sizeof a.reason, "%s; retry %d of %d", failure,
-                 job->attempt - job->preemptions, job->retries);
+                 job->attempt - job->free_attempts, job->retries);
         job->state = JOB_PENDING;
         if (passed_through == JOB_FAILED)
             job->last_failure_ms = now_ms; /* node loss is retried at once */
@@ -576,6 +585,13 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
                       struct action_list *out)
 {
     int lost = 0;
+    int64_t stalled_ms = s->last_node_check_ms ? now_ms - s->last_node_check_ms : 0;
+    s->last_node_check_ms = now_ms;
+    if (stalled_ms > s->cfg.node_timeout_ms / 2)
+        for (size_t n = 0; n < c->nnodes; n++) {
+            int64_t *heard = &c->nodes[n].last_heartbeat_ms;
+            *heard = *heard + stalled_ms < now_ms ? *heard + stalled_ms : now_ms;
+        }
     for (size_t n = 0; n < c->nnodes; n++) {
         struct node *node = &c->nodes[n];
         /* A draining pool node still runs tasks: it can be lost too. */

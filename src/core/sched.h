@@ -59,6 +59,7 @@ struct scheduler {
     struct preempt_pool preempt_pool; /* scratch: what a pass may preempt */
     struct gang_choice gang;          /* scratch: a multi-node placement */
     struct placement_index *index; /* nodes by free GPUs, rebuilt each pass */
+    int64_t last_node_check_ms;    /* sched_check_nodes' last call, 0 before the first */
 };
 
 void sched_init(struct scheduler *s, const struct sched_config *cfg);
@@ -80,8 +81,11 @@ int sched_pass_ids(struct scheduler *s, struct cluster *c, const int64_t *ids, s
                    int64_t now_ms, struct action_list *out);
 
 /* Declares nodes lost whose last heartbeat is older than node_timeout_ms
- * and requeues their jobs while retries remain (else they fail with reason
- * "node lost"). Returns the number of nodes lost now. */
+ * and requeues their jobs, using no retry. When the caller itself stalled
+ * (more than half a timeout since the last call: paused, or kept off the
+ * lock), heartbeats may be waiting unread, so every node's clock is moved on
+ * by the stall instead of judging nodes by it. Returns the number of nodes
+ * lost now. */
 int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
                       struct action_list *out);
 
@@ -92,8 +96,8 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
 int sched_cancel(struct cluster *c, int64_t job_id, struct action_list *out);
 
 /* Ends a job's current attempt with `failure` as reason: requeued while
- * retries remain (a preempted job always, using up none), else finished as
- * `final_state`. A failed exit starts the retry backoff. Frees its resources;
+ * retries remain (a preempted job, or one that passed through JOB_LOST, always
+ * and using up none), else finished as `final_state`. A failed exit starts the retry backoff. Frees its resources;
  * removes it from the cluster when final. Used for node loss, vanished
  * tasks and failed exits. */
 void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passed_through,

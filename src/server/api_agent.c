@@ -16,11 +16,36 @@
 #include "server/server.h"
 
 #define MAX_TASKS_PER_HEARTBEAT 1024
+/* Bounds on what an agent may claim: far above any real machine, far
+ * below what would overflow the sums placement and billing make. */
+#define AGENT_MAX_CPUS 65536
+#define AGENT_MAX_MEMORY_MIB (1LL << 32)     /* 4 PiB of RAM */
+#define AGENT_MAX_GPU_MEMORY_MIB (1LL << 24) /* 16 TiB per GPU */
+#define AGENT_MAX_GPU_INDEX 1023
+#define AGENT_MAX_GPU_POWER_W 100000
 
 static long long int_field(json_t *obj, const char *key, long long fallback)
 {
     json_t *v = json_object_get(obj, key);
     return json_is_integer(v) ? json_integer_value(v) : fallback;
+}
+
+/* Agents are not trusted with numbers: a value out of [min, max] (or not an
+ * integer) is refused, naming it, before it can overflow placement or be
+ * stored. fallback when absent. */
+static int bounded_field(json_t *obj, const char *key, long long min, long long max,
+                         long long fallback, const char *where, long long *out,
+                         struct api_reply *reply)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = fallback;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+        return api_error_msg(reply, TIDE_EINVAL, key, "%s%s: must be an integer from %lld to %lld",
+                             where, key, min, max), -1;
+    *out = json_integer_value(v);
+    return 0;
 }
 
 static const char *string_field(json_t *obj, const char *key, const char *fallback)
@@ -67,8 +92,13 @@ static int node_from_registration(json_t *body, struct node *node, struct api_re
             return api_error_msg(reply, TIDE_EINVAL, "name",
                                  "name: may contain only letters, digits, '-', '_' and '.'"), -1;
     snprintf(node->name, sizeof node->name, "%s", name);
-    node->cpus = (int)int_field(body, "cpus", 0);
-    node->memory_mib = int_field(body, "memory_mib", 0);
+    long long v;
+    if (bounded_field(body, "cpus", 0, AGENT_MAX_CPUS, 0, "", &v, reply))
+        return -1;
+    node->cpus = (int)v;
+    if (bounded_field(body, "memory_mib", 0, AGENT_MAX_MEMORY_MIB, 0, "", &v, reply))
+        return -1;
+    node->memory_mib = v;
     snprintf(node->driver, sizeof node->driver, "%s", string_field(body, "driver", ""));
     json_t *gpus = json_object_get(body, "gpus");
     if (gpus && !json_is_array(gpus))
@@ -83,10 +113,22 @@ static int node_from_registration(json_t *body, struct node *node, struct api_re
     {
         struct gpu *gpu = &node->gpus[node->ngpus++];
         memset(gpu, 0, sizeof *gpu);
-        gpu->index = (int)int_field(g, "index", (long long)i);
+        char where[32];
+        snprintf(where, sizeof where, "gpus[%zu].", i);
+        if (!json_is_object(g))
+            return api_error_msg(reply, TIDE_EINVAL, "gpus", "gpus[%zu]: must be an object", i), -1;
+        if (bounded_field(g, "index", 0, AGENT_MAX_GPU_INDEX, (long long)i, where, &v, reply))
+            return -1;
+        gpu->index = (int)v;
+        for (int k = 0; k + 1 < node->ngpus; k++)
+            if (node->gpus[k].index == gpu->index)
+                return api_error_msg(reply, TIDE_EINVAL, "index", "%sindex: %d is given twice",
+                                     where, gpu->index), -1;
         snprintf(gpu->uuid, sizeof gpu->uuid, "%s", string_field(g, "uuid", ""));
         snprintf(gpu->name, sizeof gpu->name, "%s", string_field(g, "name", ""));
-        gpu->memory_total_mib = int_field(g, "memory_total_mib", 0);
+        if (bounded_field(g, "memory_total_mib", 0, AGENT_MAX_GPU_MEMORY_MIB, 0, where, &v, reply))
+            return -1;
+        gpu->memory_total_mib = v;
         gpu->mig_mode = json_is_true(json_object_get(g, "mig_mode"));
         const char *profile = string_field(g, "mig_profile", "");
         if (profile[0]) {
@@ -96,7 +138,9 @@ static int node_from_registration(json_t *body, struct node *node, struct api_re
                                      "gpus[%zu].mig_profile: '%.40s' is not like 1g.10gb", i,
                                      profile), -1;
             snprintf(gpu->mig_profile, sizeof gpu->mig_profile, "%s", profile);
-            gpu->mig_parent = (int)int_field(g, "parent_index", -1);
+            if (bounded_field(g, "parent_index", -1, AGENT_MAX_GPU_INDEX, -1, where, &v, reply))
+                return -1;
+            gpu->mig_parent = (int)v;
             gpu->mig_mode = false;
         }
     }
@@ -169,23 +213,60 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     return 0;
 }
 
-static void update_telemetry(struct node *node, json_t *gpus)
+/* Reads a heartbeat's GPU telemetry into node, all of it checked first so
+ * that a bad value changes nothing. */
+static int update_telemetry(struct node *node, json_t *gpus, struct api_reply *reply)
 {
+    if (gpus && !json_is_array(gpus))
+        return api_error_msg(reply, TIDE_EINVAL, "gpus", "gpus: must be an array"), -1;
+    if (json_array_size(gpus) > TIDE_MAX_GPUS_PER_NODE)
+        return api_error_msg(reply, TIDE_EINVAL, "gpus", "gpus: at most %d per node",
+                             TIDE_MAX_GPUS_PER_NODE), -1;
+    struct {
+        long long index, memory_used_mib, utilization_pct, temperature_c, power_w;
+    } read[TIDE_MAX_GPUS_PER_NODE];
     size_t i;
     json_t *g;
     json_array_foreach(gpus, i, g)
     {
-        int index = (int)int_field(g, "index", -1);
+        char where[32];
+        snprintf(where, sizeof where, "gpus[%zu].", i);
+        if (!json_is_object(g))
+            return api_error_msg(reply, TIDE_EINVAL, "gpus", "gpus[%zu]: must be an object", i), -1;
+        if (bounded_field(g, "index", 0, AGENT_MAX_GPU_INDEX, -1, where, &read[i].index, reply) ||
+            bounded_field(g, "memory_used_mib", 0, AGENT_MAX_GPU_MEMORY_MIB, 0, where,
+                          &read[i].memory_used_mib, reply) ||
+            bounded_field(g, "utilization_pct", 0, 100, 0, where, &read[i].utilization_pct, reply) ||
+            bounded_field(g, "temperature_c", -100, 300, 0, where, &read[i].temperature_c, reply) ||
+            bounded_field(g, "power_w", 0, AGENT_MAX_GPU_POWER_W, 0, where, &read[i].power_w, reply))
+            return -1;
+    }
+    for (size_t r = 0; r < json_array_size(gpus); r++)
         for (int k = 0; k < node->ngpus; k++) {
             struct gpu *gpu = &node->gpus[k];
-            if (gpu->index != index)
+            if (gpu->index != read[r].index)
                 continue;
-            gpu->memory_used_mib = int_field(g, "memory_used_mib", 0);
-            gpu->utilization_pct = (int)int_field(g, "utilization_pct", 0);
-            gpu->temperature_c = (int)int_field(g, "temperature_c", 0);
-            gpu->power_w = (int)int_field(g, "power_w", 0);
+            gpu->memory_used_mib = read[r].memory_used_mib;
+            gpu->utilization_pct = (int)read[r].utilization_pct;
+            gpu->temperature_c = (int)read[r].temperature_c;
+            gpu->power_w = (int)read[r].power_w;
         }
-    }
+    return 0;
+}
+
+/* Whether a log chunk comes from where job_id's attempt runs, or ran: its
+ * (first) node. A finished job has left the cluster but its output may still
+ * be on the way, so the store answers for it. */
+static bool log_is_from(struct server *srv, const struct node *node, int64_t job_id, int attempt)
+{
+    struct job *job = cluster_find_job(&srv->cluster, job_id);
+    if (job) /* a gang job's log is its first node's (rank 0) output */
+        return job->node_id == node->id && job->attempt == attempt;
+    int64_t ran_on = 0;
+    int ran_as = 0;
+    struct tide_err err;
+    return store_job_last_placement(srv->store, job_id, &ran_on, &ran_as, &err) == 0 &&
+           ran_on == node->id && ran_as == attempt;
 }
 
 /* Appends each log chunk of a task that is (or just was) placed on this
@@ -201,10 +282,7 @@ static json_t *store_log_chunks(struct server *srv, struct node *node, json_t *l
         int attempt = (int)int_field(chunk, "attempt", 0);
         int64_t offset = int_field(chunk, "offset", -1);
         json_t *data = json_object_get(chunk, "data");
-        struct job *job = cluster_find_job(&srv->cluster, job_id);
-        /* A gang job's log is its first node's (rank 0) output. */
-        if (!job || job->node_id != node->id || job->attempt != attempt || offset < 0 ||
-            !json_is_string(data))
+        if (offset < 0 || !json_is_string(data) || !log_is_from(srv, node, job_id, attempt))
             continue;
         int64_t have = log_store_append(srv->cfg.data_dir, job_id, attempt, offset,
                                         json_string_value(data), json_string_length(data));
@@ -361,7 +439,11 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(body);
         return 0;
     }
-    update_telemetry(node, json_object_get(body, "gpus"));
+    if (update_telemetry(node, json_object_get(body, "gpus"), reply) != 0) {
+        pthread_mutex_unlock(&srv->lock);
+        json_decref(body);
+        return 0;
+    }
     json_t *offsets = store_log_chunks(srv, node, json_object_get(body, "logs"));
     action_list_clear(&srv->actions);
     int rc = reconcile_heartbeat(&srv->cluster, node, reports, nreports, now, &srv->actions);
@@ -414,6 +496,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(offsets);
         return api_error(reply, &err);
     }
-    reply->json = json_pack("{s:o, s:o, s:o}", "actions", actions, "ack", acks, "log_offsets", offsets);
+    reply->json = json_pack("{s:o, s:o, s:o, s:I}", "actions", actions, "ack", acks, "log_offsets",
+                            offsets, "node_timeout_ms", (json_int_t)srv->cfg.node_timeout_ms);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/sha256.h"
 #include "core/job_spec.h"
 #include "server/server.h"
 #include "server/submit_batch.h"
@@ -42,6 +43,17 @@ static void add_live_fields(struct server *srv, json_t *job_json)
         json_object_set_new(job_json, "preemptions", json_integer(job->preemptions));
 }
 
+#define IDEMPOTENCY_KEY_MAX 128
+
+static bool idempotency_key_valid(const char *key)
+{
+    size_t n = strlen(key);
+    for (size_t i = 0; i < n; i++)
+        if (key[i] < 0x21 || key[i] > 0x7e)
+            return false;
+    return n >= 1 && n <= IDEMPOTENCY_KEY_MAX;
+}
+
 int api_jobs_submit(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
     if (req->token.kind != TOKEN_ADMIN && req->token.kind != TOKEN_USER)
@@ -69,6 +81,16 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
                              "project: this token may not submit to project '%s'", job.project);
     }
     struct submit_work w = {.req = req, .spec = spec, .job = job};
+    w.idempotency_key = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Idempotency-Key");
+    if (w.idempotency_key) {
+        if (!idempotency_key_valid(w.idempotency_key)) {
+            json_decref(spec);
+            return api_error_msg(reply, TIDE_EINVAL, "Idempotency-Key",
+                                 "Idempotency-Key: must be 1 to %d printable ASCII characters",
+                                 IDEMPOTENCY_KEY_MAX);
+        }
+        sha256_hex(req->body, req->body_len, w.request_hash);
+    }
     submit_batch_run(srv, &w);
     json_decref(spec);
     if (w.rc) {

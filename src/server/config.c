@@ -157,6 +157,7 @@ static const struct {
     {"scheduler", scheduler_section},
     {"queues", config_section_queues},
     {"projects", config_section_projects},
+    {"retention", config_section_retention},
 };
 
 static int walk_root(struct config_ctx *c, const yaml_node_t *root)
@@ -180,7 +181,7 @@ static int walk_root(struct config_ctx *c, const yaml_node_t *root)
             rc = config_fail(c, k, name, "not supported by this server yet%s", "");
         else if (!known)
             rc = config_fail(c, k, name,
-                             "unknown section (known: server, scheduler, queues, projects, pools)%s", "");
+                             "unknown section (known: server, scheduler, queues, projects, pools, retention)%s", "");
         if (rc)
             return rc;
     }

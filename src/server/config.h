@@ -44,6 +44,7 @@ int config_walk_mapping(struct config_ctx *c, const char *section, const yaml_no
 /* Section parsers living in their own files. */
 int config_section_queues(struct config_ctx *c, const char *name, const yaml_node_t *v);
 int config_section_projects(struct config_ctx *c, const char *name, const yaml_node_t *v);
+int config_section_retention(struct config_ctx *c, const char *name, const yaml_node_t *v);
 
 /* tide.yaml `pools:` (config_pools.c). */
 int config_section_pools(struct config_ctx *c, const char *name, const yaml_node_t *v);

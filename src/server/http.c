@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/port_owner.h"
 #include "server/pool_loop.h"
 #include "server/server.h"
 
@@ -217,9 +218,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct api_reply reply = {.status = 200};
     struct api_request req = {.method = method, .path = url, .conn = conn,
                               .body = up->data ? up->data : "", .body_len = up->len};
-    pthread_mutex_lock(&srv->lock);
-    srv->http_requests++;
-    pthread_mutex_unlock(&srv->lock);
+    /* Counted without the lock: /healthz must answer while a long request holds it. */
+    __atomic_fetch_add(&srv->http_requests, 1, __ATOMIC_RELAXED);
     if (up->too_large)
         api_error_msg(&reply, TIDE_ETOOBIG, NULL, "request body over %d bytes",
                       SERVER_MAX_BODY_BYTES);
@@ -257,11 +257,16 @@ int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err
             MHD_USE_ERROR_LOG,
         (uint16_t)srv->cfg.listen_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, &addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT, 2000u,
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-        MHD_OPTION_END);
-    if (!d)
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
+    /* No SO_REUSEPORT: a second server on the port must fail, not share it. */
+    if (!d) {
+        char holder[320];
+        if (srv->cfg.listen_port && port_owner_describe(srv->cfg.listen_port, holder, sizeof holder) == 0)
+            return tide_err_set(err, TIDE_ECONFLICT, "listen", "cannot listen on %s:%d: in use by %s",
+                                srv->cfg.listen_host, srv->cfg.listen_port, holder);
         return tide_err_set(err, TIDE_EIO, "listen", "cannot listen on %s:%d (in use?)",
                             srv->cfg.listen_host, srv->cfg.listen_port);
+    }
     *out = d;
     return 0;
 }

@@ -66,7 +66,7 @@ int api_metrics(struct server *srv, struct api_request *req, struct api_reply *r
     }
     fprintf(out, "# HELP tide_http_requests_total HTTP requests served.\n"
                  "# TYPE tide_http_requests_total counter\ntide_http_requests_total %lld\n",
-            srv->http_requests);
+            __atomic_load_n(&srv->http_requests, __ATOMIC_RELAXED));
     fprintf(out, "# HELP tide_scheduler_passes_total Scheduling passes run.\n"
                  "# TYPE tide_scheduler_passes_total counter\ntide_scheduler_passes_total %lld\n",
             srv->sched_passes);

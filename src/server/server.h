@@ -35,6 +35,10 @@ struct server_config {
     struct queue_set queues;
     struct fairshare fairshare; /* projects: quotas, weights, decayed use */
     struct budget_set budgets;  /* projects: daily/monthly budgets (core/budget.h) */
+    /* retention: (config_retention.c); 0 keeps forever */
+    int64_t retention_jobs_s;   /* finished jobs: rows, events, logs, checkpoints */
+    int64_t retention_events_s; /* any event */
+    int retention_sweep_s;      /* how often the sweeper looks */
 };
 
 /* How attempts end other than in success, counted for /metrics. */
@@ -58,13 +62,15 @@ struct server {
     bool sched_wanted;
     volatile int stopping;
     struct store *store;
+    int data_lock_fd; /* data_lock.h: held while the server runs; 0 before */
     struct cluster cluster;
     struct scheduler sched;
     struct action_list actions; /* scratch, under lock */
     struct pool_loop *pool_loop; /* elastic pools (pool_loop.h); NULL without pools */
+    struct retention *retention;  /* the sweeper (retention.h); NULL when all is kept */
     struct submit_batch *submits; /* group commit of submissions (submit_batch.h); NULL: inline */
     /* Counters for /metrics, under lock. */
-    long long http_requests;
+    long long http_requests; /* atomic (__atomic builtins), not under lock */
     long long sched_passes;
     long long jobs_submitted;
     long long failures[FAILURE_CLASS_COUNT];

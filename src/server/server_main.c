@@ -16,8 +16,11 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "server/config.h"
+#include "server/data_lock.h"
 #include "server/pool_loop.h"
+#include "server/retention.h"
 #include "server/submit_batch.h"
+#include "store/store_idempotency.h"
 #include "server/server.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -183,9 +186,14 @@ static int server_open(struct server *srv, struct tide_err *err)
     if (!realpath(srv->cfg.data_dir, absolute) || strlen(absolute) >= sizeof srv->cfg.data_dir - 64)
         return tide_err_set(err, TIDE_EIO, "data", "cannot resolve %s", srv->cfg.data_dir);
     memcpy(srv->cfg.data_dir, absolute, strlen(absolute) + 1); /* length checked above */
+    rc = data_lock_acquire(srv->cfg.data_dir, &srv->data_lock_fd, err);
+    if (rc)
+        return rc;
     char path[1024];
     snprintf(path, sizeof path, "%s/tide.db", srv->cfg.data_dir);
     rc = store_open_sqlite(path, &srv->store, err);
+    if (!rc)
+        rc = store_idempotency_init(srv->store, err);
     if (!rc)
         rc = auth_bootstrap(srv, err);
     if (!rc)
@@ -204,6 +212,9 @@ int server_main(int argc, char **argv)
     srv.cfg.heartbeat_interval_ms = 1000;
     srv.cfg.kill_grace_s = 10;
     srv.cfg.sched_interval_ms = 500;
+    srv.cfg.retention_jobs_s = 30 * 86400;
+    srv.cfg.retention_events_s = 30 * 86400;
+    srv.cfg.retention_sweep_s = 60;
     queue_set_defaults(&srv.cfg.queues);
     fairshare_init(&srv.cfg.fairshare, 3600);
     struct sched_config sc;
@@ -247,7 +258,8 @@ int server_main(int argc, char **argv)
     log_info("listening on http://%s:%u (data in %s, %zu nodes and %zu unfinished jobs loaded)",
              srv.cfg.listen_host, info ? info->port : (unsigned)srv.cfg.listen_port,
              srv.cfg.data_dir, srv.cluster.nnodes, srv.cluster.njobs);
-    if (pool_loop_start(&srv, info ? (int)info->port : srv.cfg.listen_port, &err) != 0) {
+    if (retention_start(&srv, &err) != 0 ||
+        pool_loop_start(&srv, info ? (int)info->port : srv.cfg.listen_port, &err) != 0) {
         log_error("%s", err.message);
         exit_code = 1;
         goto out;
@@ -270,6 +282,7 @@ out:
     if (daemon)
         MHD_stop_daemon(daemon);
     submit_batch_stop(&srv); /* no HTTP thread submits any more */
+    retention_stop(&srv);
     pool_loop_stop(&srv);
     if (sched_started) {
         pthread_mutex_lock(&srv.lock);
@@ -278,6 +291,8 @@ out:
         pthread_join(sched_thread, NULL);
     }
     store_close(srv.store);
+    if (srv.data_lock_fd > 0)
+        close(srv.data_lock_fd);
     sched_release(&srv.sched);
     cluster_release(&srv.cluster);
     action_list_release(&srv.actions);

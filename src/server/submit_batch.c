@@ -7,6 +7,7 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "core/job_spec.h"
+#include "store/store_idempotency.h"
 
 struct submit_batch {
     pthread_t thread;
@@ -62,9 +63,53 @@ static int work_count(const struct submit_work *w)
     return count < 1 ? 1 : count;
 }
 
-/* The checks that read state: dependencies and a budget that refuses. */
-static void check_work(struct server *srv, struct submit_work *w)
+/* A key used before (in the store, or earlier in this batch): w becomes a
+ * replay of what it made. The same key with another request is refused. */
+static int check_idempotency(struct server *srv, struct submit_work *list, struct submit_work *w,
+                             int64_t now)
 {
+    const char *owner = w->req->token.name;
+    char hash[65] = "";
+    struct submit_work *e = list;
+    for (; e != w; e = e->next)
+        if (e->idempotency_key && !e->rc && !strcmp(e->idempotency_key, w->idempotency_key) &&
+            !strcmp(e->req->token.name, owner))
+            break;
+    if (e != w) {
+        snprintf(hash, sizeof hash, "%s", e->request_hash);
+        if (e->replay_ids)
+            w->replay_ids = json_incref(e->replay_ids);
+        else
+            w->replay_of = e->replay_of ? e->replay_of : e;
+    } else {
+        int rc = store_idempotency_get(srv->store, owner, w->idempotency_key, now, hash,
+                                       &w->replay_ids, &w->err);
+        if (rc == TIDE_ENOENT)
+            return 0;
+        if (rc)
+            return rc;
+    }
+    if (strcmp(hash, w->request_hash) != 0) {
+        json_decref(w->replay_ids);
+        w->replay_ids = NULL;
+        w->replay_of = NULL;
+        return tide_err_set(&w->err, TIDE_ECONFLICT, "Idempotency-Key",
+                            "Idempotency-Key: '%s' was used for a different request",
+                            w->idempotency_key);
+    }
+    return 0;
+}
+
+/* The checks that read state: an idempotency key, dependencies and a budget
+ * that refuses. */
+static void check_work(struct server *srv, struct submit_work *list, struct submit_work *w,
+                       int64_t now)
+{
+    if (w->idempotency_key) {
+        w->rc = check_idempotency(srv, list, w, now);
+        if (w->rc || w->replay_ids || w->replay_of)
+            return;
+    }
     w->rc = check_dependencies(srv, w->req, &w->job, &w->err);
     char why[TIDE_REASON_MAX];
     if (!w->rc && budget_rejects_submit(&srv->cfg.budgets, w->job.project, why))
@@ -88,8 +133,13 @@ static int insert_work(struct server *srv, struct submit_work *w, int64_t *ids, 
                                  count > 1 ? "submitted as part of an array" : "submitted", err);
         ids[i] = copy.id;
     }
+    if (!rc && w->idempotency_key)
+        rc = store_idempotency_put(srv->store, w->req->token.name, w->idempotency_key,
+                                   w->request_hash, ids, count, now, err);
     return rc;
 }
+
+static void answer(struct server *srv, struct submit_work *w, const int64_t *ids, int count);
 
 /* After the commit: into the cluster (unless *reloaded: a reload already
  * brought the whole batch in from the store), and the answer. */
@@ -109,6 +159,12 @@ static void finish_work(struct server *srv, struct submit_work *w, const int64_t
         }
     }
     srv->jobs_submitted += count;
+    answer(srv, w, ids, count);
+}
+
+/* w's answer: its job as stored, or {"jobs": [...]} for an array. */
+static void answer(struct server *srv, struct submit_work *w, const int64_t *ids, int count)
+{
     if (count == 1) {
         w->rc = store_job_get(srv->store, ids[0], &w->out, &w->err);
         return;
@@ -123,55 +179,85 @@ static void finish_work(struct server *srv, struct submit_work *w, const int64_t
     w->out = json_pack("{s:o}", "jobs", jobs);
 }
 
+/* A replayed key answers with the jobs it made, as they are now. */
+static void answer_replay(struct server *srv, struct submit_work *w)
+{
+    if (w->replay_of) {
+        if (w->replay_of->rc) {
+            w->rc = w->replay_of->rc;
+            w->err = w->replay_of->err;
+            return;
+        }
+        answer(srv, w, w->replay_of->ids, w->replay_of->nids);
+        return;
+    }
+    int count = (int)json_array_size(w->replay_ids);
+    int64_t *ids = calloc(count > 0 ? (size_t)count : 1, sizeof *ids);
+    if (!ids) {
+        w->rc = tide_err_set(&w->err, TIDE_ENOMEM, NULL, "out of memory");
+        return;
+    }
+    for (int i = 0; i < count; i++)
+        ids[i] = json_integer_value(json_array_get(w->replay_ids, (size_t)i));
+    answer(srv, w, ids, count);
+    free(ids);
+}
+
 /* Under the lock: the works of list in one transaction. Refused works fail
  * alone; a failed write or commit fails all the others (nothing of the
  * batch is stored). */
+static bool is_replay(const struct submit_work *w)
+{
+    return w->replay_ids || w->replay_of;
+}
+
 static void commit_batch(struct server *srv, struct submit_work *list)
 {
     int64_t now = clock_now_ms();
-    size_t n = 0;
+    size_t inserts = 0, replays = 0;
     for (struct submit_work *w = list; w; w = w->next) {
-        check_work(srv, w);
-        if (!w->rc)
-            n++;
+        check_work(srv, list, w, now);
+        if (!w->rc && is_replay(w))
+            replays++;
+        else if (!w->rc)
+            inserts++;
     }
-    if (!n)
-        return;
-    int64_t **ids = calloc(n, sizeof *ids);
     struct tide_err err;
     tide_err_clear(&err);
-    int rc = ids ? store_begin(srv->store, &err) : tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
-    size_t k = 0;
-    for (struct submit_work *w = list; !rc && w; w = w->next) {
-        if (w->rc)
+    int rc = inserts ? store_begin(srv->store, &err) : 0;
+    for (struct submit_work *w = list; inserts && !rc && w; w = w->next) {
+        if (w->rc || is_replay(w))
             continue;
-        int count = work_count(w);
-        ids[k] = calloc((size_t)count, sizeof **ids);
-        rc = ids[k] ? insert_work(srv, w, ids[k], count, now, &err)
+        w->nids = work_count(w);
+        w->ids = calloc((size_t)w->nids, sizeof *w->ids);
+        rc = w->ids ? insert_work(srv, w, w->ids, w->nids, now, &err)
                     : tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
-        k++;
     }
-    if (!rc)
+    if (inserts && !rc)
         rc = store_commit(srv->store, &err);
-    else if (ids)
+    else if (inserts)
         store_rollback(srv->store);
-    k = 0;
     bool reloaded = false;
     for (struct submit_work *w = list; w; w = w->next) {
-        if (w->rc)
+        if (w->rc || is_replay(w))
             continue;
         if (rc) {
             w->rc = rc;
             w->err = err;
         } else {
-            finish_work(srv, w, ids[k], work_count(w), now, &reloaded);
+            finish_work(srv, w, w->ids, w->nids, now, &reloaded);
         }
-        if (ids)
-            free(ids[k]);
-        k++;
     }
-    free(ids);
-    if (!rc)
+    for (struct submit_work *w = list; replays && w; w = w->next)
+        if (!w->rc && is_replay(w))
+            answer_replay(srv, w);
+    for (struct submit_work *w = list; w; w = w->next) {
+        free(w->ids);
+        w->ids = NULL;
+        json_decref(w->replay_ids);
+        w->replay_ids = NULL;
+    }
+    if (inserts && !rc)
         sched_loop_kick(srv);
 }
 
@@ -249,6 +335,10 @@ void submit_batch_run(struct server *srv, struct submit_work *w)
     w->rc = 0;
     tide_err_clear(&w->err);
     w->out = NULL;
+    w->replay_ids = NULL;
+    w->replay_of = NULL;
+    w->ids = NULL;
+    w->nids = 0;
     w->next = NULL;
     w->done = false;
     if (!sb) {

@@ -20,11 +20,19 @@ struct submit_work {
     const struct api_request *req; /* for the token: dependencies must be visible to it */
     json_t *spec;                  /* borrowed */
     struct job job;                /* from the spec */
+    /* The client's Idempotency-Key (NULL: none) and the request's hash: a
+     * key seen before answers with the jobs it made, nothing new. */
+    const char *idempotency_key;
+    char request_hash[65];
     /* Results: */
     int rc;              /* 0, or a TIDE_E* code with err */
     struct tide_err err;
     json_t *out;         /* the stored job (or {"jobs": [...]} for arrays); caller's reference */
-    /* The queue's: */
+    json_t *replay_ids;          /* the jobs an earlier use of the key made */
+    struct submit_work *replay_of; /* an earlier work of this batch with the key */
+    /* The batch's: */
+    int64_t *ids; /* the job ids inserted for it, nids of them */
+    int nids;
     struct submit_work *next;
     bool done;
 };

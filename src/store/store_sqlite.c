@@ -3,10 +3,14 @@
  * a commit survives a crash of the process and of the machine. One
  * connection, used under the server's lock.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/job_spec.h"
 #include "store/store.h"
@@ -54,9 +58,38 @@ int store_sqlite_exec(struct store *s, const char *sql, struct tide_err *err)
     return 0;
 }
 
+/* The database holds tokens' hashes and jobs' env secrets: only the server's
+ * user may read it. SQLite gives its -wal and -shm files the database's mode,
+ * so creating it 0600 covers them; older databases are tightened too. */
+static int restrict_db_files(const char *path, struct tide_err *err)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, 0600) != 0) {
+        int rc = tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s: %s", path,
+                              strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    close(fd);
+    static const char *const companions[] = {"-wal", "-shm"};
+    for (size_t i = 0; i < sizeof companions / sizeof companions[0]; i++) {
+        char other[4096];
+        if ((size_t)snprintf(other, sizeof other, "%s%s", path, companions[i]) < sizeof other &&
+            chmod(other, 0600) != 0 && errno != ENOENT)
+            return tide_err_set(err, TIDE_EIO, NULL, "cannot restrict %s: %s", other, strerror(errno));
+    }
+    return 0;
+}
+
 int store_open_sqlite(const char *path, struct store **out, struct tide_err *err)
 {
     *out = NULL;
+    if (strcmp(path, ":memory:") != 0) {
+        int rc = restrict_db_files(path, err);
+        if (rc)
+            return rc;
+    }
     struct store *s = calloc(1, sizeof *s);
     if (!s)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
@@ -513,6 +546,26 @@ int store_job_state(struct store *s, int64_t id, enum job_state *state, char pro
         rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
     } else {
         rc = db_error(s, err, "read job state");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int *attempt,
+                             struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT COALESCE(node_id, 0), attempt FROM jobs WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, id);
+    int r = sqlite3_step(st), rc = 0;
+    if (r == SQLITE_ROW) {
+        *node_id = sqlite3_column_int64(st, 0);
+        *attempt = sqlite3_column_int(st, 1);
+    } else if (r == SQLITE_DONE) {
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
+    } else {
+        rc = db_error(s, err, "read job placement");
     }
     sqlite3_finalize(st);
     return rc;

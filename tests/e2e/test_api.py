@@ -1,11 +1,12 @@
 """End to end: bad input gets a 4xx naming the field; tokens and project isolation."""
 import json
 import os
+import subprocess
 import sys
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Cluster, run_tests, wait_until  # noqa: E402
+from harness import TIDE, Cluster, free_port, run_tests, wait_until  # noqa: E402
 
 
 def expect_error(c, status, field, body=None, raw=None, path="/v1/jobs", method="POST", token=None):
@@ -131,11 +132,110 @@ def test_requests_without_a_valid_token_get_401_and_nothing_else():
         assert c.jobs() == []
 
 
-def test_token_files_are_private():
+def test_token_files_and_the_database_are_private():
     with Cluster(agents=0) as c:
-        for name in ("admin.token", "join.token"):
+        c.submit(command=["true"], gpus=0)  # something written: the WAL files exist
+        for name in ("admin.token", "join.token", "tide.db", "tide.db-wal", "tide.db-shm"):
             mode = os.stat(os.path.join(c.data, name)).st_mode & 0o777
             assert mode == 0o600, (name, oct(mode))
+
+
+def test_agent_numbers_out_of_range_are_refused_naming_the_field():
+    with Cluster(agents=0) as c:
+        def register(**fields):
+            body = {"name": "rogue", "cpus": 8, "memory_mib": 1024,
+                    "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
+            body.update(fields)
+            return c.request("POST", "/v1/agent/register", body, token=c.join)
+
+        for fields, field in [
+                ({"gpus": [{"index": 0, "memory_total_mib": 2 ** 62}]}, "memory_total_mib"),
+                ({"cpus": -1}, "cpus"), ({"memory_mib": 2 ** 60}, "memory_mib"),
+                ({"gpus": [{"index": 0}, {"index": 0}]}, "index"),
+                ({"gpus": [{"index": 99999}]}, "index"), ({"cpus": "8"}, "cpus")]:
+            status, out = register(**fields)
+            assert status == 400, (fields, status, out)
+            assert out["error"]["field"] == field and field in out["error"]["message"], (fields, out)
+        assert c.api("GET", "/v1/nodes")["nodes"] == [], "nothing refused was registered"
+
+        status, out = register()
+        assert status == 200, out
+        node_token = out["node_token"]
+        beat = {"tasks": [], "gpus": [{"index": 0, "utilization_pct": 1000}]}
+        status, out = c.request("POST", "/v1/agent/heartbeat", beat, token=node_token)
+        assert status == 400 and out["error"]["field"] == "utilization_pct", out
+        # What was refused was not stored: a restart reads the node back whole.
+        c.kill_server()
+        c.start_server()
+        node = c.node("rogue")
+        assert node["gpus"][0]["memory_total_mib"] == 1000, node
+
+
+def test_a_retried_submit_with_an_idempotency_key_makes_its_jobs_once():
+    import threading
+    with Cluster(agents=0) as c:
+        spec = {"command": ["sleep", "1"], "gpus": 1, "name": "once"}
+
+        def post(key, body=spec, token=None):
+            return c.request("POST", "/v1/jobs", body, token=token,
+                             headers={"Idempotency-Key": key})
+        status, first = post("retry-1")
+        assert status == 201, first
+        status, again = post("retry-1")
+        assert status == 201 and again["id"] == first["id"], (first, again)
+
+        status, out = post("retry-1", {**spec, "gpus": 2})
+        assert status == 409 and out["error"]["field"] == "Idempotency-Key", out
+        status, out = post("x" * 129)
+        assert status == 400 and out["error"]["field"] == "Idempotency-Key", out
+
+        # Many at once with one key: one job, every answer names it.
+        answers = []
+        def storm():
+            answers.append(post("storm", {**spec, "name": "storm"}))
+        threads = [threading.Thread(target=storm) for _ in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert all(st == 201 for st, _ in answers), answers
+        assert len({out["id"] for _, out in answers}) == 1, answers
+
+        status, arr = post("array-1", {**spec, "name": "arr", "array": 3})
+        assert status == 201 and len(arr["jobs"]) == 3, arr
+
+        # Keys are per token, and remembered across a restart.
+        alice = c.api("POST", "/v1/tokens", {"name": "alice", "projects": ["default"]},
+                      expect=201)["token"]
+        status, hers = post("retry-1", token=alice)
+        assert status == 201 and hers["id"] != first["id"], hers
+        c.kill_server()
+        c.start_server()
+        status, replay = post("array-1", {**spec, "name": "arr", "array": 3})
+        assert [j["id"] for j in replay["jobs"]] == [j["id"] for j in arr["jobs"]], replay
+        names = [j["name"] for j in c.jobs()]
+        assert names.count("once") == 2 and names.count("storm") == 1, names
+        assert len([n for n in names if n.startswith("arr")]) == 3, names
+
+
+def test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder():
+    with Cluster(agents=0) as c:
+        same_data = subprocess.run(
+            [TIDE, "server", "--data", c.data, "--listen", f"127.0.0.1:{free_port()}"],
+            capture_output=True, text=True, timeout=20)
+        assert same_data.returncode != 0, same_data
+        assert "in use by another tide server" in same_data.stderr, same_data.stderr
+        assert f"pid {c.server.pid}" in same_data.stderr, same_data.stderr
+
+        other_data = os.path.join(c.dir, "other-data")
+        same_port = subprocess.run(
+            [TIDE, "server", "--data", other_data, "--listen", f"127.0.0.1:{c.port}"],
+            capture_output=True, text=True, timeout=20)
+        assert same_port.returncode != 0, same_port
+        assert f"127.0.0.1:{c.port}: in use by pid {c.server.pid}" in same_port.stderr, \
+            same_port.stderr
+        # The first server is untouched and still the one answering.
+        assert c.api("GET", "/v1/nodes")["nodes"] == []
 
 
 def test_project_tokens_cannot_see_or_touch_other_projects():
@@ -187,6 +287,8 @@ def test_server_refuses_a_bad_config_with_line_and_key():
             ("server:\n  bogus: 1\n", "tide.yaml:2: server.bogus: unknown key"),
             ("scheduler:\n  placement: magic\n", "tide.yaml:2: scheduler.placement: unknown placement 'magic'"),
             ("colour: blue\n", "tide.yaml:1: colour: unknown section"),
+            ("retention:\n  events_s: -1\n", "tide.yaml:2: retention.events_s: must be from 0"),
+            ("retention:\n  jobs_days: 3\n", "tide.yaml:2: retention.jobs_days: unknown key"),
             ("server: [1,\n", "tide.yaml:2:1:"),
         ]
         for text, want in cases:
@@ -206,7 +308,10 @@ if __name__ == "__main__":
         test_cli_rejects_bad_flags_and_bad_yaml_with_nonzero_exit,
         test_cli_submit_jobs_show_and_yaml_file_work,
         test_requests_without_a_valid_token_get_401_and_nothing_else,
-        test_token_files_are_private,
+        test_token_files_and_the_database_are_private,
+        test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder,
+        test_agent_numbers_out_of_range_are_refused_naming_the_field,
+        test_a_retried_submit_with_an_idempotency_key_makes_its_jobs_once,
         test_project_tokens_cannot_see_or_touch_other_projects,
         test_metrics_count_jobs_nodes_and_gpus,
         test_server_refuses_a_bad_config_with_line_and_key,

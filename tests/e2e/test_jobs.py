@@ -148,13 +148,95 @@ def test_killed_agent_jobs_are_requeued_and_finish_elsewhere():
         assert any(e["kind"] == "job_requeued" and "node lost" in e["message"] for e in events), events
 
 
-def test_job_without_retries_fails_when_its_node_is_lost():
+def test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes():
+    with Cluster(agents=1) as c:
+        big = c.submit(command=["python3", "-c",
+                                "import sys; sys.stdout.write('x' * 299999 + '\\nLAST LINE\\n')"],
+                       gpus=0)
+        noisy = c.submit(command=["python3", "-c",
+                                  "import sys; sys.stdout.write('\\x01' * 700000 + '\\nEND\\n')"],
+                         gpus=0)
+        final = c.wait_final([big["id"], noisy["id"]], timeout=60)
+        assert all(f["state"] == "succeeded" for f in final.values()), final
+
+        def whole(job_id, size):
+            out = c.cli("logs", str(job_id), check=True).stdout
+            return out if len(out) == size else False
+        text = wait_until(lambda: whole(big["id"], 300010), 30, what="the big log")
+        assert text.endswith("x\nLAST LINE\n"), text[-40:]
+        text = wait_until(lambda: whole(noisy["id"], 700005), 30, what="the noisy log")
+        assert text.endswith("\x01\nEND\n"), repr(text[-20:])
+        assert c.node("node-1")["state"] == "ready"  # its heartbeats were never refused
+        assert "413" not in c.log("agent-node-1"), c.log("agent-node-1")[-2000:]
+
+
+def test_old_finished_jobs_and_events_are_forgotten_with_their_files():
+    config = "retention:\n  finished_jobs_s: 2\n  events_s: 6\n  sweep_s: 1\n"
+    with Cluster(agents=1, config=config) as c:
+        done = c.submit(command=["sh", "-c", "echo bye"], gpus=1)
+        waiting = c.submit(command=["true"], gpus=64)  # fits nowhere: stays pending
+        c.wait_final([done["id"]])
+        logs = os.path.join(c.data, "logs", str(done["id"]))
+        checkpoints = os.path.join(c.data, "checkpoints", str(done["id"]))
+        assert os.path.isdir(logs) and os.path.isdir(checkpoints)
+        agent_log = os.path.join(c.dir, "agents", "node-1", "logs", f"{done['id']}.1.log")
+        wait_until(lambda: not os.path.exists(agent_log), 20,
+                   what="the agent's copy of a delivered log removed")
+
+        def forgotten():
+            status, _ = c.request("GET", f"/v1/jobs/{done['id']}")
+            return status == 404
+        wait_until(forgotten, 20, what="the finished job forgotten")
+        assert not os.path.exists(logs) and not os.path.exists(checkpoints)
+        assert c.job(waiting["id"])["state"] == "pending"  # unfinished jobs stay
+        assert not c.api("GET", f"/v1/events?job={done['id']}")["events"]
+        wait_until(lambda: not any(e["kind"] == "node_registered" for e in
+                                   c.api("GET", "/v1/events")["events"]), 20,
+                   what="the old node event forgotten")
+
+
+def test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once():
     with Cluster(agents=1, node_timeout_ms=1500) as c:
-        j = c.submit(command=["sleep", "60"], gpus=1)
+        ends = os.path.join(c.dir, "ends")
+        j = c.submit(command=["sh", "-c", f"sleep 8; echo attempt-$TIDE_ATTEMPT >> {ends}"],
+                     gpus=1)  # retries: 0, the default
         c.wait_state(j["id"], "running")
-        c.kill_agent("node-1")
-        done = c.wait_final([j["id"]], timeout=30)[j["id"]]
-        assert done["state"] == "failed" and done["reason"] == "node lost", done
+        frozen = c.agents["node-1"]
+        os.killpg(frozen.pid, signal.SIGSTOP)  # heartbeats stop; its task runs on
+        c.start_agent("node-2")
+        wait_until(lambda: c.node("node-1")["state"] == "lost", 15, what="node-1 lost")
+        wait_until(lambda: c.job(j["id"])["attempt"] == 2, 15, what="the job placed again")
+        os.killpg(frozen.pid, signal.SIGCONT)  # wakes past its node timeout: fences
+        done = c.wait_final([j["id"]], timeout=60)[j["id"]]
+        assert done["state"] == "succeeded" and done["node"] == "node-2", done
+        assert done["attempt"] == 2, done
+        time.sleep(1)
+        with open(ends) as f:
+            assert f.read().split() == ["attempt-2"], "the job finished once, on node-2"
+        assert "fenced" in c.log("agent-node-1"), c.log("agent-node-1")
+        events = c.api("GET", f"/v1/events?job={j['id']}")["events"]
+        assert any(e["kind"] == "job_requeued" and "without using a retry" in e["message"]
+                   for e in events), events
+
+
+def test_paused_server_declares_no_node_lost_and_uses_no_retry():
+    with Cluster(agents=2, node_timeout_ms=2000) as c:
+        ends = os.path.join(c.dir, "ends")
+        ids = [c.submit(command=["sh", "-c", f"sleep 6; echo {i} >> {ends}"], gpus=1)["id"]
+               for i in range(4)]
+        for job_id in ids:
+            c.wait_state(job_id, "running")
+        os.killpg(c.server.pid, signal.SIGSTOP)
+        time.sleep(3)  # past the node timeout: agents fence, nothing may run twice
+        os.killpg(c.server.pid, signal.SIGCONT)
+        final = c.wait_final(ids, timeout=90)
+        for job_id in ids:
+            assert final[job_id]["state"] == "succeeded", final[job_id]
+        kinds = [e["kind"] for e in c.api("GET", "/v1/events?limit=100000")["events"]]
+        assert "node_lost" not in kinds, kinds
+        time.sleep(1)
+        with open(ends) as f:
+            assert sorted(f.read().split()) == [str(i) for i in range(4)], "each job once"
 
 
 def test_restarted_agent_reconciles_and_reruns_lost_tasks():
@@ -178,6 +260,9 @@ if __name__ == "__main__":
         test_logs_follow_streams_until_the_job_ends,
         test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice,
         test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
-        test_job_without_retries_fails_when_its_node_is_lost,
+        test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes,
+        test_old_finished_jobs_and_events_are_forgotten_with_their_files,
+        test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once,
+        test_paused_server_declares_no_node_lost_and_uses_no_retry,
         test_restarted_agent_reconciles_and_reruns_lost_tasks,
     ])

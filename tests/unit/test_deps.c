@@ -23,9 +23,12 @@ struct finished {
 static struct finished finished[8];
 static int nfinished;
 
+static int lookups;
+
 static int final_state_of(int64_t job_id, void *ctx)
 {
     (void)ctx;
+    lookups++;
     for (int i = 0; i < nfinished; i++)
         if (finished[i].job_id == job_id)
             return finished[i].state;
@@ -43,6 +46,7 @@ static int setup(void **state)
     cluster_init(&c);
     action_list_init(&out);
     nfinished = 0;
+    lookups = 0;
     return 0;
 }
 
@@ -188,6 +192,30 @@ static void test_held_job_is_not_placed(void **state)
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
+static void test_many_dependents_of_a_cancelled_job_fail_in_one_sweep_keeping_order(void **state)
+{
+    (void)state;
+    enum { DEPENDENTS = 20000 };
+    const int64_t on_one[] = {1, 0};
+    add_held(2, (const int64_t[]){999, 0}); /* waits on a running job: stays */
+    assert_non_null(cluster_add_job(&c, &(struct job){.id = 999, .state = JOB_RUNNING}));
+    for (int64_t id = 3; id < 3 + DEPENDENTS; id++)
+        add_held(id, on_one);
+    assert_non_null(cluster_add_job(&c, &(struct job){.id = 100000, .state = JOB_PENDING}));
+    finished_as(1, JOB_CANCELLED);
+
+    assert_int_equal(deps_resolve(&c, final_state_of, NULL, &out), 0);
+    assert_int_equal(out.len, DEPENDENTS);
+    assert_string_equal(out.items[0].reason, "dependency 1 cancelled");
+    assert_int_equal(lookups, 1); /* the store is asked once, not per dependent */
+    assert_int_equal(c.njobs, 3);
+    assert_int_equal(c.jobs[0].id, 2); /* the survivors keep their order */
+    assert_int_equal(c.jobs[1].id, 999);
+    assert_int_equal(c.jobs[2].id, 100000);
+    assert_non_null(cluster_find_job(&c, 100000)); /* and are found by id */
+    assert_null(cluster_find_job(&c, 3));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +228,7 @@ int main(void)
         T(test_consecutive_held_jobs_are_all_resolved),
         T(test_jobs_that_are_not_held_are_left_alone),
         T(test_held_job_is_not_placed),
+        T(test_many_dependents_of_a_cancelled_job_fail_in_one_sweep_keeping_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -294,20 +294,21 @@ static void test_running_job_its_agent_forgot_is_requeued_as_vanished(void **sta
     const struct action *a = fx_find(&out, ACTION_REQUEUE, 1);
     assert_non_null(a);
     assert_int_equal(a->state, JOB_LOST);
-    assert_string_equal(a->reason, "task vanished from its node; retry 1 of 1");
+    assert_string_equal(a->reason, "task vanished from its node; requeued without using a retry");
     assert_int_equal(cluster_find_job(&c, 1)->state, JOB_PENDING);
     assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 0);
 }
 
-static void test_running_job_its_agent_forgot_fails_without_retries_left(void **state)
+static void test_running_job_its_agent_forgot_is_requeued_even_without_retries(void **state)
 {
     (void)state;
     add_on_node(1, 1, JOB_RUNNING, 1, 0);
     add_on_node(2, 1, JOB_RUNNING, 1, 0);
     heartbeat(NULL, 0);
-    assert_string_equal(fx_find(&out, ACTION_FINISH, 1)->reason, "task vanished from its node");
-    assert_int_equal(fx_find(&out, ACTION_FINISH, 2)->state, JOB_FAILED);
-    assert_int_equal(c.njobs, 0);
+    assert_int_equal(fx_find(&out, ACTION_REQUEUE, 1)->state, JOB_LOST);
+    assert_int_equal(fx_find(&out, ACTION_REQUEUE, 2)->state, JOB_LOST);
+    assert_int_equal(fx_count(&out, ACTION_FINISH, 1) + fx_count(&out, ACTION_FINISH, 2), 0);
+    assert_int_equal(c.njobs, 2);
 }
 
 static void test_running_task_the_server_does_not_know_is_stopped(void **state)
@@ -476,7 +477,7 @@ int main(void)
         T(test_starting_job_not_yet_reported_gets_its_start_resent),
         T(test_cancelled_job_that_never_started_ends_cancelled_without_a_start),
         T(test_running_job_its_agent_forgot_is_requeued_as_vanished),
-        T(test_running_job_its_agent_forgot_fails_without_retries_left),
+        T(test_running_job_its_agent_forgot_is_requeued_even_without_retries),
         T(test_running_task_the_server_does_not_know_is_stopped),
         T(test_running_task_of_a_stale_attempt_is_stopped_and_the_new_one_started),
         T(test_exit_of_a_task_the_server_does_not_know_is_only_acked),

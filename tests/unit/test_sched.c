@@ -273,44 +273,76 @@ static void test_lost_node_is_reported_once(void **state)
     assert_int_equal(out.len, 0);
 }
 
-static void test_job_on_lost_node_is_requeued_while_retries_remain(void **state)
+static void test_a_stalled_server_does_not_judge_nodes_by_its_own_stall(void **state)
 {
     (void)state;
     add_node(fx_h200_node(1, 2));
-    struct job j = fx_job(1, 2);
-    j.retries = 1;
-    add_running(j, 1);
+    add_running(fx_job(1, 2), 1);
+    cluster_find_node(&c, 1)->last_heartbeat_ms = 100;
+    assert_int_equal(sched_check_nodes(&s, &c, 100, &out), 0);
+    /* Paused past the timeout: heartbeats sent meanwhile are still unread. */
+    int64_t woke = 100 + 3 * TIMEOUT_MS;
+    assert_int_equal(sched_check_nodes(&s, &c, woke, &out), 0);
+    assert_int_equal(out.len, 0);
+    assert_int_equal(cluster_find_job(&c, 1)->state, JOB_RUNNING);
+    /* Still silent a whole timeout after the stall, checked as usual: lost. */
+    int64_t t = woke;
+    while (t < woke + TIMEOUT_MS) {
+        t += TIMEOUT_MS / 4;
+        assert_int_equal(sched_check_nodes(&s, &c, t, &out), 0);
+    }
+    assert_int_equal(sched_check_nodes(&s, &c, t + TIMEOUT_MS / 4, &out), 1);
+    assert_non_null(fx_find(&out, ACTION_REQUEUE, 1));
+}
+
+static void test_job_on_lost_node_is_requeued_using_no_retry(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 2));
+    add_running(fx_job(1, 2), 1); /* retries: 0, the default */
     sched_check_nodes(&s, &c, TIMEOUT_MS + 1, &out);
 
     const struct action *a = fx_find(&out, ACTION_REQUEUE, 1);
     assert_non_null(a);
     assert_int_equal(a->state, JOB_LOST);
     assert_int_equal(a->attempt, 1);
-    assert_string_equal(a->reason, "node lost; retry 1 of 1");
+    assert_string_equal(a->reason, "node lost; requeued without using a retry");
+    assert_int_equal(fx_count(&out, ACTION_FINISH, 1), 0);
     struct job *job = cluster_find_job(&c, 1);
     assert_non_null(job);
     assert_int_equal(job->state, JOB_PENDING);
     assert_int_equal(job->node_id, 0);
+    assert_int_equal(job->not_before_ms, 0);
     assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 0);
 }
 
-static void test_job_on_lost_node_fails_with_node_lost_when_retries_are_used_up(void **state)
+static void test_node_loss_leaves_a_jobs_retries_for_its_own_failures(void **state)
 {
     (void)state;
     add_node(fx_h200_node(1, 2));
     struct job j = fx_job(1, 2);
     j.retries = 1;
     add_running(j, 1);
-    cluster_find_job(&c, 1)->attempt = 2;
-    sched_check_nodes(&s, &c, TIMEOUT_MS + 1, &out);
+    sched_check_nodes(&s, &c, TIMEOUT_MS + 1, &out); /* attempt 1: node lost, free */
+    struct job *job = cluster_find_job(&c, 1);
+    assert_non_null(job);
+    assert_int_equal(job->free_attempts, 1);
 
-    assert_int_equal(fx_count(&out, ACTION_REQUEUE, 1), 0);
-    const struct action *a = fx_find(&out, ACTION_FINISH, 1);
+    /* Attempts 2 and 3 fail by themselves: the first still has its retry. */
+    action_list_clear(&out);
+    job->attempt = 2;
+    job->state = JOB_RUNNING;
+    sched_fail_attempt(&c, job, JOB_FAILED, JOB_FAILED, "exit 1", 1, 0, TIMEOUT_MS + 2, &out);
+    const struct action *a = fx_find(&out, ACTION_REQUEUE, 1);
     assert_non_null(a);
-    assert_int_equal(a->state, JOB_FAILED);
-    assert_string_equal(a->reason, "node lost");
+    assert_string_equal(a->reason, "exit 1; retry 1 of 1");
+    action_list_clear(&out);
+    job = cluster_find_job(&c, 1);
+    job->attempt = 3;
+    job->state = JOB_RUNNING;
+    sched_fail_attempt(&c, job, JOB_FAILED, JOB_FAILED, "exit 1", 1, 0, TIMEOUT_MS + 3, &out);
+    assert_non_null(fx_find(&out, ACTION_FINISH, 1));
     assert_null(cluster_find_job(&c, 1));
-    assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 0);
 }
 
 static void test_every_job_of_a_lost_node_is_ended_and_others_are_untouched(void **state)
@@ -320,15 +352,18 @@ static void test_every_job_of_a_lost_node_is_ended_and_others_are_untouched(void
     add_node(fx_h200_node(2, 4));
     cluster_find_node(&c, 2)->last_heartbeat_ms = TIMEOUT_MS;
     add_running(fx_job(1, 1), 1);
-    add_running(fx_job(2, 1), 1); /* two failures in a row: removal shifts the array */
+    add_running(fx_job(2, 1), 1);
+    /* A cancel under way ends with the node: two removals in a row shift the array. */
+    cluster_find_job(&c, 1)->cancel_requested = true;
+    cluster_find_job(&c, 2)->cancel_requested = true;
     struct job retried = fx_job(3, 1);
     retried.retries = 3;
     add_running(retried, 1);
     add_running(fx_job(4, 1), 2);
     assert_int_equal(sched_check_nodes(&s, &c, TIMEOUT_MS + 1, &out), 1);
 
-    assert_int_equal(fx_count(&out, ACTION_FINISH, 1), 1);
-    assert_int_equal(fx_count(&out, ACTION_FINISH, 2), 1);
+    assert_int_equal(fx_find(&out, ACTION_FINISH, 1)->state, JOB_CANCELLED);
+    assert_int_equal(fx_find(&out, ACTION_FINISH, 2)->state, JOB_CANCELLED);
     assert_int_equal(fx_count(&out, ACTION_REQUEUE, 3), 1);
     assert_int_equal(c.njobs, 2);
     assert_int_equal(cluster_find_job(&c, 4)->state, JOB_RUNNING);
@@ -645,8 +680,9 @@ int main(void)
         T(test_node_silent_past_the_timeout_is_lost),
         T(test_node_silent_exactly_the_timeout_is_not_lost),
         T(test_lost_node_is_reported_once),
-        T(test_job_on_lost_node_is_requeued_while_retries_remain),
-        T(test_job_on_lost_node_fails_with_node_lost_when_retries_are_used_up),
+        T(test_a_stalled_server_does_not_judge_nodes_by_its_own_stall),
+        T(test_job_on_lost_node_is_requeued_using_no_retry),
+        T(test_node_loss_leaves_a_jobs_retries_for_its_own_failures),
         T(test_every_job_of_a_lost_node_is_ended_and_others_are_untouched),
         T(test_lost_node_frees_cpus_and_memory),
         T(test_cancelling_a_pending_job_finishes_it_at_once),
