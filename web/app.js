@@ -362,6 +362,24 @@
     s.replaceChildren(...parts);
   }
 
+  /* The newest events: `tail` the first time, then everything since the
+   * newest one seen. A server that ignores `tail` answers the oldest page
+   * (EVENTS_PAGE): then page forward with `since` to catch up, a bounded
+   * number of pages per refresh. */
+  const EVENTS_PAGE = 1000;
+  async function fetchEvents() {
+    let got = [];
+    let path = eventCursor === null ? '/v1/events?tail=' + EVENTS_KEPT
+      : '/v1/events?since=' + eventCursor + '&limit=' + EVENTS_PAGE;
+    for (let page = 0; page < 20; page++) {
+      const list = (await api(path)).events || [];
+      got = got.concat(list).slice(-EVENTS_PAGE);
+      if (list.length < EVENTS_PAGE) break;
+      path = '/v1/events?since=' + list[list.length - 1].id + '&limit=' + EVENTS_PAGE;
+    }
+    return {events: got};
+  }
+
   /* ---- the refresh loop ------------------------------------------ */
   function jobsPath() {
     const q = new URLSearchParams({limit: String(JOB_LIMIT)});
@@ -386,10 +404,10 @@
       projects: '/v1/projects',
       usage: '/v1/usage',
       queues: '/v1/queues',
-      events: eventCursor === null ? '/v1/events?tail=' + EVENTS_KEPT : '/v1/events?since=' + eventCursor,
     };
     const names = Object.keys(calls);
-    const settled = await Promise.allSettled(names.map((n) => api(calls[n])));
+    const settled = await Promise.allSettled(names.map((n) => api(calls[n])).concat([fetchEvents()]));
+    names.push('events');
     inFlight = false;
     const res = {};
     const err = {};

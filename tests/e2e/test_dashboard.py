@@ -324,6 +324,19 @@ def test_screenshot_is_kept_as_an_artifact():
     print(f"  screenshot: {path}", flush=True)
 
 
+def test_the_events_panel_shows_the_newest_events_of_a_long_history():
+    c = cluster()
+    # 1000 more events (one per job submitted): with the earlier ones, more than one page of GET /v1/events.
+    c.api("POST", "/v1/jobs", {"name": "many", "project": "nlp", "queue": "batch", "gpus": 0,
+                               "command": ["true"], "array": 1000}, expect=201)
+    newest = c.api("GET", "/v1/events?limit=100000")["events"][-1]["id"]
+    dom = dump(c, c.admin, refresh=0)
+    shown = [int(r.attrs["data-event"]) for r in dom.by_id("events").find_all("tr")
+             if "data-event" in r.attrs]
+    assert len(shown) == 50, len(shown)
+    assert shown[0] >= newest and shown == sorted(shown, reverse=True), (newest, shown[:3])
+
+
 if __name__ == "__main__":
     if not CHROMIUM:
         print("chromium not installed (scripts/deps.sh installs it): skipped")
@@ -334,7 +347,8 @@ if __name__ == "__main__":
                    test_a_job_name_with_markup_is_shown_as_text,
                    test_a_project_token_sees_only_its_projects,
                    test_a_refused_token_goes_back_to_the_login_with_the_reason,
-                   test_screenshot_is_kept_as_an_artifact])
+                   test_screenshot_is_kept_as_an_artifact,
+                   test_the_events_panel_shows_the_newest_events_of_a_long_history])
     finally:
         if CLUSTER is not None:
             CLUSTER.__exit__(None, None, None)
