@@ -118,10 +118,15 @@ def chromium(url, *extra, budget_ms=6000):
         p = subprocess.run(
             [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
              "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
+             "--enable-logging=stderr", "--v=0",
              f"--virtual-time-budget={budget_ms}", *extra, url],
             capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
             raise AssertionError(f"chromium exited {p.returncode}: {p.stderr[-3000:]}")
+        # The page's console: no script error, nothing the CSP had to refuse.
+        bad = [line for line in p.stderr.splitlines() if ":CONSOLE" in line and any(
+            m in line for m in ("Uncaught", "Content Security Policy", "Refused to"))]
+        assert not bad, "\n".join(bad)
         return p.stdout
     finally:
         shutil.rmtree(profile, ignore_errors=True)
