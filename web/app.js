@@ -11,7 +11,7 @@
 (function () {
   const TOKEN_KEY = 'tide.token';
   const REFRESH_KEY = 'tide.refresh';
-  const JOB_LIMIT = 500;      /* newest jobs fetched per refresh (after filters) */
+  const JOB_LIMIT = 200;      /* newest jobs fetched per refresh (after filters) */
   const EVENTS_KEPT = 50;     /* events shown in the events panel */
   const SCALING_KEPT = 12;
   const ALERTS_KEPT = 12;
@@ -337,6 +337,17 @@
     list($('alerts'), alerts, 'none');
   }
 
+  function renderQueues(queues) {
+    $('queues').replaceChildren(...queues.map((q) => {
+      const caps = [];
+      if (q.max_running_jobs) caps.push('max ' + q.max_running_jobs + ' jobs');
+      if (q.max_running_gpus) caps.push('max ' + q.max_running_gpus + ' GPUs');
+      return h('span', {class: 'chip', 'data-queue': q.name, title: caps.join(', ') || null},
+        h('b', {}, q.name), ' ' + q.running_jobs + ' running · ' + q.pending_jobs + ' pending · ' +
+        q.running_gpus + ' GPUs' + (caps.length ? ' (' + caps.join(', ') + ')' : ''));
+    }));
+  }
+
   function setOptions(select, names) {
     const keep = select.value;
     const opts = [h('option', {}, 'all')];
@@ -439,7 +450,10 @@
     panel('panel-pools', 'pools', () => { renderPools(res.pools); renderCapacity(res.usage); });
     panel('panel-projects', 'projects', () => renderProjects(res.projects, res.usage));
     panel('panel-events', 'events', () => { takeEvents(res.events); renderEvents(); });
-    if (res.queues) setOptions($('f-queue'), res.queues.queues.map((q) => q.name));
+    if (res.queues) {
+      setOptions($('f-queue'), res.queues.queues.map((q) => q.name));
+      renderQueues(res.queues.queues);
+    }
     if (res.projects) {
       const names2 = new Set((res.projects.projects || []).map((p) => p.name));
       for (const b of res.projects.budgets || []) names2.add(b.project);

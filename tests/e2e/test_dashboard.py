@@ -269,6 +269,12 @@ def test_dashboard_shows_jobs_nodes_pools_projects_and_events():
     assert kinds and len(kinds) <= 50, kinds
     assert any(f"#{jobs['busy']}" in cells(r) for r in dom.by_id("events").find_all("tr")), kinds
 
+    # Each queue's counts, as GET /v1/queues has them.
+    for q in c.api("GET", "/v1/queues")["queues"]:
+        chip = dom.find("span", data_queue=q["name"])
+        assert chip is not None and f"{q['pending_jobs']} pending" in chip.text(), (q, chip and chip.text())
+    assert "max 1 jobs" in dom.find("span", data_queue="batch").text()
+
     # The summary: the queue's counts.
     assert dom.find("span", data_stat="pending") is not None
 
