@@ -10,9 +10,9 @@
 #include "server/server.h"
 #include "server/web_assets.h"
 
-#define WEB_CSP                                                                              \
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "        \
-    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "              \
+#define WEB_CSP                                                                                    \
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "              \
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "                   \
     "frame-ancestors 'none'"
 
 const struct web_asset *web_asset_find(const char *name)

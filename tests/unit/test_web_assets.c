@@ -65,8 +65,14 @@ static void test_names_with_directories_never_match(void **state)
 {
     (void)state;
     assert_non_null(web_asset_find("index.html"));
-    const char *bad[] = {"", "/index.html", "../index.html", "index.html/", "./index.html",
-                         "web/index.html", "INDEX.HTML", "index.html\n"};
+    const char *bad[] = {"",
+                         "/index.html",
+                         "../index.html",
+                         "index.html/",
+                         "./index.html",
+                         "web/index.html",
+                         "INDEX.HTML",
+                         "index.html\n"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_null(web_asset_find(bad[i]));
 }
