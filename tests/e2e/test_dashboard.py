@@ -257,6 +257,14 @@ def test_dashboard_shows_jobs_nodes_pools_projects_and_events():
     float(pool_row.find("td", **{"class": "num idle-cost"}).text())
     assert "pool_scale_up" in dom.by_id("scaling").text(), dom.by_id("scaling").text()
 
+    # GET /v1/projects carries the budgets: vision's daily cap and this day's spend.
+    budgets = {b["project"]: b for b in c.api("GET", "/v1/projects")["budgets"]}
+    assert set(budgets) == {"vision"}, budgets
+    v = budgets["vision"]
+    assert v["monthly"] is None and v["daily"]["cap_micros"] == 1000000, v
+    assert v["daily"]["cap"] == "1.000000" and v["daily"]["spent_micros"] > 0, v
+    assert v["daily"]["alerted_pct"] >= 50 and v["hard_cap"] is False, v
+
     # Projects: both, vision's daily budget spent against its cap and its alert.
     vision = dom.find("tr", data_project="vision")
     assert vision is not None and dom.find("tr", data_project="nlp") is not None
@@ -293,6 +301,7 @@ def test_a_job_name_with_markup_is_shown_as_text():
 def test_a_project_token_sees_only_its_projects():
     c = cluster()
     tok = c.api("POST", "/v1/tokens", {"name": "nlp-team", "projects": ["nlp"]}, expect=201)["token"]
+    assert c.api("GET", "/v1/projects", token=tok)["budgets"] == []  # vision's is not theirs
     dom = dump(c, tok)
     assert dom.find("body").attrs.get("data-view") == "dashboard"
     shown = {int(r.attrs["data-job"]) for r in dom.by_id("jobs").find_all("tr") if "data-job" in r.attrs}
