@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: the scheduler pass benchmark, simulator replay times, an idle
 # agent's CPU and memory (bench/agent.sh) and the API submit rate over
-# loopback (wrk, 1 and 8 connections). Prints numbers; never fails on speed.
+# loopback (wrk, 1 and 8 connections), the dashboard's API calls under a 10k-job
+# queue (bench/dashboard.py). Prints numbers; never fails on speed.
 set -euo pipefail
 build=${1:-build}
 tide="$build/tide"
@@ -17,6 +18,10 @@ bash "$(dirname "$0")/sim.sh" "$build"
 
 echo
 bash "$(dirname "$0")/agent.sh" "$build" bench/results.json
+
+echo
+echo "== dashboard: the page's API calls with 10000 jobs waiting (bench/dashboard.py)"
+TIDE_BIN="$tide" python3 "$(dirname "$0")/dashboard.py" 10000 20
 
 echo
 echo "== API: POST /v1/jobs accepted per second (SQLite WAL, synchronous=FULL)"

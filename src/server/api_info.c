@@ -6,6 +6,7 @@
 #include "common/fsutil.h"
 #include "core/gpu_share.h"
 #include "server/pool_loop.h"
+#include "server/pool_loop_state.h"
 #include "server/server.h"
 
 static json_t *node_to_json(const struct node *n, int64_t now_ms)
@@ -183,6 +184,37 @@ int api_queues_list(struct server *srv, struct api_request *req, struct api_repl
     return 0;
 }
 
+/* One period of a budget: cap and spend this period, or null without a cap. */
+static json_t *budget_period_json(const struct budget *b, enum budget_period period)
+{
+    if (!b->cap_micros[period])
+        return json_null();
+    int64_t spent = budget_spent_micros(b, period);
+    char cap_s[32], spent_s[32];
+    pool_money(cap_s, sizeof cap_s, b->cap_micros[period]);
+    pool_money(spent_s, sizeof spent_s, spent);
+    return json_pack("{s:I, s:s, s:I, s:s, s:i}", "cap_micros", (json_int_t)b->cap_micros[period],
+                     "cap", cap_s, "spent_micros", (json_int_t)spent, "spent", spent_s,
+                     "alerted_pct", b->alerted_pct[period]);
+}
+
+/* The budgets req may see (under the lock): spend against caps this period. */
+static json_t *budgets_json(const struct budget_set *bs, const struct api_request *req)
+{
+    json_t *out = json_array();
+    for (int i = 0; i < bs->count; i++) {
+        const struct budget *b = &bs->items[i];
+        if (!auth_project_allowed(req, b->project))
+            continue;
+        json_array_append_new(out, json_pack("{s:s, s:b, s:b, s:o, s:o}", "project", b->project,
+                                             "hard_cap", b->hard_cap, "exhausted",
+                                             budget_exhausted(b), "daily",
+                                             budget_period_json(b, BUDGET_DAILY), "monthly",
+                                             budget_period_json(b, BUDGET_MONTHLY)));
+    }
+    return out;
+}
+
 int api_projects_list(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
     json_t *projects = json_array();
@@ -204,7 +236,9 @@ int api_projects_list(struct server *srv, struct api_request *req, struct api_re
             "pending_jobs", pending));
     }
     json_int_t half_life = fs->half_life_s;
+    json_t *budgets = budgets_json(&srv->cfg.budgets, req);
     pthread_mutex_unlock(&srv->lock);
-    reply->json = json_pack("{s:o, s:I}", "projects", projects, "half_life_s", half_life);
+    reply->json = json_pack("{s:o, s:I, s:o}", "projects", projects, "half_life_s", half_life,
+                            "budgets", budgets);
     return 0;
 }

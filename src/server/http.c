@@ -99,6 +99,8 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
         reply->json = json_pack("{s:s}", "status", "ok");
         return 0;
     }
+    if (get && (!strcmp(p, "/") || !strncmp(p, "/static/", 8)))
+        return api_web_static(srv, req, reply);
     struct tide_err err;
     tide_err_clear(&err);
     bool agent_route = !strncmp(p, "/v1/agent/", 10);

@@ -120,6 +120,8 @@ int api_metrics(struct server *srv, struct api_request *req, struct api_reply *r
 int api_queues_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_projects_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_usage_get(struct server *srv, struct api_request *req, struct api_reply *reply);
+/* web.c: GET / and GET /static/NAME, the embedded dashboard (no token). */
+int api_web_static(struct server *srv, struct api_request *req, struct api_reply *reply);
 
 /* auth.c: creates admin.token and join.token on first start. */
 int auth_bootstrap(struct server *srv, struct tide_err *err);
