@@ -148,7 +148,7 @@ static void test_a_held_project_gets_no_nodes(void **state)
         assert_int_equal(trace_push(&t, &jobs[i]), 0);
     struct sim_config cfg;
     sim_fx_config(&cfg, "{\"pools\": [{\"name\": \"burst\", \"gpus_per_node\": 2,"
-                      " \"gpu_model\": \"V100\", \"gpu_memory\": 16384, \"min_nodes\": 0,"
+                      " \"gpu\": \"V100\", \"gpu_memory_mib\": 16384, \"min_nodes\": 0,"
                       " \"max_nodes\": 2, \"boot_time_s\": 60, \"price_per_node_hour\": 3.60,"
                       " \"scale_down_window_s\": 300, \"cooldown_s\": 0}],"
                       " \"projects\": [{\"name\": \"a\", \"budget_daily\": 1.00,"
