@@ -311,13 +311,14 @@ static int parse_args(int argc, char **argv, struct sim_cli *o)
 
 static bool file_sets_preempt(const char *path)
 {
-    /* Whether a YAML config says preempt: itself (else the policy decides). */
+    /* Whether a YAML config says sim.preempt itself (else the policy decides). */
     char *text = NULL;
     size_t len = 0;
     if (!path || fs_read_file(path, 1 << 20, &text, &len) != 0)
         return false;
     json_t *root = NULL;
-    bool set = cli_yaml_to_json(text, len, path, &root, NULL) == 0 && json_object_get(root, "preempt");
+    bool set = cli_yaml_to_json(text, len, path, &root, NULL) == 0 &&
+               json_object_get(json_object_get(root, "sim"), "preempt");
     json_decref(root);
     free(text);
     return set;

@@ -418,6 +418,105 @@ static int projects_from_json(struct sim_config *cfg, const json_t *v, struct ti
     return 0;
 }
 
+/* sim: the run's own settings, which the server skips. */
+static int sim_section(struct sim_config *cfg, const json_t *sec, struct tide_err *err)
+{
+    if (!json_is_object(sec))
+        return tide_err_set(err, TIDE_EINVAL, "sim", "sim must be a mapping");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)sec, key, v)
+    {
+        char field[96];
+        long long n;
+        int rc = 0;
+        snprintf(field, sizeof field, "sim.%s", key);
+        if (!strcmp(key, "name"))
+            rc = get_str(v, field, cfg->name, sizeof cfg->name, err);
+        else if (!strcmp(key, "preempt"))
+            rc = get_bool(v, field, &cfg->preempt, err);
+        else if (!strcmp(key, "oracle_runtime"))
+            rc = get_bool(v, field, &cfg->oracle_runtime, err);
+        else if (!strcmp(key, "preempt_interval")) {
+            if (!(rc = get_int(v, field, 1, 86400 * 365, &n, err)))
+                cfg->preempt_interval_ms = n * 1000;
+        } else if (!strcmp(key, "preempt_overhead")) {
+            if (!(rc = get_int(v, field, 0, 86400 * 365, &n, err)))
+                cfg->preempt_overhead_ms = n * 1000;
+        } else if (!strcmp(key, "autoscale_interval")) {
+            if (!(rc = get_int(v, field, 1, 86400, &n, err)))
+                cfg->autoscale_interval_ms = n * 1000;
+        } else if (!strcmp(key, "seed")) {
+            if (!(rc = get_int(v, field, 0, INT64_MAX, &n, err)))
+                cfg->seed = (uint64_t)n;
+        } else
+            rc = tide_err_set(err, TIDE_EINVAL, field,
+                              "%s: unknown key (known: name, preempt, preempt_interval, "
+                              "preempt_overhead, oracle_runtime, autoscale_interval, seed)",
+                              field);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* scheduler: as in tide.yaml. The simulator runs policy, placement and
+ * backfill; the server's other scheduler keys are known but not simulated
+ * (its preemption by priority, retries, fair share, telemetry limits). */
+static int scheduler_section(struct sim_config *cfg, const json_t *sec, struct tide_err *err)
+{
+    static const char *const not_simulated[] = {
+        "preemption", "queue_round_robin", "retry_backoff_s", "retry_backoff_max_s",
+        "fair_share_half_life_s", "max_gpu_memory_used_pct", "max_gpu_utilization_pct"};
+    if (!json_is_object(sec))
+        return tide_err_set(err, TIDE_EINVAL, "scheduler", "scheduler must be a mapping");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)sec, key, v)
+    {
+        char field[96];
+        int rc = 0;
+        bool known = false;
+        snprintf(field, sizeof field, "scheduler.%s", key);
+        if (!strcmp(key, "policy"))
+            rc = get_str(v, field, cfg->policy, sizeof cfg->policy, err);
+        else if (!strcmp(key, "placement"))
+            rc = get_str(v, field, cfg->placement, sizeof cfg->placement, err);
+        else if (!strcmp(key, "backfill"))
+            rc = get_bool(v, field, &cfg->backfill, err);
+        else {
+            for (size_t i = 0; i < sizeof not_simulated / sizeof not_simulated[0]; i++)
+                known |= !strcmp(key, not_simulated[i]);
+            if (!known)
+                rc = tide_err_set(err, TIDE_EINVAL, field,
+                                  "%s: unknown key (known: policy, placement, backfill; not "
+                                  "simulated: preemption, queue_round_robin, retry_backoff_s, "
+                                  "retry_backoff_max_s, fair_share_half_life_s, "
+                                  "max_gpu_memory_used_pct, max_gpu_utilization_pct)",
+                                  field);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Where the top-level keys of the simulator's older config form went. */
+static const char *moved_key(const char *key)
+{
+    static const char *const to_scheduler[] = {"policy", "placement", "backfill"};
+    static const char *const to_sim[] = {"name",           "preempt",          "preempt_interval",
+                                         "preempt_overhead", "oracle_runtime", "autoscale_interval",
+                                         "seed"};
+    for (size_t i = 0; i < sizeof to_scheduler / sizeof to_scheduler[0]; i++)
+        if (!strcmp(key, to_scheduler[i]))
+            return "scheduler";
+    for (size_t i = 0; i < sizeof to_sim / sizeof to_sim[0]; i++)
+        if (!strcmp(key, to_sim[i]))
+            return "sim";
+    return NULL;
+}
+
 int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide_err *err)
 {
     if (!json_is_object(root))
@@ -426,32 +525,15 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
     json_t *v;
     json_object_foreach((json_t *)root, key, v)
     {
-        long long n;
         int rc = 0;
-        if (!strcmp(key, "name"))
-            rc = get_str(v, key, cfg->name, sizeof cfg->name, err);
-        else if (!strcmp(key, "policy"))
-            rc = get_str(v, key, cfg->policy, sizeof cfg->policy, err);
-        else if (!strcmp(key, "placement"))
-            rc = get_str(v, key, cfg->placement, sizeof cfg->placement, err);
-        else if (!strcmp(key, "backfill"))
-            rc = get_bool(v, key, &cfg->backfill, err);
-        else if (!strcmp(key, "preempt"))
-            rc = get_bool(v, key, &cfg->preempt, err);
-        else if (!strcmp(key, "oracle_runtime"))
-            rc = get_bool(v, key, &cfg->oracle_runtime, err);
-        else if (!strcmp(key, "preempt_interval")) {
-            if (!(rc = get_int(v, key, 1, 86400 * 365, &n, err)))
-                cfg->preempt_interval_ms = n * 1000;
-        } else if (!strcmp(key, "preempt_overhead")) {
-            if (!(rc = get_int(v, key, 0, 86400 * 365, &n, err)))
-                cfg->preempt_overhead_ms = n * 1000;
-        } else if (!strcmp(key, "autoscale_interval")) {
-            if (!(rc = get_int(v, key, 1, 86400, &n, err)))
-                cfg->autoscale_interval_ms = n * 1000;
-        } else if (!strcmp(key, "seed")) {
-            if (!(rc = get_int(v, key, 0, INT64_MAX, &n, err)))
-                cfg->seed = (uint64_t)n;
+        if (!strcmp(key, "sim"))
+            rc = sim_section(cfg, v, err);
+        else if (!strcmp(key, "scheduler"))
+            rc = scheduler_section(cfg, v, err);
+        else if (!strcmp(key, "server")) {
+            if (!json_is_object(v))
+                rc = tide_err_set(err, TIDE_EINVAL, key, "server must be a mapping");
+            /* heartbeats and timeouts of real nodes: nothing to simulate */
         } else if (!strcmp(key, "projects")) {
             rc = projects_from_json(cfg, v, err);
         } else if (!strcmp(key, "pools")) {
@@ -465,11 +547,13 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
                 if ((rc = pool_from_json(p, json_array_get(v, (size_t)i), i, err)))
                     return rc;
             }
-        } else
+        } else if (moved_key(key))
+            rc = tide_err_set(err, TIDE_EINVAL, key, "%s: write it as %s.%s (tide.yaml's form)",
+                              key, moved_key(key), key);
+        else
             rc = tide_err_set(err, TIDE_EINVAL, key,
-                              "unknown key '%s' (allowed: name, policy, placement, backfill, "
-                              "preempt, preempt_interval, preempt_overhead, oracle_runtime, "
-                              "autoscale_interval, seed, projects, pools)",
+                              "unknown section '%s' (known: sim, scheduler, server, projects, "
+                              "pools)",
                               key);
         if (rc)
             return rc;

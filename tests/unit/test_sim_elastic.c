@@ -19,7 +19,7 @@
 static void burst_config(struct sim_config *cfg)
 {
     sim_fx_config(cfg,
-        "{\"name\": \"burst\", \"pools\": [{\"name\": \"burst\", \"gpus_per_node\": 2,"
+        "{\"sim\": {\"name\": \"burst\"}, \"pools\": [{\"name\": \"burst\", \"gpus_per_node\": 2,"
         " \"gpu\": \"V100\", \"gpu_memory_mib\": 16384, \"min_nodes\": 0, \"max_nodes\": 2,"
         " \"boot_time_s\": 60, \"price_per_node_hour\": 3.60, \"billing\": \"on_demand\","
         " \"scale_down_window_s\": 300, \"cooldown_s\": 0}]}");
