@@ -77,8 +77,12 @@ static const struct cli_opt server_opts[] = {
 
 /* The flags as given (the last of a repeated one wins), applied after
  * --config so that flags win over the file. */
+#define SERVER_MAX_CONFIGS 8
+
 struct server_flags {
     const char *value[OPT_COUNT];
+    const char *configs[SERVER_MAX_CONFIGS]; /* --config may be repeated: read in order */
+    int nconfigs;
     bool check, help;
 };
 
@@ -98,6 +102,11 @@ static int read_flags(int argc, char **argv, struct server_flags *f, struct tide
             f->help = true;
         else if (id == OPT_CHECK)
             f->check = true;
+        else if (id == OPT_CONFIG && f->nconfigs == SERVER_MAX_CONFIGS)
+            return tide_err_set(err, TIDE_EINVAL, "config", "--config: at most %d files",
+                                SERVER_MAX_CONFIGS);
+        else if (id == OPT_CONFIG)
+            f->value[id] = f->configs[f->nconfigs++] = v;
         else
             f->value[id] = v;
     }
@@ -232,8 +241,9 @@ int server_main(int argc, char **argv)
         fputs(server_usage, stdout);
         return 0;
     }
-    if (flags.value[OPT_CONFIG] && config_load(flags.value[OPT_CONFIG], &srv.cfg, &sc, &err) != 0)
-        return cli_input_fail("server", &err);
+    for (int i = 0; i < flags.nconfigs; i++)
+        if (config_load(flags.configs[i], &srv.cfg, &sc, &err) != 0)
+            return cli_input_fail("server", &err);
     if (apply_flags(&flags, &srv.cfg, &sc, &err) < 0)
         return cli_usage_fail("server", &err);
     if (flags.check) {
