@@ -193,10 +193,9 @@ int pool_spec_set(struct pool_spec *s, const char *key, const char *text, char *
         return want_money(text, &s->price_per_gpu_hour_micros, why, why_size);
     if (!strcmp(key, "price_per_node_hour") || !strcmp(key, "spot_price_per_node_hour")) {
         bool spot = key[0] == 's';
-        int rc = want_money(text,
-                            spot ? &p->spot_price_per_node_hour_micros
-                                 : &p->price_per_node_hour_micros,
-                            why, why_size);
+        int rc = want_money(
+            text, spot ? &p->spot_price_per_node_hour_micros : &p->price_per_node_hour_micros, why,
+            why_size);
         if (!rc && !spot)
             s->price_per_node_hour_set = true;
         if (!rc)
