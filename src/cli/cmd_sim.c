@@ -127,7 +127,7 @@ static int load_config_file(struct sim_config *cfg, const char *path)
         snprintf(cfg->name, sizeof cfg->name, "%.*s", (int)strcspn(base, "."), base);
         rc = sim_config_from_json(cfg, root, &err);
         if (rc)
-            fprintf(stderr, "tide sim: %s: %s: %s\n", path, err.field, err.message);
+            fprintf(stderr, "tide sim: %s: %s\n", path, err.message); /* it names the key */
     } else
         fprintf(stderr, "tide sim: %s\n", err.message);
     json_decref(root);

@@ -82,12 +82,14 @@ static int want_bool(const char *text, bool *out, char *why, size_t size)
     return 0;
 }
 
-/* plain: a name that ends up in node names and URLs (letters, digits, -_.). */
+/* plain: a name that ends up in node names and URLs (letters, digits, -_.);
+ * else any text, empty too (region: ""). */
 static int want_name(const char *text, bool plain, char *dst, size_t dst_size, char *why,
                      size_t size)
 {
-    if (!text || !*text || strlen(text) >= dst_size)
-        return fail(why, size, "must be a string of 1 to %zu characters", dst_size - 1);
+    if (!text || (plain && !*text) || strlen(text) >= dst_size)
+        return fail(why, size, "must be a string of %d to %zu characters", plain ? 1 : 0,
+                    dst_size - 1);
     for (const char *p = text; plain && *p; p++)
         if (!(*p == '-' || *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') ||
               (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
@@ -173,7 +175,8 @@ int pool_spec_set(struct pool_spec *s, const char *key, const char *text, char *
     if (!strcmp(key, "gpu"))
         return want_name(text, true, p->gpu_model, sizeof p->gpu_model, why, why_size);
     if (!strcmp(key, "driver"))
-        return want_name(text, false, p->driver, sizeof p->driver, why, why_size);
+        return text && !*text ? fail(why, why_size, "must not be empty")
+                              : want_name(text, false, p->driver, sizeof p->driver, why, why_size);
     if (!strcmp(key, "region"))
         return want_name(text, false, p->region, sizeof p->region, why, why_size);
     if (!strcmp(key, "provider")) {
@@ -183,7 +186,7 @@ int pool_spec_set(struct pool_spec *s, const char *key, const char *text, char *
         return 0;
     }
     if (!strcmp(key, "program")) {
-        if (!text || !*text || strlen(text) >= sizeof p->program)
+        if (!text || strlen(text) >= sizeof p->program) /* "": none (local) */
             return fail(why, why_size, "must be a path of at most %zu characters",
                         sizeof p->program - 1);
         snprintf(p->program, sizeof p->program, "%s", text);

@@ -547,6 +547,10 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
                 if ((rc = pool_from_json(p, json_array_get(v, (size_t)i), i, err)))
                     return rc;
             }
+        } else if (!strcmp(key, "queues")) {
+            rc = tide_err_set(err, TIDE_EINVAL, key,
+                              "queues: not simulated yet (the simulator runs one queue); remove "
+                              "the section to try the rest");
         } else if (moved_key(key))
             rc = tide_err_set(err, TIDE_EINVAL, key, "%s: write it as %s.%s (tide.yaml's form)",
                               key, moved_key(key), key);

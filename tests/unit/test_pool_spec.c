@@ -92,6 +92,11 @@ static void test_bad_values_say_why_and_unknown_keys_are_told_apart(void **state
     assert_int_equal(pool_spec_set(&s, "billing", "barter", why, sizeof why), TIDE_EINVAL);
     assert_int_equal(pool_spec_set(&s, "provider", "cloud", why, sizeof why), TIDE_EINVAL);
     assert_int_equal(pool_spec_set(&s, "name", NULL, why, sizeof why), TIDE_EINVAL);
+    assert_int_equal(pool_spec_set(&s, "name", "", why, sizeof why), TIDE_EINVAL);
+    assert_int_equal(pool_spec_set(&s, "driver", "", why, sizeof why), TIDE_EINVAL);
+    /* Empty is the documented default of region and program. */
+    assert_int_equal(pool_spec_set(&s, "region", "", why, sizeof why), 0);
+    assert_int_equal(pool_spec_set(&s, "program", "", why, sizeof why), 0);
     assert_int_equal(pool_spec_set(&s, "gpu_model", "V100", why, sizeof why), POOL_SPEC_UNKNOWN);
     assert_int_equal(pool_spec_set(&s, "schedule", NULL, why, sizeof why), POOL_SPEC_UNKNOWN);
 }
