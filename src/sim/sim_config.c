@@ -462,12 +462,23 @@ static int sim_section(struct sim_config *cfg, const json_t *sec, struct tide_er
 
 /* scheduler: as in tide.yaml. The simulator runs policy, placement and
  * backfill; the server's other scheduler keys are known but not simulated
- * (its preemption by priority, retries, fair share, telemetry limits). */
+ * (its preemption by priority, retries, fair share, telemetry limits).
+ * They are still checked with the server's bounds (server/config.c), so a
+ * file the simulator takes the server takes too. */
 static int scheduler_section(struct sim_config *cfg, const json_t *sec, struct tide_err *err)
 {
-    static const char *const not_simulated[] = {
-        "preemption", "queue_round_robin", "retry_backoff_s", "retry_backoff_max_s",
-        "fair_share_half_life_s", "max_gpu_memory_used_pct", "max_gpu_utilization_pct"};
+    static const struct {
+        const char *key;
+        long long lo, hi; /* lo > hi: true or false */
+    } not_simulated[] = {
+        {"preemption", 1, 0},
+        {"queue_round_robin", 1, 0},
+        {"retry_backoff_s", 0, 86400},
+        {"retry_backoff_max_s", 0, 86400},
+        {"fair_share_half_life_s", 1, 365LL * 86400},
+        {"max_gpu_memory_used_pct", 0, 100},
+        {"max_gpu_utilization_pct", 0, 100},
+    };
     if (!json_is_object(sec))
         return tide_err_set(err, TIDE_EINVAL, "scheduler", "scheduler must be a mapping");
     const char *key;
@@ -485,8 +496,17 @@ static int scheduler_section(struct sim_config *cfg, const json_t *sec, struct t
         else if (!strcmp(key, "backfill"))
             rc = get_bool(v, field, &cfg->backfill, err);
         else {
-            for (size_t i = 0; i < sizeof not_simulated / sizeof not_simulated[0]; i++)
-                known |= !strcmp(key, not_simulated[i]);
+            for (size_t i = 0; !known && i < sizeof not_simulated / sizeof not_simulated[0];
+                 i++) {
+                if (strcmp(key, not_simulated[i].key))
+                    continue;
+                known = true;
+                bool b;
+                long long n;
+                rc = not_simulated[i].lo > not_simulated[i].hi
+                         ? get_bool(v, field, &b, err)
+                         : get_int(v, field, not_simulated[i].lo, not_simulated[i].hi, &n, err);
+            }
             if (!known)
                 rc = tide_err_set(err, TIDE_EINVAL, field,
                                   "%s: unknown key (known: policy, placement, backfill; not "

@@ -141,7 +141,7 @@ def test_the_servers_form_runs_in_the_simulator_with_the_same_pools():
         assert report["config"]["seed"] == 7, report["config"]  # sim: is the simulator's
 
 
-def test_both_refuse_the_same_bad_pool_naming_the_key():
+def test_both_refuse_the_same_bad_values_naming_the_key():
     cases = [
         ("pools:\n  - name: p\n    gpus_per_node: 99\n", "pools[0].gpus_per_node",
          "must be from 0 to 64, got 99"),
@@ -150,6 +150,9 @@ def test_both_refuse_the_same_bad_pool_naming_the_key():
         ("pools:\n  - gpu: V100\n", "pools[0].name", "is required"),
         ("pools:\n  - name: p\n    price_per_node_hour: 1.0000001\n",
          "pools[0].price_per_node_hour", "at most 6 decimals"),
+        # Known to the simulator but not simulated: still checked as the server does.
+        ("scheduler:\n  max_gpu_utilization_pct: 150\n", "scheduler.max_gpu_utilization_pct",
+         "from 0 to 100"),
     ]
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "tide.yaml")
@@ -200,6 +203,6 @@ if __name__ == "__main__":
         test_every_sim_example_and_fixture_starts_a_server,
         test_the_yaml_examples_in_the_docs_work_in_both,
         test_the_servers_form_runs_in_the_simulator_with_the_same_pools,
-        test_both_refuse_the_same_bad_pool_naming_the_key,
+        test_both_refuse_the_same_bad_values_naming_the_key,
         test_a_pool_tried_in_the_simulator_runs_jobs_on_a_server,
     ])
