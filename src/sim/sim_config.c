@@ -175,9 +175,11 @@ static const char *scalar_text(const json_t *v, char *buf, size_t size)
         return buf;
     }
     if (json_is_real(v)) {
-        /* The fewest decimals that read back as the number: 4.20 is "4.2". */
+        /* The fewest decimals (at least one, as YAML had a real) that read
+         * back as the number: 4.20 is "4.2", and 8.0 stays "8.0", which an
+         * integer key refuses as the server does. */
         double d = json_real_value(v), back;
-        for (int decimals = 0; decimals <= 9; decimals++)
+        for (int decimals = 1; decimals <= 9; decimals++)
             if (snprintf(buf, size, "%.*f", decimals, d) < (int)size &&
                 sscanf(buf, "%lf", &back) == 1 && back == d)
                 return buf;

@@ -148,6 +148,8 @@ def test_both_refuse_the_same_bad_values_naming_the_key():
         ("pools:\n  - name: p\n    nodes: 2\n    max_nodes: 3\n", "pools[0].nodes",
          "is for fixed-size pools"),
         ("pools:\n  - gpu: V100\n", "pools[0].name", "is required"),
+        ("pools:\n  - name: p\n    max_nodes: 8.0\n", "pools[0].max_nodes",
+         "must be an integer, got '8.0'"),
         ("pools:\n  - name: p\n    price_per_node_hour: 1.0000001\n",
          "pools[0].price_per_node_hour", "at most 6 decimals"),
         # Known to the simulator but not simulated: still checked as the server does.
