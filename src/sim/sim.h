@@ -103,12 +103,14 @@ void sim_pool_core(const struct sim_config *cfg, int i, struct pool *out);
 /* fifo, loadaware, 8 x 8 V100 nodes at 2.48 per GPU-hour, oracle runtimes. */
 void sim_config_defaults(struct sim_config *cfg);
 
-/* Fills cfg from a parsed sim config (see docs/sim.md): keys name, policy,
- * placement, backfill, preempt, preempt_interval, preempt_overhead,
- * oracle_runtime, autoscale_interval, seed, projects[] (budgets), pools[]
- * {name, nodes, gpus_per_node, gpu_model, gpu_memory, cpus, memory,
- * price_per_gpu_hour, and the elastic keys}. Unknown keys are errors.
- * Keys not given keep cfg's values. TIDE_EINVAL with err naming the key. */
+/* Fills cfg from a parsed config in tide.yaml's form (docs/sim.md), so the
+ * same file runs a server: sections sim {name, preempt, preempt_interval,
+ * preempt_overhead, oracle_runtime, autoscale_interval, seed}, scheduler
+ * {policy, placement, backfill; the server's others are known, not
+ * simulated}, server (skipped), projects[] (budgets), pools[] (the keys of
+ * core/pool_spec.h, plus cpus, memory and the simulated cloud's). Unknown
+ * keys are errors. Keys not given keep cfg's values. TIDE_EINVAL with err
+ * naming the key. */
 int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide_err *err);
 
 /* Checks names and sizes (policy and placement exist, pools non-empty).

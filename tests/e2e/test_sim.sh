@@ -32,8 +32,8 @@ grep -q "<svg" "$dir/a/report.html" || fail "no inline SVG"
 ! grep -qi "<script\|http://\|https://[a-z]" <(grep -v 'xmlns=' "$dir/a/report.html") || fail "html loads something"
 
 # The same trace under several configs, side by side.
-printf 'name: las\npolicy: las\n' >"$dir/las.yaml"
-printf 'name: sjf\npolicy: sjf\n' >"$dir/sjf.yaml"
+printf 'sim:\n  name: las\nscheduler:\n  policy: las\n' >"$dir/las.yaml"
+printf 'sim:\n  name: sjf\nscheduler:\n  policy: sjf\n' >"$dir/sjf.yaml"
 "$tide" sim --trace "$data/sim/tiny.csv" --format csv --config "$data/sim/tiny.yaml" --quiet \
   --compare "$dir/las.yaml" "$dir/sjf.yaml" --out "$dir/c" >"$dir/c.txt" || fail "compare"
 head -1 "$dir/c.txt" | grep -q "las.*sjf" || fail "compare header: $(head -1 "$dir/c.txt")"
@@ -127,7 +127,8 @@ grep -q "spot interruptions" "$dir/sp1.txt" || fail "no interruption rows in the
 grep -q "Spot interruptions and provider failures" "$dir/sp1/report.html" || fail "no spot table in report.html"
 # Drawn interruptions and failures repeat for a seed.
 cat >"$dir/rand.yaml" <<'YAML'
-name: seeded
+sim:
+  name: seeded
 pools:
   - name: spot
     gpus_per_node: 2
