@@ -17,8 +17,11 @@
 
 /* For modules with their own tables (store_sqlite.c): the SQLite handle of
  * s; TIDE_EIO with "database: what: <SQLite's message>" in err; running sql
- * (statements separated by ';'), TIDE_EIO with SQLite's message on error. */
+ * (statements separated by ';'), TIDE_EIO with SQLite's message on error.
+ * store_sqlite_reader: the read-only connection, for listings read without
+ * the server's lock (SQLite serializes its callers). */
 sqlite3 *store_sqlite_db(struct store *s);
+sqlite3 *store_sqlite_reader(struct store *s);
 int store_sqlite_fail(struct store *s, struct tide_err *err, const char *what);
 int store_sqlite_exec(struct store *s, const char *sql, struct tide_err *err);
 
