@@ -50,7 +50,9 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         u.parts = parts;
         int rc = store_job_update(st, &u, err);
         json_decref(parts);
-        return rc ? rc : store_event_add(st, now_ms, "job_starting", a->job_id, a->node_id, a->reason, err);
+        char msg[TIDE_REASON_MAX + 32];
+        snprintf(msg, sizeof msg, "%s (attempt %d)", a->reason, a->attempt);
+        return rc ? rc : store_event_add(st, now_ms, "job_starting", a->job_id, a->node_id, msg, err);
     }
     case ACTION_RUNNING: {
         u.state = JOB_RUNNING;
