@@ -76,6 +76,9 @@ def test_a_job_timeline_runs_from_submitted_to_succeeded():
         assert all(ln.split()[3] == str(j["id"]) for ln in out[1:]), out
         js = json.loads(c.cli("events", "--job", str(j["id"]), "--json", check=True).stdout)
         assert js["events"] == evs and js["more"] is False, js
+        show = c.cli("show", str(j["id"]), check=True).stdout
+        assert "last events:" in show and show.rstrip().endswith("exit 0"), show
+        assert show.index("job_running") < show.index("job_succeeded"), show
         h = c.cli("events", "--help")
         assert h.returncode == 0 and "usage: tide events" in h.stdout and "--follow" in h.stdout, h
 
