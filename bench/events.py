@@ -92,12 +92,15 @@ try:
     token = open(os.path.join(data, "admin.token")).read().strip()
     # A pending queue of `jobs` jobs (no agents: nothing runs), in arrays of 1000.
     body = json.dumps({"command": ["true"], "gpus": 1, "array": 1000}).encode()
+    queued = time.perf_counter()
     for _ in range(jobs // 1000):
         req = urllib.request.Request(url + "/v1/jobs", data=body, method="POST",
                                      headers={"Authorization": f"Bearer {token}",
                                               "Content-Type": "application/json"})
         urllib.request.urlopen(req, timeout=120).read()
+    queued = time.perf_counter() - queued
     n_events = len(rows) + jobs
+    print(f"== {jobs} jobs submitted in arrays of 1000 in {queued:.2f} s (a job_submitted event each)")
     print(f"== GET /v1/events: {n_events} events, {jobs} jobs pending ({tide})")
     queries = ["", "?tail=100", f"?job={1_000_000 + jobs // 2}", "?node=node-7&tail=100",
                "?project=p0&kind=job_failed&tail=100", "?kind=job_failed", "?limit=100000"]

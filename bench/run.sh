@@ -19,6 +19,9 @@ echo
 bash "$(dirname "$0")/agent.sh" "$build" bench/results.json
 
 echo
+python3 "$(dirname "$0")/events.py" "$tide"
+
+echo
 echo "== API: POST /v1/jobs accepted per second (SQLite WAL, synchronous=FULL)"
 if ! command -v wrk >/dev/null 2>&1; then
   apt-get install -y -qq wrk >/dev/null 2>&1 || { echo "wrk not installed; skipping"; exit 0; }

@@ -12,10 +12,12 @@
 
 #include "core/job_spec.h"
 #include "store/store.h"
+#include "store/store_pools.h"
 
 struct store {
     sqlite3 *db;
     sqlite3 *reader; /* read-only, serialized by SQLite itself (FULLMUTEX) */
+    sqlite3_stmt *cached[STORE_STMT_COUNT]; /* on db, prepared once */
 };
 
 static const char *const schema =
@@ -102,10 +104,30 @@ sqlite3 *store_sqlite_reader(struct store *s)
     return s->reader;
 }
 
+sqlite3_stmt *store_sqlite_cached(struct store *s, enum store_stmt_slot slot, const char *sql,
+                                  struct tide_err *err)
+{
+    sqlite3_stmt *st = s->cached[slot];
+    if (st) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        return st;
+    }
+    if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
+        db_error(s, err, "prepare");
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    s->cached[slot] = st;
+    return st;
+}
+
 void store_close(struct store *s)
 {
     if (!s)
         return;
+    for (int i = 0; i < STORE_STMT_COUNT; i++)
+        sqlite3_finalize(s->cached[i]);
     sqlite3_close(s->reader);
     sqlite3_close(s->db);
     free(s);
