@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import TIDE, ApiError, Cluster, run_tests, wait_until  # noqa: E402
@@ -230,13 +231,17 @@ def test_tail_since_limit_and_follow():
         env = dict(os.environ, TIDE_SERVER=c.url, TIDE_TOKEN=c.admin)
         p = subprocess.Popen([TIDE, "events", "-f", "--json", "--kind", "job_submitted", "--tail", "1"],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # A line that never comes must fail the test, not hang it.
+        guard = threading.Timer(30, p.kill)
+        guard.start()
         try:
-            line = json.loads(p.stdout.readline())
-            assert line["job_id"] == ids[-1], line
+            line = json.loads(p.stdout.readline() or "null")
+            assert line and line["job_id"] == ids[-1], line
             new = c.submit(command=["true"], gpus=1)
-            line = json.loads(p.stdout.readline())
-            assert line["job_id"] == new["id"] and line["kind"] == "job_submitted", line
+            line = json.loads(p.stdout.readline() or "null")
+            assert line and line["job_id"] == new["id"] and line["kind"] == "job_submitted", line
         finally:
+            guard.cancel()
             p.terminate()
             p.wait(10)
             p.stdout.close()
