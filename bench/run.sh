@@ -22,6 +22,7 @@ bash "$(dirname "$0")/agent.sh" "$build" bench/results.json
 echo
 echo "== dashboard: the page's API calls with 10000 jobs waiting (bench/dashboard.py)"
 TIDE_BIN="$tide" python3 "$(dirname "$0")/dashboard.py" 10000 20
+python3 "$(dirname "$0")/events.py" "$tide"
 
 echo
 echo "== API: POST /v1/jobs accepted per second (SQLite WAL, synchronous=FULL)"

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/args.h"
 #include "cli/client.h"
@@ -13,7 +14,8 @@
 
 static const char show_usage[] = "usage: tide show ID [--json] [--server URL] [--token T]\n"
                                  "\n"
-                                 "Shows every field of job ID, its spec included.\n";
+                                 "Shows every field of job ID, its spec included, and its last\n"
+                                 "events (the whole timeline: tide events --job ID).\n";
 
 static const struct cli_opt show_opts[] = {CLI_COMMON_OPTS, {NULL, 0, 0}};
 
@@ -134,6 +136,36 @@ static void print_object(json_t *obj, int indent)
     }
 }
 
+#define SHOW_EVENTS 5
+
+/* The job's last few events, after its fields; a failure only notes itself. */
+static void print_last_events(struct cli_client *c, long long job_id)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/v1/events?job=%lld&tail=%d", job_id, SHOW_EVENTS);
+    json_t *root;
+    struct tide_err err = {0};
+    if (cli_client_request_json(c, "GET", path, NULL, &root, &err) < 0) {
+        fprintf(stderr, "tide show: cannot read the job's events: %s\n", err.message);
+        return;
+    }
+    json_t *events = json_object_get(root, "events");
+    printf("last events:%s\n", json_array_size(events) ? "" : " none");
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        char when[32] = "-";
+        time_t secs = (time_t)cli_json_number(json_object_get(e, "time"), 0);
+        struct tm tm;
+        if (localtime_r(&secs, &tm))
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+        printf("  %s  %-20s  %s\n", when, cli_json_text(json_object_get(e, "kind"), "?"),
+               cli_json_text(json_object_get(e, "message"), ""));
+    }
+    json_decref(root);
+}
+
 int cli_show_main(int argc, char **argv)
 {
     struct cli_common co = {0};
@@ -181,8 +213,10 @@ int cli_show_main(int argc, char **argv)
     } else if (cli_client_request_json(&c, "GET", path, NULL, &job, &err) < 0) {
         rc = cli_fail("show", &err);
     } else {
-        if (json_is_object(job))
+        if (json_is_object(job)) {
             print_object(job, 0);
+            print_last_events(&c, job_id);
+        }
         json_decref(job);
         rc = fflush(stdout) == 0 ? 0 : 1;
     }

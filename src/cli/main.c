@@ -23,6 +23,7 @@ static const struct subcommand subcommands[] = {
     {"pools", cli_pools_main, "list elastic pools: nodes by state, cost so far"},
     {"token", cli_token_main, "create API tokens limited to projects"},
     {"queues", cli_queues_main, "list queues, their rules and what they run"},
+    {"events", cli_events_main, "what happened to jobs, nodes and pools (--job ID: a job's timeline)"},
     {"usage", cli_usage_main, "GPU-hours and cost by project, pool, queue, day (--share: quotas)"},
     {"sim", cli_sim_main, "replay a job trace through the scheduler on a virtual clock"},
 };

@@ -179,6 +179,8 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
                     node.gpus[i].shared_memory_mib = old->gpus[j].shared_memory_mib;
                 }
     }
+    /* A lost node whose agent came back (restarted) is back, as after a late heartbeat. */
+    bool back = old && old->state == NODE_LOST;
     node.state = NODE_READY;
     node.last_heartbeat_ms = now;
     int rc = store_begin(srv->store, &err);
@@ -191,10 +193,10 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     if (!rc)
         rc = auth_issue(srv, TOKEN_NODE, node.name, NULL, node.id, token, &err);
     char msg[160];
-    snprintf(msg, sizeof msg, "registered with %d GPU%s (%s)", node.ngpus, node.ngpus == 1 ? "" : "s",
-             node.driver[0] ? node.driver : "no driver");
+    snprintf(msg, sizeof msg, "%s with %d GPU%s (%s)", back ? "registered again after being lost" : "registered",
+             node.ngpus, node.ngpus == 1 ? "" : "s", node.driver[0] ? node.driver : "no driver");
     if (!rc)
-        rc = store_event_add(srv->store, now, "node_registered", 0, node.id, msg, &err);
+        rc = store_event_add(srv->store, now, back ? "node_back" : "node_registered", 0, node.id, msg, &err);
     if (!rc)
         rc = store_commit(srv->store, &err);
     if (rc)

@@ -1,4 +1,4 @@
-/* Read-mostly endpoints: nodes, events, and creating user tokens. */
+/* Read-mostly endpoints: nodes, queues, projects, and creating user tokens. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,42 +58,6 @@ int api_nodes_list(struct server *srv, struct api_request *req, struct api_reply
     }
     pthread_mutex_unlock(&srv->lock);
     reply->json = json_pack("{s:o}", "nodes", nodes);
-    return 0;
-}
-
-static int query_int(struct api_request *req, const char *name, long long lo, long long hi,
-                     long long fallback, long long *out, struct api_reply *reply)
-{
-    const char *v = api_query(req, name);
-    *out = fallback;
-    if (!v)
-        return 0;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    if (!*v || *end || n < lo || n > hi)
-        return api_error_msg(reply, TIDE_EINVAL, name, "%s: must be an integer from %lld to %lld",
-                             name, lo, hi), -1;
-    *out = n;
-    return 0;
-}
-
-int api_events_list(struct server *srv, struct api_request *req, struct api_reply *reply)
-{
-    long long since, job, limit;
-    if (query_int(req, "since", 0, INT64_MAX, 0, &since, reply) ||
-        query_int(req, "job", 0, INT64_MAX, 0, &job, reply) ||
-        query_int(req, "limit", 1, 100000, 1000, &limit, reply))
-        return 0;
-    struct tide_err err;
-    json_t *events = NULL;
-    pthread_mutex_lock(&srv->lock);
-    int rc = store_events_list(srv->store, since, job, (int)limit,
-                               req->token.kind == TOKEN_ADMIN ? NULL : req->token.projects, &events,
-                               &err);
-    pthread_mutex_unlock(&srv->lock);
-    if (rc)
-        return api_error(reply, &err);
-    reply->json = json_pack("{s:o}", "events", events);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "server/server.h"
+#include "store/store_events.h"
 #include "store/store_pools.h"
 
 /* [[node_id, [gpu, ...]], ...] for a gang job's other nodes (new reference). */
@@ -49,7 +50,9 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         u.parts = parts;
         int rc = store_job_update(st, &u, err);
         json_decref(parts);
-        return rc ? rc : store_event_add(st, now_ms, "job_starting", a->job_id, a->node_id, a->reason, err);
+        char msg[TIDE_REASON_MAX + 32];
+        snprintf(msg, sizeof msg, "%s (attempt %d)", a->reason, a->attempt);
+        return rc ? rc : store_event_add(st, now_ms, "job_starting", a->job_id, a->node_id, msg, err);
     }
     case ACTION_RUNNING: {
         u.state = JOB_RUNNING;
@@ -115,6 +118,8 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
     int rc = store_nodes_load(srv->store, &srv->cluster, now_ms, err);
     if (!rc) /* which pool each node belongs to */
         rc = store_pools_init(srv->store, err);
+    if (!rc) /* after the pool tables: an older events table is filled from them */
+        rc = store_events_init(srv->store, err);
     if (!rc)
         rc = store_pool_nodes_load(srv->store, &srv->cluster, NULL, NULL, err);
     if (!rc)

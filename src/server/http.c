@@ -52,6 +52,31 @@ const char *api_query(const struct api_request *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+struct unknown_scan {
+    const char *const *known;
+    const char *first;
+};
+
+static enum MHD_Result note_unknown(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    (void)value;
+    struct unknown_scan *u = cls;
+    for (const char *const *k = u->known; *k; k++)
+        if (!strcmp(*k, key))
+            return MHD_YES;
+    u->first = key;
+    return MHD_NO;
+}
+
+const char *api_query_unknown(const struct api_request *req, const char *const *known)
+{
+    struct unknown_scan u = {known, NULL};
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, note_unknown, &u);
+    return u.first;
+}
+
 /* Parses "/v1/jobs/123" style ids strictly: digits only, no overflow. */
 static int parse_id(const char *s, int64_t *out)
 {

@@ -23,6 +23,7 @@
 #include "core/spot.h"
 #include "providers/provider.h"
 #include "server/pool_loop_state.h"
+#include "store/store_events.h"
 #include "store/store_pools.h"
 #include "store/store_usage.h"
 
@@ -574,7 +575,7 @@ static void reconcile_listed(struct pool_loop *pl, int p, const struct provider_
         char msg[600];
         snprintf(msg, sizeof msg, "pool %s: list failed: %s", pool->name, error);
         log_warn("%s", msg);
-        rc = store_event_add(srv->store, now, "provider_failed", 0, 0, msg, &err);
+        rc = store_event_add_in(srv->store, now, "provider_failed", 0, 0, pool->name, NULL, msg, &err);
     } else if (!rc) {
         rc = reconcile_pool(pl, p, listed, n, at_start, orphans, interrupted, &ninterrupted, now,
                             &err);

@@ -104,6 +104,8 @@ int api_error_msg(struct api_reply *reply, int code, const char *field, const ch
 
 /* The query parameter name, or NULL. */
 const char *api_query(const struct api_request *req, const char *name);
+/* The first query parameter not in known (NULL-terminated), or NULL. */
+const char *api_query_unknown(const struct api_request *req, const char *const *known);
 
 /* Handlers: 0 when reply is filled (even with an error status). */
 int api_jobs_submit(struct server *srv, struct api_request *req, struct api_reply *reply);

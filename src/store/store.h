@@ -103,10 +103,11 @@ int store_jobs_count(struct store *s,
                      void (*fn)(const char *state, const char *queue, long long n, void *ctx),
                      void *ctx, struct tide_err *err);
 
-/* Appends to the event log. job_id / node_id 0 for none. */
+/* Appends to the event log (store_events.c; filters and listing in
+ * store_events.h). job_id / node_id 0 for none; the event's node name, pool
+ * and project are taken from the node's and the job's rows. Cheap: no
+ * commit of its own inside the caller's transaction. */
 int store_event_add(struct store *s, int64_t now_ms, const char *kind, int64_t job_id,
                     int64_t node_id, const char *message, struct tide_err *err);
-int store_events_list(struct store *s, int64_t since_id, int64_t job_id, int limit,
-                      json_t *projects, json_t **out, struct tide_err *err);
 
 #endif

@@ -1,7 +1,9 @@
 /*
  * The SQLite store: one database file in WAL mode with synchronous=FULL, so
  * a commit survives a crash of the process and of the machine. One
- * connection, used under the server's lock.
+ * connection for writes and reads, used under the server's lock, and a
+ * second read-only one for listings that need no lock (WAL lets it read
+ * committed data while the first one writes).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +16,12 @@
 
 #include "core/job_spec.h"
 #include "store/store.h"
+#include "store/store_pools.h"
 
 struct store {
     sqlite3 *db;
+    sqlite3 *reader; /* read-only, serialized by SQLite itself (FULLMUTEX) */
+    sqlite3_stmt *cached[STORE_STMT_COUNT]; /* on db, prepared once */
 };
 
 static const char *const schema =
@@ -32,10 +37,7 @@ static const char *const schema =
     "  parts TEXT,"
     "  submit_ms INTEGER NOT NULL, start_ms INTEGER, end_ms INTEGER);"
     "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);"
-    "CREATE INDEX IF NOT EXISTS jobs_by_project ON jobs(project);"
-    "CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL,"
-    "  kind TEXT NOT NULL, job_id INTEGER, node_id INTEGER, message TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);";
+    "CREATE INDEX IF NOT EXISTS jobs_by_project ON jobs(project);";
 
 static int db_error(struct store *s, struct tide_err *err, const char *what)
 {
@@ -110,6 +112,13 @@ int store_open_sqlite(const char *path, struct store **out, struct tide_err *err
         /* Databases made before gang jobs lack the column; adding it twice fails harmlessly. */
         sqlite3_exec(s->db, "ALTER TABLE jobs ADD COLUMN parts TEXT", NULL, NULL, NULL);
     }
+    /* Opened after the writer made the file and switched it to WAL. */
+    if (!rc && sqlite3_open_v2(path, &s->reader, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX,
+                               NULL) != SQLITE_OK)
+        rc = tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s for reading: %s", path,
+                          s->reader ? sqlite3_errmsg(s->reader) : "out of memory");
+    if (!rc)
+        sqlite3_busy_timeout(s->reader, 5000);
     if (rc) {
         store_close(s);
         return rc;
@@ -123,10 +132,36 @@ sqlite3 *store_sqlite_db(struct store *s)
     return s->db;
 }
 
+sqlite3 *store_sqlite_reader(struct store *s)
+{
+    return s->reader;
+}
+
+sqlite3_stmt *store_sqlite_cached(struct store *s, enum store_stmt_slot slot, const char *sql,
+                                  struct tide_err *err)
+{
+    sqlite3_stmt *st = s->cached[slot];
+    if (st) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        return st;
+    }
+    if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
+        db_error(s, err, "prepare");
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    s->cached[slot] = st;
+    return st;
+}
+
 void store_close(struct store *s)
 {
     if (!s)
         return;
+    for (int i = 0; i < STORE_STMT_COUNT; i++)
+        sqlite3_finalize(s->cached[i]);
+    sqlite3_close(s->reader);
     sqlite3_close(s->db);
     free(s);
 }
@@ -651,66 +686,5 @@ int store_jobs_count(struct store *s,
            sqlite3_column_int64(st, 2), ctx);
     int rc = r == SQLITE_DONE ? 0 : db_error(s, err, "count jobs");
     sqlite3_finalize(st);
-    return rc;
-}
-
-int store_event_add(struct store *s, int64_t now_ms, const char *kind, int64_t job_id,
-                    int64_t node_id, const char *message, struct tide_err *err)
-{
-    sqlite3_stmt *st = prepare(s, "INSERT INTO events(time_ms, kind, job_id, node_id, message)"
-                                  " VALUES(?,?,?,?,?)", err);
-    if (!st)
-        return TIDE_EIO;
-    sqlite3_bind_int64(st, 1, now_ms);
-    sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
-    if (job_id)
-        sqlite3_bind_int64(st, 3, job_id);
-    else
-        sqlite3_bind_null(st, 3);
-    if (node_id)
-        sqlite3_bind_int64(st, 4, node_id);
-    else
-        sqlite3_bind_null(st, 4);
-    sqlite3_bind_text(st, 5, message, -1, SQLITE_STATIC);
-    return step_done(s, st, err, "add event");
-}
-
-int store_events_list(struct store *s, int64_t since_id, int64_t job_id, int limit,
-                      json_t *projects, json_t **out, struct tide_err *err)
-{
-    *out = NULL;
-    sqlite3_stmt *st = prepare(s,
-        "SELECT e.id, e.time_ms, e.kind, e.job_id, n.name, e.message, j.project"
-        " FROM events e LEFT JOIN nodes n ON n.id = e.node_id LEFT JOIN jobs j ON j.id = e.job_id"
-        " WHERE e.id > ?1 AND (?2 = 0 OR e.job_id = ?2) ORDER BY e.id", err);
-    if (!st)
-        return TIDE_EIO;
-    sqlite3_bind_int64(st, 1, since_id);
-    sqlite3_bind_int64(st, 2, job_id);
-    json_t *events = json_array();
-    int r, n = 0, rc = 0;
-    if (limit <= 0)
-        limit = 1000;
-    while (n < limit && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        /* A project-limited token sees its projects' job events only. */
-        if (projects && (sqlite3_column_type(st, 6) == SQLITE_NULL ||
-                         !project_allowed(projects, (const char *)sqlite3_column_text(st, 6))))
-            continue;
-        json_array_append_new(events,
-            json_pack("{s:I, s:f, s:s, s:o, s:o, s:s}", "id", (json_int_t)sqlite3_column_int64(st, 0),
-                      "time", (double)sqlite3_column_int64(st, 1) / 1000.0,
-                      "kind", (const char *)sqlite3_column_text(st, 2), "job_id", int_or_null(st, 3),
-                      "node", sqlite3_column_type(st, 4) == SQLITE_NULL
-                                  ? json_null() : json_string((const char *)sqlite3_column_text(st, 4)),
-                      "message", (const char *)sqlite3_column_text(st, 5)));
-        n++;
-    }
-    if (n < limit && r != SQLITE_DONE)
-        rc = db_error(s, err, "list events");
-    sqlite3_finalize(st);
-    if (rc)
-        json_decref(events);
-    else
-        *out = events;
     return rc;
 }

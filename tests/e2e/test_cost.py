@@ -123,8 +123,9 @@ def budget_config(extra):
 
 
 def alerted(c):
-    return any(e["kind"] == "budget_alert" and "100%" in e["message"]
-               for e in c.api("GET", "/v1/events")["events"])
+    # The alert is the project's event: its filter finds it.
+    return any(e["kind"] == "budget_alert" and "100%" in e["message"] and e["project"] == "vision"
+               for e in c.api("GET", "/v1/events?project=vision&kind=budget_alert")["events"])
 
 
 def spent(c):
