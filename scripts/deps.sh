@@ -8,6 +8,7 @@ packages=(
   libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev
   libsqlite3-dev libpq-dev libcmocka-dev
   python3 curl procps
+  prometheus
 )
 
 missing=()

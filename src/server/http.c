@@ -19,6 +19,7 @@ struct upload {
     char *data;
     size_t len, cap;
     bool too_large;
+    double arrived_s; /* monotonic, for the submit latency histogram */
 };
 
 int api_error(struct api_reply *reply, const struct tide_err *err)
@@ -187,6 +188,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         up = calloc(1, sizeof *up);
         if (!up)
             return MHD_NO;
+        up->arrived_s = metrics_now_s();
         *con_cls = up;
         return MHD_YES;
     }
@@ -225,6 +227,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                       SERVER_MAX_BODY_BYTES);
     else
         route(srv, &req, &reply);
+    if (reply.status == 201 && !strcmp(method, "POST") && !strcmp(url, "/v1/jobs"))
+        metrics_observe_submit(&srv->metrics, metrics_now_s() - up->arrived_s);
     token_info_release(&req.token);
     return send_reply(conn, &reply);
 }

@@ -90,6 +90,8 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
 /* A job's state and project; TIDE_ENOENT when absent. */
 int store_job_state(struct store *s, int64_t id, enum job_state *state, char project[TIDE_NAME_MAX],
                     struct tide_err *err);
+/* A job's queue (for /metrics once it has left the cluster); TIDE_ENOENT when absent. */
+int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], struct tide_err *err);
 /* The job as the API shows it; TIDE_ENOENT when absent. */
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err);
 int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
