@@ -108,6 +108,8 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
     bool agent_token = req->token.kind == TOKEN_JOIN || req->token.kind == TOKEN_NODE;
     if (agent_route != agent_token)
         return api_error_msg(reply, TIDE_EPERM, NULL, "this token may not call %s", p);
+    if (req->token.kind == TOKEN_METRICS && !(get && !strcmp(p, "/metrics")))
+        return api_error_msg(reply, TIDE_EPERM, NULL, "a metrics token may only read /metrics");
     if (!strcmp(p, "/v1/agent/register") && post)
         return api_agent_register(srv, req, reply);
     if (!strcmp(p, "/v1/agent/heartbeat") && post)

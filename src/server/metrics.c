@@ -263,9 +263,10 @@ static void print_rest(FILE *out, const struct snapshot *s)
 
 int api_metrics(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
-    if (req->token.kind != TOKEN_ADMIN)
+    if (req->token.kind != TOKEN_ADMIN && req->token.kind != TOKEN_METRICS)
         return api_error_msg(reply, TIDE_EPERM, NULL,
-                             "/metrics covers every project: it needs the admin token");
+                             "/metrics covers every project: it needs a metrics token "
+                             "(tide token create --metrics) or the admin token");
     struct snapshot *s = calloc(1, sizeof *s);
     if (!s)
         return api_error_msg(reply, TIDE_ENOMEM, NULL, "out of memory");

@@ -17,7 +17,8 @@
 #include "common/tide_err.h"
 #include "core/cluster.h"
 
-enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE };
+/* Stored as integers: append new kinds. TOKEN_METRICS may read /metrics only. */
+enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE, TOKEN_METRICS };
 
 struct token_info {
     enum token_kind kind;

@@ -173,14 +173,33 @@ def test_metrics_pass_promtool_and_agree_with_the_api():
         c.api("DELETE", f"/v1/jobs/{d['id']}")
 
 
-def test_metrics_need_the_admin_token():
+def test_metrics_need_a_metrics_token_that_reads_nothing_else():
     with Cluster(agents=0) as c:
         user = c.api("POST", "/v1/tokens", {"name": "alice", "projects": ["vision"]}, expect=201)
         status, body = c.request("GET", "/metrics", token=user["token"])
-        assert status == 403 and "admin token" in body["error"]["message"], (status, body)
-        status, body = c.request("GET", "/metrics", token="")
-        assert status == 401, (status, body)
-        assert c.request("GET", "/metrics")[0] == 200
+        assert status == 403 and "metrics token" in body["error"]["message"], (status, body)
+        assert c.request("GET", "/metrics", token="")[0] == 401
+        assert c.request("GET", "/metrics")[0] == 200  # the admin token
+        # The CLI makes one; it reads /metrics and nothing else.
+        p = c.cli("token", "create", "--name", "prometheus", "--metrics")
+        assert p.returncode == 0, p.stderr
+        prom = p.stdout.strip()
+        status, text = c.request("GET", "/metrics", token=prom)
+        assert status == 200 and "tide_jobs" in text, (status, text)
+        for method, path, body in (("GET", "/v1/jobs", None), ("GET", "/v1/nodes", None),
+                                   ("POST", "/v1/jobs", {"command": ["true"]}),
+                                   ("POST", "/v1/tokens", {"name": "x", "kind": "metrics"}),
+                                   ("POST", "/v1/agent/heartbeat", {})):
+            status, body = c.request(method, path, body, token=prom)
+            assert status == 403, (method, path, status, body)
+        assert c.jobs() == [], "the metrics token submitted nothing"
+        # Bad requests name the field.
+        for body, field in (({"name": "p", "kind": "root"}, "kind"),
+                            ({"name": "p", "kind": "metrics", "projects": ["vision"]}, "projects")):
+            status, out = c.request("POST", "/v1/tokens", body)
+            assert status == 400 and out["error"]["field"] == field, (body, status, out)
+        p = c.cli("token", "create", "--name", "p", "--metrics", "--project", "vision")
+        assert p.returncode == 2 and "--project" in p.stderr, (p.returncode, p.stderr)
 
 
 PROMQL_GROUPING = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
@@ -251,7 +270,11 @@ def test_every_metric_the_grafana_dashboard_queries_exists():
         assert "credentials_file: /etc/prometheus/tide.token" in prom
         with tempfile.TemporaryDirectory() as d:
             token = os.path.join(d, "tide.token")
-            shutil.copy(os.path.join(c.data, "admin.token"), token)
+            with open(token, "w") as fh:
+                fh.write(c.api("POST", "/v1/tokens", {"name": "prometheus", "kind": "metrics"},
+                               expect=201)["token"] + "\n")
+            with open(token) as fh:
+                assert c.request("GET", "/metrics", token=fh.read().strip())[0] == 200
             cfg = os.path.join(d, "prometheus.yml")
             with open(cfg, "w") as fh:
                 fh.write(prom.replace("/etc/prometheus/tide.token", token))
@@ -263,6 +286,6 @@ def test_every_metric_the_grafana_dashboard_queries_exists():
 if __name__ == "__main__":
     run_tests([
         test_metrics_pass_promtool_and_agree_with_the_api,
-        test_metrics_need_the_admin_token,
+        test_metrics_need_a_metrics_token_that_reads_nothing_else,
         test_every_metric_the_grafana_dashboard_queries_exists,
     ])
