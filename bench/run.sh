@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: the scheduler pass benchmark, simulator replay times, an idle
-# agent's CPU and memory (bench/agent.sh) and the API submit rate over
+# agent's CPU and memory (bench/agent.sh), GET /metrics under a 10,000-job
+# queue (bench/metrics.py) and the API submit rate over
 # loopback (wrk, 1 and 8 connections). Prints numbers; never fails on speed.
 set -euo pipefail
 build=${1:-build}
@@ -17,6 +18,10 @@ bash "$(dirname "$0")/sim.sh" "$build"
 
 echo
 bash "$(dirname "$0")/agent.sh" "$build" bench/results.json
+
+echo
+echo "== /metrics: 16 agents x 8 fake GPUs, 128 running and 10,000 pending jobs"
+python3 "$(dirname "$0")/metrics.py" "$tide" || echo "metrics bench failed; skipping"
 
 echo
 echo "== API: POST /v1/jobs accepted per second (SQLite WAL, synchronous=FULL)"
