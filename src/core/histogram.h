@@ -14,7 +14,7 @@
 
 struct histogram {
     int nbounds;
-    double bounds[HISTOGRAM_MAX_BUCKETS]; /* upper bounds, strictly increasing */
+    double bounds[HISTOGRAM_MAX_BUCKETS];       /* upper bounds, strictly increasing */
     uint64_t counts[HISTOGRAM_MAX_BUCKETS + 1]; /* per bucket, not cumulative; last: above all */
     uint64_t count;
     double sum;

@@ -73,8 +73,9 @@ static int take_snapshot(struct server *srv, struct snapshot *s)
     int last = -1;
     for (size_t i = 0; i < c->njobs; i++) {
         const struct job *job = &c->jobs[i];
-        int q = last >= 0 && !strcmp(s->jobs.queues[last], job->queue) ? last
-                                                                       : queue_row(&s->jobs, job->queue);
+        int q = last >= 0 && !strcmp(s->jobs.queues[last], job->queue)
+                    ? last
+                    : queue_row(&s->jobs, job->queue);
         last = q;
         if ((int)job->state < 0 || job->state >= JOB_STATE_COUNT)
             continue;
@@ -141,24 +142,23 @@ static void print_escaped(FILE *out, const char *v)
     }
 }
 
-/* One histogram's series; labels is "" or `name="value",`. */
-static void print_histogram(FILE *out, const char *name, const char *labels, const struct histogram *h)
+/* One histogram's series; labels is "" or `name="value"`. */
+static void print_histogram(FILE *out, const char *name, const char *labels,
+                            const struct histogram *h)
 {
+    const char *sep = *labels ? "," : "";
     for (int i = 0; i <= h->nbounds; i++) {
-        fprintf(out, "%s_bucket{%sle=\"", name, labels);
+        fprintf(out, "%s_bucket{%s%sle=\"", name, labels, sep);
         if (i < h->nbounds)
             fprintf(out, "%.17g", h->bounds[i]);
         else
             fputs("+Inf", out);
         fprintf(out, "\"} %llu\n", (unsigned long long)histogram_cumulative(h, i));
     }
-    const char *bare = *labels ? "{" : "";
-    size_t len = strlen(labels);
-    /* labels without its trailing comma, in braces, or nothing */
-    fprintf(out, "%s_sum%s%.*s%s %.9g\n", name, bare, (int)(len ? len - 1 : 0), labels,
-            *labels ? "}" : "", h->sum);
-    fprintf(out, "%s_count%s%.*s%s %llu\n", name, bare, (int)(len ? len - 1 : 0), labels,
-            *labels ? "}" : "", (unsigned long long)h->count);
+    const char *lbrace = *labels ? "{" : "", *rbrace = *labels ? "}" : "";
+    fprintf(out, "%s_sum%s%s%s %.9g\n", name, lbrace, labels, rbrace, h->sum);
+    fprintf(out, "%s_count%s%s%s %llu\n", name, lbrace, labels, rbrace,
+            (unsigned long long)h->count);
 }
 
 static void print_jobs(FILE *out, const struct snapshot *s)
@@ -195,7 +195,7 @@ static void print_jobs(FILE *out, const struct snapshot *s)
            "Time from submit to the first start of a job, observed at the start, by queue.");
     for (int q = 0; q < c->nqueues; q++) {
         char labels[TIDE_NAME_MAX + 16];
-        snprintf(labels, sizeof labels, "queue=\"%s\",", c->queues[q]);
+        snprintf(labels, sizeof labels, "queue=\"%s\"", c->queues[q]);
         print_histogram(out, "tide_job_wait_seconds", labels, &c->wait_seconds[q]);
     }
 }
@@ -219,11 +219,21 @@ static void print_gpus(FILE *out, const struct snapshot *s)
             print_escaped(out, g->model);
             fputs("\"} ", out);
             switch (k) {
-            case 0: fprintf(out, "%.2f\n", g->utilization_pct / 100.0); break;
-            case 1: fprintf(out, "%lld\n", (long long)g->memory_used_mib * 1048576LL); break;
-            case 2: fprintf(out, "%lld\n", (long long)g->memory_total_mib * 1048576LL); break;
-            case 3: fprintf(out, "%d\n", g->temperature_c); break;
-            default: fprintf(out, "%d\n", g->power_w); break;
+            case 0:
+                fprintf(out, "%.2f\n", g->utilization_pct / 100.0);
+                break;
+            case 1:
+                fprintf(out, "%lld\n", (long long)g->memory_used_mib * 1048576LL);
+                break;
+            case 2:
+                fprintf(out, "%lld\n", (long long)g->memory_total_mib * 1048576LL);
+                break;
+            case 3:
+                fprintf(out, "%d\n", g->temperature_c);
+                break;
+            default:
+                fprintf(out, "%d\n", g->power_w);
+                break;
             }
         }
     }

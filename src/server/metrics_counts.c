@@ -16,8 +16,8 @@ static const double pass_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 
 static const double submit_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                        0.25,  0.5,    1,     2.5,  5,     10};
 /* Seconds, from an instant start to a day in the queue. */
-static const double wait_bounds[] = {1,    5,    10,    30,    60,    120,   300,
-                                     600,  1800, 3600,  7200,  14400, 28800, 86400};
+static const double wait_bounds[] = {1,   5,    10,   30,   60,    120,   300,
+                                     600, 1800, 3600, 7200, 14400, 28800, 86400};
 
 #define NBOUNDS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
