@@ -126,6 +126,8 @@ def main():
         busy = timed("/v1/queues")
         stop.set()
         th.join()
+        snaps = lines.get("tide_metrics_snapshot_seconds_count", 0)
+        snap_mean = lines.get("tide_metrics_snapshot_seconds_sum", 0) / snaps if snaps else None
         passes = lines.get("tide_scheduler_pass_seconds_count", 0)
         pass_mean = lines.get("tide_scheduler_pass_seconds_sum", 0) / passes if passes else 0
 
@@ -136,6 +138,9 @@ def main():
               f"{running:.0f} running, {pending:.0f} pending (submitted {args.pending} in {submit_s:.1f} s)")
         print(f"GET /metrics ({len(text)} bytes, {len(lines)} series), {args.scrapes} scrapes: "
               f"median {ms(statistics.median(times))}, p95 {ms(q[18])}, max {ms(max(times))}")
+        if snap_mean is not None:
+            print(f"server lock held per scrape (tide_metrics_snapshot_seconds): mean {snap_mean * 1e6:.0f} us "
+                  f"over {snaps:.0f} scrapes")
         print(f"GET /v1/queues (takes the server lock): median {ms(statistics.median(quiet))} alone, "
               f"{ms(statistics.median(busy))} with a scraper running flat out "
               f"(p95 {ms(statistics.quantiles(quiet, n=20)[18])} / {ms(statistics.quantiles(busy, n=20)[18])})")

@@ -70,7 +70,7 @@ static int take_snapshot(struct server *srv, struct snapshot *s)
     s->now_ms = clock_now_ms();
     for (int q = 0; q < srv->cfg.queues.count; q++)
         queue_row(&s->jobs, srv->cfg.queues.queues[q].name);
-    int last = -1;
+    int last = -1, smallest_waiting = 0; /* cluster_smallest_waiting_gpus, in the same pass */
     for (size_t i = 0; i < c->njobs; i++) {
         const struct job *job = &c->jobs[i];
         int q = last >= 0 && !strcmp(s->jobs.queues[last], job->queue)
@@ -81,9 +81,12 @@ static int take_snapshot(struct server *srv, struct snapshot *s)
             continue;
         s->jobs.count[q][job->state]++;
         s->jobs.gpus[q][job->state] += job->gpus * (job->max_nodes > 1 ? job->max_nodes : 1);
-        if (job->state == JOB_PENDING &&
-            (!s->jobs.oldest_pending_ms[q] || job->submit_ms < s->jobs.oldest_pending_ms[q]))
+        if (job->state != JOB_PENDING)
+            continue;
+        if (!s->jobs.oldest_pending_ms[q] || job->submit_ms < s->jobs.oldest_pending_ms[q])
             s->jobs.oldest_pending_ms[q] = job->submit_ms;
+        if (job->gpus > 0 && (!smallest_waiting || job->gpus < smallest_waiting))
+            smallest_waiting = job->gpus;
     }
     size_t ngpus = 0;
     for (size_t i = 0; i < c->nnodes; i++) {
@@ -112,7 +115,7 @@ static int take_snapshot(struct server *srv, struct snapshot *s)
     }
     s->gpus_total = cluster_gpus_total(c);
     s->gpus_allocated = cluster_gpus_allocated(c);
-    s->gpus_fragmented = cluster_fragmented_gpus(c, cluster_smallest_waiting_gpus(c));
+    s->gpus_fragmented = cluster_fragmented_gpus(c, smallest_waiting);
     s->http_requests = srv->http_requests;
     s->sched_passes = srv->sched_passes;
     s->jobs_submitted = srv->jobs_submitted;
@@ -252,6 +255,9 @@ static void print_rest(FILE *out, const struct snapshot *s)
     family(out, "tide_gpus_fragmented", "gauge",
            "Free GPUs on ready nodes too few for the smallest waiting job.");
     fprintf(out, "tide_gpus_fragmented %d\n", s->gpus_fragmented);
+    family(out, "tide_metrics_snapshot_seconds", "histogram",
+           "How long each GET /metrics held the server lock to take its snapshot.");
+    print_histogram(out, "tide_metrics_snapshot_seconds", "", &s->counts.snapshot_seconds);
     family(out, "tide_http_requests_total", "counter", "HTTP requests served.");
     fprintf(out, "tide_http_requests_total %lld\n", s->http_requests);
     family(out, "tide_scheduler_passes_total", "counter", "Scheduling passes run.");
@@ -282,8 +288,11 @@ int api_metrics(struct server *srv, struct api_request *req, struct api_reply *r
         return api_error_msg(reply, TIDE_ENOMEM, NULL, "out of memory");
     metrics_copy(&srv->metrics, &s->counts);
     pthread_mutex_lock(&srv->lock);
+    double locked_at = metrics_now_s();
     int rc = take_snapshot(srv, s);
+    double held_s = metrics_now_s() - locked_at;
     pthread_mutex_unlock(&srv->lock);
+    metrics_observe_snapshot(&srv->metrics, held_s); /* shows from the next scrape on */
 
     char *text = NULL;
     size_t len = 0;

@@ -19,8 +19,9 @@
 #define METRICS_MAX_QUEUES (TIDE_MAX_QUEUES + 1)
 
 struct metrics_counts {
-    struct histogram pass_seconds;   /* one scheduling pass, lock held */
-    struct histogram submit_seconds; /* POST /v1/jobs: request arrival to durable 201 */
+    struct histogram pass_seconds;     /* one scheduling pass, lock held */
+    struct histogram submit_seconds;   /* POST /v1/jobs: request arrival to durable 201 */
+    struct histogram snapshot_seconds; /* /metrics: the server lock held for its snapshot */
     int nqueues;
     char queues[METRICS_MAX_QUEUES][TIDE_NAME_MAX];
     struct histogram wait_seconds[METRICS_MAX_QUEUES]; /* submit to first start */
@@ -37,6 +38,7 @@ void server_metrics_release(struct server_metrics *m);
 
 void metrics_observe_pass(struct server_metrics *m, double seconds);
 void metrics_observe_submit(struct server_metrics *m, double seconds);
+void metrics_observe_snapshot(struct server_metrics *m, double seconds);
 /* A job's first attempt was placed wait_s after it was submitted. */
 void metrics_job_started(struct server_metrics *m, const char *queue, double wait_s);
 /* A job reached a final state. */

@@ -15,6 +15,9 @@ static const double pass_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 
 /* Seconds; a durable commit is an fsync or a few. */
 static const double submit_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                        0.25,  0.5,    1,     2.5,  5,     10};
+/* Seconds; a snapshot is a pass over the unfinished jobs and some copies. */
+static const double snapshot_bounds[] = {0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
+                                         0.0025,  0.005,    0.01,    0.025,  0.05,    0.1};
 /* Seconds, from an instant start to a day in the queue. */
 static const double wait_bounds[] = {1,   5,    10,   30,   60,    120,   300,
                                      600, 1800, 3600, 7200, 14400, 28800, 86400};
@@ -27,6 +30,7 @@ void server_metrics_init(struct server_metrics *m)
     pthread_mutex_init(&m->mu, NULL);
     histogram_init(&m->c.pass_seconds, pass_bounds, NBOUNDS(pass_bounds));
     histogram_init(&m->c.submit_seconds, submit_bounds, NBOUNDS(submit_bounds));
+    histogram_init(&m->c.snapshot_seconds, snapshot_bounds, NBOUNDS(snapshot_bounds));
 }
 
 void server_metrics_release(struct server_metrics *m)
@@ -62,6 +66,13 @@ void metrics_observe_submit(struct server_metrics *m, double seconds)
 {
     pthread_mutex_lock(&m->mu);
     histogram_observe(&m->c.submit_seconds, seconds);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_observe_snapshot(struct server_metrics *m, double seconds)
+{
+    pthread_mutex_lock(&m->mu);
+    histogram_observe(&m->c.snapshot_seconds, seconds);
     pthread_mutex_unlock(&m->mu);
 }
 
