@@ -102,11 +102,16 @@ def test_metrics_pass_promtool_and_agree_with_the_api():
         assert [final[j["id"]]["state"] for j in (b, f, e)] == ["succeeded", "failed", "cancelled"], final
         c.wait_state(a["id"], "running", timeout=90)
 
-        def used_gpu_seconds():
+        def metered_and_recorded():
+            # GPU-seconds come with the pool loop's metering tick, the create call's result with
+            # the tick after it returned: either may lag the job's start.
             s = parse(c.api("GET", "/metrics"))
-            key = ("tide_project_gpu_seconds_total", frozenset({("project", "vision"), ("pool", "elastic")}))
-            return s.get(key, 0) > 0
-        wait_until(used_gpu_seconds, 30, 0.5, what="GPU-seconds metered for vision")
+            used = s.get(("tide_project_gpu_seconds_total",
+                          frozenset({("project", "vision"), ("pool", "elastic")})), 0)
+            calls = s.get(("tide_provider_calls_total",
+                           frozenset({("pool", "elastic"), ("call", "create")})), 0)
+            return used > 0 and calls >= 1
+        wait_until(metered_and_recorded, 30, 0.5, what="GPU-seconds metered and the create recorded")
 
         jobs = c.jobs()
         nodes = c.api("GET", "/v1/nodes")["nodes"]

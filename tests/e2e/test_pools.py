@@ -90,7 +90,13 @@ def test_exec_provider_is_retried_with_backoff_and_deletes_released_nodes():
             p = pool(c)
             assert p["provider_failures"] == 2, p
             assert p["nodes"]["failed"] == 2, p
-            assert 'tide_provider_failures_total{pool="elastic"} 2' in c.api("GET", "/metrics")
+            m = c.api("GET", "/metrics")
+            assert 'tide_provider_failures_total{pool="elastic"} 2' in m, m
+            assert 'tide_provider_call_failures_total{pool="elastic",call="create"} 2' in m, m
+            # The third create's result is recorded on the pool loop's next tick, which may come
+            # after its node has already registered and run the job.
+            wait_until(lambda: 'tide_provider_calls_total{pool="elastic",call="create"} 3'
+                       in c.api("GET", "/metrics"), 10, 0.2, what="the third create call counted")
             wait_until(lambda: os.path.exists(os.path.join(tmp, "deleted")), 40, 0.25,
                        what="the provider's delete")
             deleted = open(os.path.join(tmp, "deleted")).read().split()
