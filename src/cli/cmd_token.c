@@ -1,4 +1,6 @@
-/* `tide token create`: a new API token limited to some projects. */
+/* `tide token create`: a new API token limited to some projects, or one
+ * that may only read /metrics (for Prometheus). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,17 +13,20 @@
 
 static const char token_usage[] =
     "usage: tide token create --name NAME --project P [--project P2 ...]\n"
+    "       tide token create --name NAME --metrics\n"
     "                         [--json] [--server URL] [--token ADMIN_TOKEN]\n"
     "\n"
     "Creates an API token that can submit, list, show, cancel and read logs of\n"
     "the given projects' jobs only, and prints it (it is not shown again).\n"
-    "Needs an admin token.\n";
+    "With --metrics the token may read GET /metrics and nothing else: give that\n"
+    "one to Prometheus (docs/metrics.md). Needs an admin token.\n";
 
-enum { OPT_NAME = 1, OPT_PROJECT };
+enum { OPT_NAME = 1, OPT_PROJECT, OPT_METRICS };
 
 static const struct cli_opt token_opts[] = {
     {"--name", CLI_OPT_VALUE, OPT_NAME},
     {"--project", CLI_OPT_VALUE, OPT_PROJECT},
+    {"--metrics", CLI_OPT_FLAG, OPT_METRICS},
     CLI_COMMON_OPTS,
     {NULL, 0, 0},
 };
@@ -64,6 +69,7 @@ int cli_token_main(int argc, char **argv)
     struct cli_args a;
     struct tide_err err = {0};
     const char *name = NULL, *action = NULL, *v;
+    bool metrics = false;
     int id, r, rc = 2;
     json_t *projects = json_array();
     if (!projects)
@@ -80,6 +86,8 @@ int cli_token_main(int argc, char **argv)
             action = v;
         else if (id == OPT_NAME)
             name = v;
+        else if (id == OPT_METRICS)
+            metrics = true;
         else if (id == OPT_PROJECT) {
             json_t *p = json_string(v);
             if (!p || json_array_append_new(projects, p) != 0) {
@@ -100,11 +108,18 @@ int cli_token_main(int argc, char **argv)
                      action);
         goto usage;
     }
-    if (!name || json_array_size(projects) == 0) {
-        tide_err_set(&err, TIDE_EINVAL, NULL, "create needs --name and at least one --project");
+    if (metrics && json_array_size(projects) != 0) {
+        tide_err_set(&err, TIDE_EINVAL, "project",
+                     "--project: a --metrics token reads every project's metrics; leave --project out");
         goto usage;
     }
-    json_t *req = json_pack("{s:s, s:O}", "name", name, "projects", projects);
+    if (!name || (!metrics && json_array_size(projects) == 0)) {
+        tide_err_set(&err, TIDE_EINVAL, NULL,
+                     "create needs --name and at least one --project (or --metrics)");
+        goto usage;
+    }
+    json_t *req = metrics ? json_pack("{s:s, s:s}", "name", name, "kind", "metrics")
+                          : json_pack("{s:s, s:O}", "name", name, "projects", projects);
     if (!req) {
         tide_err_set(&err, TIDE_EINVAL, "name", "--name: not valid UTF-8");
         goto usage;

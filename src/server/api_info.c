@@ -73,17 +73,27 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
     }
     const char *key;
     json_t *v;
-    json_object_foreach(body, key, v) if (strcmp(key, "name") && strcmp(key, "projects"))
+    json_object_foreach(body, key, v) if (strcmp(key, "name") && strcmp(key, "projects") &&
+                                          strcmp(key, "kind"))
     {
         json_decref(body);
         return api_error_msg(reply, TIDE_EINVAL, key, "%.64s: unknown field", key);
     }
     json_t *name = json_object_get(body, "name");
     json_t *projects = json_object_get(body, "projects");
+    json_t *kind = json_object_get(body, "kind");
+    bool metrics = json_is_string(kind) && !strcmp(json_string_value(kind), "metrics");
     int bad = 0;
     if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) >= TIDE_NAME_MAX)
         bad = api_error_msg(reply, TIDE_EINVAL, "name", "name: must be a string of 1 to %d characters",
                             TIDE_NAME_MAX - 1) + 1;
+    else if (kind && !metrics && !(json_is_string(kind) && !strcmp(json_string_value(kind), "user")))
+        bad = api_error_msg(reply, TIDE_EINVAL, "kind", "kind: must be \"user\" or \"metrics\"") + 1;
+    else if (metrics && projects)
+        bad = api_error_msg(reply, TIDE_EINVAL, "projects",
+                            "projects: a metrics token reads every project's metrics; leave projects out") + 1;
+    else if (metrics)
+        ;
     else if (!json_is_array(projects) || json_array_size(projects) == 0)
         bad = api_error_msg(reply, TIDE_EINVAL, "projects", "projects: must be a non-empty array of project names") + 1;
     size_t i;
@@ -96,14 +106,17 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
     char token[65];
     struct tide_err err;
     pthread_mutex_lock(&srv->lock);
-    int rc = auth_issue(srv, TOKEN_USER, json_string_value(name), projects, 0, token, &err);
+    int rc = auth_issue(srv, metrics ? TOKEN_METRICS : TOKEN_USER, json_string_value(name),
+                        metrics ? NULL : projects, 0, token, &err);
     pthread_mutex_unlock(&srv->lock);
     if (rc) {
         json_decref(body);
         return api_error(reply, &err);
     }
     reply->status = 201;
-    reply->json = json_pack("{s:s, s:O, s:O}", "token", token, "name", name, "projects", projects);
+    reply->json = metrics ? json_pack("{s:s, s:O, s:s}", "token", token, "name", name, "kind", "metrics")
+                          : json_pack("{s:s, s:O, s:O, s:s}", "token", token, "name", name,
+                                      "projects", projects, "kind", "user");
     json_decref(body);
     return 0;
 }

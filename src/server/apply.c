@@ -170,6 +170,24 @@ const char *const failure_class_names[FAILURE_CLASS_COUNT] = {
     [FAILURE_IDLE_RECLAIM] = "idle_reclaim", [FAILURE_START] = "start_failed",
 };
 
+/* After the commit: a first start is a job's wait, a finish is counted by
+ * state and queue (the job has left the cluster: its queue is read back). */
+static void count_for_metrics(struct server *srv, const struct action *a, int64_t now_ms)
+{
+    if (a->type == ACTION_START && a->attempt == 1) {
+        const struct job *job = cluster_find_job(&srv->cluster, a->job_id);
+        if (job)
+            metrics_job_started(&srv->metrics, job->queue,
+                                (double)(now_ms - job->submit_ms) / 1000.0);
+    } else if (a->type == ACTION_FINISH) {
+        char queue[TIDE_NAME_MAX];
+        struct tide_err err;
+        if (store_job_queue(srv->store, a->job_id, queue, &err) != 0)
+            snprintf(queue, sizeof queue, "unknown");
+        metrics_job_finished(&srv->metrics, queue, a->state);
+    }
+}
+
 int apply_actions(struct server *srv, const struct action_list *actions, int64_t now_ms,
                   struct tide_err *err)
 {
@@ -188,6 +206,7 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
         int cls = failure_class(&actions->items[i]);
         if (cls >= 0)
             srv->failures[cls]++;
+        count_for_metrics(srv, &actions->items[i], now_ms);
     }
     if (rc) {
         store_rollback(srv->store);

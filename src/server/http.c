@@ -20,6 +20,7 @@ struct upload {
     char *data;
     size_t len, cap;
     bool too_large;
+    double arrived_s; /* monotonic, for the submit latency histogram */
 };
 
 int api_error(struct api_reply *reply, const struct tide_err *err)
@@ -135,6 +136,8 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
     bool agent_token = req->token.kind == TOKEN_JOIN || req->token.kind == TOKEN_NODE;
     if (agent_route != agent_token)
         return api_error_msg(reply, TIDE_EPERM, NULL, "this token may not call %s", p);
+    if (req->token.kind == TOKEN_METRICS && !(get && !strcmp(p, "/metrics")))
+        return api_error_msg(reply, TIDE_EPERM, NULL, "a metrics token may only read /metrics");
     if (!strcmp(p, "/v1/agent/register") && post)
         return api_agent_register(srv, req, reply);
     if (!strcmp(p, "/v1/agent/heartbeat") && post)
@@ -215,6 +218,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         up = calloc(1, sizeof *up);
         if (!up)
             return MHD_NO;
+        up->arrived_s = metrics_now_s();
         *con_cls = up;
         return MHD_YES;
     }
@@ -252,6 +256,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                       SERVER_MAX_BODY_BYTES);
     else
         route(srv, &req, &reply);
+    if (reply.status == 201 && !strcmp(method, "POST") && !strcmp(url, "/v1/jobs"))
+        metrics_observe_submit(&srv->metrics, metrics_now_s() - up->arrived_s);
     token_info_release(&req.token);
     return send_reply(conn, &reply);
 }

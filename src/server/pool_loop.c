@@ -262,6 +262,8 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
         rc = store_commit(srv->store, &err);
     if (!rc)
         usage_ledger_clean(&pl->ledger);
+    for (size_t i = 0; !rc && i < pl->actions.len; i++)
+        pl->decisions[pl->actions.items[i].pool][pl->actions.items[i].type]++;
     if (rc) {
         store_rollback(srv->store);
         while (pl->ncalls > first_call) {
@@ -414,6 +416,9 @@ static void tick_results(struct pool_loop *pl, int64_t now)
         char msg[700];
         if (c->kind == CALL_LIST)
             continue; /* below, each in a transaction of its own */
+        pl->provider_calls[c->pool][c->kind]++;
+        if (c->rc)
+            pl->provider_call_failures[c->pool][c->kind]++;
         if (c->kind == CALL_CREATE && !c->rc) {
             pl->create_failures[c->pool] = 0;
             for (int k = 0; !rc && k < c->count; k++) {
@@ -568,6 +573,9 @@ static void reconcile_listed(struct pool_loop *pl, int p, const struct provider_
         log_error("pool %s: reconcile: out of memory", pool->name);
         return;
     }
+    pl->provider_calls[p][CALL_LIST]++;
+    if (n < 0)
+        pl->provider_call_failures[p][CALL_LIST]++;
     int rc = store_begin(srv->store, &err);
     bool begun = !rc;
     if (!rc && n < 0) {

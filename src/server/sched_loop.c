@@ -68,6 +68,7 @@ static void *sched_thread(void *arg)
         if (srv->stopping)
             break;
         int64_t now = clock_now_ms();
+        double pass_start = metrics_now_s();
         action_list_clear(&actions);
         sched_check_nodes(&srv->sched, &srv->cluster, now, &actions);
         deps_resolve(&srv->cluster, stored_final_state, srv, &actions);
@@ -78,6 +79,7 @@ static void *sched_thread(void *arg)
         struct tide_err err;
         if (apply_actions(srv, &actions, now, &err) != 0)
             log_error("scheduling pass not persisted: %s", err.message);
+        metrics_observe_pass(&srv->metrics, metrics_now_s() - pass_start);
         rest_ms = clock_now_ms() - now;
     }
     pthread_mutex_unlock(&srv->lock);

@@ -18,6 +18,7 @@
 #include "core/pool.h"
 #include "core/queue.h"
 #include "core/sched.h"
+#include "server/metrics.h"
 #include "store/store.h"
 
 #define SERVER_MAX_BODY_BYTES (1024 * 1024)
@@ -74,6 +75,7 @@ struct server {
     long long sched_passes;
     long long jobs_submitted;
     long long failures[FAILURE_CLASS_COUNT];
+    struct server_metrics metrics; /* histograms and finished jobs (metrics.h), own mutex */
 };
 
 /* A request as the handlers see it. */

@@ -269,6 +269,7 @@ int server_main(int argc, char **argv)
     log_set_prefix("server");
     pthread_mutex_init(&srv.lock, NULL);
     pthread_cond_init(&srv.wake, NULL);
+    server_metrics_init(&srv.metrics);
     sched_init(&srv.sched, &sc);
     cluster_init(&srv.cluster);
     action_list_init(&srv.actions);
@@ -330,5 +331,6 @@ out:
     sched_release(&srv.sched);
     cluster_release(&srv.cluster);
     action_list_release(&srv.actions);
+    server_metrics_release(&srv.metrics);
     return exit_code;
 }

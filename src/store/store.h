@@ -17,7 +17,8 @@
 #include "common/tide_err.h"
 #include "core/cluster.h"
 
-enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE };
+/* Stored as integers: append new kinds. TOKEN_METRICS may read /metrics only. */
+enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE, TOKEN_METRICS };
 
 struct token_info {
     enum token_kind kind;
@@ -94,6 +95,8 @@ int store_job_state(struct store *s, int64_t id, enum job_state *state, char pro
  * TIDE_ENOENT when absent. */
 int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int *attempt,
                              struct tide_err *err);
+/* A job's queue (for /metrics once it has left the cluster); TIDE_ENOENT when absent. */
+int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], struct tide_err *err);
 /* The job as the API shows it; TIDE_ENOENT when absent. */
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err);
 int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,

@@ -606,6 +606,23 @@ int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int 
     return rc;
 }
 
+int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT queue FROM jobs WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, id);
+    int r = sqlite3_step(st), rc = 0;
+    if (r == SQLITE_ROW)
+        snprintf(queue, TIDE_NAME_MAX, "%s", (const char *)sqlite3_column_text(st, 0));
+    else if (r == SQLITE_DONE)
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
+    else
+        rc = db_error(s, err, "read job queue");
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err)
 {
     *out = NULL;

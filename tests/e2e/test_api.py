@@ -271,7 +271,7 @@ def test_metrics_count_jobs_nodes_and_gpus():
         lines = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
         assert lines['tide_jobs{state="running",queue="default"}'] == "1", text
         assert lines['tide_nodes{state="ready"}'] == "2", text
-        assert lines["tide_gpus_total"] == "8", text
+        assert lines["tide_gpus"] == "8", text
         assert lines["tide_gpus_allocated"] == "3", text
         c.api("DELETE", f"/v1/jobs/{j['id']}")
 
