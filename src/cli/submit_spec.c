@@ -43,6 +43,7 @@ static const struct spec_flag spec_flags[] = {
     {"--checkpoint-signal", "checkpoint_signal", SPEC_STRING},
     {"--depends-on", "depends_on", SPEC_IDS},
     {"--array", "array", SPEC_INT},
+    {"--nodes", "nodes", SPEC_INT},
 };
 
 #define SPEC_FLAG_COUNT (sizeof spec_flags / sizeof spec_flags[0])
@@ -74,7 +75,8 @@ const char *cli_spec_flag_help(void)
            "  --cpus N               CPU cores (fractions allowed)\n"
            "  --memory MIB           host memory\n"
            "  --env K=V              environment variable (repeatable)\n"
-           "  --workdir DIR          working directory on the node\n"
+           "  --workdir DIR          working directory on the node (default: the current\n"
+           "                         directory)\n"
            "  --image IMAGE          container image\n"
            "  --max-runtime S        kill the job after S seconds (0: no limit)\n"
            "  --est-runtime S        expected runtime, for backfill\n"
@@ -82,7 +84,8 @@ const char *cli_spec_flag_help(void)
            "  --preemptible[=BOOL]   may be preempted by higher-priority work\n"
            "  --checkpoint-signal S  signal sent before preemption, e.g. SIGUSR1\n"
            "  --depends-on ID        start after job ID succeeds (repeatable)\n"
-           "  --array N              submit N copies as an array job\n";
+           "  --array N              submit N copies as an array job\n"
+           "  --nodes K              may run as a gang over up to K nodes, GPUs split evenly\n";
 }
 
 const char *cli_spec_flag_for_field(const char *field)
