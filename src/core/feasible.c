@@ -207,6 +207,10 @@ static int refuse(const struct cluster *c, const struct pool *pools, int npools,
                             "%s: queue '%s' runs jobs only on its pools, and none of them has a "
                             "node or can make one",
                             f, job->queue);
+    if (stage == ST_MODEL && !job->gpu_model[0]) /* every GPU there is in MIG mode */
+        return tide_err_set(err, TIDE_EINVAL, "gpus",
+                            "gpus: no node or pool has a whole GPU to give; GPUs in MIG mode go "
+                            "only to jobs that ask for an instance (mig: PROFILE, --mig)");
     if (stage == ST_MODEL) {
         list_models(c, pools, npools, job, models, sizeof models);
         return tide_err_set(err, TIDE_EINVAL, f,

@@ -240,6 +240,8 @@ static void test_mig_profile_no_node_has_is_refused_naming_mig(void **state)
     assert_refused(&job, "mig", "1g.10gb", "3g.40gb");
     snprintf(job.mig, sizeof job.mig, "3g.40gb");
     assert_int_equal(check(&job), 0);
+    struct job whole = fx_job(2, 1); /* the only GPU is in MIG mode */
+    assert_refused(&whole, "gpus", "whole GPU", "mig");
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
