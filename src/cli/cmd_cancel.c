@@ -70,8 +70,8 @@ static int cancel_one(struct cli_client *c, long long id)
     return 1;
 }
 
-static const char *const known_states[] = {"pending", "starting", "running", "preempted",
-                                           "lost",    "succeeded", "failed", "cancelled",
+static const char *const known_states[] = {"pending", "starting",  "running", "preempted",
+                                           "lost",    "succeeded", "failed",  "cancelled",
                                            "timeout", NULL};
 
 static int check_state(const char *state, struct tide_err *err)

@@ -69,8 +69,7 @@ int cli_id_list_add(struct cli_id_list *l, long long id, struct tide_err *err)
     if (rc == 0)
         sort_unique(l);
     if (rc == 0 && l->n > CLI_ID_LIST_MAX)
-        rc = tide_err_set(err, TIDE_EINVAL, NULL, "at most %d job ids at a time",
-                          CLI_ID_LIST_MAX);
+        rc = tide_err_set(err, TIDE_EINVAL, NULL, "at most %d job ids at a time", CLI_ID_LIST_MAX);
     return rc;
 }
 
@@ -102,8 +101,8 @@ static int parse_item(struct cli_id_list *l, const char *s, size_t len, struct t
                             "job ids: empty item in the list (write 45,46 or 45-47)");
     if (!dash) {
         if (read_id(s, end, &lo) < 0)
-            return tide_err_set(err, TIDE_EINVAL, NULL, "job ids: '%.*s' is not a job id",
-                                (int)len, s);
+            return tide_err_set(err, TIDE_EINVAL, NULL, "job ids: '%.*s' is not a job id", (int)len,
+                                s);
         return append(l, lo, err);
     }
     if (read_id(s, dash, &lo) < 0 || read_id(dash + 1, end, &hi) < 0)
@@ -114,9 +113,8 @@ static int parse_item(struct cli_id_list *l, const char *s, size_t len, struct t
                             "job ids: range '%.*s' ends before it starts (write %lld-%lld)",
                             (int)len, s, hi, lo);
     if (hi - lo >= CLI_ID_LIST_MAX)
-        return tide_err_set(err, TIDE_EINVAL, NULL,
-                            "job ids: range '%.*s' has more than %d ids", (int)len, s,
-                            CLI_ID_LIST_MAX);
+        return tide_err_set(err, TIDE_EINVAL, NULL, "job ids: range '%.*s' has more than %d ids",
+                            (int)len, s, CLI_ID_LIST_MAX);
     for (long long id = lo; id <= hi; id++) {
         int rc = append(l, id, err);
         if (rc < 0)

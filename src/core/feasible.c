@@ -158,8 +158,7 @@ static long long largest(const struct cluster *c, const struct pool *pools, int 
             struct job probe = *job;
             probe.gpu_memory_mib = 0;
             for (int g = 0; g < n->ngpus; g++)
-                if (placement_gpu_matches(&n->gpus[g], &probe) &&
-                    n->gpus[g].memory_total_mib > v)
+                if (placement_gpu_matches(&n->gpus[g], &probe) && n->gpus[g].memory_total_mib > v)
                     v = n->gpus[g].memory_total_mib;
         } else if (stage == ST_GPUS) {
             v = node_matching_gpus(n, job, ST_GPU_MEMORY);
