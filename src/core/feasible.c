@@ -4,10 +4,8 @@
  * first that no candidate passes names the field. */
 #include "core/feasible.h"
 
-#include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/gang.h"
 #include "core/gpu_share.h"
@@ -30,12 +28,22 @@ static bool node_counts(const struct node *n)
 /* GPUs of node that pass the checks before and at stage (model, memory). */
 static int node_matching_gpus(const struct node *n, const struct job *job, enum stage stage)
 {
-    struct job probe = *job;
-    if (stage < ST_GPU_MEMORY)
+    struct job probe; /* the job without its GPU memory, when that is not checked yet */
+    if (stage < ST_GPU_MEMORY && job->gpu_memory_mib) {
+        probe = *job;
         probe.gpu_memory_mib = 0;
-    int count = 0;
-    for (int g = 0; g < n->ngpus; g++)
-        count += placement_gpu_matches(&n->gpus[g], &probe);
+        job = &probe;
+    }
+    int count = 0, last = 0;
+    for (int g = 0; g < n->ngpus; g++) {
+        const struct gpu *gpu = &n->gpus[g], *prev = g ? &n->gpus[g - 1] : NULL;
+        /* A node's GPUs are mostly alike: match a model glob once, not per GPU. */
+        if (!prev || prev->memory_total_mib != gpu->memory_total_mib ||
+            prev->mig_mode != gpu->mig_mode || strcmp(prev->mig_profile, gpu->mig_profile) ||
+            strcmp(prev->name, gpu->name))
+            last = placement_gpu_matches(gpu, job);
+        count += last;
+    }
     return count;
 }
 
@@ -46,7 +54,7 @@ static bool node_passes(const struct node *n, const struct job *job, int k, enum
         return false;
     if (job->gpus > 0 && upto >= ST_MODEL) {
         int need = upto >= ST_GPUS ? k : 1;
-        if (node_matching_gpus(n, job, upto < ST_GPUS ? upto : ST_GPU_MEMORY) < need)
+        if (n->ngpus < need || node_matching_gpus(n, job, upto < ST_GPUS ? upto : ST_GPU_MEMORY) < need)
             return false;
     }
     if (upto >= ST_CPUS && n->cpus > 0 && job->cpus > n->cpus)
@@ -99,7 +107,7 @@ static bool stage_passes(const struct cluster *c, const struct pool *pools, int 
     return false;
 }
 
-/* Appends text to buf (size TIDE_REASON_MAX-ish), never past its end. */
+/* Appends text to buf of size bytes, cut short at its end (a list in a message). */
 static void add(char *buf, size_t size, const char *text)
 {
     size_t used = strlen(buf);
@@ -184,7 +192,7 @@ static long long largest(const struct cluster *c, const struct pool *pools, int 
     return best;
 }
 
-/* " matching 'H200*'" and/or " of 80000 MiB" for messages. */
+/* " matching 'H200*'" and/or " with 80000 MiB" for messages. */
 static void gpu_words(const struct job *job, enum stage upto, char *out, size_t size)
 {
     out[0] = '\0';
