@@ -173,6 +173,10 @@ def test_nodes_flag_runs_a_gang_over_several_nodes():
         assert "rank 0 of 2" in c.logs(job["id"]), c.logs(job["id"])
         p = c.cli("submit", "--nodes", "x", "--", "true")
         assert p.returncode == 2 and "--nodes" in p.stderr, p.stderr
+        # --cpus is whole cores, as the spec's cpus is: said before anything is sent.
+        p = c.cli("submit", "--cpus", "1.5", "--", "true")
+        assert p.returncode == 2 and "--cpus" in p.stderr and "whole" in p.stderr, p.stderr
+        assert "fractions" not in c.cli("submit", "--help").stdout
 
 
 def test_cancel_takes_ranges_lists_and_project_and_state_filters():
