@@ -59,6 +59,23 @@ def test_readme_first_examples_run_verbatim_in_the_submit_directory():
             assert f"train.py in {submit_dir}\n" in log and "done\n" in log, log
         assert len(final[first]["gpus"]) == 2, final[first]
         assert "epoch 5/5" in c.logs(from_yaml)
+        # The README's other lines, its example id 12 standing for a real one.
+        rest = {("--wait" if "--wait" in line else line.split()[1]): line
+                for line in readme_commands()[2:]}
+        assert set(rest) >= {"--wait", "jobs", "show", "logs", "cancel", "nodes"}, rest
+        p = shell(c, rest["--wait"], submit_dir)
+        assert p.returncode == 0 and "succeeded" in p.stdout, (p.returncode, p.stdout, p.stderr)
+        assert "train-yaml" in shell(c, rest["jobs"], submit_dir).stdout
+        show = shell(c, rest["show"].replace("12", str(first)), submit_dir)
+        assert show.returncode == 0 and "succeeded" in show.stdout, show
+        logs = shell(c, rest["logs"].replace("12", str(from_yaml)), submit_dir)
+        assert logs.returncode == 0 and "epoch 5/5" in logs.stdout, logs
+        nodes = shell(c, rest["nodes"], submit_dir)
+        assert nodes.returncode == 0 and "node-1" in nodes.stdout, nodes
+        pending = c.submit(command=["sleep", "60"], gpus=1, workdir=submit_dir)
+        cancel = shell(c, rest["cancel"].replace("12", str(pending["id"])), submit_dir)
+        assert cancel.returncode == 0, cancel
+        assert c.wait_final([pending["id"]])[pending["id"]]["state"] == "cancelled"
         # --workdir still picks another directory.
         other = os.path.join(c.dir, "elsewhere")
         os.makedirs(other)
