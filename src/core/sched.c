@@ -441,10 +441,13 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
          * no node could hold gets NEVER below, which ends the same way. */
         if (unconstrained(job) && dominating_failure(failed, nfailed, job) &&
             (!explain || fits_a_ready_node(c, job))) {
-            if (explain)
+            if (explain) {
+                char host[48];
+                placement_host_words(job, host, sizeof host);
                 snprintf(job->wait_reason, sizeof job->wait_reason,
-                         "waiting for %d free GPU%s and the CPUs/memory asked for on one node",
-                         job->gpus, job->gpus == 1 ? "" : "s");
+                         "waiting for %d free GPU%s%.38s on one node", job->gpus,
+                         job->gpus == 1 ? "" : "s", host);
+            }
             continue;
         }
         /* Behind a reservation, a job that would outlast it must not use its GPUs. */

@@ -7,6 +7,7 @@
 
 #include "common/fsutil.h"
 #include "common/sha256.h"
+#include "core/feasible.h"
 #include "core/job_spec.h"
 #include "server/server.h"
 #include "server/submit_batch.h"
@@ -79,6 +80,15 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
         json_decref(spec);
         return api_error_msg(reply, TIDE_EPERM, "project",
                              "project: this token may not submit to project '%s'", job.project);
+    }
+    /* A job no node or pool could ever hold is refused now, not left to
+     * wait forever (feasible.h). */
+    pthread_mutex_lock(&srv->lock);
+    int never = feasible_check(&srv->cluster, srv->cfg.pools, srv->cfg.npools, &job, &err);
+    pthread_mutex_unlock(&srv->lock);
+    if (never) {
+        json_decref(spec);
+        return api_error(reply, &err);
     }
     struct submit_work w = {.req = req, .spec = spec, .job = job};
     w.idempotency_key = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Idempotency-Key");

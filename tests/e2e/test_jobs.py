@@ -72,15 +72,15 @@ def test_pending_job_is_cancelled_at_once():
         assert pending
 
 
-def test_job_that_fits_nowhere_waits_with_a_reason():
+def test_job_that_fits_nowhere_is_refused_with_a_reason():
     with Cluster(agents=1, fake_gpus="2xA100:80GB") as c:
-        j = c.submit(command=["true"], gpus=4)
-        job = wait_until(lambda: (x := c.job(j["id"])).get("pending_reason") and x, 10)
-        assert job["state"] == "pending"
-        assert "4 GPUs" in job["pending_reason"], job
-        k = c.submit(command=["true"], gpus=1, gpu_model="H100*")
-        job = wait_until(lambda: (x := c.job(k["id"])).get("pending_reason") and x, 10)
-        assert "H100*" in job["pending_reason"], job
+        status, out = c.request("POST", "/v1/jobs", {"command": ["true"], "gpus": 4})
+        assert status == 400 and out["error"]["field"] == "gpus", out
+        assert "4 GPUs" in out["error"]["message"], out
+        status, out = c.request("POST", "/v1/jobs",
+                                {"command": ["true"], "gpus": 1, "gpu_model": "H100*"})
+        assert status == 400 and "H100*" in out["error"]["message"], out
+        assert c.jobs() == []
 
 
 def test_environment_of_a_task():
@@ -255,7 +255,7 @@ if __name__ == "__main__":
         test_job_past_max_runtime_ends_timeout,
         test_cancel_kills_the_whole_process_group,
         test_pending_job_is_cancelled_at_once,
-        test_job_that_fits_nowhere_waits_with_a_reason,
+        test_job_that_fits_nowhere_is_refused_with_a_reason,
         test_environment_of_a_task,
         test_logs_follow_streams_until_the_job_ends,
         test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice,
