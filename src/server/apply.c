@@ -97,7 +97,9 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         return rc ? rc : store_event_add(st, now_ms, "node_lost", 0, a->node_id, a->reason, err);
     }
     case ACTION_NODE_BACK: {
-        int rc = store_node_set_state(st, a->node_id, NODE_READY, err);
+        /* A drained node comes back draining (core/operator.h). */
+        struct node *node = cluster_find_node(&srv->cluster, a->node_id);
+        int rc = store_node_set_state(st, a->node_id, node ? node->state : NODE_READY, err);
         return rc ? rc : store_event_add(st, now_ms, "node_back", 0, a->node_id, a->reason, err);
     }
     case ACTION_SEND_START:

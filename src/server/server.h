@@ -114,6 +114,12 @@ int api_metrics(struct server *srv, struct api_request *req, struct api_reply *r
 int api_queues_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_projects_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_usage_get(struct server *srv, struct api_request *req, struct api_reply *reply);
+/* api_ops.c: POST /v1/jobs/{id}/hold|release|requeue (op is the last word). */
+int api_jobs_operate(struct server *srv, struct api_request *req, int64_t id, const char *op,
+                     struct api_reply *reply);
+/* api_ops.c: POST /v1/nodes/{name}/drain|undrain, DELETE /v1/nodes/{name} (op "delete"). */
+int api_nodes_operate(struct server *srv, struct api_request *req, const char *name,
+                      const char *op, struct api_reply *reply);
 
 /* auth.c: creates admin.token and join.token on first start. */
 int auth_bootstrap(struct server *srv, struct tide_err *err);

