@@ -100,6 +100,7 @@ struct job {
     int64_t id;
     char project[TIDE_NAME_MAX];
     char queue[TIDE_NAME_MAX];
+    char user[TIDE_NAME_MAX]; /* who submitted it (the token's name), for usage; "" unknown */
     char gpu_model[128]; /* glob, "" for any */
     int priority;
     int gpus;

@@ -63,6 +63,7 @@ struct server {
     struct action_list actions; /* scratch, under lock */
     struct pool_loop *pool_loop; /* elastic pools (pool_loop.h); NULL without pools */
     struct submit_batch *submits; /* group commit of submissions (submit_batch.h); NULL: inline */
+    struct usage_meter *usage; /* the usage ledger (usage_meter.h); NULL before start */
     /* Counters for /metrics, under lock. */
     long long http_requests;
     long long sched_passes;

@@ -19,6 +19,7 @@
 #include "server/pool_loop.h"
 #include "server/submit_batch.h"
 #include "server/server.h"
+#include "server/usage_meter.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -190,6 +191,8 @@ static int server_open(struct server *srv, struct tide_err *err)
         rc = auth_bootstrap(srv, err);
     if (!rc)
         rc = server_reload_cluster(srv, clock_now_ms(), err);
+    if (!rc)
+        rc = usage_meter_start(srv, err);
     return rc;
 }
 
@@ -277,6 +280,7 @@ out:
         pthread_mutex_unlock(&srv.lock);
         pthread_join(sched_thread, NULL);
     }
+    usage_meter_stop(&srv);
     store_close(srv.store);
     sched_release(&srv.sched);
     cluster_release(&srv.cluster);

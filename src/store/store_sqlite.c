@@ -443,7 +443,7 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
 {
     sqlite3_stmt *st = prepare(s,
         "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, start_ms, parts,"
-        " hold_reason FROM jobs"
+        " hold_reason, owner FROM jobs"
         " WHERE state NOT IN ('succeeded','failed','cancelled','timeout') ORDER BY id", err);
     if (!st)
         return TIDE_EIO;
@@ -470,6 +470,7 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
         job.cancel_requested = sqlite3_column_int(st, 6) != 0;
         job.submit_ms = sqlite3_column_int64(st, 7);
         job.start_ms = sqlite3_column_int64(st, 8);
+        snprintf(job.user, sizeof job.user, "%s", (const char *)sqlite3_column_text(st, 11));
         if (sqlite3_column_type(st, 10) != SQLITE_NULL && job.state == JOB_PENDING) {
             job.on_hold = true;
             snprintf(job.wait_reason, sizeof job.wait_reason, "held: %.150s",

@@ -193,6 +193,48 @@ def test_requeued_job_runs_again_without_using_a_retry():
         assert p.returncode == 1, p.stderr
 
 
+def usage_by(c, by, token=None):
+    return c.api("GET", f"/v1/usage?by={by}", token=token)["rows"]
+
+
+def test_usage_meters_nodes_joined_by_hand_per_user_and_keeps_it_across_a_restart():
+    with Cluster(agents=1) as c:
+        alice = c.api("POST", "/v1/tokens", {"name": "alice", "projects": ["default"]},
+                      expect=201)["token"]
+        bob = c.api("POST", "/v1/tokens", {"name": "bob", "projects": ["vision"]},
+                    expect=201)["token"]
+        cmd_a, gate_a = gate_command(c, "ua")
+        cmd_b, gate_b = gate_command(c, "ub")
+        a = c.submit(token=alice, command=cmd_a, gpus=2)
+        b = c.submit(token=bob, command=cmd_b, gpus=1, project="vision")
+        c.wait_state(a["id"], "running")
+        c.wait_state(b["id"], "running")
+
+        def both_metered():
+            rows = {r["user"]: r for r in usage_by(c, "user") if not r["idle"]}
+            return rows if all(rows.get(u, {}).get("gpu_hours", 0) > 0 for u in ("alice", "bob")) else None
+        rows = wait_until(both_metered, 30, 0.5, what="usage of alice and bob")
+        assert rows["alice"]["cost_micros"] == 0, rows
+        open_gate(gate_a)
+        open_gate(gate_b)
+        c.wait_final([a["id"], b["id"]])
+        pools = {r["pool"] for r in usage_by(c, "pool")}
+        assert pools == {"(static)"}, pools
+        out = c.cli("usage", "--by", "user,project", check=True).stdout
+        assert "alice" in out and "bob" in out and "USER" in out, out
+        # A project-limited token sees only its own project's rows.
+        mine = usage_by(c, "user", token=bob)
+        assert {r["user"] for r in mine} == {"bob"}, mine
+        before = {r["user"]: r["gpu_hours"] for r in usage_by(c, "user") if not r["idle"]}
+        c.kill_server(signal.SIGTERM)
+        c.start_server()
+        after = {r["user"]: r["gpu_hours"] for r in usage_by(c, "user") if not r["idle"]}
+        for user in ("alice", "bob"):
+            assert after[user] >= before[user] > 0, (before, after)
+        p = c.cli("usage", "--by", "colour")
+        assert p.returncode != 0 and "user" in p.stderr, p.stderr
+
+
 if __name__ == "__main__":
     run_tests([
         test_drained_node_gets_no_new_work_keeps_its_job_and_stays_drained_after_restart,
@@ -203,4 +245,5 @@ if __name__ == "__main__":
         test_held_job_never_starts_until_released_and_the_hold_survives_a_restart,
         test_hold_is_refused_for_a_running_job_and_another_projects_job,
         test_requeued_job_runs_again_without_using_a_retry,
+        test_usage_meters_nodes_joined_by_hand_per_user_and_keeps_it_across_a_restart,
     ])
