@@ -3,6 +3,7 @@ requeue jobs; filters of `tide nodes`; `tide top`; `tide logs -f` on a pending
 job) through the real CLI against a real server and agents."""
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -193,6 +194,33 @@ def test_requeued_job_runs_again_without_using_a_retry():
         assert p.returncode == 1, p.stderr
 
 
+def test_logs_follow_on_a_pending_job_says_why_it_waits_then_follows_it():
+    with Cluster(agents=1) as c:
+        cmd, gate = gate_command(c, "lg")
+        blocker = c.submit(command=cmd, gpus=4)
+        c.wait_state(blocker["id"], "running")
+        j = c.submit(command=["sh", "-c", "echo first; echo second"], gpus=1)
+        env = dict(os.environ, TIDE_SERVER=c.url, TIDE_TOKEN=c.admin)
+        p = subprocess.Popen([os.environ["TIDE_BIN"], "logs", "-f", str(j["id"])], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            ready, _, _ = select.select([p.stderr], [], [], 20)
+            assert ready, "tide logs -f said nothing about the pending job"
+            first = p.stderr.readline()
+            assert f"job {j['id']} is pending" in first and "waiting for it to start" in first, first
+            assert "GPU" in first, first  # the scheduler's reason: no GPU free
+            open_gate(gate)
+            out, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert p.returncode == 0, err
+        assert out.splitlines()[-2:] == ["first", "second"], out
+        assert f"job {j['id']} is " in err and "on node-1" in err, err
+        assert c.job(j["id"])["state"] == "succeeded"
+
+
 def usage_by(c, by, token=None):
     return c.api("GET", f"/v1/usage?by={by}", token=token)["rows"]
 
@@ -245,5 +273,6 @@ if __name__ == "__main__":
         test_held_job_never_starts_until_released_and_the_hold_survives_a_restart,
         test_hold_is_refused_for_a_running_job_and_another_projects_job,
         test_requeued_job_runs_again_without_using_a_retry,
+        test_logs_follow_on_a_pending_job_says_why_it_waits_then_follows_it,
         test_usage_meters_nodes_joined_by_hand_per_user_and_keeps_it_across_a_restart,
     ])
