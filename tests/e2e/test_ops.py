@@ -221,6 +221,54 @@ def test_logs_follow_on_a_pending_job_says_why_it_waits_then_follows_it():
         assert c.job(j["id"])["state"] == "succeeded"
 
 
+def test_top_once_shows_the_queue_nodes_running_and_waiting_jobs():
+    with Cluster(agents=1) as c:
+        cmd, gate = gate_command(c, "top")
+        blocker = c.submit(command=cmd, gpus=4, name="blocker")
+        c.wait_state(blocker["id"], "running")
+        waiting = c.submit(command=["true"], gpus=2, name="second")
+        held = c.submit(command=["true"], gpus=1, name="third")
+        c.cli("hold", str(held["id"]), "--reason", "after the demo", check=True)
+        out = c.cli("top", "--once", check=True).stdout
+        assert "\033[" not in out, out  # one frame for scripts: no screen clearing
+        assert "jobs:  1 running, 0 starting, 2 pending (1 held)" in out, out
+        assert "gpus:  4/4 allocated" in out, out
+        assert "nodes: 1 ready, 0 draining, 0 lost" in out, out
+        lines = out.splitlines()
+        running = lines[lines.index(next(l for l in lines if l.startswith("RUNNING"))) + 1]
+        assert running.split()[:2] == [str(blocker["id"]), "blocker"], out
+        pending = [l for l in lines if l.split()[:1] in ([str(waiting["id"])], [str(held["id"])])]
+        assert len(pending) == 2 and "held: after the demo" in out, out
+        p = c.cli("top", "--interval", "0")
+        assert p.returncode == 2 and "--interval" in p.stderr, p.stderr
+        open_gate(gate)
+
+
+def test_top_redraws_until_q_is_pressed():
+    with Cluster(agents=1) as c:
+        env = dict(os.environ, TIDE_SERVER=c.url, TIDE_TOKEN=c.admin)
+        p = subprocess.Popen([os.environ["TIDE_BIN"], "top", "--interval", "1"], env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        try:
+            frames = 0
+            deadline = time.monotonic() + 30
+            while frames < 2 and time.monotonic() < deadline:
+                ready, _, _ = select.select([p.stdout], [], [], 5)
+                if ready and p.stdout.readline().startswith("tide top"):
+                    frames += 1
+            assert frames == 2, "tide top did not redraw"
+            assert p.poll() is None, p.stderr.read()
+            p.stdin.write("q")
+            p.stdin.flush()
+            p.wait(15)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert p.returncode == 0, p.stderr.read()
+
+
 def usage_by(c, by, token=None):
     return c.api("GET", f"/v1/usage?by={by}", token=token)["rows"]
 
@@ -274,5 +322,7 @@ if __name__ == "__main__":
         test_hold_is_refused_for_a_running_job_and_another_projects_job,
         test_requeued_job_runs_again_without_using_a_retry,
         test_logs_follow_on_a_pending_job_says_why_it_waits_then_follows_it,
+        test_top_once_shows_the_queue_nodes_running_and_waiting_jobs,
+        test_top_redraws_until_q_is_pressed,
         test_usage_meters_nodes_joined_by_hand_per_user_and_keeps_it_across_a_restart,
     ])
