@@ -125,6 +125,43 @@ def test_nodes_filters_by_state_and_pool():
         assert p.returncode == 2 and "--state" in p.stderr, p.stderr
 
 
+POOL = """pools:
+  - name: elastic
+    gpu: H200
+    gpus_per_node: 1
+    gpu_memory_mib: 144384
+    provider: local
+    min_nodes: 0
+    max_nodes: 1
+    boot_timeout_s: 60
+    price_per_node_hour: 3.60
+    scale_down_window_s: 1
+    scale_down_utilization: 0
+    cooldown_s: 0
+"""
+
+
+def test_released_pool_nodes_are_hidden_unless_all_is_given():
+    with Cluster(agents=0, config=POOL) as c:
+        j = c.submit(command=["true"], gpus=1)
+        c.wait_final([j["id"]], timeout=90)
+        wait_until(lambda: [n for n in c.api("GET", "/v1/nodes")["nodes"]
+                            if n["state"] == "released"], 60, 0.25, what="pool node released")
+        pooled = c.api("GET", "/v1/nodes")["nodes"][0]["name"]
+        c.start_agent("hand-1")
+        names = lambda *args: [l.split()[0] for l in c.cli("nodes", *args, check=True).stdout.splitlines()[1:]]
+        assert names() == ["hand-1"], names()
+        assert sorted(names("--all")) == sorted([pooled, "hand-1"]), names("--all")
+        assert names("--state", "released") == [pooled]
+        assert names("--pool", "elastic", "--all") == [pooled]
+        assert names("--pool", "-", "--all") == ["hand-1"]
+        listed = json.loads(c.cli("nodes", "--json", check=True).stdout)["nodes"]
+        assert [n["name"] for n in listed] == ["hand-1"], listed
+        # A pool's node is its autoscaler's to drain.
+        status, body = c.request("POST", f"/v1/nodes/{pooled}/drain", {})
+        assert status == 409 and "pool" in body["error"]["message"], body
+
+
 def test_held_job_never_starts_until_released_and_the_hold_survives_a_restart():
     with Cluster(agents=1) as c:
         cmd, gate = gate_command(c, "blocker")
@@ -318,6 +355,7 @@ if __name__ == "__main__":
         test_delete_refuses_a_busy_node_unless_forced_and_force_requeues_without_a_retry,
         test_delete_of_an_idle_node_needs_no_force,
         test_nodes_filters_by_state_and_pool,
+        test_released_pool_nodes_are_hidden_unless_all_is_given,
         test_held_job_never_starts_until_released_and_the_hold_survives_a_restart,
         test_hold_is_refused_for_a_running_job_and_another_projects_job,
         test_requeued_job_runs_again_without_using_a_retry,
