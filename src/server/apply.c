@@ -80,6 +80,8 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         u.exit_code = a->exit_code;
         u.signal = a->signal;
         int rc = store_job_update(st, &u, err);
+        if (!rc && a->state == JOB_PREEMPTED) /* sched_fail_attempt counted it: no retry used */
+            rc = store_job_count_preemption(st, a->job_id, err);
         char msg[TIDE_REASON_MAX + 48];
         snprintf(msg, sizeof msg, "attempt %d %s: %s", a->attempt, job_state_name(a->state),
                  a->reason);

@@ -91,6 +91,9 @@ int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct 
 int store_job_insert(struct store *s, struct job *job, json_t *spec, const char *owner,
                      int64_t now_ms, struct tide_err *err);
 int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err);
+/* Counts one more attempt of the job ended by preemption (or an operator's
+ * requeue): such attempts use up no retry, across restarts too. */
+int store_job_count_preemption(struct store *s, int64_t job_id, struct tide_err *err);
 /* Sets (reason) or clears (NULL) an operator's hold on a job. */
 int store_job_set_hold(struct store *s, int64_t job_id, const char *reason, struct tide_err *err);
 /* Adds every unfinished job to c, GPUs assigned as stored. */

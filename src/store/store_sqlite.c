@@ -79,6 +79,9 @@ int store_open_sqlite(const char *path, struct store **out, struct tide_err *err
         /* Operator holds and drains (core/operator.h): NULL when none. */
         sqlite3_exec(s->db, "ALTER TABLE jobs ADD COLUMN hold_reason TEXT", NULL, NULL, NULL);
         sqlite3_exec(s->db, "ALTER TABLE nodes ADD COLUMN drain_reason TEXT", NULL, NULL, NULL);
+        /* Attempts ended by preemption or requeue, which use no retry. */
+        sqlite3_exec(s->db, "ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0",
+                     NULL, NULL, NULL);
     }
     if (rc) {
         store_close(s);
@@ -277,6 +280,15 @@ int store_node_delete(struct store *s, int64_t node_id, struct tide_err *err)
     return rc ? rc : store_token_delete_node(s, node_id, err);
 }
 
+int store_job_count_preemption(struct store *s, int64_t job_id, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "UPDATE jobs SET preemptions = preemptions + 1 WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, job_id);
+    return step_done(s, st, err, "count preemption");
+}
+
 int store_job_set_hold(struct store *s, int64_t job_id, const char *reason, struct tide_err *err)
 {
     sqlite3_stmt *st = prepare(s, "UPDATE jobs SET hold_reason=? WHERE id=?", err);
@@ -443,7 +455,7 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
 {
     sqlite3_stmt *st = prepare(s,
         "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, start_ms, parts,"
-        " hold_reason, owner FROM jobs"
+        " hold_reason, owner, preemptions FROM jobs"
         " WHERE state NOT IN ('succeeded','failed','cancelled','timeout') ORDER BY id", err);
     if (!st)
         return TIDE_EIO;
@@ -471,6 +483,7 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
         job.submit_ms = sqlite3_column_int64(st, 7);
         job.start_ms = sqlite3_column_int64(st, 8);
         snprintf(job.user, sizeof job.user, "%s", (const char *)sqlite3_column_text(st, 11));
+        job.preemptions = sqlite3_column_int(st, 12);
         if (sqlite3_column_type(st, 10) != SQLITE_NULL && job.state == JOB_PENDING) {
             job.on_hold = true;
             snprintf(job.wait_reason, sizeof job.wait_reason, "held: %.150s",

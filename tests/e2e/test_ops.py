@@ -258,6 +258,25 @@ def test_logs_follow_on_a_pending_job_says_why_it_waits_then_follows_it():
         assert c.job(j["id"])["state"] == "succeeded"
 
 
+def test_a_requeue_uses_no_retry_even_after_a_server_restart():
+    with Cluster(agents=1) as c:
+        g1, g2 = os.path.join(c.dir, "g1"), os.path.join(c.dir, "g2")
+        # Attempt 1 waits to be requeued; attempt 2 fails once its gate opens; attempt 3 succeeds.
+        script = (f'case "$TIDE_ATTEMPT" in 1) while [ ! -f {g1} ]; do sleep 0.1; done;; '
+                  f'2) while [ ! -f {g2} ]; do sleep 0.1; done; exit 1;; esac; echo third')
+        j = c.submit(command=["sh", "-c", script], gpus=1, retries=1)
+        c.wait_state(j["id"], "running")
+        c.cli("requeue", str(j["id"]), check=True)
+        wait_until(lambda: (x := c.job(j["id"]))["attempt"] == 2 and x["state"] == "running", 30,
+                   what="attempt 2 running")
+        c.kill_server(signal.SIGKILL)
+        c.start_server()
+        open_gate(g2)
+        done = c.wait_final([j["id"]], timeout=60)[j["id"]]
+        # One failure with retries 1 is retried: the requeue counted as no attempt of its own.
+        assert done["state"] == "succeeded" and done["attempt"] == 3, done
+
+
 def test_top_once_shows_the_queue_nodes_running_and_waiting_jobs():
     with Cluster(agents=1) as c:
         cmd, gate = gate_command(c, "top")
@@ -360,6 +379,7 @@ if __name__ == "__main__":
         test_hold_is_refused_for_a_running_job_and_another_projects_job,
         test_requeued_job_runs_again_without_using_a_retry,
         test_logs_follow_on_a_pending_job_says_why_it_waits_then_follows_it,
+        test_a_requeue_uses_no_retry_even_after_a_server_restart,
         test_top_once_shows_the_queue_nodes_running_and_waiting_jobs,
         test_top_redraws_until_q_is_pressed,
         test_usage_meters_nodes_joined_by_hand_per_user_and_keeps_it_across_a_restart,
