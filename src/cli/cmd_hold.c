@@ -62,13 +62,15 @@ static int operate_one(struct cli_client *c, const struct job_op *op, long long 
     char path[64];
     snprintf(path, sizeof path, "/v1/jobs/%lld/%s", id, op->name);
     if (c->json)
-        return cli_request_and_print(c, "POST", path, body, &err) < 0 ? cli_fail(op->name, &err) : 0;
+        return cli_request_and_print(c, "POST", path, body, &err) < 0 ? cli_fail(op->name, &err)
+                                                                      : 0;
     json_t *job;
     if (cli_client_request_json(c, "POST", path, body, &job, &err) < 0)
         return cli_fail(op->name, &err);
     const char *why = cli_json_text(json_object_get(job, "hold_reason"), NULL);
-    printf("%s job %lld (%s%s%s)\n", op->done, id, cli_json_text(json_object_get(job, "state"), "?"),
-           why ? ", held: " : "", why ? why : "");
+    printf("%s job %lld (%s%s%s)\n", op->done, id,
+           cli_json_text(json_object_get(job, "state"), "?"), why ? ", held: " : "",
+           why ? why : "");
     json_decref(job);
     return 0;
 }

@@ -132,8 +132,8 @@ static void print_summary(const struct top_data *d, const char *server)
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
     printf("tide top   %s   %s\n", server, when);
     printf("jobs:  %zu running, %zu starting, %zu pending (%zu held)\n",
-           json_array_size(d->running), json_array_size(d->starting),
-           json_array_size(d->pending), held);
+           json_array_size(d->running), json_array_size(d->starting), json_array_size(d->pending),
+           held);
     printf("gpus:  %lld/%lld allocated, average utilisation %.0f%%\n", allocated, gpus,
            util_n ? util / (double)util_n : 0.0);
     printf("nodes: %lld ready, %lld draining, %lld lost", ready, draining, lost);
@@ -167,12 +167,17 @@ static int print_nodes(const struct top_data *d)
         double sum = 0;
         size_t k;
         json_t *g;
-        json_array_foreach(gpus, k, g) sum += cli_json_number(json_object_get(g, "utilization_pct"), 0);
+        json_array_foreach(gpus, k, g) sum +=
+            cli_json_number(json_object_get(g, "utilization_pct"), 0);
         if (json_array_size(gpus))
             snprintf(util, sizeof util, "%.0f%%", sum / (double)json_array_size(gpus));
         snprintf(jobs, sizeof jobs, "%.0f", cli_json_number(json_object_get(n, "jobs"), 0));
-        const char *cells[] = {cli_json_text(json_object_get(n, "name"), "?"), state,
-                               cli_json_text(json_object_get(n, "pool"), "-"), alloc, util, jobs};
+        const char *cells[] = {cli_json_text(json_object_get(n, "name"), "?"),
+                               state,
+                               cli_json_text(json_object_get(n, "pool"), "-"),
+                               alloc,
+                               util,
+                               jobs};
         rc |= cli_table_add(t, cells);
     }
     if (!rc)
@@ -184,8 +189,8 @@ static int print_nodes(const struct top_data *d)
 /* Running and starting jobs, longest running first (the API lists newest first). */
 static int print_running(const struct top_data *d, double now)
 {
-    static const char *const headers[] = {"RUNNING", "NAME", "PROJECT", "USER", "GPUS", "NODE",
-                                          "STATE", "FOR"};
+    static const char *const headers[] = {"RUNNING", "NAME", "PROJECT", "USER",
+                                          "GPUS",    "NODE", "STATE",   "FOR"};
     struct cli_table *t = cli_table_create(8, headers);
     if (!t)
         return 1;
@@ -222,8 +227,8 @@ static int print_running(const struct top_data *d, double now)
 /* The oldest waiting jobs (the API lists newest first). */
 static int print_pending(const struct top_data *d, double now)
 {
-    static const char *const headers[] = {"PENDING", "NAME", "PROJECT", "PRIO", "GPUS",
-                                          "WAITING", "WHY"};
+    static const char *const headers[] = {"PENDING", "NAME",    "PROJECT", "PRIO",
+                                          "GPUS",    "WAITING", "WHY"};
     struct cli_table *t = cli_table_create(7, headers);
     if (!t)
         return 1;
@@ -243,9 +248,13 @@ static int print_pending(const struct top_data *d, double now)
             cli_fmt_duration(now - submitted, age, sizeof age);
         const char *why = cli_json_text(json_object_get(j, "pending_reason"),
                                         cli_json_text(json_object_get(j, "reason"), "-"));
-        const char *cells[] = {id,   cli_json_text(json_object_get(j, "name"), "-"),
+        const char *cells[] = {id,
+                               cli_json_text(json_object_get(j, "name"), "-"),
                                cli_json_text(json_object_get(j, "project"), "-"),
-                               prio, gpus, age, why};
+                               prio,
+                               gpus,
+                               age,
+                               why};
         rc |= cli_table_add(t, cells);
         shown++;
     }
@@ -349,8 +358,9 @@ int cli_top_main(int argc, char **argv)
         return 0;
     }
     if (co.json) {
-        tide_err_set(&err, TIDE_EINVAL, "--json", "--json: tide top draws for people; use the "
-                                                  "API (tide jobs --json, tide nodes --json)");
+        tide_err_set(&err, TIDE_EINVAL, "--json",
+                     "--json: tide top draws for people; use the "
+                     "API (tide jobs --json, tide nodes --json)");
         return cli_usage_fail("top", &err);
     }
     struct cli_client c;

@@ -16,8 +16,7 @@ static struct job *active_job(struct cluster *c, int64_t job_id, struct tide_err
     return job;
 }
 
-int operator_hold_job(struct cluster *c, int64_t job_id, const char *reason,
-                      struct tide_err *err)
+int operator_hold_job(struct cluster *c, int64_t job_id, const char *reason, struct tide_err *err)
 {
     struct job *job = active_job(c, job_id, err);
     if (!job)
@@ -71,8 +70,8 @@ int operator_requeue_job(struct cluster *c, int64_t job_id, const char *reason,
 }
 
 /* The node, if it exists and was joined by hand (pool nodes are the autoscaler's). */
-static int hand_joined_node(struct cluster *c, int64_t node_id, const char *what,
-                            struct node **out, struct tide_err *err)
+static int hand_joined_node(struct cluster *c, int64_t node_id, const char *what, struct node **out,
+                            struct tide_err *err)
 {
     struct node *node = cluster_find_node(c, node_id);
     *out = node;
@@ -81,8 +80,8 @@ static int hand_joined_node(struct cluster *c, int64_t node_id, const char *what
                             (long long)node_id);
     if (node->pool[0])
         return tide_err_set(err, TIDE_ECONFLICT, "node",
-                            "node %s belongs to pool %s, whose autoscaler %s its nodes",
-                            node->name, node->pool, what);
+                            "node %s belongs to pool %s, whose autoscaler %s its nodes", node->name,
+                            node->pool, what);
     return 0;
 }
 

@@ -17,8 +17,7 @@
  * until operator_release_job; its wait_reason says "held: REASON". 0,
  * TIDE_ENOENT (not an unfinished job), TIDE_ECONFLICT (not pending, or
  * already held). */
-int operator_hold_job(struct cluster *c, int64_t job_id, const char *reason,
-                      struct tide_err *err);
+int operator_hold_job(struct cluster *c, int64_t job_id, const char *reason, struct tide_err *err);
 
 /* Lets a held job be placed again. 0, TIDE_ENOENT, TIDE_ECONFLICT (not held). */
 int operator_release_job(struct cluster *c, int64_t job_id, struct tide_err *err);

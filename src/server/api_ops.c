@@ -79,8 +79,7 @@ static bool may_act_on_job(struct server *srv, struct api_request *req, int64_t 
 
 /* Persists one event in its own transaction, with an optional job hold change. */
 static int persist_job_change(struct server *srv, int64_t id, bool set_hold, const char *hold,
-                              const char *kind, const char *msg, int64_t now,
-                              struct tide_err *err)
+                              const char *kind, const char *msg, int64_t now, struct tide_err *err)
 {
     int rc = store_begin(srv->store, err);
     if (!rc && set_hold)
@@ -166,8 +165,8 @@ static json_t *node_summary(struct server *srv, const struct node *node)
                      operator_node_jobs(&srv->cluster, node->id));
 }
 
-int api_nodes_operate(struct server *srv, struct api_request *req, const char *name,
-                      const char *op, struct api_reply *reply)
+int api_nodes_operate(struct server *srv, struct api_request *req, const char *name, const char *op,
+                      struct api_reply *reply)
 {
     if (req->token.kind != TOKEN_ADMIN)
         return api_error_msg(reply, TIDE_EPERM, NULL, "%s a node needs the admin token",
@@ -210,8 +209,8 @@ int api_nodes_operate(struct server *srv, struct api_request *req, const char *n
             rc = store_node_set_drain(srv->store, id, node->state,
                                       node->drained ? node->drain_reason : NULL, &err);
             if (!rc)
-                rc = store_event_add(srv->store, now, drain ? "node_drained" : "node_undrained",
-                                     0, id, msg, &err);
+                rc = store_event_add(srv->store, now, drain ? "node_drained" : "node_undrained", 0,
+                                     id, msg, &err);
             if (!rc)
                 rc = store_commit(srv->store, &err);
             if (rc) {

@@ -23,7 +23,7 @@ struct usage_meter {
     struct pool pools[TIDE_MAX_POOLS + 1];
     int npools;
     int static_pool;
-    int64_t last_ms;      /* static nodes metered up to here */
+    int64_t last_ms; /* static nodes metered up to here */
     int64_t last_save_ms;
 };
 

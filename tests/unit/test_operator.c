@@ -121,8 +121,8 @@ static void test_requeued_job_is_pending_again_without_using_a_retry(void **stat
     assert_int_equal(job->state, JOB_PREEMPTED);
     action_list_clear(&out);
     /* The agent is told to stop it, then reports it ended by the signal. */
-    struct task_report stopped = {.job_id = 1, .attempt = 1, .exited = true, .exit_code = -1,
-                                  .signal = 15};
+    struct task_report stopped = {
+        .job_id = 1, .attempt = 1, .exited = true, .exit_code = -1, .signal = 15};
     snprintf(stopped.reason, sizeof stopped.reason, "signal 15");
     assert_int_equal(reconcile_heartbeat(&c, cluster_find_node(&c, 1), &stopped, 1, 3000, &out), 0);
     assert_non_null(fx_find(&out, ACTION_REQUEUE, 1));
@@ -214,15 +214,22 @@ static void test_removed_node_requeues_its_jobs_without_using_a_retry(void **sta
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_held_job_is_never_placed_until_released, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_held_job_does_not_block_the_jobs_behind_it, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_only_a_pending_job_can_be_held_and_only_a_held_one_released, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_requeued_job_is_pending_again_without_using_a_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_held_job_is_never_placed_until_released, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_held_job_does_not_block_the_jobs_behind_it, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_only_a_pending_job_can_be_held_and_only_a_held_one_released, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_requeued_job_is_pending_again_without_using_a_retry,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_pending_job_cannot_be_requeued, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_drained_node_gets_no_new_work_but_keeps_what_runs, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_drained_node_stays_drained_when_it_comes_back_from_lost, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drained_node_gets_no_new_work_but_keeps_what_runs,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_drained_node_stays_drained_when_it_comes_back_from_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pool_node_is_left_to_its_autoscaler, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_removed_node_requeues_its_jobs_without_using_a_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_removed_node_requeues_its_jobs_without_using_a_retry,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
