@@ -23,6 +23,7 @@
 
 #define TOP_PENDING_SHOWN 10
 #define TOP_RUNNING_SHOWN 20
+#define TOP_LIST_LIMIT 1000 /* jobs asked for per state (the API's default limit) */
 
 static const char top_usage[] =
     "usage: tide top [--once] [--interval SECONDS] [--server URL] [--token T]\n"
@@ -73,9 +74,9 @@ static int fetch(struct cli_client *c, struct top_data *d, struct tide_err *err)
         size_t offset;
         const char *key;
     } calls[] = {
-        {"/v1/jobs?state=running", offsetof(struct top_data, running), "jobs"},
-        {"/v1/jobs?state=starting", offsetof(struct top_data, starting), "jobs"},
-        {"/v1/jobs?state=pending", offsetof(struct top_data, pending), "jobs"},
+        {"/v1/jobs?state=running&limit=1000", offsetof(struct top_data, running), "jobs"},
+        {"/v1/jobs?state=starting&limit=1000", offsetof(struct top_data, starting), "jobs"},
+        {"/v1/jobs?state=pending&limit=1000", offsetof(struct top_data, pending), "jobs"},
         {"/v1/nodes", offsetof(struct top_data, nodes), "nodes"},
     };
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
@@ -131,9 +132,14 @@ static void print_summary(const struct top_data *d, const char *server)
     gmtime_r(&now, &tm);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
     printf("tide top   %s   %s\n", server, when);
-    printf("jobs:  %zu running, %zu starting, %zu pending (%zu held)\n",
-           json_array_size(d->running), json_array_size(d->starting), json_array_size(d->pending),
-           held);
+    /* The listings stop at TOP_LIST_LIMIT jobs: a full one is "at least". */
+    size_t counts[] = {json_array_size(d->running), json_array_size(d->starting),
+                       json_array_size(d->pending)};
+    const char *more[3];
+    for (int k = 0; k < 3; k++)
+        more[k] = counts[k] >= TOP_LIST_LIMIT ? "+" : "";
+    printf("jobs:  %zu%s running, %zu%s starting, %zu%s pending (%zu held)\n", counts[0], more[0],
+           counts[1], more[1], counts[2], more[2], held);
     printf("gpus:  %lld/%lld allocated, average utilisation %.0f%%\n", allocated, gpus,
            util_n ? util / (double)util_n : 0.0);
     printf("nodes: %lld ready, %lld draining, %lld lost", ready, draining, lost);
