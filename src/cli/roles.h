@@ -22,5 +22,9 @@ int cli_queues_main(int argc, char **argv); /* src/cli/cmd_queues.c */
 int cli_usage_main(int argc, char **argv);  /* src/cli/cmd_usage.c */
 int cli_events_main(int argc, char **argv); /* src/cli/cmd_events.c */
 int cli_sim_main(int argc, char **argv);    /* src/cli/cmd_sim.c */
+int cli_hold_main(int argc, char **argv);    /* src/cli/cmd_hold.c */
+int cli_release_main(int argc, char **argv); /* src/cli/cmd_hold.c */
+int cli_requeue_main(int argc, char **argv); /* src/cli/cmd_hold.c */
+int cli_top_main(int argc, char **argv);     /* src/cli/cmd_top.c */
 
 #endif

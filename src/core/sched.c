@@ -243,7 +243,7 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
     bool explain = s->cfg.explain;
     for (size_t i = 0; i < ncandidates; i++) {
         struct job *job = ids ? cluster_find_job(c, ids[i]) : &c->jobs[i];
-        if (!job || job->state != JOB_PENDING || job->held ||
+        if (!job || job->state != JOB_PENDING || job->held || job->on_hold ||
             (s->cfg.budgets &&
              budget_holds_job(s->cfg.budgets, job, explain ? job->wait_reason : NULL)))
             continue;

@@ -182,6 +182,11 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     /* A lost node whose agent came back (restarted) is back, as after a late heartbeat. */
     bool back = old && old->state == NODE_LOST;
     node.state = NODE_READY;
+    if (old && old->drained) { /* an operator's drain outlives agent restarts */
+        node.drained = true;
+        memcpy(node.drain_reason, old->drain_reason, sizeof node.drain_reason);
+        node.state = NODE_DRAINING;
+    }
     node.last_heartbeat_ms = now;
     int rc = store_begin(srv->store, &err);
     if (!rc)

@@ -5,6 +5,7 @@
 
 #include "common/fsutil.h"
 #include "core/gpu_share.h"
+#include "core/operator.h"
 #include "server/pool_loop.h"
 #include "server/pool_loop_state.h"
 #include "server/server.h"
@@ -52,7 +53,11 @@ int api_nodes_list(struct server *srv, struct api_request *req, struct api_reply
     pthread_mutex_lock(&srv->lock);
     for (size_t i = 0; i < srv->cluster.nnodes; i++)
     {
-        json_t *o = node_to_json(&srv->cluster.nodes[i], now);
+        const struct node *n = &srv->cluster.nodes[i];
+        json_t *o = node_to_json(n, now);
+        /* An operator's drain (core/operator.h) and what still runs there. */
+        json_object_set_new(o, "drain_reason", n->drained ? json_string(n->drain_reason) : json_null());
+        json_object_set_new(o, "jobs", json_integer(operator_node_jobs(&srv->cluster, n->id)));
         pool_loop_node_json(srv, &srv->cluster.nodes[i], o, now);
         json_array_append_new(nodes, o);
     }

@@ -83,6 +83,9 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         u.exit_code = a->exit_code;
         u.signal = a->signal;
         int rc = store_job_update(st, &u, err);
+        /* sched_fail_attempt counted these in memory: no retry used */
+        if (!rc && (a->state == JOB_PREEMPTED || a->state == JOB_LOST))
+            rc = store_job_count_free_attempt(st, a->job_id, err);
         char msg[TIDE_REASON_MAX + 48];
         snprintf(msg, sizeof msg, "attempt %d %s: %s", a->attempt, job_state_name(a->state),
                  a->reason);
@@ -100,7 +103,9 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         return rc ? rc : store_event_add(st, now_ms, "node_lost", 0, a->node_id, a->reason, err);
     }
     case ACTION_NODE_BACK: {
-        int rc = store_node_set_state(st, a->node_id, NODE_READY, err);
+        /* A drained node comes back draining (core/operator.h). */
+        struct node *node = cluster_find_node(&srv->cluster, a->node_id);
+        int rc = store_node_set_state(st, a->node_id, node ? node->state : NODE_READY, err);
         return rc ? rc : store_event_add(st, now_ms, "node_back", 0, a->node_id, a->reason, err);
     }
     case ACTION_SEND_START:

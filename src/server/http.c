@@ -113,6 +113,28 @@ static int route_job(struct server *srv, struct api_request *req, const char *re
         return api_jobs_cancel(srv, req, id, reply);
     if (slash && !strcmp(slash, "/logs") && get)
         return api_jobs_logs(srv, req, id, reply);
+    if (slash && !strcmp(req->method, "POST") &&
+        (!strcmp(slash, "/hold") || !strcmp(slash, "/release") || !strcmp(slash, "/requeue")))
+        return api_jobs_operate(srv, req, id, slash + 1, reply);
+    return api_error_msg(reply, TIDE_ENOENT, NULL, "no route for %s %s", req->method, req->path);
+}
+
+/* /v1/nodes/{name}/drain|undrain (POST) and /v1/nodes/{name} (DELETE). */
+static int route_node(struct server *srv, struct api_request *req, const char *rest,
+                      struct api_reply *reply)
+{
+    char name[TIDE_NAME_MAX];
+    const char *slash = strchr(rest, '/');
+    size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+    if (n == 0 || n >= sizeof name)
+        return api_error_msg(reply, TIDE_ENOENT, "node", "no node called '%.64s'", rest);
+    memcpy(name, rest, n);
+    name[n] = '\0';
+    bool post = !strcmp(req->method, "POST");
+    if (!slash && !strcmp(req->method, "DELETE"))
+        return api_nodes_operate(srv, req, name, "delete", reply);
+    if (slash && post && (!strcmp(slash, "/drain") || !strcmp(slash, "/undrain")))
+        return api_nodes_operate(srv, req, name, slash + 1, reply);
     return api_error_msg(reply, TIDE_ENOENT, NULL, "no route for %s %s", req->method, req->path);
 }
 
@@ -158,6 +180,8 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
         if (end != p + 10 && id > 0 && !strcmp(end, "/interrupt"))
             return api_nodes_interrupt(srv, req, id, reply);
     }
+    if (!strncmp(p, "/v1/nodes/", 10) && (post || !strcmp(m, "DELETE")))
+        return route_node(srv, req, p + 10, reply);
     if (!strcmp(p, "/v1/projects") && get)
         return api_projects_list(srv, req, reply);
     if (!strcmp(p, "/v1/usage") && get)

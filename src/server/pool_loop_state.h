@@ -62,7 +62,6 @@ struct pool_loop {
     bool started;
     struct autoscaler as;
     struct billing bill;
-    struct usage_ledger ledger; /* bill's, by day (GET /v1/usage) */
     struct provider providers[TIDE_MAX_POOLS];
     struct pool_node_rt *nodes;
     size_t nnodes, nodes_cap;

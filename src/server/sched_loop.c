@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "core/deps.h"
 #include "server/server.h"
+#include "server/usage_meter.h"
 
 void sched_loop_kick(struct server *srv)
 {
@@ -76,6 +77,7 @@ static void *sched_thread(void *arg)
         if (placed < 0)
             log_error("scheduling pass ran out of memory");
         srv->sched_passes++;
+        usage_meter_tick(srv, now);
         struct tide_err err;
         if (apply_actions(srv, &actions, now, &err) != 0)
             log_error("scheduling pass not persisted: %s", err.message);

@@ -70,6 +70,7 @@ struct server {
     struct pool_loop *pool_loop; /* elastic pools (pool_loop.h); NULL without pools */
     struct retention *retention;  /* the sweeper (retention.h); NULL when all is kept */
     struct submit_batch *submits; /* group commit of submissions (submit_batch.h); NULL: inline */
+    struct usage_meter *usage; /* the usage ledger (usage_meter.h); NULL before start */
     /* Counters for /metrics, under lock. */
     long long http_requests; /* atomic (__atomic builtins), not under lock */
     long long sched_passes;
@@ -126,6 +127,12 @@ int api_projects_list(struct server *srv, struct api_request *req, struct api_re
 int api_usage_get(struct server *srv, struct api_request *req, struct api_reply *reply);
 /* web.c: GET / and GET /static/NAME, the embedded dashboard (no token). */
 int api_web_static(struct server *srv, struct api_request *req, struct api_reply *reply);
+/* api_ops.c: POST /v1/jobs/{id}/hold|release|requeue (op is the last word). */
+int api_jobs_operate(struct server *srv, struct api_request *req, int64_t id, const char *op,
+                     struct api_reply *reply);
+/* api_ops.c: POST /v1/nodes/{name}/drain|undrain, DELETE /v1/nodes/{name} (op "delete"). */
+int api_nodes_operate(struct server *srv, struct api_request *req, const char *name,
+                      const char *op, struct api_reply *reply);
 
 /* auth.c: creates admin.token and join.token on first start. */
 int auth_bootstrap(struct server *srv, struct tide_err *err);

@@ -23,6 +23,7 @@
 #include "server/submit_batch.h"
 #include "store/store_idempotency.h"
 #include "server/server.h"
+#include "server/usage_meter.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -222,6 +223,8 @@ static int server_open(struct server *srv, struct tide_err *err)
         rc = auth_bootstrap(srv, err);
     if (!rc)
         rc = server_reload_cluster(srv, clock_now_ms(), err);
+    if (!rc)
+        rc = usage_meter_start(srv, err);
     return rc;
 }
 
@@ -325,6 +328,7 @@ out:
         pthread_mutex_unlock(&srv.lock);
         pthread_join(sched_thread, NULL);
     }
+    usage_meter_stop(&srv);
     store_close(srv.store);
     if (srv.data_lock_fd > 0)
         close(srv.data_lock_fd);

@@ -78,6 +78,12 @@ int store_node_upsert(struct store *s, struct node *node, json_t *info, int64_t 
                       struct tide_err *err);
 int store_node_set_state(struct store *s, int64_t node_id, enum node_state state,
                          struct tide_err *err);
+/* Sets a node's state and its operator drain: reason NULL when undrained. */
+int store_node_set_drain(struct store *s, int64_t node_id, enum node_state state,
+                         const char *reason, struct tide_err *err);
+/* Marks a node deleted (no longer loaded; jobs and events keep its name)
+ * and revokes its node tokens. Registering the name again revives it. */
+int store_node_delete(struct store *s, int64_t node_id, struct tide_err *err);
 /* Adds every stored node to c (lost or ready, as stored), with
  * last_heartbeat_ms = now_ms so agents get a full timeout to come back. */
 int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct tide_err *err);
@@ -86,6 +92,12 @@ int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct 
 int store_job_insert(struct store *s, struct job *job, json_t *spec, const char *owner,
                      int64_t now_ms, struct tide_err *err);
 int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err);
+/* Counts one more attempt of the job ended by no fault of its own
+ * (preemption, an operator's requeue, its node lost, its task vanished):
+ * such attempts use up no retry, across restarts too. */
+int store_job_count_free_attempt(struct store *s, int64_t job_id, struct tide_err *err);
+/* Sets (reason) or clears (NULL) an operator's hold on a job. */
+int store_job_set_hold(struct store *s, int64_t job_id, const char *reason, struct tide_err *err);
 /* Adds every unfinished job to c, GPUs assigned as stored. */
 int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *err);
 /* A job's state and project; TIDE_ENOENT when absent. */

@@ -111,6 +111,12 @@ int store_open_sqlite(const char *path, struct store **out, struct tide_err *err
     if (!rc) {
         /* Databases made before gang jobs lack the column; adding it twice fails harmlessly. */
         sqlite3_exec(s->db, "ALTER TABLE jobs ADD COLUMN parts TEXT", NULL, NULL, NULL);
+        /* Operator holds and drains (core/operator.h): NULL when none. */
+        sqlite3_exec(s->db, "ALTER TABLE jobs ADD COLUMN hold_reason TEXT", NULL, NULL, NULL);
+        sqlite3_exec(s->db, "ALTER TABLE nodes ADD COLUMN drain_reason TEXT", NULL, NULL, NULL);
+        /* Attempts ended by no fault of the job, which use no retry (store.h). */
+        sqlite3_exec(s->db, "ALTER TABLE jobs ADD COLUMN free_attempts INTEGER NOT NULL DEFAULT 0",
+                     NULL, NULL, NULL);
     }
     /* Opened after the writer made the file and switched it to WAL. */
     if (!rc && sqlite3_open_v2(path, &s->reader, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX,
@@ -314,6 +320,56 @@ int store_node_set_state(struct store *s, int64_t node_id, enum node_state state
     return step_done(s, st, err, "update node");
 }
 
+int store_node_set_drain(struct store *s, int64_t node_id, enum node_state state,
+                         const char *reason, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "UPDATE nodes SET state=?, drain_reason=? WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_text(st, 1, node_state_name(state), -1, SQLITE_STATIC);
+    if (reason)
+        sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 2);
+    sqlite3_bind_int64(st, 3, node_id);
+    return step_done(s, st, err, "update node drain");
+}
+
+int store_node_delete(struct store *s, int64_t node_id, struct tide_err *err)
+{
+    /* A tombstone, so finished jobs and events still name the node; an agent
+     * that registers the name again brings the row back. */
+    sqlite3_stmt *st = prepare(s, "UPDATE nodes SET state='deleted', drain_reason=NULL WHERE id=?",
+                               err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, node_id);
+    int rc = step_done(s, st, err, "delete node");
+    return rc ? rc : store_token_delete_node(s, node_id, err);
+}
+
+int store_job_count_free_attempt(struct store *s, int64_t job_id, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "UPDATE jobs SET free_attempts = free_attempts + 1 WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, job_id);
+    return step_done(s, st, err, "count a free attempt");
+}
+
+int store_job_set_hold(struct store *s, int64_t job_id, const char *reason, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "UPDATE jobs SET hold_reason=? WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    if (reason)
+        sqlite3_bind_text(st, 1, reason, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 1);
+    sqlite3_bind_int64(st, 2, job_id);
+    return step_done(s, st, err, "update job hold");
+}
+
 /* Fills the static parts of a node from its registration JSON. */
 static void node_from_info(struct node *n, json_t *info)
 {
@@ -342,7 +398,8 @@ static void node_from_info(struct node *n, json_t *info)
 
 int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct tide_err *err)
 {
-    sqlite3_stmt *st = prepare(s, "SELECT id, name, state, info FROM nodes ORDER BY id", err);
+    sqlite3_stmt *st = prepare(s, "SELECT id, name, state, info, drain_reason FROM nodes"
+                                  " WHERE state != 'deleted' ORDER BY id", err);
     if (!st)
         return TIDE_EIO;
     int rc = 0, r;
@@ -357,6 +414,11 @@ int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct 
         json_t *info = column_json(st, 3);
         node_from_info(&n, info);
         json_decref(info);
+        if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
+            n.drained = true;
+            snprintf(n.drain_reason, sizeof n.drain_reason, "%s",
+                     (const char *)sqlite3_column_text(st, 4));
+        }
         if (!cluster_put_node(c, &n)) {
             rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
             break;
@@ -460,7 +522,8 @@ static void restore_parts(struct cluster *c, struct job *job, sqlite3_stmt *st, 
 int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *err)
 {
     sqlite3_stmt *st = prepare(s,
-        "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, start_ms, parts FROM jobs"
+        "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, start_ms, parts,"
+        " hold_reason, owner, free_attempts FROM jobs"
         " WHERE state NOT IN ('succeeded','failed','cancelled','timeout') ORDER BY id", err);
     if (!st)
         return TIDE_EIO;
@@ -487,6 +550,13 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
         job.cancel_requested = sqlite3_column_int(st, 6) != 0;
         job.submit_ms = sqlite3_column_int64(st, 7);
         job.start_ms = sqlite3_column_int64(st, 8);
+        snprintf(job.user, sizeof job.user, "%s", (const char *)sqlite3_column_text(st, 11));
+        job.free_attempts = sqlite3_column_int(st, 12);
+        if (sqlite3_column_type(st, 10) != SQLITE_NULL && job.state == JOB_PENDING) {
+            job.on_hold = true;
+            snprintf(job.wait_reason, sizeof job.wait_reason, "held: %.150s",
+                     (const char *)sqlite3_column_text(st, 10));
+        }
         int64_t node_id = sqlite3_column_int64(st, 4);
         json_t *gpus = column_json(st, 5);
         struct job *stored = cluster_add_job(c, &job);
@@ -534,7 +604,7 @@ static json_t *int_or_null(sqlite3_stmt *st, int i)
 #define JOB_COLUMNS                                                                                \
     "j.id, j.name, j.project, j.queue, j.priority, j.state, j.reason, j.attempt, j.spec,"         \
     " n.name, j.gpus, j.exit_code, j.signal, j.submit_ms, j.start_ms, j.end_ms,"                  \
-    " j.cancel_requested, j.owner"
+    " j.cancel_requested, j.owner, j.hold_reason"
 
 static json_t *job_row_to_json(sqlite3_stmt *st)
 {
@@ -561,6 +631,15 @@ static json_t *job_row_to_json(sqlite3_stmt *st)
                           "end_time", time_or_null(st, 15),
                           "cancel_requested", sqlite3_column_int(st, 16) != 0,
                           "owner", (const char *)sqlite3_column_text(st, 17));
+    if (j) {
+        /* A hold matters only while the job waits (cancelling a held job keeps the column). */
+        bool held = sqlite3_column_type(st, 18) != SQLITE_NULL &&
+                    !strcmp((const char *)sqlite3_column_text(st, 5), "pending");
+        json_object_set_new(j, "held", json_boolean(held));
+        if (held)
+            json_object_set_new(j, "hold_reason",
+                                json_string((const char *)sqlite3_column_text(st, 18)));
+    }
     return j;
 }
 
