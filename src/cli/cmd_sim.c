@@ -56,6 +56,9 @@ static const char sim_usage[] =
     "  --preempt-interval S   re-check for preemption while jobs wait (60)\n"
     "  --preempt-overhead S   run time a preempted job loses on restart (0)\n"
     "  --no-oracle            do not give jobs their trace duration as estimate\n"
+    "  --eta[=BOOL]           score start-time ETAs: each job's ETA at arrival against\n"
+    "                         its real start (report.json \"eta\"; slower: it plans\n"
+    "                         the whole queue at each arrival)\n"
     "Output:\n"
     "  --out DIR              write report.json, timeline.csv, report.html and\n"
     "                         (single runs) jobs.csv: each job's first start and node\n"
@@ -76,7 +79,7 @@ struct sim_cli {
     /* flags over the config */
     const char *policy, *placement, *gpu_model, *price;
     long nodes, gpus_per_node, gpu_memory, preempt_interval, preempt_overhead;
-    int backfill, preempt, no_oracle; /* -1: not given */
+    int backfill, preempt, no_oracle, eta; /* -1: not given */
 };
 
 struct warn_ctx {
@@ -169,6 +172,8 @@ static int apply_flags(struct sim_config *cfg, const struct sim_cli *o)
         cfg->backfill = o->backfill;
     if (o->no_oracle > 0)
         cfg->oracle_runtime = false;
+    if (o->eta >= 0)
+        cfg->eta = o->eta;
     if (o->preempt_interval > 0)
         cfg->preempt_interval_ms = o->preempt_interval * 1000;
     if (o->preempt_overhead >= 0)
@@ -213,7 +218,7 @@ static int parse_args(int argc, char **argv, struct sim_cli *o)
     memset(o, 0, sizeof *o);
     trace_synth_defaults(&o->synth);
     o->nodes = o->gpus_per_node = o->gpu_memory = o->preempt_overhead = -1;
-    o->backfill = o->preempt = o->no_oracle = -1;
+    o->backfill = o->preempt = o->no_oracle = o->eta = -1;
     for (int i = 1; i < argc; i++) {
         char name[64];
         const char *arg = argv[i], *val = NULL;
@@ -249,6 +254,7 @@ static int parse_args(int argc, char **argv, struct sim_cli *o)
         else if (!strcmp(name, "--backfill")) { if (parse_bool(name, val, &o->backfill)) return -1; }
         else if (!strcmp(name, "--preempt")) { if (parse_bool(name, val, &o->preempt)) return -1; }
         else if (!strcmp(name, "--no-oracle")) o->no_oracle = 1;
+        else if (!strcmp(name, "--eta")) { if (parse_bool(name, val, &o->eta)) return -1; }
         else if (!strcmp(name, "--synthetic")) { VALUE(); if (parse_long(name, val, 1, 100000000, &o->synthetic)) return -1; }
         else if (!strcmp(name, "--max-jobs")) { VALUE(); if (parse_long(name, val, 1, 1000000000, &o->max_jobs)) return -1; }
         else if (!strcmp(name, "--nodes")) { VALUE(); if (parse_long(name, val, 0, 10000000, &o->nodes)) return -1; }

@@ -1,6 +1,7 @@
-/* Start-time ETAs from a forward plan of GPUs (see eta.h). */
+/* Start-time ETAs from a forward run of free GPU counts (see eta.h). */
 #include "core/eta.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,8 @@
 
 #include "core/core_banned.h"
 
+#define MAXG TIDE_MAX_GPUS_PER_NODE
+
 void eta_plan_init(struct eta_plan *p)
 {
     memset(p, 0, sizeof *p);
@@ -22,9 +25,14 @@ void eta_plan_release(struct eta_plan *p)
     if (!p)
         return;
     free(p->nodes);
-    free(p->slots);
-    for (int k = 0; k <= ETA_TREE_SIZES; k++)
-        free(p->trees[k]);
+    free(p->free);
+    free(p->size);
+    free(p->next);
+    free(p->prev);
+    free(p->heap);
+    free(p->items);
+    free(p->by_size);
+    free(p->special);
     memset(p, 0, sizeof *p);
 }
 
@@ -43,308 +51,405 @@ static int grow(void **buf, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
+/* --- nodes by free GPU count --- */
+
+static void bucket_remove(struct eta_plan *p, int32_t i)
+{
+    int f = p->free[i];
+    if (p->prev[i] >= 0)
+        p->next[p->prev[i]] = p->next[i];
+    else
+        p->head[f] = p->next[i];
+    if (p->next[i] >= 0)
+        p->prev[p->next[i]] = p->prev[i];
+    p->count[f]--;
+}
+
+static void bucket_insert(struct eta_plan *p, int32_t i)
+{
+    int f = p->free[i];
+    p->prev[i] = -1;
+    p->next[i] = p->head[f];
+    if (p->head[f] >= 0)
+        p->prev[p->head[f]] = i;
+    p->head[f] = i;
+    p->count[f]++;
+    if (f > p->max_free)
+        p->max_free = f;
+}
+
+static void set_free(struct eta_plan *p, int32_t i, int f)
+{
+    if (f < 0)
+        f = 0; /* a reservation whose GPUs came late: estimates were off */
+    if (f > p->size[i])
+        f = p->size[i];
+    bucket_remove(p, i);
+    p->free[i] = f;
+    bucket_insert(p, i);
+    while (p->max_free > 0 && p->count[p->max_free] == 0)
+        p->max_free--;
+}
+
+/* --- events --- */
+
+static bool event_before(const struct eta_event *a, const struct eta_event *b)
+{
+    return a->t_ms != b->t_ms ? a->t_ms < b->t_ms : a->kind < b->kind;
+}
+
+static int push_event(struct eta_plan *p, struct eta_event ev)
+{
+    if (grow((void **)&p->heap, &p->heap_cap, p->nheap + 1, sizeof *p->heap))
+        return TIDE_ENOMEM;
+    size_t i = p->nheap++;
+    while (i > 0 && event_before(&ev, &p->heap[(i - 1) / 2])) {
+        p->heap[i] = p->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    p->heap[i] = ev;
+    return 0;
+}
+
+static struct eta_event pop_event(struct eta_plan *p)
+{
+    struct eta_event top = p->heap[0], last = p->heap[--p->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= p->nheap)
+            break;
+        if (c + 1 < p->nheap && event_before(&p->heap[c + 1], &p->heap[c]))
+            c++;
+        if (!event_before(&p->heap[c], &last))
+            break;
+        p->heap[i] = p->heap[c];
+        i = c;
+    }
+    if (p->nheap)
+        p->heap[i] = last;
+    return top;
+}
+
+/* --- the cluster now --- */
+
 static bool gpu_plannable(const struct gpu *g)
 {
     return !g->mig_mode && g->mig_profile[0] == '\0';
 }
 
-/* Lays out the ready nodes' whole GPUs, all free at now_ms. */
-static int plan_nodes(struct eta_plan *p, const struct cluster *c, int64_t now_ms)
+static int32_t plan_index_of(const struct eta_plan *p, const struct node *n)
 {
-    size_t nnodes = 0, nslots = 0;
-    for (size_t i = 0; i < c->nnodes; i++)
-        if (c->nodes[i].state == NODE_READY) {
-            nnodes++;
-            nslots += (size_t)c->nodes[i].ngpus;
-        }
-    if (grow((void **)&p->nodes, &p->nodes_cap, nnodes, sizeof *p->nodes) ||
-        grow((void **)&p->slots, &p->slots_cap, nslots, sizeof *p->slots))
-        return TIDE_ENOMEM;
-    p->nnodes = 0;
-    p->any_spot = false;
-    struct eta_slot *next = p->slots;
-    for (size_t i = 0; i < c->nnodes; i++) {
-        struct node *node = &c->nodes[i];
-        if (node->state != NODE_READY)
-            continue;
-        struct eta_node *pn = &p->nodes[p->nnodes++];
-        pn->node = node;
-        pn->slots = next;
-        pn->nslots = 0;
-        p->any_spot |= node->spot;
-        for (int g = 0; g < node->ngpus; g++)
-            if (gpu_plannable(&node->gpus[g]))
-                pn->slots[pn->nslots++] =
-                    (struct eta_slot){.free_ms = now_ms, .basis = ETA_BASIS_NOW, .gpu = (uint8_t)g};
-        next += pn->nslots;
-    }
-    return 0;
-}
-
-/* The plan's node for a cluster node id, by the position the cluster
- * keeps it at (plan nodes are the ready ones, in cluster order). */
-static struct eta_node *plan_node_of(struct eta_plan *p, struct cluster *c, int64_t node_id)
-{
-    struct node *n = cluster_find_node(c, node_id);
-    if (!n || n->state != NODE_READY)
-        return NULL;
     size_t lo = 0, hi = p->nnodes;
     while (lo < hi) { /* plan nodes are in cluster order: search by address */
         size_t mid = (lo + hi) / 2;
-        if (p->nodes[mid].node < n)
+        if (p->nodes[mid] < n)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < p->nnodes && p->nodes[lo].node == n ? &p->nodes[lo] : NULL;
+    return lo < p->nnodes && p->nodes[lo] == n ? (int32_t)lo : -1;
 }
 
-/* Marks the GPUs that a running job holds on pn as busy until end_ms. */
-static void hold_slots(struct eta_node *pn, const struct job *job, int64_t end_ms,
-                       enum eta_basis basis)
+static int plan_nodes(struct eta_plan *p, struct cluster *c)
 {
-    int idx[TIDE_MAX_GPUS_PER_NODE];
-    int n = job_gpus_on_node(job, pn->node->id, idx);
-    for (int i = 0; i < n; i++)
-        for (int s = 0; s < pn->nslots; s++) {
-            struct eta_slot *slot = &pn->slots[s];
-            if (pn->node->gpus[slot->gpu].index != idx[i])
-                continue;
-            if (end_ms >= slot->free_ms) {
-                slot->free_ms = end_ms;
-                slot->basis = (uint8_t)basis;
-            }
-            break;
-        }
-}
-
-static void sort_slots(struct eta_node *pn)
-{
-    for (int i = 1; i < pn->nslots; i++) {
-        struct eta_slot v = pn->slots[i];
-        int j = i;
-        while (j > 0 && pn->slots[j - 1].free_ms > v.free_ms) {
-            pn->slots[j] = pn->slots[j - 1];
-            j--;
-        }
-        pn->slots[j] = v;
-    }
-}
-
-/* --- trees: per GPU count k, the node whose k-th soonest free GPU is soonest --- */
-
-static int64_t tree_key(const struct eta_plan *p, int k, int32_t i)
-{
-    if (i < 0 || (size_t)i >= p->nnodes || p->nodes[i].nslots < k)
-        return INT64_MAX;
-    return p->nodes[i].slots[k - 1].free_ms;
-}
-
-static int32_t tree_pick(const struct eta_plan *p, int k, int32_t a, int32_t b)
-{
-    return tree_key(p, k, b) < tree_key(p, k, a) ? b : a;
-}
-
-static int tree_build(struct eta_plan *p, int k)
-{
-    size_t need = 2 * p->tree_leaves;
-    if (need > p->trees_cap) {
-        for (int i = 0; i <= ETA_TREE_SIZES; i++) {
-            free(p->trees[i]);
-            p->trees[i] = NULL;
-        }
-        p->trees_cap = need;
-    }
-    if (!p->trees[k] && !(p->trees[k] = malloc(p->trees_cap * sizeof(int32_t))))
+    size_t n = 0;
+    for (size_t i = 0; i < c->nnodes; i++)
+        n += c->nodes[i].state == NODE_READY;
+    size_t cap = p->nodes_cap;
+    if (grow((void **)&p->nodes, &cap, n, sizeof *p->nodes))
         return TIDE_ENOMEM;
-    int32_t *t = p->trees[k];
-    for (size_t i = 0; i < p->tree_leaves; i++)
-        t[p->tree_leaves + i] = i < p->nnodes ? (int32_t)i : -1;
-    for (size_t i = p->tree_leaves - 1; i >= 1; i--)
-        t[i] = tree_pick(p, k, t[2 * i], t[2 * i + 1]);
-    p->tree_built[k] = true;
+    if (cap != p->nodes_cap) {
+        int32_t *a[4];
+        for (int k = 0; k < 4; k++)
+            if (!(a[k] = malloc(cap * sizeof(int32_t)))) {
+                while (k--)
+                    free(a[k]);
+                return TIDE_ENOMEM;
+            }
+        free(p->free), free(p->size), free(p->next), free(p->prev);
+        p->free = a[0], p->size = a[1], p->next = a[2], p->prev = a[3];
+        p->nodes_cap = cap;
+    }
+    for (int f = 0; f <= MAXG; f++)
+        p->head[f] = -1, p->count[f] = 0;
+    p->max_free = 0;
+    p->nnodes = 0;
+    p->any_spot = false;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        struct node *node = &c->nodes[i];
+        if (node->state != NODE_READY)
+            continue;
+        int32_t k = (int32_t)p->nnodes++;
+        int size = 0, free_now = 0;
+        for (int g = 0; g < node->ngpus; g++)
+            if (gpu_plannable(&node->gpus[g])) {
+                size++;
+                free_now += gpu_is_free(&node->gpus[g]);
+            }
+        p->nodes[k] = node;
+        p->size[k] = size;
+        p->free[k] = free_now;
+        p->any_spot |= node->spot;
+        bucket_insert(p, k);
+    }
     return 0;
 }
 
-static void trees_update(struct eta_plan *p, size_t node)
+/* The plannable GPUs job holds on node. */
+static int held_on(const struct job *job, const struct node *node)
 {
-    for (int k = 1; k <= ETA_TREE_SIZES; k++) {
-        if (!p->tree_built[k])
-            continue;
-        int32_t *t = p->trees[k];
-        for (size_t i = (p->tree_leaves + node) / 2; i >= 1; i /= 2)
-            t[i] = tree_pick(p, k, t[2 * i], t[2 * i + 1]);
-    }
+    int idx[MAXG], n = job_gpus_on_node(job, node->id, idx), held = 0;
+    for (int i = 0; i < n; i++)
+        for (int g = 0; g < node->ngpus; g++)
+            if (node->gpus[g].index == idx[i]) {
+                /* a shared GPU is not counted free now, nor when one sharer ends */
+                held += gpu_plannable(&node->gpus[g]) && node->gpus[g].job_id == job->id;
+                break;
+            }
+    return held;
 }
 
-/* --- placing one pending job in the plan --- */
+/* Ends of the jobs on nodes, and the reservation a job holds. */
+static int plan_running(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
+                        int64_t now_ms)
+{
+    for (size_t j = 0; j < c->njobs; j++) {
+        const struct job *job = &c->jobs[j];
+        if (!job_state_is_on_node(job->state))
+            continue;
+        enum eta_basis basis = ETA_BASIS_NOW;
+        int64_t end = now_ms; /* a job being stopped frees its GPUs about now */
+        if (job->state != JOB_PREEMPTED && !job->cancel_requested && !job->reclaim_requested)
+            end += eta_estimator_remaining_ms(est, job, now_ms - job->start_ms, &basis);
+        for (int part = -1; part < job->nparts; part++) {
+            struct node *n = cluster_find_node(c, part < 0 ? job->node_id : job->parts[part].node_id);
+            int32_t k = n && n->state == NODE_READY ? plan_index_of(p, n) : -1;
+            int held = k >= 0 ? held_on(job, n) : 0;
+            if (held && push_event(p, (struct eta_event){.t_ms = end, .node = k, .delta = held,
+                                                         .basis = (uint8_t)basis}))
+                return TIDE_ENOMEM;
+        }
+    }
+    return 0;
+}
 
-/* Jobs that may use any ready node, whole GPUs on one node at a time
- * (the trees answer them). */
+/* A reserved job starts at its reservation on its node, which keeps its
+ * free GPUs for it until then (EASY). */
+static int plan_reservation(struct eta_plan *p, struct cluster *c, struct eta_item *it,
+                            int64_t now_ms)
+{
+    struct job *job = it->job;
+    struct node *n = cluster_find_node(c, job->reserved_node_id);
+    int32_t k = n && n->state == NODE_READY ? plan_index_of(p, n) : -1;
+    if (k < 0 || job->gpus > p->size[k])
+        return 0; /* planned as any other job */
+    int64_t start = job->reserved_start_ms > now_ms ? job->reserved_start_ms : now_ms;
+    int hold = p->free[k] < job->gpus ? p->free[k] : job->gpus;
+    set_free(p, k, p->free[k] - hold);
+    it->done = true;
+    job->eta_start_ms = start;
+    job->eta_basis = ETA_BASIS_RESERVATION;
+    uint8_t held = (uint8_t)eta_basis_weaker(ETA_BASIS_RESERVATION, it->run_basis);
+    if (push_event(p, (struct eta_event){.t_ms = start, .node = k, .delta = hold - job->gpus,
+                                         .basis = ETA_BASIS_RESERVATION, .kind = 1}) ||
+        push_event(p, (struct eta_event){.t_ms = start + it->run_ms, .node = k,
+                                         .delta = job->gpus, .basis = held}))
+        return TIDE_ENOMEM;
+    return 0;
+}
+
+/* --- placing --- */
+
+/* Whole GPUs on one node, any ready node (spot allowed where there is
+ * one): the free counts alone say where it fits. */
 static bool any_node_will_do(const struct eta_plan *p, const struct job *job)
 {
-    return job->gpu_model[0] == '\0' && job->gpu_memory_mib == 0 && job->mig[0] == '\0' &&
+    return job->gpus <= MAXG && job->max_nodes <= 1 && job->gpu_model[0] == '\0' &&
+           job->gpu_memory_mib == 0 && job->mig[0] == '\0' &&
            (!job->rules || job->rules->npools == 0) &&
            (!p->any_spot || job->preemptible || (job->rules && job->rules->allow_spot));
 }
 
-/* When k GPUs of pn that job can use are free (INT64_MAX: never). */
-static int64_t node_kth(const struct eta_node *pn, const struct job *job, int k)
+/* The node with the fewest free GPUs that still has k (best fit); -1: none. */
+static int32_t best_fit(const struct eta_plan *p, int k)
 {
-    if (!queue_allows_node(job, pn->node))
-        return INT64_MAX;
-    int found = 0;
-    for (int s = 0; s < pn->nslots; s++)
-        if (placement_gpu_matches(&pn->node->gpus[pn->slots[s].gpu], job) && ++found == k)
-            return pn->slots[s].free_ms;
-    return INT64_MAX;
+    for (int f = k; f <= p->max_free; f++)
+        if (p->head[f] >= 0)
+            return p->head[f];
+    return -1;
 }
 
-/* Picks the k GPUs of pn that job can use and that are free by start_ms,
- * the latest-freed first, so that GPUs free long before stay for jobs
- * further back (a smaller gap); their slot positions go to picked. */
-static int node_pick(const struct eta_node *pn, const struct job *job, int k, int64_t start_ms,
-                     bool any, int *picked)
+static bool node_takes(const struct eta_plan *p, int32_t i, const struct job *job, int share)
 {
-    int n = 0;
-    int s = pn->nslots - 1;
-    while (s >= 0 && pn->slots[s].free_ms > start_ms)
-        s--;
-    for (; s >= 0 && n < k; s--)
-        if (any || placement_gpu_matches(&pn->node->gpus[pn->slots[s].gpu], job))
-            picked[n++] = s;
-    return n;
+    const struct node *n = p->nodes[i];
+    if (p->free[i] < share || !queue_allows_node(job, n))
+        return false;
+    for (int g = 0; g < n->ngpus; g++)
+        if (gpu_plannable(&n->gpus[g]))
+            return placement_gpu_matches(&n->gpus[g], job);
+    return false;
 }
 
-/* The least certain basis of the picked GPUs' free times. */
-static enum eta_basis picked_basis(const struct eta_node *pn, const int *picked, int n)
+/* Whether a special job fits now: its nodes (best fit first) into out, and
+ * how many; 0 when it does not. */
+static int special_fits(const struct eta_plan *p, const struct job *job, int32_t *out, int *share)
 {
-    enum eta_basis basis = ETA_BASIS_NOW;
-    for (int i = 0; i < n; i++)
-        basis = eta_basis_weaker(basis, (enum eta_basis)pn->slots[picked[i]].basis);
-    return basis;
-}
-
-/* Gives job the picked GPUs of plan node i until end_ms (what that rests
- * on: basis). */
-static void node_take(struct eta_plan *p, size_t i, const int *picked, int n, int64_t end_ms,
-                      enum eta_basis basis)
-{
-    struct eta_node *pn = &p->nodes[i];
-    for (int k = 0; k < n; k++) {
-        pn->slots[picked[k]].free_ms = end_ms;
-        pn->slots[picked[k]].basis = (uint8_t)basis;
-    }
-    sort_slots(pn);
-    trees_update(p, i);
-}
-
-/* When the soonest single node has k GPUs of job free (INT64_MAX: none
- * ever), and which (*node_out). */
-static int64_t best_node(struct eta_plan *p, const struct job *job, int k, bool any,
-                         size_t *node_out, int *rc)
-{
-    if (any && k <= ETA_TREE_SIZES) {
-        if (!p->tree_built[k] && (*rc = tree_build(p, k)))
-            return INT64_MAX;
-        int32_t top = p->trees[k][1];
-        *node_out = (size_t)(top < 0 ? 0 : top);
-        return tree_key(p, k, top);
-    }
-    int64_t best = INT64_MAX;
-    for (size_t i = 0; i < p->nnodes; i++) {
-        int64_t t = node_kth(&p->nodes[i], job, k);
-        if (t < best) {
-            best = t;
-            *node_out = i;
-        }
-    }
-    return best;
-}
-
-struct gang_pick {
-    int m, share;
-    int64_t t[TIDE_MAX_GANG_NODES];
-    size_t node[TIDE_MAX_GANG_NODES];
-};
-
-/* The soonest split of a gang job over m nodes: the m nodes whose share of
- * GPUs is free soonest; the time is the last of them. */
-static int64_t best_split(struct eta_plan *p, const struct job *job, int m, struct gang_pick *g)
-{
-    g->m = m;
-    g->share = job->gpus / m;
-    int have = 0;
-    for (size_t i = 0; i < p->nnodes; i++) {
-        int64_t t = node_kth(&p->nodes[i], job, g->share);
-        if (t == INT64_MAX || (have == m && t >= g->t[m - 1]))
+    int k = gpu_job_wants_slice(job) ? 1 : job->gpus;
+    bool plain = job->gpu_model[0] == '\0' && job->gpu_memory_mib == 0 &&
+                 (!job->rules || job->rules->npools == 0) && !p->any_spot;
+    for (int m = 1; m; m = job->max_nodes > 1 ? gang_next_split(job, m) : 0) {
+        int s = k / m;
+        if (s > MAXG || s > p->max_free)
             continue;
-        int j = have < m ? have++ : m - 1;
-        while (j > 0 && g->t[j - 1] > t) {
-            g->t[j] = g->t[j - 1];
-            g->node[j] = g->node[j - 1];
-            j--;
+        if (plain) { /* the counts say whether m nodes have s free */
+            int have = 0;
+            for (int f = s; f <= p->max_free && have < m; f++)
+                have += p->count[f];
+            if (have < m)
+                continue;
         }
-        g->t[j] = t;
-        g->node[j] = i;
-    }
-    return have == m ? g->t[m - 1] : INT64_MAX;
-}
-
-static int plan_job(struct eta_plan *p, const struct eta_estimator *est, struct job *job,
-                    int64_t now_ms)
-{
-    job->eta_start_ms = 0;
-    job->eta_basis = ETA_BASIS_UNKNOWN;
-    int64_t earliest = job->not_before_ms > now_ms ? job->not_before_ms : now_ms;
-    if (job->gpus <= 0) {
-        job->eta_start_ms = earliest;
-        job->eta_basis = ETA_BASIS_NOW;
-        return 0;
-    }
-    if (job->mig[0])
-        return 0;
-    int k = gpu_job_wants_slice(job) ? 1 : job->gpus; /* a share is planned as a whole GPU */
-    bool any = any_node_will_do(p, job);
-    int rc = 0;
-    size_t node = 0;
-    int64_t t = k <= TIDE_MAX_GPUS_PER_NODE ? best_node(p, job, k, any, &node, &rc) : INT64_MAX;
-    if (rc)
-        return rc;
-    struct gang_pick best_gang = {.m = 0}, g;
-    for (int m = job->max_nodes > 1 ? gang_next_split(job, 1) : 0; m; m = gang_next_split(job, m)) {
-        int64_t tg = best_split(p, job, m, &g);
-        if (tg < t) {
-            t = tg;
-            best_gang = g;
+        int found = 0;
+        for (int f = s; f <= p->max_free && found < m; f++)
+            for (int32_t i = p->head[f]; i >= 0 && found < m; i = p->next[i])
+                if (node_takes(p, i, job, s))
+                    out[found++] = i;
+        if (found == m) {
+            *share = s;
+            return m;
         }
-    }
-    if (t == INT64_MAX)
-        return 0; /* no node could hold it as planned */
-    int64_t start = t > earliest ? t : earliest;
-    enum eta_basis run_basis;
-    int64_t run_ms = eta_estimator_remaining_ms(est, job, 0, &run_basis);
-    int picked[TIDE_MAX_GANG_NODES][TIDE_MAX_GPUS_PER_NODE], npicked[TIDE_MAX_GANG_NODES];
-    int nnodes = best_gang.m ? best_gang.m : 1;
-    enum eta_basis basis = ETA_BASIS_NOW;
-    for (int i = 0; i < nnodes; i++) {
-        size_t at = best_gang.m ? best_gang.node[i] : node;
-        const struct eta_node *pn = &p->nodes[at];
-        npicked[i] = best_gang.m ? node_pick(pn, job, best_gang.share, start, false, picked[i])
-                                 : node_pick(pn, job, k, start, any, picked[i]);
-        basis = eta_basis_weaker(basis, picked_basis(pn, picked[i], npicked[i]));
-    }
-    enum eta_basis held = eta_basis_weaker(basis, run_basis);
-    for (int i = 0; i < nnodes; i++)
-        node_take(p, best_gang.m ? best_gang.node[i] : node, picked[i], npicked[i],
-                  start + run_ms, held);
-    job->eta_start_ms = start;
-    job->eta_basis = basis;
-    if (job->reserved_start_ms > 0) { /* the scheduler's promise */
-        job->eta_start_ms = job->reserved_start_ms > now_ms ? job->reserved_start_ms : now_ms;
-        job->eta_basis = ETA_BASIS_RESERVATION;
     }
     return 0;
+}
+
+static int start_item(struct eta_plan *p, struct eta_item *it, const int32_t *nodes, int n,
+                      int share, int64_t t, enum eta_basis basis)
+{
+    it->done = true;
+    it->job->eta_start_ms = t;
+    it->job->eta_basis = basis;
+    uint8_t held = (uint8_t)eta_basis_weaker(basis, (enum eta_basis)it->run_basis);
+    for (int i = 0; i < n; i++) {
+        set_free(p, nodes[i], p->free[nodes[i]] - share);
+        if (push_event(p, (struct eta_event){.t_ms = t + it->run_ms, .node = nodes[i],
+                                             .delta = share, .basis = held}))
+            return TIDE_ENOMEM;
+    }
+    return 0;
+}
+
+/* At t, starts every waiting job that fits, in order, as a pass would. */
+static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
+{
+    for (;;) {
+        int32_t best = INT32_MAX;
+        int best_k = 0;
+        for (int k = 1; k <= p->max_free; k++)
+            if (p->size_head[k] < p->size_start[k + 1] && p->by_size[p->size_head[k]] < best) {
+                best = p->by_size[p->size_head[k]];
+                best_k = k;
+            }
+        while (p->special_head < p->nspecial && p->items[p->special[p->special_head]].done)
+            p->special_head++;
+        int32_t nodes[TIDE_MAX_GANG_NODES];
+        int share = 0, n = 0;
+        for (size_t s = p->special_head; s < p->nspecial && p->special[s] < best; s++) {
+            const struct eta_item *it = &p->items[p->special[s]];
+            if (!it->done && (n = special_fits(p, it->job, nodes, &share)) > 0) {
+                best = p->special[s];
+                best_k = 0;
+                break;
+            }
+        }
+        if (best == INT32_MAX)
+            return 0;
+        int rc;
+        if (best_k) {
+            p->size_head[best_k]++;
+            int32_t node = best_fit(p, best_k);
+            rc = start_item(p, &p->items[best], &node, 1, best_k, t, basis);
+        } else {
+            rc = start_item(p, &p->items[best], nodes, n, share, t, basis);
+        }
+        if (rc)
+            return rc;
+    }
+}
+
+static int plan_items(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
+                      struct job *const *order, size_t n, int64_t now_ms)
+{
+    if (grow((void **)&p->items, &p->items_cap, n, sizeof *p->items) ||
+        grow((void **)&p->by_size, &p->by_size_cap, n, sizeof *p->by_size) ||
+        grow((void **)&p->special, &p->special_cap, n, sizeof *p->special))
+        return TIDE_ENOMEM;
+    p->nitems = p->nspecial = p->special_head = 0;
+    int32_t sizes[MAXG + 2] = {0};
+    for (size_t i = 0; i < n; i++) {
+        struct job *job = order[i];
+        if (job->state != JOB_PENDING)
+            continue;
+        if (job->gpus <= 0) {
+            job->eta_start_ms = job->not_before_ms > now_ms ? job->not_before_ms : now_ms;
+            job->eta_basis = ETA_BASIS_NOW;
+            continue;
+        }
+        if (job->mig[0])
+            continue; /* MIG instances are not planned */
+        struct eta_item *it = &p->items[p->nitems];
+        enum eta_basis rb;
+        *it = (struct eta_item){.job = job};
+        it->run_ms = eta_estimator_remaining_ms(est, job, 0, &rb);
+        it->run_basis = (uint8_t)rb;
+        it->special = !any_node_will_do(p, job) || gpu_job_wants_slice(job);
+        if (job->reserved_start_ms > 0) {
+            int rc = plan_reservation(p, c, it, now_ms);
+            if (rc)
+                return rc;
+        }
+        if (!it->done && it->special)
+            p->special[p->nspecial++] = (int32_t)p->nitems;
+        else if (!it->done)
+            sizes[job->gpus]++;
+        p->nitems++;
+    }
+    p->size_start[1] = 0;
+    for (int k = 1; k <= MAXG; k++)
+        p->size_start[k + 1] = p->size_start[k] + sizes[k];
+    for (int k = 1; k <= MAXG; k++)
+        p->size_head[k] = p->size_start[k];
+    for (size_t i = 0; i < p->nitems; i++) {
+        const struct eta_item *it = &p->items[i];
+        if (!it->done && !it->special)
+            p->by_size[p->size_head[it->job->gpus]++] = (int32_t)i;
+    }
+    for (int k = 1; k <= MAXG; k++)
+        p->size_head[k] = p->size_start[k];
+    return 0;
+}
+
+static int plan(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
+                struct job *const *order, size_t n, int64_t now_ms)
+{
+    p->nheap = 0;
+    int rc = plan_nodes(p, c);
+    if (!rc)
+        rc = plan_running(p, c, est, now_ms);
+    if (!rc)
+        rc = plan_items(p, c, est, order, n, now_ms);
+    if (!rc)
+        rc = place_round(p, now_ms, ETA_BASIS_NOW);
+    while (!rc && p->nheap > 0) {
+        int64_t t = p->heap[0].t_ms;
+        enum eta_basis basis = ETA_BASIS_NOW;
+        while (p->nheap > 0 && p->heap[0].t_ms == t) {
+            struct eta_event ev = pop_event(p);
+            set_free(p, ev.node, p->free[ev.node] + ev.delta);
+            basis = eta_basis_weaker(basis, (enum eta_basis)ev.basis);
+        }
+        rc = place_round(p, t, basis);
+    }
+    return rc;
 }
 
 int eta_plan_run(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
@@ -360,39 +465,9 @@ int eta_plan_run(struct eta_plan *p, struct cluster *c, const struct eta_estimat
             c->jobs[j].eta_start_ms = 0;
             c->jobs[j].eta_basis = ETA_BASIS_UNKNOWN;
         }
-    int rc = plan_nodes(p, c, now_ms);
+    int rc = plan(p, c, est, order, n, now_ms);
     if (rc)
-        return rc;
-    for (size_t j = 0; j < c->njobs; j++) {
-        const struct job *job = &c->jobs[j];
-        if (!job_state_is_on_node(job->state))
-            continue;
-        enum eta_basis basis = ETA_BASIS_NOW;
-        int64_t end = now_ms; /* a job being stopped frees its GPUs about now */
-        if (job->state != JOB_PREEMPTED && !job->cancel_requested && !job->reclaim_requested)
-            end += eta_estimator_remaining_ms(est, job, now_ms - job->start_ms, &basis);
-        for (int part = -1; part < job->nparts; part++) {
-            struct eta_node *pn =
-                plan_node_of(p, c, part < 0 ? job->node_id : job->parts[part].node_id);
-            if (pn)
-                hold_slots(pn, job, end, basis);
-        }
-    }
-    for (size_t i = 0; i < p->nnodes; i++)
-        sort_slots(&p->nodes[i]);
-    p->tree_leaves = 1;
-    while (p->tree_leaves < p->nnodes)
-        p->tree_leaves *= 2;
-    memset(p->tree_built, 0, sizeof p->tree_built);
-    for (size_t i = 0; i < n; i++) {
-        struct job *job = order[i];
-        if (job->state != JOB_PENDING)
-            continue;
-        if ((rc = plan_job(p, est, job, now_ms)) != 0) {
-            for (size_t j = 0; j < n; j++)
-                order[j]->eta_start_ms = 0, order[j]->eta_basis = ETA_BASIS_UNKNOWN;
-            return rc;
-        }
-    }
-    return 0;
+        for (size_t j = 0; j < n; j++)
+            order[j]->eta_start_ms = 0, order[j]->eta_basis = ETA_BASIS_UNKNOWN;
+    return rc;
 }

@@ -1,19 +1,22 @@
 /*
- * Start-time ETAs for pending jobs: a forward plan of the cluster. Each GPU
- * of a ready node becomes free when its holder's expected run ends
- * (eta_estimate.h: est_runtime, max_runtime, or learned); the pending jobs,
- * in the order the scheduler considers them, each take the GPUs (on one
- * node, or as a gang split) that are free soonest, and hold them for their
- * own expected run. A job's ETA is when its GPUs are free in that plan; one
- * that holds a backfill reservation gets the reservation's time. Pure: now
- * is passed in; the plan's scratch is reused from call to call.
+ * Start-time ETAs for pending jobs: a forward run of the scheduler's own
+ * rule on a copy of the free GPU counts. GPUs of ready nodes come free as
+ * their holders' expected runs end (eta_estimate.h: est_runtime,
+ * max_runtime, or learned); at now and at each such end, the pending
+ * jobs are taken in the scheduler's order and every one that fits is
+ * started (a job that does not fit holds nothing, as in a pass), for its
+ * own expected run. A job's ETA is when it starts in that run; one that
+ * holds a backfill reservation starts at the reservation, on its node, and
+ * holds that node's free GPUs until then. Pure: now is passed in; the
+ * plan's scratch is reused from call to call.
  *
- * What the plan leaves out: GPUs a job will not use before a later job
- * starts are not lent to jobs further back (no backfill into the gaps),
- * CPUs, memory and queue caps are not planned, nodes still booting are
- * not counted, and MIG instances have no ETA. Cost: O(running GPUs +
- * pending x log nodes) for jobs that may use any node; a job with a GPU
- * model, memory, pool rules or a gang split scans the nodes.
+ * What it leaves out: jobs not yet submitted, CPUs, memory and queue caps,
+ * nodes still booting, and GPUs shared by memory (not counted free); MIG
+ * instances get no ETA, a share is planned as a whole GPU, and a node is
+ * taken to have one GPU model (its first GPU's). Cost: O((running parts +
+ * pending) x (log + GPU sizes asked)) for jobs that may use any node;
+ * a job with a GPU model, memory, pool rules or a gang split that the
+ * counts do not settle scans the nodes when it is considered.
  */
 #ifndef TIDE_ETA_H
 #define TIDE_ETA_H
@@ -24,35 +27,43 @@
 #include "core/cluster.h"
 #include "core/eta_estimate.h"
 
-#define ETA_TREE_SIZES TIDE_MAX_GPUS_PER_NODE
-
-/* One GPU in the plan: when it is free, and what that time rests on. */
-struct eta_slot {
-    int64_t free_ms;
+/* GPUs coming free on (delta > 0) or taken from (< 0) a plan node at t. */
+struct eta_event {
+    int64_t t_ms;
+    int32_t node;
+    int32_t delta;
     uint8_t basis;
-    uint8_t gpu; /* position in its node's gpus[] */
+    uint8_t kind; /* 0: an end; 1: a reservation begins (after the ends at t) */
 };
 
-struct eta_node {
-    struct node *node;
-    struct eta_slot *slots; /* ascending by free_ms */
-    int nslots;
+/* A pending job in the plan, in the scheduler's order. */
+struct eta_item {
+    struct job *job;
+    int64_t run_ms;
+    uint8_t run_basis;
+    bool special; /* not a whole-GPU job for any one node: checked on its own */
+    bool done;
 };
 
 /* Scratch of a plan, kept between calls. */
 struct eta_plan {
-    struct eta_node *nodes;
+    struct node **nodes;  /* ready nodes */
+    int32_t *free, *size; /* free and plannable GPUs per plan node */
+    int32_t *next, *prev; /* nodes by free count: doubly linked lists */
+    int32_t head[TIDE_MAX_GPUS_PER_NODE + 1];
+    int32_t count[TIDE_MAX_GPUS_PER_NODE + 1];
+    int max_free;
     size_t nnodes, nodes_cap;
-    struct eta_slot *slots;
-    size_t slots_cap;
     bool any_spot;
-    /* For jobs that may use any node: per GPU count k, a tree over the
-     * nodes giving the one whose k-th soonest free GPU is soonest. Built
-     * on first use in a plan. */
-    size_t tree_leaves; /* a power of two >= nnodes */
-    int32_t *trees[ETA_TREE_SIZES + 1];
-    size_t trees_cap;
-    bool tree_built[ETA_TREE_SIZES + 1];
+    struct eta_event *heap;
+    size_t nheap, heap_cap;
+    struct eta_item *items;
+    size_t nitems, items_cap;
+    int32_t *by_size; /* items of each GPU count, in order */
+    size_t by_size_cap;
+    int32_t size_start[TIDE_MAX_GPUS_PER_NODE + 2], size_head[TIDE_MAX_GPUS_PER_NODE + 1];
+    int32_t *special; /* special items, in order */
+    size_t nspecial, special_cap, special_head;
 };
 
 void eta_plan_init(struct eta_plan *p);

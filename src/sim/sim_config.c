@@ -448,6 +448,8 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
             rc = get_bool(v, key, &cfg->preempt, err);
         else if (!strcmp(key, "oracle_runtime"))
             rc = get_bool(v, key, &cfg->oracle_runtime, err);
+        else if (!strcmp(key, "eta"))
+            rc = get_bool(v, key, &cfg->eta, err);
         else if (!strcmp(key, "preempt_interval")) {
             if (!(rc = get_int(v, key, 1, 86400 * 365, &n, err)))
                 cfg->preempt_interval_ms = n * 1000;
@@ -480,7 +482,7 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
             rc = tide_err_set(err, TIDE_EINVAL, key,
                               "unknown key '%s' (allowed: name, policy, placement, backfill, "
                               "preempt, preempt_interval, preempt_overhead, oracle_runtime, "
-                              "autoscale_interval, seed, projects, pools)",
+                              "eta, autoscale_interval, seed, projects, pools)",
                               key);
         if (rc)
             return rc;
