@@ -355,7 +355,8 @@ static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
         int share = 0, n = 0;
         for (size_t s = p->special_head; s < p->nspecial && p->special[s] < best; s++) {
             const struct eta_item *it = &p->items[p->special[s]];
-            if (!it->done && (n = special_fits(p, it->job, nodes, &share)) > 0) {
+            if (!it->done && it->min_share <= p->max_free &&
+                (n = special_fits(p, it->job, nodes, &share)) > 0) {
                 best = p->special[s];
                 best_k = 0;
                 break;
@@ -402,6 +403,10 @@ static int plan_items(struct eta_plan *p, struct cluster *c, const struct eta_es
         it->run_ms = eta_estimator_remaining_ms(est, job, 0, &rb);
         it->run_basis = (uint8_t)rb;
         it->special = !any_node_will_do(p, job) || gpu_job_wants_slice(job);
+        it->min_share = gpu_job_wants_slice(job) ? 1 : job->gpus;
+        for (int m = job->max_nodes > 1 ? gang_next_split(job, 1) : 0; m; m = gang_next_split(job, m))
+            if (job->gpus / m < it->min_share)
+                it->min_share = job->gpus / m;
         if (job->reserved_start_ms > 0) {
             int rc = plan_reservation(p, c, it, now_ms);
             if (rc)

@@ -42,6 +42,7 @@ struct eta_item {
     int64_t run_ms;
     uint8_t run_basis;
     bool special; /* not a whole-GPU job for any one node: checked on its own */
+    int min_share; /* special: the fewest GPUs it needs free on one node */
     bool done;
 };
 

@@ -223,6 +223,8 @@ int server_main(int argc, char **argv)
     pthread_mutex_init(&srv.lock, NULL);
     pthread_cond_init(&srv.wake, NULL);
     sched_init(&srv.sched, &sc);
+    eta_plan_init(&srv.eta_plan);
+    eta_estimator_init(&srv.eta_est, 0);
     cluster_init(&srv.cluster);
     action_list_init(&srv.actions);
     signal(SIGPIPE, SIG_IGN);
@@ -279,6 +281,8 @@ out:
     }
     store_close(srv.store);
     sched_release(&srv.sched);
+    eta_plan_release(&srv.eta_plan);
+    eta_estimator_release(&srv.eta_est);
     cluster_release(&srv.cluster);
     action_list_release(&srv.actions);
     return exit_code;
