@@ -116,8 +116,8 @@ static struct eta_samples *table_get(struct eta_table *t, const char *key, int *
     return s;
 }
 
-/* Replaces the oldest sample (when full) by v, keeping sorted_ms and the
- * suffix sums: O(ETA_SAMPLES). */
+/* Replaces the oldest sample (when full) by v, keeping sorted_ms:
+ * O(ETA_SAMPLES). */
 static void samples_add(struct eta_samples *s, int64_t v)
 {
     int n = s->n;
@@ -138,9 +138,6 @@ static void samples_add(struct eta_samples *s, int64_t v)
     }
     s->sorted_ms[i] = v;
     s->n = n + 1;
-    s->suffix_ms[s->n] = 0;
-    for (int k = s->n - 1; k >= 0; k--)
-        s->suffix_ms[k] = s->suffix_ms[k + 1] + s->sorted_ms[k];
 }
 
 int eta_estimator_observe(struct eta_estimator *e, const char *project, const char *queue,
@@ -158,9 +155,20 @@ int eta_estimator_observe(struct eta_estimator *e, const char *project, const ch
     return rc;
 }
 
-/* Mean run beyond elapsed_ms of the samples that ran longer; a job that
- * has run longer than any is taken to run as long again. */
-static int64_t samples_remaining(const struct eta_samples *s, int64_t elapsed_ms)
+/* A job's place in a distribution, from its id: a low-discrepancy
+ * sequence, so that any run of consecutive ids spreads evenly over 0..1. */
+static double job_quantile(int64_t id)
+{
+    double x = (double)(id < 0 ? -id : id) * 0.6180339887498949;
+    return x - (double)(int64_t)x;
+}
+
+/* The run beyond elapsed_ms of the samples that ran longer, at the job's
+ * quantile of them: with runs spread as the finished ones were, the
+ * plan's ends come as often as real ones do (the soonest of many running
+ * jobs ends much sooner than any one is expected to). A job that has run
+ * longer than any sample is taken to run as long again. */
+static int64_t samples_remaining(const struct eta_samples *s, int64_t elapsed_ms, double q)
 {
     int lo = 0, hi = s->n;
     while (lo < hi) { /* the first sample > elapsed_ms */
@@ -173,7 +181,8 @@ static int64_t samples_remaining(const struct eta_samples *s, int64_t elapsed_ms
     int above = s->n - lo;
     if (above == 0)
         return elapsed_ms;
-    return s->suffix_ms[lo] / above - elapsed_ms;
+    int at = lo + (int)(q * above);
+    return s->sorted_ms[at < s->n ? at : s->n - 1] - elapsed_ms;
 }
 
 int64_t eta_estimator_remaining_ms(const struct eta_estimator *e, const struct job *job,
@@ -193,12 +202,12 @@ int64_t eta_estimator_remaining_ms(const struct eta_estimator *e, const struct j
     const struct eta_samples *s = table_find(&e->projects, job->project);
     if (s && s->n >= ETA_MIN_SAMPLES) {
         *basis = ETA_BASIS_ESTIMATE_PROJECT;
-        return samples_remaining(s, elapsed_ms);
+        return samples_remaining(s, elapsed_ms, job_quantile(job->id));
     }
     s = table_find(&e->queues, job->queue);
     if (s && s->n >= ETA_MIN_SAMPLES) {
         *basis = ETA_BASIS_ESTIMATE_QUEUE;
-        return samples_remaining(s, elapsed_ms);
+        return samples_remaining(s, elapsed_ms, job_quantile(job->id));
     }
     *basis = ETA_BASIS_DEFAULT;
     return e->default_ms > elapsed_ms ? e->default_ms - elapsed_ms : elapsed_ms;

@@ -1,10 +1,12 @@
 /*
  * Learned runtimes for start-time ETAs (eta.h): the last ETA_SAMPLES
  * runtimes of finished jobs per project and per queue, fed as jobs finish.
- * From them, the expected run of a job that gives neither est_runtime nor
- * max_runtime, and the expected remaining run of one that has already run
- * for a while (the mean of what the sample ran beyond that). Pure: fixed
- * memory per key and at most ETA_MAX_KEYS keys of each kind.
+ * From them, the run of a job that gives neither est_runtime nor
+ * max_runtime, and the remaining run of one that has already run for a
+ * while: a quantile of the sample (of the runs longer than that), the
+ * quantile spread over jobs by id, so that the runs planned for many jobs
+ * spread as the finished ones did. Pure: fixed memory per key and at most
+ * ETA_MAX_KEYS keys of each kind.
  */
 #ifndef TIDE_ETA_ESTIMATE_H
 #define TIDE_ETA_ESTIMATE_H
@@ -14,7 +16,7 @@
 
 #include "core/cluster.h"
 
-#define ETA_SAMPLES 128   /* runtimes kept per project and per queue */
+#define ETA_SAMPLES 512   /* runtimes kept per project and per queue */
 #define ETA_MIN_SAMPLES 3 /* fewer than this: the key is not trusted yet */
 #define ETA_MAX_KEYS 4096 /* projects (and queues) learned; later ones are not */
 #define ETA_DEFAULT_RUNTIME_MS (3600LL * 1000)
@@ -45,7 +47,6 @@ struct eta_samples {
     int n, next;                       /* samples held; ring position of the next */
     int64_t ring_ms[ETA_SAMPLES];      /* in the order they came */
     int64_t sorted_ms[ETA_SAMPLES];    /* the same, ascending */
-    int64_t suffix_ms[ETA_SAMPLES + 1]; /* suffix_ms[i]: sum of sorted_ms[i..n) */
 };
 
 /* Samples by key: open addressing over positions in items. */
@@ -71,11 +72,11 @@ void eta_estimator_release(struct eta_estimator *e);
 int eta_estimator_observe(struct eta_estimator *e, const char *project, const char *queue,
                           int64_t runtime_ms);
 
-/* Expected run still ahead of job after elapsed_ms of running (0 for a
+/* The run still ahead of job after elapsed_ms of running (0 for a
  * pending job), from its est_runtime, else max_runtime, else its
- * project's or queue's sample, else the default; *basis says which. A
- * running job past its est_runtime falls back to the next source; past
- * its max_runtime it is ending (0). Always >= 0. */
+ * project's or queue's sample (at the job's quantile), else the default;
+ * *basis says which. A running job past its est_runtime falls back to the
+ * next source; past its max_runtime it is ending (0). Always >= 0. */
 int64_t eta_estimator_remaining_ms(const struct eta_estimator *e, const struct job *job,
                                    int64_t elapsed_ms, enum eta_basis *basis);
 

@@ -75,7 +75,7 @@ static void test_eta_from_exact_estimates_is_exact(void **state)
  * when J5 (50 s) comes at 1100: longer than any sample, so it is taken to
  * run as long again (ends 1200): J5's ETA is 1200, it starts at 1400 (200 s
  * early, wait 300 s). J6 (at 1150) sees J4 ending at 1300 and J5 running
- * the mean 100 s: ETA 1400; J5 really ends at 1450 (50 s early, wait 300).
+ * 100 s (every sample): ETA 1400; J5 really ends at 1450 (50 s early, wait 300).
  */
 static void test_learned_eta_errors_are_reported(void **state)
 {
