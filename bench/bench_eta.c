@@ -3,8 +3,9 @@
  * the server holds its lock for at most once a second, over a synthetic
  * cluster of N nodes of 8 GPUs, every GPU held by a running job (runtime
  * bounds mixed: est_runtime, max_runtime, none, learned per project) and
- * J pending jobs of mixed shapes in the order of a real pass. It reports;
- * it does not judge.
+ * J pending jobs of mixed shapes in the order of a real pass; then the same
+ * with every pending job asking for a GPU model (the plan's slower path,
+ * which scans the nodes). It reports; it does not judge.
  *
  *   bench_eta [--quick]
  */
@@ -40,7 +41,8 @@ static void runtime_bound(struct job *job, unsigned *seed)
     snprintf(job->queue, sizeof job->queue, "default");
 }
 
-static int build(struct cluster *c, struct eta_estimator *est, int nodes, int jobs, unsigned seed)
+static int build(struct cluster *c, struct eta_estimator *est, int nodes, int jobs, bool model,
+                 unsigned seed)
 {
     cluster_init(c);
     for (int n = 0; n < nodes; n++) {
@@ -83,6 +85,8 @@ static int build(struct cluster *c, struct eta_estimator *est, int nodes, int jo
         job.submit_ms = k;
         job.state = JOB_PENDING;
         runtime_bound(&job, &seed);
+        if (model)
+            snprintf(job.gpu_model, sizeof job.gpu_model, "H200*");
         if (!cluster_add_job(c, &job))
             return -1;
     }
@@ -101,11 +105,16 @@ int main(int argc, char **argv)
     bool quick = argc > 1 && !strcmp(argv[1], "--quick");
     static const int sizes[][2] = {{100, 1000}, {100, 10000}, {1000, 10000}, {1000, 100000}};
     int nsizes = quick ? 2 : 4;
-    printf("%-8s %-8s %-14s %-14s %s\n", "nodes", "pending", "pass ms", "eta plan ms", "with ETA");
-    for (int s = 0; s < nsizes; s++) {
+    printf("%-8s %-8s %-10s %-14s %-14s %s\n", "nodes", "pending", "gpu_model", "pass ms",
+           "eta plan ms", "with ETA");
+    for (int run = 0; run < 2 * nsizes; run++) {
+        int s = run % nsizes;
+        bool model = run >= nsizes;
+        if (model && sizes[s][1] > 10000)
+            continue;
         struct cluster c;
         struct eta_estimator est;
-        if (build(&c, &est, sizes[s][0], sizes[s][1], 7) != 0) {
+        if (build(&c, &est, sizes[s][0], sizes[s][1], model, 7) != 0) {
             fprintf(stderr, "bench_eta: out of memory\n");
             return 1;
         }
@@ -133,7 +142,8 @@ int main(int argc, char **argv)
         size_t with = 0;
         for (size_t j = 0; j < c.njobs; j++)
             with += c.jobs[j].state == JOB_PENDING && c.jobs[j].eta_basis != ETA_BASIS_UNKNOWN;
-        printf("%-8d %-8d %-14.1f %-14.2f %zu\n", sizes[s][0], sizes[s][1], pass_ms, best, with);
+        printf("%-8d %-8d %-10s %-14.1f %-14.2f %zu\n", sizes[s][0], sizes[s][1],
+               model ? "H200*" : "-", pass_ms, best, with);
         eta_plan_release(&plan);
         action_list_release(&out);
         sched_release(&sch);

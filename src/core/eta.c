@@ -355,12 +355,14 @@ static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
         int share = 0, n = 0;
         for (size_t s = p->special_head; s < p->nspecial && p->special[s] < best; s++) {
             const struct eta_item *it = &p->items[p->special[s]];
-            if (!it->done && it->min_share <= p->max_free &&
-                (n = special_fits(p, it->job, nodes, &share)) > 0) {
+            if (it->done || it->failed_at_ms == t)
+                continue;
+            if (it->min_share <= p->max_free && (n = special_fits(p, it->job, nodes, &share)) > 0) {
                 best = p->special[s];
                 best_k = 0;
                 break;
             }
+            p->items[p->special[s]].failed_at_ms = t;
         }
         if (best == INT32_MAX)
             return 0;
@@ -399,7 +401,7 @@ static int plan_items(struct eta_plan *p, struct cluster *c, const struct eta_es
             continue; /* MIG instances are not planned */
         struct eta_item *it = &p->items[p->nitems];
         enum eta_basis rb;
-        *it = (struct eta_item){.job = job};
+        *it = (struct eta_item){.job = job, .failed_at_ms = -1};
         it->run_ms = eta_estimator_remaining_ms(est, job, 0, &rb);
         it->run_basis = (uint8_t)rb;
         it->special = !any_node_will_do(p, job) || gpu_job_wants_slice(job);
