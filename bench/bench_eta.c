@@ -33,9 +33,14 @@ static unsigned next(unsigned *seed)
 static void runtime_bound(struct job *job, unsigned *seed)
 {
     switch (next(seed) % 4) {
-    case 0: job->est_runtime_s = 60 + next(seed) % 36000; break;
-    case 1: job->max_runtime_s = 60 + next(seed) % 86400; break;
-    default: break; /* learned from its project */
+    case 0:
+        job->est_runtime_s = 60 + next(seed) % 36000;
+        break;
+    case 1:
+        job->max_runtime_s = 60 + next(seed) % 86400;
+        break;
+    default:
+        break; /* learned from its project */
     }
     snprintf(job->project, sizeof job->project, "p%u", next(seed) % 20);
     snprintf(job->queue, sizeof job->queue, "default");

@@ -223,11 +223,13 @@ static int plan_running(struct eta_plan *p, struct cluster *c, const struct eta_
         if (job->state != JOB_PREEMPTED && !job->cancel_requested && !job->reclaim_requested)
             end += eta_estimator_remaining_ms(est, job, now_ms - job->start_ms, &basis);
         for (int part = -1; part < job->nparts; part++) {
-            struct node *n = cluster_find_node(c, part < 0 ? job->node_id : job->parts[part].node_id);
+            struct node *n =
+                cluster_find_node(c, part < 0 ? job->node_id : job->parts[part].node_id);
             int32_t k = n && n->state == NODE_READY ? plan_index_of(p, n) : -1;
             int held = k >= 0 ? held_on(job, n) : 0;
-            if (held && push_event(p, (struct eta_event){.t_ms = end, .node = k, .delta = held,
-                                                         .basis = (uint8_t)basis}))
+            if (held &&
+                push_event(p, (struct eta_event){
+                                  .t_ms = end, .node = k, .delta = held, .basis = (uint8_t)basis}))
                 return TIDE_ENOMEM;
         }
     }
@@ -251,10 +253,14 @@ static int plan_reservation(struct eta_plan *p, struct cluster *c, struct eta_it
     job->eta_start_ms = start;
     job->eta_basis = ETA_BASIS_RESERVATION;
     uint8_t held = (uint8_t)eta_basis_weaker(ETA_BASIS_RESERVATION, it->run_basis);
-    if (push_event(p, (struct eta_event){.t_ms = start, .node = k, .delta = hold - job->gpus,
-                                         .basis = ETA_BASIS_RESERVATION, .kind = 1}) ||
-        push_event(p, (struct eta_event){.t_ms = start + it->run_ms, .node = k,
-                                         .delta = job->gpus, .basis = held}))
+    if (push_event(p, (struct eta_event){.t_ms = start,
+                                         .node = k,
+                                         .delta = hold - job->gpus,
+                                         .basis = ETA_BASIS_RESERVATION,
+                                         .kind = 1}) ||
+        push_event(p,
+                   (struct eta_event){
+                       .t_ms = start + it->run_ms, .node = k, .delta = job->gpus, .basis = held}))
         return TIDE_ENOMEM;
     return 0;
 }
@@ -331,8 +337,9 @@ static int start_item(struct eta_plan *p, struct eta_item *it, const int32_t *no
     uint8_t held = (uint8_t)eta_basis_weaker(basis, (enum eta_basis)it->run_basis);
     for (int i = 0; i < n; i++) {
         set_free(p, nodes[i], p->free[nodes[i]] - share);
-        if (push_event(p, (struct eta_event){.t_ms = t + it->run_ms, .node = nodes[i],
-                                             .delta = share, .basis = held}))
+        if (push_event(
+                p, (struct eta_event){
+                       .t_ms = t + it->run_ms, .node = nodes[i], .delta = share, .basis = held}))
             return TIDE_ENOMEM;
     }
     return 0;
@@ -406,7 +413,8 @@ static int plan_items(struct eta_plan *p, struct cluster *c, const struct eta_es
         it->run_basis = (uint8_t)rb;
         it->special = !any_node_will_do(p, job) || gpu_job_wants_slice(job);
         it->min_share = gpu_job_wants_slice(job) ? 1 : job->gpus;
-        for (int m = job->max_nodes > 1 ? gang_next_split(job, 1) : 0; m; m = gang_next_split(job, m))
+        for (int m = job->max_nodes > 1 ? gang_next_split(job, 1) : 0; m;
+             m = gang_next_split(job, m))
             if (job->gpus / m < it->min_share)
                 it->min_share = job->gpus / m;
         if (job->reserved_start_ms > 0) {

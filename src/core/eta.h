@@ -41,8 +41,8 @@ struct eta_item {
     struct job *job;
     int64_t run_ms;
     uint8_t run_basis;
-    bool special; /* not a whole-GPU job for any one node: checked on its own */
-    int min_share; /* special: the fewest GPUs it needs free on one node */
+    bool special;         /* not a whole-GPU job for any one node: checked on its own */
+    int min_share;        /* special: the fewest GPUs it needs free on one node */
     int64_t failed_at_ms; /* special: did not fit at this time (GPUs are only
                            * taken later at the same time); -1: not yet */
     bool done;

@@ -10,8 +10,8 @@
 #include "core/core_banned.h"
 
 static const char *const basis_names[ETA_BASIS_COUNT] = {
-    "unknown",     "now",         "reservation",      "max_runtime",
-    "est_runtime", "estimate:project", "estimate:queue", "default",
+    "unknown",        "now",     "reservation", "max_runtime", "est_runtime", "estimate:project",
+    "estimate:queue", "default",
 };
 
 const char *eta_basis_name(enum eta_basis b)

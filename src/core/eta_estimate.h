@@ -44,9 +44,9 @@ enum eta_basis eta_basis_weaker(enum eta_basis a, enum eta_basis b);
 
 struct eta_samples {
     char key[TIDE_NAME_MAX];
-    int n, next;                       /* samples held; ring position of the next */
-    int64_t ring_ms[ETA_SAMPLES];      /* in the order they came */
-    int64_t sorted_ms[ETA_SAMPLES];    /* the same, ascending */
+    int n, next;                    /* samples held; ring position of the next */
+    int64_t ring_ms[ETA_SAMPLES];   /* in the order they came */
+    int64_t sorted_ms[ETA_SAMPLES]; /* the same, ascending */
 };
 
 /* Samples by key: open addressing over positions in items. */

@@ -46,10 +46,9 @@ void eta_refresh_learn(struct server *srv, const struct action_list *actions, in
         json_t *start = json_object_get(job, "start_time");
         if (json_is_number(start)) {
             int64_t run_ms = now_ms - (int64_t)(json_number_value(start) * 1000.0);
-            if (eta_estimator_observe(&srv->eta_est,
-                                      json_string_value(json_object_get(job, "project")),
-                                      json_string_value(json_object_get(job, "queue")),
-                                      run_ms) != 0)
+            if (eta_estimator_observe(
+                    &srv->eta_est, json_string_value(json_object_get(job, "project")),
+                    json_string_value(json_object_get(job, "queue")), run_ms) != 0)
                 log_error("start-time ETAs: out of memory learning runtimes");
         }
         json_decref(job);

@@ -32,7 +32,8 @@ int sim_eta_arrivals(struct sim_state *st, size_t from, size_t to, int64_t t)
             continue;
         }
         if (!planned) {
-            int rc = eta_plan_run(&st->eta_plan, &st->c, &st->eta_est, st->s.order, st->s.norder, t);
+            int rc =
+                eta_plan_run(&st->eta_plan, &st->c, &st->eta_est, st->s.order, st->s.norder, t);
             if (rc)
                 return rc;
             planned = true;
@@ -82,7 +83,8 @@ json_t *sim_eta_report_json(const struct sim_result *res)
 {
     size_t n = res->njobs;
     int64_t *all = malloc((n + 1) * sizeof *all), *waited = malloc((n + 1) * sizeof *waited);
-    int64_t *waits = malloc((n + 1) * sizeof *waits), *signed_err = malloc((n + 1) * sizeof *signed_err);
+    int64_t *waits = malloc((n + 1) * sizeof *waits),
+            *signed_err = malloc((n + 1) * sizeof *signed_err);
     double *rel = malloc((n + 1) * sizeof *rel);
     if (!all || !waited || !waits || !signed_err || !rel) {
         free(all), free(waited), free(waits), free(signed_err), free(rel);
@@ -114,7 +116,8 @@ json_t *sim_eta_report_json(const struct sim_result *res)
     json_t *basis = json_object();
     for (int b = 0; b < ETA_BASIS_COUNT; b++)
         if (by_basis[b])
-            json_object_set_new(basis, eta_basis_name((enum eta_basis)b), json_integer(by_basis[b]));
+            json_object_set_new(basis, eta_basis_name((enum eta_basis)b),
+                                json_integer(by_basis[b]));
     qsort(waits, nwaited, sizeof *waits, cmp_i64);
     qsort(signed_err, nwaited, sizeof *signed_err, cmp_i64);
     qsort(rel, nwaited, sizeof *rel, cmp_double);

@@ -82,9 +82,9 @@ static void test_learned_eta_errors_are_reported(void **state)
     (void)state;
     struct trace t;
     trace_init(&t);
-    struct trace_job jobs[] = {sim_fx_job(0, 100, 1, NULL),    sim_fx_job(100, 100, 1, NULL),
-                               sim_fx_job(200, 100, 1, NULL),  sim_fx_job(1000, 400, 1, NULL),
-                               sim_fx_job(1100, 50, 1, NULL),  sim_fx_job(1150, 10, 1, NULL)};
+    struct trace_job jobs[] = {sim_fx_job(0, 100, 1, NULL),   sim_fx_job(100, 100, 1, NULL),
+                               sim_fx_job(200, 100, 1, NULL), sim_fx_job(1000, 400, 1, NULL),
+                               sim_fx_job(1100, 50, 1, NULL), sim_fx_job(1150, 10, 1, NULL)};
     push_all(&t, jobs, 6);
     struct sim_config cfg;
     one_gpu_config(&cfg);
