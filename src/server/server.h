@@ -152,6 +152,10 @@ void eta_refresh(struct server *srv, int64_t now_ms);
 /* After actions were persisted: the attempts that ended feed the learned
  * runtimes (their project and queue from the store). */
 void eta_refresh_learn(struct server *srv, const struct action_list *actions, int64_t now_ms);
+/* At start: learns the runs of the store's ETA_SEED_JOBS newest jobs that
+ * ran and ended. */
+#define ETA_SEED_JOBS 5000
+void eta_refresh_seed(struct server *srv);
 
 /* log_store.c: per-attempt task logs under DATA/logs/<job>/<attempt>.log. */
 /* Appends data at offset (bytes already held are skipped). Returns the

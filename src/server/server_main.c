@@ -190,6 +190,8 @@ static int server_open(struct server *srv, struct tide_err *err)
         rc = auth_bootstrap(srv, err);
     if (!rc)
         rc = server_reload_cluster(srv, clock_now_ms(), err);
+    if (!rc)
+        eta_refresh_seed(srv);
     return rc;
 }
 

@@ -1,5 +1,6 @@
 """End to end: start-time ETAs of pending jobs in the API, `tide jobs` and `tide show`."""
 import os
+import signal
 import sys
 import time
 
@@ -62,8 +63,24 @@ def test_eta_from_the_runtimes_learned_from_a_project():
         c.api("DELETE", f"/v1/jobs/{long['id']}")
 
 
+def test_a_restarted_server_learns_runtimes_again_from_its_store():
+    with Cluster(agents=1, fake_gpus="2xH200:141GB") as c:
+        quick = [c.submit(command=["sleep", "1"], gpus=1, project="vision") for _ in range(3)]
+        c.wait_final([q["id"] for q in quick], 30)
+        c.kill_server(signal.SIGTERM)
+        c.start_server()
+        long = c.submit(command=["sleep", "120"], gpus=2, project="vision")
+        c.wait_state(long["id"], "running", 30)
+        waiting = c.submit(command=["true"], gpus=2, project="other")
+        eta = wait_until(lambda: eta_of(c, waiting["id"]), 15, what="an ETA for the waiting job")
+        assert eta["basis"] == "estimate:project", eta
+        c.api("DELETE", f"/v1/jobs/{waiting['id']}")
+        c.api("DELETE", f"/v1/jobs/{long['id']}")
+
+
 if __name__ == "__main__":
     run_tests([
         test_pending_jobs_behind_a_max_runtime_job_show_an_eta_and_its_basis,
         test_eta_from_the_runtimes_learned_from_a_project,
+        test_a_restarted_server_learns_runtimes_again_from_its_store,
     ])
