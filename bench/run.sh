@@ -15,6 +15,10 @@ echo "== scheduler: the same pass with backfill and preemption on (sched_config_
 "$build/bench/bench_sched" --full --only binpack
 
 echo
+echo "== start-time ETAs: one eta_plan_run (held under the server's lock at most once a second)"
+"$build/bench/bench_eta"
+
+echo
 bash "$(dirname "$0")/sim.sh" "$build"
 
 echo

@@ -15,7 +15,9 @@
 static const char show_usage[] = "usage: tide show ID [--json] [--server URL] [--token T]\n"
                                  "\n"
                                  "Shows every field of job ID, its spec included, and its last\n"
-                                 "events (the whole timeline: tide events --job ID).\n";
+                                 "events (the whole timeline: tide events --job ID). A pending\n"
+                                 "job's eta says when it is expected to start and what that\n"
+                                 "rests on (docs/api.md).\n";
 
 static const struct cli_opt show_opts[] = {CLI_COMMON_OPTS, {NULL, 0, 0}};
 
@@ -122,6 +124,12 @@ static void print_object(json_t *obj, int indent)
     }
     json_object_foreach(obj, key, v)
     {
+        if (indent == 0 && !strcmp(key, "eta") && json_is_object(v)) {
+            char eta[128];
+            cli_fmt_eta(v, 1, eta, sizeof eta);
+            printf("%s:%*s %s\n", key, (int)(width > 3 ? width - 3 : 0), "", eta);
+            continue;
+        }
         if (json_is_object(v) && json_object_size(v) > 0) {
             printf("%*s%s:\n", indent, "", key);
             print_object(v, indent + 2);

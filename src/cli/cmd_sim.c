@@ -58,6 +58,9 @@ static const char sim_usage[] =
     "  --preempt-interval S   re-check for preemption while jobs wait (60)\n"
     "  --preempt-overhead S   run time a preempted job loses on restart (0)\n"
     "  --no-oracle            do not give jobs their trace duration as estimate\n"
+    "  --eta[=BOOL]           score start-time ETAs: each job's ETA at arrival against\n"
+    "                         its real start (report.json \"eta\"; slower: it plans\n"
+    "                         the whole queue at each arrival)\n"
     "Output:\n"
     "  --out DIR              write report.json, timeline.csv, report.html and\n"
     "                         (single runs) jobs.csv: each job's first start and node\n"
@@ -78,7 +81,7 @@ struct sim_cli {
     /* flags over the config */
     const char *policy, *placement, *gpu_model, *price;
     long nodes, gpus_per_node, gpu_memory, preempt_interval, preempt_overhead;
-    int backfill, preempt, no_oracle; /* -1: not given */
+    int backfill, preempt, no_oracle, eta; /* -1: not given */
 };
 
 struct warn_ctx {
@@ -144,6 +147,8 @@ static int apply_flags(struct sim_config *cfg, const struct sim_cli *o)
         cfg->backfill = o->backfill;
     if (o->no_oracle > 0)
         cfg->oracle_runtime = false;
+    if (o->eta >= 0)
+        cfg->eta = o->eta;
     if (o->preempt_interval > 0)
         cfg->preempt_interval_ms = o->preempt_interval * 1000;
     if (o->preempt_overhead >= 0)
@@ -188,7 +193,7 @@ enum {
     OPT_PRICE, OPT_JSON, OPT_QUIET, OPT_BACKFILL, OPT_PREEMPT, OPT_NO_ORACLE, OPT_SYNTHETIC,
     OPT_MAX_JOBS, OPT_NODES, OPT_GPUS_PER_NODE, OPT_GPU_MEMORY, OPT_PREEMPT_INTERVAL,
     OPT_PREEMPT_OVERHEAD, OPT_SEED, OPT_MIN_DURATION, OPT_MAX_DURATION, OPT_ARRIVAL_RATE,
-    OPT_SIZE_MIX, OPT_COMPARE,
+    OPT_SIZE_MIX, OPT_COMPARE, OPT_ETA,
 };
 
 static const struct cli_opt sim_opts[] = {
@@ -205,6 +210,7 @@ static const struct cli_opt sim_opts[] = {
     {"--backfill", CLI_OPT_OPTIONAL, OPT_BACKFILL},
     {"--preempt", CLI_OPT_OPTIONAL, OPT_PREEMPT},
     {"--no-oracle", CLI_OPT_FLAG, OPT_NO_ORACLE},
+    {"--eta", CLI_OPT_OPTIONAL, OPT_ETA},
     {"--synthetic", CLI_OPT_VALUE, OPT_SYNTHETIC},
     {"--max-jobs", CLI_OPT_VALUE, OPT_MAX_JOBS},
     {"--nodes", CLI_OPT_VALUE, OPT_NODES},
@@ -263,9 +269,10 @@ static int sim_option(struct sim_cli *o, int id, const char *v, struct tide_err 
     case OPT_NO_ORACLE: o->no_oracle = 1; return 0;
     case OPT_BACKFILL:
     case OPT_PREEMPT:
+    case OPT_ETA:
         if (cli_parse_bool(flag, v, &b, err))
             return TIDE_EINVAL;
-        *(id == OPT_BACKFILL ? &o->backfill : &o->preempt) = b;
+        *(id == OPT_BACKFILL ? &o->backfill : id == OPT_PREEMPT ? &o->preempt : &o->eta) = b;
         return 0;
     case OPT_SYNTHETIC: return range_flag(flag, v, 1, 100000000, &o->synthetic, err);
     case OPT_MAX_JOBS: return range_flag(flag, v, 1, 1000000000, &o->max_jobs, err);
@@ -308,7 +315,7 @@ static int parse_args(int argc, char **argv, struct sim_cli *o, struct tide_err 
     memset(o, 0, sizeof *o);
     trace_synth_defaults(&o->synth);
     o->nodes = o->gpus_per_node = o->gpu_memory = o->preempt_overhead = -1;
-    o->backfill = o->preempt = o->no_oracle = -1;
+    o->backfill = o->preempt = o->no_oracle = o->eta = -1;
     struct cli_args a;
     const char *v;
     int id, r;

@@ -166,6 +166,11 @@ struct job {
      * start by, and on which node; 0 when it holds no reservation. */
     int64_t reserved_start_ms;
     int64_t reserved_node_id;
+    /* Start-time ETA of a pending job (eta.h), set by eta_plan_run: when
+     * it is expected to start, and what that rests on (enum eta_basis);
+     * 0 and 0 when there is none. */
+    int64_t eta_start_ms;
+    int eta_basis;
 };
 
 /* Positions in one of the cluster's arrays by id (cluster.c): open

@@ -50,7 +50,7 @@ void sched_release(struct scheduler *s)
         return;
     free(s->order);
     s->order = NULL;
-    s->order_cap = 0;
+    s->order_cap = s->norder = 0;
     order_keep_release(&s->kept);
     order_keep_release(&s->kept_claimed);
     preempt_pool_release(&s->preempt_pool);
@@ -393,6 +393,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     struct failed_shape failed[FAILED_SHAPES];
     int nfailed = 0;
     size_t need = ids ? nids : c->njobs;
+    s->norder = 0;
     if (need > s->order_cap) {
         struct job **grown = realloc(s->order, need * sizeof *grown);
         if (!grown)
@@ -403,6 +404,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     if (s->cfg.fairshare)
         fairshare_update(s->cfg.fairshare, c, now_ms);
     size_t npending = collect_pending(s, c, ids, nids, now_ms);
+    s->norder = npending;
     bool explain = s->cfg.explain;
     attach_index(s, c);
     if (c->index)

@@ -12,8 +12,26 @@
 #include "server/server.h"
 #include "server/submit_batch.h"
 
+/* "eta" of a pending job (docs/api.md): when it is expected to start and
+ * what that rests on; start_time and in_s are null when there is none. */
+static void add_eta(const struct job *job, json_t *job_json)
+{
+    json_t *eta = json_object();
+    int64_t now = clock_now_ms();
+    if (job->eta_start_ms > 0 && job->eta_basis != ETA_BASIS_UNKNOWN) {
+        int64_t in_ms = job->eta_start_ms - now;
+        json_object_set_new(eta, "start_time", json_real((double)job->eta_start_ms / 1000.0));
+        json_object_set_new(eta, "in_s", json_integer(in_ms > 0 ? (in_ms + 999) / 1000 : 0));
+    } else {
+        json_object_set_new(eta, "start_time", json_null());
+        json_object_set_new(eta, "in_s", json_null());
+    }
+    json_object_set_new(eta, "basis", json_string(eta_basis_name((enum eta_basis)job->eta_basis)));
+    json_object_set_new(job_json, "eta", eta);
+}
+
 /* Adds what only the in-memory cluster knows: why a job waits, its
- * priority after escalation, its backfill reservation. */
+ * priority after escalation, its backfill reservation, its ETA. */
 static void add_live_fields(struct server *srv, json_t *job_json)
 {
     struct job *job = cluster_find_job(&srv->cluster, json_integer_value(json_object_get(job_json, "id")));
@@ -42,6 +60,7 @@ static void add_live_fields(struct server *srv, json_t *job_json)
     }
     if (job->preemptions)
         json_object_set_new(job_json, "preemptions", json_integer(job->preemptions));
+    add_eta(job, job_json);
 }
 
 #define IDEMPOTENCY_KEY_MAX 128

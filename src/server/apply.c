@@ -207,6 +207,8 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
         rc = apply_one(srv, &actions->items[i], now_ms, err);
     if (!rc)
         rc = store_commit(srv->store, err);
+    if (!rc)
+        eta_refresh_learn(srv, actions, now_ms);
     for (size_t i = 0; !rc && i < actions->len; i++) {
         int cls = failure_class(&actions->items[i]);
         if (cls >= 0)

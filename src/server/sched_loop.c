@@ -76,6 +76,8 @@ static void *sched_thread(void *arg)
         int placed = sched_pass(&srv->sched, &srv->cluster, now, &actions);
         if (placed < 0)
             log_error("scheduling pass ran out of memory");
+        else
+            eta_refresh(srv, now); /* before apply: a failed apply reloads the cluster */
         srv->sched_passes++;
         usage_meter_tick(srv, now);
         struct tide_err err;

@@ -15,6 +15,7 @@
 #include "core/action.h"
 #include "core/budget.h"
 #include "core/cluster.h"
+#include "core/eta.h"
 #include "core/pool.h"
 #include "core/queue.h"
 #include "core/sched.h"
@@ -77,6 +78,12 @@ struct server {
     long long jobs_submitted;
     long long failures[FAILURE_CLASS_COUNT];
     struct server_metrics metrics; /* histograms and finished jobs (metrics.h), own mutex */
+    /* Start-time ETAs (eta_refresh.c), under lock. */
+    struct eta_plan eta_plan;
+    struct eta_estimator eta_est;
+    int64_t eta_refreshed_ms;
+    int64_t eta_last_us, eta_max_us; /* how long the last and the longest plan took */
+    long long eta_refreshes;
 };
 
 /* A request as the handlers see it. */
@@ -155,6 +162,19 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
 int sched_loop_start(struct server *srv, pthread_t *thread);
 /* Asks the scheduler thread for a pass soon (caller holds the lock). */
 void sched_loop_kick(struct server *srv);
+
+/* eta_refresh.c: pending jobs' ETAs, refreshed at most this often. */
+#define ETA_REFRESH_MS 1000
+/* After a pass (its order still valid), unless the last refresh is
+ * younger than ETA_REFRESH_MS: plans the ETAs. Caller holds the lock. */
+void eta_refresh(struct server *srv, int64_t now_ms);
+/* After actions were persisted: the attempts that ended feed the learned
+ * runtimes (their project and queue from the store). */
+void eta_refresh_learn(struct server *srv, const struct action_list *actions, int64_t now_ms);
+/* At start: learns the runs of the store's ETA_SEED_JOBS newest jobs that
+ * ran and ended. */
+#define ETA_SEED_JOBS 5000
+void eta_refresh_seed(struct server *srv);
 
 /* log_store.c: per-attempt task logs under DATA/logs/<job>/<attempt>.log. */
 /* Appends data at offset (bytes already held are skipped). Returns the

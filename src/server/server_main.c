@@ -225,6 +225,8 @@ static int server_open(struct server *srv, struct tide_err *err)
         rc = server_reload_cluster(srv, clock_now_ms(), err);
     if (!rc)
         rc = usage_meter_start(srv, err);
+    if (!rc)
+        eta_refresh_seed(srv);
     return rc;
 }
 
@@ -274,6 +276,8 @@ int server_main(int argc, char **argv)
     pthread_cond_init(&srv.wake, NULL);
     server_metrics_init(&srv.metrics);
     sched_init(&srv.sched, &sc);
+    eta_plan_init(&srv.eta_plan);
+    eta_estimator_init(&srv.eta_est, 0);
     cluster_init(&srv.cluster);
     action_list_init(&srv.actions);
     signal(SIGPIPE, SIG_IGN);
@@ -333,6 +337,8 @@ out:
     if (srv.data_lock_fd > 0)
         close(srv.data_lock_fd);
     sched_release(&srv.sched);
+    eta_plan_release(&srv.eta_plan);
+    eta_estimator_release(&srv.eta_est);
     cluster_release(&srv.cluster);
     action_list_release(&srv.actions);
     server_metrics_release(&srv.metrics);

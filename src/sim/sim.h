@@ -89,6 +89,10 @@ struct sim_config {
      * thresholds, hard caps; metered by the core's budget_tick on the
      * virtual clock. Only the configured fields are set here. */
     struct budget_set budgets;
+    /* Start-time ETAs (core/eta.h): each job's ETA at its arrival, scored
+     * against its real start in the report's "eta" section (sim_eta.c).
+     * Off by default: it plans the whole queue at every arrival. */
+    bool eta;
 };
 
 /* True when some pool is elastic: the run uses the core's autoscaler and
@@ -135,6 +139,10 @@ struct sim_job_result {
     int project; /* index into sim_result.projects */
     int64_t budget_held_ms; /* time it waited while its project was at a hard cap */
     enum sim_outcome outcome;
+    /* cfg.eta: its ETA as planned at arrival, after that time's pass (its
+     * start then, if it started at once); -1: none. eta_basis: enum eta_basis. */
+    int64_t eta_ms;
+    int eta_basis;
 };
 
 /* State at one batch of events, kept for the timelines. */
@@ -278,6 +286,10 @@ void sim_result_release(struct sim_result *res);
  * give the same bytes). trace_label names the trace in it. */
 json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
                         const char *trace_label, const struct sim_result *res);
+
+/* The report's "eta" section (sim_eta.c): the error of each job's ETA at
+ * arrival against its real start, overall and for the jobs that waited. */
+json_t *sim_eta_report_json(const struct sim_result *res);
 
 /* Writes the human summary table of one run to out. */
 void sim_report_table(FILE *out, const json_t *report);

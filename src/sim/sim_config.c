@@ -439,6 +439,8 @@ static int sim_section(struct sim_config *cfg, const json_t *sec, struct tide_er
             rc = get_bool(v, field, &cfg->preempt, err);
         else if (!strcmp(key, "oracle_runtime"))
             rc = get_bool(v, field, &cfg->oracle_runtime, err);
+        else if (!strcmp(key, "eta"))
+            rc = get_bool(v, field, &cfg->eta, err);
         else if (!strcmp(key, "preempt_interval")) {
             if (!(rc = get_int(v, field, 1, 86400 * 365, &n, err)))
                 cfg->preempt_interval_ms = n * 1000;
@@ -454,7 +456,7 @@ static int sim_section(struct sim_config *cfg, const json_t *sec, struct tide_er
         } else
             rc = tide_err_set(err, TIDE_EINVAL, field,
                               "%s: unknown key (known: name, preempt, preempt_interval, "
-                              "preempt_overhead, oracle_runtime, autoscale_interval, seed)",
+                              "preempt_overhead, oracle_runtime, eta, autoscale_interval, seed)",
                               field);
         if (rc)
             return rc;
@@ -529,7 +531,7 @@ static const char *moved_key(const char *key)
     static const char *const to_scheduler[] = {"policy", "placement", "backfill"};
     static const char *const to_sim[] = {"name",           "preempt",          "preempt_interval",
                                          "preempt_overhead", "oracle_runtime", "autoscale_interval",
-                                         "seed"};
+                                         "seed", "eta"};
     for (size_t i = 0; i < sizeof to_scheduler / sizeof to_scheduler[0]; i++)
         if (!strcmp(key, to_scheduler[i]))
             return "scheduler";
