@@ -21,6 +21,7 @@
 #include "server/retention.h"
 #include "server/submit_batch.h"
 #include "store/store_idempotency.h"
+#include "store/store_tokens.h"
 #include "server/server.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -195,6 +196,8 @@ static int server_open(struct server *srv, struct tide_err *err)
     if (!rc)
         rc = store_idempotency_init(srv->store, err);
     if (!rc)
+        rc = store_tokens_init(srv->store, err);
+    if (!rc)
         rc = auth_bootstrap(srv, err);
     if (!rc)
         rc = server_reload_cluster(srv, clock_now_ms(), err);
@@ -232,6 +235,7 @@ int server_main(int argc, char **argv)
 
     log_set_prefix("server");
     pthread_mutex_init(&srv.lock, NULL);
+    auth_limit_init(&srv.auth_limit);
     pthread_cond_init(&srv.wake, NULL);
     sched_init(&srv.sched, &sc);
     cluster_init(&srv.cluster);
@@ -294,6 +298,7 @@ out:
     if (srv.data_lock_fd > 0)
         close(srv.data_lock_fd);
     sched_release(&srv.sched);
+    auth_limit_release(&srv.auth_limit);
     cluster_release(&srv.cluster);
     action_list_release(&srv.actions);
     return exit_code;
