@@ -4,11 +4,13 @@
 #include <string.h>
 
 #include "common/fsutil.h"
+#include "common/sha256.h"
 #include "core/gpu_share.h"
 #include "core/operator.h"
 #include "server/pool_loop.h"
 #include "server/pool_loop_state.h"
 #include "server/server.h"
+#include "store/store_tokens.h"
 
 static json_t *node_to_json(const struct node *n, int64_t now_ms)
 {
@@ -79,7 +81,7 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v) if (strcmp(key, "name") && strcmp(key, "projects") &&
-                                          strcmp(key, "kind"))
+                                          strcmp(key, "kind") && strcmp(key, "expires_in_s"))
     {
         json_decref(body);
         return api_error_msg(reply, TIDE_EINVAL, key, "%.64s: unknown field", key);
@@ -104,24 +106,45 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
     size_t i;
     json_array_foreach(projects, i, v) if (!bad && (!json_is_string(v) || !json_string_length(v)))
         bad = api_error_msg(reply, TIDE_EINVAL, "projects", "projects[%zu]: must be a project name", i) + 1;
+    json_t *expires_in = json_object_get(body, "expires_in_s");
+    if (!bad && expires_in &&
+        (!json_is_integer(expires_in) || json_integer_value(expires_in) < 1 ||
+         json_integer_value(expires_in) > TOKEN_MAX_LIFE_S))
+        bad = api_error_msg(reply, TIDE_EINVAL, "expires_in_s",
+                            "expires_in_s: must be whole seconds from 1 to %lld (10 years)",
+                            TOKEN_MAX_LIFE_S) + 1;
     if (bad) {
         json_decref(body);
         return 0;
     }
-    char token[65];
+    char token[65], hash[65];
     struct tide_err err;
+    int64_t expires_ms =
+        expires_in ? clock_now_ms() + (int64_t)json_integer_value(expires_in) * 1000 : 0;
     pthread_mutex_lock(&srv->lock);
-    int rc = auth_issue(srv, metrics ? TOKEN_METRICS : TOKEN_USER, json_string_value(name),
+    int rc = store_begin(srv->store, &err);
+    if (!rc)
+        rc = auth_issue(srv, metrics ? TOKEN_METRICS : TOKEN_USER, json_string_value(name),
                         metrics ? NULL : projects, 0, token, &err);
+    if (!rc && expires_ms) {
+        sha256_hex(token, strlen(token), hash);
+        rc = store_token_set_expiry(srv->store, hash, expires_ms, &err);
+    }
+    if (!rc)
+        rc = store_commit(srv->store, &err);
+    else
+        store_rollback(srv->store);
     pthread_mutex_unlock(&srv->lock);
     if (rc) {
         json_decref(body);
         return api_error(reply, &err);
     }
     reply->status = 201;
-    reply->json = metrics ? json_pack("{s:s, s:O, s:s}", "token", token, "name", name, "kind", "metrics")
-                          : json_pack("{s:s, s:O, s:O, s:s}", "token", token, "name", name,
-                                      "projects", projects, "kind", "user");
+    json_t *expires = expires_ms ? json_real((double)expires_ms / 1000.0) : json_null();
+    reply->json = metrics ? json_pack("{s:s, s:O, s:s, s:o}", "token", token, "name", name, "kind",
+                                      "metrics", "expires", expires)
+                          : json_pack("{s:s, s:O, s:O, s:s, s:o}", "token", token, "name", name,
+                                      "projects", projects, "kind", "user", "expires", expires);
     json_decref(body);
     return 0;
 }
@@ -222,5 +245,38 @@ int api_projects_list(struct server *srv, struct api_request *req, struct api_re
     pthread_mutex_unlock(&srv->lock);
     reply->json = json_pack("{s:o, s:I, s:o}", "projects", projects, "half_life_s", half_life,
                             "budgets", budgets);
+    return 0;
+}
+
+int api_tokens_list(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    if (req->token.kind != TOKEN_ADMIN)
+        return api_error_msg(reply, TIDE_EPERM, NULL, "only the admin token can list tokens");
+    struct tide_err err;
+    json_t *tokens = NULL;
+    pthread_mutex_lock(&srv->lock);
+    int rc = store_tokens_list(srv->store, &tokens, &err);
+    pthread_mutex_unlock(&srv->lock);
+    if (rc)
+        return api_error(reply, &err);
+    reply->json = json_pack("{s:o}", "tokens", tokens);
+    return 0;
+}
+
+int api_tokens_revoke(struct server *srv, struct api_request *req, const char *name,
+                      struct api_reply *reply)
+{
+    if (req->token.kind != TOKEN_ADMIN)
+        return api_error_msg(reply, TIDE_EPERM, NULL, "only the admin token can revoke tokens");
+    struct tide_err err;
+    int count = 0;
+    pthread_mutex_lock(&srv->lock);
+    int rc = store_tokens_revoke(srv->store, name, &count, &err);
+    pthread_mutex_unlock(&srv->lock);
+    if (rc)
+        return api_error(reply, &err);
+    if (!count)
+        return api_error_msg(reply, TIDE_ENOENT, "name", "name: no user token named '%.64s'", name);
+    reply->json = json_pack("{s:s, s:i}", "revoked", name, "tokens", count);
     return 0;
 }

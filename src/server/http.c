@@ -192,6 +192,10 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
         return api_events_list(srv, req, reply);
     if (!strcmp(p, "/v1/tokens") && post)
         return api_tokens_create(srv, req, reply);
+    if (!strcmp(p, "/v1/tokens") && get)
+        return api_tokens_list(srv, req, reply);
+    if (!strncmp(p, "/v1/tokens/", 11) && p[11] && !strcmp(m, "DELETE"))
+        return api_tokens_revoke(srv, req, p + 11, reply);
     if (!strcmp(p, "/metrics") && get)
         return api_metrics(srv, req, reply);
     return api_error_msg(reply, TIDE_ENOENT, NULL, "no route for %s %s", m, p);

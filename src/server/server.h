@@ -20,6 +20,7 @@
 #include "core/queue.h"
 #include "core/sched.h"
 #include "server/metrics.h"
+#include "server/auth_limit.h"
 #include "store/store.h"
 
 #define SERVER_MAX_BODY_BYTES (1024 * 1024)
@@ -69,6 +70,7 @@ struct server {
     struct scheduler sched;
     struct action_list actions; /* scratch, under lock */
     struct pool_loop *pool_loop; /* elastic pools (pool_loop.h); NULL without pools */
+    struct auth_limit auth_limit; /* failed authentications per address */
     struct retention *retention;  /* the sweeper (retention.h); NULL when all is kept */
     struct submit_batch *submits; /* group commit of submissions (submit_batch.h); NULL: inline */
     struct usage_meter *usage; /* the usage ledger (usage_meter.h); NULL before start */
@@ -128,6 +130,11 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
 int api_nodes_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_events_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_tokens_create(struct server *srv, struct api_request *req, struct api_reply *reply);
+int api_tokens_list(struct server *srv, struct api_request *req, struct api_reply *reply);
+int api_tokens_revoke(struct server *srv, struct api_request *req, const char *name,
+                      struct api_reply *reply);
+/* The longest life a user token may be given (expires_in_s). */
+#define TOKEN_MAX_LIFE_S (10LL * 365 * 86400)
 int api_metrics(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_queues_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_projects_list(struct server *srv, struct api_request *req, struct api_reply *reply);

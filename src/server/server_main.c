@@ -22,6 +22,7 @@
 #include "server/retention.h"
 #include "server/submit_batch.h"
 #include "store/store_idempotency.h"
+#include "store/store_tokens.h"
 #include "server/server.h"
 #include "server/usage_meter.h"
 
@@ -220,6 +221,8 @@ static int server_open(struct server *srv, struct tide_err *err)
     if (!rc)
         rc = store_idempotency_init(srv->store, err);
     if (!rc)
+        rc = store_tokens_init(srv->store, err);
+    if (!rc)
         rc = auth_bootstrap(srv, err);
     if (!rc)
         rc = server_reload_cluster(srv, clock_now_ms(), err);
@@ -273,6 +276,7 @@ int server_main(int argc, char **argv)
 
     log_set_prefix("server");
     pthread_mutex_init(&srv.lock, NULL);
+    auth_limit_init(&srv.auth_limit);
     pthread_cond_init(&srv.wake, NULL);
     server_metrics_init(&srv.metrics);
     sched_init(&srv.sched, &sc);
@@ -339,6 +343,7 @@ out:
     sched_release(&srv.sched);
     eta_plan_release(&srv.eta_plan);
     eta_estimator_release(&srv.eta_est);
+    auth_limit_release(&srv.auth_limit);
     cluster_release(&srv.cluster);
     action_list_release(&srv.actions);
     server_metrics_release(&srv.metrics);

@@ -25,6 +25,7 @@ struct token_info {
     char name[TIDE_NAME_MAX];
     json_t *projects; /* array of names; NULL = every project. Owned by the caller. */
     int64_t node_id;  /* TOKEN_NODE only */
+    int64_t expires_ms; /* 0: never */
 };
 
 struct job_filter {

@@ -250,7 +250,8 @@ int store_token_get(struct store *s, const char *hash, struct token_info *out,
                     struct tide_err *err)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = prepare(s, "SELECT kind, name, projects, node_id FROM tokens WHERE hash=?", err);
+    sqlite3_stmt *st =
+        prepare(s, "SELECT kind, name, projects, node_id, expires_ms FROM tokens WHERE hash=?", err);
     if (!st)
         return TIDE_EIO;
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
@@ -261,6 +262,7 @@ int store_token_get(struct store *s, const char *hash, struct token_info *out,
         snprintf(out->name, sizeof out->name, "%s", (const char *)sqlite3_column_text(st, 1));
         out->projects = column_json(st, 2);
         out->node_id = sqlite3_column_int64(st, 3);
+        out->expires_ms = sqlite3_column_int64(st, 4); /* NULL reads 0: never */
     } else if (r == SQLITE_DONE) {
         rc = tide_err_set(err, TIDE_ENOENT, NULL, "unknown token");
     } else {
