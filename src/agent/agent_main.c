@@ -105,6 +105,11 @@ int agent_main(int argc, char **argv)
         agent_opts_usage(stdout);
         return 0;
     }
+    if (http_client_set_ca(opts.ca, "--ca", &err) != 0 ||
+        http_client_set_identity(opts.tls_cert, opts.tls_key, "--tls-cert", &err) != 0) {
+        agent_opts_release(&opts);
+        return cli_usage_fail("agent", &err);
+    }
     log_set_prefix("agent");
     static struct agent a; /* large (task table); static keeps it off the stack */
     memset(&a, 0, sizeof a);
@@ -132,8 +137,9 @@ int agent_main(int argc, char **argv)
         rc = 1;
     }
     if (rc == 0) {
-        log_info("node %s, work dir %s, %zu GPU(s) (%s), server %s", opts.name, a.work_dir,
-                 a.gpus.count, a.gpus.driver, opts.server_url);
+        log_info("node %s, work dir %s, %zu GPU(s) (%s), server %s%s%s", opts.name, a.work_dir,
+                 a.gpus.count, a.gpus.driver, opts.server_url, opts.ca ? ", CA " : "",
+                 opts.ca ? opts.ca : "");
         rc = agent_loop_run(&a, &agent_signals);
         curl_global_cleanup();
     }
