@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "server/config.h"
 #include "server/data_lock.h"
+#include "server/http_tls.h"
 #include "server/pool_loop.h"
 #include "server/retention.h"
 #include "server/submit_batch.h"
@@ -303,6 +304,11 @@ int server_main(int argc, char **argv)
             return cli_input_fail("server", &err);
     if (apply_flags(&flags, &srv.cfg, &sc, &err) < 0)
         return cli_usage_fail("server", &err);
+    /* TLS files and plain HTTP off loopback: refused before anything is created. */
+    struct http_tls tls_check;
+    if (http_tls_load(&srv.cfg, &tls_check, &err) != 0)
+        return cli_usage_fail("server", &err);
+    http_tls_release(&tls_check);
     if (flags.check) {
         print_check(&flags, &srv.cfg, &sc);
         return 0;

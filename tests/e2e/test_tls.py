@@ -196,6 +196,7 @@ def test_plain_http_off_loopback_needs_the_explicit_flag():
         assert p.returncode != 0, p.stdout
         assert "refusing plain HTTP on 0.0.0.0" in p.stderr and "--tls-cert" in p.stderr \
             and "--insecure-plain-http" in p.stderr, p.stderr
+        assert not os.path.exists(os.path.join(data, "admin.token")), "created before refusing"
         # The same from tide.yaml: server.insecure_plain_http must be a boolean.
         cfg = os.path.join(data, "tide.yaml")
         with open(cfg, "w") as f:
