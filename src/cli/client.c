@@ -191,8 +191,10 @@ int cli_client_init(struct cli_client *c, const struct cli_common *co, struct ti
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     resolve_token(c, co);
     resolve_ca(c, co);
-    if (c->ca && http_client_set_ca(c->ca, c->ca_from, err) != 0)
+    if (c->ca && http_client_set_ca(c->ca, c->ca_from, err) != 0) {
+        cli_client_release(c); /* callers release only a client that initialised */
         return TIDE_EINVAL;
+    }
     return 0;
 }
 

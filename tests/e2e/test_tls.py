@@ -78,6 +78,17 @@ def test_tide_up_tls_runs_a_job_over_https_and_the_cli_finds_the_ca_by_itself():
         job_id = [w for w in p.stdout.split() if w.isdigit()][0]
         p = tide("logs", job_id, cwd=work, env=env)
         assert "over-tls" in p.stdout, p.stdout + p.stderr
+        # While local-1 is full, the elastic pool's agent (started by the
+        # server) joins over HTTPS with the CA and the agent certificate.
+        p = tide("submit", "--gpus", "4", "--", "sleep", "120", cwd=work, env=env)
+        assert p.returncode == 0, p.stderr
+        busy = [w for w in p.stdout.split() if w.isdigit()][0]
+        p = tide("submit", "--gpus", "4", "--wait", "--", "sh", "-c", "echo pool-over-tls",
+                 cwd=work, env=env, timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        p = tide("nodes", "--pool", "elastic", cwd=work, env=env)
+        assert p.returncode == 0 and "ready" in p.stdout, p.stdout + p.stderr
+        assert tide("cancel", busy, cwd=work, env=env).returncode == 0
         # The same server from elsewhere, without the CA: refused with curl's reason.
         token = open(os.path.join(work, ".tide", "data", "admin.token")).read().strip()
         p = tide("nodes", env=clean_env(TIDE_SERVER=url, TIDE_TOKEN=token), cwd="/")
@@ -98,6 +109,12 @@ def test_tide_up_tls_runs_a_job_over_https_and_the_cli_finds_the_ca_by_itself():
             except subprocess.TimeoutExpired:
                 os.killpg(up.pid, signal.SIGKILL)
                 up.wait(5)
+    logs = os.path.join(work, ".tide", "logs")
+    for name in ["../../up.log"] + sorted(os.listdir(logs)):
+        with open(os.path.join(logs, name), errors="replace") as f:
+            text = f.read()
+        for m in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            assert m not in text, f"{name}:\n{text[-6000:]}"
 
 
 def test_agents_register_and_run_jobs_over_https_with_client_certificates():
