@@ -42,16 +42,16 @@ int config_want_int(struct config_ctx *c, const yaml_node_t *v, const char *key,
     return 0;
 }
 
-/* server.tls_cert, tls_key, tls_client_ca: a PEM file's path (checked
- * when the server starts, where the error names the file). */
+/* server.tls_cert, tls_key, tls_client_ca: a PEM file's path, "" for none
+ * (the files are checked when the server starts, naming them). */
 static int tls_path_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
 {
     const char *s = config_scalar(v);
     char *dst = !strcmp(key, "server.tls_cert") ? c->cfg->tls_cert
                 : !strcmp(key, "server.tls_key") ? c->cfg->tls_key
                                                  : c->cfg->tls_client_ca;
-    if (!s || !*s)
-        return config_fail(c, v, key, "must be a file path%s", "");
+    if (!s)
+        return config_fail(c, v, key, "must be a file path (\"\" for none)%s", "");
     if (strlen(s) >= sizeof c->cfg->tls_cert)
         return config_fail(c, v, key, "path too long%s", "");
     memcpy(dst, s, strlen(s) + 1);

@@ -41,6 +41,35 @@ static int read_pem(const char *option, const char *path, const char *marker, ch
     return 0;
 }
 
+/* Loads the files the way libmicrohttpd will, so that a key that does not
+ * match its certificate, or a PEM file GnuTLS cannot parse, is refused
+ * here with GnuTLS's reason and the file's name. */
+static int check_with_gnutls(const struct server_config *cfg, const struct http_tls *t,
+                             struct tide_err *err)
+{
+    gnutls_certificate_credentials_t cred;
+    if (gnutls_certificate_allocate_credentials(&cred) < 0)
+        return tide_err_set(err, TIDE_ENOMEM, "tls_cert", "out of memory");
+    gnutls_datum_t cert = {(unsigned char *)t->cert, (unsigned)strlen(t->cert)};
+    gnutls_datum_t key = {(unsigned char *)t->key, (unsigned)strlen(t->key)};
+    int rc = gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM);
+    if (rc < 0)
+        rc = tide_err_set(err, TIDE_EINVAL, "tls_cert", "--tls-cert %s with --tls-key %s: %s",
+                          cfg->tls_cert, cfg->tls_key, gnutls_strerror(rc));
+    else
+        rc = 0;
+    if (!rc && t->client_ca) {
+        gnutls_datum_t ca = {(unsigned char *)t->client_ca, (unsigned)strlen(t->client_ca)};
+        int n = gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM);
+        if (n <= 0)
+            rc = tide_err_set(err, TIDE_EINVAL, "tls_client_ca", "--tls-client-ca %s: %s",
+                              cfg->tls_client_ca,
+                              n < 0 ? gnutls_strerror(n) : "no certificate GnuTLS can read");
+    }
+    gnutls_certificate_free_credentials(cred);
+    return rc;
+}
+
 int http_tls_load(const struct server_config *cfg, struct http_tls *t, struct tide_err *err)
 {
     memset(t, 0, sizeof *t);
@@ -65,6 +94,8 @@ int http_tls_load(const struct server_config *cfg, struct http_tls *t, struct ti
         rc = read_pem("--tls-key", cfg->tls_key, "PRIVATE KEY", &t->key, err);
     if (!rc && cfg->tls_client_ca[0])
         rc = read_pem("--tls-client-ca", cfg->tls_client_ca, "CERTIFICATE", &t->client_ca, err);
+    if (!rc)
+        rc = check_with_gnutls(cfg, t, err);
     if (rc)
         http_tls_release(t);
     return rc;

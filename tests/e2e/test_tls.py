@@ -228,6 +228,20 @@ def test_plain_http_off_loopback_needs_the_explicit_flag():
                  "--tls-cert", CERTS["server.key"], "--tls-key", CERTS["server.key"], timeout=30)
         assert p.returncode != 0 and "--tls-cert" in p.stderr and "no PEM CERTIFICATE" in p.stderr, \
             p.stderr
+        # A key that is not the certificate's, named with GnuTLS's reason.
+        p = tide("server", "--listen", f"127.0.0.1:{port}", "--data", data,
+                 "--tls-cert", CERTS["server.crt"], "--tls-key", CERTS["agent.key"], timeout=30)
+        assert p.returncode != 0 and "agent.key" in p.stderr and "do not match" in p.stderr, \
+            p.stderr
+        assert not os.path.exists(os.path.join(data, "admin.token")), "created before refusing"
+        # tide.yaml's server.tls_cert/tls_key make the server HTTPS (flags would win).
+        with open(cfg, "w") as f:
+            f.write(f"server:\n  tls_cert: {CERTS['server.crt']}\n"
+                    f"  tls_key: {CERTS['server.key']}\n")
+        p = tide("server", "--config", cfg, "--check-config", "--listen", f"0.0.0.0:{port}",
+                 timeout=30)
+        assert p.returncode == 0 and f"listen https://0.0.0.0:{port}" in p.stdout, \
+            p.stdout + p.stderr
         # With the flag, plain HTTP on every address is served.
         server = subprocess.Popen([TIDE, "server", "--listen", f"0.0.0.0:{port}", "--data", data,
                                    "--insecure-plain-http"], stdout=subprocess.DEVNULL,
