@@ -308,6 +308,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
 }
 
+/* libmicrohttpd's own messages (mostly failed TLS handshakes: a client that
+ * does not trust our certificate, or speaks plain HTTP to HTTPS) as
+ * timestamped warnings instead of bare lines on stderr. */
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    log_warn("http: %s", line);
+}
+
 int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err)
 {
     struct sockaddr_in addr;
@@ -333,9 +345,11 @@ int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err
     if (tls.cert)
         flags |= MHD_USE_TLS;
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, (uint16_t)srv->cfg.listen_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
-        &addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT, 2000u,
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+        flags, (uint16_t)srv->cfg.listen_port, NULL, NULL, on_request, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, /* first, or MHD logs some itself */
+        MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_CONNECTION_LIMIT, 2000u, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     http_tls_release(&tls); /* the daemon has its own copies */
     /* No SO_REUSEPORT: a second server on the port must fail, not share it. */
     if (!d) {
