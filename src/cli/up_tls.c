@@ -44,8 +44,8 @@ static int pair_start(struct up_tls_pair *p, const char *common_name, struct tid
     unsigned char serial[16];
     time_t now = time(NULL);
     if ((rc = gnutls_x509_privkey_init(&p->key)) < 0 ||
-        (rc = gnutls_x509_privkey_generate(p->key, GNUTLS_PK_ECDSA,
-                                           GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0)) < 0)
+        (rc = gnutls_x509_privkey_generate(
+             p->key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0)) < 0)
         return tls_fail(err, "generating a key", rc);
     if ((rc = gnutls_rnd(GNUTLS_RND_NONCE, serial, sizeof serial)) < 0)
         return tls_fail(err, "random serial", rc);
@@ -56,8 +56,8 @@ static int pair_start(struct up_tls_pair *p, const char *common_name, struct tid
         (rc = gnutls_x509_crt_set_activation_time(p->crt, now - 3600)) < 0 ||
         (rc = gnutls_x509_crt_set_expiration_time(p->crt, now + UP_TLS_VALID_DAYS * 86400L)) < 0 ||
         (rc = gnutls_x509_crt_set_key(p->crt, p->key)) < 0 ||
-        (rc = gnutls_x509_crt_set_dn_by_oid(p->crt, GNUTLS_OID_X520_ORGANIZATION_NAME, 0,
-                                            "tide up", strlen("tide up"))) < 0 ||
+        (rc = gnutls_x509_crt_set_dn_by_oid(p->crt, GNUTLS_OID_X520_ORGANIZATION_NAME, 0, "tide up",
+                                            strlen("tide up"))) < 0 ||
         (rc = gnutls_x509_crt_set_dn_by_oid(p->crt, GNUTLS_OID_X520_COMMON_NAME, 0, common_name,
                                             strlen(common_name))) < 0)
         return tls_fail(err, "building a certificate", rc);
@@ -77,8 +77,8 @@ static int make_ca(struct up_tls_pair *ca, const char *host, struct tide_err *er
     if (rc)
         return rc;
     if ((rc = gnutls_x509_crt_set_basic_constraints(ca->crt, 1, 0)) < 0 ||
-        (rc = gnutls_x509_crt_set_key_usage(ca->crt, GNUTLS_KEY_KEY_CERT_SIGN |
-                                                         GNUTLS_KEY_CRL_SIGN)) < 0 ||
+        (rc = gnutls_x509_crt_set_key_usage(ca->crt,
+                                            GNUTLS_KEY_KEY_CERT_SIGN | GNUTLS_KEY_CRL_SIGN)) < 0 ||
         (rc = gnutls_x509_crt_sign2(ca->crt, ca->crt, ca->key, GNUTLS_DIG_SHA256, 0)) < 0)
         return tls_fail(err, "signing the CA", rc);
     return 0;
@@ -150,8 +150,8 @@ static int write_pair(const char *dir, const char *crt_name, const char *key_nam
 
 static int all_present(const char *dir)
 {
-    static const char *const names[] = {UP_TLS_CA,          UP_TLS_CA_KEY,     UP_TLS_SERVER_CERT,
-                                        UP_TLS_SERVER_KEY,  UP_TLS_AGENT_CERT, UP_TLS_AGENT_KEY};
+    static const char *const names[] = {UP_TLS_CA,         UP_TLS_CA_KEY,     UP_TLS_SERVER_CERT,
+                                        UP_TLS_SERVER_KEY, UP_TLS_AGENT_CERT, UP_TLS_AGENT_KEY};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= (int)sizeof path ||
