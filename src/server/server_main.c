@@ -153,13 +153,20 @@ static int apply_listen(const char *v, struct server_config *cfg, struct tide_er
     return 0;
 }
 
-/* Copies a file path option into dst, refusing an empty or too long one. */
+/* Copies a file path option into dst, refusing an empty or too long one;
+ * the error's field is the tide.yaml key ("tls_cert" for --tls-cert). */
 static int apply_path(const char *flag, const char *v, char *dst, size_t size,
                       struct tide_err *err)
 {
-    if (!*v || strlen(v) >= size)
-        return tide_err_set(err, TIDE_EINVAL, flag + 2, "%s: %s", flag,
+    if (!*v || strlen(v) >= size) {
+        char field[32];
+        size_t i = 0;
+        for (; flag[i + 2] && i + 1 < sizeof field; i++)
+            field[i] = flag[i + 2] == '-' ? '_' : flag[i + 2];
+        field[i] = '\0';
+        return tide_err_set(err, TIDE_EINVAL, field, "%s: %s", flag,
                             *v ? "path too long" : "must not be empty");
+    }
     memcpy(dst, v, strlen(v) + 1);
     return 0;
 }
