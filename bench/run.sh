@@ -25,6 +25,9 @@ echo
 bash "$(dirname "$0")/agent.sh" "$build" bench/results.json
 
 echo
+python3 "$(dirname "$0")/tls.py" "$build" || echo "tls bench failed; skipping"
+
+echo
 echo "== dashboard: the page's API calls with 10000 jobs waiting (bench/dashboard.py)"
 TIDE_BIN="$tide" python3 "$(dirname "$0")/dashboard.py" 10000 20
 python3 "$(dirname "$0")/events.py" "$tide"

@@ -94,6 +94,17 @@ static void agent_release(struct agent *a)
     agent_node_release(&a->node);
 }
 
+/* Whether an http:// URL's host is a loopback name or address. */
+static bool agent_server_is_local(const char *url)
+{
+    const char *host = url + 7;
+    static const char *const names[] = {"localhost", "127.", "[::1]", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strncmp(host, names[i], strlen(names[i])))
+            return true;
+    return false;
+}
+
 int agent_main(int argc, char **argv)
 {
     struct agent_opts opts;
@@ -104,6 +115,11 @@ int agent_main(int argc, char **argv)
     if (opts.help) {
         agent_opts_usage(stdout);
         return 0;
+    }
+    if (http_client_set_ca(opts.ca, "--ca", &err) != 0 ||
+        http_client_set_identity(opts.tls_cert, opts.tls_key, "--tls-cert", &err) != 0) {
+        agent_opts_release(&opts);
+        return cli_usage_fail("agent", &err);
     }
     log_set_prefix("agent");
     static struct agent a; /* large (task table); static keeps it off the stack */
@@ -132,8 +148,13 @@ int agent_main(int argc, char **argv)
         rc = 1;
     }
     if (rc == 0) {
-        log_info("node %s, work dir %s, %zu GPU(s) (%s), server %s", opts.name, a.work_dir,
-                 a.gpus.count, a.gpus.driver, opts.server_url);
+        log_info("node %s, work dir %s, %zu GPU(s) (%s), server %s%s%s", opts.name, a.work_dir,
+                 a.gpus.count, a.gpus.driver, opts.server_url, opts.ca ? ", CA " : "",
+                 opts.ca ? opts.ca : "");
+        if (!strncmp(opts.server_url, "http://", 7) && !agent_server_is_local(opts.server_url))
+            log_warn("%s is plain HTTP: the join and node tokens and job commands cross the "
+                     "network in clear text; use an https:// server (docs/api.md, \"TLS\")",
+                     opts.server_url);
         rc = agent_loop_run(&a, &agent_signals);
         curl_global_cleanup();
     }

@@ -32,6 +32,12 @@ void agent_opts_usage(FILE *out)
                  "  --kill-grace-s N    SIGTERM to SIGKILL delay when stopping tasks (default 10)\n"
                  "  --cpus N            CPUs to report (default: online CPUs)\n"
                  "  --memory-mib N      memory to report (default: physical memory)\n"
+                 "  --ca FILE           PEM CA (or self-signed certificate) that an https\n"
+                 "                      --server must be signed by (or TIDE_CA; default: the\n"
+                 "                      system's CAs)\n"
+                 "  --tls-cert FILE     client certificate for a server that requires one\n"
+                 "                      (or TIDE_TLS_CERT)\n"
+                 "  --tls-key FILE      ... and its key (or TIDE_TLS_KEY)\n"
                  "  --help              this text\n");
 }
 
@@ -85,8 +91,10 @@ static const struct cli_opt agent_flags[] = {
     {"--work", CLI_OPT_VALUE, 5},         {"--fake-gpus", CLI_OPT_VALUE, 6},
     {"--heartbeat-ms", CLI_OPT_VALUE, 7}, {"--kill-grace-s", CLI_OPT_VALUE, 8},
     {"--cpus", CLI_OPT_VALUE, 9},         {"--memory-mib", CLI_OPT_VALUE, 10},
-    {"--pool", CLI_OPT_VALUE, 11},        {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
-    {"-h", CLI_OPT_FLAG, CLI_ID_HELP},    {NULL, 0, 0},
+    {"--pool", CLI_OPT_VALUE, 11},        {"--ca", CLI_OPT_VALUE, 12},
+    {"--tls-cert", CLI_OPT_VALUE, 13},    {"--tls-key", CLI_OPT_VALUE, 14},
+    {"--help", CLI_OPT_FLAG, CLI_ID_HELP}, {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
+    {NULL, 0, 0},
 };
 
 /* One flag with its value v. */
@@ -108,6 +116,12 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
         return set_str(&o->fake_gpus, v, err);
     if (!strcmp(flag, "--pool"))
         return set_str(&o->pool, v, err);
+    if (!strcmp(flag, "--ca"))
+        return set_str(&o->ca, v, err);
+    if (!strcmp(flag, "--tls-cert"))
+        return set_str(&o->tls_cert, v, err);
+    if (!strcmp(flag, "--tls-key"))
+        return set_str(&o->tls_key, v, err);
     if (!strcmp(flag, "--heartbeat-ms")) {
         if ((rc = cli_parse_range(flag, v, 10, 3600000, &n, err)) == 0)
             o->heartbeat_ms = (int)n;
@@ -141,6 +155,12 @@ static int fill_defaults(struct agent_opts *o, struct tide_err *err)
     size_t n = strlen(o->server_url);
     while (n > 1 && o->server_url[n - 1] == '/')
         o->server_url[--n] = '\0';
+    if (!o->ca && (env = getenv("TIDE_CA")) && *env && set_str(&o->ca, env, err))
+        return TIDE_ENOMEM;
+    if (!o->tls_cert && (env = getenv("TIDE_TLS_CERT")) && *env && set_str(&o->tls_cert, env, err))
+        return TIDE_ENOMEM;
+    if (!o->tls_key && (env = getenv("TIDE_TLS_KEY")) && *env && set_str(&o->tls_key, env, err))
+        return TIDE_ENOMEM;
     if (!o->join_token && (env = getenv("TIDE_JOIN_TOKEN")) && *env &&
         set_str(&o->join_token, env, err))
         return TIDE_ENOMEM;
@@ -219,5 +239,8 @@ void agent_opts_release(struct agent_opts *o)
     free(o->work_dir);
     free(o->fake_gpus);
     free(o->pool);
+    free(o->ca);
+    free(o->tls_cert);
+    free(o->tls_key);
     memset(o, 0, sizeof *o);
 }

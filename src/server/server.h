@@ -42,6 +42,10 @@ struct server_config {
     int64_t retention_jobs_s;   /* finished jobs: rows, events, logs, checkpoints */
     int64_t retention_events_s; /* any event */
     int retention_sweep_s;      /* how often the sweeper looks */
+    /* TLS (http_tls.c): PEM files, "" for none */
+    char tls_cert[512], tls_key[512];
+    char tls_client_ca[512];  /* agents must present a certificate this CA signed */
+    bool insecure_plain_http; /* allow plain HTTP on an address other than loopback */
 };
 
 /* How attempts end other than in success, counted for /metrics. */
