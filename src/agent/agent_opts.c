@@ -32,6 +32,13 @@ void agent_opts_usage(FILE *out)
                  "  --kill-grace-s N    SIGTERM to SIGKILL delay when stopping tasks (default 10)\n"
                  "  --cpus N            CPUs to report (default: online CPUs)\n"
                  "  --memory-mib N      memory to report (default: physical memory)\n"
+                 "  --fake-fault-file PATH  faults to inject into fake GPUs, one a line:\n"
+                 "                      'INDEX xid N', 'INDEX ecc N', 'INDEX temp C' or\n"
+                 "                      'INDEX lost' (docs/health.md)\n"
+                 "  --health-command CMD  health probe run by sh at start and periodically;\n"
+                 "                      a node whose probe fails gets no new work\n"
+                 "  --health-interval-s N  between probes (default 60)\n"
+                 "  --health-timeout-s N   a probe running longer fails (default 30)\n"
                  "  --help              this text\n");
 }
 
@@ -85,7 +92,9 @@ static const struct cli_opt agent_flags[] = {
     {"--work", CLI_OPT_VALUE, 5},         {"--fake-gpus", CLI_OPT_VALUE, 6},
     {"--heartbeat-ms", CLI_OPT_VALUE, 7}, {"--kill-grace-s", CLI_OPT_VALUE, 8},
     {"--cpus", CLI_OPT_VALUE, 9},         {"--memory-mib", CLI_OPT_VALUE, 10},
-    {"--pool", CLI_OPT_VALUE, 11},        {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
+    {"--pool", CLI_OPT_VALUE, 11},        {"--fake-fault-file", CLI_OPT_VALUE, 12},
+    {"--health-command", CLI_OPT_VALUE, 13}, {"--health-interval-s", CLI_OPT_VALUE, 14},
+    {"--health-timeout-s", CLI_OPT_VALUE, 15}, {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},    {NULL, 0, 0},
 };
 
@@ -108,6 +117,23 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
         return set_str(&o->fake_gpus, v, err);
     if (!strcmp(flag, "--pool"))
         return set_str(&o->pool, v, err);
+    if (!strcmp(flag, "--fake-fault-file"))
+        return set_str(&o->fake_fault_file, v, err);
+    if (!strcmp(flag, "--health-command")) {
+        if (!*v)
+            return tide_err_set(err, TIDE_EINVAL, flag, "--health-command must not be empty");
+        return set_str(&o->health_command, v, err);
+    }
+    if (!strcmp(flag, "--health-interval-s")) {
+        if ((rc = cli_parse_range(flag, v, 1, 86400, &n, err)) == 0)
+            o->health_interval_s = (int)n;
+        return rc;
+    }
+    if (!strcmp(flag, "--health-timeout-s")) {
+        if ((rc = cli_parse_range(flag, v, 1, 3600, &n, err)) == 0)
+            o->health_timeout_s = (int)n;
+        return rc;
+    }
     if (!strcmp(flag, "--heartbeat-ms")) {
         if ((rc = cli_parse_range(flag, v, 10, 3600000, &n, err)) == 0)
             o->heartbeat_ms = (int)n;
@@ -166,6 +192,13 @@ static int fill_defaults(struct agent_opts *o, struct tide_err *err)
         return tide_err_set(err, TIDE_EINVAL, "--work", "--work must not be empty");
     if (o->kill_grace_s < 0)
         o->kill_grace_s = 10;
+    if (o->health_interval_s == 0)
+        o->health_interval_s = 60;
+    if (o->health_timeout_s == 0)
+        o->health_timeout_s = 30;
+    if (o->fake_fault_file && !o->fake_gpus)
+        return tide_err_set(err, TIDE_EINVAL, "--fake-fault-file",
+                            "--fake-fault-file needs --fake-gpus (NVML reports real faults)");
     if (o->cpus == 0) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         o->cpus = c > 0 ? (int)c : 1;
@@ -219,5 +252,7 @@ void agent_opts_release(struct agent_opts *o)
     free(o->work_dir);
     free(o->fake_gpus);
     free(o->pool);
+    free(o->fake_fault_file);
+    free(o->health_command);
     memset(o, 0, sizeof *o);
 }

@@ -55,8 +55,14 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
     } else if (!strcmp(key, "server.kill_grace_s")) {
         if (!(rc = config_want_int(c, v, key, 0, 3600, &n)))
             c->cfg->kill_grace_s = (int)n;
+    } else if (!strcmp(key, "server.node_fault_limit")) {
+        if (!(rc = config_want_int(c, v, key, 0, 1000, &n)))
+            c->cfg->node_fault_limit = (int)n;
+    } else if (!strcmp(key, "server.node_fault_window_s")) {
+        if (!(rc = config_want_int(c, v, key, 1, 30 * 86400, &n)))
+            c->cfg->node_fault_window_s = n;
     } else {
-        rc = config_fail(c, v, key, "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s)%s", "");
+        rc = config_fail(c, v, key, "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s, node_fault_limit, node_fault_window_s)%s", "");
     }
     return rc;
 }

@@ -99,12 +99,13 @@ class Cluster:
         except (urllib.error.URLError, ConnectionError, OSError):
             return False
 
-    def start_agent(self, name, fake_gpus=None):
+    def start_agent(self, name, fake_gpus=None, extra=()):
         work = os.path.join(self.dir, "agents", name)
         os.makedirs(work, exist_ok=True)
         self.agents[name] = self._spawn(f"agent-{name}", [
             "agent", "--server", self.url, "--token-file", os.path.join(self.data, "join.token"),
-            "--name", name, "--work", work, "--fake-gpus", fake_gpus or self.fake_gpus])
+            "--name", name, "--work", work, "--fake-gpus", fake_gpus or self.fake_gpus]
+            + list(extra))
         wait_until(lambda: self.node(name) and self.node(name)["state"] == "ready", 20,
                    what=f"agent {name} registered")
 
