@@ -14,7 +14,7 @@
 static const char nodes_usage[] =
     "usage: tide nodes [--gpus] [--state S] [--pool P] [--all] [--json] [--server URL] [--token T]\n"
     "       tide nodes drain NAME [--reason TEXT]  (no new work; what runs finishes)\n"
-    "       tide nodes undrain NAME                (takes work again)\n"
+    "       tide nodes undrain NAME                (takes work again; clears GPU faults)\n"
     "       tide nodes delete NAME [--force]       (forget the node; --force requeues\n"
     "                                               its jobs, using no retry)\n"
     "       tide nodes interrupt ID   (spot: the node is reclaimed; its jobs checkpoint\n"
