@@ -45,6 +45,25 @@ def passes_go_by(c, n=3):
                what=f"{n} scheduler passes")
 
 
+def agents_with_work_dir(work):
+    """PIDs of live processes whose command line names work (a pool agent's --work)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(") ")[-1].startswith("Z"):
+                    continue
+        except OSError:
+            continue
+        if work.encode() in args:
+            found.append(int(pid))
+    return found
+
+
 def gpu(c, node, index):
     return [g for g in c.node(node)["gpus"] if g["index"] == index][0]
 
@@ -78,6 +97,13 @@ def test_xid_on_a_jobs_gpu_requeues_it_elsewhere_without_a_retry_and_the_gpu_get
         assert metric(c, 'tide_gpu_faults_total{kind="xid"}') == 1
         table = c.cli("nodes", check=True).stdout
         assert "GPU 0: xid 79" in table, table
+        # The fault outlives a server restart.
+        c.kill_server()
+        c.start_server()
+        back = time.time()
+        wait_until(lambda: c.node(bad)["last_heartbeat"] > back + 0.5, 20, what="agents heard again")
+        assert gpu(c, bad, 0)["healthy"] is False
+        assert len(events(c, "gpu_fault")) == 1  # the agent's old fault is not a new one
         # Only the healthy GPU of the faulty node takes new work.
         cmd_b, gate_b = gate_command(c, "b")
         b = c.submit(command=cmd_b, gpus=1)
@@ -186,7 +212,9 @@ def test_a_pool_node_failed_by_faults_is_deleted_and_replaced():
         cmd, gate = gate_command(c, "a")
         a = c.submit(command=cmd, gpus=1, retries=0)
         first = c.wait_state(a["id"], "running", timeout=60)["node"]
-        path = os.path.join(c.data, "pool-agents", first, "fake-faults")
+        work = os.path.join(c.data, "pool-agents", first)
+        assert agents_with_work_dir(work), "the pool's agent is not running"
+        path = os.path.join(work, "fake-faults")
         t0 = time.monotonic()
         inject(path, "0 xid 79")
         inject(path, "0 xid 79")
@@ -196,6 +224,8 @@ def test_a_pool_node_failed_by_faults_is_deleted_and_replaced():
         wait_until(lambda: c.node(first)["state"] == "failed", 20, what="first node failed")
         failed = [e for e in events(c, "node_failed") if e.get("node") == first]
         assert failed and "faults" in failed[0]["message"], failed
+        # Its provider deleted it: the local provider's agent for it is gone.
+        wait_until(lambda: not agents_with_work_dir(work), 30, 0.2, what="the failed node deleted")
         open(gate, "w").close()
         assert c.wait_final([a["id"]])[a["id"]]["state"] == "succeeded"
 
