@@ -242,7 +242,11 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         bool changed = fence_if_cut_off(a, now);
         changed |= reap(a, now);
         changed |= probe(a, now);
-        if (!a->registered && now >= s.next_register_ms && !try_register(a, &s, now))
+        /* A node with a health probe registers once the first one is in,
+         * so it never takes work before its health is known. */
+        bool probe_first = a->opts->health_command && !a->probe.has_result;
+        if (!a->registered && !probe_first && now >= s.next_register_ms &&
+            !try_register(a, &s, now))
             return 1;
         if (a->registered && !*signals &&
             (now >= s.next_heartbeat_ms ||
@@ -253,7 +257,7 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         now = clock_mono_ms();
         int64_t wait = s.next_heartbeat_ms - now;
         if (!a->registered)
-            wait = s.next_register_ms - now;
+            wait = probe_first ? LOOP_TICK_MS : s.next_register_ms - now;
         sleep_ms(wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS);
     }
     log_info("signal received, shutting down");

@@ -9,6 +9,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "core/gpu_health.h"
 #include "core/gpu_share.h"
 #include "core/job_spec.h"
 #include "core/reconcile.h"
@@ -216,6 +217,12 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     }
     if (old && old->health_failed && !old->pool[0])
         node.state = NODE_FAILED; /* gpu_health.h: until an operator undrains it */
+    /* The agent's first health probe: a failing node is drained as it joins. */
+    json_t *probe = json_object_get(body, "health_probe");
+    int probe_change = 0;
+    if (json_is_object(probe) && json_is_boolean(json_object_get(probe, "ok")))
+        probe_change = gpu_health_probe(&node, json_is_true(json_object_get(probe, "ok")),
+                                        string_field(probe, "output", ""));
     node.last_heartbeat_ms = now;
     int rc = store_begin(srv->store, &err);
     if (!rc)
@@ -231,6 +238,13 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
              node.ngpus, node.ngpus == 1 ? "" : "s", node.driver[0] ? node.driver : "no driver");
     if (!rc)
         rc = store_event_add(srv->store, now, back ? "node_back" : "node_registered", 0, node.id, msg, &err);
+    if (!rc && probe_change)
+        rc = store_node_set_drain(srv->store, node.id, node.state,
+                                  node.drained ? node.drain_reason : NULL, &err);
+    if (!rc && probe_change)
+        rc = store_event_add(srv->store, now, probe_change > 0 ? "node_drained" : "node_undrained",
+                             0, node.id, probe_change > 0 ? node.drain_reason : "health probe passed",
+                             &err);
     if (!rc)
         rc = store_commit(srv->store, &err);
     if (rc)

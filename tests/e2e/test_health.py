@@ -235,8 +235,15 @@ def test_a_failing_health_probe_keeps_work_off_a_node_until_it_passes():
         bad = os.path.join(c.dir, "bad")
         open(bad, "w").close()
         probe = f"echo checking; if [ -f {bad} ]; then echo 'burn: 3 errors'; exit 1; fi; echo ok"
-        c.start_agent("node-1", extra=["--health-command", probe, "--health-interval-s", "1"])
-        wait_until(lambda: c.node("node-1")["state"] == "draining", 20, what="probe drain")
+        work = os.path.join(c.dir, "agents", "node-1")
+        os.makedirs(work)
+        c.agents["node-1"] = c._spawn("agent-node-1", [
+            "agent", "--server", c.url, "--token-file", os.path.join(c.data, "join.token"),
+            "--name", "node-1", "--work", work, "--fake-gpus", "1xH200:141GB",
+            "--health-command", probe, "--health-interval-s", "1"])
+        # The first probe runs before the node registers: it joins drained.
+        wait_until(lambda: c.node("node-1"), 20, what="node registered")
+        assert c.node("node-1")["state"] == "draining", c.node("node-1")
         assert c.node("node-1")["drain_reason"] == "health probe failed: burn: 3 errors"
         a = c.submit(command=["true"], gpus=1)
         passes_go_by(c)
