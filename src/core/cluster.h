@@ -93,6 +93,7 @@ struct node {
     int faults_in_window;
     int64_t fault_window_start_ms;
     bool probe_drained;
+    int64_t probe_drained_ms; /* since when; a pool's node is replaced after boot_timeout_s */
     bool health_failed;
 };
 

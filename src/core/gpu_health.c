@@ -107,13 +107,14 @@ int gpu_health_clear(struct node *node)
     return n;
 }
 
-int gpu_health_probe(struct node *node, bool ok, const char *output)
+int gpu_health_probe(struct node *node, bool ok, const char *output, int64_t now_ms)
 {
     if (!ok && !node->drained) {
         char why[TIDE_REASON_MAX];
         snprintf(why, sizeof why, GPU_HEALTH_PROBE_PREFIX "%.130s", output && *output ? output : "no output");
         drain(node, why);
         node->probe_drained = true;
+        node->probe_drained_ms = now_ms;
         return 1;
     }
     if (ok && node->drained && node->probe_drained) {

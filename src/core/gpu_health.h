@@ -50,11 +50,14 @@ int gpu_health_fault(struct cluster *c, struct node *node, int gpu_index, const 
  * operator_undrain_node's. Returns how many GPUs were faulty. */
 int gpu_health_clear(struct node *node);
 
-/* A health probe's result. Failing drains a node that is not drained
- * already (reason "health probe failed: OUTPUT", probe_drained set);
- * passing undrains only a drain the probe made. Returns 1 when it drained
- * the node, -1 when it undrained it, 0 when nothing changed. */
-int gpu_health_probe(struct node *node, bool ok, const char *output);
+/* A health probe's result at now_ms. Failing drains a node that is not
+ * drained already (reason "health probe failed: OUTPUT", probe_drained
+ * set); passing undrains only a drain the probe made. A pool's node stays
+ * drained by its probe (not released as idle) until its pool's
+ * boot_timeout_s has passed, then its autoscaler fails it for a new one.
+ * Returns 1 when it drained the node, -1 when it undrained it, 0 when
+ * nothing changed. */
+int gpu_health_probe(struct node *node, bool ok, const char *output, int64_t now_ms);
 
 /* GPUs of node that are faulty. */
 int gpu_health_faulty_count(const struct node *node);

@@ -206,6 +206,7 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
         node.fault_window_start_ms = old->fault_window_start_ms;
         node.health_failed = old->health_failed;
         node.probe_drained = old->probe_drained;
+        node.probe_drained_ms = old->probe_drained_ms;
     }
     /* A lost node whose agent came back (restarted) is back, as after a late heartbeat. */
     bool back = old && old->state == NODE_LOST;
@@ -222,7 +223,7 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     int probe_change = 0;
     if (json_is_object(probe) && json_is_boolean(json_object_get(probe, "ok")))
         probe_change = gpu_health_probe(&node, json_is_true(json_object_get(probe, "ok")),
-                                        string_field(probe, "output", ""));
+                                        string_field(probe, "output", ""), now);
     node.last_heartbeat_ms = now;
     int rc = store_begin(srv->store, &err);
     if (!rc)

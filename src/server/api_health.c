@@ -119,7 +119,8 @@ int api_health_from_heartbeat(struct server *srv, struct node *node, json_t *bod
         char output[PROBE_OUTPUT_MAX];
         const char *o = json_string_value(json_object_get(probe, "output"));
         snprintf(output, sizeof output, "%s", o ? o : "");
-        notes->probe = gpu_health_probe(node, json_is_true(json_object_get(probe, "ok")), output);
+        notes->probe =
+            gpu_health_probe(node, json_is_true(json_object_get(probe, "ok")), output, now_ms);
     }
     return 0;
 }

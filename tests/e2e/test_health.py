@@ -3,7 +3,9 @@ through each agent's --fake-fault-file; the server drains, requeues (no retry
 used), fails nodes after repeated faults, and a pool replaces a failed node.
 Health probes (--health-command) drain a node while they fail."""
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -259,6 +261,30 @@ def test_a_failing_health_probe_keeps_work_off_a_node_until_it_passes():
         assert c.node("node-1")["drain_reason"] == "maintenance"
 
 
+def test_a_pools_health_command_reaches_its_nodes_and_keeps_work_off_until_it_passes():
+    flags = tempfile.mkdtemp(prefix="tide-e2e-probe-")
+    try:
+        bad = os.path.join(flags, "bad")
+        open(bad, "w").close()
+        config = POOL + (f"    health_command: \"test ! -f {bad} || {{ echo gpu burn failed; exit 1; }}\"\n"
+                         "    health_interval_s: 1\n")
+        with Cluster(agents=0, config=config) as c:
+            a = c.submit(command=["true"], gpus=1)
+            pool_nodes = lambda: [n for n in c.api("GET", "/v1/nodes")["nodes"]  # noqa: E731
+                                  if n.get("pool") == "gpu"]
+            wait_until(lambda: [n for n in pool_nodes() if n["state"] == "draining"], 60, 0.1,
+                       what="a pool node drained by its probe")
+            node = pool_nodes()[0]
+            assert node["drain_reason"] == "health probe failed: gpu burn failed", node
+            passes_go_by(c)
+            assert c.job(a["id"])["state"] == "pending"
+            os.unlink(bad)
+            done = c.wait_final([a["id"]], timeout=60)[a["id"]]
+            assert done["state"] == "succeeded" and done["node"] == node["name"], done
+    finally:
+        shutil.rmtree(flags, ignore_errors=True)
+
+
 if __name__ == "__main__":
     run_tests([
         test_xid_on_a_jobs_gpu_requeues_it_elsewhere_without_a_retry_and_the_gpu_gets_no_work,
@@ -266,4 +292,5 @@ if __name__ == "__main__":
         test_repeated_faults_fail_a_node_and_undrain_restores_it,
         test_a_pool_node_failed_by_faults_is_deleted_and_replaced,
         test_a_failing_health_probe_keeps_work_off_a_node_until_it_passes,
+        test_a_pools_health_command_reaches_its_nodes_and_keeps_work_off_until_it_passes,
     ])

@@ -188,16 +188,16 @@ static void test_a_probe_lifts_only_its_own_drain(void **state)
 {
     (void)state;
     struct node *n = add_node(1, 1);
-    assert_int_equal(gpu_health_probe(n, false, "burn: 3 errors"), 1);
+    assert_int_equal(gpu_health_probe(n, false, "burn: 3 errors", 1000), 1);
     assert_string_equal(n->drain_reason, "health probe failed: burn: 3 errors");
     assert_int_equal(n->state, NODE_DRAINING);
-    assert_int_equal(gpu_health_probe(n, false, "burn: 3 errors"), 0);
-    assert_int_equal(gpu_health_probe(n, true, "ok"), -1);
+    assert_int_equal(gpu_health_probe(n, false, "burn: 3 errors", 1000), 0);
+    assert_int_equal(gpu_health_probe(n, true, "ok", 1000), -1);
     assert_int_equal(n->state, NODE_READY);
     assert_false(n->drained);
     assert_int_equal(operator_drain_node(&c, 1, "maintenance", &err), 0);
-    assert_int_equal(gpu_health_probe(n, true, "ok"), 0);
-    assert_int_equal(gpu_health_probe(n, false, "bad"), 0);
+    assert_int_equal(gpu_health_probe(n, true, "ok", 1000), 0);
+    assert_int_equal(gpu_health_probe(n, false, "bad", 1000), 0);
     assert_string_equal(n->drain_reason, "maintenance");
 }
 
