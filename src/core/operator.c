@@ -121,9 +121,11 @@ int operator_undrain_node(struct cluster *c, int64_t node_id, struct tide_err *e
     if (!node->drained && !faults)
         return tide_err_set(err, TIDE_ECONFLICT, "node", "node %s is not drained", node->name);
     gpu_health_clear(node);
+    /* a pool node its autoscaler is draining (not drained) stays draining */
+    bool lift = node->drained || !node->pool[0];
     node->drained = false;
     node->drain_reason[0] = '\0';
-    if (node->state == NODE_DRAINING || node->state == NODE_FAILED)
+    if (lift && (node->state == NODE_DRAINING || node->state == NODE_FAILED))
         node->state = NODE_READY;
     return 0;
 }

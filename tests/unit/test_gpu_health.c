@@ -201,6 +201,21 @@ static void test_a_probe_lifts_only_its_own_drain(void **state)
     assert_string_equal(n->drain_reason, "maintenance");
 }
 
+static void test_undrain_clears_a_pool_nodes_gpu_fault_but_not_its_autoscalers_drain(void **state)
+{
+    (void)state;
+    struct node *n = add_node(1, 2);
+    snprintf(n->pool, sizeof n->pool, "gpu");
+    n->state = NODE_DRAINING; /* scale-down under way */
+    assert_true(gpu_health_fault(&c, n, 0, "ecc 1", false, &limit3, 1000, &out) >= 0);
+    assert_int_equal(operator_undrain_node(&c, 1, &err), 0);
+    assert_int_equal(gpu_health_faulty_count(n), 0);
+    assert_int_equal(n->state, NODE_DRAINING);
+    n->state = NODE_FAILED;
+    assert_true(gpu_health_fault(&c, n, 0, "ecc 1", false, &limit3, 2000, &out) >= 0);
+    assert_int_equal(operator_undrain_node(&c, 1, &err), TIDE_ECONFLICT);
+}
+
 static void test_undrain_refuses_a_healthy_undrained_node(void **state)
 {
     (void)state;
@@ -228,6 +243,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_a_pool_node_reaching_the_limit_drains_for_its_autoscaler_to_fail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_probe_lifts_only_its_own_drain, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_undrain_clears_a_pool_nodes_gpu_fault_but_not_its_autoscalers_drain, setup,
+            teardown),
         cmocka_unit_test_setup_teardown(test_undrain_refuses_a_healthy_undrained_node, setup,
                                         teardown),
     };
