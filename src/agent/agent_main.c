@@ -12,6 +12,7 @@
 
 #include "agent/agent.h"
 #include "agent/agent_loop.h"
+#include "agent/agent_probe.h"
 #include "agent/agent_node.h"
 #include "agent/agent_opts.h"
 #include "cli/report.h"
@@ -58,8 +59,10 @@ static int open_gpus(struct agent *a)
         log_warn("no GPUs: %s; registering with 0 GPUs", err.message);
         gpu_backend_init_empty(&a->gpus, "none");
     }
+    a->gpus.fault_file = a->opts->fake_fault_file;
     a->telemetry = calloc(a->gpus.count ? a->gpus.count : 1, sizeof *a->telemetry);
-    if (!a->telemetry) {
+    a->health = calloc(a->gpus.count ? a->gpus.count : 1, sizeof *a->health);
+    if (!a->telemetry || !a->health) {
         log_error("out of memory");
         return 1;
     }
@@ -89,7 +92,9 @@ static void agent_release(struct agent *a)
     a->ntasks = 0;
     agent_task_guard_stop(&a->guard);
     gpu_backend_release(&a->gpus);
+    agent_probe_release(&a->probe);
     free(a->telemetry);
+    free(a->health);
     free(a->work_dir);
     agent_node_release(&a->node);
 }

@@ -38,6 +38,13 @@ void agent_opts_usage(FILE *out)
                  "  --tls-cert FILE     client certificate for a server that requires one\n"
                  "                      (or TIDE_TLS_CERT)\n"
                  "  --tls-key FILE      ... and its key (or TIDE_TLS_KEY)\n"
+                 "  --fake-fault-file PATH  faults to inject into fake GPUs, one a line:\n"
+                 "                      'INDEX xid N', 'INDEX ecc N', 'INDEX temp C' or\n"
+                 "                      'INDEX lost' (docs/health.md)\n"
+                 "  --health-command CMD  health probe run by sh at start and periodically;\n"
+                 "                      a node whose probe fails gets no new work\n"
+                 "  --health-interval-s N  between probes (default 60)\n"
+                 "  --health-timeout-s N   a probe running longer fails (default 30)\n"
                  "  --help              this text\n");
 }
 
@@ -93,6 +100,8 @@ static const struct cli_opt agent_flags[] = {
     {"--cpus", CLI_OPT_VALUE, 9},         {"--memory-mib", CLI_OPT_VALUE, 10},
     {"--pool", CLI_OPT_VALUE, 11},        {"--ca", CLI_OPT_VALUE, 12},
     {"--tls-cert", CLI_OPT_VALUE, 13},    {"--tls-key", CLI_OPT_VALUE, 14},
+    {"--fake-fault-file", CLI_OPT_VALUE, 15}, {"--health-command", CLI_OPT_VALUE, 16},
+    {"--health-interval-s", CLI_OPT_VALUE, 17}, {"--health-timeout-s", CLI_OPT_VALUE, 18},
     {"--help", CLI_OPT_FLAG, CLI_ID_HELP}, {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
     {NULL, 0, 0},
 };
@@ -122,6 +131,23 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
         return set_str(&o->tls_cert, v, err);
     if (!strcmp(flag, "--tls-key"))
         return set_str(&o->tls_key, v, err);
+    if (!strcmp(flag, "--fake-fault-file"))
+        return set_str(&o->fake_fault_file, v, err);
+    if (!strcmp(flag, "--health-command")) {
+        if (!*v)
+            return tide_err_set(err, TIDE_EINVAL, flag, "--health-command must not be empty");
+        return set_str(&o->health_command, v, err);
+    }
+    if (!strcmp(flag, "--health-interval-s")) {
+        if ((rc = cli_parse_range(flag, v, 1, 86400, &n, err)) == 0)
+            o->health_interval_s = (int)n;
+        return rc;
+    }
+    if (!strcmp(flag, "--health-timeout-s")) {
+        if ((rc = cli_parse_range(flag, v, 1, 3600, &n, err)) == 0)
+            o->health_timeout_s = (int)n;
+        return rc;
+    }
     if (!strcmp(flag, "--heartbeat-ms")) {
         if ((rc = cli_parse_range(flag, v, 10, 3600000, &n, err)) == 0)
             o->heartbeat_ms = (int)n;
@@ -186,6 +212,13 @@ static int fill_defaults(struct agent_opts *o, struct tide_err *err)
         return tide_err_set(err, TIDE_EINVAL, "--work", "--work must not be empty");
     if (o->kill_grace_s < 0)
         o->kill_grace_s = 10;
+    if (o->health_interval_s == 0)
+        o->health_interval_s = 60;
+    if (o->health_timeout_s == 0)
+        o->health_timeout_s = 30;
+    if (o->fake_fault_file && !o->fake_gpus)
+        return tide_err_set(err, TIDE_EINVAL, "--fake-fault-file",
+                            "--fake-fault-file needs --fake-gpus (NVML reports real faults)");
     if (o->cpus == 0) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         o->cpus = c > 0 ? (int)c : 1;
@@ -242,5 +275,7 @@ void agent_opts_release(struct agent_opts *o)
     free(o->ca);
     free(o->tls_cert);
     free(o->tls_key);
+    free(o->fake_fault_file);
+    free(o->health_command);
     memset(o, 0, sizeof *o);
 }

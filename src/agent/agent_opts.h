@@ -29,6 +29,10 @@ struct agent_opts {
     int kill_grace_s;
     int cpus;
     int64_t memory_mib;
+    char *fake_fault_file;  /* faults injected into fake GPUs; NULL: none */
+    char *health_command;   /* run by sh at start and every health_interval_s; NULL: none */
+    int health_interval_s;
+    int health_timeout_s;
     bool help; /* --help was asked for; nothing else is filled */
 };
 

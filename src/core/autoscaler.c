@@ -181,6 +181,13 @@ static int fail_stuck_nodes(struct autoscaler *a, struct cluster *c, int64_t now
         else if (n->state == NODE_LOST && !node_has_tasks(n) &&
                  now_ms - n->last_heartbeat_ms > limit_ms)
             snprintf(why, sizeof why, "lost for over %llds", (long long)a->pools[p].boot_timeout_s);
+        else if (n->health_failed && (n->state == NODE_DRAINING || n->state == NODE_LOST) &&
+                 !node_has_tasks(n)) /* gpu_health.h: repeated faults */
+            snprintf(why, sizeof why, "%s", n->drain_reason);
+        else if (n->probe_drained && n->state == NODE_DRAINING && !node_has_tasks(n) &&
+                 now_ms - n->probe_drained_ms > limit_ms) /* gpu_health.h: its probe */
+            snprintf(why, sizeof why, "%.100s for over %llds", n->drain_reason,
+                     (long long)a->pools[p].boot_timeout_s);
         else
             continue;
         n->state = NODE_FAILED;
@@ -487,7 +494,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         if (n->state == NODE_PROVISIONING && p >= 0) {
             a->bins[u.nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
         } else if (n->state == NODE_READY ||
-                   (n->state == NODE_DRAINING && p >= 0 && !n->interrupt_deadline_ms)) {
+                   (n->state == NODE_DRAINING && p >= 0 && !n->interrupt_deadline_ms && !n->drained)) {
             int free_gpus = 0;
             for (int g = 0; g < n->ngpus; g++)
                 free_gpus += gpu_is_free(&n->gpus[g]);
@@ -586,7 +593,7 @@ static int scale_down(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         if (p < 0)
             continue;
         const struct pool *pool = &a->pools[p];
-        if (n->state == NODE_DRAINING && !node_has_tasks(n)) {
+        if (n->state == NODE_DRAINING && !node_has_tasks(n) && !n->probe_drained) {
             n->state = NODE_RELEASED;
             n->ended_ms = now_ms;
             if (push(out, POOL_RELEASE, p, 1, n->id,

@@ -72,7 +72,7 @@ static int64_t node_free_time(const struct placement_config *cfg, const struct j
         int64_t best_job = 0;
         for (int g = 0; g < node->ngpus; g++) {
             const struct gpu *gpu = &node->gpus[g];
-            if (taken[g] || gpu->job_id <= 0 || !placement_gpu_matches(gpu, job))
+            if (taken[g] || gpu->job_id <= 0 || gpu->faulty || !placement_gpu_matches(gpu, job))
                 continue;
             int64_t end = expected_end_of(ends, nends, gpu->job_id);
             if (end < best_end) {

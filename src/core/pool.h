@@ -69,6 +69,9 @@ struct pool {
     /* Predictive pre-scaling (forecast.h): off unless set. */
     bool predictive;
     int forecast_alpha_pct; /* weight of the newest hour in the smoothing, 1..100 */
+    /* Node health probe its agents run (agent_probe.h); "" for none. */
+    char health_command[256];
+    int64_t health_interval_s; /* 0: the agent's default */
 };
 
 /* Fills p with the defaults of an unnamed local pool of 1 GPU. */

@@ -55,8 +55,10 @@ void provider_fake_gpu_spec(const struct pool *pool, char *buf, size_t size)
 static int start_agent(struct provider *p, const struct pool *pool, struct local_agent *slot,
                        const char *name, struct tide_err *err)
 {
-    char work[1024], log[1100], spec[160];
+    char work[1024], log[1100], spec[160], faults[1100];
     snprintf(work, sizeof work, "%s/pool-agents/%s", p->env.data_dir, name);
+    /* where a test injects faults into this node's fake GPUs (docs/health.md) */
+    snprintf(faults, sizeof faults, "%s/fake-faults", work);
     snprintf(log, sizeof log, "%s.log", work);
     int rc = fs_mkdir_p(work, 0700);
     if (rc)
@@ -65,9 +67,15 @@ static int start_agent(struct provider *p, const struct pool *pool, struct local
     int log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (log_fd < 0)
         return tide_err_set(err, TIDE_EIO, NULL, "cannot open %s: %s", log, strerror(errno));
+    char interval[24];
+    snprintf(interval, sizeof interval, "%lld",
+             (long long)(pool->health_interval_s > 0 ? pool->health_interval_s : 60));
     char *argv[] = {"tide", "agent", "--server", p->env.server_url, "--token-file",
                     p->env.join_token_path, "--name", (char *)name, "--work", work,
-                    "--fake-gpus", spec, "--pool", (char *)pool->name, NULL};
+                    "--fake-gpus", spec, "--pool", (char *)pool->name, "--fake-fault-file", faults,
+                    /* the pool's health probe (docs/health.md), when it has one */
+                    pool->health_command[0] ? "--health-command" : NULL,
+                    (char *)pool->health_command, "--health-interval-s", interval, NULL};
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {

@@ -81,10 +81,17 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
             return config_fail(c, v, key, "must be true or false, got '%s'", s ? s : "?");
         c->cfg->insecure_plain_http = yes;
         rc = 0;
+    } else if (!strcmp(key, "server.node_fault_limit")) {
+        if (!(rc = config_want_int(c, v, key, 0, 1000, &n)))
+            c->cfg->node_fault_limit = (int)n;
+    } else if (!strcmp(key, "server.node_fault_window_s")) {
+        if (!(rc = config_want_int(c, v, key, 1, 30 * 86400, &n)))
+            c->cfg->node_fault_window_s = n;
     } else {
         rc = config_fail(c, v, key,
                          "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s, "
-                         "tls_cert, tls_key, tls_client_ca, insecure_plain_http)%s", "");
+                         "tls_cert, tls_key, tls_client_ca, insecure_plain_http, "
+                         "node_fault_limit, node_fault_window_s)%s", "");
     }
     return rc;
 }

@@ -289,6 +289,8 @@ int server_main(int argc, char **argv)
     srv.cfg.node_timeout_ms = 30000;
     srv.cfg.heartbeat_interval_ms = 1000;
     srv.cfg.kill_grace_s = 10;
+    srv.cfg.node_fault_limit = 3;
+    srv.cfg.node_fault_window_s = 3600;
     srv.cfg.sched_interval_ms = 500;
     srv.cfg.retention_jobs_s = 30 * 86400;
     srv.cfg.retention_events_s = 30 * 86400;

@@ -124,13 +124,13 @@ class Cluster:
         except (urllib.error.URLError, ConnectionError, OSError):
             return False
 
-    def start_agent(self, name, fake_gpus=None):
+    def start_agent(self, name, fake_gpus=None, extra=()):
         work = os.path.join(self.dir, "agents", name)
         os.makedirs(work, exist_ok=True)
         self.agents[name] = self._spawn(f"agent-{name}", [
             "agent", "--server", self.url, "--token-file", os.path.join(self.data, "join.token"),
             "--name", name, "--work", work, "--fake-gpus", fake_gpus or self.fake_gpus]
-            + self._agent_tls_args())
+            + self._agent_tls_args() + list(extra))
         wait_until(lambda: self.node(name) and self.node(name)["state"] == "ready", 20,
                    what=f"agent {name} registered")
 
