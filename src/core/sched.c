@@ -420,15 +420,28 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     }
 
     int placed = 0;
+    bool strict = s->cfg.order->strict;
+    const struct job *stopped_at = NULL; /* strict: the blocked job the pass stopped at */
     for (size_t i = 0; i < npending; i++) {
         struct job *job = s->order[i];
+        if (stopped_at) {
+            if (!explain)
+                break;
+            snprintf(job->wait_reason, sizeof job->wait_reason,
+                     "behind job %lld, which cannot start yet (policy %s)",
+                     (long long)stopped_at->id, s->cfg.order->name);
+            continue;
+        }
         /* Once a job that cannot start has nothing left to get (no reason
          * to write, nothing to preempt, the reservation handed out), one
          * that no node has the free GPUs for is passed over unasked. */
         if (!explain && !s->preempt_pool.n && (!s->cfg.backfill || reservation_tried) &&
             !(reservation.active && backfill_fits_before(&reservation, job, now_ms)) &&
-            short_of_free_gpus(c, job))
+            short_of_free_gpus(c, job)) {
+            if (strict && !reservation.active)
+                stopped_at = job;
             continue;
+        }
         int q = queue_slot(s->cfg.queues, job);
         char why_buf[TIDE_REASON_MAX] = "";
         char *why = explain ? why_buf : NULL;
@@ -445,6 +458,8 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
                 snprintf(job->wait_reason, sizeof job->wait_reason,
                          "waiting for %d free GPU%s and the CPUs/memory asked for on one node",
                          job->gpus, job->gpus == 1 ? "" : "s");
+            if (strict && !reservation.active)
+                stopped_at = job;
             continue;
         }
         /* Behind a reservation, a job that would outlast it must not use its GPUs. */
@@ -495,8 +510,11 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
         if (r != PLACEMENT_NOT_NOW)
             continue;
         if (s->preempt_pool.n && !preemption_hopeless(no_victims, nno_victims, job)) {
-            if (try_preemption(s, job, out))
+            if (try_preemption(s, job, out)) {
+                if (strict && !reservation.active)
+                    stopped_at = job;
                 continue;
+            }
             if (!job->in_quota && unconstrained(job) && nno_victims < FAILED_SHAPES)
                 no_victims[nno_victims++] = (struct victimless_shape){
                     .gpus = job->gpus, .cpus = job->cpus, .priority = job->effective_priority};
@@ -516,6 +534,10 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
                          (long long)((reservation.start_ms - now_ms + 999) / 1000));
             backfill_hold(c, &reservation, true);
         }
+        /* Strict order: nothing behind a blocked job starts, unless EASY
+         * backfill reserved for it (then only around the reservation). */
+        if (strict && !reservation.active)
+            stopped_at = job;
     }
     backfill_hold(c, &reservation, false);
     detach_index(s, c);
