@@ -455,9 +455,10 @@ static int run_pass(struct sim_state *st, int64_t t)
 /* --- preemption --- */
 
 /* A stand-in for running job R as the policy would see it now: its service
- * includes the current run; with earliest set it also sorts before every
- * job of its class, so "W goes before it" means W outranks it outright
- * rather than by FIFO tie-break. */
+ * includes the current run and its estimate is what is left of it now
+ * (SRTF: a job near its end is not preempted for a longer one); with
+ * earliest set it also sorts before every job of its class, so "W goes
+ * before it" means W outranks it outright rather than by FIFO tie-break. */
 static void as_seen_now(const struct sim_state *st, struct job *out, const struct job *r,
                         int64_t t, bool earliest)
 {
@@ -468,6 +469,10 @@ static void as_seen_now(const struct sim_state *st, struct job *out, const struc
     out->effective_priority = r->effective_priority;
     out->gpus = r->gpus;
     out->est_runtime_s = r->est_runtime_s;
+    if (r->est_runtime_s > 0) { /* 0 is unknown: it stays so */
+        int64_t left_ms = r->est_runtime_s * 1000 - (t - st->run[i].run_start_ms);
+        out->est_runtime_s = left_ms > 1000 ? (left_ms + 999) / 1000 : 1;
+    }
     out->attained_gpu_ms = r->attained_gpu_ms + (t - st->run[i].run_start_ms) * r->gpus;
 }
 
