@@ -367,14 +367,18 @@ static bool try_preemption(struct scheduler *s, struct job *job, struct action_l
  * scan every node instead, which is slower but the same. */
 static void attach_index(struct scheduler *s, struct cluster *c)
 {
+    bool loads = s->cfg.placement->load_index;
     if (s->cfg.keep_index && s->index && c->index == s->index &&
-        placement_index_for(c, s->cfg.placement->node_order))
+        placement_index_for(c, s->cfg.placement->node_order) &&
+        (!loads || placement_index_load(c, &s->cfg.placement_cfg)))
         return;
     c->index = NULL;
     if (!s->index && !(s->index = calloc(1, sizeof *s->index)))
         return;
     if (placement_index_build(s->index, c, s->cfg.placement->node_order) == 0)
         c->index = s->index;
+    if (c->index && loads) /* without memory for it loadaware scans: slower, the same */
+        (void)placement_index_track_load(s->index, c, &s->cfg.placement_cfg);
 }
 
 /* Detaches the index at the end of a pass unless it is to be kept; its

@@ -332,6 +332,7 @@ static void node_telemetry(struct sim_state *st, int node)
         const struct trace_job *tj = id ? &st->trace->jobs[id - 1] : NULL;
         n->gpus[g].utilization_pct = !tj ? 0 : tj->has_util ? (tj->util_bp + 50) / 100 : 100;
     }
+    sim_index_refresh(st, n); /* loadaware's index ranks free GPUs by load */
 }
 
 void sim_telemetry_touched(struct sim_state *st)
