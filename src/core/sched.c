@@ -531,7 +531,13 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
             backfill_reserve(&s->cfg.placement_cfg, c, job, now_ms, &reservation)) {
             job->reserved_start_ms = reservation.start_ms;
             job->reserved_node_id = reservation.node->id;
-            if (explain)
+            if (explain && reservation.nparts > 1)
+                snprintf(job->wait_reason, sizeof job->wait_reason,
+                         "reserved %d GPUs on %d nodes (%.40s, ...) from %lld s from now "
+                         "(backfill)",
+                         job->gpus, reservation.nparts, reservation.node->name,
+                         (long long)((reservation.start_ms - now_ms + 999) / 1000));
+            else if (explain)
                 snprintf(job->wait_reason, sizeof job->wait_reason,
                          "reserved %d GPU%s on %s from %lld s from now (backfill)", job->gpus,
                          job->gpus == 1 ? "" : "s", reservation.node->name,
