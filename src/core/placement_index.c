@@ -201,6 +201,17 @@ int placement_index_nodes_with_free(const struct cluster *c, int k)
     return (int)n;
 }
 
+int placement_index_free_gpus(const struct cluster *c)
+{
+    const struct placement_index *idx = c->index;
+    if (!idx || !covers(idx, c))
+        return -1;
+    long n = 0;
+    for (int f = 1; f <= idx->max_free; f++)
+        n += (long)f * (long)idx->count[f];
+    return n > INT32_MAX ? INT32_MAX : (int)n;
+}
+
 void placement_index_memo_start(struct placement_index *idx)
 {
     idx->memo_on = true;

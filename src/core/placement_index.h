@@ -100,6 +100,10 @@ long placement_index_next(const struct placement_index *idx, int f, bool exact, 
  * index whatever its node order; -1 when no current index is attached. */
 int placement_index_nodes_with_free(const struct cluster *c, int k);
 
+/* GPUs free on ready nodes in all, by c's attached index whatever its
+ * node order; -1 when no current index is attached. */
+int placement_index_free_gpus(const struct cluster *c);
+
 /* Turns the shape memo on, empty, for a stretch in which no node is added
  * and none changes state, GPU count or GPU kind (a scheduling pass);
  * placement_index_memo_stop turns it off. */
