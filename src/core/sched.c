@@ -241,6 +241,7 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
 {
     size_t n = 0, ncandidates = ids ? nids : c->njobs;
     bool explain = s->cfg.explain;
+    s->gpuless = 0;
     for (size_t i = 0; i < ncandidates; i++) {
         struct job *job = ids ? cluster_find_job(c, ids[i]) : &c->jobs[i];
         if (!job || job->state != JOB_PENDING || job->held ||
@@ -263,6 +264,7 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
             fairshare_classify(s->cfg.fairshare, job);
         else
             job->in_quota = true, job->share_key = 0;
+        s->gpuless += job->gpus <= 0 || gpu_job_wants_slice(job);
         s->order[n++] = job;
     }
     order_keep_sort(&s->kept, c, s->order, n, by_order_policy, (void *)s->cfg.order);
@@ -436,6 +438,14 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
                      (long long)stopped_at->id, s->cfg.order->name);
             continue;
         }
+        /* With nothing left to write or reserve, no GPU free anywhere and
+         * every job left needing one, none of them can start. */
+        if (!explain && !s->gpuless && !s->preempt_pool.n && !reservation.active &&
+            (!s->cfg.backfill || reservation_tried) &&
+            placement_index_nodes_with_free(c, 1) == 0)
+            break;
+        if (job->gpus <= 0 || gpu_job_wants_slice(job))
+            s->gpuless--;
         /* Once a job that cannot start has nothing left to get (no reason
          * to write, nothing to preempt, the reservation handed out), one
          * that no node has the free GPUs for is passed over unasked. */
