@@ -970,9 +970,8 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         st.as.budgets = &st.bud->set;
     }
     /* Passes may be given only the jobs that could start (sim_queue.h)
-     * unless something looks past them: a backfill reservation for the
-     * first blocked job, a strict order stopping there, budgets. */
-    if (!cfg->backfill && !st.s.cfg.order->strict && !st.bud && !st.s.cfg.queues &&
+     * unless something looks past them: backfill, budgets. */
+    if (!cfg->backfill && !st.bud && !st.s.cfg.queues &&
         !st.s.cfg.fairshare && sim_queue_init(&st.queue, &st.c, st.s.cfg.order, n) != 0) {
         rc = tide_err_set(err, TIDE_ENOMEM, "", "out of memory for %zu jobs", n);
         goto out;

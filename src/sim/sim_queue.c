@@ -20,6 +20,7 @@ int sim_queue_init(struct sim_queue *q, struct cluster *c, const struct order_op
     memset(q->pos, 0xff, (njobs ? njobs : 1) * sizeof *q->pos);
     q->c = c;
     q->order = order;
+    q->extra = order->strict ? 1 : 0;
     q->on = true;
     return 0;
 }
@@ -170,7 +171,8 @@ size_t sim_queue_candidates(struct sim_queue *q, int free_gpus, const int64_t **
     size_t total = 0;
     for (int s = 0; s < q->nshapes; s++) {
         struct sim_queue_shape *sh = &q->shapes[s];
-        size_t k = sh->unbounded ? sh->n : (size_t)(free_gpus > 0 ? free_gpus / sh->gpus : 0);
+        size_t k = sh->unbounded ? sh->n
+                                 : (size_t)(free_gpus > 0 ? free_gpus / sh->gpus : 0) + q->extra;
         if (k > sh->n)
             k = sh->n;
         if (!k)

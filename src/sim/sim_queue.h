@@ -5,9 +5,11 @@
  * and stops placing them at the first that does not fit (capacity only
  * shrinks within a pass), and never more of them than the free GPUs hold.
  * Given the first free_gpus / gpus jobs of each shape, sched_pass_ids
- * places exactly what it would place given every waiting job, without
- * backfill (a reservation goes to the first blocked job in the whole
- * order), strict order, budgets or queue rules; the driver uses it only then.
+ * places exactly what it would place given every waiting job; under a
+ * strict order one more of each shape, so that the first job that cannot
+ * start (where the pass stops) is among them. Not with backfill (a job
+ * behind a reservation may start where an earlier one of its shape could
+ * not), budgets or queue rules; the driver uses it only without those.
  */
 #ifndef TIDE_SIM_QUEUE_H
 #define TIDE_SIM_QUEUE_H
@@ -32,6 +34,7 @@ struct sim_queue_shape {
 struct sim_queue {
     bool on;
     const struct order_ops *order;
+    size_t extra; /* candidates per shape beyond what the free GPUs hold */
     struct cluster *c;
     int nshapes;
     struct sim_queue_shape shapes[SIM_QUEUE_SHAPES];
@@ -54,7 +57,8 @@ void sim_queue_add(struct sim_queue *q, const struct job *job);
 void sim_queue_remove(struct sim_queue *q, int64_t id);
 
 /* The ids a pass needs when at most free_gpus GPUs are free: per shape
- * its first free_gpus / gpus jobs (all of an unbounded shape). Returns
+ * its first free_gpus / gpus jobs, plus one under a strict order (all of
+ * an unbounded shape). Returns
  * their number; *ids points into q. */
 size_t sim_queue_candidates(struct sim_queue *q, int free_gpus, const int64_t **ids);
 
