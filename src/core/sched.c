@@ -428,6 +428,11 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     int placed = 0;
     bool strict = s->cfg.order->strict;
     const struct job *stopped_at = NULL; /* strict: the blocked job the pass stopped at */
+    /* The reservation's GPUs are let go for a job that ends before it and
+     * held again after; between two such jobs (nothing to preempt) they
+     * stay let go, which leaves the cluster as holding and letting go
+     * again would. */
+    bool hold_deferred = false;
     for (size_t i = 0; i < npending; i++) {
         struct job *job = s->order[i];
         if (stopped_at) {
@@ -437,6 +442,11 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
                      "behind job %lld, which cannot start yet (policy %s)",
                      (long long)stopped_at->id, s->cfg.order->name);
             continue;
+        }
+        bool short_enough = reservation.active && backfill_fits_before(&reservation, job, now_ms);
+        if (hold_deferred && !short_enough) {
+            backfill_hold(c, &reservation, true);
+            hold_deferred = false;
         }
         /* With nothing left to write or reserve, no GPU free anywhere and
          * every job left needing one, none of them can start. */
@@ -477,9 +487,9 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
             continue;
         }
         /* Behind a reservation, a job that would outlast it must not use its GPUs. */
-        bool short_enough = reservation.active && backfill_fits_before(&reservation, job, now_ms);
-        if (short_enough)
+        if (short_enough && !hold_deferred)
             backfill_hold(c, &reservation, false);
+        hold_deferred = false;
         struct placement_choice choice;
         enum placement_result r =
             s->cfg.placement->choose(&s->cfg.placement_cfg, c, job, &choice, why);
@@ -492,7 +502,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
                     return TIDE_ENOMEM;
                 }
                 if (short_enough)
-                    backfill_hold(c, &reservation, true);
+                    hold_deferred = true;
                 if (q >= 0) {
                     usage.jobs[q]++;
                     usage.gpus[q] += job->gpus;
@@ -509,7 +519,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
                 return TIDE_ENOMEM;
             }
             if (short_enough)
-                backfill_hold(c, &reservation, true);
+                hold_deferred = true;
             if (q >= 0) {
                 usage.jobs[q]++;
                 usage.gpus[q] += job->gpus;
@@ -517,8 +527,10 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
             placed++;
             continue;
         }
-        if (short_enough)
-            backfill_hold(c, &reservation, true);
+        if (short_enough && s->preempt_pool.n)
+            backfill_hold(c, &reservation, true); /* preemption below sees what is held */
+        else if (short_enough)
+            hold_deferred = true;
         if (explain)
             snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
         if (r != PLACEMENT_NOT_NOW)
