@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make bench: the scheduler pass benchmark, simulator replay times, an idle
-# agent's CPU and memory (bench/agent.sh) and the API submit rate over
-# loopback (wrk, 1 and 8 connections), the dashboard's API calls under a 10k-job
-# queue (bench/dashboard.py). Prints numbers; never fails on speed.
+# agent's CPU and memory (bench/agent.sh), GET /metrics under a 10,000-job
+# queue (bench/metrics.py), the dashboard's API calls under a 10k-job queue
+# (bench/dashboard.py), event listings (bench/events.py) and the API submit
+# rate over loopback (wrk, 1 and 8 connections). Prints numbers; never fails on speed.
 set -euo pipefail
 build=${1:-build}
 tide="$build/tide"
@@ -15,6 +16,10 @@ echo "== scheduler: the same pass with backfill and preemption on (sched_config_
 "$build/bench/bench_sched" --full --only binpack
 
 echo
+echo "== start-time ETAs: one eta_plan_run (held under the server's lock at most once a second)"
+"$build/bench/bench_eta"
+
+echo
 bash "$(dirname "$0")/sim.sh" "$build"
 
 echo
@@ -23,6 +28,11 @@ bash "$(dirname "$0")/agent.sh" "$build" bench/results.json
 echo
 echo "== dashboard: the page's API calls with 10000 jobs waiting (bench/dashboard.py)"
 TIDE_BIN="$tide" python3 "$(dirname "$0")/dashboard.py" 10000 20
+python3 "$(dirname "$0")/events.py" "$tide"
+
+echo
+echo "== /metrics: 16 agents x 8 fake GPUs, 128 running and 10,000 pending jobs"
+python3 "$(dirname "$0")/metrics.py" "$tide" || echo "metrics bench failed; skipping"
 
 echo
 echo "== API: POST /v1/jobs accepted per second (SQLite WAL, synchronous=FULL)"

@@ -9,6 +9,7 @@ packages=(
   libsqlite3-dev libpq-dev libcmocka-dev
   python3 curl procps
   chromium
+  prometheus
 )
 
 missing=()

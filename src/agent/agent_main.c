@@ -14,6 +14,7 @@
 #include "agent/agent_loop.h"
 #include "agent/agent_node.h"
 #include "agent/agent_opts.h"
+#include "cli/report.h"
 #include "cli/roles.h"
 #include "common/fsutil.h"
 #include "common/http_client.h"
@@ -98,10 +99,8 @@ int agent_main(int argc, char **argv)
     struct agent_opts opts;
     struct tide_err err;
     tide_err_clear(&err);
-    if (agent_opts_parse(argc, argv, &opts, &err) != 0) {
-        fprintf(stderr, "tide agent: %s\nRun 'tide agent --help' for the options.\n", err.message);
-        return 2;
-    }
+    if (agent_opts_parse(argc, argv, &opts, &err) != 0)
+        return cli_usage_fail("agent", &err);
     if (opts.help) {
         agent_opts_usage(stdout);
         return 0;

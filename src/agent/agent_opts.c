@@ -1,5 +1,5 @@
-/* Parsing `tide agent` flags (agent_opts.h). A small hand-rolled parser
- * rather than getopt_long, whose global state does not reset cleanly. */
+/* Parsing `tide agent` flags (agent_opts.h) with the reader every role
+ * uses (cli/args.h), so its errors read like the others'. */
 #include "agent/agent_opts.h"
 
 #include <ctype.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "common/fsutil.h"
 
 #define TOKEN_FILE_MAX 4096
@@ -41,19 +42,6 @@ static int set_str(char **dst, const char *v, struct tide_err *err)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     free(*dst);
     *dst = s;
-    return 0;
-}
-
-static int parse_int(const char *flag, const char *v, long long min, long long max, long long *out,
-                     struct tide_err *err)
-{
-    char *end;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    if (!*v || *end || errno || n < min || n > max)
-        return tide_err_set(err, TIDE_EINVAL, flag, "%s: '%s' is not an integer in %lld..%lld",
-                            flag, v, min, max);
-    *out = n;
     return 0;
 }
 
@@ -91,18 +79,17 @@ static int check_name(const char *name, struct tide_err *err)
     return 0;
 }
 
-static bool known_flag(const char *flag)
-{
-    static const char *const flags[] = {
-        "--server",    "--token",        "--token-file",   "--name", "--work",
-        "--fake-gpus", "--heartbeat-ms", "--kill-grace-s", "--cpus", "--memory-mib", "--pool"};
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (!strcmp(flag, flags[i]))
-            return true;
-    return false;
-}
+static const struct cli_opt agent_flags[] = {
+    {"--server", CLI_OPT_VALUE, 1},       {"--token", CLI_OPT_VALUE, 2},
+    {"--token-file", CLI_OPT_VALUE, 3},   {"--name", CLI_OPT_VALUE, 4},
+    {"--work", CLI_OPT_VALUE, 5},         {"--fake-gpus", CLI_OPT_VALUE, 6},
+    {"--heartbeat-ms", CLI_OPT_VALUE, 7}, {"--kill-grace-s", CLI_OPT_VALUE, 8},
+    {"--cpus", CLI_OPT_VALUE, 9},         {"--memory-mib", CLI_OPT_VALUE, 10},
+    {"--pool", CLI_OPT_VALUE, 11},        {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
+    {"-h", CLI_OPT_FLAG, CLI_ID_HELP},    {NULL, 0, 0},
+};
 
-/* One flag with its value v (NULL for flags without one). */
+/* One flag with its value v. */
 static int apply_flag(struct agent_opts *o, const char *flag, const char *v, struct tide_err *err)
 {
     long long n;
@@ -122,26 +109,24 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
     if (!strcmp(flag, "--pool"))
         return set_str(&o->pool, v, err);
     if (!strcmp(flag, "--heartbeat-ms")) {
-        if ((rc = parse_int(flag, v, 10, 3600000, &n, err)) == 0)
+        if ((rc = cli_parse_range(flag, v, 10, 3600000, &n, err)) == 0)
             o->heartbeat_ms = (int)n;
         return rc;
     }
     if (!strcmp(flag, "--kill-grace-s")) {
-        if ((rc = parse_int(flag, v, 0, 86400, &n, err)) == 0)
+        if ((rc = cli_parse_range(flag, v, 0, 86400, &n, err)) == 0)
             o->kill_grace_s = (int)n;
         return rc;
     }
     if (!strcmp(flag, "--cpus")) {
-        if ((rc = parse_int(flag, v, 1, 1 << 20, &n, err)) == 0)
+        if ((rc = cli_parse_range(flag, v, 1, 1 << 20, &n, err)) == 0)
             o->cpus = (int)n;
         return rc;
     }
-    if (!strcmp(flag, "--memory-mib")) {
-        if ((rc = parse_int(flag, v, 1, 1LL << 40, &n, err)) == 0)
-            o->memory_mib = n;
-        return rc;
-    }
-    return tide_err_set(err, TIDE_EINVAL, flag, "unknown flag '%s'", flag);
+    /* --memory-mib */
+    if ((rc = cli_parse_range(flag, v, 1, 1LL << 40, &n, err)) == 0)
+        o->memory_mib = n;
+    return rc;
 }
 
 static int fill_defaults(struct agent_opts *o, struct tide_err *err)
@@ -196,41 +181,26 @@ int agent_opts_parse(int argc, char **argv, struct agent_opts *o, struct tide_er
 {
     memset(o, 0, sizeof *o);
     o->kill_grace_s = -1;
-    int rc = 0;
-    for (int i = 1; i < argc && rc == 0; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            agent_opts_release(o);
+    struct cli_args a;
+    const char *v;
+    int id, r, rc = 0;
+    cli_args_init(&a, argc, argv);
+    while (rc == 0 && (r = cli_args_next(&a, agent_flags, &id, &v, err)) != CLI_ARGS_END) {
+        if (r < 0)
+            rc = r;
+        else if (r == CLI_ARGS_POSITIONAL)
+            rc = tide_err_set(err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
+        else if (id == CLI_ID_HELP)
             o->help = true;
-            return 0;
-        }
-        if (strncmp(a, "--", 2) != 0) {
-            rc = tide_err_set(err, TIDE_EINVAL, NULL, "unexpected argument '%s'", a);
-            break;
-        }
-        char flag[64];
-        const char *eq = strchr(a, '=');
-        const char *v;
-        size_t flen = eq ? (size_t)(eq - a) : strlen(a);
-        if (flen >= sizeof flag) {
-            rc = tide_err_set(err, TIDE_EINVAL, NULL, "unknown flag '%s'", a);
-            break;
-        }
-        memcpy(flag, a, flen);
-        flag[flen] = '\0';
-        if (!known_flag(flag)) {
-            rc = tide_err_set(err, TIDE_EINVAL, flag, "unknown flag '%s'", flag);
-            break;
-        }
-        if (eq) {
-            v = eq + 1;
-        } else if (i + 1 < argc) {
-            v = argv[++i];
-        } else {
-            rc = tide_err_set(err, TIDE_EINVAL, flag, "%s needs a value", flag);
-            break;
-        }
-        rc = apply_flag(o, flag, v, err);
+        else
+            rc = apply_flag(o, agent_flags[id - 1].name, v, err);
+    }
+    if (rc == 0 && a.next < argc)
+        rc = tide_err_set(err, TIDE_EINVAL, NULL, "unexpected argument '%s'", argv[a.next]);
+    if (rc == 0 && o->help) {
+        agent_opts_release(o);
+        o->help = true;
+        return 0;
     }
     if (rc == 0)
         rc = fill_defaults(o, err);

@@ -243,8 +243,13 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
     if (t->guard)
         agent_task_guard_remove(t->guard, pid);
     char why[PATH_MAX + 128];
-    if (f.stage == STAGE_CHDIR)
-        snprintf(why, sizeof why, "chdir %s: %s", cwd, strerror(f.err));
+    if (f.stage == STAGE_CHDIR && spec->workdir)
+        snprintf(why, sizeof why,
+                 "workdir %s: %s on this node (jobs run in the directory they were submitted "
+                 "from, or --workdir)",
+                 cwd, strerror(f.err));
+    else if (f.stage == STAGE_CHDIR)
+        snprintf(why, sizeof why, "job directory %s: %s", cwd, strerror(f.err));
     else if (f.stage == STAGE_EXEC)
         snprintf(why, sizeof why, "%s: %s", spec->command[0], strerror(f.err));
     else if (f.stage == STAGE_CGROUP)

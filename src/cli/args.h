@@ -1,5 +1,6 @@
 /*
- * A small command-line option reader for the client subcommands: long
+ * The command-line option reader of every `tide` role (server, agent, up,
+ * sim and the client subcommands), so errors and --help read alike: long
  * options as `--name VALUE` or `--name=VALUE`, boolean flags, positional
  * arguments and `--`, which ends the options (`tide submit -- CMD ARGS`).
  * Each command lists its options in a table; the common client options
@@ -59,6 +60,10 @@ int cli_args_next(struct cli_args *a, const struct cli_opt *opts, int *id, const
 /* Parses a whole decimal integer (optional sign) for the option named flag.
  * Returns 0, or TIDE_EINVAL naming the flag when s is not one or overflows. */
 int cli_parse_ll(const char *flag, const char *s, long long *out, struct tide_err *err);
+
+/* cli_parse_ll within [lo, hi]; the error names flag and the range. */
+int cli_parse_range(const char *flag, const char *s, long long lo, long long hi, long long *out,
+                    struct tide_err *err);
 
 /* Parses a job id (a positive integer) given as argument what. */
 int cli_parse_id(const char *what, const char *s, long long *out, struct tide_err *err);

@@ -16,7 +16,9 @@ static const char jobs_usage[] =
     "                 [--json] [--server URL] [--token T]\n"
     "\n"
     "Lists jobs, newest first. AGE/RUNTIME is how long a pending job has waited,\n"
-    "how long a running one has run, and how long a finished one ran.\n"
+    "how long a running one has run, and how long a finished one ran. ETA is\n"
+    "when a pending job is expected to start (\"in 5m\"; - when unknown; tide show\n"
+    "ID says what it rests on).\n"
     "\n"
     "  --state S     only jobs in state S (pending, running, succeeded, ...)\n"
     "  --queue Q     only jobs in queue Q\n"
@@ -62,11 +64,13 @@ static int add_job_row(struct cli_table *t, json_t *job, double now)
 {
     json_t *spec = json_object_get(job, "spec");
     const char *state = cli_json_text(json_object_get(job, "state"), "?");
-    char id[24], pri[24], gpus[24], age[16];
+    char id[24], pri[24], gpus[24], age[16], eta[32] = "";
     snprintf(id, sizeof id, "%.0f", cli_json_number(json_object_get(job, "id"), 0));
     snprintf(pri, sizeof pri, "%.0f", cli_json_number(json_object_get(job, "priority"), 0));
     snprintf(gpus, sizeof gpus, "%.0f", cli_json_number(json_object_get(spec, "gpus"), 1));
     job_age(job, state, now, age, sizeof age);
+    if (!strcmp(state, "pending"))
+        cli_fmt_eta(json_object_get(job, "eta"), 0, eta, sizeof eta);
     /* A pending job's reason is why it waits; the server may name it apart. */
     const char *reason = cli_json_text(json_object_get(job, "reason"), NULL);
     if (!strcmp(state, "pending"))
@@ -81,6 +85,7 @@ static int add_job_row(struct cli_table *t, json_t *job, double now)
         gpus,
         cli_json_text(json_object_get(job, "node"), NULL),
         age,
+        eta[0] ? eta : NULL,
         reason && *reason ? reason : NULL,
     };
     return cli_table_add(t, cells);
@@ -100,9 +105,9 @@ static int print_jobs(json_t *root, int quiet)
             printf("%.0f\n", cli_json_number(json_object_get(job, "id"), 0));
         return fflush(stdout) == 0 ? 0 : 1;
     }
-    static const char *const headers[] = {"ID",    "NAME", "PROJECT", "QUEUE",       "PRI",
-                                          "STATE", "GPUS", "NODE",    "AGE/RUNTIME", "REASON"};
-    struct cli_table *t = cli_table_create(10, headers);
+    static const char *const headers[] = {"ID",   "NAME", "PROJECT",     "QUEUE", "PRI",   "STATE",
+                                          "GPUS", "NODE", "AGE/RUNTIME", "ETA",   "REASON"};
+    struct cli_table *t = cli_table_create(11, headers);
     if (!t)
         return 1;
     double now = cli_now();

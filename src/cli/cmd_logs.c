@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/args.h"
 #include "cli/client.h"
@@ -18,7 +19,9 @@ static const char logs_usage[] =
     "usage: tide logs [-f] ID [--server URL] [--token T]\n"
     "\n"
     "Prints the stdout and stderr of every attempt of job ID, as written.\n"
-    "  -f, --follow   keep printing new output until the job finishes\n";
+    "  -f, --follow   keep printing new output until the job finishes. A job that\n"
+    "                 is still pending is waited for: why it waits is said on\n"
+    "                 stderr (again when that changes), then that it started.\n";
 
 enum { OPT_FOLLOW = 1 };
 
@@ -63,6 +66,41 @@ static int on_log_data(const char *data, size_t len, void *ctx)
     return take < len ? sink_flush(s, data + take, len - take) : 0;
 }
 
+/* Says on stderr why job waits, again whenever that changes, until it is
+ * no longer pending; then what it became (nothing for a job that was not
+ * pending). Returns 0, or 1 when the job
+ * could not be read. job is the caller's first look at it (not released). */
+static int wait_until_started(struct cli_client *c, const char *job_path, json_t *job)
+{
+    char last[256] = "";
+    json_incref(job);
+    for (;;) {
+        const char *state = json_string_value(json_object_get(job, "state"));
+        if (!state || strcmp(state, "pending")) {
+            const char *node = json_string_value(json_object_get(job, "node"));
+            if (last[0]) /* only after saying it waited */
+                fprintf(stderr, "tide logs: job %s is %s%s%s\n", strrchr(job_path, '/') + 1,
+                    state ? state : "?", node ? " on " : "", node ? node : "");
+            json_decref(job);
+            return 0;
+        }
+        const char *why = json_string_value(json_object_get(job, "pending_reason"));
+        if (!why)
+            why = "waiting for the next scheduling pass";
+        if (strcmp(why, last)) {
+            fprintf(stderr, "tide logs: job %s is pending (%s); waiting for it to start\n",
+                    strrchr(job_path, '/') + 1, why);
+            snprintf(last, sizeof last, "%s", why);
+        }
+        json_decref(job);
+        struct timespec pause = {.tv_sec = 1};
+        nanosleep(&pause, NULL);
+        struct tide_err err = {0};
+        if (cli_client_request_json(c, "GET", job_path, NULL, &job, &err) < 0)
+            return cli_fail("logs", &err);
+    }
+}
+
 static int follow_logs(struct cli_client *c, const char *path)
 {
     struct tide_err err = {0};
@@ -72,7 +110,10 @@ static int follow_logs(struct cli_client *c, const char *path)
     json_t *job;
     if (cli_client_request_json(c, "GET", job_path, NULL, &job, &err) < 0)
         return cli_fail("logs", &err);
+    int waited = wait_until_started(c, job_path, job);
     json_decref(job);
+    if (waited)
+        return waited;
 
     size_t n = strlen(c->server) + strlen(path) + sizeof "?follow=1";
     char *url = malloc(n);

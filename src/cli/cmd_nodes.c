@@ -12,21 +12,70 @@
 #include "cli/table.h"
 
 static const char nodes_usage[] =
-    "usage: tide nodes [--gpus] [--json] [--server URL] [--token T]\n"
+    "usage: tide nodes [--gpus] [--state S] [--pool P] [--all] [--json] [--server URL] [--token T]\n"
+    "       tide nodes drain NAME [--reason TEXT]  (no new work; what runs finishes)\n"
+    "       tide nodes undrain NAME                (takes work again)\n"
+    "       tide nodes delete NAME [--force]       (forget the node; --force requeues\n"
+    "                                               its jobs, using no retry)\n"
     "       tide nodes interrupt ID   (spot: the node is reclaimed; its jobs checkpoint\n"
-    "                                  and are requeued; admin token)\n"
+    "                                  and are requeued)\n"
     "\n"
     "Lists nodes: their GPUs (4xH200), how many are allocated to jobs, average\n"
-    "utilisation, memory in use and when the node last reported.\n"
-    "  --gpus   one line per GPU: utilisation, memory, temperature, power, job\n";
+    "utilisation, memory in use and when the node last reported. Released pool\n"
+    "nodes are left out unless --all (or --state released) is given.\n"
+    "  --gpus          one line per GPU: utilisation, memory, temperature, power, job\n"
+    "  --state S       only nodes in state S: ready, draining, drained (draining\n"
+    "                  and empty), lost, provisioning, released, failed\n"
+    "  --pool P        only nodes of pool P (\"-\" for nodes joined by hand)\n"
+    "  --all           include released nodes\n"
+    "drain, undrain, delete and interrupt need the admin token. drain and delete\n"
+    "are for nodes joined by hand (a pool's autoscaler manages its own). A deleted\n"
+    "node whose agent still runs registers again: stop the agent first.\n";
 
-enum { OPT_GPUS = 1 };
+enum { OPT_GPUS = 1, OPT_STATE, OPT_POOL, OPT_ALL, OPT_REASON, OPT_FORCE };
 
 static const struct cli_opt nodes_opts[] = {
     {"--gpus", CLI_OPT_FLAG, OPT_GPUS},
+    {"--state", CLI_OPT_VALUE, OPT_STATE},
+    {"--pool", CLI_OPT_VALUE, OPT_POOL},
+    {"--all", CLI_OPT_FLAG, OPT_ALL},
+    {"--reason", CLI_OPT_VALUE, OPT_REASON},
+    {"--force", CLI_OPT_FLAG, OPT_FORCE},
     CLI_COMMON_OPTS,
     {NULL, 0, 0},
 };
+
+/* Which nodes a listing shows. */
+struct node_filter {
+    const char *state; /* NULL: any */
+    const char *pool;  /* NULL: any; "-": none */
+    int all;           /* include released nodes */
+};
+
+/* The state a person reads: "drained" for a drained node nothing runs on. */
+static const char *shown_state(json_t *node)
+{
+    const char *state = cli_json_text(json_object_get(node, "state"), "?");
+    if (!strcmp(state, "draining") && json_is_string(json_object_get(node, "drain_reason")) &&
+        json_integer_value(json_object_get(node, "jobs")) == 0)
+        return "drained";
+    return state;
+}
+
+static int node_shown(json_t *node, const struct node_filter *f)
+{
+    const char *state = cli_json_text(json_object_get(node, "state"), "?");
+    if (f->state && strcmp(f->state, state) && strcmp(f->state, shown_state(node)))
+        return 0;
+    if (!f->state && !f->all && !strcmp(state, "released"))
+        return 0;
+    if (f->pool) {
+        const char *pool = json_string_value(json_object_get(node, "pool"));
+        if (!strcmp(f->pool, "-") ? pool != NULL : (!pool || strcmp(pool, f->pool)))
+            return 0;
+    }
+    return 1;
+}
 
 static const char *short_gpu_name(json_t *gpu)
 {
@@ -104,7 +153,7 @@ static int add_node_row(struct cli_table *t, json_t *node, double now)
     if (json_is_number(idle_j) && json_number_value(idle_j) > 0)
         cli_fmt_duration(json_number_value(idle_j), idle, sizeof idle);
     const char *cells[] = {cli_json_text(json_object_get(node, "name"), NULL),
-                           cli_json_text(json_object_get(node, "state"), NULL),
+                           shown_state(node),
                            cli_json_text(json_object_get(node, "pool"), NULL),
                            shape,
                            alloc,
@@ -159,7 +208,7 @@ static int add_gpu_rows(struct cli_table *t, json_t *node)
     return 0;
 }
 
-static int print_nodes(json_t *root, int per_gpu)
+static int print_nodes(json_t *root, int per_gpu, const struct node_filter *filter)
 {
     json_t *nodes = json_object_get(root, "nodes");
     if (!json_is_array(nodes)) {
@@ -180,6 +229,8 @@ static int print_nodes(json_t *root, int per_gpu)
     json_t *node;
     json_array_foreach(nodes, i, node)
     {
+        if (!node_shown(node, filter))
+            continue;
         if ((per_gpu ? add_gpu_rows(t, node) : add_node_row(t, node, now)) != 0)
             rc = 1;
     }
@@ -191,20 +242,80 @@ static int print_nodes(json_t *root, int per_gpu)
     return rc;
 }
 
+/* Keeps the nodes the filter shows in root's "nodes" (for --json). */
+static void filter_nodes(json_t *root, const struct node_filter *f)
+{
+    json_t *nodes = json_object_get(root, "nodes");
+    for (size_t i = json_array_size(nodes); i-- > 0;)
+        if (!node_shown(json_array_get(nodes, i), f))
+            json_array_remove(nodes, i);
+}
+
+/* drain / undrain / delete NAME. */
+static int operate(struct cli_client *c, const char *verb, const char *name, const char *reason,
+                   int force)
+{
+    struct tide_err err = {0};
+    char *body = NULL;
+    if (reason) {
+        json_t *o = json_pack("{s:s}", "reason", reason);
+        body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+    }
+    const char *pairs[] = {"force", force ? "1" : NULL, NULL};
+    char base[128];
+    if (!strcmp(verb, "delete"))
+        snprintf(base, sizeof base, "/v1/nodes/%s", name);
+    else
+        snprintf(base, sizeof base, "/v1/nodes/%s/%s", name, verb);
+    char *path = cli_path_with_query(base, pairs);
+    if (!path || (reason && !body)) {
+        free(path);
+        free(body);
+        tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
+        return cli_fail("nodes", &err);
+    }
+    const char *method = !strcmp(verb, "delete") ? "DELETE" : "POST";
+    json_t *root = NULL;
+    int rc = 0;
+    if (c->json)
+        rc = cli_request_and_print(c, method, path, body, &err) < 0 ? cli_fail("nodes", &err) : 0;
+    else if (cli_client_request_json(c, method, path, body, &root, &err) < 0)
+        rc = cli_fail("nodes", &err);
+    else if (!strcmp(verb, "delete"))
+        printf("node %s deleted (%lld job(s) requeued)\n", name,
+               (long long)json_integer_value(json_object_get(root, "jobs_requeued")));
+    else if (!strcmp(verb, "drain"))
+        printf("node %s draining: %lld job(s) still running (%s)\n", name,
+               (long long)json_integer_value(json_object_get(root, "jobs")),
+               cli_json_text(json_object_get(root, "drain_reason"), "-"));
+    else
+        printf("node %s %s\n", name, cli_json_text(json_object_get(root, "state"), "?"));
+    json_decref(root);
+    free(path);
+    free(body);
+    return rc;
+}
+
 int cli_nodes_main(int argc, char **argv)
 {
     struct cli_common co = {0};
     struct cli_args a;
     struct tide_err err = {0};
-    const char *v;
-    int per_gpu = 0, id, r, npos = 0;
+    struct node_filter filter = {0};
+    const char *v, *reason = NULL;
+    int per_gpu = 0, force = 0, id, r, npos = 0;
     const char *pos[2] = {NULL, NULL};
+    static const char *const verbs[] = {"interrupt", "drain", "undrain", "delete"};
     cli_args_init(&a, argc, argv);
     while ((r = cli_args_next(&a, nodes_opts, &id, &v, &err)) != CLI_ARGS_END) {
         if (r < 0)
             return cli_usage_fail("nodes", &err);
         if (r == CLI_ARGS_POSITIONAL) {
-            if (npos < 2 && (npos == 1 || !strcmp(v, "interrupt"))) {
+            int verb = 0;
+            for (size_t k = 0; k < sizeof verbs / sizeof verbs[0]; k++)
+                verb |= !strcmp(v, verbs[k]);
+            if (npos < 2 && (npos == 1 || verb)) {
                 pos[npos++] = v;
                 continue;
             }
@@ -213,6 +324,16 @@ int cli_nodes_main(int argc, char **argv)
         }
         if (id == OPT_GPUS)
             per_gpu = 1;
+        else if (id == OPT_STATE)
+            filter.state = v;
+        else if (id == OPT_POOL)
+            filter.pool = v;
+        else if (id == OPT_ALL)
+            filter.all = 1;
+        else if (id == OPT_REASON)
+            reason = v;
+        else if (id == OPT_FORCE)
+            force = 1;
         else
             cli_common_apply(&co, id, v);
     }
@@ -220,11 +341,36 @@ int cli_nodes_main(int argc, char **argv)
         fputs(nodes_usage, stdout);
         return 0;
     }
+    static const char *const states[] = {"ready", "draining", "drained", "lost", "provisioning",
+                                         "released", "failed"};
+    int known = !filter.state;
+    for (size_t k = 0; k < sizeof states / sizeof states[0] && !known; k++)
+        known = !strcmp(filter.state, states[k]);
+    if (!known) {
+        tide_err_set(&err, TIDE_EINVAL, "--state",
+                     "--state: '%s' is not one of ready, draining, drained, lost, provisioning, "
+                     "released, failed", filter.state);
+        return cli_usage_fail("nodes", &err);
+    }
+    if (npos == 1) {
+        tide_err_set(&err, TIDE_EINVAL, NULL, "%s needs a node %s", pos[0],
+                     !strcmp(pos[0], "interrupt") ? "id" : "name");
+        return cli_usage_fail("nodes", &err);
+    }
+    int interrupt = npos && !strcmp(pos[0], "interrupt");
+    if ((reason && (!npos || strcmp(pos[0], "drain"))) || (force && (!npos || strcmp(pos[0], "delete")))) {
+        tide_err_set(&err, TIDE_EINVAL, reason ? "--reason" : "--force", "%s goes with %s only",
+                     reason ? "--reason" : "--force", reason ? "drain" : "delete");
+        return cli_usage_fail("nodes", &err);
+    }
     char *end = NULL;
-    long long node_id = pos[1] ? strtoll(pos[1], &end, 10) : 0;
-    if (npos && (node_id <= 0 || *end)) {
-        tide_err_set(&err, TIDE_EINVAL, NULL, "interrupt needs a node id, got '%s'",
-                     pos[1] ? pos[1] : "");
+    long long node_id = interrupt ? strtoll(pos[1], &end, 10) : 0;
+    if (interrupt && (node_id <= 0 || *end)) {
+        tide_err_set(&err, TIDE_EINVAL, NULL, "interrupt needs a node id, got '%s'", pos[1]);
+        return cli_usage_fail("nodes", &err);
+    }
+    if (npos && !interrupt && (strlen(pos[1]) >= 64 || strpbrk(pos[1], "/?#%& "))) {
+        tide_err_set(&err, TIDE_EINVAL, NULL, "'%s' is not a node name", pos[1]);
         return cli_usage_fail("nodes", &err);
     }
     struct cli_client c;
@@ -232,7 +378,9 @@ int cli_nodes_main(int argc, char **argv)
         return cli_fail("nodes", &err);
     int rc;
     json_t *root;
-    if (npos) {
+    if (npos && !interrupt) {
+        rc = operate(&c, pos[0], pos[1], reason, force);
+    } else if (npos) {
         char path[64];
         snprintf(path, sizeof path, "/v1/nodes/%lld/interrupt", node_id);
         if (cli_client_request_json(&c, "POST", path, "{}", &root, &err) < 0) {
@@ -243,13 +391,16 @@ int cli_nodes_main(int argc, char **argv)
             json_decref(root);
             rc = 0;
         }
-    } else if (c.json)
-        rc = cli_request_and_print(&c, "GET", "/v1/nodes", NULL, &err) < 0 ? cli_fail("nodes", &err)
-                                                                           : 0;
-    else if (cli_client_request_json(&c, "GET", "/v1/nodes", NULL, &root, &err) < 0)
+    } else if (cli_client_request_json(&c, "GET", "/v1/nodes", NULL, &root, &err) < 0)
         rc = cli_fail("nodes", &err);
-    else {
-        rc = print_nodes(root, per_gpu);
+    else if (c.json) {
+        filter_nodes(root, &filter);
+        char *text = json_dumps(root, JSON_COMPACT);
+        rc = text ? cli_print_body(text, strlen(text)) : 1;
+        free(text);
+        json_decref(root);
+    } else {
+        rc = print_nodes(root, per_gpu, &filter);
         json_decref(root);
     }
     cli_client_release(&c);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/args.h"
 #include "cli/client.h"
@@ -13,7 +14,10 @@
 
 static const char show_usage[] = "usage: tide show ID [--json] [--server URL] [--token T]\n"
                                  "\n"
-                                 "Shows every field of job ID, its spec included.\n";
+                                 "Shows every field of job ID, its spec included, and its last\n"
+                                 "events (the whole timeline: tide events --job ID). A pending\n"
+                                 "job's eta says when it is expected to start and what that\n"
+                                 "rests on (docs/api.md).\n";
 
 static const struct cli_opt show_opts[] = {CLI_COMMON_OPTS, {NULL, 0, 0}};
 
@@ -120,6 +124,12 @@ static void print_object(json_t *obj, int indent)
     }
     json_object_foreach(obj, key, v)
     {
+        if (indent == 0 && !strcmp(key, "eta") && json_is_object(v)) {
+            char eta[128];
+            cli_fmt_eta(v, 1, eta, sizeof eta);
+            printf("%s:%*s %s\n", key, (int)(width > 3 ? width - 3 : 0), "", eta);
+            continue;
+        }
         if (json_is_object(v) && json_object_size(v) > 0) {
             printf("%*s%s:\n", indent, "", key);
             print_object(v, indent + 2);
@@ -132,6 +142,36 @@ static void print_object(json_t *obj, int indent)
             print_scalar(key, v);
         putchar('\n');
     }
+}
+
+#define SHOW_EVENTS 5
+
+/* The job's last few events, after its fields; a failure only notes itself. */
+static void print_last_events(struct cli_client *c, long long job_id)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/v1/events?job=%lld&tail=%d", job_id, SHOW_EVENTS);
+    json_t *root;
+    struct tide_err err = {0};
+    if (cli_client_request_json(c, "GET", path, NULL, &root, &err) < 0) {
+        fprintf(stderr, "tide show: cannot read the job's events: %s\n", err.message);
+        return;
+    }
+    json_t *events = json_object_get(root, "events");
+    printf("last events:%s\n", json_array_size(events) ? "" : " none");
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        char when[32] = "-";
+        time_t secs = (time_t)cli_json_number(json_object_get(e, "time"), 0);
+        struct tm tm;
+        if (localtime_r(&secs, &tm))
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+        printf("  %s  %-20s  %s\n", when, cli_json_text(json_object_get(e, "kind"), "?"),
+               cli_json_text(json_object_get(e, "message"), ""));
+    }
+    json_decref(root);
 }
 
 int cli_show_main(int argc, char **argv)
@@ -181,8 +221,10 @@ int cli_show_main(int argc, char **argv)
     } else if (cli_client_request_json(&c, "GET", path, NULL, &job, &err) < 0) {
         rc = cli_fail("show", &err);
     } else {
-        if (json_is_object(job))
+        if (json_is_object(job)) {
             print_object(job, 0);
+            print_last_events(&c, job_id);
+        }
         json_decref(job);
         rc = fflush(stdout) == 0 ? 0 : 1;
     }

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/args.h"
+#include "cli/report.h"
 #include "cli/roles.h"
 #include "cli/yaml_json.h"
 #include "common/fsutil.h"
@@ -41,8 +43,8 @@ static const char sim_usage[] =
     "  --min-duration S       synthetic shortest job, seconds (60)\n"
     "  --max-duration S       synthetic longest job, seconds (86400)\n"
     "Cluster and policy (flags override --config):\n"
-    "  --config FILE          sim YAML: policy, placement, backfill, preempt, pools,\n"
-    "                         projects (budgets), seed (docs/sim.md)\n"
+    "  --config FILE          tide.yaml: scheduler, pools, projects (budgets) and a\n"
+    "                         sim: section (seed, preempt, ...); see docs/sim.md\n"
     "  --nodes N              one pool of N nodes (default 8)\n"
     "  --gpus-per-node G      GPUs per node (default 8)\n"
     "  --gpu-model M          GPU model name (default V100)\n"
@@ -57,6 +59,9 @@ static const char sim_usage[] =
     "  --preempt-interval S   re-check for preemption while jobs wait (60)\n"
     "  --preempt-overhead S   run time a preempted job loses on restart (0)\n"
     "  --no-oracle            do not give jobs their trace duration as estimate\n"
+    "  --eta[=BOOL]           score start-time ETAs: each job's ETA at arrival against\n"
+    "                         its real start (report.json \"eta\"; slower: it plans\n"
+    "                         the whole queue at each arrival)\n"
     "Output:\n"
     "  --out DIR              write report.json, timeline.csv, report.html and\n"
     "                         (single runs) jobs.csv: each job's first start and node\n"
@@ -77,7 +82,7 @@ struct sim_cli {
     /* flags over the config */
     const char *policy, *placement, *gpu_model, *price;
     long nodes, gpus_per_node, gpu_memory, preempt_interval, preempt_overhead;
-    int backfill, preempt, no_oracle; /* -1: not given */
+    int backfill, preempt, no_oracle, eta; /* -1: not given */
 };
 
 struct warn_ctx {
@@ -108,33 +113,6 @@ static void on_progress(void *ctx, size_t done, size_t total, int64_t now_ms)
             (double)now_ms / 3600000.0);
 }
 
-static int parse_long(const char *flag, const char *v, long min, long max, long *out)
-{
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (errno || *end || !*v || n < min || n > max) {
-        fprintf(stderr, "tide sim: %s: '%s' is not a whole number from %ld to %ld\n", flag, v, min,
-                max);
-        return -1;
-    }
-    *out = n;
-    return 0;
-}
-
-static int parse_bool(const char *flag, const char *v, int *out)
-{
-    if (!v || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
-        *out = 1;
-    else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
-        *out = 0;
-    else {
-        fprintf(stderr, "tide sim: %s: '%s' is not true or false\n", flag, v);
-        return -1;
-    }
-    return 0;
-}
-
 static int load_config_file(struct sim_config *cfg, const char *path)
 {
     char *text = NULL;
@@ -153,7 +131,7 @@ static int load_config_file(struct sim_config *cfg, const char *path)
         snprintf(cfg->name, sizeof cfg->name, "%.*s", (int)strcspn(base, "."), base);
         rc = sim_config_from_json(cfg, root, &err);
         if (rc)
-            fprintf(stderr, "tide sim: %s: %s: %s\n", path, err.field, err.message);
+            fprintf(stderr, "tide sim: %s: %s\n", path, err.message); /* it names the key */
     } else
         fprintf(stderr, "tide sim: %s\n", err.message);
     json_decref(root);
@@ -170,6 +148,8 @@ static int apply_flags(struct sim_config *cfg, const struct sim_cli *o)
         cfg->backfill = o->backfill;
     if (o->no_oracle > 0)
         cfg->oracle_runtime = false;
+    if (o->eta >= 0)
+        cfg->eta = o->eta;
     if (o->preempt_interval > 0)
         cfg->preempt_interval_ms = o->preempt_interval * 1000;
     if (o->preempt_overhead >= 0)
@@ -209,116 +189,184 @@ static void settle_preempt(struct sim_config *cfg, int flag, bool set_in_file)
         cfg->preempt = !strcmp(cfg->policy, "las");
 }
 
-static int parse_args(int argc, char **argv, struct sim_cli *o)
+enum {
+    OPT_TRACE = 1, OPT_FORMAT, OPT_CONFIG, OPT_OUT, OPT_POLICY, OPT_PLACEMENT, OPT_GPU_MODEL,
+    OPT_PRICE, OPT_JSON, OPT_QUIET, OPT_BACKFILL, OPT_PREEMPT, OPT_NO_ORACLE, OPT_SYNTHETIC,
+    OPT_MAX_JOBS, OPT_NODES, OPT_GPUS_PER_NODE, OPT_GPU_MEMORY, OPT_PREEMPT_INTERVAL,
+    OPT_PREEMPT_OVERHEAD, OPT_SEED, OPT_MIN_DURATION, OPT_MAX_DURATION, OPT_ARRIVAL_RATE,
+    OPT_SIZE_MIX, OPT_COMPARE, OPT_ETA,
+};
+
+static const struct cli_opt sim_opts[] = {
+    {"--trace", CLI_OPT_VALUE, OPT_TRACE},
+    {"--format", CLI_OPT_VALUE, OPT_FORMAT},
+    {"--config", CLI_OPT_VALUE, OPT_CONFIG},
+    {"--out", CLI_OPT_VALUE, OPT_OUT},
+    {"--policy", CLI_OPT_VALUE, OPT_POLICY},
+    {"--placement", CLI_OPT_VALUE, OPT_PLACEMENT},
+    {"--gpu-model", CLI_OPT_VALUE, OPT_GPU_MODEL},
+    {"--price", CLI_OPT_VALUE, OPT_PRICE},
+    {"--json", CLI_OPT_FLAG, OPT_JSON},
+    {"--quiet", CLI_OPT_FLAG, OPT_QUIET},
+    {"--backfill", CLI_OPT_OPTIONAL, OPT_BACKFILL},
+    {"--preempt", CLI_OPT_OPTIONAL, OPT_PREEMPT},
+    {"--no-oracle", CLI_OPT_FLAG, OPT_NO_ORACLE},
+    {"--eta", CLI_OPT_OPTIONAL, OPT_ETA},
+    {"--synthetic", CLI_OPT_VALUE, OPT_SYNTHETIC},
+    {"--max-jobs", CLI_OPT_VALUE, OPT_MAX_JOBS},
+    {"--nodes", CLI_OPT_VALUE, OPT_NODES},
+    {"--gpus-per-node", CLI_OPT_VALUE, OPT_GPUS_PER_NODE},
+    {"--gpu-memory", CLI_OPT_VALUE, OPT_GPU_MEMORY},
+    {"--preempt-interval", CLI_OPT_VALUE, OPT_PREEMPT_INTERVAL},
+    {"--preempt-overhead", CLI_OPT_VALUE, OPT_PREEMPT_OVERHEAD},
+    {"--seed", CLI_OPT_VALUE, OPT_SEED},
+    {"--min-duration", CLI_OPT_VALUE, OPT_MIN_DURATION},
+    {"--max-duration", CLI_OPT_VALUE, OPT_MAX_DURATION},
+    {"--arrival-rate", CLI_OPT_VALUE, OPT_ARRIVAL_RATE},
+    {"--size-mix", CLI_OPT_VALUE, OPT_SIZE_MIX},
+    {"--compare", CLI_OPT_FLAG, OPT_COMPARE},
+    {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
+    {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
+    {NULL, 0, 0},
+};
+
+/* A whole number flag within [lo, hi] into *out (a long). */
+static int range_flag(const char *flag, const char *v, long long lo, long long hi, long *out,
+                      struct tide_err *err)
+{
+    long long n;
+    if (cli_parse_range(flag, v, lo, hi, &n, err))
+        return TIDE_EINVAL;
+    *out = (long)n;
+    return 0;
+}
+
+/* The option named id in sim_opts, for messages. */
+static const char *opt_name(int id)
+{
+    for (const struct cli_opt *o = sim_opts; o->name; o++)
+        if (o->id == id)
+            return o->name;
+    return "?";
+}
+
+/* One option with its value. */
+static int sim_option(struct sim_cli *o, int id, const char *v, struct tide_err *err)
+{
+    const char *flag = opt_name(id);
+    long n;
+    int b;
+    switch (id) {
+    case OPT_TRACE: o->trace_path = v; return 0;
+    case OPT_FORMAT: o->format = v; return 0;
+    case OPT_CONFIG: o->config_path = v; return 0;
+    case OPT_OUT: o->out_dir = v; return 0;
+    case OPT_POLICY: o->policy = v; return 0;
+    case OPT_PLACEMENT: o->placement = v; return 0;
+    case OPT_GPU_MODEL: o->gpu_model = v; return 0;
+    case OPT_PRICE: o->price = v; return 0;
+    case OPT_JSON: o->json = true; return 0;
+    case OPT_QUIET: o->quiet = true; return 0;
+    case OPT_NO_ORACLE: o->no_oracle = 1; return 0;
+    case OPT_BACKFILL:
+    case OPT_PREEMPT:
+    case OPT_ETA:
+        if (cli_parse_bool(flag, v, &b, err))
+            return TIDE_EINVAL;
+        *(id == OPT_BACKFILL ? &o->backfill : id == OPT_PREEMPT ? &o->preempt : &o->eta) = b;
+        return 0;
+    case OPT_SYNTHETIC: return range_flag(flag, v, 1, 100000000, &o->synthetic, err);
+    case OPT_MAX_JOBS: return range_flag(flag, v, 1, 1000000000, &o->max_jobs, err);
+    case OPT_NODES: return range_flag(flag, v, 0, 10000000, &o->nodes, err);
+    case OPT_GPUS_PER_NODE: return range_flag(flag, v, 0, 64, &o->gpus_per_node, err);
+    case OPT_GPU_MEMORY: return range_flag(flag, v, 0, 1LL << 40, &o->gpu_memory, err);
+    case OPT_PREEMPT_INTERVAL: return range_flag(flag, v, 1, 31536000, &o->preempt_interval, err);
+    case OPT_PREEMPT_OVERHEAD: return range_flag(flag, v, 0, 31536000, &o->preempt_overhead, err);
+    case OPT_SEED:
+        if (range_flag(flag, v, 0, LONG_MAX, &n, err))
+            return TIDE_EINVAL;
+        o->synth.seed = (uint64_t)n;
+        o->seed_given = true;
+        return 0;
+    case OPT_MIN_DURATION:
+    case OPT_MAX_DURATION:
+        if (range_flag(flag, v, 1, 31536000, &n, err))
+            return TIDE_EINVAL;
+        *(id == OPT_MIN_DURATION ? &o->synth.min_duration_s : &o->synth.max_duration_s) = n;
+        return 0;
+    case OPT_ARRIVAL_RATE: {
+        char *end;
+        double r = strtod(v, &end);
+        if (!*v || *end || !(r > 0) || !isfinite(r))
+            return tide_err_set(err, TIDE_EINVAL, "arrival-rate",
+                                "--arrival-rate: '%s' is not a positive number of jobs per hour",
+                                v);
+        o->synth.arrivals_per_hour = r;
+        o->arrival_given = true;
+        return 0;
+    }
+    case OPT_SIZE_MIX: return trace_synth_parse_mix(&o->synth, v, err);
+    }
+    return 0;
+}
+
+/* Reads argv into o. Returns 0, 1 for --help, or TIDE_EINVAL with err. */
+static int parse_args(int argc, char **argv, struct sim_cli *o, struct tide_err *err)
 {
     memset(o, 0, sizeof *o);
     trace_synth_defaults(&o->synth);
     o->nodes = o->gpus_per_node = o->gpu_memory = o->preempt_overhead = -1;
-    o->backfill = o->preempt = o->no_oracle = -1;
-    for (int i = 1; i < argc; i++) {
-        char name[64];
-        const char *arg = argv[i], *val = NULL;
-        const char *eq = strchr(arg, '=');
-        if (eq && !strncmp(arg, "--", 2)) {
-            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
-            val = eq + 1;
-        } else
-            snprintf(name, sizeof name, "%s", arg);
-#define VALUE()                                                                                    \
-    do {                                                                                           \
-        if (!val) {                                                                                \
-            if (i + 1 >= argc) {                                                                   \
-                fprintf(stderr, "tide sim: %s needs a value\n", name);                             \
-                return -1;                                                                         \
-            }                                                                                      \
-            val = argv[++i];                                                                       \
-        }                                                                                          \
-    } while (0)
-        long n;
-        if (!strcmp(name, "-h") || !strcmp(name, "--help"))
-            return 1;
-        else if (!strcmp(name, "--trace")) { VALUE(); o->trace_path = val; }
-        else if (!strcmp(name, "--format")) { VALUE(); o->format = val; }
-        else if (!strcmp(name, "--config")) { VALUE(); o->config_path = val; }
-        else if (!strcmp(name, "--out")) { VALUE(); o->out_dir = val; }
-        else if (!strcmp(name, "--policy")) { VALUE(); o->policy = val; }
-        else if (!strcmp(name, "--placement")) { VALUE(); o->placement = val; }
-        else if (!strcmp(name, "--gpu-model")) { VALUE(); o->gpu_model = val; }
-        else if (!strcmp(name, "--price")) { VALUE(); o->price = val; }
-        else if (!strcmp(name, "--json")) o->json = true;
-        else if (!strcmp(name, "--quiet")) o->quiet = true;
-        else if (!strcmp(name, "--backfill")) { if (parse_bool(name, val, &o->backfill)) return -1; }
-        else if (!strcmp(name, "--preempt")) { if (parse_bool(name, val, &o->preempt)) return -1; }
-        else if (!strcmp(name, "--no-oracle")) o->no_oracle = 1;
-        else if (!strcmp(name, "--synthetic")) { VALUE(); if (parse_long(name, val, 1, 100000000, &o->synthetic)) return -1; }
-        else if (!strcmp(name, "--max-jobs")) { VALUE(); if (parse_long(name, val, 1, 1000000000, &o->max_jobs)) return -1; }
-        else if (!strcmp(name, "--nodes")) { VALUE(); if (parse_long(name, val, 0, 10000000, &o->nodes)) return -1; }
-        else if (!strcmp(name, "--gpus-per-node")) { VALUE(); if (parse_long(name, val, 0, 64, &o->gpus_per_node)) return -1; }
-        else if (!strcmp(name, "--gpu-memory")) { VALUE(); if (parse_long(name, val, 0, 1L << 40, &o->gpu_memory)) return -1; }
-        else if (!strcmp(name, "--preempt-interval")) { VALUE(); if (parse_long(name, val, 1, 31536000, &o->preempt_interval)) return -1; }
-        else if (!strcmp(name, "--preempt-overhead")) { VALUE(); if (parse_long(name, val, 0, 31536000, &o->preempt_overhead)) return -1; }
-        else if (!strcmp(name, "--seed")) { VALUE(); if (parse_long(name, val, 0, LONG_MAX, &n)) return -1; o->synth.seed = (uint64_t)n; o->seed_given = true; }
-        else if (!strcmp(name, "--min-duration")) { VALUE(); if (parse_long(name, val, 1, 31536000, &n)) return -1; o->synth.min_duration_s = n; }
-        else if (!strcmp(name, "--max-duration")) { VALUE(); if (parse_long(name, val, 1, 31536000, &n)) return -1; o->synth.max_duration_s = n; }
-        else if (!strcmp(name, "--arrival-rate")) {
-            VALUE();
-            char *end;
-            double r = strtod(val, &end);
-            if (*end || !(r > 0) || !isfinite(r)) {
-                fprintf(stderr, "tide sim: --arrival-rate: '%s' is not a positive number of jobs per hour\n", val);
-                return -1;
-            }
-            o->synth.arrivals_per_hour = r;
-            o->arrival_given = true;
-        } else if (!strcmp(name, "--size-mix")) {
-            VALUE();
-            struct tide_err err = {0};
-            if (trace_synth_parse_mix(&o->synth, val, &err)) {
-                fprintf(stderr, "tide sim: %s\n", err.message);
-                return -1;
-            }
-        } else if (!strcmp(name, "--compare")) {
-            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) {
-                if (o->ncompare == 32) {
-                    fprintf(stderr, "tide sim: --compare takes at most 32 configs\n");
-                    return -1;
-                }
-                o->compare[o->ncompare++] = argv[++i];
-            }
-            if (o->ncompare < 1) {
-                fprintf(stderr, "tide sim: --compare needs one or more config files\n");
-                return -1;
-            }
-        } else {
-            fprintf(stderr, "tide sim: unknown option '%s' (see tide sim --help)\n", arg);
-            return -1;
+    o->backfill = o->preempt = o->no_oracle = o->eta = -1;
+    struct cli_args a;
+    const char *v;
+    int id, r;
+    bool help = false, comparing = false, compare_given = false;
+    cli_args_init(&a, argc, argv);
+    while ((r = cli_args_next(&a, sim_opts, &id, &v, err)) != CLI_ARGS_END) {
+        if (r < 0)
+            return r;
+        if (r == CLI_ARGS_POSITIONAL) {
+            /* --compare A.yaml B.yaml ...: the files up to the next option */
+            if (!comparing)
+                return tide_err_set(err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
+            if (o->ncompare == 32)
+                return tide_err_set(err, TIDE_EINVAL, "compare",
+                                    "--compare takes at most 32 configs");
+            o->compare[o->ncompare++] = v;
+            continue;
         }
-        if (val && (!strcmp(name, "--json") || !strcmp(name, "--quiet") || !strcmp(name, "--no-oracle"))) {
-            fprintf(stderr, "tide sim: %s takes no value\n", name);
-            return -1;
-        }
-#undef VALUE
+        comparing = id == OPT_COMPARE;
+        compare_given |= comparing;
+        if (id == CLI_ID_HELP)
+            help = true;
+        else if (sim_option(o, id, v, err))
+            return TIDE_EINVAL;
     }
-    if (!o->trace_path == !o->synthetic) {
-        fprintf(stderr, "tide sim: give either --trace FILE --format F or --synthetic N\n");
-        return -1;
-    }
-    if (o->trace_path && !o->format) {
-        fprintf(stderr, "tide sim: --trace needs --format (%s)\n", trace_reader_names());
-        return -1;
-    }
+    if (compare_given && o->ncompare == 0)
+        return tide_err_set(err, TIDE_EINVAL, "compare", "--compare needs one or more config files");
+    if (a.next < argc)
+        return tide_err_set(err, TIDE_EINVAL, NULL, "unexpected argument '%s'", argv[a.next]);
+    if (help)
+        return 1;
+    if (!o->trace_path == !o->synthetic)
+        return tide_err_set(err, TIDE_EINVAL, NULL,
+                            "give either --trace FILE --format F or --synthetic N");
+    if (o->trace_path && !o->format)
+        return tide_err_set(err, TIDE_EINVAL, "format", "--trace needs --format (%s)",
+                            trace_reader_names());
     return 0;
 }
 
 static bool file_sets_preempt(const char *path)
 {
-    /* Whether a YAML config says preempt: itself (else the policy decides). */
+    /* Whether a YAML config says sim.preempt itself (else the policy decides). */
     char *text = NULL;
     size_t len = 0;
     if (!path || fs_read_file(path, 1 << 20, &text, &len) != 0)
         return false;
     json_t *root = NULL;
-    bool set = cli_yaml_to_json(text, len, path, &root, NULL) == 0 && json_object_get(root, "preempt");
+    bool set = cli_yaml_to_json(text, len, path, &root, NULL) == 0 &&
+               json_object_get(json_object_get(root, "sim"), "preempt");
     json_decref(root);
     free(text);
     return set;
@@ -411,13 +459,14 @@ static int write_outputs(const struct sim_cli *o, json_t *const *reports, size_t
 int cli_sim_main(int argc, char **argv)
 {
     struct sim_cli o;
-    int prc = parse_args(argc, argv, &o);
+    struct tide_err perr = {0};
+    int prc = parse_args(argc, argv, &o, &perr);
     if (prc == 1) {
         fputs(sim_usage, stdout);
         return 0;
     }
     if (prc < 0)
-        return 2;
+        return cli_usage_fail("sim", &perr);
 
     struct sim_config base;
     sim_config_defaults(&base);

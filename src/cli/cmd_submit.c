@@ -1,7 +1,10 @@
 /* `tide submit`: build a job spec from flags and/or a file and POST it. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/client.h"
@@ -22,11 +25,17 @@ static void submit_usage(void)
            "\n"
            "Submits a job and prints its id. A file gives the job spec (YAML or JSON, '-'\n"
            "for stdin); flags override its fields, --env adds to its env, and a command\n"
-           "after -- replaces its command.\n"
+           "after -- replaces its command. The job runs in the directory tide submit is\n"
+           "run from unless the spec or --workdir names another; a node where that\n"
+           "directory does not exist fails the job (start failed: workdir ...).\n"
            "\n"
            "%s"
-           "  --wait                 wait until the job finishes; exit 0 only if it succeeded\n"
-           "  --json                 print the API's JSON (with --wait: the finished job)\n"
+           "  --wait                 wait until the job finishes and exit with its status:\n"
+           "                         0 if it succeeded, else its exit code, 128+N when\n"
+           "                         killed by signal N, 124 timeout, 125 cancelled, 1 failed\n"
+           "                         without an exit code (an array: its first such job)\n"
+           "  --json                 print only the API's JSON (with --wait: the finished\n"
+           "                         job, or {\"jobs\": [...]} for an array)\n"
            "  --server URL           tide server (else $TIDE_SERVER, ~/.config/tide/config,\n"
            "                         ./.tide/server.url, " CLI_DEFAULT_SERVER ")\n"
            "  --token T              API token (else $TIDE_TOKEN, the config,\n"
@@ -154,7 +163,8 @@ static int submit_and_report(struct cli_client *c, json_t *spec, json_t *overrid
                                            "no job id");
         return cli_fail("submit", &err);
     }
-    print_submitted(ids, n);
+    if (!c->json)
+        print_submitted(ids, n);
     if (!wait)
         return 0;
     json_t *final;
@@ -163,19 +173,48 @@ static int submit_and_report(struct cli_client *c, json_t *spec, json_t *overrid
         return cli_fail("submit", &err);
     size_t i;
     json_t *job;
+    int status = 0;
     json_array_foreach(final, i, job)
     {
-        if (c->json) {
-            char *text = json_dumps(job, JSON_COMPACT);
-            if (text)
-                puts(text);
-            free(text);
-        } else {
+        if (!c->json)
             print_outcome(job);
-        }
+        if (!status)
+            status = cli_job_exit_status(job);
+    }
+    if (c->json) {
+        json_t *out = n == 1 ? json_incref(json_array_get(final, 0))
+                             : json_pack("{s:O}", "jobs", final);
+        char *text = out ? json_dumps(out, JSON_COMPACT) : NULL;
+        json_decref(out);
+        if (!text || puts(text) < 0)
+            status = status ? status : 1;
+        free(text);
     }
     json_decref(final);
-    return failed ? 1 : 0;
+    if (fflush(stdout) != 0 && !status)
+        status = 1;
+    return status;
+}
+
+/* Like Slurm, a job runs where it was submitted from unless told otherwise:
+ * sets workdir to the current directory when the spec has none. */
+static void default_workdir(json_t *spec)
+{
+    if (json_object_get(spec, "workdir"))
+        return;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) {
+        fprintf(stderr,
+                "tide submit: warning: cannot read the current directory (%s); the job runs "
+                "in its job directory on the node\n",
+                strerror(errno));
+        return;
+    }
+    json_t *dir = json_string(cwd);
+    if (!dir || json_object_set_new(spec, "workdir", dir) != 0)
+        fprintf(stderr, "tide submit: warning: the current directory %s cannot be sent as "
+                        "workdir (not UTF-8?); the job runs in its job directory\n",
+                cwd);
 }
 
 int cli_submit_main(int argc, char **argv)
@@ -229,6 +268,8 @@ int cli_submit_main(int argc, char **argv)
     if (cli_spec_merge(spec, overrides, &err) < 0 ||
         (ncmd > 0 && set_command(spec, ncmd, argv + a.next, &err) < 0))
         goto usage;
+
+    default_workdir(spec);
 
     struct cli_client c;
     if (cli_client_init(&c, &co, &err) < 0) {

@@ -401,9 +401,10 @@ static void up_print_banner(const struct up *u)
     printf("  tide nodes\n"
            "  tide submit --gpus 1 -- sh -c 'echo hello; sleep 5'\n"
            "  tide jobs\n"
+           "Dashboard: %s/ (sign in with the admin token)\n"
            "Admin token: %s/data/admin.token   Logs: %s/logs/\n"
            "%sCtrl-C stops the cluster.\n",
-           u->dir_arg, u->dir_arg,
+           u->url, u->dir_arg, u->dir_arg,
            default_dir ? "(tide commands run from this directory find both by themselves.)\n"
                        : "");
     fflush(stdout);

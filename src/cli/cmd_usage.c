@@ -17,9 +17,11 @@ static const char usage_usage[] =
     "usage: tide usage [--by KEYS] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--project P]\n"
     "                  [--csv | --json] [--share] [--server URL] [--token T]\n"
     "\n"
-    "GPU-hours used and what they cost, from the elastic pools' metering, grouped by\n"
-    "KEYS: a comma list of project, pool, queue and day (default: project). Days are\n"
-    "UTC; --from and --to are inclusive (default: all days). Cost no job used is\n"
+    "GPU-hours used and what they cost, from the server's metering of every node,\n"
+    "grouped by KEYS: a comma list of project, pool, queue, day and user (the name\n"
+    "of the token that submitted the job) (default: project). Nodes joined by hand\n"
+    "are metered as pool \"(static)\" at cost 0. Days are UTC; --from and --to are\n"
+    "inclusive (default: all days). Cost or GPU time no job used is\n"
     "shown as (idle) rows, and when grouping by pool or day a second table gives\n"
     "each group's provisioned GPU-hours, utilisation, cost and idle cost. Money is\n"
     "in the pools' price unit.\n"
@@ -42,8 +44,9 @@ static const struct cli_opt usage_opts[] = {
     {NULL, 0, 0},
 };
 
-static const char *const key_names[] = {"project", "queue", "pool", "day"};
-static const char *const key_headers[] = {"PROJECT", "QUEUE", "POOL", "DAY"};
+#define NKEYS 5
+static const char *const key_names[NKEYS] = {"project", "queue", "user", "pool", "day"};
+static const char *const key_headers[NKEYS] = {"PROJECT", "QUEUE", "USER", "POOL", "DAY"};
 
 static const char *str(json_t *o, const char *key)
 {
@@ -56,7 +59,7 @@ static int grouped_keys(json_t *root, const char **keys)
 {
     int n = 0;
     json_t *by = json_object_get(root, "by");
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < NKEYS; k++) {
         size_t i;
         json_t *v;
         json_array_foreach(by, i, v) if (!strcmp(json_string_value(v), key_names[k])) keys[n++] = key_names[k];
@@ -82,7 +85,7 @@ static void csv_cell(FILE *out, const char *s, bool last)
 
 static int print_csv(json_t *root)
 {
-    const char *keys[4];
+    const char *keys[NKEYS];
     int nkeys = grouped_keys(root, keys);
     for (int k = 0; k < nkeys; k++)
         csv_cell(stdout, keys[k], false);
@@ -104,14 +107,14 @@ static int print_csv(json_t *root)
  * those keys a USE column says it. */
 static int print_rows(json_t *root)
 {
-    const char *keys[4], *headers[7];
+    const char *keys[NKEYS], *headers[NKEYS + 3];
     int nkeys = grouped_keys(root, keys), ncols = 0;
     bool use_col = true;
     for (int k = 0; k < nkeys; k++)
-        for (int h = 0; h < 4; h++)
+        for (int h = 0; h < NKEYS; h++)
             if (!strcmp(keys[k], key_names[h])) {
                 headers[ncols++] = key_headers[h];
-                use_col &= h >= 2;
+                use_col &= h >= 3; /* project, queue and user say "(idle)" themselves */
             }
     if (use_col)
         headers[ncols++] = "USE";
@@ -125,7 +128,7 @@ static int print_rows(json_t *root)
     json_t *row;
     json_array_foreach(json_object_get(root, "rows"), i, row)
     {
-        const char *cells[7];
+        const char *cells[NKEYS + 3];
         char hours[32];
         int n = 0;
         for (int k = 0; k < nkeys; k++)
@@ -139,7 +142,7 @@ static int print_rows(json_t *root)
             rc = 1;
     }
     if (!rc && cli_table_rows(t) == 0)
-        printf("no usage metered yet (cost is metered for nodes of elastic pools)\n");
+        printf("no usage metered yet\n");
     else if (!rc)
         rc = cli_table_print(t, stdout);
     cli_table_destroy(t);

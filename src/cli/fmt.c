@@ -42,6 +42,32 @@ void cli_fmt_time(json_t *v, char *buf, size_t size)
     snprintf(buf, size, "%s (%s %s)", when, age, delta < 0 ? "from now" : "ago");
 }
 
+void cli_fmt_eta(json_t *eta, int long_form, char *buf, size_t size)
+{
+    json_t *in = json_object_get(eta, "in_s");
+    const char *basis = cli_json_text(json_object_get(eta, "basis"), "unknown");
+    if (!json_is_object(eta) || !json_is_number(in)) {
+        snprintf(buf, size, long_form && json_is_object(eta) ? "unknown (basis %s)" : "-", basis);
+        return;
+    }
+    char rel[32] = "now";
+    if (json_number_value(in) > 0) {
+        char d[24];
+        cli_fmt_duration(json_number_value(in), d, sizeof d);
+        snprintf(rel, sizeof rel, "in %s", d);
+    }
+    if (!long_form) {
+        snprintf(buf, size, "%s", rel);
+        return;
+    }
+    time_t secs = (time_t)cli_json_number(json_object_get(eta, "start_time"), 0);
+    struct tm tm;
+    char when[32] = "?";
+    if (localtime_r(&secs, &tm))
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf(buf, size, "%s at %s (basis %s)", rel, when, basis);
+}
+
 double cli_json_number(json_t *v, double fallback)
 {
     return json_is_number(v) ? json_number_value(v) : fallback;

@@ -20,6 +20,11 @@ double cli_now(void);
  * with its age ("2025-12-02 13:33:20 (12s ago)"), or "-" for null. */
 void cli_fmt_time(json_t *v, char *buf, size_t size);
 
+/* A pending job's "eta" object (docs/api.md) as "in 5m", "now", or "-"
+ * when there is none; with long set, "in 5m at 2026-12-03 07:05:00
+ * (basis max_runtime)" and "unknown (basis unknown)". */
+void cli_fmt_eta(json_t *eta, int long_form, char *buf, size_t size);
+
 /* The number in v (integer or real) or fallback when it is neither. */
 double cli_json_number(json_t *v, double fallback);
 

@@ -23,7 +23,12 @@ static const struct subcommand subcommands[] = {
     {"pools", cli_pools_main, "list elastic pools: nodes by state, cost so far"},
     {"token", cli_token_main, "create API tokens limited to projects"},
     {"queues", cli_queues_main, "list queues, their rules and what they run"},
+    {"events", cli_events_main, "what happened to jobs, nodes and pools (--job ID: a job's timeline)"},
     {"usage", cli_usage_main, "GPU-hours and cost by project, pool, queue, day (--share: quotas)"},
+    {"hold", cli_hold_main, "keep pending jobs from starting (with a reason)"},
+    {"release", cli_release_main, "let held jobs start again"},
+    {"requeue", cli_requeue_main, "stop running jobs and put them back in the queue (no retry used)"},
+    {"top", cli_top_main, "a live view: queue, running jobs, nodes and GPU use (--once)"},
     {"sim", cli_sim_main, "replay a job trace through the scheduler on a virtual clock"},
 };
 

@@ -20,6 +20,11 @@ int cli_pools_main(int argc, char **argv);  /* src/cli/cmd_pools.c */
 int cli_token_main(int argc, char **argv);  /* src/cli/cmd_token.c */
 int cli_queues_main(int argc, char **argv); /* src/cli/cmd_queues.c */
 int cli_usage_main(int argc, char **argv);  /* src/cli/cmd_usage.c */
+int cli_events_main(int argc, char **argv); /* src/cli/cmd_events.c */
 int cli_sim_main(int argc, char **argv);    /* src/cli/cmd_sim.c */
+int cli_hold_main(int argc, char **argv);    /* src/cli/cmd_hold.c */
+int cli_release_main(int argc, char **argv); /* src/cli/cmd_hold.c */
+int cli_requeue_main(int argc, char **argv); /* src/cli/cmd_hold.c */
+int cli_top_main(int argc, char **argv);     /* src/cli/cmd_top.c */
 
 #endif

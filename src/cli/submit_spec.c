@@ -1,9 +1,7 @@
 /* The job spec from flags and files (see submit_spec.h). */
 #include "cli/submit_spec.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -14,7 +12,7 @@
 /* Server refuses bodies over 1 MiB, so a bigger file cannot be a job. */
 #define CLI_SPEC_FILE_MAX (1024 * 1024)
 
-enum spec_type { SPEC_STRING, SPEC_INT, SPEC_NUMBER, SPEC_BOOL, SPEC_ENV, SPEC_IDS };
+enum spec_type { SPEC_STRING, SPEC_INT, SPEC_BOOL, SPEC_ENV, SPEC_IDS };
 
 struct spec_flag {
     const char *flag;
@@ -31,7 +29,7 @@ static const struct spec_flag spec_flags[] = {
     {"--gpu-memory", "gpu_memory", SPEC_INT},
     {"--mig", "mig", SPEC_STRING},
     {"--gpu-model", "gpu_model", SPEC_STRING},
-    {"--cpus", "cpus", SPEC_NUMBER},
+    {"--cpus", "cpus", SPEC_INT},
     {"--memory", "memory", SPEC_INT},
     {"--env", "env", SPEC_ENV},
     {"--workdir", "workdir", SPEC_STRING},
@@ -43,6 +41,7 @@ static const struct spec_flag spec_flags[] = {
     {"--checkpoint-signal", "checkpoint_signal", SPEC_STRING},
     {"--depends-on", "depends_on", SPEC_IDS},
     {"--array", "array", SPEC_INT},
+    {"--nodes", "nodes", SPEC_INT},
 };
 
 #define SPEC_FLAG_COUNT (sizeof spec_flags / sizeof spec_flags[0])
@@ -71,10 +70,11 @@ const char *cli_spec_flag_help(void)
            "  --gpu-memory MIB       GPU memory; with --gpus 1 less than a GPU asks for a share\n"
            "  --mig PROFILE          MIG profile, e.g. 1g.18gb\n"
            "  --gpu-model GLOB       GPU model, e.g. 'H200*'\n"
-           "  --cpus N               CPU cores (fractions allowed)\n"
+           "  --cpus N               CPU cores (whole cores)\n"
            "  --memory MIB           host memory\n"
            "  --env K=V              environment variable (repeatable)\n"
-           "  --workdir DIR          working directory on the node\n"
+           "  --workdir DIR          working directory on the node (default: the current\n"
+           "                         directory)\n"
            "  --image IMAGE          container image\n"
            "  --max-runtime S        kill the job after S seconds (0: no limit)\n"
            "  --est-runtime S        expected runtime, for backfill\n"
@@ -82,7 +82,8 @@ const char *cli_spec_flag_help(void)
            "  --preemptible[=BOOL]   may be preempted by higher-priority work\n"
            "  --checkpoint-signal S  signal sent before preemption, e.g. SIGUSR1\n"
            "  --depends-on ID        start after job ID succeeds (repeatable)\n"
-           "  --array N              submit N copies as an array job\n";
+           "  --array N              submit N copies as an array job\n"
+           "  --nodes K              may run as a gang over up to K nodes, GPUs split evenly\n";
 }
 
 const char *cli_spec_flag_for_field(const char *field)
@@ -129,22 +130,6 @@ static int add_id(json_t *overrides, const char *flag, const char *s, struct tid
     return 0;
 }
 
-static int parse_number(const char *flag, const char *s, json_t **out, struct tide_err *err)
-{
-    long long n;
-    if (cli_parse_ll(flag, s, &n, NULL) == 0) {
-        *out = json_integer(n);
-        return *out ? 0 : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    }
-    char *end;
-    errno = 0;
-    double d = strtod(s, &end);
-    if (!*s || isspace((unsigned char)*s) || *end || errno == ERANGE || !isfinite(d))
-        return tide_err_set(err, TIDE_EINVAL, flag + 2, "%s: '%s' is not a number", flag, s);
-    *out = json_real(d);
-    return *out ? 0 : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-}
-
 int cli_spec_apply_flag(json_t *overrides, int id, const char *value, struct tide_err *err)
 {
     if (id < 1 || (size_t)id > SPEC_FLAG_COUNT)
@@ -165,10 +150,6 @@ int cli_spec_apply_flag(json_t *overrides, int id, const char *value, struct tid
         if ((rc = cli_parse_ll(f->flag, value, &n, err)) < 0)
             return rc;
         v = json_integer(n);
-        break;
-    case SPEC_NUMBER:
-        if ((rc = parse_number(f->flag, value, &v, err)) < 0)
-            return rc;
         break;
     case SPEC_BOOL:
         if ((rc = cli_parse_bool(f->flag, value, &b, err)) < 0)

@@ -77,3 +77,20 @@ int cli_wait_jobs(struct cli_client *c, const long long *ids, size_t n, json_t *
     }
     return failed;
 }
+
+int cli_job_exit_status(json_t *job)
+{
+    const char *state = cli_json_text(json_object_get(job, "state"), "");
+    json_t *code = json_object_get(job, "exit_code"), *sig = json_object_get(job, "signal");
+    if (!strcmp(state, "succeeded"))
+        return 0;
+    if (!strcmp(state, "timeout"))
+        return CLI_EXIT_TIMEOUT;
+    if (!strcmp(state, "cancelled"))
+        return CLI_EXIT_CANCELLED;
+    if (json_is_integer(code) && json_integer_value(code) > 0 && json_integer_value(code) < 256)
+        return (int)json_integer_value(code);
+    if (json_is_integer(sig) && json_integer_value(sig) > 0 && json_integer_value(sig) < 128)
+        return 128 + (int)json_integer_value(sig);
+    return CLI_EXIT_NO_CODE;
+}

@@ -21,4 +21,15 @@ int cli_state_is_final(const char *state);
 int cli_wait_jobs(struct cli_client *c, const long long *ids, size_t n, json_t **final,
                   struct tide_err *err);
 
+/* Exit statuses of `tide submit --wait` for a job that ended without an
+ * exit code of its own. */
+#define CLI_EXIT_TIMEOUT 124   /* killed at max_runtime, as timeout(1) */
+#define CLI_EXIT_CANCELLED 125 /* cancelled */
+#define CLI_EXIT_NO_CODE 1     /* failed with no exit code or signal (e.g. a dependency failed) */
+
+/* The exit status `tide submit --wait` gives for a finished job: 0 when it
+ * succeeded, its exit code when it has one (1..255), 128 + the signal that
+ * killed it, CLI_EXIT_TIMEOUT, CLI_EXIT_CANCELLED, else CLI_EXIT_NO_CODE. */
+int cli_job_exit_status(json_t *job);
+
 #endif

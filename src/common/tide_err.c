@@ -34,6 +34,7 @@ const char *tide_errcode_name(int code)
     case TIDE_EPERM: return "forbidden";
     case TIDE_ECONFLICT: return "conflict";
     case TIDE_ETOOBIG: return "too_large";
+    case TIDE_EBUSY: return "too_many_requests";
     case TIDE_ENOMEM: return "internal";
     default: return "internal";
     }
@@ -49,6 +50,7 @@ int tide_errcode_http_status(int code)
     case TIDE_EPERM: return 403;
     case TIDE_ECONFLICT: return 409;
     case TIDE_ETOOBIG: return 413;
+    case TIDE_EBUSY: return 429;
     default: return 500;
     }
 }

@@ -16,6 +16,7 @@ enum tide_errcode {
     TIDE_ETOOBIG = -6,   /* body or value too large: 413 */
     TIDE_EIO = -7,       /* storage, network or OS failure: 500 */
     TIDE_ENOMEM = -8,
+    TIDE_EBUSY = -9,     /* too many requests, retry later: 429 */
 };
 
 struct tide_err {

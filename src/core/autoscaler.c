@@ -554,7 +554,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     size_t njobs = 0;
     for (size_t i = 0; i < c->njobs; i++) {
         struct job *j = &c->jobs[i];
-        if (j->state == JOB_PENDING && !j->held && !j->cancel_requested && j->not_before_ms <= now_ms &&
+        if (j->state == JOB_PENDING && !j->held && !j->on_hold && !j->cancel_requested && j->not_before_ms <= now_ms &&
             !(a->budgets && budget_holds_job(a->budgets, j, NULL)))
             a->jobs[njobs++] = j;
     }

@@ -76,8 +76,9 @@ static int meter(struct billing *b, const struct cluster *c, const struct pool *
             gpu_ms[p] += dt;
             if (billing_add_usage(b, project, p, dt))
                 return TIDE_ENOMEM;
-            if (b->ledger &&
-                usage_ledger_add_use(b->ledger, day, p, project, job ? job->queue : "?", dt))
+            if (b->ledger && usage_ledger_add_user_use(b->ledger, day, p, project,
+                                                       job ? job->queue : "?",
+                                                       job ? job->user : "", dt))
                 return TIDE_ENOMEM;
         }
     }

@@ -238,6 +238,19 @@ struct job *cluster_find_job(struct cluster *c, int64_t id)
     return pos >= 0 ? &c->jobs[pos] : NULL;
 }
 
+bool cluster_remove_node(struct cluster *c, int64_t id)
+{
+    struct id_array a = node_array(c);
+    long found = index_find(&c->node_ids, &a, id);
+    if (found < 0)
+        return false;
+    size_t i = (size_t)found;
+    memmove(&c->nodes[i], &c->nodes[i + 1], (c->nnodes - i - 1) * sizeof *c->nodes);
+    c->nnodes--;
+    c->node_ids.count = (size_t)-1; /* positions moved: rebuilt at the next lookup */
+    return true;
+}
+
 void cluster_remove_job(struct cluster *c, int64_t id)
 {
     struct id_array a = job_array(c);

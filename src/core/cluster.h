@@ -77,6 +77,10 @@ struct node {
     int64_t ended_ms;         /* released or failed at */
     bool spot;                /* its pool bills spot: only preemptible work (queue_allows_node) */
     int64_t interrupt_deadline_ms; /* spot interruption (spot.h): reclaimed then; 0: none */
+    /* Drained by an operator (operator.h): state stays NODE_DRAINING, so no
+     * new work lands, across lost/back and agent restarts, until undrained. */
+    bool drained;
+    char drain_reason[TIDE_REASON_MAX];
 };
 
 /* What the scheduler needs of a job; the full spec lives in the store. */
@@ -96,6 +100,7 @@ struct job {
     int64_t id;
     char project[TIDE_NAME_MAX];
     char queue[TIDE_NAME_MAX];
+    char user[TIDE_NAME_MAX]; /* who submitted it (the token's name), for usage; "" unknown */
     char gpu_model[128]; /* glob, "" for any */
     int priority;
     int gpus;
@@ -119,6 +124,7 @@ struct job {
     int free_attempts;        /* attempts ended by no fault of the job (preemption, its node
                                  lost, its task vanished): they use up no retries */
     bool held;                /* waiting on dependencies: not to be placed */
+    bool on_hold;             /* held by an operator (operator.h): not placed until released */
     int ndeps;
     int64_t depends_on[TIDE_MAX_DEPS]; /* jobs that must succeed first */
     /* Idle reclaim (from its queue): stopped when all its GPUs stay under
@@ -160,6 +166,11 @@ struct job {
      * start by, and on which node; 0 when it holds no reservation. */
     int64_t reserved_start_ms;
     int64_t reserved_node_id;
+    /* Start-time ETA of a pending job (eta.h), set by eta_plan_run: when
+     * it is expected to start, and what that rests on (enum eta_basis);
+     * 0 and 0 when there is none. */
+    int64_t eta_start_ms;
+    int eta_basis;
 };
 
 /* Positions in one of the cluster's arrays by id (cluster.c): open
@@ -214,6 +225,11 @@ struct job *cluster_add_job(struct cluster *c, const struct job *job);
 /* The job with this id, or NULL; O(1) on average, like cluster_find_node.
  * Pointers stay valid until the next add or remove. */
 struct job *cluster_find_job(struct cluster *c, int64_t id);
+
+/* Removes the node with this id (its jobs must be off it already); later
+ * nodes move down by one. Not while a placement index is attached (the
+ * server detaches it after each pass). Returns false when there is none. */
+bool cluster_remove_node(struct cluster *c, int64_t id);
 
 /* Removes a job (after it finished); frees its GPUs first. Later jobs move
  * down by one, or the last takes its place when c->jobs_any_order. */

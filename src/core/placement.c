@@ -70,6 +70,16 @@ int placement_gpu_load_key(const struct gpu *g)
     return (g->utilization_pct > 0 ? g->utilization_pct : 0) * 128 + (mem_pct > 0 ? mem_pct : 0);
 }
 
+void placement_host_words(const struct job *job, char *out, size_t size)
+{
+    int n = 0;
+    out[0] = '\0';
+    if (job->cpus > 0)
+        n = snprintf(out, size, " and %d CPU%s", job->cpus, job->cpus == 1 ? "" : "s");
+    if (job->memory_mib > 0 && n >= 0 && (size_t)n < size)
+        snprintf(out + n, size - (size_t)n, " and %lld MiB memory", (long long)job->memory_mib);
+}
+
 static bool host_fits_ever(const struct node *node, const struct job *job)
 {
     return queue_allows_node(job, node) &&
@@ -162,10 +172,13 @@ enum placement_result placement_explain(const struct placement_config *cfg,
     if (known < 0)
         placement_index_memo_put(c, job, ever);
     if (!ever) {
-        if (why)
-            snprintf(why, TIDE_REASON_MAX, "no ready node has %d GPU%s%s%.60s%s and the CPUs/memory asked for",
-                 job->gpus, job->gpus == 1 ? "" : "s", job->gpu_model[0] ? " matching " : "",
-                 job->gpu_model, job->gpu_memory_mib ? " of enough memory" : "");
+        if (why) {
+            char host[48];
+            placement_host_words(job, host, sizeof host);
+            snprintf(why, TIDE_REASON_MAX, "no ready node has %d GPU%s%s%.50s%s%.38s",
+                     job->gpus, job->gpus == 1 ? "" : "s", job->gpu_model[0] ? " matching " : "",
+                     job->gpu_model, job->gpu_memory_mib ? " of enough memory" : "", host);
+        }
         return PLACEMENT_NEVER;
     }
     if (most_free >= job->gpus && most_free_busy > 0)

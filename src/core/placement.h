@@ -71,6 +71,11 @@ void placement_config_defaults(struct placement_config *cfg);
  * (model glob and memory), ignoring whether it is free. */
 bool placement_gpu_matches(const struct gpu *g, const struct job *job);
 
+/* What a job asks of a node's host besides GPUs, for wait reasons:
+ * " and 8 CPUs", " and 8 CPUs and 64000 MiB memory", or "" when it asks
+ * for neither (a reason must not mention what nobody asked for). */
+void placement_host_words(const struct job *job, char *out, size_t size);
+
 /* For strategies. */
 
 /* True when telemetry puts g over cfg's memory or utilisation threshold. */

@@ -69,8 +69,10 @@ static enum placement_result mig_choose(const struct placement_config *cfg, stru
     if (!why)
         return ever ? PLACEMENT_NOT_NOW : PLACEMENT_NEVER;
     if (!ever) {
-        snprintf(why, TIDE_REASON_MAX, "no ready node has a MIG %.24s instance%s%.60s and the CPUs/memory asked for",
-                 job->mig, job->gpu_model[0] ? " matching " : "", job->gpu_model);
+        char host[48];
+        placement_host_words(job, host, sizeof host);
+        snprintf(why, TIDE_REASON_MAX, "no ready node has a MIG %.24s instance%s%.50s%.38s",
+                 job->mig, job->gpu_model[0] ? " matching " : "", job->gpu_model, host);
         return PLACEMENT_NEVER;
     }
     snprintf(why, TIDE_REASON_MAX, "waiting for a free MIG %.24s instance", job->mig);
@@ -121,9 +123,11 @@ static enum placement_result share_choose(const struct placement_config *cfg, st
     if (!why)
         return ever ? PLACEMENT_NOT_NOW : PLACEMENT_NEVER;
     if (!ever) {
-        snprintf(why, TIDE_REASON_MAX, "no ready node has a GPU%s%.60s of enough memory (%lld MiB) and the CPUs/memory asked for",
+        char host[48];
+        placement_host_words(job, host, sizeof host);
+        snprintf(why, TIDE_REASON_MAX, "no ready node has a GPU%s%.50s of enough memory (%lld MiB)%.38s",
                  job->gpu_model[0] ? " matching " : "", job->gpu_model,
-                 (long long)job->gpu_memory_mib);
+                 (long long)job->gpu_memory_mib, host);
         return PLACEMENT_NEVER;
     }
     snprintf(why, TIDE_REASON_MAX, "waiting for a GPU with %lld MiB not yet shared out (most left now: %lld MiB)",

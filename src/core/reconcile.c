@@ -188,7 +188,7 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
     int64_t node_id = node->id;
     node->last_heartbeat_ms = now_ms;
     if (node->state == NODE_LOST) {
-        node->state = NODE_READY;
+        node->state = node->drained ? NODE_DRAINING : NODE_READY;
         failed |= push(out, ACTION_NODE_BACK, NULL, 0, 0, node_id, "heartbeat after being lost");
     }
 

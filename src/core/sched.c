@@ -50,7 +50,7 @@ void sched_release(struct scheduler *s)
         return;
     free(s->order);
     s->order = NULL;
-    s->order_cap = 0;
+    s->order_cap = s->norder = 0;
     order_keep_release(&s->kept);
     order_keep_release(&s->kept_claimed);
     preempt_pool_release(&s->preempt_pool);
@@ -244,7 +244,7 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
     s->gpuless = 0;
     for (size_t i = 0; i < ncandidates; i++) {
         struct job *job = ids ? cluster_find_job(c, ids[i]) : &c->jobs[i];
-        if (!job || job->state != JOB_PENDING || job->held ||
+        if (!job || job->state != JOB_PENDING || job->held || job->on_hold ||
             (s->cfg.budgets &&
              budget_holds_job(s->cfg.budgets, job, explain ? job->wait_reason : NULL)))
             continue;
@@ -399,6 +399,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     struct failed_shape failed[FAILED_SHAPES];
     int nfailed = 0;
     size_t need = ids ? nids : c->njobs;
+    s->norder = 0;
     if (need > s->order_cap) {
         struct job **grown = realloc(s->order, need * sizeof *grown);
         if (!grown)
@@ -409,6 +410,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     if (s->cfg.fairshare)
         fairshare_update(s->cfg.fairshare, c, now_ms);
     size_t npending = collect_pending(s, c, ids, nids, now_ms);
+    s->norder = npending;
     bool explain = s->cfg.explain;
     attach_index(s, c);
     if (c->index)
@@ -478,10 +480,13 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
          * no node could hold gets NEVER below, which ends the same way. */
         if (unconstrained(job) && dominating_failure(failed, nfailed, job) &&
             (!explain || fits_a_ready_node(c, job))) {
-            if (explain)
+            if (explain) {
+                char host[48];
+                placement_host_words(job, host, sizeof host);
                 snprintf(job->wait_reason, sizeof job->wait_reason,
-                         "waiting for %d free GPU%s and the CPUs/memory asked for on one node",
-                         job->gpus, job->gpus == 1 ? "" : "s");
+                         "waiting for %d free GPU%s%.38s on one node", job->gpus,
+                         job->gpus == 1 ? "" : "s", host);
+            }
             if (strict && !reservation.active)
                 stopped_at = job;
             continue;

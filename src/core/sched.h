@@ -54,6 +54,10 @@ struct scheduler {
     struct sched_config cfg;
     struct job **order; /* scratch: pending jobs in scheduling order */
     size_t order_cap;
+    /* Jobs in order after the last pass: the pending jobs it considered,
+     * in its order (those it started are starting now). Valid until the
+     * cluster's jobs are next added or removed (the ETA plan, eta.h). */
+    size_t norder;
     struct order_keep kept; /* the last pass's order, to sort the next one faster */
     struct order_keep kept_claimed; /* the same after fair share's claims reorder it */
     struct preempt_pool preempt_pool; /* scratch: what a pass may preempt */

@@ -50,12 +50,18 @@ int usage_ledger_add_pool(struct usage_ledger *l, int64_t day, int pool, int64_t
 int usage_ledger_add_use(struct usage_ledger *l, int64_t day, int pool, const char *project,
                          const char *queue, int64_t gpu_ms)
 {
+    return usage_ledger_add_user_use(l, day, pool, project, queue, "", gpu_ms);
+}
+
+int usage_ledger_add_user_use(struct usage_ledger *l, int64_t day, int pool, const char *project,
+                              const char *queue, const char *user, int64_t gpu_ms)
+{
     if (l->today_from < l->nuses && l->uses[l->today_from].day < day)
         l->today_from = l->nuses; /* a new day: earlier rows are final */
     for (size_t i = l->today_from; i < l->nuses; i++) {
         struct usage_use *u = &l->uses[i];
         if (u->day == day && u->pool == pool && !strcmp(u->project, project) &&
-            !strcmp(u->queue, queue)) {
+            !strcmp(u->queue, queue) && !strcmp(u->user, user)) {
             u->gpu_ms += gpu_ms;
             u->dirty = true;
             if (i < l->uses_dirty_from)
@@ -73,6 +79,7 @@ int usage_ledger_add_use(struct usage_ledger *l, int64_t day, int pool, const ch
     u->pool = pool;
     snprintf(u->project, sizeof u->project, "%s", project);
     snprintf(u->queue, sizeof u->queue, "%s", queue);
+    snprintf(u->user, sizeof u->user, "%s", user);
     u->gpu_ms = gpu_ms;
     u->dirty = true;
     return 0;
@@ -90,15 +97,15 @@ void usage_ledger_clean(struct usage_ledger *l)
 
 int usage_group_parse(const char *list, char *bad)
 {
-    static const char *const names[] = {"project", "pool", "queue", "day"};
+    static const char *const names[] = {"project", "pool", "queue", "day", "user"};
     int mask = 0;
     const char *p = list;
     while (*p) {
         size_t len = strcspn(p, ",");
         int k = 0;
-        while (k < 4 && (strlen(names[k]) != len || strncmp(p, names[k], len)))
+        while (k < 5 && (strlen(names[k]) != len || strncmp(p, names[k], len)))
             k++;
-        if (k == 4) {
+        if (k == 5) {
             snprintf(bad, 32, "%.*s", (int)(len < 31 ? len : 31), p);
             return -1;
         }
@@ -148,7 +155,9 @@ static int row_cmp(const void *a, const void *b)
     if (x->idle != y->idle)
         return x->idle ? 1 : -1;
     int c = strcmp(x->project, y->project);
-    return c ? c : strcmp(x->queue, y->queue);
+    if (!c)
+        c = strcmp(x->queue, y->queue);
+    return c ? c : strcmp(x->user, y->user);
 }
 
 static int capacity_cmp(const void *a, const void *b)
@@ -160,8 +169,8 @@ static int capacity_cmp(const void *a, const void *b)
 }
 
 static int add_row(struct usage_report *r, unsigned group, const struct usage_pool_day *d,
-                   const char *project, const char *queue, bool idle, int64_t gpu_ms,
-                   int64_t cost)
+                   const char *project, const char *queue, const char *user, bool idle,
+                   int64_t gpu_ms, int64_t cost)
 {
     if (array_reserve((void **)&r->rows, &r->rows_cap, r->nrows + 1, sizeof *r->rows))
         return TIDE_ENOMEM;
@@ -171,6 +180,8 @@ static int add_row(struct usage_report *r, unsigned group, const struct usage_po
         snprintf(row->project, sizeof row->project, "%s", project);
     if (group & USAGE_BY_QUEUE)
         snprintf(row->queue, sizeof row->queue, "%s", queue);
+    if (group & USAGE_BY_USER)
+        snprintf(row->user, sizeof row->user, "%s", user);
     row->pool = group & USAGE_BY_POOL ? d->pool : -1;
     row->day = group & USAGE_BY_DAY ? d->day : -1;
     row->idle = idle;
@@ -278,7 +289,7 @@ int usage_ledger_report(const struct usage_ledger *l, const struct pool *pools, 
         int64_t cost = (int64_t)((__int128)d->cost_micros * used / d->capacity_gpu_ms);
         d->used_cost_micros += cost; /* every project's, for the idle cost */
         if (!project || !strcmp(u->project, project))
-            rc = add_row(out, group, d->d, u->project, u->queue, false, u->gpu_ms, cost);
+            rc = add_row(out, group, d->d, u->project, u->queue, u->user, false, u->gpu_ms, cost);
     }
     for (size_t i = 0; !rc && i < l->ndays; i++) {
         const struct priced_day *d = &days[i];
@@ -287,7 +298,7 @@ int usage_ledger_report(const struct usage_ledger *l, const struct pool *pools, 
         int64_t idle_ms = d->capacity_gpu_ms - d->d->gpu_ms;
         int64_t idle_cost = d->cost_micros - d->used_cost_micros;
         if (idle_ms > 0 || idle_cost > 0)
-            rc = add_row(out, group, d->d, "", "", true, idle_ms > 0 ? idle_ms : 0, idle_cost);
+            rc = add_row(out, group, d->d, "", "", "", true, idle_ms > 0 ? idle_ms : 0, idle_cost);
         if (!rc)
             rc = add_capacity(out, group, d);
     }

@@ -5,7 +5,10 @@
  * splitting each tick at midnight UTC:
  *
  *   pool days  (day, pool): billed node-ms and GPU-ms held by tasks
- *   uses       (day, pool, project, queue): GPU-ms held by that work
+ *   uses       (day, pool, project, queue, user): GPU-ms held by that work
+ *
+ * Nodes joined by hand (no pool) are metered too (usage_meter_static()),
+ * under a pool index the owner reserves for them past its configured pools.
  *
  * A pool day's cost is the pool's cost of its node-ms counted on top of
  * every earlier day's (so prepaid packs are drawn once, in day order, and
@@ -34,6 +37,7 @@ struct usage_use {
     int pool;
     char project[TIDE_NAME_MAX];
     char queue[TIDE_NAME_MAX];
+    char user[TIDE_NAME_MAX]; /* who submitted the work ("" when not known) */
     int64_t gpu_ms;
     bool dirty;
 };
@@ -55,9 +59,21 @@ void usage_ledger_release(struct usage_ledger *l);
 /* Adds node_ms and gpu_ms to (day, pool). Returns 0 or TIDE_ENOMEM. */
 int usage_ledger_add_pool(struct usage_ledger *l, int64_t day, int pool, int64_t node_ms,
                           int64_t gpu_ms);
-/* Adds gpu_ms to (day, pool, project, queue). Returns 0 or TIDE_ENOMEM. */
+/* Adds gpu_ms to (day, pool, project, queue, user ""). Returns 0 or TIDE_ENOMEM. */
 int usage_ledger_add_use(struct usage_ledger *l, int64_t day, int pool, const char *project,
                          const char *queue, int64_t gpu_ms);
+/* The same for work of a known user. */
+int usage_ledger_add_user_use(struct usage_ledger *l, int64_t day, int pool, const char *project,
+                              const char *queue, const char *user, int64_t gpu_ms);
+
+/* Meters nodes joined by hand (pool "") from from_ms to to_ms as the cluster
+ * is now, split at midnight UTC, into pool index `pool`: a node that is
+ * ready or draining counts as provisioned (node-ms; its GPUs as capacity
+ * through the pool's gpus_per_node, which the owner sets to 1 and so counts
+ * GPU-ms of capacity in node_ms), each GPU a task holds as used by that
+ * task's project, queue and user. Returns 0 or TIDE_ENOMEM. */
+int usage_meter_static(struct usage_ledger *l, const struct cluster *c, int pool, int64_t from_ms,
+                       int64_t to_ms);
 /* Marks every row saved (store_usage_save() writes the dirty ones). */
 void usage_ledger_clean(struct usage_ledger *l);
 
@@ -67,9 +83,10 @@ enum usage_group {
     USAGE_BY_POOL = 2,
     USAGE_BY_QUEUE = 4,
     USAGE_BY_DAY = 8,
+    USAGE_BY_USER = 16,
 };
 
-/* Parses "project,pool,queue,day" (any subset, any order) into a mask;
+/* Parses "project,pool,queue,day,user" (any subset, any order) into a mask;
  * returns it, or -1 naming the bad word in bad (size 32). */
 int usage_group_parse(const char *list, char *bad);
 
@@ -78,6 +95,7 @@ int usage_group_parse(const char *list, char *bad);
 struct usage_row {
     char project[TIDE_NAME_MAX];
     char queue[TIDE_NAME_MAX];
+    char user[TIDE_NAME_MAX];
     int pool;
     int64_t day;
     bool idle;

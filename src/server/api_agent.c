@@ -147,6 +147,13 @@ static int node_from_registration(json_t *body, struct node *node, struct api_re
     return 0;
 }
 
+/* Heard from within the node timeout, and not given up on. */
+static bool node_is_alive(const struct server *srv, const struct node *node, int64_t now)
+{
+    return (node->state == NODE_READY || node->state == NODE_DRAINING) &&
+           now - node->last_heartbeat_ms <= srv->cfg.node_timeout_ms;
+}
+
 int api_agent_register(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
     if (req->token.kind != TOKEN_JOIN)
@@ -166,6 +173,18 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     int64_t now = clock_now_ms();
     pthread_mutex_lock(&srv->lock);
     struct node *old = cluster_find_node_by_name(&srv->cluster, node.name);
+    if (old && node_is_alive(srv, old, now)) {
+        /* The join token is shared: with it alone, nobody may take over a
+         * live node's name (and with it its jobs and their secrets). */
+        int64_t ago = now - old->last_heartbeat_ms;
+        pthread_mutex_unlock(&srv->lock);
+        json_decref(body);
+        return api_error_msg(reply, TIDE_ECONFLICT, "name",
+                             "name: node '%s' is alive (last heartbeat %lld ms ago); an agent "
+                             "restarting with its node.json keeps its token, another must wait "
+                             "until the node is lost",
+                             node.name, (long long)ago);
+    }
     if (old) {
         /* Same node again (agent restart): keep what tasks hold; the next
          * heartbeat tells which of them survived. */
@@ -179,7 +198,14 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
                     node.gpus[i].shared_memory_mib = old->gpus[j].shared_memory_mib;
                 }
     }
+    /* A lost node whose agent came back (restarted) is back, as after a late heartbeat. */
+    bool back = old && old->state == NODE_LOST;
     node.state = NODE_READY;
+    if (old && old->drained) { /* an operator's drain outlives agent restarts */
+        node.drained = true;
+        memcpy(node.drain_reason, old->drain_reason, sizeof node.drain_reason);
+        node.state = NODE_DRAINING;
+    }
     node.last_heartbeat_ms = now;
     int rc = store_begin(srv->store, &err);
     if (!rc)
@@ -191,10 +217,10 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     if (!rc)
         rc = auth_issue(srv, TOKEN_NODE, node.name, NULL, node.id, token, &err);
     char msg[160];
-    snprintf(msg, sizeof msg, "registered with %d GPU%s (%s)", node.ngpus, node.ngpus == 1 ? "" : "s",
-             node.driver[0] ? node.driver : "no driver");
+    snprintf(msg, sizeof msg, "%s with %d GPU%s (%s)", back ? "registered again after being lost" : "registered",
+             node.ngpus, node.ngpus == 1 ? "" : "s", node.driver[0] ? node.driver : "no driver");
     if (!rc)
-        rc = store_event_add(srv->store, now, "node_registered", 0, node.id, msg, &err);
+        rc = store_event_add(srv->store, now, back ? "node_back" : "node_registered", 0, node.id, msg, &err);
     if (!rc)
         rc = store_commit(srv->store, &err);
     if (rc)

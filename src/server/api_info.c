@@ -1,13 +1,16 @@
-/* Read-mostly endpoints: nodes, events, and creating user tokens. */
+/* Read-mostly endpoints: nodes, queues, projects, and creating user tokens. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/fsutil.h"
+#include "common/sha256.h"
 #include "core/gpu_share.h"
+#include "core/operator.h"
 #include "server/pool_loop.h"
 #include "server/pool_loop_state.h"
 #include "server/server.h"
+#include "store/store_tokens.h"
 
 static json_t *node_to_json(const struct node *n, int64_t now_ms)
 {
@@ -52,48 +55,16 @@ int api_nodes_list(struct server *srv, struct api_request *req, struct api_reply
     pthread_mutex_lock(&srv->lock);
     for (size_t i = 0; i < srv->cluster.nnodes; i++)
     {
-        json_t *o = node_to_json(&srv->cluster.nodes[i], now);
+        const struct node *n = &srv->cluster.nodes[i];
+        json_t *o = node_to_json(n, now);
+        /* An operator's drain (core/operator.h) and what still runs there. */
+        json_object_set_new(o, "drain_reason", n->drained ? json_string(n->drain_reason) : json_null());
+        json_object_set_new(o, "jobs", json_integer(operator_node_jobs(&srv->cluster, n->id)));
         pool_loop_node_json(srv, &srv->cluster.nodes[i], o, now);
         json_array_append_new(nodes, o);
     }
     pthread_mutex_unlock(&srv->lock);
     reply->json = json_pack("{s:o}", "nodes", nodes);
-    return 0;
-}
-
-static int query_int(struct api_request *req, const char *name, long long lo, long long hi,
-                     long long fallback, long long *out, struct api_reply *reply)
-{
-    const char *v = api_query(req, name);
-    *out = fallback;
-    if (!v)
-        return 0;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    if (!*v || *end || n < lo || n > hi)
-        return api_error_msg(reply, TIDE_EINVAL, name, "%s: must be an integer from %lld to %lld",
-                             name, lo, hi), -1;
-    *out = n;
-    return 0;
-}
-
-int api_events_list(struct server *srv, struct api_request *req, struct api_reply *reply)
-{
-    long long since, job, limit;
-    if (query_int(req, "since", 0, INT64_MAX, 0, &since, reply) ||
-        query_int(req, "job", 0, INT64_MAX, 0, &job, reply) ||
-        query_int(req, "limit", 1, 100000, 1000, &limit, reply))
-        return 0;
-    struct tide_err err;
-    json_t *events = NULL;
-    pthread_mutex_lock(&srv->lock);
-    int rc = store_events_list(srv->store, since, job, (int)limit,
-                               req->token.kind == TOKEN_ADMIN ? NULL : req->token.projects, &events,
-                               &err);
-    pthread_mutex_unlock(&srv->lock);
-    if (rc)
-        return api_error(reply, &err);
-    reply->json = json_pack("{s:o}", "events", events);
     return 0;
 }
 
@@ -109,37 +80,71 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
     }
     const char *key;
     json_t *v;
-    json_object_foreach(body, key, v) if (strcmp(key, "name") && strcmp(key, "projects"))
+    json_object_foreach(body, key, v) if (strcmp(key, "name") && strcmp(key, "projects") &&
+                                          strcmp(key, "kind") && strcmp(key, "expires_in_s"))
     {
         json_decref(body);
         return api_error_msg(reply, TIDE_EINVAL, key, "%.64s: unknown field", key);
     }
     json_t *name = json_object_get(body, "name");
     json_t *projects = json_object_get(body, "projects");
+    json_t *kind = json_object_get(body, "kind");
+    bool metrics = json_is_string(kind) && !strcmp(json_string_value(kind), "metrics");
     int bad = 0;
     if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) >= TIDE_NAME_MAX)
         bad = api_error_msg(reply, TIDE_EINVAL, "name", "name: must be a string of 1 to %d characters",
                             TIDE_NAME_MAX - 1) + 1;
+    else if (kind && !metrics && !(json_is_string(kind) && !strcmp(json_string_value(kind), "user")))
+        bad = api_error_msg(reply, TIDE_EINVAL, "kind", "kind: must be \"user\" or \"metrics\"") + 1;
+    else if (metrics && projects)
+        bad = api_error_msg(reply, TIDE_EINVAL, "projects",
+                            "projects: a metrics token reads every project's metrics; leave projects out") + 1;
+    else if (metrics)
+        ;
     else if (!json_is_array(projects) || json_array_size(projects) == 0)
         bad = api_error_msg(reply, TIDE_EINVAL, "projects", "projects: must be a non-empty array of project names") + 1;
     size_t i;
     json_array_foreach(projects, i, v) if (!bad && (!json_is_string(v) || !json_string_length(v)))
         bad = api_error_msg(reply, TIDE_EINVAL, "projects", "projects[%zu]: must be a project name", i) + 1;
+    json_t *expires_in = json_object_get(body, "expires_in_s");
+    if (!bad && expires_in &&
+        (!json_is_integer(expires_in) || json_integer_value(expires_in) < 1 ||
+         json_integer_value(expires_in) > TOKEN_MAX_LIFE_S))
+        bad = api_error_msg(reply, TIDE_EINVAL, "expires_in_s",
+                            "expires_in_s: must be whole seconds from 1 to %lld (10 years)",
+                            TOKEN_MAX_LIFE_S) + 1;
     if (bad) {
         json_decref(body);
         return 0;
     }
-    char token[65];
+    char token[65], hash[65];
     struct tide_err err;
+    int64_t expires_ms =
+        expires_in ? clock_now_ms() + (int64_t)json_integer_value(expires_in) * 1000 : 0;
     pthread_mutex_lock(&srv->lock);
-    int rc = auth_issue(srv, TOKEN_USER, json_string_value(name), projects, 0, token, &err);
+    int rc = store_begin(srv->store, &err);
+    if (!rc)
+        rc = auth_issue(srv, metrics ? TOKEN_METRICS : TOKEN_USER, json_string_value(name),
+                        metrics ? NULL : projects, 0, token, &err);
+    if (!rc && expires_ms) {
+        sha256_hex(token, strlen(token), hash);
+        rc = store_token_set_expiry(srv->store, hash, expires_ms, &err);
+    }
+    if (!rc)
+        rc = store_commit(srv->store, &err);
+    else
+        store_rollback(srv->store);
     pthread_mutex_unlock(&srv->lock);
     if (rc) {
         json_decref(body);
         return api_error(reply, &err);
     }
     reply->status = 201;
-    reply->json = json_pack("{s:s, s:O, s:O}", "token", token, "name", name, "projects", projects);
+    json_t *expires = expires_ms ? json_real((double)expires_ms / 1000.0) : json_null();
+    reply->json = metrics ? json_pack("{s:s, s:O, s:s, s:o}", "token", token, "name", name, "kind",
+                                      "metrics", "expires", expires)
+                          : json_pack("{s:s, s:O, s:O, s:s, s:o}", "token", token, "name", name,
+                                      "projects", projects, "kind", "user", "expires", expires);
     json_decref(body);
     return 0;
 }
@@ -240,5 +245,38 @@ int api_projects_list(struct server *srv, struct api_request *req, struct api_re
     pthread_mutex_unlock(&srv->lock);
     reply->json = json_pack("{s:o, s:I, s:o}", "projects", projects, "half_life_s", half_life,
                             "budgets", budgets);
+    return 0;
+}
+
+int api_tokens_list(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    if (req->token.kind != TOKEN_ADMIN)
+        return api_error_msg(reply, TIDE_EPERM, NULL, "only the admin token can list tokens");
+    struct tide_err err;
+    json_t *tokens = NULL;
+    pthread_mutex_lock(&srv->lock);
+    int rc = store_tokens_list(srv->store, &tokens, &err);
+    pthread_mutex_unlock(&srv->lock);
+    if (rc)
+        return api_error(reply, &err);
+    reply->json = json_pack("{s:o}", "tokens", tokens);
+    return 0;
+}
+
+int api_tokens_revoke(struct server *srv, struct api_request *req, const char *name,
+                      struct api_reply *reply)
+{
+    if (req->token.kind != TOKEN_ADMIN)
+        return api_error_msg(reply, TIDE_EPERM, NULL, "only the admin token can revoke tokens");
+    struct tide_err err;
+    int count = 0;
+    pthread_mutex_lock(&srv->lock);
+    int rc = store_tokens_revoke(srv->store, name, &count, &err);
+    pthread_mutex_unlock(&srv->lock);
+    if (rc)
+        return api_error(reply, &err);
+    if (!count)
+        return api_error_msg(reply, TIDE_ENOENT, "name", "name: no user token named '%.64s'", name);
+    reply->json = json_pack("{s:s, s:i}", "revoked", name, "tokens", count);
     return 0;
 }

@@ -7,12 +7,31 @@
 
 #include "common/fsutil.h"
 #include "common/sha256.h"
+#include "core/feasible.h"
 #include "core/job_spec.h"
 #include "server/server.h"
 #include "server/submit_batch.h"
 
+/* "eta" of a pending job (docs/api.md): when it is expected to start and
+ * what that rests on; start_time and in_s are null when there is none. */
+static void add_eta(const struct job *job, json_t *job_json)
+{
+    json_t *eta = json_object();
+    int64_t now = clock_now_ms();
+    if (job->eta_start_ms > 0 && job->eta_basis != ETA_BASIS_UNKNOWN) {
+        int64_t in_ms = job->eta_start_ms - now;
+        json_object_set_new(eta, "start_time", json_real((double)job->eta_start_ms / 1000.0));
+        json_object_set_new(eta, "in_s", json_integer(in_ms > 0 ? (in_ms + 999) / 1000 : 0));
+    } else {
+        json_object_set_new(eta, "start_time", json_null());
+        json_object_set_new(eta, "in_s", json_null());
+    }
+    json_object_set_new(eta, "basis", json_string(eta_basis_name((enum eta_basis)job->eta_basis)));
+    json_object_set_new(job_json, "eta", eta);
+}
+
 /* Adds what only the in-memory cluster knows: why a job waits, its
- * priority after escalation, its backfill reservation. */
+ * priority after escalation, its backfill reservation, its ETA. */
 static void add_live_fields(struct server *srv, json_t *job_json)
 {
     struct job *job = cluster_find_job(&srv->cluster, json_integer_value(json_object_get(job_json, "id")));
@@ -41,6 +60,7 @@ static void add_live_fields(struct server *srv, json_t *job_json)
     }
     if (job->preemptions)
         json_object_set_new(job_json, "preemptions", json_integer(job->preemptions));
+    add_eta(job, job_json);
 }
 
 #define IDEMPOTENCY_KEY_MAX 128
@@ -79,6 +99,15 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
         json_decref(spec);
         return api_error_msg(reply, TIDE_EPERM, "project",
                              "project: this token may not submit to project '%s'", job.project);
+    }
+    /* A job no node or pool could ever hold is refused now, not left to
+     * wait forever (feasible.h). */
+    pthread_mutex_lock(&srv->lock);
+    int never = feasible_check(&srv->cluster, srv->cfg.pools, srv->cfg.npools, &job, &err);
+    pthread_mutex_unlock(&srv->lock);
+    if (never) {
+        json_decref(spec);
+        return api_error(reply, &err);
     }
     struct submit_work w = {.req = req, .spec = spec, .job = job};
     w.idempotency_key = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Idempotency-Key");

@@ -1,6 +1,7 @@
 /*
- * GET /v1/usage?by=project,pool,queue,day&from=YYYY-MM-DD&to=YYYY-MM-DD&project=P
- * GPU-hours and cost from the pools' usage ledger (core/usage_ledger.h),
+ * GET /v1/usage?by=project,pool,queue,day,user&from=YYYY-MM-DD&to=YYYY-MM-DD&project=P
+ * GPU-hours and cost from the usage ledger (core/usage_ledger.h: pool nodes
+ * and, as pool "(static)", nodes joined by hand; server/usage_meter.h),
  * grouped as asked (default by project), days in UTC, from and to
  * inclusive (default: all days). A token limited to some projects sees
  * only their rows, grouped by project; idle cost and capacity are the
@@ -11,6 +12,7 @@
 #include <time.h>
 
 #include "server/pool_loop_state.h"
+#include "server/usage_meter.h"
 
 #define MS_PER_HOUR 3600000.0
 
@@ -40,8 +42,8 @@ static int64_t parse_day(const char *s)
 static void set_keys(json_t *o, const struct server *srv, int pool, int64_t day)
 {
     char name[16];
-    if (pool >= 0)
-        json_object_set_new(o, "pool", json_string(srv->cfg.pools[pool].name));
+    if (pool >= 0 && srv->usage && pool < srv->usage->npools)
+        json_object_set_new(o, "pool", json_string(srv->usage->pools[pool].name));
     if (day >= 0) {
         day_name(day, name, sizeof name);
         json_object_set_new(o, "day", json_string(name));
@@ -78,6 +80,8 @@ static json_t *row_json(const struct server *srv, unsigned group, const struct u
         json_object_set_new(o, "project", json_string(r->idle ? "(idle)" : r->project));
     if (group & USAGE_BY_QUEUE)
         json_object_set_new(o, "queue", json_string(r->idle ? "(idle)" : r->queue));
+    if (group & USAGE_BY_USER)
+        json_object_set_new(o, "user", json_string(r->idle ? "(idle)" : r->user[0] ? r->user : "(unknown)"));
     set_keys(o, srv, r->pool, r->day);
     json_object_set_new(o, "idle", json_boolean(r->idle));
     json_object_set_new(o, "gpu_hours", json_real((double)r->gpu_ms / MS_PER_HOUR));
@@ -92,7 +96,7 @@ int api_usage_get(struct server *srv, struct api_request *req, struct api_reply 
     char bad[32];
     int group = usage_group_parse(by ? by : "project", bad);
     if (group < 0)
-        return api_error_msg(reply, TIDE_EINVAL, "by", "by: unknown key '%s' (known: project, pool, queue, day)", bad);
+        return api_error_msg(reply, TIDE_EINVAL, "by", "by: unknown key '%s' (known: project, pool, queue, day, user)", bad);
     int64_t from_day = from ? parse_day(from) : 0, to_day = to ? parse_day(to) : INT64_MAX;
     if (from_day < 0)
         return api_error_msg(reply, TIDE_EINVAL, "from", "from: must be a date YYYY-MM-DD, not '%s'", from);
@@ -109,12 +113,12 @@ int api_usage_get(struct server *srv, struct api_request *req, struct api_reply 
     json_t *rows = json_array(), *capacity = json_array(), *total = NULL;
     int rc = 0;
     pthread_mutex_lock(&srv->lock);
-    struct pool_loop *pl = srv->pool_loop;
+    struct usage_meter *m = srv->usage;
     struct usage_report r;
     memset(&r, 0, sizeof r);
-    if (pl)
-        rc = usage_ledger_report(&pl->ledger, srv->cfg.pools, srv->cfg.npools, (unsigned)group,
-                                 from_day, to_day, project, &r);
+    if (m)
+        rc = usage_ledger_report(&m->ledger, m->pools, m->npools, (unsigned)group, from_day,
+                                 to_day, project, &r);
     for (size_t i = 0; !rc && i < r.nrows; i++) {
         const struct usage_row *row = &r.rows[i];
         /* Rows of a scoped token are grouped by project (above). */
@@ -136,9 +140,9 @@ int api_usage_get(struct server *srv, struct api_request *req, struct api_reply 
         json_decref(capacity);
         return api_error_msg(reply, TIDE_ENOMEM, NULL, "out of memory");
     }
-    static const char *const names[] = {"project", "pool", "queue", "day"};
+    static const char *const names[] = {"project", "pool", "queue", "day", "user"};
     json_t *keys = json_array();
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 5; k++)
         if (group & (1 << k))
             json_array_append_new(keys, json_string(names[k]));
     reply->json = json_pack("{s:o, s:s?, s:s?, s:o, s:o, s:o}", "by", keys, "from", from, "to", to,

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "server/server.h"
+#include "store/store_events.h"
 #include "store/store_pools.h"
 
 /* [[node_id, [gpu, ...]], ...] for a gang job's other nodes (new reference). */
@@ -49,7 +50,9 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         u.parts = parts;
         int rc = store_job_update(st, &u, err);
         json_decref(parts);
-        return rc ? rc : store_event_add(st, now_ms, "job_starting", a->job_id, a->node_id, a->reason, err);
+        char msg[TIDE_REASON_MAX + 32];
+        snprintf(msg, sizeof msg, "%s (attempt %d)", a->reason, a->attempt);
+        return rc ? rc : store_event_add(st, now_ms, "job_starting", a->job_id, a->node_id, msg, err);
     }
     case ACTION_RUNNING: {
         u.state = JOB_RUNNING;
@@ -80,6 +83,9 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         u.exit_code = a->exit_code;
         u.signal = a->signal;
         int rc = store_job_update(st, &u, err);
+        /* sched_fail_attempt counted these in memory: no retry used */
+        if (!rc && (a->state == JOB_PREEMPTED || a->state == JOB_LOST))
+            rc = store_job_count_free_attempt(st, a->job_id, err);
         char msg[TIDE_REASON_MAX + 48];
         snprintf(msg, sizeof msg, "attempt %d %s: %s", a->attempt, job_state_name(a->state),
                  a->reason);
@@ -97,7 +103,9 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         return rc ? rc : store_event_add(st, now_ms, "node_lost", 0, a->node_id, a->reason, err);
     }
     case ACTION_NODE_BACK: {
-        int rc = store_node_set_state(st, a->node_id, NODE_READY, err);
+        /* A drained node comes back draining (core/operator.h). */
+        struct node *node = cluster_find_node(&srv->cluster, a->node_id);
+        int rc = store_node_set_state(st, a->node_id, node ? node->state : NODE_READY, err);
         return rc ? rc : store_event_add(st, now_ms, "node_back", 0, a->node_id, a->reason, err);
     }
     case ACTION_SEND_START:
@@ -115,6 +123,8 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
     int rc = store_nodes_load(srv->store, &srv->cluster, now_ms, err);
     if (!rc) /* which pool each node belongs to */
         rc = store_pools_init(srv->store, err);
+    if (!rc) /* after the pool tables: an older events table is filled from them */
+        rc = store_events_init(srv->store, err);
     if (!rc)
         rc = store_pool_nodes_load(srv->store, &srv->cluster, NULL, NULL, err);
     if (!rc)
@@ -165,6 +175,24 @@ const char *const failure_class_names[FAILURE_CLASS_COUNT] = {
     [FAILURE_IDLE_RECLAIM] = "idle_reclaim", [FAILURE_START] = "start_failed",
 };
 
+/* After the commit: a first start is a job's wait, a finish is counted by
+ * state and queue (the job has left the cluster: its queue is read back). */
+static void count_for_metrics(struct server *srv, const struct action *a, int64_t now_ms)
+{
+    if (a->type == ACTION_START && a->attempt == 1) {
+        const struct job *job = cluster_find_job(&srv->cluster, a->job_id);
+        if (job)
+            metrics_job_started(&srv->metrics, job->queue,
+                                (double)(now_ms - job->submit_ms) / 1000.0);
+    } else if (a->type == ACTION_FINISH) {
+        char queue[TIDE_NAME_MAX];
+        struct tide_err err;
+        if (store_job_queue(srv->store, a->job_id, queue, &err) != 0)
+            snprintf(queue, sizeof queue, "unknown");
+        metrics_job_finished(&srv->metrics, queue, a->state);
+    }
+}
+
 int apply_actions(struct server *srv, const struct action_list *actions, int64_t now_ms,
                   struct tide_err *err)
 {
@@ -179,10 +207,13 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
         rc = apply_one(srv, &actions->items[i], now_ms, err);
     if (!rc)
         rc = store_commit(srv->store, err);
+    if (!rc)
+        eta_refresh_learn(srv, actions, now_ms);
     for (size_t i = 0; !rc && i < actions->len; i++) {
         int cls = failure_class(&actions->items[i]);
         if (cls >= 0)
             srv->failures[cls]++;
+        count_for_metrics(srv, &actions->items[i], now_ms);
     }
     if (rc) {
         store_rollback(srv->store);

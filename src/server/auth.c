@@ -69,7 +69,9 @@ int auth_bootstrap(struct server *srv, struct tide_err *err)
     return rc;
 }
 
-int auth_check(struct server *srv, struct api_request *req, struct tide_err *err)
+/* The token's check, without the rate limit around it. */
+static int check_token(struct server *srv, struct api_request *req, int64_t now,
+                       struct tide_err *err)
 {
     const char *header =
         MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -90,6 +92,27 @@ int auth_check(struct server *srv, struct api_request *req, struct tide_err *err
     pthread_mutex_unlock(&srv->lock);
     if (rc == TIDE_ENOENT)
         return tide_err_set(err, TIDE_EAUTH, NULL, "invalid token");
+    if (!rc && req->token.expires_ms && req->token.expires_ms <= now) {
+        token_info_release(&req->token);
+        return tide_err_set(err, TIDE_EAUTH, NULL, "token '%s' expired", req->token.name);
+    }
+    return rc;
+}
+
+int auth_check(struct server *srv, struct api_request *req, struct tide_err *err)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *from = info ? info->client_addr : NULL;
+    int64_t now = clock_now_ms();
+    int64_t wait = auth_limit_wait_ms(&srv->auth_limit, from, now);
+    if (wait > 0)
+        return tide_err_set(err, TIDE_EBUSY, NULL,
+                            "too many failed authentications from this address; retry in %lld s",
+                            (long long)(wait + 999) / 1000);
+    int rc = check_token(srv, req, now, err);
+    if (rc == TIDE_EAUTH)
+        auth_limit_failed(&srv->auth_limit, from, now);
     return rc;
 }
 

@@ -150,6 +150,15 @@ static int scheduler_section(struct config_ctx *c, const char *name, const yaml_
     return config_walk_mapping(c, name, v, scheduler_key);
 }
 
+/* sim: the simulator's run settings (docs/sim.md); tide sim reads and
+ * checks them, the server has nothing to do with them. */
+static int sim_section(struct config_ctx *c, const char *name, const yaml_node_t *v)
+{
+    if (v->type != YAML_MAPPING_NODE)
+        return config_fail(c, v, name, "must be a mapping of keys%s", "");
+    return 0;
+}
+
 /* One entry per top-level section; a feature adds its own (in its own file). */
 static const struct {
     const char *name;
@@ -161,6 +170,7 @@ static const struct {
     {"queues", config_section_queues},
     {"projects", config_section_projects},
     {"retention", config_section_retention},
+    {"sim", sim_section},
 };
 
 static int walk_root(struct config_ctx *c, const yaml_node_t *root)
@@ -184,7 +194,7 @@ static int walk_root(struct config_ctx *c, const yaml_node_t *root)
             rc = config_fail(c, k, name, "not supported by this server yet%s", "");
         else if (!known)
             rc = config_fail(c, k, name,
-                             "unknown section (known: server, scheduler, queues, projects, pools, retention)%s", "");
+                             "unknown section (known: server, scheduler, queues, projects, pools, retention, sim)%s", "");
         if (rc)
             return rc;
     }

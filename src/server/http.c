@@ -20,6 +20,7 @@ struct upload {
     char *data;
     size_t len, cap;
     bool too_large;
+    double arrived_s; /* monotonic, for the submit latency histogram */
 };
 
 int api_error(struct api_reply *reply, const struct tide_err *err)
@@ -50,6 +51,31 @@ int api_error_msg(struct api_reply *reply, int code, const char *field, const ch
 const char *api_query(const struct api_request *req, const char *name)
 {
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct unknown_scan {
+    const char *const *known;
+    const char *first;
+};
+
+static enum MHD_Result note_unknown(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    (void)value;
+    struct unknown_scan *u = cls;
+    for (const char *const *k = u->known; *k; k++)
+        if (!strcmp(*k, key))
+            return MHD_YES;
+    u->first = key;
+    return MHD_NO;
+}
+
+const char *api_query_unknown(const struct api_request *req, const char *const *known)
+{
+    struct unknown_scan u = {known, NULL};
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, note_unknown, &u);
+    return u.first;
 }
 
 /* Parses "/v1/jobs/123" style ids strictly: digits only, no overflow. */
@@ -87,6 +113,28 @@ static int route_job(struct server *srv, struct api_request *req, const char *re
         return api_jobs_cancel(srv, req, id, reply);
     if (slash && !strcmp(slash, "/logs") && get)
         return api_jobs_logs(srv, req, id, reply);
+    if (slash && !strcmp(req->method, "POST") &&
+        (!strcmp(slash, "/hold") || !strcmp(slash, "/release") || !strcmp(slash, "/requeue")))
+        return api_jobs_operate(srv, req, id, slash + 1, reply);
+    return api_error_msg(reply, TIDE_ENOENT, NULL, "no route for %s %s", req->method, req->path);
+}
+
+/* /v1/nodes/{name}/drain|undrain (POST) and /v1/nodes/{name} (DELETE). */
+static int route_node(struct server *srv, struct api_request *req, const char *rest,
+                      struct api_reply *reply)
+{
+    char name[TIDE_NAME_MAX];
+    const char *slash = strchr(rest, '/');
+    size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+    if (n == 0 || n >= sizeof name)
+        return api_error_msg(reply, TIDE_ENOENT, "node", "no node called '%.64s'", rest);
+    memcpy(name, rest, n);
+    name[n] = '\0';
+    bool post = !strcmp(req->method, "POST");
+    if (!slash && !strcmp(req->method, "DELETE"))
+        return api_nodes_operate(srv, req, name, "delete", reply);
+    if (slash && post && (!strcmp(slash, "/drain") || !strcmp(slash, "/undrain")))
+        return api_nodes_operate(srv, req, name, slash + 1, reply);
     return api_error_msg(reply, TIDE_ENOENT, NULL, "no route for %s %s", req->method, req->path);
 }
 
@@ -110,6 +158,8 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
     bool agent_token = req->token.kind == TOKEN_JOIN || req->token.kind == TOKEN_NODE;
     if (agent_route != agent_token)
         return api_error_msg(reply, TIDE_EPERM, NULL, "this token may not call %s", p);
+    if (req->token.kind == TOKEN_METRICS && !(get && !strcmp(p, "/metrics")))
+        return api_error_msg(reply, TIDE_EPERM, NULL, "a metrics token may only read /metrics");
     if (!strcmp(p, "/v1/agent/register") && post)
         return api_agent_register(srv, req, reply);
     if (!strcmp(p, "/v1/agent/heartbeat") && post)
@@ -130,6 +180,8 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
         if (end != p + 10 && id > 0 && !strcmp(end, "/interrupt"))
             return api_nodes_interrupt(srv, req, id, reply);
     }
+    if (!strncmp(p, "/v1/nodes/", 10) && (post || !strcmp(m, "DELETE")))
+        return route_node(srv, req, p + 10, reply);
     if (!strcmp(p, "/v1/projects") && get)
         return api_projects_list(srv, req, reply);
     if (!strcmp(p, "/v1/usage") && get)
@@ -140,6 +192,10 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
         return api_events_list(srv, req, reply);
     if (!strcmp(p, "/v1/tokens") && post)
         return api_tokens_create(srv, req, reply);
+    if (!strcmp(p, "/v1/tokens") && get)
+        return api_tokens_list(srv, req, reply);
+    if (!strncmp(p, "/v1/tokens/", 11) && p[11] && !strcmp(m, "DELETE"))
+        return api_tokens_revoke(srv, req, p + 11, reply);
     if (!strcmp(p, "/metrics") && get)
         return api_metrics(srv, req, reply);
     return api_error_msg(reply, TIDE_ENOENT, NULL, "no route for %s %s", m, p);
@@ -190,6 +246,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         up = calloc(1, sizeof *up);
         if (!up)
             return MHD_NO;
+        up->arrived_s = metrics_now_s();
         *con_cls = up;
         return MHD_YES;
     }
@@ -227,6 +284,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                       SERVER_MAX_BODY_BYTES);
     else
         route(srv, &req, &reply);
+    if (reply.status == 201 && !strcmp(method, "POST") && !strcmp(url, "/v1/jobs"))
+        metrics_observe_submit(&srv->metrics, metrics_now_s() - up->arrived_s);
     token_info_release(&req.token);
     return send_reply(conn, &reply);
 }

@@ -112,12 +112,28 @@ void pool_loop_node_json(struct server *srv, const struct node *n, json_t *obj, 
                                            : json_real(0));
 }
 
+static void family(FILE *out, const char *name, const char *type, const char *help)
+{
+    fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Money as a decimal amount of the price's currency (Prometheus wants
+ * plain numbers; micros, printed exactly). */
+static void print_money(FILE *out, int64_t micros)
+{
+    char buf[40];
+    pool_money(buf, sizeof buf, micros);
+    fprintf(out, "%s\n", buf);
+}
+
+static const char *const call_kind_names[POOL_CALL_KINDS] = {"create", "delete", "list"};
+
 void pool_loop_metrics(struct server *srv, FILE *out)
 {
     struct pool_loop *pl = srv->pool_loop;
     if (!pl)
         return;
-    fprintf(out, "# HELP tide_pool_nodes Pool nodes by pool and state.\n# TYPE tide_pool_nodes gauge\n");
+    family(out, "tide_pool_nodes", "gauge", "Pool nodes by pool and state.");
     for (int p = 0; p < srv->cfg.npools; p++) {
         int counts[NODE_STATE_COUNT];
         autoscaler_count_nodes(&srv->cluster, &srv->cfg.pools[p], counts);
@@ -125,52 +141,72 @@ void pool_loop_metrics(struct server *srv, FILE *out)
             fprintf(out, "tide_pool_nodes{pool=\"%s\",state=\"%s\"} %d\n", srv->cfg.pools[p].name,
                     node_state_name((enum node_state)s), counts[s]);
     }
-    fprintf(out, "# HELP tide_pool_cost_micros Cost so far in micro-units by pool and billing kind.\n"
-                 "# TYPE tide_pool_cost_micros counter\n");
+    family(out, "tide_pool_nodes_min", "gauge", "The pool's min_nodes.");
     for (int p = 0; p < srv->cfg.npools; p++)
-        fprintf(out, "tide_pool_cost_micros{pool=\"%s\",billing=\"%s\"} %lld\n",
-                srv->cfg.pools[p].name, billing_kind_name(srv->cfg.pools[p].billing),
-                (long long)billing_pool_cost_micros(&pl->bill, srv->cfg.pools, p));
-    fprintf(out, "# HELP tide_pool_idle_cost_micros Cost no task used, by pool.\n"
-                 "# TYPE tide_pool_idle_cost_micros counter\n");
+        fprintf(out, "tide_pool_nodes_min{pool=\"%s\"} %d\n", srv->cfg.pools[p].name,
+                srv->cfg.pools[p].min_nodes);
+    family(out, "tide_pool_nodes_max", "gauge", "The pool's max_nodes.");
     for (int p = 0; p < srv->cfg.npools; p++)
-        fprintf(out, "tide_pool_idle_cost_micros{pool=\"%s\"} %lld\n", srv->cfg.pools[p].name,
-                (long long)billing_pool_idle_cost_micros(&pl->bill, srv->cfg.pools, p));
-    fprintf(out, "# HELP tide_project_cost_micros Cost attributed to projects by GPU-seconds used.\n"
-                 "# TYPE tide_project_cost_micros counter\n");
+        fprintf(out, "tide_pool_nodes_max{pool=\"%s\"} %d\n", srv->cfg.pools[p].name,
+                srv->cfg.pools[p].max_nodes);
+    family(out, "tide_pool_cost_total", "counter",
+           "Cost so far, in the currency of the pool's prices, by pool and billing kind.");
+    for (int p = 0; p < srv->cfg.npools; p++) {
+        fprintf(out, "tide_pool_cost_total{pool=\"%s\",billing=\"%s\"} ", srv->cfg.pools[p].name,
+                billing_kind_name(srv->cfg.pools[p].billing));
+        print_money(out, billing_pool_cost_micros(&pl->bill, srv->cfg.pools, p));
+    }
+    family(out, "tide_pool_idle_cost_total", "counter", "The part of the pool's cost no task used.");
+    for (int p = 0; p < srv->cfg.npools; p++) {
+        fprintf(out, "tide_pool_idle_cost_total{pool=\"%s\"} ", srv->cfg.pools[p].name);
+        print_money(out, billing_pool_idle_cost_micros(&pl->bill, srv->cfg.pools, p));
+    }
+    family(out, "tide_pool_gpu_seconds_total", "counter", "GPU-seconds held by tasks on the pool's nodes.");
+    for (int p = 0; p < srv->cfg.npools; p++)
+        fprintf(out, "tide_pool_gpu_seconds_total{pool=\"%s\"} %.3f\n", srv->cfg.pools[p].name,
+                (double)pl->bill.pools[p].gpu_ms / 1000.0);
+    family(out, "tide_project_cost_total", "counter",
+           "Cost attributed to a project by its share of the pool's GPU-seconds.");
+    for (size_t u = 0; u < pl->bill.nusage; u++) {
+        fprintf(out, "tide_project_cost_total{project=\"%s\",pool=\"%s\"} ", pl->bill.usage[u].project,
+                srv->cfg.pools[pl->bill.usage[u].pool].name);
+        print_money(out, billing_usage_cost_micros(&pl->bill, srv->cfg.pools, &pl->bill.usage[u]));
+    }
+    family(out, "tide_project_gpu_seconds_total", "counter",
+           "GPU-seconds a project's tasks held on pool nodes, by pool.");
     for (size_t u = 0; u < pl->bill.nusage; u++)
-        fprintf(out, "tide_project_cost_micros{project=\"%s\",pool=\"%s\"} %lld\n",
+        fprintf(out, "tide_project_gpu_seconds_total{project=\"%s\",pool=\"%s\"} %.3f\n",
                 pl->bill.usage[u].project, srv->cfg.pools[pl->bill.usage[u].pool].name,
-                (long long)billing_usage_cost_micros(&pl->bill, srv->cfg.pools, &pl->bill.usage[u]));
+                (double)pl->bill.usage[u].gpu_ms / 1000.0);
     const struct budget_set *bs = &srv->cfg.budgets;
-    if (bs->count)
-        fprintf(out, "# HELP tide_project_budget_micros Budget caps by project and period.\n"
-                     "# TYPE tide_project_budget_micros gauge\n"
-                     "# HELP tide_project_budget_spent_micros Spend this period at pool prices.\n"
-                     "# TYPE tide_project_budget_spent_micros gauge\n"
-                     "# HELP tide_project_budget_alert_pct Highest alert threshold crossed this period.\n"
-                     "# TYPE tide_project_budget_alert_pct gauge\n");
+    if (bs->count) {
+        family(out, "tide_project_budget", "gauge", "Budget cap by project and period.");
+        family(out, "tide_project_budget_spent", "gauge",
+               "Spend this period at pool prices, by project and period.");
+        family(out, "tide_project_budget_alert_ratio", "gauge",
+               "Highest alert threshold crossed this period (1 is 100 %).");
+    }
     for (int i = 0; i < bs->count; i++)
         for (int k = 0; k < BUDGET_PERIODS; k++) {
             const struct budget *b = &bs->items[i];
             if (b->cap_micros[k] <= 0)
                 continue;
             const char *period = budget_period_name((enum budget_period)k);
-            fprintf(out, "tide_project_budget_micros{project=\"%s\",period=\"%s\"} %lld\n",
-                    b->project, period, (long long)b->cap_micros[k]);
-            fprintf(out, "tide_project_budget_spent_micros{project=\"%s\",period=\"%s\"} %lld\n",
-                    b->project, period, (long long)budget_spent_micros(b, (enum budget_period)k));
-            fprintf(out, "tide_project_budget_alert_pct{project=\"%s\",period=\"%s\"} %d\n",
-                    b->project, period, b->alerted_pct[k]);
+            fprintf(out, "tide_project_budget{project=\"%s\",period=\"%s\"} ", b->project, period);
+            print_money(out, b->cap_micros[k]);
+            fprintf(out, "tide_project_budget_spent{project=\"%s\",period=\"%s\"} ", b->project, period);
+            print_money(out, budget_spent_micros(b, (enum budget_period)k));
+            fprintf(out, "tide_project_budget_alert_ratio{project=\"%s\",period=\"%s\"} %.2f\n",
+                    b->project, period, b->alerted_pct[k] / 100.0);
         }
     static const char *const counters[][2] = {
         {"tide_pool_scale_up_nodes_total", "Nodes the autoscaler asked for."},
         {"tide_pool_scale_down_nodes_total", "Nodes released after being idle."},
         {"tide_pool_nodes_failed_total", "Nodes failed (boot timeout, lost)."},
-        {"tide_provider_failures_total", "Provider calls that failed."},
+        {"tide_provider_failures_total", "Provider calls that failed, all kinds."},
         {"tide_pool_interruptions_total", "Spot interruptions of pool nodes."}};
     for (int k = 0; k < 5; k++) {
-        fprintf(out, "# HELP %s %s\n# TYPE %s counter\n", counters[k][0], counters[k][1], counters[k][0]);
+        family(out, counters[k][0], "counter", counters[k][1]);
         for (int p = 0; p < srv->cfg.npools; p++) {
             long long v = k == 0 ? pl->scale_ups[p] : k == 1 ? pl->scale_downs[p]
                           : k == 2 ? pl->nodes_failed[p] : k == 3 ? pl->provider_failures[p]
@@ -178,6 +214,24 @@ void pool_loop_metrics(struct server *srv, FILE *out)
             fprintf(out, "%s{pool=\"%s\"} %lld\n", counters[k][0], srv->cfg.pools[p].name, v);
         }
     }
+    family(out, "tide_provider_calls_total", "counter", "Provider calls made, by pool and call.");
+    for (int p = 0; p < srv->cfg.npools; p++)
+        for (int k = 0; k < POOL_CALL_KINDS; k++)
+            fprintf(out, "tide_provider_calls_total{pool=\"%s\",call=\"%s\"} %lld\n",
+                    srv->cfg.pools[p].name, call_kind_names[k], pl->provider_calls[p][k]);
+    family(out, "tide_provider_call_failures_total", "counter",
+           "Provider calls that failed, by pool and call.");
+    for (int p = 0; p < srv->cfg.npools; p++)
+        for (int k = 0; k < POOL_CALL_KINDS; k++)
+            fprintf(out, "tide_provider_call_failures_total{pool=\"%s\",call=\"%s\"} %lld\n",
+                    srv->cfg.pools[p].name, call_kind_names[k], pl->provider_call_failures[p][k]);
+    family(out, "tide_autoscaler_decisions_total", "counter",
+           "Autoscaler decisions carried out, by pool and decision (create counts calls, not nodes).");
+    for (int p = 0; p < srv->cfg.npools; p++)
+        for (int k = 0; k < POOL_DECISION_KINDS; k++)
+            fprintf(out, "tide_autoscaler_decisions_total{pool=\"%s\",decision=\"%s\"} %lld\n",
+                    srv->cfg.pools[p].name, pool_action_type_name((enum pool_action_type)k),
+                    pl->decisions[p][k]);
     fprintf(out, "# HELP tide_pool_forecast_gpus GPUs the forecast expects wanted one boot time ahead.\n"
                  "# TYPE tide_pool_forecast_gpus gauge\n"
                  "# HELP tide_pool_forecast_error_gpus Mean absolute error of past hourly forecasts.\n"

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/spawn_env.h"
 #include "server/pool_loop_state.h"
+#include "store/store_events.h"
 
 /* Runs a budget's alert hook with /bin/sh, detached (no zombie, no wait). */
 static void run_alert_hook(const struct budget *b, const struct budget_alert *a)
@@ -86,7 +87,7 @@ void pool_budgets_tick(struct server *srv, int64_t now)
         log_warn("%s", msg);
         struct tide_err err;
         tide_err_clear(&err);
-        if (store_event_add(srv->store, now, "budget_alert", 0, 0, msg, &err) != 0)
+        if (store_event_add_in(srv->store, now, "budget_alert", 0, 0, NULL, b->project, msg, &err) != 0)
             log_error("budget alert not stored: %s", err.message);
         if (b->alert_hook[0])
             run_alert_hook(b, &alerts[i]);

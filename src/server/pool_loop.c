@@ -23,7 +23,9 @@
 #include "core/spot.h"
 #include "providers/provider.h"
 #include "server/pool_loop_state.h"
+#include "store/store_events.h"
 #include "store/store_pools.h"
+#include "server/usage_meter.h"
 #include "store/store_usage.h"
 
 static struct pool_node_rt *rt_find(struct pool_loop *pl, int64_t node_id, bool add)
@@ -254,13 +256,15 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
     if (!rc)
         rc = store_pool_meters_save(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, &err);
     if (!rc)
-        rc = store_usage_save(srv->store, &pl->ledger, srv->cfg.pools, srv->cfg.npools, &err);
+        rc = usage_meter_save(srv, &err);
     if (!rc && srv->cfg.budgets.count)
         rc = store_budgets_save(srv->store, &srv->cfg.budgets, &err);
     if (!rc)
         rc = store_commit(srv->store, &err);
     if (!rc)
-        usage_ledger_clean(&pl->ledger);
+        usage_meter_saved(srv, now);
+    for (size_t i = 0; !rc && i < pl->actions.len; i++)
+        pl->decisions[pl->actions.items[i].pool][pl->actions.items[i].type]++;
     if (rc) {
         store_rollback(srv->store);
         while (pl->ncalls > first_call) {
@@ -413,6 +417,9 @@ static void tick_results(struct pool_loop *pl, int64_t now)
         char msg[700];
         if (c->kind == CALL_LIST)
             continue; /* below, each in a transaction of its own */
+        pl->provider_calls[c->pool][c->kind]++;
+        if (c->rc)
+            pl->provider_call_failures[c->pool][c->kind]++;
         if (c->kind == CALL_CREATE && !c->rc) {
             pl->create_failures[c->pool] = 0;
             for (int k = 0; !rc && k < c->count; k++) {
@@ -567,6 +574,9 @@ static void reconcile_listed(struct pool_loop *pl, int p, const struct provider_
         log_error("pool %s: reconcile: out of memory", pool->name);
         return;
     }
+    pl->provider_calls[p][CALL_LIST]++;
+    if (n < 0)
+        pl->provider_call_failures[p][CALL_LIST]++;
     int rc = store_begin(srv->store, &err);
     bool begun = !rc;
     if (!rc && n < 0) {
@@ -574,7 +584,7 @@ static void reconcile_listed(struct pool_loop *pl, int p, const struct provider_
         char msg[600];
         snprintf(msg, sizeof msg, "pool %s: list failed: %s", pool->name, error);
         log_warn("%s", msg);
-        rc = store_event_add(srv->store, now, "provider_failed", 0, 0, msg, &err);
+        rc = store_event_add_in(srv->store, now, "provider_failed", 0, 0, pool->name, NULL, msg, &err);
     } else if (!rc) {
         rc = reconcile_pool(pl, p, listed, n, at_start, orphans, interrupted, &ninterrupted, now,
                             &err);
@@ -685,8 +695,7 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
     autoscaler_init(&pl->as, srv->cfg.pools, srv->cfg.npools);
     pl->as.budgets = srv->cfg.budgets.count ? &srv->cfg.budgets : NULL;
     billing_init(&pl->bill);
-    usage_ledger_init(&pl->ledger);
-    pl->bill.ledger = &pl->ledger;
+    pl->bill.ledger = srv->usage ? &srv->usage->ledger : NULL; /* usage_meter.h */
     pool_action_list_init(&pl->actions);
     for (int p = 0; p < srv->cfg.npools; p++) {
         struct provider *prov = &pl->providers[p];
@@ -706,10 +715,6 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
         rc = store_pool_meters_load(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, err);
     if (!rc)
         rc = store_budgets_load(srv->store, &srv->cfg.budgets, err);
-    if (!rc)
-        rc = store_usage_init(srv->store, err);
-    if (!rc)
-        rc = store_usage_load(srv->store, &pl->ledger, srv->cfg.pools, srv->cfg.npools, err);
     /* Nodes a provider was deleting when the server stopped: delete again. */
     for (size_t i = 0; !rc && i < srv->cluster.nnodes; i++) {
         const struct node *n = &srv->cluster.nodes[i];
@@ -729,7 +734,6 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
         pthread_mutex_unlock(&srv->lock);
         autoscaler_release(&pl->as);
         billing_release(&pl->bill);
-        usage_ledger_release(&pl->ledger);
         pool_action_list_release(&pl->actions);
         free(pl);
         return rc;
@@ -754,7 +758,6 @@ void pool_loop_stop(struct server *srv)
     pthread_mutex_unlock(&srv->lock);
     autoscaler_release(&pl->as);
     billing_release(&pl->bill);
-    usage_ledger_release(&pl->ledger);
     pool_action_list_release(&pl->actions);
     free(pl->nodes);
     for (size_t i = 0; i < pl->ncalls; i++) /* none once the thread has finished them */

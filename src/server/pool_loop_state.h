@@ -35,6 +35,8 @@ struct pool_node_rt {
 };
 
 enum pool_call_kind { CALL_CREATE, CALL_DELETE, CALL_LIST };
+#define POOL_CALL_KINDS 3
+#define POOL_DECISION_KINDS (POOL_UNDRAIN + 1) /* enum pool_action_type */
 
 /* A provider call: prepared under the lock, made without it (on a worker
  * thread of its own when the provider is blocking), its result recorded
@@ -60,7 +62,6 @@ struct pool_loop {
     bool started;
     struct autoscaler as;
     struct billing bill;
-    struct usage_ledger ledger; /* bill's, by day (GET /v1/usage) */
     struct provider providers[TIDE_MAX_POOLS];
     struct pool_node_rt *nodes;
     size_t nnodes, nodes_cap;
@@ -72,6 +73,10 @@ struct pool_loop {
     long long scale_ups[TIDE_MAX_POOLS], scale_downs[TIDE_MAX_POOLS];
     long long provider_failures[TIDE_MAX_POOLS], nodes_failed[TIDE_MAX_POOLS];
     long long interruptions[TIDE_MAX_POOLS];
+    /* For /metrics: provider calls done and failed by kind, decisions by type. */
+    long long provider_calls[TIDE_MAX_POOLS][POOL_CALL_KINDS];
+    long long provider_call_failures[TIDE_MAX_POOLS][POOL_CALL_KINDS];
+    long long decisions[TIDE_MAX_POOLS][POOL_DECISION_KINDS];
     int64_t last_list_ms;
 };
 

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "core/deps.h"
 #include "server/server.h"
+#include "server/usage_meter.h"
 
 void sched_loop_kick(struct server *srv)
 {
@@ -68,16 +69,21 @@ static void *sched_thread(void *arg)
         if (srv->stopping)
             break;
         int64_t now = clock_now_ms();
+        double pass_start = metrics_now_s();
         action_list_clear(&actions);
         sched_check_nodes(&srv->sched, &srv->cluster, now, &actions);
         deps_resolve(&srv->cluster, stored_final_state, srv, &actions);
         int placed = sched_pass(&srv->sched, &srv->cluster, now, &actions);
         if (placed < 0)
             log_error("scheduling pass ran out of memory");
+        else
+            eta_refresh(srv, now); /* before apply: a failed apply reloads the cluster */
         srv->sched_passes++;
+        usage_meter_tick(srv, now);
         struct tide_err err;
         if (apply_actions(srv, &actions, now, &err) != 0)
             log_error("scheduling pass not persisted: %s", err.message);
+        metrics_observe_pass(&srv->metrics, metrics_now_s() - pass_start);
         rest_ms = clock_now_ms() - now;
     }
     pthread_mutex_unlock(&srv->lock);

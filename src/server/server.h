@@ -15,9 +15,12 @@
 #include "core/action.h"
 #include "core/budget.h"
 #include "core/cluster.h"
+#include "core/eta.h"
 #include "core/pool.h"
 #include "core/queue.h"
 #include "core/sched.h"
+#include "server/metrics.h"
+#include "server/auth_limit.h"
 #include "store/store.h"
 
 #define SERVER_MAX_BODY_BYTES (1024 * 1024)
@@ -67,13 +70,22 @@ struct server {
     struct scheduler sched;
     struct action_list actions; /* scratch, under lock */
     struct pool_loop *pool_loop; /* elastic pools (pool_loop.h); NULL without pools */
+    struct auth_limit auth_limit; /* failed authentications per address */
     struct retention *retention;  /* the sweeper (retention.h); NULL when all is kept */
     struct submit_batch *submits; /* group commit of submissions (submit_batch.h); NULL: inline */
+    struct usage_meter *usage; /* the usage ledger (usage_meter.h); NULL before start */
     /* Counters for /metrics, under lock. */
     long long http_requests; /* atomic (__atomic builtins), not under lock */
     long long sched_passes;
     long long jobs_submitted;
     long long failures[FAILURE_CLASS_COUNT];
+    struct server_metrics metrics; /* histograms and finished jobs (metrics.h), own mutex */
+    /* Start-time ETAs (eta_refresh.c), under lock. */
+    struct eta_plan eta_plan;
+    struct eta_estimator eta_est;
+    int64_t eta_refreshed_ms;
+    int64_t eta_last_us, eta_max_us; /* how long the last and the longest plan took */
+    long long eta_refreshes;
 };
 
 /* A request as the handlers see it. */
@@ -104,6 +116,8 @@ int api_error_msg(struct api_reply *reply, int code, const char *field, const ch
 
 /* The query parameter name, or NULL. */
 const char *api_query(const struct api_request *req, const char *name);
+/* The first query parameter not in known (NULL-terminated), or NULL. */
+const char *api_query_unknown(const struct api_request *req, const char *const *known);
 
 /* Handlers: 0 when reply is filled (even with an error status). */
 int api_jobs_submit(struct server *srv, struct api_request *req, struct api_reply *reply);
@@ -116,12 +130,23 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
 int api_nodes_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_events_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_tokens_create(struct server *srv, struct api_request *req, struct api_reply *reply);
+int api_tokens_list(struct server *srv, struct api_request *req, struct api_reply *reply);
+int api_tokens_revoke(struct server *srv, struct api_request *req, const char *name,
+                      struct api_reply *reply);
+/* The longest life a user token may be given (expires_in_s). */
+#define TOKEN_MAX_LIFE_S (10LL * 365 * 86400)
 int api_metrics(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_queues_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_projects_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_usage_get(struct server *srv, struct api_request *req, struct api_reply *reply);
 /* web.c: GET / and GET /static/NAME, the embedded dashboard (no token). */
 int api_web_static(struct server *srv, struct api_request *req, struct api_reply *reply);
+/* api_ops.c: POST /v1/jobs/{id}/hold|release|requeue (op is the last word). */
+int api_jobs_operate(struct server *srv, struct api_request *req, int64_t id, const char *op,
+                     struct api_reply *reply);
+/* api_ops.c: POST /v1/nodes/{name}/drain|undrain, DELETE /v1/nodes/{name} (op "delete"). */
+int api_nodes_operate(struct server *srv, struct api_request *req, const char *name,
+                      const char *op, struct api_reply *reply);
 
 /* auth.c: creates admin.token and join.token on first start. */
 int auth_bootstrap(struct server *srv, struct tide_err *err);
@@ -144,6 +169,19 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
 int sched_loop_start(struct server *srv, pthread_t *thread);
 /* Asks the scheduler thread for a pass soon (caller holds the lock). */
 void sched_loop_kick(struct server *srv);
+
+/* eta_refresh.c: pending jobs' ETAs, refreshed at most this often. */
+#define ETA_REFRESH_MS 1000
+/* After a pass (its order still valid), unless the last refresh is
+ * younger than ETA_REFRESH_MS: plans the ETAs. Caller holds the lock. */
+void eta_refresh(struct server *srv, int64_t now_ms);
+/* After actions were persisted: the attempts that ended feed the learned
+ * runtimes (their project and queue from the store). */
+void eta_refresh_learn(struct server *srv, const struct action_list *actions, int64_t now_ms);
+/* At start: learns the runs of the store's ETA_SEED_JOBS newest jobs that
+ * ran and ended. */
+#define ETA_SEED_JOBS 5000
+void eta_refresh_seed(struct server *srv);
 
 /* log_store.c: per-attempt task logs under DATA/logs/<job>/<attempt>.log. */
 /* Appends data at offset (bytes already held are skipped). Returns the

@@ -3,7 +3,6 @@
  * rebuilds the scheduler's cache from the database, then serves the API
  * and runs the scheduler until SIGINT/SIGTERM.
  */
-#include <getopt.h>
 #include <limits.h>
 #include <microhttpd.h>
 #include <signal.h>
@@ -12,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/args.h"
+#include "cli/report.h"
 #include "cli/roles.h"
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -21,7 +22,9 @@
 #include "server/retention.h"
 #include "server/submit_batch.h"
 #include "store/store_idempotency.h"
+#include "store/store_tokens.h"
 #include "server/server.h"
+#include "server/usage_meter.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -31,45 +34,100 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: tide server [options]\n\n"
-            "  --listen HOST:PORT       address to serve on (default 127.0.0.1:8080)\n"
-            "  --data DIR               state directory: database, tokens, logs (default ./tide-data)\n"
-            "  --config FILE            tide.yaml with server and scheduler settings (flags win)\n"
-            "  --node-timeout-ms N      declare a node lost after N ms without heartbeat (default 30000)\n"
-            "  --heartbeat-ms N         heartbeat interval told to agents (default 1000)\n"
-            "  --kill-grace-s N         SIGTERM→SIGKILL grace for stopped tasks (default 10)\n"
-            "  --placement NAME         placement strategy (default binpack)\n"
-            "  --max-gpu-mem-pct N      skip GPUs with more memory in use (default 80)\n"
-            "  --max-gpu-util-pct N     skip GPUs busier than this (default 90)\n"
-            "  --help                   this text\n\n"
-            "On first start the server writes DIR/admin.token and DIR/join.token (mode 0600).\n");
-}
+static const char server_usage[] =
+    "usage: tide server [options]\n\n"
+    "  --listen HOST:PORT       address to serve on (default 127.0.0.1:8080)\n"
+    "  --data DIR               state directory: database, tokens, logs (default ./tide-data)\n"
+    "  --config FILE            tide.yaml with server and scheduler settings (flags win)\n"
+    "  --check-config           read --config and the flags, say what they set, and exit\n"
+    "                           (0: the server would start with them; nothing is created)\n"
+    "  --node-timeout-ms N      declare a node lost after N ms without heartbeat (default 30000)\n"
+    "  --heartbeat-ms N         heartbeat interval told to agents (default 1000)\n"
+    "  --kill-grace-s N         SIGTERM→SIGKILL grace for stopped tasks (default 10)\n"
+    "  --placement NAME         placement strategy (default binpack)\n"
+    "  --max-gpu-mem-pct N      skip GPUs with more memory in use (default 80)\n"
+    "  --max-gpu-util-pct N     skip GPUs busier than this (default 90)\n"
+    "  --help                   this text\n\n"
+    "On first start the server writes DIR/admin.token and DIR/join.token (mode 0600).\n";
 
-static int parse_int_flag(const char *flag, const char *v, long lo, long hi, long *out)
+enum {
+    OPT_LISTEN = 1,
+    OPT_DATA,
+    OPT_CONFIG,
+    OPT_CHECK,
+    OPT_NODE_TIMEOUT,
+    OPT_HEARTBEAT,
+    OPT_KILL_GRACE,
+    OPT_PLACEMENT,
+    OPT_MEM_PCT,
+    OPT_UTIL_PCT,
+    OPT_COUNT
+};
+
+static const struct cli_opt server_opts[] = {
+    {"--listen", CLI_OPT_VALUE, OPT_LISTEN},
+    {"--data", CLI_OPT_VALUE, OPT_DATA},
+    {"--config", CLI_OPT_VALUE, OPT_CONFIG},
+    {"--check-config", CLI_OPT_FLAG, OPT_CHECK},
+    {"--node-timeout-ms", CLI_OPT_VALUE, OPT_NODE_TIMEOUT},
+    {"--heartbeat-ms", CLI_OPT_VALUE, OPT_HEARTBEAT},
+    {"--kill-grace-s", CLI_OPT_VALUE, OPT_KILL_GRACE},
+    {"--placement", CLI_OPT_VALUE, OPT_PLACEMENT},
+    {"--max-gpu-mem-pct", CLI_OPT_VALUE, OPT_MEM_PCT},
+    {"--max-gpu-util-pct", CLI_OPT_VALUE, OPT_UTIL_PCT},
+    {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
+    {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
+    {NULL, 0, 0},
+};
+
+/* The flags as given (the last of a repeated one wins), applied after
+ * --config so that flags win over the file. */
+#define SERVER_MAX_CONFIGS 8
+
+struct server_flags {
+    const char *value[OPT_COUNT];
+    const char *configs[SERVER_MAX_CONFIGS]; /* --config may be repeated: read in order */
+    int nconfigs;
+    bool check, help;
+};
+
+static int read_flags(int argc, char **argv, struct server_flags *f, struct tide_err *err)
 {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (!*v || *end || n < lo || n > hi) {
-        fprintf(stderr, "tide server: %s: must be an integer from %ld to %ld, got '%s'\n", flag, lo,
-                hi, v);
-        return -1;
+    struct cli_args a;
+    const char *v;
+    int id, r;
+    memset(f, 0, sizeof *f);
+    cli_args_init(&a, argc, argv);
+    while ((r = cli_args_next(&a, server_opts, &id, &v, err)) != CLI_ARGS_END) {
+        if (r < 0)
+            return r;
+        if (r == CLI_ARGS_POSITIONAL)
+            return tide_err_set(err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
+        if (id == CLI_ID_HELP)
+            f->help = true;
+        else if (id == OPT_CHECK)
+            f->check = true;
+        else if (id == OPT_CONFIG && f->nconfigs == SERVER_MAX_CONFIGS)
+            return tide_err_set(err, TIDE_EINVAL, "config", "--config: at most %d files",
+                                SERVER_MAX_CONFIGS);
+        else if (id == OPT_CONFIG)
+            f->value[id] = f->configs[f->nconfigs++] = v;
+        else
+            f->value[id] = v;
     }
-    *out = n;
+    if (a.next < argc)
+        return tide_err_set(err, TIDE_EINVAL, NULL, "unexpected argument '%s'", argv[a.next]);
     return 0;
 }
 
-static int parse_listen(const char *v, struct server_config *cfg)
+static int apply_listen(const char *v, struct server_config *cfg, struct tide_err *err)
 {
     const char *colon = strrchr(v, ':');
-    long port;
+    long long port;
     if (!colon || colon == v || (size_t)(colon - v) >= sizeof cfg->listen_host ||
-        parse_int_flag("--listen", colon + 1, 0, 65535, &port) != 0) {
-        fprintf(stderr, "tide server: --listen: expected HOST:PORT, got '%s'\n", v);
-        return -1;
-    }
+        cli_parse_range("--listen", colon + 1, 0, 65535, &port, NULL) != 0)
+        return tide_err_set(err, TIDE_EINVAL, "listen", "--listen: expected HOST:PORT, got '%s'",
+                            v);
     memcpy(cfg->listen_host, v, (size_t)(colon - v));
     cfg->listen_host[colon - v] = '\0';
     if (!strcmp(cfg->listen_host, "localhost"))
@@ -78,101 +136,69 @@ static int parse_listen(const char *v, struct server_config *cfg)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct server_config *cfg, struct sched_config *sc)
+static int apply_flags(const struct server_flags *f, struct server_config *cfg,
+                       struct sched_config *sc, struct tide_err *err)
 {
-    static const struct option options[] = {
-        {"listen", required_argument, 0, 'l'},       {"data", required_argument, 0, 'd'},
-        {"node-timeout-ms", required_argument, 0, 't'}, {"heartbeat-ms", required_argument, 0, 'b'},
-        {"kill-grace-s", required_argument, 0, 'g'}, {"placement", required_argument, 0, 'p'},
-        {"max-gpu-mem-pct", required_argument, 0, 'm'}, {"max-gpu-util-pct", required_argument, 0, 'u'},
-        {"config", required_argument, 0, 'c'},       {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    int c;
-    long n;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        switch (c) {
-        case 'l':
-            if (parse_listen(optarg, cfg))
-                return 2;
-            break;
-        case 'd':
-            if (strlen(optarg) >= sizeof cfg->data_dir - 64) {
-                fprintf(stderr, "tide server: --data: path too long\n");
-                return 2;
-            }
-            snprintf(cfg->data_dir, sizeof cfg->data_dir, "%s", optarg);
-            break;
-        case 't':
-            if (parse_int_flag("--node-timeout-ms", optarg, 100, 86400000, &n))
-                return 2;
-            cfg->node_timeout_ms = n;
-            break;
-        case 'b':
-            if (parse_int_flag("--heartbeat-ms", optarg, 50, 600000, &n))
-                return 2;
-            cfg->heartbeat_interval_ms = (int)n;
-            break;
-        case 'g':
-            if (parse_int_flag("--kill-grace-s", optarg, 0, 3600, &n))
-                return 2;
-            cfg->kill_grace_s = (int)n;
-            break;
-        case 'p':
-            sc->placement = placement_by_name(optarg);
-            if (!sc->placement) {
-                fprintf(stderr, "tide server: --placement: unknown strategy '%s' (known: %s)\n",
-                        optarg, placement_names());
-                return 2;
-            }
-            break;
-        case 'm':
-            if (parse_int_flag("--max-gpu-mem-pct", optarg, 0, 100, &n))
-                return 2;
-            sc->placement_cfg.max_gpu_memory_used_pct = (int)n;
-            break;
-        case 'u':
-            if (parse_int_flag("--max-gpu-util-pct", optarg, 0, 100, &n))
-                return 2;
-            sc->placement_cfg.max_gpu_utilization_pct = (int)n;
-            break;
-        case 'c':
-            break; /* read before the other flags, in config_from_args() */
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
+    const char *const *v = f->value;
+    long long n;
+    if (v[OPT_LISTEN] && apply_listen(v[OPT_LISTEN], cfg, err))
+        return TIDE_EINVAL;
+    if (v[OPT_DATA]) {
+        if (strlen(v[OPT_DATA]) >= sizeof cfg->data_dir - 64)
+            return tide_err_set(err, TIDE_EINVAL, "data", "--data: path too long");
+        snprintf(cfg->data_dir, sizeof cfg->data_dir, "%s", v[OPT_DATA]);
     }
-    if (optind < argc) {
-        fprintf(stderr, "tide server: unexpected argument '%s'\n", argv[optind]);
-        return 2;
+    if (v[OPT_NODE_TIMEOUT]) {
+        if (cli_parse_range("--node-timeout-ms", v[OPT_NODE_TIMEOUT], 100, 86400000, &n, err))
+            return TIDE_EINVAL;
+        cfg->node_timeout_ms = n;
     }
-    return -1;
+    if (v[OPT_HEARTBEAT]) {
+        if (cli_parse_range("--heartbeat-ms", v[OPT_HEARTBEAT], 50, 600000, &n, err))
+            return TIDE_EINVAL;
+        cfg->heartbeat_interval_ms = (int)n;
+    }
+    if (v[OPT_KILL_GRACE]) {
+        if (cli_parse_range("--kill-grace-s", v[OPT_KILL_GRACE], 0, 3600, &n, err))
+            return TIDE_EINVAL;
+        cfg->kill_grace_s = (int)n;
+    }
+    if (v[OPT_PLACEMENT]) {
+        sc->placement = placement_by_name(v[OPT_PLACEMENT]);
+        if (!sc->placement)
+            return tide_err_set(err, TIDE_EINVAL, "placement",
+                                "--placement: unknown strategy '%s' (known: %s)", v[OPT_PLACEMENT],
+                                placement_names());
+    }
+    if (v[OPT_MEM_PCT]) {
+        if (cli_parse_range("--max-gpu-mem-pct", v[OPT_MEM_PCT], 0, 100, &n, err))
+            return TIDE_EINVAL;
+        sc->placement_cfg.max_gpu_memory_used_pct = (int)n;
+    }
+    if (v[OPT_UTIL_PCT]) {
+        if (cli_parse_range("--max-gpu-util-pct", v[OPT_UTIL_PCT], 0, 100, &n, err))
+            return TIDE_EINVAL;
+        sc->placement_cfg.max_gpu_utilization_pct = (int)n;
+    }
+    return 0;
 }
 
-/* Applies --config FILE (if given) before the flags, so that flags win. */
-static int config_from_args(int argc, char **argv, struct server_config *cfg,
-                            struct sched_config *sc)
+/* --check-config: what the server would run with, on stdout. */
+static void print_check(const struct server_flags *f, const struct server_config *cfg,
+                        const struct sched_config *sc)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *path = NULL;
-        if (!strcmp(argv[i], "--config") && i + 1 < argc)
-            path = argv[i + 1];
-        else if (!strncmp(argv[i], "--config=", 9))
-            path = argv[i] + 9;
-        if (!path)
-            continue;
-        struct tide_err err;
-        tide_err_clear(&err);
-        if (config_load(path, cfg, sc, &err) != 0) {
-            fprintf(stderr, "tide server: %s\n", err.message);
-            return 2;
-        }
+    printf("tide server: %s: ok\n", f->value[OPT_CONFIG] ? f->value[OPT_CONFIG] : "(no --config)");
+    printf("listen %s:%d, data %s, policy %s, placement %s\n", cfg->listen_host,
+           cfg->listen_port, cfg->data_dir, sc->order->name, sc->placement->name);
+    printf("%d queues, %d projects with fair share, %d with budgets, %d pools\n",
+           cfg->queues.count, cfg->fairshare.count, cfg->budgets.count, cfg->npools);
+    for (int i = 0; i < cfg->npools; i++) {
+        const struct pool *p = &cfg->pools[i];
+        printf("pool %s: %d..%d nodes of %d x %s (%lld MiB), %s, %.6g per node-hour\n", p->name,
+               p->min_nodes, p->max_nodes, p->gpus_per_node, p->gpu_model,
+               (long long)p->gpu_memory_mib, billing_kind_name(p->billing),
+               (double)p->price_per_node_hour_micros / 1e6);
     }
-    return -1;
 }
 
 static int server_open(struct server *srv, struct tide_err *err)
@@ -195,9 +221,15 @@ static int server_open(struct server *srv, struct tide_err *err)
     if (!rc)
         rc = store_idempotency_init(srv->store, err);
     if (!rc)
+        rc = store_tokens_init(srv->store, err);
+    if (!rc)
         rc = auth_bootstrap(srv, err);
     if (!rc)
         rc = server_reload_cluster(srv, clock_now_ms(), err);
+    if (!rc)
+        rc = usage_meter_start(srv, err);
+    if (!rc)
+        eta_refresh_seed(srv);
     return rc;
 }
 
@@ -219,12 +251,24 @@ int server_main(int argc, char **argv)
     fairshare_init(&srv.cfg.fairshare, 3600);
     struct sched_config sc;
     sched_config_defaults(&sc);
-    int usage_rc = config_from_args(argc, argv, &srv.cfg, &sc);
-    if (usage_rc >= 0)
-        return usage_rc;
-    usage_rc = parse_args(argc, argv, &srv.cfg, &sc);
-    if (usage_rc >= 0)
-        return usage_rc;
+    struct server_flags flags;
+    struct tide_err err;
+    tide_err_clear(&err);
+    if (read_flags(argc, argv, &flags, &err) < 0)
+        return cli_usage_fail("server", &err);
+    if (flags.help) {
+        fputs(server_usage, stdout);
+        return 0;
+    }
+    for (int i = 0; i < flags.nconfigs; i++)
+        if (config_load(flags.configs[i], &srv.cfg, &sc, &err) != 0)
+            return cli_input_fail("server", &err);
+    if (apply_flags(&flags, &srv.cfg, &sc, &err) < 0)
+        return cli_usage_fail("server", &err);
+    if (flags.check) {
+        print_check(&flags, &srv.cfg, &sc);
+        return 0;
+    }
     sc.node_timeout_ms = srv.cfg.node_timeout_ms;
     sc.queues = &srv.cfg.queues;
     sc.fairshare = srv.cfg.fairshare.count ? &srv.cfg.fairshare : NULL;
@@ -232,14 +276,16 @@ int server_main(int argc, char **argv)
 
     log_set_prefix("server");
     pthread_mutex_init(&srv.lock, NULL);
+    auth_limit_init(&srv.auth_limit);
     pthread_cond_init(&srv.wake, NULL);
+    server_metrics_init(&srv.metrics);
     sched_init(&srv.sched, &sc);
+    eta_plan_init(&srv.eta_plan);
+    eta_estimator_init(&srv.eta_est, 0);
     cluster_init(&srv.cluster);
     action_list_init(&srv.actions);
     signal(SIGPIPE, SIG_IGN);
 
-    struct tide_err err;
-    tide_err_clear(&err);
     int exit_code = 1;
     struct MHD_Daemon *daemon = NULL;
     pthread_t sched_thread;
@@ -290,11 +336,16 @@ out:
         pthread_mutex_unlock(&srv.lock);
         pthread_join(sched_thread, NULL);
     }
+    usage_meter_stop(&srv);
     store_close(srv.store);
     if (srv.data_lock_fd > 0)
         close(srv.data_lock_fd);
     sched_release(&srv.sched);
+    eta_plan_release(&srv.eta_plan);
+    eta_estimator_release(&srv.eta_est);
+    auth_limit_release(&srv.auth_limit);
     cluster_release(&srv.cluster);
     action_list_release(&srv.actions);
+    server_metrics_release(&srv.metrics);
     return exit_code;
 }

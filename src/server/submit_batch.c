@@ -150,6 +150,7 @@ static void finish_work(struct server *srv, struct submit_work *w, const int64_t
         struct job copy = w->job;
         copy.id = ids[i];
         copy.submit_ms = now;
+        snprintf(copy.user, sizeof copy.user, "%s", w->req->token.name); /* the row's owner */
         copy.state = JOB_PENDING;
         if (!cluster_add_job(&srv->cluster, &copy)) {
             /* Durable but not cached: the reload brings it in. */

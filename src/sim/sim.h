@@ -89,6 +89,10 @@ struct sim_config {
      * thresholds, hard caps; metered by the core's budget_tick on the
      * virtual clock. Only the configured fields are set here. */
     struct budget_set budgets;
+    /* Start-time ETAs (core/eta.h): each job's ETA at its arrival, scored
+     * against its real start in the report's "eta" section (sim_eta.c).
+     * Off by default: it plans the whole queue at every arrival. */
+    bool eta;
 };
 
 /* True when some pool is elastic: the run uses the core's autoscaler and
@@ -103,12 +107,14 @@ void sim_pool_core(const struct sim_config *cfg, int i, struct pool *out);
 /* fifo, loadaware, 8 x 8 V100 nodes at 2.48 per GPU-hour, oracle runtimes. */
 void sim_config_defaults(struct sim_config *cfg);
 
-/* Fills cfg from a parsed sim config (see docs/sim.md): keys name, policy,
- * placement, backfill, preempt, preempt_interval, preempt_overhead,
- * oracle_runtime, autoscale_interval, seed, projects[] (budgets), pools[]
- * {name, nodes, gpus_per_node, gpu_model, gpu_memory, cpus, memory,
- * price_per_gpu_hour, and the elastic keys}. Unknown keys are errors.
- * Keys not given keep cfg's values. TIDE_EINVAL with err naming the key. */
+/* Fills cfg from a parsed config in tide.yaml's form (docs/sim.md), so the
+ * same file runs a server: sections sim {name, preempt, preempt_interval,
+ * preempt_overhead, oracle_runtime, autoscale_interval, seed}, scheduler
+ * {policy, placement, backfill; the server's others are known, not
+ * simulated}, server (skipped), projects[] (budgets), pools[] (the keys of
+ * core/pool_spec.h, plus cpus, memory and the simulated cloud's). Unknown
+ * keys are errors. Keys not given keep cfg's values. TIDE_EINVAL with err
+ * naming the key. */
 int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide_err *err);
 
 /* Checks names and sizes (policy and placement exist, pools non-empty).
@@ -133,6 +139,10 @@ struct sim_job_result {
     int project; /* index into sim_result.projects */
     int64_t budget_held_ms; /* time it waited while its project was at a hard cap */
     enum sim_outcome outcome;
+    /* cfg.eta: its ETA as planned at arrival, after that time's pass (its
+     * start then, if it started at once); -1: none. eta_basis: enum eta_basis. */
+    int64_t eta_ms;
+    int eta_basis;
 };
 
 /* State at one batch of events, kept for the timelines. */
@@ -276,6 +286,10 @@ void sim_result_release(struct sim_result *res);
  * give the same bytes). trace_label names the trace in it. */
 json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
                         const char *trace_label, const struct sim_result *res);
+
+/* The report's "eta" section (sim_eta.c): the error of each job's ETA at
+ * arrival against its real start, overall and for the jobs that waited. */
+json_t *sim_eta_report_json(const struct sim_result *res);
 
 /* Writes the human summary table of one run to out. */
 void sim_report_table(FILE *out, const json_t *report);

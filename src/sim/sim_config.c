@@ -5,6 +5,7 @@
 
 #include "core/order.h"
 #include "core/placement.h"
+#include "core/pool_spec.h"
 #include "sim/sim.h"
 
 void sim_config_defaults(struct sim_config *cfg)
@@ -59,31 +60,7 @@ void sim_pool_core(const struct sim_config *cfg, int i, struct pool *out)
 
 int sim_parse_price_micros(const char *s, int64_t *out)
 {
-    int64_t whole = 0, frac = 0;
-    int fdigits = 0, digits = 0;
-    const char *p = s;
-    while (*p >= '0' && *p <= '9') {
-        if (whole > 1000000000000LL)
-            return -1;
-        whole = whole * 10 + (*p++ - '0');
-        digits++;
-    }
-    if (*p == '.') {
-        p++;
-        while (*p >= '0' && *p <= '9') {
-            if (fdigits == 6)
-                return -1; /* finer than a millionth: refuse rather than round money */
-            frac = frac * 10 + (*p++ - '0');
-            fdigits++;
-            digits++;
-        }
-    }
-    if (*p || !digits)
-        return -1;
-    for (; fdigits < 6; fdigits++)
-        frac *= 10;
-    *out = whole * 1000000 + frac;
-    return 0;
+    return pool_parse_money_micros(s, out);
 }
 
 /* A price may be written as a number (2.48) or a string ("2.48"). Reals
@@ -142,25 +119,6 @@ static int get_bool(const json_t *v, const char *field, bool *out, struct tide_e
     return 0;
 }
 
-/* The elastic keys, named and bounded as in tide.yaml's pools: section. */
-static const struct {
-    const char *key;
-    long long lo, hi;
-    size_t off; /* in struct pool; int fields marked by is_int */
-    bool is_int;
-} elastic_ints[] = {
-    {"min_nodes", 0, 10000, offsetof(struct pool, min_nodes), true},
-    {"max_nodes", 0, 10000, offsetof(struct pool, max_nodes), true},
-    {"boot_time_s", 0, 86400, offsetof(struct pool, boot_time_s), false},
-    {"boot_timeout_s", 1, 86400, offsetof(struct pool, boot_timeout_s), false},
-    {"pack_gpu_hours", 0, 100000000, offsetof(struct pool, pack_gpu_hours), false},
-    {"scale_up_delay_s", 0, 86400, offsetof(struct pool, scale_up_delay_s), false},
-    {"scale_down_utilization", 0, 100, offsetof(struct pool, scale_down_utilization_pct), true},
-    {"scale_down_window_s", 0, 30LL * 86400, offsetof(struct pool, scale_down_window_s), false},
-    {"cooldown_s", 0, 86400, offsetof(struct pool, cooldown_s), false},
-    {"interruption_grace_s", 0, 3600, offsetof(struct pool, interruption_grace_s), false},
-};
-
 static int get_real(const json_t *v, const char *field, double lo, double hi, bool hi_open,
                     double *out, struct tide_err *err)
 {
@@ -204,78 +162,115 @@ static int interruptions_from_json(struct sim_pool *p, const json_t *v, const ch
     return 0;
 }
 
-/* One elastic key of pools[i] into p->core; 1 when key is not one. */
-static int elastic_key(struct sim_pool *p, const char *key, const json_t *v, const char *field,
-                       struct tide_err *err)
+/* The text a YAML scalar had, for pool_spec (which reads tide.yaml's
+ * scalars as text): NULL for lists, mappings and null. */
+static const char *scalar_text(const json_t *v, char *buf, size_t size)
 {
-    for (size_t k = 0; k < sizeof elastic_ints / sizeof elastic_ints[0]; k++) {
-        if (strcmp(key, elastic_ints[k].key))
-            continue;
-        long long n;
-        int rc = get_int(v, field, elastic_ints[k].lo, elastic_ints[k].hi, &n, err);
-        if (rc)
-            return rc;
-        char *dst = (char *)&p->core + elastic_ints[k].off;
-        if (elastic_ints[k].is_int)
-            *(int *)dst = (int)n;
-        else
-            *(int64_t *)dst = n;
-        return 0;
+    if (json_is_string(v))
+        return json_string_value(v);
+    if (json_is_true(v) || json_is_false(v))
+        return json_is_true(v) ? "true" : "false";
+    if (json_is_integer(v)) {
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+        return buf;
     }
-    if (!strcmp(key, "price_per_node_hour") || !strcmp(key, "spot_price_per_node_hour")) {
-        bool spot = key[0] == 's';
-        if (price_from_json(v, spot ? &p->core.spot_price_per_node_hour_micros
-                                    : &p->core.price_per_node_hour_micros) != 0)
-            return tide_err_set(err, TIDE_EINVAL, field,
-                                "%s must be a price >= 0 with at most 6 decimals, like 29.50",
-                                field);
-        if (!spot)
-            p->price_per_node_hour_set = true;
-        return 0;
+    if (json_is_real(v)) {
+        /* The fewest decimals (at least one, as YAML had a real) that read
+         * back as the number: 4.20 is "4.2", and 8.0 stays "8.0", which an
+         * integer key refuses as the server does. */
+        double d = json_real_value(v), back;
+        for (int decimals = 1; decimals <= 9; decimals++)
+            if (snprintf(buf, size, "%.*f", decimals, d) < (int)size &&
+                sscanf(buf, "%lf", &back) == 1 && back == d)
+                return buf;
+        snprintf(buf, size, "%.17g", d);
+        return buf;
     }
+    return NULL;
+}
+
+/* What the simulated cloud does (pool_spec_sim_only): tide sim's own keys. */
+static int cloud_key(struct sim_pool *p, const char *key, const json_t *v, const char *field,
+                     struct tide_err *err)
+{
     if (!strcmp(key, "interruptions_per_node_hour"))
         return get_real(v, field, 0, 1000, false, &p->interruptions_per_node_hour, err);
     if (!strcmp(key, "interruptions"))
         return interruptions_from_json(p, v, field, err);
     if (!strcmp(key, "provider_failure_rate"))
         return get_real(v, field, 0, 1, true, &p->provider_failure_rate, err);
-    if (!strcmp(key, "provider_failed_calls")) {
-        if (!json_is_array(v) || json_array_size(v) > SIM_MAX_LISTED)
-            return tide_err_set(
-                err, TIDE_EINVAL, field,
-                "%s must be a list of at most %d create call numbers (1 = the first)", field,
-                SIM_MAX_LISTED);
-        p->nfailing_calls = 0;
-        size_t i;
-        const json_t *e;
-        json_array_foreach(v, i, e)
-        {
-            long long n;
-            int rc = get_int(e, field, 1, 1000000000, &n, err);
-            if (rc)
-                return rc;
-            p->failing_calls[p->nfailing_calls++] = (int)n;
-        }
-        return 0;
+    /* provider_failed_calls */
+    if (!json_is_array(v) || json_array_size(v) > SIM_MAX_LISTED)
+        return tide_err_set(err, TIDE_EINVAL, field,
+                            "%s must be a list of at most %d create call numbers (1 = the first)",
+                            field, SIM_MAX_LISTED);
+    p->nfailing_calls = 0;
+    size_t i;
+    const json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        long long n;
+        int rc = get_int(e, field, 1, 1000000000, &n, err);
+        if (rc)
+            return rc;
+        p->failing_calls[p->nfailing_calls++] = (int)n;
     }
-    if (!strcmp(key, "billing")) {
-        int b = json_is_string(v) ? billing_kind_from_name(json_string_value(v)) : -1;
-        if (b < 0)
-            return tide_err_set(err, TIDE_EINVAL, field,
-                                "%s must be on_demand, reserved, spot or pack", field);
-        p->core.billing = (enum billing_kind)b;
-        return 0;
-    }
-    return 1;
+    return 0;
 }
 
+/* schedule: [{days, from, to, min_nodes}] and steps: [{queue_length,
+ * wait_s, add}], read by pool_spec as the server reads them. */
+static int pool_list_from_json(struct pool *c, const json_t *v, const char *field, bool windows,
+                               struct tide_err *err)
+{
+    int max = windows ? POOL_MAX_WINDOWS : POOL_MAX_STEPS;
+    if (!json_is_array(v) || json_array_size(v) > (size_t)max)
+        return tide_err_set(err, TIDE_EINVAL, field, "%s must be a list of at most %d mappings",
+                            field, max);
+    size_t i;
+    const json_t *item;
+    json_array_foreach(v, i, item)
+    {
+        char where[160], f[200], why[200], buf[64];
+        snprintf(where, sizeof where, "%s[%zu]", field, i);
+        if (!json_is_object(item))
+            return tide_err_set(err, TIDE_EINVAL, where, "%s must be a mapping", where);
+        struct pool_window *w = &c->windows[i];
+        struct pool_step *st = &c->steps[i];
+        memset(w, 0, sizeof *w);
+        memset(st, 0, sizeof *st);
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *)item, key, val)
+        {
+            const char *text = scalar_text(val, buf, sizeof buf);
+            snprintf(f, sizeof f, "%s.%s", where, key);
+            if (windows ? pool_spec_window_set(w, key, text, why, sizeof why)
+                        : pool_spec_step_set(st, key, text, why, sizeof why))
+                return tide_err_set(err, TIDE_EINVAL, f, "%s: %s", f, why);
+        }
+        if (windows ? pool_spec_window_check(w, why, sizeof why)
+                    : pool_spec_step_check(st, why, sizeof why))
+            return tide_err_set(err, TIDE_EINVAL, where, "%s: %s", where, why);
+        if (windows)
+            c->nwindows = (int)i + 1;
+        else
+            c->nsteps = (int)i + 1;
+    }
+    return 0;
+}
+
+/* One entry of pools:, in tide.yaml's form (core/pool_spec.c reads the
+ * keys the server reads), plus the simulator's own: cpus and memory per
+ * node, and what the simulated cloud does. */
 static int pool_from_json(struct sim_pool *p, const json_t *obj, int i, struct tide_err *err)
 {
-    char field[96];
-    bool saw_nodes = false, saw_max = false;
-    const char *first_elastic = NULL;
+    char field[96], why[200], buf[64];
+    const char *first_cloud = NULL;
     if (!json_is_object(obj))
         return tide_err_set(err, TIDE_EINVAL, "pools", "pools[%d] must be a mapping", i);
+    struct pool_spec spec;
+    pool_spec_init(&spec);
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)obj, key, v)
@@ -283,60 +278,59 @@ static int pool_from_json(struct sim_pool *p, const json_t *obj, int i, struct t
         long long n;
         int rc = 0;
         snprintf(field, sizeof field, "pools[%d].%s", i, key);
-        if (!strcmp(key, "name"))
-            rc = get_str(v, field, p->name, sizeof p->name, err);
-        else if (!strcmp(key, "gpu_model"))
-            rc = get_str(v, field, p->gpu_model, sizeof p->gpu_model, err);
-        else if (!strcmp(key, "nodes")) {
-            saw_nodes = true;
-            if (!(rc = get_int(v, field, 0, 1000000, &n, err)))
-                p->nodes = (int)n;
-        } else if (!strcmp(key, "gpus_per_node")) {
-            if (!(rc = get_int(v, field, 0, 64, &n, err)))
-                p->gpus_per_node = (int)n;
-        } else if (!strcmp(key, "gpu_memory")) {
-            if (!(rc = get_int(v, field, 0, 1LL << 40, &n, err)))
-                p->gpu_memory_mib = n;
-        } else if (!strcmp(key, "cpus")) {
+        if (!strcmp(key, "cpus")) {
             if (!(rc = get_int(v, field, 0, 1 << 20, &n, err)))
                 p->cpus = (int)n;
         } else if (!strcmp(key, "memory")) {
             if (!(rc = get_int(v, field, 0, 1LL << 40, &n, err)))
                 p->memory_mib = n;
-        } else if (!strcmp(key, "price_per_gpu_hour")) {
-            if (price_from_json(v, &p->price_per_gpu_hour_micros) != 0)
+        } else if (pool_spec_sim_only(key)) {
+            if (!first_cloud)
+                first_cloud = key;
+            rc = cloud_key(p, key, v, field, err);
+        } else if (!strcmp(key, "schedule") || !strcmp(key, "steps")) {
+            if (!spec.first_elastic)
+                spec.first_elastic = key[1] == 'c' ? "schedule" : "steps";
+            rc = pool_list_from_json(&spec.pool, v, field, key[1] == 'c', err);
+        } else if (!strcmp(key, "gpu_model") || !strcmp(key, "gpu_memory")) {
+            rc = tide_err_set(err, TIDE_EINVAL, field, "%s: is spelled %s, as in tide.yaml",
+                              field, key[4] == 'm' ? "gpu" : "gpu_memory_mib");
+        } else {
+            int r = pool_spec_set(&spec, key, scalar_text(v, buf, sizeof buf), why, sizeof why);
+            if (r == POOL_SPEC_UNKNOWN)
                 rc = tide_err_set(err, TIDE_EINVAL, field,
-                                  "%s must be a price >= 0 with at most 6 decimals, like 2.48",
-                                  field);
-        } else if ((rc = elastic_key(p, key, v, field, err)) == 1) {
-            rc = tide_err_set(err, TIDE_EINVAL, field,
-                              "unknown key %s (allowed: name, nodes, gpus_per_node, gpu_model, "
-                              "gpu_memory, cpus, memory, price_per_gpu_hour; elastic pools: "
-                              "min_nodes, max_nodes, boot_time_s, boot_timeout_s, "
-                              "price_per_node_hour, spot_price_per_node_hour, billing, "
-                              "pack_gpu_hours, scale_up_delay_s, scale_down_utilization, "
-                              "scale_down_window_s, cooldown_s, interruption_grace_s, "
-                              "interruptions_per_node_hour, interruptions, "
-                              "provider_failure_rate, provider_failed_calls)",
-                              field);
-        } else if (!rc) {
-            saw_max |= !strcmp(key, "max_nodes");
-            if (!first_elastic)
-                first_elastic = key;
+                                  "%s: unknown key (known: %s; tide sim also reads cpus, memory, "
+                                  "interruptions_per_node_hour, interruptions, "
+                                  "provider_failure_rate, provider_failed_calls)",
+                                  field, pool_spec_keys);
+            else if (r)
+                rc = tide_err_set(err, TIDE_EINVAL, field, "%s: %s", field, why);
         }
         if (rc)
             return rc;
     }
+    const char *bad = NULL;
+    if (pool_spec_finish(&spec, &bad, why, sizeof why)) {
+        snprintf(field, sizeof field, "pools[%d].%s", i, bad);
+        return tide_err_set(err, TIDE_EINVAL, field, "%s: %s", field, why);
+    }
     snprintf(field, sizeof field, "pools[%d]", i);
-    if (first_elastic && !saw_max)
+    p->elastic = spec.nodes < 0;
+    if (!p->elastic && (spec.first_elastic || first_cloud))
         return tide_err_set(err, TIDE_EINVAL, field,
-                            "%s.%s is for elastic pools, which need max_nodes", field,
-                            first_elastic);
-    if (saw_max && saw_nodes)
-        return tide_err_set(err, TIDE_EINVAL, field,
-                            "%s: nodes is for fixed-size pools; an elastic pool has min_nodes "
-                            "and max_nodes", field);
-    p->elastic = saw_max;
+                            "%s.%s is for elastic pools (min_nodes, max_nodes); nodes: makes a "
+                            "fixed-size one, always ready and on demand",
+                            field, spec.first_elastic ? spec.first_elastic : first_cloud);
+    const struct pool *c = &spec.pool;
+    snprintf(p->name, sizeof p->name, "%s", c->name);
+    snprintf(p->gpu_model, sizeof p->gpu_model, "%s", c->gpu_model);
+    p->gpus_per_node = c->gpus_per_node;
+    p->gpu_memory_mib = c->gpu_memory_mib;
+    p->nodes = p->elastic ? 0 : spec.nodes;
+    p->price_per_gpu_hour_micros =
+        spec.price_per_gpu_hour_micros >= 0 ? spec.price_per_gpu_hour_micros : 0;
+    p->price_per_node_hour_set = spec.price_per_node_hour_set;
+    p->core = *c;
     return 0;
 }
 
@@ -426,6 +420,127 @@ static int projects_from_json(struct sim_config *cfg, const json_t *v, struct ti
     return 0;
 }
 
+/* sim: the run's own settings, which the server skips. */
+static int sim_section(struct sim_config *cfg, const json_t *sec, struct tide_err *err)
+{
+    if (!json_is_object(sec))
+        return tide_err_set(err, TIDE_EINVAL, "sim", "sim must be a mapping");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)sec, key, v)
+    {
+        char field[96];
+        long long n;
+        int rc = 0;
+        snprintf(field, sizeof field, "sim.%s", key);
+        if (!strcmp(key, "name"))
+            rc = get_str(v, field, cfg->name, sizeof cfg->name, err);
+        else if (!strcmp(key, "preempt"))
+            rc = get_bool(v, field, &cfg->preempt, err);
+        else if (!strcmp(key, "oracle_runtime"))
+            rc = get_bool(v, field, &cfg->oracle_runtime, err);
+        else if (!strcmp(key, "eta"))
+            rc = get_bool(v, field, &cfg->eta, err);
+        else if (!strcmp(key, "preempt_interval")) {
+            if (!(rc = get_int(v, field, 1, 86400 * 365, &n, err)))
+                cfg->preempt_interval_ms = n * 1000;
+        } else if (!strcmp(key, "preempt_overhead")) {
+            if (!(rc = get_int(v, field, 0, 86400 * 365, &n, err)))
+                cfg->preempt_overhead_ms = n * 1000;
+        } else if (!strcmp(key, "autoscale_interval")) {
+            if (!(rc = get_int(v, field, 1, 86400, &n, err)))
+                cfg->autoscale_interval_ms = n * 1000;
+        } else if (!strcmp(key, "seed")) {
+            if (!(rc = get_int(v, field, 0, INT64_MAX, &n, err)))
+                cfg->seed = (uint64_t)n;
+        } else
+            rc = tide_err_set(err, TIDE_EINVAL, field,
+                              "%s: unknown key (known: name, preempt, preempt_interval, "
+                              "preempt_overhead, oracle_runtime, eta, autoscale_interval, seed)",
+                              field);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* scheduler: as in tide.yaml. The simulator runs policy, placement and
+ * backfill; the server's other scheduler keys are known but not simulated
+ * (its preemption by priority, retries, fair share, telemetry limits).
+ * They are still checked with the server's bounds (server/config.c), so a
+ * file the simulator takes the server takes too. */
+static int scheduler_section(struct sim_config *cfg, const json_t *sec, struct tide_err *err)
+{
+    static const struct {
+        const char *key;
+        long long lo, hi; /* lo > hi: true or false */
+    } not_simulated[] = {
+        {"preemption", 1, 0},
+        {"queue_round_robin", 1, 0},
+        {"retry_backoff_s", 0, 86400},
+        {"retry_backoff_max_s", 0, 86400},
+        {"fair_share_half_life_s", 1, 365LL * 86400},
+        {"max_gpu_memory_used_pct", 0, 100},
+        {"max_gpu_utilization_pct", 0, 100},
+    };
+    if (!json_is_object(sec))
+        return tide_err_set(err, TIDE_EINVAL, "scheduler", "scheduler must be a mapping");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)sec, key, v)
+    {
+        char field[96];
+        int rc = 0;
+        bool known = false;
+        snprintf(field, sizeof field, "scheduler.%s", key);
+        if (!strcmp(key, "policy"))
+            rc = get_str(v, field, cfg->policy, sizeof cfg->policy, err);
+        else if (!strcmp(key, "placement"))
+            rc = get_str(v, field, cfg->placement, sizeof cfg->placement, err);
+        else if (!strcmp(key, "backfill"))
+            rc = get_bool(v, field, &cfg->backfill, err);
+        else {
+            for (size_t i = 0; !known && i < sizeof not_simulated / sizeof not_simulated[0];
+                 i++) {
+                if (strcmp(key, not_simulated[i].key))
+                    continue;
+                known = true;
+                bool b;
+                long long n;
+                rc = not_simulated[i].lo > not_simulated[i].hi
+                         ? get_bool(v, field, &b, err)
+                         : get_int(v, field, not_simulated[i].lo, not_simulated[i].hi, &n, err);
+            }
+            if (!known)
+                rc = tide_err_set(err, TIDE_EINVAL, field,
+                                  "%s: unknown key (known: policy, placement, backfill; not "
+                                  "simulated: preemption, queue_round_robin, retry_backoff_s, "
+                                  "retry_backoff_max_s, fair_share_half_life_s, "
+                                  "max_gpu_memory_used_pct, max_gpu_utilization_pct)",
+                                  field);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Where the top-level keys of the simulator's older config form went. */
+static const char *moved_key(const char *key)
+{
+    static const char *const to_scheduler[] = {"policy", "placement", "backfill"};
+    static const char *const to_sim[] = {"name",           "preempt",          "preempt_interval",
+                                         "preempt_overhead", "oracle_runtime", "autoscale_interval",
+                                         "seed", "eta"};
+    for (size_t i = 0; i < sizeof to_scheduler / sizeof to_scheduler[0]; i++)
+        if (!strcmp(key, to_scheduler[i]))
+            return "scheduler";
+    for (size_t i = 0; i < sizeof to_sim / sizeof to_sim[0]; i++)
+        if (!strcmp(key, to_sim[i]))
+            return "sim";
+    return NULL;
+}
+
 int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide_err *err)
 {
     if (!json_is_object(root))
@@ -434,32 +549,15 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
     json_t *v;
     json_object_foreach((json_t *)root, key, v)
     {
-        long long n;
         int rc = 0;
-        if (!strcmp(key, "name"))
-            rc = get_str(v, key, cfg->name, sizeof cfg->name, err);
-        else if (!strcmp(key, "policy"))
-            rc = get_str(v, key, cfg->policy, sizeof cfg->policy, err);
-        else if (!strcmp(key, "placement"))
-            rc = get_str(v, key, cfg->placement, sizeof cfg->placement, err);
-        else if (!strcmp(key, "backfill"))
-            rc = get_bool(v, key, &cfg->backfill, err);
-        else if (!strcmp(key, "preempt"))
-            rc = get_bool(v, key, &cfg->preempt, err);
-        else if (!strcmp(key, "oracle_runtime"))
-            rc = get_bool(v, key, &cfg->oracle_runtime, err);
-        else if (!strcmp(key, "preempt_interval")) {
-            if (!(rc = get_int(v, key, 1, 86400 * 365, &n, err)))
-                cfg->preempt_interval_ms = n * 1000;
-        } else if (!strcmp(key, "preempt_overhead")) {
-            if (!(rc = get_int(v, key, 0, 86400 * 365, &n, err)))
-                cfg->preempt_overhead_ms = n * 1000;
-        } else if (!strcmp(key, "autoscale_interval")) {
-            if (!(rc = get_int(v, key, 1, 86400, &n, err)))
-                cfg->autoscale_interval_ms = n * 1000;
-        } else if (!strcmp(key, "seed")) {
-            if (!(rc = get_int(v, key, 0, INT64_MAX, &n, err)))
-                cfg->seed = (uint64_t)n;
+        if (!strcmp(key, "sim"))
+            rc = sim_section(cfg, v, err);
+        else if (!strcmp(key, "scheduler"))
+            rc = scheduler_section(cfg, v, err);
+        else if (!strcmp(key, "server") || !strcmp(key, "retention")) {
+            if (!json_is_object(v))
+                rc = tide_err_set(err, TIDE_EINVAL, key, "%s must be a mapping", key);
+            /* heartbeats, timeouts and what a real server forgets: nothing to simulate */
         } else if (!strcmp(key, "projects")) {
             rc = projects_from_json(cfg, v, err);
         } else if (!strcmp(key, "pools")) {
@@ -470,17 +568,20 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
             for (int i = 0; i < cfg->npools; i++) {
                 struct sim_pool *p = &cfg->pools[i];
                 memset(p, 0, sizeof *p);
-                pool_defaults(&p->core);
-                snprintf(p->name, sizeof p->name, "pool-%d", i);
-                p->gpus_per_node = 8;
                 if ((rc = pool_from_json(p, json_array_get(v, (size_t)i), i, err)))
                     return rc;
             }
-        } else
+        } else if (!strcmp(key, "queues")) {
             rc = tide_err_set(err, TIDE_EINVAL, key,
-                              "unknown key '%s' (allowed: name, policy, placement, backfill, "
-                              "preempt, preempt_interval, preempt_overhead, oracle_runtime, "
-                              "autoscale_interval, seed, projects, pools)",
+                              "queues: not simulated yet (the simulator runs one queue); remove "
+                              "the section to try the rest");
+        } else if (moved_key(key))
+            rc = tide_err_set(err, TIDE_EINVAL, key, "%s: write it as %s.%s (tide.yaml's form)",
+                              key, moved_key(key), key);
+        else
+            rc = tide_err_set(err, TIDE_EINVAL, key,
+                              "unknown section '%s' (known: sim, scheduler, server, projects, "
+                              "pools)",
                               key);
         if (rc)
             return rc;

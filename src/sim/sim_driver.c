@@ -881,6 +881,8 @@ static void state_release(struct sim_state *st)
     st->c.index = NULL; /* the scheduler's (keep_index) */
     cluster_release(&st->c);
     sched_release(&st->s);
+    eta_plan_release(&st->eta_plan);
+    eta_estimator_release(&st->eta_est);
     action_list_release(&st->actions);
     sim_heap_release(&st->heap);
     free(st->run);
@@ -927,6 +929,8 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     scfg.explain = false;
     scfg.keep_index = true;
     sched_init(&st.s, &scfg);
+    eta_plan_init(&st.eta_plan);
+    eta_estimator_init(&st.eta_est, 0);
     st.c.jobs_any_order = true; /* passes sort; nothing here needs the order */
     size_t n = trace->njobs;
     res->njobs = n;
@@ -945,6 +949,7 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         res->jobs[i].duration_ms = trace->jobs[i].duration_ms;
         res->jobs[i].gpus = trace->jobs[i].gpus;
         res->jobs[i].first_start_ms = -1;
+        res->jobs[i].eta_ms = -1;
         st.run[i].node = -1;
         st.waiting_pos[i] = -1;
     }
@@ -970,8 +975,9 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         st.as.budgets = &st.bud->set;
     }
     /* Passes may be given only the jobs that could start (sim_queue.h)
-     * unless something looks past them: backfill, budgets. */
-    if (!cfg->backfill && !st.bud && !st.s.cfg.queues &&
+     * unless something looks past them: backfill, budgets, or ETAs (the
+     * ETA plan reads the last pass's order of every waiting job). */
+    if (!cfg->backfill && !cfg->eta && !st.bud && !st.s.cfg.queues &&
         !st.s.cfg.fairshare && sim_queue_init(&st.queue, &st.c, st.s.cfg.order, n) != 0) {
         rc = tide_err_set(err, TIDE_ENOMEM, "", "out of memory for %zu jobs", n);
         goto out;
@@ -1050,7 +1056,9 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
             }
             if (ev.gen != st.run[ev.job].gen || st.run[ev.job].node < 0)
                 continue; /* preempted since this finish was planned */
-            sim_stop_running(&st, cluster_find_job(&st.c, (int64_t)ev.job + 1), t);
+            struct job *done = cluster_find_job(&st.c, (int64_t)ev.job + 1);
+            sim_eta_finished(&st, done, t);
+            sim_stop_running(&st, done, t);
             res->jobs[ev.job].finish_ms = t;
             if (t > res->makespan_ms)
                 res->makespan_ms = t;
@@ -1059,6 +1067,7 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
             st.finished++;
             changed = true;
         }
+        size_t arrived_from = next;
         while (next < n && trace->jobs[next].submit_ms == t) {
             int a = admit(&st, next++, err);
             if (a < 0) {
@@ -1072,6 +1081,8 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
             st.bud->unheld = false;
         }
         if (st.npending > 0 && changed && (rc = run_pass(&st, t)))
+            goto out;
+        if (cfg->eta && next > arrived_from && (rc = sim_eta_arrivals(&st, arrived_from, next, t)))
             goto out;
         if (cfg->preempt && st.npending > 0 && (changed || tick)) {
             for (int round = 0; round < 8; round++) {

@@ -226,6 +226,34 @@ static void budget_tables(FILE *out, json_t *const *reports, size_t n)
     fputs("</table>\n", out);
 }
 
+/* Start-time ETAs at arrival against real starts (runs with eta on). */
+static void eta_table(FILE *out, json_t *const *reports, size_t n)
+{
+    fputs("<h2>Start-time ETAs</h2>\n<p>Each job's ETA at arrival against its real start, "
+          "for the jobs that waited; error/wait is |ETA &minus; start| over the job's wait.</p>\n"
+          "<table><tr><th>run</th><th>jobs</th><th>p50 |error| h</th><th>p90 |error| h</th>"
+          "<th>p50 error/wait</th><th>p90 error/wait</th><th>p50 wait h</th></tr>\n",
+          out);
+    for (size_t r = 0; r < n; r++) {
+        const json_t *w = json_object_get(json_object_get(reports[r], "eta"), "waited");
+        if (!w)
+            continue;
+        const json_t *abs = json_object_get(w, "abs_error_s"), *rel = json_object_get(w, "rel_error");
+        fputs("<tr><td>", out);
+        html_text(out, run_name(reports[r]));
+        fprintf(out,
+                "</td><td>%lld</td><td>%.2f</td><td>%.2f</td><td>%.1f%%</td><td>%.1f%%</td>"
+                "<td>%.2f</td></tr>\n",
+                (long long)json_integer_value(json_object_get(w, "jobs")),
+                json_number_value(json_object_get(abs, "p50")) / 3600,
+                json_number_value(json_object_get(abs, "p90")) / 3600,
+                100 * json_number_value(json_object_get(rel, "p50")),
+                100 * json_number_value(json_object_get(rel, "p90")),
+                json_number_value(json_object_get(w, "wait_s_p50")) / 3600);
+    }
+    fputs("</table>\n", out);
+}
+
 int sim_report_html(FILE *out, json_t *const *reports, size_t n)
 {
     fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tide sim report</title>\n"
@@ -281,6 +309,11 @@ int sim_report_html(FILE *out, json_t *const *reports, size_t n)
         budgets |= json_object_get(reports[r], "budgets") != NULL;
     if (budgets)
         budget_tables(out, reports, n);
+    bool eta = false;
+    for (size_t r = 0; r < n; r++)
+        eta |= json_object_get(reports[r], "eta") != NULL;
+    if (eta)
+        eta_table(out, reports, n);
     chart(out, reports, n, "Queue length (pending jobs)", "queued", NULL, 1.0, "jobs");
     chart(out, reports, n, "GPUs in use (solid) vs provisioned (dashed)", "gpus_used",
           "gpus_provisioned", 1.0, "GPUs");

@@ -365,6 +365,8 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
                                (json_int_t)(cfg->preempt_interval_ms / 1000), "preempt_overhead_s",
                                (json_int_t)(cfg->preempt_overhead_ms / 1000), "oracle_runtime",
                                cfg->oracle_runtime, "pools", pools);
+    if (cfg->eta)
+        json_object_set_new(config, "eta", json_true());
     if (res->elastic) {
         json_object_set_new(config, "autoscale_interval_s",
                             json_integer(cfg->autoscale_interval_ms / 1000));
@@ -485,6 +487,8 @@ json_t *sim_report_json(const struct sim_config *cfg, const struct trace *trace,
         json_object_set_new(root, "elastic", elastic_json(res));
     if (res->budgets)
         json_object_set_new(root, "budgets", budgets_json(cfg, res));
+    if (cfg->eta)
+        json_object_set_new(root, "eta", sim_eta_report_json(res));
     return root;
 }
 
@@ -566,7 +570,7 @@ static void section_rows(FILE *out, json_t *const *reports, size_t n, const char
 {
     static const struct {
         const char *section, *label, *path;
-        int kind; /* 1 hours from s, 4 integer */
+        int kind; /* 1 hours from s, 4 integer, 5 percent from a fraction */
     } extra[] = {
         {"budgets", "budget alerts", "budgets.alerts_total", 4},
         {"budgets", "budget-held job-h", "budgets.held_job_s", 1},
@@ -574,6 +578,12 @@ static void section_rows(FILE *out, json_t *const *reports, size_t n, const char
         {"elastic", "  jobs requeued", "elastic.interruptions.jobs_requeued", 4},
         {"elastic", "  delay job-h", "elastic.interruptions.delay_job_s", 1},
         {"elastic", "provider failures", "elastic.provider.create_failures", 4},
+        {"eta", "ETA: jobs that waited", "eta.waited.jobs", 4},
+        {"eta", "  p50 |error| s", "eta.waited.abs_error_s.p50", 4},
+        {"eta", "  p90 |error| s", "eta.waited.abs_error_s.p90", 4},
+        {"eta", "  p50 |error|/wait", "eta.waited.rel_error.p50", 5},
+        {"eta", "  p90 |error|/wait", "eta.waited.rel_error.p90", 5},
+        {"eta", "  p50 wait s", "eta.waited.wait_s_p50", 4},
     };
     for (size_t row = 0; row < sizeof extra / sizeof extra[0]; row++) {
         if (strcmp(extra[row].section, section))
@@ -584,6 +594,8 @@ static void section_rows(FILE *out, json_t *const *reports, size_t n, const char
             const json_t *v = lookup(reports[i], extra[row].path);
             if (v && extra[row].kind == 1)
                 snprintf(c, sizeof c, "%.2f", json_number_value(v) / 3600.0);
+            else if (v && extra[row].kind == 5)
+                snprintf(c, sizeof c, "%.1f%%", 100.0 * json_number_value(v));
             else if (v)
                 snprintf(c, sizeof c, "%.0f", json_number_value(v));
             fprintf(out, " %16s", c);
@@ -663,6 +675,11 @@ void sim_report_compare(FILE *out, json_t *const *reports, size_t n)
         budgets |= json_object_get(reports[i], "budgets") != NULL;
     if (budgets)
         section_rows(out, reports, n, "budgets");
+    bool eta = false;
+    for (size_t i = 0; i < n; i++)
+        eta |= json_object_get(reports[i], "eta") != NULL;
+    if (eta)
+        section_rows(out, reports, n, "eta");
 }
 
 /* A single run's budget alerts, one line each. */

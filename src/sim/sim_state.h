@@ -9,6 +9,7 @@
 
 #include "core/autoscaler.h"
 #include "core/budget.h"
+#include "core/eta.h"
 #include "core/sched.h"
 #include "sim/sim.h"
 #include "sim/sim_heap.h"
@@ -91,6 +92,9 @@ struct sim_state {
     uint64_t rng_interrupt[SIM_MAX_POOLS], rng_fail[SIM_MAX_POOLS];
     int create_failures[SIM_MAX_POOLS]; /* in a row */
     struct action_list spot_actions;
+    /* Start-time ETAs (cfg->eta; sim_eta.c). */
+    struct eta_plan eta_plan;
+    struct eta_estimator eta_est;
 };
 
 /* --- sim_driver.c helpers used by the other files --- */
@@ -147,6 +151,15 @@ void sim_budget_unpark_all(struct sim_state *st);
 int sim_budget_schedule(struct sim_state *st, int64_t t);
 /* At the end: spend of the last periods into the result. */
 void sim_budget_finish(struct sim_state *st);
+
+/* --- sim_eta.c --- */
+
+/* Trace job i finishes at t (it is still in the cluster): its run feeds
+ * the learned runtimes. */
+void sim_eta_finished(struct sim_state *st, const struct job *job, int64_t t);
+/* After the pass at t: the ETAs of trace jobs [from, to), which arrived at
+ * t, into the result. 0 or TIDE_ENOMEM. */
+int sim_eta_arrivals(struct sim_state *st, size_t from, size_t to, int64_t t);
 
 /* --- sim_spot.c --- */
 

@@ -1,10 +1,14 @@
 /* Trace lists, dropped-row accounting, the reader table and CSV helpers. */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* timegm */
+#endif
 #include "sim/trace.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const struct trace_reader_ops *const readers[] = {&trace_reader_philly, &trace_reader_itp,
                                                          &trace_reader_alibaba,
@@ -223,17 +227,6 @@ int trace_parse_int(const char *s, long long min, long long max, long long *out)
     return 0;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (no libc time zone). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 int trace_parse_datetime_s(const char *s, int64_t *out_s)
 {
     int y, mo, d, h, mi, sec, used = 0;
@@ -243,6 +236,14 @@ int trace_parse_datetime_s(const char *s, int64_t *out_s)
     if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || h < 0 || mi < 0 ||
         sec < 0)
         return -1;
-    *out_s = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+    /* timegm reads the fields as UTC (no time zone), normalising a day past
+     * the month's end or a leap second the way mktime does. */
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
+                    .tm_min = mi, .tm_sec = sec};
+    errno = 0;
+    time_t t = timegm(&tm);
+    if (t == (time_t)-1 && errno)
+        return -1;
+    *out_s = (int64_t)t;
     return 0;
 }

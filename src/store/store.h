@@ -17,13 +17,15 @@
 #include "common/tide_err.h"
 #include "core/cluster.h"
 
-enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE };
+/* Stored as integers: append new kinds. TOKEN_METRICS may read /metrics only. */
+enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE, TOKEN_METRICS };
 
 struct token_info {
     enum token_kind kind;
     char name[TIDE_NAME_MAX];
     json_t *projects; /* array of names; NULL = every project. Owned by the caller. */
     int64_t node_id;  /* TOKEN_NODE only */
+    int64_t expires_ms; /* 0: never */
 };
 
 struct job_filter {
@@ -77,6 +79,12 @@ int store_node_upsert(struct store *s, struct node *node, json_t *info, int64_t 
                       struct tide_err *err);
 int store_node_set_state(struct store *s, int64_t node_id, enum node_state state,
                          struct tide_err *err);
+/* Sets a node's state and its operator drain: reason NULL when undrained. */
+int store_node_set_drain(struct store *s, int64_t node_id, enum node_state state,
+                         const char *reason, struct tide_err *err);
+/* Marks a node deleted (no longer loaded; jobs and events keep its name)
+ * and revokes its node tokens. Registering the name again revives it. */
+int store_node_delete(struct store *s, int64_t node_id, struct tide_err *err);
 /* Adds every stored node to c (lost or ready, as stored), with
  * last_heartbeat_ms = now_ms so agents get a full timeout to come back. */
 int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct tide_err *err);
@@ -85,6 +93,12 @@ int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct 
 int store_job_insert(struct store *s, struct job *job, json_t *spec, const char *owner,
                      int64_t now_ms, struct tide_err *err);
 int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err);
+/* Counts one more attempt of the job ended by no fault of its own
+ * (preemption, an operator's requeue, its node lost, its task vanished):
+ * such attempts use up no retry, across restarts too. */
+int store_job_count_free_attempt(struct store *s, int64_t job_id, struct tide_err *err);
+/* Sets (reason) or clears (NULL) an operator's hold on a job. */
+int store_job_set_hold(struct store *s, int64_t job_id, const char *reason, struct tide_err *err);
 /* Adds every unfinished job to c, GPUs assigned as stored. */
 int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *err);
 /* A job's state and project; TIDE_ENOENT when absent. */
@@ -94,6 +108,8 @@ int store_job_state(struct store *s, int64_t id, enum job_state *state, char pro
  * TIDE_ENOENT when absent. */
 int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int *attempt,
                              struct tide_err *err);
+/* A job's queue (for /metrics once it has left the cluster); TIDE_ENOENT when absent. */
+int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], struct tide_err *err);
 /* The job as the API shows it; TIDE_ENOENT when absent. */
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err);
 int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
@@ -103,10 +119,11 @@ int store_jobs_count(struct store *s,
                      void (*fn)(const char *state, const char *queue, long long n, void *ctx),
                      void *ctx, struct tide_err *err);
 
-/* Appends to the event log. job_id / node_id 0 for none. */
+/* Appends to the event log (store_events.c; filters and listing in
+ * store_events.h). job_id / node_id 0 for none; the event's node name, pool
+ * and project are taken from the node's and the job's rows. Cheap: no
+ * commit of its own inside the caller's transaction. */
 int store_event_add(struct store *s, int64_t now_ms, const char *kind, int64_t job_id,
                     int64_t node_id, const char *message, struct tide_err *err);
-int store_events_list(struct store *s, int64_t since_id, int64_t job_id, int limit,
-                      json_t *projects, json_t **out, struct tide_err *err);
 
 #endif

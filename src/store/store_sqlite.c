@@ -1,7 +1,9 @@
 /*
  * The SQLite store: one database file in WAL mode with synchronous=FULL, so
  * a commit survives a crash of the process and of the machine. One
- * connection, used under the server's lock.
+ * connection for writes and reads, used under the server's lock, and a
+ * second read-only one for listings that need no lock (WAL lets it read
+ * committed data while the first one writes).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +16,12 @@
 
 #include "core/job_spec.h"
 #include "store/store.h"
+#include "store/store_pools.h"
 
 struct store {
     sqlite3 *db;
+    sqlite3 *reader; /* read-only, serialized by SQLite itself (FULLMUTEX) */
+    sqlite3_stmt *cached[STORE_STMT_COUNT]; /* on db, prepared once */
 };
 
 static const char *const schema =
@@ -32,10 +37,7 @@ static const char *const schema =
     "  parts TEXT,"
     "  submit_ms INTEGER NOT NULL, start_ms INTEGER, end_ms INTEGER);"
     "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);"
-    "CREATE INDEX IF NOT EXISTS jobs_by_project ON jobs(project);"
-    "CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL,"
-    "  kind TEXT NOT NULL, job_id INTEGER, node_id INTEGER, message TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id);";
+    "CREATE INDEX IF NOT EXISTS jobs_by_project ON jobs(project);";
 
 static int db_error(struct store *s, struct tide_err *err, const char *what)
 {
@@ -109,7 +111,20 @@ int store_open_sqlite(const char *path, struct store **out, struct tide_err *err
     if (!rc) {
         /* Databases made before gang jobs lack the column; adding it twice fails harmlessly. */
         sqlite3_exec(s->db, "ALTER TABLE jobs ADD COLUMN parts TEXT", NULL, NULL, NULL);
+        /* Operator holds and drains (core/operator.h): NULL when none. */
+        sqlite3_exec(s->db, "ALTER TABLE jobs ADD COLUMN hold_reason TEXT", NULL, NULL, NULL);
+        sqlite3_exec(s->db, "ALTER TABLE nodes ADD COLUMN drain_reason TEXT", NULL, NULL, NULL);
+        /* Attempts ended by no fault of the job, which use no retry (store.h). */
+        sqlite3_exec(s->db, "ALTER TABLE jobs ADD COLUMN free_attempts INTEGER NOT NULL DEFAULT 0",
+                     NULL, NULL, NULL);
     }
+    /* Opened after the writer made the file and switched it to WAL. */
+    if (!rc && sqlite3_open_v2(path, &s->reader, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX,
+                               NULL) != SQLITE_OK)
+        rc = tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s for reading: %s", path,
+                          s->reader ? sqlite3_errmsg(s->reader) : "out of memory");
+    if (!rc)
+        sqlite3_busy_timeout(s->reader, 5000);
     if (rc) {
         store_close(s);
         return rc;
@@ -123,10 +138,36 @@ sqlite3 *store_sqlite_db(struct store *s)
     return s->db;
 }
 
+sqlite3 *store_sqlite_reader(struct store *s)
+{
+    return s->reader;
+}
+
+sqlite3_stmt *store_sqlite_cached(struct store *s, enum store_stmt_slot slot, const char *sql,
+                                  struct tide_err *err)
+{
+    sqlite3_stmt *st = s->cached[slot];
+    if (st) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        return st;
+    }
+    if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
+        db_error(s, err, "prepare");
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    s->cached[slot] = st;
+    return st;
+}
+
 void store_close(struct store *s)
 {
     if (!s)
         return;
+    for (int i = 0; i < STORE_STMT_COUNT; i++)
+        sqlite3_finalize(s->cached[i]);
+    sqlite3_close(s->reader);
     sqlite3_close(s->db);
     free(s);
 }
@@ -209,7 +250,8 @@ int store_token_get(struct store *s, const char *hash, struct token_info *out,
                     struct tide_err *err)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = prepare(s, "SELECT kind, name, projects, node_id FROM tokens WHERE hash=?", err);
+    sqlite3_stmt *st =
+        prepare(s, "SELECT kind, name, projects, node_id, expires_ms FROM tokens WHERE hash=?", err);
     if (!st)
         return TIDE_EIO;
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
@@ -220,6 +262,7 @@ int store_token_get(struct store *s, const char *hash, struct token_info *out,
         snprintf(out->name, sizeof out->name, "%s", (const char *)sqlite3_column_text(st, 1));
         out->projects = column_json(st, 2);
         out->node_id = sqlite3_column_int64(st, 3);
+        out->expires_ms = sqlite3_column_int64(st, 4); /* NULL reads 0: never */
     } else if (r == SQLITE_DONE) {
         rc = tide_err_set(err, TIDE_ENOENT, NULL, "unknown token");
     } else {
@@ -279,6 +322,56 @@ int store_node_set_state(struct store *s, int64_t node_id, enum node_state state
     return step_done(s, st, err, "update node");
 }
 
+int store_node_set_drain(struct store *s, int64_t node_id, enum node_state state,
+                         const char *reason, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "UPDATE nodes SET state=?, drain_reason=? WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_text(st, 1, node_state_name(state), -1, SQLITE_STATIC);
+    if (reason)
+        sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 2);
+    sqlite3_bind_int64(st, 3, node_id);
+    return step_done(s, st, err, "update node drain");
+}
+
+int store_node_delete(struct store *s, int64_t node_id, struct tide_err *err)
+{
+    /* A tombstone, so finished jobs and events still name the node; an agent
+     * that registers the name again brings the row back. */
+    sqlite3_stmt *st = prepare(s, "UPDATE nodes SET state='deleted', drain_reason=NULL WHERE id=?",
+                               err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, node_id);
+    int rc = step_done(s, st, err, "delete node");
+    return rc ? rc : store_token_delete_node(s, node_id, err);
+}
+
+int store_job_count_free_attempt(struct store *s, int64_t job_id, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "UPDATE jobs SET free_attempts = free_attempts + 1 WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, job_id);
+    return step_done(s, st, err, "count a free attempt");
+}
+
+int store_job_set_hold(struct store *s, int64_t job_id, const char *reason, struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "UPDATE jobs SET hold_reason=? WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    if (reason)
+        sqlite3_bind_text(st, 1, reason, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 1);
+    sqlite3_bind_int64(st, 2, job_id);
+    return step_done(s, st, err, "update job hold");
+}
+
 /* Fills the static parts of a node from its registration JSON. */
 static void node_from_info(struct node *n, json_t *info)
 {
@@ -307,7 +400,8 @@ static void node_from_info(struct node *n, json_t *info)
 
 int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct tide_err *err)
 {
-    sqlite3_stmt *st = prepare(s, "SELECT id, name, state, info FROM nodes ORDER BY id", err);
+    sqlite3_stmt *st = prepare(s, "SELECT id, name, state, info, drain_reason FROM nodes"
+                                  " WHERE state != 'deleted' ORDER BY id", err);
     if (!st)
         return TIDE_EIO;
     int rc = 0, r;
@@ -322,6 +416,11 @@ int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct 
         json_t *info = column_json(st, 3);
         node_from_info(&n, info);
         json_decref(info);
+        if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
+            n.drained = true;
+            snprintf(n.drain_reason, sizeof n.drain_reason, "%s",
+                     (const char *)sqlite3_column_text(st, 4));
+        }
         if (!cluster_put_node(c, &n)) {
             rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
             break;
@@ -425,7 +524,8 @@ static void restore_parts(struct cluster *c, struct job *job, sqlite3_stmt *st, 
 int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *err)
 {
     sqlite3_stmt *st = prepare(s,
-        "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, start_ms, parts FROM jobs"
+        "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, start_ms, parts,"
+        " hold_reason, owner, free_attempts FROM jobs"
         " WHERE state NOT IN ('succeeded','failed','cancelled','timeout') ORDER BY id", err);
     if (!st)
         return TIDE_EIO;
@@ -452,6 +552,13 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
         job.cancel_requested = sqlite3_column_int(st, 6) != 0;
         job.submit_ms = sqlite3_column_int64(st, 7);
         job.start_ms = sqlite3_column_int64(st, 8);
+        snprintf(job.user, sizeof job.user, "%s", (const char *)sqlite3_column_text(st, 11));
+        job.free_attempts = sqlite3_column_int(st, 12);
+        if (sqlite3_column_type(st, 10) != SQLITE_NULL && job.state == JOB_PENDING) {
+            job.on_hold = true;
+            snprintf(job.wait_reason, sizeof job.wait_reason, "held: %.150s",
+                     (const char *)sqlite3_column_text(st, 10));
+        }
         int64_t node_id = sqlite3_column_int64(st, 4);
         json_t *gpus = column_json(st, 5);
         struct job *stored = cluster_add_job(c, &job);
@@ -499,7 +606,7 @@ static json_t *int_or_null(sqlite3_stmt *st, int i)
 #define JOB_COLUMNS                                                                                \
     "j.id, j.name, j.project, j.queue, j.priority, j.state, j.reason, j.attempt, j.spec,"         \
     " n.name, j.gpus, j.exit_code, j.signal, j.submit_ms, j.start_ms, j.end_ms,"                  \
-    " j.cancel_requested, j.owner"
+    " j.cancel_requested, j.owner, j.hold_reason"
 
 static json_t *job_row_to_json(sqlite3_stmt *st)
 {
@@ -526,6 +633,15 @@ static json_t *job_row_to_json(sqlite3_stmt *st)
                           "end_time", time_or_null(st, 15),
                           "cancel_requested", sqlite3_column_int(st, 16) != 0,
                           "owner", (const char *)sqlite3_column_text(st, 17));
+    if (j) {
+        /* A hold matters only while the job waits (cancelling a held job keeps the column). */
+        bool held = sqlite3_column_type(st, 18) != SQLITE_NULL &&
+                    !strcmp((const char *)sqlite3_column_text(st, 5), "pending");
+        json_object_set_new(j, "held", json_boolean(held));
+        if (held)
+            json_object_set_new(j, "hold_reason",
+                                json_string((const char *)sqlite3_column_text(st, 18)));
+    }
     return j;
 }
 
@@ -567,6 +683,23 @@ int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int 
     } else {
         rc = db_error(s, err, "read job placement");
     }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT queue FROM jobs WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, id);
+    int r = sqlite3_step(st), rc = 0;
+    if (r == SQLITE_ROW)
+        snprintf(queue, TIDE_NAME_MAX, "%s", (const char *)sqlite3_column_text(st, 0));
+    else if (r == SQLITE_DONE)
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
+    else
+        rc = db_error(s, err, "read job queue");
     sqlite3_finalize(st);
     return rc;
 }
@@ -651,66 +784,5 @@ int store_jobs_count(struct store *s,
            sqlite3_column_int64(st, 2), ctx);
     int rc = r == SQLITE_DONE ? 0 : db_error(s, err, "count jobs");
     sqlite3_finalize(st);
-    return rc;
-}
-
-int store_event_add(struct store *s, int64_t now_ms, const char *kind, int64_t job_id,
-                    int64_t node_id, const char *message, struct tide_err *err)
-{
-    sqlite3_stmt *st = prepare(s, "INSERT INTO events(time_ms, kind, job_id, node_id, message)"
-                                  " VALUES(?,?,?,?,?)", err);
-    if (!st)
-        return TIDE_EIO;
-    sqlite3_bind_int64(st, 1, now_ms);
-    sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
-    if (job_id)
-        sqlite3_bind_int64(st, 3, job_id);
-    else
-        sqlite3_bind_null(st, 3);
-    if (node_id)
-        sqlite3_bind_int64(st, 4, node_id);
-    else
-        sqlite3_bind_null(st, 4);
-    sqlite3_bind_text(st, 5, message, -1, SQLITE_STATIC);
-    return step_done(s, st, err, "add event");
-}
-
-int store_events_list(struct store *s, int64_t since_id, int64_t job_id, int limit,
-                      json_t *projects, json_t **out, struct tide_err *err)
-{
-    *out = NULL;
-    sqlite3_stmt *st = prepare(s,
-        "SELECT e.id, e.time_ms, e.kind, e.job_id, n.name, e.message, j.project"
-        " FROM events e LEFT JOIN nodes n ON n.id = e.node_id LEFT JOIN jobs j ON j.id = e.job_id"
-        " WHERE e.id > ?1 AND (?2 = 0 OR e.job_id = ?2) ORDER BY e.id", err);
-    if (!st)
-        return TIDE_EIO;
-    sqlite3_bind_int64(st, 1, since_id);
-    sqlite3_bind_int64(st, 2, job_id);
-    json_t *events = json_array();
-    int r, n = 0, rc = 0;
-    if (limit <= 0)
-        limit = 1000;
-    while (n < limit && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        /* A project-limited token sees its projects' job events only. */
-        if (projects && (sqlite3_column_type(st, 6) == SQLITE_NULL ||
-                         !project_allowed(projects, (const char *)sqlite3_column_text(st, 6))))
-            continue;
-        json_array_append_new(events,
-            json_pack("{s:I, s:f, s:s, s:o, s:o, s:s}", "id", (json_int_t)sqlite3_column_int64(st, 0),
-                      "time", (double)sqlite3_column_int64(st, 1) / 1000.0,
-                      "kind", (const char *)sqlite3_column_text(st, 2), "job_id", int_or_null(st, 3),
-                      "node", sqlite3_column_type(st, 4) == SQLITE_NULL
-                                  ? json_null() : json_string((const char *)sqlite3_column_text(st, 4)),
-                      "message", (const char *)sqlite3_column_text(st, 5)));
-        n++;
-    }
-    if (n < limit && r != SQLITE_DONE)
-        rc = db_error(s, err, "list events");
-    sqlite3_finalize(st);
-    if (rc)
-        json_decref(events);
-    else
-        *out = events;
     return rc;
 }

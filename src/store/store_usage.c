@@ -11,9 +11,30 @@ int store_usage_init(struct store *s, struct tide_err *err)
         "CREATE TABLE IF NOT EXISTS usage_pool_days(day INTEGER NOT NULL, pool TEXT NOT NULL,"
         "  node_ms INTEGER NOT NULL, gpu_ms INTEGER NOT NULL, PRIMARY KEY(day, pool));"
         "CREATE TABLE IF NOT EXISTS usage_uses(day INTEGER NOT NULL, pool TEXT NOT NULL,"
-        "  project TEXT NOT NULL, queue TEXT NOT NULL, gpu_ms INTEGER NOT NULL,"
-        "  PRIMARY KEY(day, pool, project, queue));";
-    return store_sqlite_exec(s, schema, err);
+        "  project TEXT NOT NULL, queue TEXT NOT NULL, user TEXT NOT NULL DEFAULT '',"
+        "  gpu_ms INTEGER NOT NULL, PRIMARY KEY(day, pool, project, queue, user));";
+    int rc = store_sqlite_exec(s, schema, err);
+    if (rc)
+        return rc;
+    /* Ledgers from before per-user usage: the user joins the key, so the
+     * table is copied into the new shape (their rows' user is ""). */
+    sqlite3_stmt *probe = NULL;
+    if (sqlite3_prepare_v2(store_sqlite_db(s), "SELECT user FROM usage_uses LIMIT 0", -1, &probe,
+                           NULL) == SQLITE_OK) {
+        sqlite3_finalize(probe);
+        return 0;
+    }
+    sqlite3_finalize(probe);
+    return store_sqlite_exec(s,
+        "BEGIN IMMEDIATE;"
+        "CREATE TABLE usage_uses_by_user(day INTEGER NOT NULL, pool TEXT NOT NULL,"
+        "  project TEXT NOT NULL, queue TEXT NOT NULL, user TEXT NOT NULL DEFAULT '',"
+        "  gpu_ms INTEGER NOT NULL, PRIMARY KEY(day, pool, project, queue, user));"
+        "INSERT INTO usage_uses_by_user(day, pool, project, queue, user, gpu_ms)"
+        "  SELECT day, pool, project, queue, '', gpu_ms FROM usage_uses;"
+        "DROP TABLE usage_uses;"
+        "ALTER TABLE usage_uses_by_user RENAME TO usage_uses;"
+        "COMMIT;", err);
 }
 
 int store_usage_save(struct store *s, const struct usage_ledger *l, const struct pool *pools,
@@ -23,8 +44,8 @@ int store_usage_save(struct store *s, const struct usage_ledger *l, const struct
     sqlite3_stmt *day_st = NULL, *use_st = NULL;
     if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO usage_pool_days(day, pool, node_ms, gpu_ms)"
                                " VALUES(?,?,?,?)", -1, &day_st, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO usage_uses(day, pool, project, queue, gpu_ms)"
-                               " VALUES(?,?,?,?,?)", -1, &use_st, NULL) != SQLITE_OK) {
+        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO usage_uses(day, pool, project, queue, user,"
+                               " gpu_ms) VALUES(?,?,?,?,?,?)", -1, &use_st, NULL) != SQLITE_OK) {
         int rc = store_sqlite_fail(s, err, "prepare usage");
         sqlite3_finalize(day_st);
         return rc;
@@ -49,7 +70,8 @@ int store_usage_save(struct store *s, const struct usage_ledger *l, const struct
         sqlite3_bind_text(use_st, 2, pools[u->pool].name, -1, SQLITE_STATIC);
         sqlite3_bind_text(use_st, 3, u->project, -1, SQLITE_STATIC);
         sqlite3_bind_text(use_st, 4, u->queue, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(use_st, 5, u->gpu_ms);
+        sqlite3_bind_text(use_st, 5, u->user, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(use_st, 6, u->gpu_ms);
         rc = sqlite3_step(use_st) == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "store usage");
         sqlite3_reset(use_st);
     }
@@ -86,10 +108,11 @@ static int add_day(struct usage_ledger *l, sqlite3_stmt *st, int pool)
 
 static int add_use(struct usage_ledger *l, sqlite3_stmt *st, int pool)
 {
-    return usage_ledger_add_use(l, sqlite3_column_int64(st, 0), pool,
-                                (const char *)sqlite3_column_text(st, 2),
-                                (const char *)sqlite3_column_text(st, 3),
-                                sqlite3_column_int64(st, 4));
+    return usage_ledger_add_user_use(l, sqlite3_column_int64(st, 0), pool,
+                                     (const char *)sqlite3_column_text(st, 2),
+                                     (const char *)sqlite3_column_text(st, 3),
+                                     (const char *)sqlite3_column_text(st, 4),
+                                     sqlite3_column_int64(st, 5));
 }
 
 int store_usage_load(struct store *s, struct usage_ledger *l, const struct pool *pools, int npools,
@@ -98,7 +121,7 @@ int store_usage_load(struct store *s, struct usage_ledger *l, const struct pool 
     int rc = load_rows(s, "SELECT day, pool, node_ms, gpu_ms FROM usage_pool_days ORDER BY day",
                        pools, npools, add_day, l, err);
     if (!rc)
-        rc = load_rows(s, "SELECT day, pool, project, queue, gpu_ms FROM usage_uses ORDER BY day",
+        rc = load_rows(s, "SELECT day, pool, project, queue, user, gpu_ms FROM usage_uses ORDER BY day",
                        pools, npools, add_use, l, err);
     if (!rc)
         usage_ledger_clean(l);

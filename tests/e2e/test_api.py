@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -218,6 +219,68 @@ def test_a_retried_submit_with_an_idempotency_key_makes_its_jobs_once():
         assert len([n for n in names if n.startswith("arr")]) == 3, names
 
 
+def test_tokens_expire_can_be_listed_and_revoked():
+    with Cluster(agents=0) as c:
+        def token(name, **extra):
+            return c.api("POST", "/v1/tokens", {"name": name, "projects": ["default"], **extra},
+                         expect=201)
+        brief = token("brief", expires_in_s=1)
+        assert brief["expires"] is not None, brief
+        kept = token("kept")
+        assert c.request("GET", "/v1/jobs", token=brief["token"])[0] == 200
+        time.sleep(1.5)
+        status, out = c.request("GET", "/v1/jobs", token=brief["token"])
+        assert status == 401 and "expired" in out["error"]["message"], out
+
+        listed = {t["name"]: t for t in c.api("GET", "/v1/tokens")["tokens"]}
+        assert set(listed) == {"brief", "kept"} and listed["kept"]["expires"] is None, listed
+        assert all("token" not in t for t in listed.values()), "secrets are never listed"
+
+        assert c.api("DELETE", "/v1/tokens/kept")["tokens"] == 1
+        assert c.request("GET", "/v1/jobs", token=kept["token"])[0] == 401
+        assert c.request("DELETE", "/v1/tokens/kept")[0] == 404
+        assert c.request("GET", "/v1/tokens", token=brief["token"])[0] == 401
+        status, out = c.request("POST", "/v1/tokens",
+                                {"name": "x", "projects": ["p"], "expires_in_s": 0})
+        assert status == 400 and out["error"]["field"] == "expires_in_s", out
+
+        # The same through the CLI.
+        made = c.cli("token", "create", "--name", "carol", "--project", "default",
+                     "--expires", "12h", check=True)
+        carol = made.stdout.strip()
+        listed = c.cli("token", "list", check=True).stdout
+        assert "carol" in listed and "user" in listed and carol not in listed, listed
+        assert c.request("GET", "/v1/jobs", token=carol)[0] == 200
+        assert "revoked 1 token(s) named 'carol'" in c.cli("token", "revoke", "carol",
+                                                           check=True).stdout
+        assert c.request("GET", "/v1/jobs", token=carol)[0] == 401
+        bad = c.cli("token", "create", "--name", "d", "--project", "p", "--expires", "3 weeks")
+        assert bad.returncode == 2 and "--expires" in bad.stderr, bad.stderr
+        gone = c.cli("token", "revoke", "nobody")
+        assert gone.returncode != 0 and "no user token named 'nobody'" in gone.stderr, gone.stderr
+
+
+def test_guessing_tokens_is_cut_off_after_repeated_failures():
+    with Cluster(agents=0) as c:
+        codes = [c.request("GET", "/v1/jobs", token="guess-%d" % i)[0] for i in range(40)]
+        assert codes[:30] == [401] * 30 and set(codes[30:]) == {429}, codes
+        status, out = c.request("GET", "/v1/jobs")  # even a good token, from that address
+        assert status == 429 and "retry in" in out["error"]["message"], out
+        assert c.request("GET", "/healthz", token="")[0] == 200
+
+
+def test_a_live_nodes_name_cannot_be_taken_with_the_join_token():
+    with Cluster(agents=1) as c:
+        body = {"name": "node-1", "cpus": 1, "memory_mib": 1,
+                "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
+        status, out = c.request("POST", "/v1/agent/register", body, token=c.join)
+        assert status == 409 and out["error"]["field"] == "name", out
+        assert "alive" in out["error"]["message"], out
+        time.sleep(1)
+        assert c.node("node-1")["state"] == "ready", "the real agent keeps its node"
+        assert len(c.node("node-1")["gpus"]) == 4
+
+
 def test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder():
     with Cluster(agents=0) as c:
         same_data = subprocess.run(
@@ -271,7 +334,7 @@ def test_metrics_count_jobs_nodes_and_gpus():
         lines = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
         assert lines['tide_jobs{state="running",queue="default"}'] == "1", text
         assert lines['tide_nodes{state="ready"}'] == "2", text
-        assert lines["tide_gpus_total"] == "8", text
+        assert lines["tide_gpus"] == "8", text
         assert lines["tide_gpus_allocated"] == "3", text
         c.api("DELETE", f"/v1/jobs/{j['id']}")
 
@@ -312,6 +375,9 @@ if __name__ == "__main__":
         test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder,
         test_agent_numbers_out_of_range_are_refused_naming_the_field,
         test_a_retried_submit_with_an_idempotency_key_makes_its_jobs_once,
+        test_tokens_expire_can_be_listed_and_revoked,
+        test_guessing_tokens_is_cut_off_after_repeated_failures,
+        test_a_live_nodes_name_cannot_be_taken_with_the_join_token,
         test_project_tokens_cannot_see_or_touch_other_projects,
         test_metrics_count_jobs_nodes_and_gpus,
         test_server_refuses_a_bad_config_with_line_and_key,

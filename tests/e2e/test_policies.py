@@ -244,9 +244,9 @@ def test_gang_job_spans_nodes_all_or_nothing():
         os.makedirs(marks)
         script = (f'echo "$TIDE_GANG_RANK/$TIDE_GANG_SIZE $TIDE_GANG_NODES $CUDA_VISIBLE_DEVICES" '
                   f'> {marks}/rank$TIDE_GANG_RANK; sleep 1; echo rank$TIDE_GANG_RANK done')
-        # Too big for one node and not allowed more: waits, saying why.
-        single = c.submit(command=["true"], gpus=8)
-        wait_until(lambda: "8 GPUs" in (c.job(single["id"]).get("pending_reason") or ""), 10)
+        # Too big for one node and not allowed more: refused, saying why.
+        status, err = c.request("POST", "/v1/jobs", {"command": ["true"], "gpus": 8})
+        assert status == 400 and "8 GPUs" in err["error"]["message"], err
         # A partial gang never starts: node-1 has only 2 free GPUs, so 4+4 must wait.
         blocker = c.submit(command=["sleep", "4"], gpus=2)
         c.wait_state(blocker["id"], "running")
@@ -264,7 +264,6 @@ def test_gang_job_spans_nodes_all_or_nothing():
         assert lines[0][1] == lines[1][1] and set(lines[0][1].split(",")) == {"node-1", "node-2"}, lines
         assert all(len(l[2].split(",")) == 4 for l in lines), lines
         assert "rank0 done" in c.logs(gang["id"])
-        c.api("DELETE", f"/v1/jobs/{single['id']}")
         status, err = c.request("POST", "/v1/jobs", {"command": ["true"], "gpus": 100})
         assert status == 400 and "nodes" in err["error"]["message"], err
 

@@ -63,7 +63,7 @@ def test_local_pool_scales_from_zero_and_back_with_metered_cost():
         assert kinds.count("pool_scale_up") == 2 and kinds.count("node_released") == 2, kinds
         metrics = c.api("GET", "/metrics")
         assert 'tide_pool_nodes{pool="elastic",state="released"} 2' in metrics, metrics
-        assert 'tide_pool_cost_micros{pool="elastic",billing="on_demand"}' in metrics, metrics
+        assert 'tide_pool_cost_total{pool="elastic",billing="on_demand"}' in metrics, metrics
         out = c.cli("pools", check=True).stdout
         assert "elastic" in out, out
 
@@ -90,7 +90,13 @@ def test_exec_provider_is_retried_with_backoff_and_deletes_released_nodes():
             p = pool(c)
             assert p["provider_failures"] == 2, p
             assert p["nodes"]["failed"] == 2, p
-            assert 'tide_provider_failures_total{pool="elastic"} 2' in c.api("GET", "/metrics")
+            m = c.api("GET", "/metrics")
+            assert 'tide_provider_failures_total{pool="elastic"} 2' in m, m
+            assert 'tide_provider_call_failures_total{pool="elastic",call="create"} 2' in m, m
+            # The third create's result is recorded on the pool loop's next tick, which may come
+            # after its node has already registered and run the job.
+            wait_until(lambda: 'tide_provider_calls_total{pool="elastic",call="create"} 3'
+                       in c.api("GET", "/metrics"), 10, 0.2, what="the third create call counted")
             wait_until(lambda: os.path.exists(os.path.join(tmp, "deleted")), 40, 0.25,
                        what="the provider's delete")
             deleted = open(os.path.join(tmp, "deleted")).read().split()
@@ -236,8 +242,8 @@ def test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait():
             assert j["state"] == "pending" and "budget exhausted" in j.get("pending_reason", ""), j
             assert pool(c)["scale_ups"] == ups, pool(c)
             m = c.api("GET", "/metrics")
-            assert 'tide_project_budget_micros{project="vision",period="daily"} 3000000' in m, m
-            assert 'tide_project_budget_alert_pct{project="vision",period="daily"} 100' in m, m
+            assert 'tide_project_budget{project="vision",period="daily"} 3.000000' in m, m
+            assert 'tide_project_budget_alert_ratio{project="vision",period="daily"} 1.00' in m, m
             wait_until(lambda: os.path.exists(hook_out) and len(open(hook_out).read().split("\n")) >= 3,
                        10, 0.2, what="the alert hook")
             assert open(hook_out).read().split("\n")[:2] == ["vision daily 50", "vision daily 100"]

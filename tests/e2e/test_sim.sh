@@ -31,9 +31,23 @@ grep -q "1.44" "$dir/a.txt" || fail "avg JCT 1.44 h not in the table"
 grep -q "<svg" "$dir/a/report.html" || fail "no inline SVG"
 ! grep -qi "<script\|http://\|https://[a-z]" <(grep -v 'xmlns=' "$dir/a/report.html") || fail "html loads something"
 
+# Start-time ETAs: with the trace's durations as estimates, jobs 4-6 are
+# each due at 3600 s, when they start; report.json, the table and the HTML.
+"$tide" sim --trace "$data/sim/tiny.csv" --format csv --config "$data/sim/tiny.yaml" --eta \
+  --out "$dir/eta" >"$dir/eta.txt" 2>/dev/null || fail "--eta run"
+python3 - "$dir/eta/report.json" <<'PY' || fail "eta numbers"
+import json, sys
+e = json.load(open(sys.argv[1]))["eta"]
+assert e["waited"]["jobs"] == 3, e
+assert e["waited"]["abs_error_s"]["p90"] == 0.0 and e["unknown"] == 0, e
+assert e["by_basis"] == {"now": 3, "est_runtime": 3}, e
+PY
+grep -q "ETA: jobs that waited" "$dir/eta.txt" || fail "no ETA rows in the table"
+grep -q "<h2>Start-time ETAs</h2>" "$dir/eta/report.html" || fail "no ETA table in report.html"
+
 # The same trace under several configs, side by side.
-printf 'name: las\npolicy: las\n' >"$dir/las.yaml"
-printf 'name: sjf\npolicy: sjf\n' >"$dir/sjf.yaml"
+printf 'sim:\n  name: las\nscheduler:\n  policy: las\n' >"$dir/las.yaml"
+printf 'sim:\n  name: sjf\nscheduler:\n  policy: sjf\n' >"$dir/sjf.yaml"
 "$tide" sim --trace "$data/sim/tiny.csv" --format csv --config "$data/sim/tiny.yaml" --quiet \
   --compare "$dir/las.yaml" "$dir/sjf.yaml" --out "$dir/c" >"$dir/c.txt" || fail "compare"
 head -1 "$dir/c.txt" | grep -q "las.*sjf" || fail "compare header: $(head -1 "$dir/c.txt")"
@@ -127,7 +141,8 @@ grep -q "spot interruptions" "$dir/sp1.txt" || fail "no interruption rows in the
 grep -q "Spot interruptions and provider failures" "$dir/sp1/report.html" || fail "no spot table in report.html"
 # Drawn interruptions and failures repeat for a seed.
 cat >"$dir/rand.yaml" <<'YAML'
-name: seeded
+sim:
+  name: seeded
 pools:
   - name: spot
     gpus_per_node: 2

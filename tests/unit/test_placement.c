@@ -321,7 +321,20 @@ static void test_more_cpus_than_any_node_has_is_never(void **state)
     struct job job = fx_job(1, 1);
     job.cpus = FX_NODE_CPUS + 1;
     assert_int_equal(place(&job), PLACEMENT_NEVER);
-    assert_why_contains("CPUs/memory");
+    assert_why_contains("65 CPUs");
+}
+
+static void test_reason_names_no_cpus_or_memory_a_job_did_not_ask_for(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 8));
+    struct job job = fx_job(1, 16);
+    assert_int_equal(place(&job), PLACEMENT_NEVER);
+    assert_why_contains("16 GPUs");
+    if (strstr(why, "CPU") || strstr(why, "memory"))
+        print_error("reason '%s' mentions what the job did not ask for\n", why);
+    assert_null(strstr(why, "CPU"));
+    assert_null(strstr(why, "memory"));
 }
 
 static void test_cpus_in_use_is_not_now(void **state)
@@ -514,6 +527,7 @@ int main(void)
         T(test_fuller_node_is_preferred_when_load_is_equal),
         T(test_lost_node_is_never_chosen),
         T(test_more_cpus_than_any_node_has_is_never),
+        T(test_reason_names_no_cpus_or_memory_a_job_did_not_ask_for),
         T(test_cpus_in_use_is_not_now),
         T(test_more_memory_than_any_node_has_is_never),
         T(test_memory_in_use_is_not_now_and_another_node_is_used),

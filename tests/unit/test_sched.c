@@ -169,7 +169,34 @@ static void test_job_that_fits_nowhere_waits_with_a_reason(void **state)
     assert_int_equal(job->state, JOB_PENDING);
     assert_int_equal(job->attempt, 0);
     assert_non_null(strstr(job->wait_reason, "16 GPUs"));
+    assert_null(strstr(job->wait_reason, "CPU")); /* nobody asked for any */
     assert_int_equal(out.len, 0);
+}
+
+static void test_reason_of_a_job_behind_one_of_its_shape_names_only_what_it_asked(void **state)
+{
+    (void)state;
+    struct node n = fx_h200_node(1, 2);
+    n.gpus[0].job_id = n.gpus[1].job_id = 999;
+    add_node(n);
+    add_job(fx_job(1, 1));
+    add_job(fx_job(2, 1)); /* the same shape: passed over on job 1's failure */
+    struct job asks = fx_job(3, 1);
+    asks.cpus = 4;
+    add_job(asks);
+    assert_int_equal(pass(), 0);
+    for (int64_t id = 1; id <= 2; id++) {
+        const char *why = cluster_find_job(&c, id)->wait_reason;
+        if (!strstr(why, "1 free GPU") || strstr(why, "CPU") || strstr(why, "memory"))
+            print_error("job %lld: wait_reason '%s'\n", (long long)id, why);
+        assert_non_null(strstr(why, "1 free GPU"));
+        assert_null(strstr(why, "CPU"));
+        assert_null(strstr(why, "memory"));
+    }
+    const char *why = cluster_find_job(&c, 3)->wait_reason;
+    if (!strstr(why, "4 CPUs"))
+        print_error("job 3: wait_reason '%s'\n", why);
+    assert_non_null(strstr(why, "4 CPUs"));
 }
 
 static void test_wait_reason_is_cleared_once_placed(void **state)
@@ -742,6 +769,7 @@ int main(void)
         T(test_placed_job_is_starting_on_its_gpus_with_attempt_one),
         T(test_requeued_job_starts_its_next_attempt),
         T(test_job_that_fits_nowhere_waits_with_a_reason),
+        T(test_reason_of_a_job_behind_one_of_its_shape_names_only_what_it_asked),
         T(test_wait_reason_is_cleared_once_placed),
         T(test_big_job_that_does_not_fit_does_not_block_a_smaller_later_one),
         T(test_a_blocked_head_job_stops_the_pass_under_strict_fifo),

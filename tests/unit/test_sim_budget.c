@@ -36,7 +36,7 @@ static void test_alerts_at_hand_computed_times_and_a_hard_cap_holds(void **state
     for (int i = 0; i < 3; i++)
         assert_int_equal(trace_push(&t, &jobs[i]), 0);
     struct sim_config cfg;
-    sim_fx_config(&cfg, "{\"name\": \"budget\", \"pools\": [{\"name\": \"small\", \"nodes\": 1,"
+    sim_fx_config(&cfg, "{\"sim\": {\"name\": \"budget\"}, \"pools\": [{\"name\": \"small\", \"nodes\": 1,"
                       " \"gpus_per_node\": 2, \"price_per_gpu_hour\": 1.00}],"
                       " \"projects\": [{\"name\": \"a\", \"budget_daily\": 2.00,"
                       " \"alert_pct\": [50, 100], \"hard_cap\": true}]}");
@@ -148,7 +148,7 @@ static void test_a_held_project_gets_no_nodes(void **state)
         assert_int_equal(trace_push(&t, &jobs[i]), 0);
     struct sim_config cfg;
     sim_fx_config(&cfg, "{\"pools\": [{\"name\": \"burst\", \"gpus_per_node\": 2,"
-                      " \"gpu_model\": \"V100\", \"gpu_memory\": 16384, \"min_nodes\": 0,"
+                      " \"gpu\": \"V100\", \"gpu_memory_mib\": 16384, \"min_nodes\": 0,"
                       " \"max_nodes\": 2, \"boot_time_s\": 60, \"price_per_node_hour\": 3.60,"
                       " \"scale_down_window_s\": 300, \"cooldown_s\": 0}],"
                       " \"projects\": [{\"name\": \"a\", \"budget_daily\": 1.00,"
@@ -244,7 +244,7 @@ static void test_a_budget_for_a_project_not_in_the_trace_is_an_error(void **stat
     struct trace_job j = sim_fx_job(0, 60, 1, "a");
     assert_int_equal(trace_push(&t, &j), 0);
     struct sim_config cfg;
-    sim_fx_config(&cfg, "{\"name\": \"typo\", \"pools\": [{\"name\": \"small\", \"nodes\": 1,"
+    sim_fx_config(&cfg, "{\"sim\": {\"name\": \"typo\"}, \"pools\": [{\"name\": \"small\", \"nodes\": 1,"
                       " \"gpus_per_node\": 2, \"price_per_gpu_hour\": 1.00}],"
                       " \"projects\": [{\"name\": \"aa\", \"budget_daily\": 2.00}]}");
     struct sim_result res;

@@ -363,7 +363,7 @@ static void test_config_from_json_names_the_bad_key(void **state)
     struct sim_config cfg;
     sim_config_defaults(&cfg);
     struct tide_err err = {0};
-    json_t *ok = json_loads("{\"policy\":\"las\",\"pools\":[{\"name\":\"a\",\"nodes\":2,"
+    json_t *ok = json_loads("{\"scheduler\":{\"policy\":\"las\"},\"pools\":[{\"name\":\"a\",\"nodes\":2,"
                             "\"gpus_per_node\":4,\"price_per_gpu_hour\":2.48}]}", 0, NULL);
     assert_int_equal(sim_config_from_json(&cfg, ok, &err), 0);
     assert_int_equal(cfg.pools[0].price_per_gpu_hour_micros, 2480000);

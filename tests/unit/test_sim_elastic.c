@@ -19,8 +19,8 @@
 static void burst_config(struct sim_config *cfg)
 {
     sim_fx_config(cfg,
-        "{\"name\": \"burst\", \"pools\": [{\"name\": \"burst\", \"gpus_per_node\": 2,"
-        " \"gpu_model\": \"V100\", \"gpu_memory\": 16384, \"min_nodes\": 0, \"max_nodes\": 2,"
+        "{\"sim\": {\"name\": \"burst\"}, \"pools\": [{\"name\": \"burst\", \"gpus_per_node\": 2,"
+        " \"gpu\": \"V100\", \"gpu_memory_mib\": 16384, \"min_nodes\": 0, \"max_nodes\": 2,"
         " \"boot_time_s\": 60, \"price_per_node_hour\": 3.60, \"billing\": \"on_demand\","
         " \"scale_down_window_s\": 300, \"cooldown_s\": 0}]}");
     assert_true(sim_config_elastic(cfg));
@@ -168,12 +168,15 @@ static void test_elastic_run_is_deterministic(void **state)
     trace_release(&t);
 }
 
-/* Elastic keys need max_nodes; nodes and max_nodes do not mix. */
+/* A pool is elastic unless it gives nodes: (tide.yaml's rule); elastic
+ * keys do not mix with nodes:, nor nodes with max_nodes. */
 static void test_elastic_config_errors(void **state)
 {
     (void)state;
     const char *bad[] = {
-        "{\"pools\": [{\"name\": \"p\", \"min_nodes\": 1}]}",
+        "{\"pools\": [{\"name\": \"p\", \"nodes\": 2, \"boot_time_s\": 60}]}",
+        "{\"pools\": [{\"name\": \"p\", \"nodes\": 2, \"interruptions_per_node_hour\": 1}]}",
+        "{\"pools\": [{\"nodes\": 2}]}",
         "{\"pools\": [{\"name\": \"p\", \"nodes\": 2, \"max_nodes\": 3}]}",
         "{\"pools\": [{\"name\": \"p\", \"max_nodes\": 3, \"billing\": \"barter\"}]}",
     };
@@ -191,8 +194,16 @@ static void test_elastic_config_errors(void **state)
     json_error_t jerr;
     json_t *root = json_loads("{\"pools\": [{\"name\": \"p\", \"max_nodes\": 1, \"min_nodes\": 2}]}", 0, &jerr);
     struct tide_err err = {0};
+    assert_int_equal(sim_config_from_json(&cfg, root, &err), TIDE_EINVAL);
+    assert_string_equal(err.field, "pools[0].min_nodes");
+    json_decref(root);
+    /* Without nodes: or max_nodes, a pool is elastic with tide.yaml's defaults. */
+    sim_config_defaults(&cfg);
+    root = json_loads("{\"pools\": [{\"name\": \"p\", \"min_nodes\": 1}]}", 0, &jerr);
     assert_int_equal(sim_config_from_json(&cfg, root, &err), 0);
-    assert_int_equal(sim_config_validate(&cfg, &err), TIDE_EINVAL);
+    assert_true(cfg.pools[0].elastic);
+    assert_int_equal(cfg.pools[0].core.max_nodes, 4);
+    assert_string_equal(cfg.pools[0].gpu_model, "H200");
     json_decref(root);
 }
 

@@ -23,8 +23,8 @@ static void pool_config(struct sim_config *cfg, const char *extra)
 {
     char text[2048];
     snprintf(text, sizeof text,
-             "{\"name\": \"spot\", \"pools\": [{\"name\": \"spot\", \"gpus_per_node\": 2,"
-             " \"gpu_model\": \"V100\", \"gpu_memory\": 16384, \"min_nodes\": 0, \"max_nodes\": 2,"
+             "{\"sim\": {\"name\": \"spot\"}, \"pools\": [{\"name\": \"spot\", \"gpus_per_node\": 2,"
+             " \"gpu\": \"V100\", \"gpu_memory_mib\": 16384, \"min_nodes\": 0, \"max_nodes\": 2,"
              " \"boot_time_s\": 60, \"price_per_node_hour\": 3.60, \"scale_down_window_s\": 300,"
              " \"cooldown_s\": 0%s}]}",
              extra);

@@ -160,6 +160,29 @@ static void test_seconds_parse_exactly(void **state)
     assert_int_equal(trace_parse_seconds_ms("-1", &ms), -1);
 }
 
+static void test_datetimes_are_read_as_utc(void **state)
+{
+    (void)state;
+    int64_t s;
+    assert_int_equal(trace_parse_datetime_s("1970-01-01 00:00:00", &s), 0);
+    assert_int_equal(s, 0);
+    assert_int_equal(trace_parse_datetime_s("2017-10-03 08:27:51", &s), 0);
+    assert_int_equal(s, 1507019271);
+    assert_int_equal(trace_parse_datetime_s("2000-02-29 12:00:00", &s), 0); /* leap day */
+    assert_int_equal(s, 951825600);
+    assert_int_equal(trace_parse_datetime_s("2100-03-01 00:00:00", &s), 0); /* 2100: no leap */
+    assert_int_equal(s, 4107542400);
+    /* -1 is a real second, not an error. */
+    assert_int_equal(trace_parse_datetime_s("1969-12-31 23:59:59", &s), 0);
+    assert_int_equal(s, -1);
+    /* Daylight saving does not exist in UTC, whatever TZ says. */
+    assert_int_equal(trace_parse_datetime_s("2020-03-08 02:30:00", &s), 0);
+    assert_int_equal(s, 1583634600);
+    assert_int_equal(trace_parse_datetime_s("2017-13-01 00:00:00", &s), -1);
+    assert_int_equal(trace_parse_datetime_s("2017-10-03 08:27:51Z", &s), -1);
+    assert_int_equal(trace_parse_datetime_s("2017-10-03", &s), -1);
+}
+
 static void test_synthetic_trace_is_the_same_for_a_seed(void **state)
 {
     (void)state;
@@ -375,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_tide_csv_reads_gpu_util),
         cmocka_unit_test(test_a_file_with_no_usable_rows_is_an_error),
         cmocka_unit_test(test_seconds_parse_exactly),
+        cmocka_unit_test(test_datetimes_are_read_as_utc),
         cmocka_unit_test(test_synthetic_trace_is_the_same_for_a_seed),
         cmocka_unit_test(test_size_mix_rejects_garbage),
         cmocka_unit_test(test_real_philly_trace_reads_every_row),

@@ -220,6 +220,92 @@ static void test_group_words_parse_and_bad_ones_are_named(void **state)
     assert_string_equal(bad, "month");
 }
 
+static void test_report_by_user_splits_a_project_between_its_submitters(void **state)
+{
+    (void)state;
+    struct pool p;
+    pool_defaults(&p);
+    snprintf(p.name, sizeof p.name, "p");
+    p.gpus_per_node = 4;
+    p.price_per_node_hour_micros = 4000000;
+    struct usage_ledger l;
+    usage_ledger_init(&l);
+    assert_int_equal(usage_ledger_add_pool(&l, 0, 0, HOUR, 3 * HOUR), 0);
+    assert_int_equal(usage_ledger_add_user_use(&l, 0, 0, "alpha", "q", "ann", HOUR), 0);
+    assert_int_equal(usage_ledger_add_user_use(&l, 0, 0, "alpha", "q", "bob", HOUR), 0);
+    assert_int_equal(usage_ledger_add_user_use(&l, 0, 0, "alpha", "q", "ann", HOUR), 0);
+    assert_int_equal(l.nuses, 2);
+    struct usage_report r;
+    assert_int_equal(usage_ledger_report(&l, &p, 1, USAGE_BY_USER, 0, 10, NULL, &r), 0);
+    assert_int_equal(r.nrows, 3); /* ann, bob, idle */
+    assert_string_equal(r.rows[0].user, "ann");
+    assert_int_equal(r.rows[0].gpu_ms, 2 * HOUR);
+    assert_int_equal(r.rows[0].cost_micros, 2000000);
+    assert_string_equal(r.rows[1].user, "bob");
+    assert_int_equal(r.rows[1].cost_micros, 1000000);
+    assert_true(r.rows[2].idle);
+    usage_report_release(&r);
+    /* By project alone the two users fold into one row. */
+    assert_int_equal(usage_ledger_report(&l, &p, 1, USAGE_BY_PROJECT, 0, 10, NULL, &r), 0);
+    assert_int_equal(r.nrows, 2);
+    assert_int_equal(r.rows[0].gpu_ms, 3 * HOUR);
+    usage_report_release(&r);
+    usage_ledger_release(&l);
+    char bad[32];
+    assert_int_equal(usage_group_parse("user,project", bad), USAGE_BY_USER | USAGE_BY_PROJECT);
+}
+
+static void test_nodes_joined_by_hand_are_metered_by_project_and_user(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_init(&c);
+    struct node hand = fx_h200_node(1, 4); /* no pool */
+    struct node pooled = fx_h200_node(2, 4);
+    snprintf(pooled.pool, sizeof pooled.pool, "p");
+    struct node lost = fx_h200_node(3, 4);
+    lost.state = NODE_LOST;
+    assert_non_null(cluster_put_node(&c, &hand));
+    assert_non_null(cluster_put_node(&c, &pooled));
+    assert_non_null(cluster_put_node(&c, &lost));
+    struct job j = fx_job(10, 2);
+    snprintf(j.project, sizeof j.project, "alpha");
+    snprintf(j.user, sizeof j.user, "ann");
+    assert_non_null(fx_add_running(&c, j, 1, 23 * HOUR));
+    struct job k = fx_job(11, 1);
+    assert_non_null(fx_add_running(&c, k, 2, 23 * HOUR)); /* on the pool's node: billing's */
+    struct usage_ledger l;
+    usage_ledger_init(&l);
+    /* 23:00 to 01:00: split at midnight; static pseudo-pool index 1. */
+    assert_int_equal(usage_meter_static(&l, &c, 1, 23 * HOUR, DAY + HOUR), 0);
+    assert_int_equal(l.ndays, 2);
+    assert_int_equal(l.days[0].pool, 1);
+    assert_int_equal(l.days[0].node_ms, 4 * HOUR); /* 4 GPUs of the ready node, 1 h */
+    assert_int_equal(l.days[0].gpu_ms, 2 * HOUR);
+    assert_int_equal(l.nuses, 2);
+    assert_string_equal(l.uses[0].project, "alpha");
+    assert_string_equal(l.uses[0].user, "ann");
+    assert_int_equal(l.uses[0].gpu_ms + l.uses[1].gpu_ms, 4 * HOUR);
+    struct pool pools[2];
+    pool_defaults(&pools[0]);
+    pool_defaults(&pools[1]);
+    pools[1].gpus_per_node = 1;
+    pools[1].price_per_node_hour_micros = 0;
+    struct usage_report r;
+    assert_int_equal(usage_ledger_report(&l, pools, 2, USAGE_BY_USER | USAGE_BY_POOL, 0, 10, NULL, &r), 0);
+    assert_int_equal(r.nrows, 2);
+    assert_string_equal(r.rows[0].user, "ann");
+    assert_int_equal(r.rows[0].pool, 1);
+    assert_int_equal(r.rows[0].gpu_ms, 4 * HOUR);
+    assert_int_equal(r.rows[0].cost_micros, 0);
+    assert_true(r.rows[1].idle);
+    assert_int_equal(r.rows[1].gpu_ms, 4 * HOUR);
+    assert_int_equal(r.total.provisioned_gpu_ms, 8 * HOUR);
+    usage_report_release(&r);
+    usage_ledger_release(&l);
+    cluster_release(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +316,8 @@ int main(void)
         cmocka_unit_test(test_an_empty_ledger_or_range_reports_nothing),
         cmocka_unit_test(test_a_project_filter_keeps_its_rows_whatever_the_grouping),
         cmocka_unit_test(test_group_words_parse_and_bad_ones_are_named),
+        cmocka_unit_test(test_report_by_user_splits_a_project_between_its_submitters),
+        cmocka_unit_test(test_nodes_joined_by_hand_are_metered_by_project_and_user),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

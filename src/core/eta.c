@@ -1,0 +1,488 @@
+/* Start-time ETAs from a forward run of free GPU counts (see eta.h). */
+#include "core/eta.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tide_err.h"
+#include "core/gang.h"
+#include "core/gpu_share.h"
+#include "core/placement.h"
+#include "core/queue.h"
+
+#include "core/core_banned.h"
+
+#define MAXG TIDE_MAX_GPUS_PER_NODE
+
+void eta_plan_init(struct eta_plan *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+void eta_plan_release(struct eta_plan *p)
+{
+    if (!p)
+        return;
+    free(p->nodes);
+    free(p->free);
+    free(p->size);
+    free(p->next);
+    free(p->prev);
+    free(p->heap);
+    free(p->items);
+    free(p->by_size);
+    free(p->special);
+    memset(p, 0, sizeof *p);
+}
+
+static int grow(void **buf, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 16;
+    while (n < need)
+        n *= 2;
+    void *b = realloc(*buf, n * size);
+    if (!b)
+        return TIDE_ENOMEM;
+    *buf = b;
+    *cap = n;
+    return 0;
+}
+
+/* --- nodes by free GPU count --- */
+
+static void bucket_remove(struct eta_plan *p, int32_t i)
+{
+    int f = p->free[i];
+    if (p->prev[i] >= 0)
+        p->next[p->prev[i]] = p->next[i];
+    else
+        p->head[f] = p->next[i];
+    if (p->next[i] >= 0)
+        p->prev[p->next[i]] = p->prev[i];
+    p->count[f]--;
+}
+
+static void bucket_insert(struct eta_plan *p, int32_t i)
+{
+    int f = p->free[i];
+    p->prev[i] = -1;
+    p->next[i] = p->head[f];
+    if (p->head[f] >= 0)
+        p->prev[p->head[f]] = i;
+    p->head[f] = i;
+    p->count[f]++;
+    if (f > p->max_free)
+        p->max_free = f;
+}
+
+static void set_free(struct eta_plan *p, int32_t i, int f)
+{
+    if (f < 0)
+        f = 0; /* a reservation whose GPUs came late: estimates were off */
+    if (f > p->size[i])
+        f = p->size[i];
+    bucket_remove(p, i);
+    p->free[i] = f;
+    bucket_insert(p, i);
+    while (p->max_free > 0 && p->count[p->max_free] == 0)
+        p->max_free--;
+}
+
+/* --- events --- */
+
+static bool event_before(const struct eta_event *a, const struct eta_event *b)
+{
+    return a->t_ms != b->t_ms ? a->t_ms < b->t_ms : a->kind < b->kind;
+}
+
+static int push_event(struct eta_plan *p, struct eta_event ev)
+{
+    if (grow((void **)&p->heap, &p->heap_cap, p->nheap + 1, sizeof *p->heap))
+        return TIDE_ENOMEM;
+    size_t i = p->nheap++;
+    while (i > 0 && event_before(&ev, &p->heap[(i - 1) / 2])) {
+        p->heap[i] = p->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    p->heap[i] = ev;
+    return 0;
+}
+
+static struct eta_event pop_event(struct eta_plan *p)
+{
+    struct eta_event top = p->heap[0], last = p->heap[--p->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= p->nheap)
+            break;
+        if (c + 1 < p->nheap && event_before(&p->heap[c + 1], &p->heap[c]))
+            c++;
+        if (!event_before(&p->heap[c], &last))
+            break;
+        p->heap[i] = p->heap[c];
+        i = c;
+    }
+    if (p->nheap)
+        p->heap[i] = last;
+    return top;
+}
+
+/* --- the cluster now --- */
+
+static bool gpu_plannable(const struct gpu *g)
+{
+    return !g->mig_mode && g->mig_profile[0] == '\0';
+}
+
+static int32_t plan_index_of(const struct eta_plan *p, const struct node *n)
+{
+    size_t lo = 0, hi = p->nnodes;
+    while (lo < hi) { /* plan nodes are in cluster order: search by address */
+        size_t mid = (lo + hi) / 2;
+        if (p->nodes[mid] < n)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->nnodes && p->nodes[lo] == n ? (int32_t)lo : -1;
+}
+
+static int plan_nodes(struct eta_plan *p, struct cluster *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->nnodes; i++)
+        n += c->nodes[i].state == NODE_READY;
+    size_t cap = p->nodes_cap;
+    if (grow((void **)&p->nodes, &cap, n, sizeof *p->nodes))
+        return TIDE_ENOMEM;
+    if (cap != p->nodes_cap) {
+        int32_t *a[4];
+        for (int k = 0; k < 4; k++)
+            if (!(a[k] = malloc(cap * sizeof(int32_t)))) {
+                while (k--)
+                    free(a[k]);
+                return TIDE_ENOMEM;
+            }
+        free(p->free), free(p->size), free(p->next), free(p->prev);
+        p->free = a[0], p->size = a[1], p->next = a[2], p->prev = a[3];
+        p->nodes_cap = cap;
+    }
+    for (int f = 0; f <= MAXG; f++)
+        p->head[f] = -1, p->count[f] = 0;
+    p->max_free = 0;
+    p->nnodes = 0;
+    p->any_spot = false;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        struct node *node = &c->nodes[i];
+        if (node->state != NODE_READY)
+            continue;
+        int32_t k = (int32_t)p->nnodes++;
+        int size = 0, free_now = 0;
+        for (int g = 0; g < node->ngpus; g++)
+            if (gpu_plannable(&node->gpus[g])) {
+                size++;
+                free_now += gpu_is_free(&node->gpus[g]);
+            }
+        p->nodes[k] = node;
+        p->size[k] = size;
+        p->free[k] = free_now;
+        p->any_spot |= node->spot;
+        bucket_insert(p, k);
+    }
+    return 0;
+}
+
+/* The plannable GPUs job holds on node. */
+static int held_on(const struct job *job, const struct node *node)
+{
+    int idx[MAXG], n = job_gpus_on_node(job, node->id, idx), held = 0;
+    for (int i = 0; i < n; i++)
+        for (int g = 0; g < node->ngpus; g++)
+            if (node->gpus[g].index == idx[i]) {
+                /* a shared GPU is not counted free now, nor when one sharer ends */
+                held += gpu_plannable(&node->gpus[g]) && node->gpus[g].job_id == job->id;
+                break;
+            }
+    return held;
+}
+
+/* Ends of the jobs on nodes, and the reservation a job holds. */
+static int plan_running(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
+                        int64_t now_ms)
+{
+    for (size_t j = 0; j < c->njobs; j++) {
+        const struct job *job = &c->jobs[j];
+        if (!job_state_is_on_node(job->state))
+            continue;
+        enum eta_basis basis = ETA_BASIS_NOW;
+        int64_t end = now_ms; /* a job being stopped frees its GPUs about now */
+        if (job->state != JOB_PREEMPTED && !job->cancel_requested && !job->reclaim_requested)
+            end += eta_estimator_remaining_ms(est, job, now_ms - job->start_ms, &basis);
+        for (int part = -1; part < job->nparts; part++) {
+            struct node *n =
+                cluster_find_node(c, part < 0 ? job->node_id : job->parts[part].node_id);
+            int32_t k = n && n->state == NODE_READY ? plan_index_of(p, n) : -1;
+            int held = k >= 0 ? held_on(job, n) : 0;
+            if (held &&
+                push_event(p, (struct eta_event){
+                                  .t_ms = end, .node = k, .delta = held, .basis = (uint8_t)basis}))
+                return TIDE_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* A reserved job starts at its reservation on its node, which keeps its
+ * free GPUs for it until then (EASY). */
+static int plan_reservation(struct eta_plan *p, struct cluster *c, struct eta_item *it,
+                            int64_t now_ms)
+{
+    struct job *job = it->job;
+    struct node *n = cluster_find_node(c, job->reserved_node_id);
+    int32_t k = n && n->state == NODE_READY ? plan_index_of(p, n) : -1;
+    if (k < 0 || job->gpus > p->size[k])
+        return 0; /* planned as any other job */
+    int64_t start = job->reserved_start_ms > now_ms ? job->reserved_start_ms : now_ms;
+    int hold = p->free[k] < job->gpus ? p->free[k] : job->gpus;
+    set_free(p, k, p->free[k] - hold);
+    it->done = true;
+    job->eta_start_ms = start;
+    job->eta_basis = ETA_BASIS_RESERVATION;
+    uint8_t held = (uint8_t)eta_basis_weaker(ETA_BASIS_RESERVATION, it->run_basis);
+    if (push_event(p, (struct eta_event){.t_ms = start,
+                                         .node = k,
+                                         .delta = hold - job->gpus,
+                                         .basis = ETA_BASIS_RESERVATION,
+                                         .kind = 1}) ||
+        push_event(p,
+                   (struct eta_event){
+                       .t_ms = start + it->run_ms, .node = k, .delta = job->gpus, .basis = held}))
+        return TIDE_ENOMEM;
+    return 0;
+}
+
+/* --- placing --- */
+
+/* Whole GPUs on one node, any ready node (spot allowed where there is
+ * one): the free counts alone say where it fits. */
+static bool any_node_will_do(const struct eta_plan *p, const struct job *job)
+{
+    return job->gpus <= MAXG && job->max_nodes <= 1 && job->gpu_model[0] == '\0' &&
+           job->gpu_memory_mib == 0 && job->mig[0] == '\0' &&
+           (!job->rules || job->rules->npools == 0) &&
+           (!p->any_spot || job->preemptible || (job->rules && job->rules->allow_spot));
+}
+
+/* The node with the fewest free GPUs that still has k (best fit); -1: none. */
+static int32_t best_fit(const struct eta_plan *p, int k)
+{
+    for (int f = k; f <= p->max_free; f++)
+        if (p->head[f] >= 0)
+            return p->head[f];
+    return -1;
+}
+
+static bool node_takes(const struct eta_plan *p, int32_t i, const struct job *job, int share)
+{
+    const struct node *n = p->nodes[i];
+    if (p->free[i] < share || !queue_allows_node(job, n))
+        return false;
+    for (int g = 0; g < n->ngpus; g++)
+        if (gpu_plannable(&n->gpus[g]))
+            return placement_gpu_matches(&n->gpus[g], job);
+    return false;
+}
+
+/* Whether a special job fits now: its nodes (best fit first) into out, and
+ * how many; 0 when it does not. */
+static int special_fits(const struct eta_plan *p, const struct job *job, int32_t *out, int *share)
+{
+    int k = gpu_job_wants_slice(job) ? 1 : job->gpus;
+    bool plain = job->gpu_model[0] == '\0' && job->gpu_memory_mib == 0 &&
+                 (!job->rules || job->rules->npools == 0) && !p->any_spot;
+    for (int m = 1; m; m = job->max_nodes > 1 ? gang_next_split(job, m) : 0) {
+        int s = k / m;
+        if (s > MAXG || s > p->max_free)
+            continue;
+        if (plain) { /* the counts say whether m nodes have s free */
+            int have = 0;
+            for (int f = s; f <= p->max_free && have < m; f++)
+                have += p->count[f];
+            if (have < m)
+                continue;
+        }
+        int found = 0;
+        for (int f = s; f <= p->max_free && found < m; f++)
+            for (int32_t i = p->head[f]; i >= 0 && found < m; i = p->next[i])
+                if (node_takes(p, i, job, s))
+                    out[found++] = i;
+        if (found == m) {
+            *share = s;
+            return m;
+        }
+    }
+    return 0;
+}
+
+static int start_item(struct eta_plan *p, struct eta_item *it, const int32_t *nodes, int n,
+                      int share, int64_t t, enum eta_basis basis)
+{
+    it->done = true;
+    it->job->eta_start_ms = t;
+    it->job->eta_basis = basis;
+    uint8_t held = (uint8_t)eta_basis_weaker(basis, (enum eta_basis)it->run_basis);
+    for (int i = 0; i < n; i++) {
+        set_free(p, nodes[i], p->free[nodes[i]] - share);
+        if (push_event(
+                p, (struct eta_event){
+                       .t_ms = t + it->run_ms, .node = nodes[i], .delta = share, .basis = held}))
+            return TIDE_ENOMEM;
+    }
+    return 0;
+}
+
+/* At t, starts every waiting job that fits, in order, as a pass would. */
+static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
+{
+    for (;;) {
+        int32_t best = INT32_MAX;
+        int best_k = 0;
+        for (int k = 1; k <= p->max_free; k++)
+            if (p->size_head[k] < p->size_start[k + 1] && p->by_size[p->size_head[k]] < best) {
+                best = p->by_size[p->size_head[k]];
+                best_k = k;
+            }
+        while (p->special_head < p->nspecial && p->items[p->special[p->special_head]].done)
+            p->special_head++;
+        int32_t nodes[TIDE_MAX_GANG_NODES];
+        int share = 0, n = 0;
+        for (size_t s = p->special_head; s < p->nspecial && p->special[s] < best; s++) {
+            const struct eta_item *it = &p->items[p->special[s]];
+            if (it->done || it->failed_at_ms == t)
+                continue;
+            if (it->min_share <= p->max_free && (n = special_fits(p, it->job, nodes, &share)) > 0) {
+                best = p->special[s];
+                best_k = 0;
+                break;
+            }
+            p->items[p->special[s]].failed_at_ms = t;
+        }
+        if (best == INT32_MAX)
+            return 0;
+        int rc;
+        if (best_k) {
+            p->size_head[best_k]++;
+            int32_t node = best_fit(p, best_k);
+            rc = start_item(p, &p->items[best], &node, 1, best_k, t, basis);
+        } else {
+            rc = start_item(p, &p->items[best], nodes, n, share, t, basis);
+        }
+        if (rc)
+            return rc;
+    }
+}
+
+static int plan_items(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
+                      struct job *const *order, size_t n, int64_t now_ms)
+{
+    if (grow((void **)&p->items, &p->items_cap, n, sizeof *p->items) ||
+        grow((void **)&p->by_size, &p->by_size_cap, n, sizeof *p->by_size) ||
+        grow((void **)&p->special, &p->special_cap, n, sizeof *p->special))
+        return TIDE_ENOMEM;
+    p->nitems = p->nspecial = p->special_head = 0;
+    int32_t sizes[MAXG + 2] = {0};
+    for (size_t i = 0; i < n; i++) {
+        struct job *job = order[i];
+        if (job->state != JOB_PENDING)
+            continue;
+        if (job->gpus <= 0) {
+            job->eta_start_ms = job->not_before_ms > now_ms ? job->not_before_ms : now_ms;
+            job->eta_basis = ETA_BASIS_NOW;
+            continue;
+        }
+        if (job->mig[0])
+            continue; /* MIG instances are not planned */
+        struct eta_item *it = &p->items[p->nitems];
+        enum eta_basis rb;
+        *it = (struct eta_item){.job = job, .failed_at_ms = -1};
+        it->run_ms = eta_estimator_remaining_ms(est, job, 0, &rb);
+        it->run_basis = (uint8_t)rb;
+        it->special = !any_node_will_do(p, job) || gpu_job_wants_slice(job);
+        it->min_share = gpu_job_wants_slice(job) ? 1 : job->gpus;
+        for (int m = job->max_nodes > 1 ? gang_next_split(job, 1) : 0; m;
+             m = gang_next_split(job, m))
+            if (job->gpus / m < it->min_share)
+                it->min_share = job->gpus / m;
+        if (job->reserved_start_ms > 0) {
+            int rc = plan_reservation(p, c, it, now_ms);
+            if (rc)
+                return rc;
+        }
+        if (!it->done && it->special)
+            p->special[p->nspecial++] = (int32_t)p->nitems;
+        else if (!it->done)
+            sizes[job->gpus]++;
+        p->nitems++;
+    }
+    p->size_start[1] = 0;
+    for (int k = 1; k <= MAXG; k++)
+        p->size_start[k + 1] = p->size_start[k] + sizes[k];
+    for (int k = 1; k <= MAXG; k++)
+        p->size_head[k] = p->size_start[k];
+    for (size_t i = 0; i < p->nitems; i++) {
+        const struct eta_item *it = &p->items[i];
+        if (!it->done && !it->special)
+            p->by_size[p->size_head[it->job->gpus]++] = (int32_t)i;
+    }
+    for (int k = 1; k <= MAXG; k++)
+        p->size_head[k] = p->size_start[k];
+    return 0;
+}
+
+static int plan(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
+                struct job *const *order, size_t n, int64_t now_ms)
+{
+    p->nheap = 0;
+    int rc = plan_nodes(p, c);
+    if (!rc)
+        rc = plan_running(p, c, est, now_ms);
+    if (!rc)
+        rc = plan_items(p, c, est, order, n, now_ms);
+    if (!rc)
+        rc = place_round(p, now_ms, ETA_BASIS_NOW);
+    while (!rc && p->nheap > 0) {
+        int64_t t = p->heap[0].t_ms;
+        enum eta_basis basis = ETA_BASIS_NOW;
+        while (p->nheap > 0 && p->heap[0].t_ms == t) {
+            struct eta_event ev = pop_event(p);
+            set_free(p, ev.node, p->free[ev.node] + ev.delta);
+            basis = eta_basis_weaker(basis, (enum eta_basis)ev.basis);
+        }
+        rc = place_round(p, t, basis);
+    }
+    return rc;
+}
+
+int eta_plan_run(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
+                 struct job *const *order, size_t n, int64_t now_ms)
+{
+    struct eta_estimator nothing;
+    if (!est) {
+        eta_estimator_init(&nothing, 0);
+        est = &nothing;
+    }
+    for (size_t j = 0; j < c->njobs; j++)
+        if (c->jobs[j].state == JOB_PENDING) {
+            c->jobs[j].eta_start_ms = 0;
+            c->jobs[j].eta_basis = ETA_BASIS_UNKNOWN;
+        }
+    int rc = plan(p, c, est, order, n, now_ms);
+    if (rc)
+        for (size_t j = 0; j < n; j++)
+            order[j]->eta_start_ms = 0, order[j]->eta_basis = ETA_BASIS_UNKNOWN;
+    return rc;
+}

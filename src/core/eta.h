@@ -1,0 +1,83 @@
+/*
+ * Start-time ETAs for pending jobs: a forward run of the scheduler's own
+ * rule on a copy of the free GPU counts. GPUs of ready nodes come free as
+ * their holders' expected runs end (eta_estimate.h: est_runtime,
+ * max_runtime, or learned); at now and at each such end, the pending
+ * jobs are taken in the scheduler's order and every one that fits is
+ * started (a job that does not fit holds nothing, as in a pass), for its
+ * own expected run. A job's ETA is when it starts in that run; one that
+ * holds a backfill reservation starts at the reservation, on its node, and
+ * holds that node's free GPUs until then. Pure: now is passed in; the
+ * plan's scratch is reused from call to call.
+ *
+ * What it leaves out: jobs not yet submitted, CPUs, memory and queue caps,
+ * nodes still booting, and GPUs shared by memory (not counted free); MIG
+ * instances get no ETA, a share is planned as a whole GPU, and a node is
+ * taken to have one GPU model (its first GPU's). Cost: O((running parts +
+ * pending) x (log + GPU sizes asked)) for jobs that may use any node;
+ * a job with a GPU model, memory, pool rules or a gang split that the
+ * counts do not settle scans the nodes when it is considered.
+ */
+#ifndef TIDE_ETA_H
+#define TIDE_ETA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/cluster.h"
+#include "core/eta_estimate.h"
+
+/* GPUs coming free on (delta > 0) or taken from (< 0) a plan node at t. */
+struct eta_event {
+    int64_t t_ms;
+    int32_t node;
+    int32_t delta;
+    uint8_t basis;
+    uint8_t kind; /* 0: an end; 1: a reservation begins (after the ends at t) */
+};
+
+/* A pending job in the plan, in the scheduler's order. */
+struct eta_item {
+    struct job *job;
+    int64_t run_ms;
+    uint8_t run_basis;
+    bool special;         /* not a whole-GPU job for any one node: checked on its own */
+    int min_share;        /* special: the fewest GPUs it needs free on one node */
+    int64_t failed_at_ms; /* special: did not fit at this time (GPUs are only
+                           * taken later at the same time); -1: not yet */
+    bool done;
+};
+
+/* Scratch of a plan, kept between calls. */
+struct eta_plan {
+    struct node **nodes;  /* ready nodes */
+    int32_t *free, *size; /* free and plannable GPUs per plan node */
+    int32_t *next, *prev; /* nodes by free count: doubly linked lists */
+    int32_t head[TIDE_MAX_GPUS_PER_NODE + 1];
+    int32_t count[TIDE_MAX_GPUS_PER_NODE + 1];
+    int max_free;
+    size_t nnodes, nodes_cap;
+    bool any_spot;
+    struct eta_event *heap;
+    size_t nheap, heap_cap;
+    struct eta_item *items;
+    size_t nitems, items_cap;
+    int32_t *by_size; /* items of each GPU count, in order */
+    size_t by_size_cap;
+    int32_t size_start[TIDE_MAX_GPUS_PER_NODE + 2], size_head[TIDE_MAX_GPUS_PER_NODE + 1];
+    int32_t *special; /* special items, in order */
+    size_t nspecial, special_cap, special_head;
+};
+
+void eta_plan_init(struct eta_plan *p);
+void eta_plan_release(struct eta_plan *p);
+
+/* Plans the pending jobs order[0..n) (in the scheduler's order; entries
+ * not pending are skipped) on c's ready nodes from now_ms and sets each
+ * one's eta_start_ms (>= now_ms; 0 when unknown) and eta_basis. Every
+ * other pending job of c gets no ETA (unknown). est may be NULL (nothing
+ * learned). Returns 0, or TIDE_ENOMEM (then no job has an ETA). */
+int eta_plan_run(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
+                 struct job *const *order, size_t n, int64_t now_ms);
+
+#endif

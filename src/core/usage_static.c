@@ -1,0 +1,59 @@
+/* Metering of nodes joined by hand into the usage ledger (see
+ * usage_meter_static() in usage_ledger.h): what billing does for pool
+ * nodes, for the nodes no pool bills. */
+#include "core/usage_ledger.h"
+
+#include "common/tide_err.h"
+#include "core/budget.h"
+
+#include "core/core_banned.h"
+
+#define MS_PER_DAY 86400000LL
+
+static bool node_metered(const struct node *n)
+{
+    return !n->pool[0] && (n->state == NODE_READY || n->state == NODE_DRAINING);
+}
+
+/* Meters dt ms of the cluster as it is now into day. */
+static int meter_day(struct usage_ledger *l, const struct cluster *c, int pool, int64_t day,
+                     int64_t dt)
+{
+    int64_t capacity_ms = 0, used_ms = 0;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const struct node *n = &c->nodes[i];
+        if (!node_metered(n))
+            continue;
+        for (int g = 0; g < n->ngpus; g++) {
+            const struct gpu *gpu = &n->gpus[g];
+            if (!gpu->mig_profile[0]) /* MIG instances are parts of a GPU counted already */
+                capacity_ms += dt;
+            if (!gpu->job_id)
+                continue;
+            const struct job *job = cluster_find_job((struct cluster *)c, gpu->job_id);
+            used_ms += dt;
+            if (usage_ledger_add_user_use(l, day, pool, job ? job->project : "?",
+                                          job ? job->queue : "?", job ? job->user : "", dt))
+                return TIDE_ENOMEM;
+        }
+    }
+    if ((capacity_ms || used_ms) && usage_ledger_add_pool(l, day, pool, capacity_ms, used_ms))
+        return TIDE_ENOMEM;
+    return 0;
+}
+
+int usage_meter_static(struct usage_ledger *l, const struct cluster *c, int pool, int64_t from_ms,
+                       int64_t to_ms)
+{
+    while (from_ms < to_ms) {
+        int64_t day = budget_day_of(from_ms);
+        int64_t end = (day + 1) * MS_PER_DAY;
+        if (end > to_ms)
+            end = to_ms;
+        int rc = meter_day(l, c, pool, day, end - from_ms);
+        if (rc)
+            return rc;
+        from_ms = end;
+    }
+    return 0;
+}

@@ -1,0 +1,29 @@
+/*
+ * The life of API tokens beyond issuing them: an expiry time, listing
+ * (never the secret: only its hash is stored), and revoking by name.
+ */
+#ifndef TIDE_STORE_TOKENS_H
+#define TIDE_STORE_TOKENS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "common/tide_err.h"
+
+struct store;
+
+/* Adds the expiry column to databases made before it. */
+int store_tokens_init(struct store *s, struct tide_err *err);
+
+/* Sets when the token with this hash stops working (0: never). */
+int store_token_set_expiry(struct store *s, const char *hash, int64_t expires_ms,
+                           struct tide_err *err);
+
+/* The user and metrics tokens as a new array of {name, kind, projects,
+ * created, expires}. */
+int store_tokens_list(struct store *s, json_t **out, struct tide_err *err);
+
+/* Deletes every user or metrics token named name; *count says how many. */
+int store_tokens_revoke(struct store *s, const char *name, int *count, struct tide_err *err);
+
+#endif

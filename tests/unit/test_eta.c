@@ -1,0 +1,306 @@
+/* Unit tests for start-time ETAs (src/core/eta.c, eta_estimate.c) on small hand-built clusters. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "core/eta.h"
+#include "core/eta_estimate.h"
+#include "core/sched.h"
+
+#include "cluster_fixture.h"
+
+#define S 1000LL /* ms per second */
+
+static struct cluster c;
+static struct eta_plan plan;
+static struct eta_estimator est;
+
+static int setup(void **state)
+{
+    (void)state;
+    cluster_init(&c);
+    eta_plan_init(&plan);
+    eta_estimator_init(&est, 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    cluster_release(&c);
+    eta_plan_release(&plan);
+    eta_estimator_release(&est);
+    return 0;
+}
+
+/* A job running on node since start_ms on its first gpus GPUs from first_gpu. */
+static struct job *run_job(int64_t id, int64_t node_id, int first_gpu, int gpus, int64_t start_ms)
+{
+    struct job j = fx_job(id, gpus);
+    struct job *job = cluster_add_job(&c, &j);
+    int idx[TIDE_MAX_GPUS_PER_NODE];
+    for (int g = 0; g < gpus; g++)
+        idx[g] = first_gpu + g;
+    cluster_assign(&c, job, cluster_find_node(&c, node_id), idx, gpus);
+    job->state = JOB_RUNNING;
+    job->start_ms = start_ms;
+    return job;
+}
+
+static struct job *pend(int64_t id, int gpus)
+{
+    struct job j = fx_job(id, gpus);
+    return cluster_add_job(&c, &j);
+}
+
+/* Plans the pending jobs given by id, in that order. */
+static void plan_ids(const int64_t *ids, size_t n, int64_t now_ms)
+{
+    struct job *order[16];
+    for (size_t i = 0; i < n; i++)
+        order[i] = cluster_find_job(&c, ids[i]);
+    assert_int_equal(eta_plan_run(&plan, &c, &est, order, n, now_ms), 0);
+}
+
+static void add_node(int64_t id, int gpus)
+{
+    struct node n = fx_h200_node(id, gpus);
+    cluster_put_node(&c, &n);
+}
+
+static void test_next_pending_job_starts_when_the_running_job_ends(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    run_job(1, 1, 0, 4, 0)->max_runtime_s = 100;
+    pend(2, 2);
+    plan_ids((int64_t[]){2}, 1, 10 * S);
+    struct job *j = cluster_find_job(&c, 2);
+    assert_int_equal(j->eta_start_ms, 100 * S);
+    assert_string_equal(eta_basis_name(j->eta_basis), "max_runtime");
+}
+
+static void test_free_gpus_give_an_eta_of_now(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    run_job(1, 1, 0, 2, 0)->max_runtime_s = 100;
+    pend(2, 2);
+    plan_ids((int64_t[]){2}, 1, 10 * S);
+    struct job *j = cluster_find_job(&c, 2);
+    assert_int_equal(j->eta_start_ms, 10 * S);
+    assert_string_equal(eta_basis_name(j->eta_basis), "now");
+}
+
+static void test_jobs_ahead_in_the_queue_push_a_job_back(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    run_job(1, 1, 0, 4, 0)->est_runtime_s = 100;
+    pend(2, 4)->est_runtime_s = 50;
+    pend(3, 2)->max_runtime_s = 10;
+    pend(4, 4);
+    plan_ids((int64_t[]){2, 3, 4}, 3, 0);
+    assert_int_equal(cluster_find_job(&c, 2)->eta_start_ms, 100 * S);
+    assert_int_equal(cluster_find_job(&c, 3)->eta_start_ms, 150 * S);
+    /* 4 needs the two GPUs job 3 holds until 160 s */
+    assert_int_equal(cluster_find_job(&c, 4)->eta_start_ms, 160 * S);
+    assert_string_equal(eta_basis_name(cluster_find_job(&c, 3)->eta_basis), "est_runtime");
+    /* its time rests on job 3's max_runtime and job 2's est_runtime: the less certain */
+    assert_string_equal(eta_basis_name(cluster_find_job(&c, 4)->eta_basis), "est_runtime");
+}
+
+static void test_a_job_takes_the_node_whose_gpus_free_first(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_node(2, 4);
+    run_job(1, 1, 0, 4, 0)->max_runtime_s = 300;
+    run_job(2, 2, 0, 3, 0)->max_runtime_s = 200;
+    pend(3, 2);
+    pend(4, 1);
+    plan_ids((int64_t[]){3, 4}, 2, 0);
+    /* node 2 has one GPU free now and three at 200 s */
+    assert_int_equal(cluster_find_job(&c, 3)->eta_start_ms, 200 * S);
+    assert_int_equal(cluster_find_job(&c, 4)->eta_start_ms, 0);
+}
+
+static void test_gang_job_waits_for_a_split_over_two_nodes(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_node(2, 4);
+    run_job(1, 1, 0, 4, 0)->max_runtime_s = 100;
+    run_job(2, 2, 0, 4, 0)->max_runtime_s = 200;
+    struct job *gang = pend(3, 8);
+    gang->max_nodes = 2;
+    plan_ids((int64_t[]){3}, 1, 0);
+    gang = cluster_find_job(&c, 3);
+    assert_int_equal(gang->eta_start_ms, 200 * S);
+    assert_string_equal(eta_basis_name(gang->eta_basis), "max_runtime");
+}
+
+static void test_a_job_no_node_can_hold_has_no_eta(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    pend(1, 8);
+    plan_ids((int64_t[]){1}, 1, 0);
+    struct job *j = cluster_find_job(&c, 1);
+    assert_int_equal(j->eta_start_ms, 0);
+    assert_string_equal(eta_basis_name(j->eta_basis), "unknown");
+}
+
+static void test_a_gpu_model_waits_for_its_own_nodes(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    struct node a100 = fx_node(2, 2, "A100", 81920);
+    cluster_put_node(&c, &a100);
+    run_job(1, 1, 0, 2, 0)->max_runtime_s = 300;
+    struct job *h = pend(2, 1);
+    snprintf(h->gpu_model, sizeof h->gpu_model, "H200*");
+    pend(3, 1);
+    plan_ids((int64_t[]){2, 3}, 2, 0);
+    assert_int_equal(cluster_find_job(&c, 2)->eta_start_ms, 300 * S);
+    assert_int_equal(cluster_find_job(&c, 3)->eta_start_ms, 0);
+}
+
+static void test_learned_project_estimate_is_used_and_named(void **state)
+{
+    (void)state;
+    add_node(1, 1);
+    for (int r = 60; r <= 180; r += 60)
+        assert_int_equal(eta_estimator_observe(&est, "vision", "default", r * S), 0);
+    struct job *running = run_job(1, 1, 0, 1, 0);
+    snprintf(running->project, sizeof running->project, "vision");
+    pend(2, 1);
+    /* at 90 s the runs longer than that are 120 and 180 s; job 1's
+     * quantile (0.618) picks the second */
+    plan_ids((int64_t[]){2}, 1, 90 * S);
+    struct job *j = cluster_find_job(&c, 2);
+    assert_int_equal(j->eta_start_ms, 180 * S);
+    assert_string_equal(eta_basis_name(j->eta_basis), "estimate:project");
+}
+
+static void test_queue_estimate_stands_in_for_a_project_with_too_few_samples(void **state)
+{
+    (void)state;
+    add_node(1, 1);
+    assert_int_equal(eta_estimator_observe(&est, "tiny", "batch", 1000 * S), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(eta_estimator_observe(&est, "other", "batch", 40 * S), 0);
+    struct job *running = run_job(1, 1, 0, 1, 0);
+    snprintf(running->project, sizeof running->project, "tiny");
+    snprintf(running->queue, sizeof running->queue, "batch");
+    pend(2, 1);
+    plan_ids((int64_t[]){2}, 1, 0);
+    /* queue batch: 40, 40, 40, 1000; job 1's quantile (0.618) picks 40 s,
+     * where tiny's own single run of 1000 s would not be trusted */
+    struct job *j = cluster_find_job(&c, 2);
+    assert_int_equal(j->eta_start_ms, 40 * S);
+    assert_string_equal(eta_basis_name(j->eta_basis), "estimate:queue");
+}
+
+static void test_default_runtime_when_nothing_is_known(void **state)
+{
+    (void)state;
+    add_node(1, 1);
+    run_job(1, 1, 0, 1, 0);
+    pend(2, 1);
+    plan_ids((int64_t[]){2}, 1, 0);
+    struct job *j = cluster_find_job(&c, 2);
+    assert_int_equal(j->eta_start_ms, ETA_DEFAULT_RUNTIME_MS);
+    assert_string_equal(eta_basis_name(j->eta_basis), "default");
+}
+
+static void test_a_job_past_its_est_runtime_falls_back_to_max_runtime(void **state)
+{
+    (void)state;
+    add_node(1, 1);
+    struct job *r = run_job(1, 1, 0, 1, 0);
+    r->est_runtime_s = 50;
+    r->max_runtime_s = 500;
+    pend(2, 1);
+    plan_ids((int64_t[]){2}, 1, 100 * S);
+    assert_int_equal(cluster_find_job(&c, 2)->eta_start_ms, 500 * S);
+}
+
+static void test_estimator_keeps_only_the_latest_samples(void **state)
+{
+    (void)state;
+    assert_int_equal(eta_estimator_observe(&est, "p", "q", 1000000 * S), 0);
+    for (int i = 0; i < ETA_SAMPLES; i++)
+        assert_int_equal(eta_estimator_observe(&est, "p", "q", 10 * S), 0);
+    struct job j = fx_job(1, 1);
+    snprintf(j.project, sizeof j.project, "p");
+    enum eta_basis b;
+    assert_int_equal(eta_estimator_remaining_ms(&est, &j, 0, &b), 10 * S);
+    assert_int_equal(b, ETA_BASIS_ESTIMATE_PROJECT);
+    /* run longer than any sample: taken to run as long again */
+    assert_int_equal(eta_estimator_remaining_ms(&est, &j, 30 * S, &b), 30 * S);
+}
+
+static void test_reserved_job_gets_its_reservation_through_a_pass(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    run_job(1, 1, 0, 3, 0)->max_runtime_s = 100;
+    pend(2, 4);
+    pend(3, 1)->max_runtime_s = 500; /* would outlast the reservation: stays pending */
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    struct scheduler s;
+    sched_init(&s, &cfg);
+    struct action_list out;
+    action_list_init(&out);
+    assert_int_equal(sched_pass(&s, &c, 10 * S, &out), 0);
+    assert_int_equal(s.norder, 2);
+    assert_int_equal(eta_plan_run(&plan, &c, &est, s.order, s.norder, 10 * S), 0);
+    struct job *j2 = cluster_find_job(&c, 2), *j3 = cluster_find_job(&c, 3);
+    assert_int_equal(j2->eta_start_ms, 100 * S);
+    assert_string_equal(eta_basis_name(j2->eta_basis), "reservation");
+    /* the plan put job 2 on all four GPUs from 100 s to 100 s + an hour */
+    assert_int_equal(j3->eta_start_ms, 100 * S + ETA_DEFAULT_RUNTIME_MS);
+    assert_string_equal(eta_basis_name(j3->eta_basis), "default");
+    action_list_release(&out);
+    sched_release(&s);
+}
+
+static void test_pending_jobs_outside_the_order_have_no_eta(void **state)
+{
+    (void)state;
+    add_node(1, 1);
+    struct job *held = pend(1, 1);
+    held->eta_start_ms = 123; /* from an earlier plan */
+    held->eta_basis = ETA_BASIS_NOW;
+    plan_ids(NULL, 0, 0);
+    held = cluster_find_job(&c, 1);
+    assert_int_equal(held->eta_start_ms, 0);
+    assert_int_equal(held->eta_basis, ETA_BASIS_UNKNOWN);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_next_pending_job_starts_when_the_running_job_ends, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_free_gpus_give_an_eta_of_now, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_jobs_ahead_in_the_queue_push_a_job_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_job_takes_the_node_whose_gpus_free_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_job_waits_for_a_split_over_two_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_job_no_node_can_hold_has_no_eta, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_gpu_model_waits_for_its_own_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_learned_project_estimate_is_used_and_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_estimate_stands_in_for_a_project_with_too_few_samples, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_runtime_when_nothing_is_known, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_job_past_its_est_runtime_falls_back_to_max_runtime, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_estimator_keeps_only_the_latest_samples, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reserved_job_gets_its_reservation_through_a_pass, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pending_jobs_outside_the_order_have_no_eta, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
