@@ -890,7 +890,6 @@ static void state_release(struct sim_state *st)
     free(st->node_cap);
     free(st->node_pool);
     free(st->pend);
-    free(st->slot_of);
     free(st->waiting);
     free(st->waiting_pos);
     sim_queue_release(&st->queue);
@@ -936,11 +935,10 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     res->njobs = n;
     res->jobs = calloc(n ? n : 1, sizeof *res->jobs);
     st.run = calloc(n ? n : 1, sizeof *st.run);
-    st.slot_of = calloc(n ? n : 1, sizeof *st.slot_of);
     st.waiting = calloc(n ? n : 1, sizeof *st.waiting);
     st.waiting_pos = calloc(n ? n : 1, sizeof *st.waiting_pos);
     struct victim *vic = calloc(TIDE_MAX_GPUS_PER_NODE, sizeof *vic);
-    if (!res->jobs || !st.run || !st.slot_of || !st.waiting || !st.waiting_pos || !vic) {
+    if (!res->jobs || !st.run || !st.waiting || !st.waiting_pos || !vic) {
         rc = tide_err_set(err, TIDE_ENOMEM, "", "out of memory for %zu jobs", n);
         goto out;
     }

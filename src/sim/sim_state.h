@@ -73,7 +73,6 @@ struct sim_state {
     struct job **pend;
     size_t pend_cap;
     struct job *pend_top[16]; /* the first few waiting, from the queue */
-    int32_t *slot_of; /* trace index -> slot in c.jobs, rebuilt per check */
     /* Elastic runs: the core's autoscaler and billing over el->pools. */
     struct sim_elastic *el;
     struct autoscaler as;
