@@ -8,8 +8,9 @@ set -euo pipefail
 build=${1:-build}
 tide="$build/tide"
 
-echo "== scheduler: one pass per placement strategy (order + placement; bench/results.json)"
-"$build/bench/bench_sched" --json bench/results.json
+echo "== scheduler: one pass per placement strategy (order + placement; bench/results.json),"
+echo "   then deep queues: every GPU held, the jobs waiting passed over again"
+"$build/bench/bench_sched" --json bench/results.json --deep
 echo
 echo "== scheduler: the same pass with backfill and preemption on (sched_config_defaults), binpack"
 "$build/bench/bench_sched" --full --only binpack

@@ -114,9 +114,12 @@ static int scheduler_key(struct config_ctx *c, const char *key, const yaml_node_
     } else if (!strcmp(key, "scheduler.policy")) {
         const char *s = config_scalar(v);
         const struct order_ops *o = s ? order_by_name(s) : NULL;
-        if (!o)
-            return config_fail(c, v, key, "unknown policy '%s' (known: fifo, priority, sjf, las)",
-                               s ? s : "?");
+        if (!o) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "unknown policy '%.60s' (known: %s)", s ? s : "?",
+                     order_names());
+            return config_fail(c, v, key, "%s", msg);
+        }
         c->sc->order = o;
         rc = 0;
     } else if (!strcmp(key, "scheduler.backfill") || !strcmp(key, "scheduler.preemption") ||
