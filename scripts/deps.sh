@@ -10,6 +10,7 @@ packages=(
   python3 curl procps
   chromium
   prometheus
+  nettle-dev
 )
 
 missing=()
