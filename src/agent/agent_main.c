@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "agent/agent.h"
 #include "agent/agent_loop.h"
@@ -66,6 +67,33 @@ static int open_gpus(struct agent *a)
     return 0;
 }
 
+/* With jobs run as other users (the agent is root), they must pass through
+ * WORK and WORK/jobs to their own directory (0700, theirs) without seeing
+ * anything else: both 0711, node.json 0600, logs 0711 with 0600 files. */
+static int open_work_dir(struct agent *a)
+{
+    char user[64];
+    bool other = agent_run_as_default(a->opts, user, sizeof user);
+    static const char *const subdirs[] = {"jobs", "logs"};
+    mode_t mode = other ? 0711 : 0700;
+    if (chmod(a->work_dir, mode) != 0)
+        log_warn("chmod %s: %s", a->work_dir, strerror(errno));
+    for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", a->work_dir, subdirs[i]);
+        int e = fs_mkdir_p(path, mode);
+        if (e == 0 && chmod(path, mode) != 0)
+            e = -errno;
+        if (e != 0) {
+            log_error("cannot create %s: %s", path, strerror(-e));
+            return 1;
+        }
+    }
+    log_info("jobs run as %s%s", user,
+             other && !a->opts->job_user ? " (no --job-user given)" : "");
+    return 0;
+}
+
 static int prepare_work_dir(struct agent *a)
 {
     int e = fs_mkdir_p(a->opts->work_dir, 0700);
@@ -79,7 +107,7 @@ static int prepare_work_dir(struct agent *a)
         log_error("work directory %s: %s", a->opts->work_dir, strerror(errno));
         return 1;
     }
-    return 0;
+    return open_work_dir(a);
 }
 
 static void agent_release(struct agent *a)

@@ -32,6 +32,11 @@ void agent_opts_usage(FILE *out)
                  "  --kill-grace-s N    SIGTERM to SIGKILL delay when stopping tasks (default 10)\n"
                  "  --cpus N            CPUs to report (default: online CPUs)\n"
                  "  --memory-mib N      memory to report (default: physical memory)\n"
+                 "  --job-user NAME     user jobs run as when the agent is root (default:\n"
+                 "                      tide-job where that user exists, else nobody)\n"
+                 "  --allow-users LIST  comma-separated users a job may ask for (user:)\n"
+                 "  --allow-root-jobs   let jobs run as root (--job-user root, or user: root\n"
+                 "                      in --allow-users); refused otherwise\n"
                  "  --help              this text\n");
 }
 
@@ -79,13 +84,39 @@ static int check_name(const char *name, struct tide_err *err)
     return 0;
 }
 
+/* A user name, or with list a comma-separated list of them: the letters
+ * POSIX names use, so nothing odd reaches getpwnam. */
+static int check_user_list(const char *flag, const char *v, bool list, struct tide_err *err)
+{
+    size_t len = 0;
+    for (const char *p = v;; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '\0' || (list && c == ',')) {
+            if (len == 0 || len > 32)
+                return tide_err_set(err, TIDE_EINVAL, flag,
+                                    "%s '%s': each user name must be 1..32 characters", flag, v);
+            if (!c)
+                return 0;
+            len = 0;
+            continue;
+        }
+        if (!isalnum(c) && c != '_' && c != '-' && c != '.')
+            return tide_err_set(err, TIDE_EINVAL, flag,
+                                "%s '%s': user names have only letters, digits, '.', '_', '-'%s",
+                                flag, v, list ? " (comma-separated)" : "");
+        len++;
+    }
+}
+
 static const struct cli_opt agent_flags[] = {
     {"--server", CLI_OPT_VALUE, 1},       {"--token", CLI_OPT_VALUE, 2},
     {"--token-file", CLI_OPT_VALUE, 3},   {"--name", CLI_OPT_VALUE, 4},
     {"--work", CLI_OPT_VALUE, 5},         {"--fake-gpus", CLI_OPT_VALUE, 6},
     {"--heartbeat-ms", CLI_OPT_VALUE, 7}, {"--kill-grace-s", CLI_OPT_VALUE, 8},
     {"--cpus", CLI_OPT_VALUE, 9},         {"--memory-mib", CLI_OPT_VALUE, 10},
-    {"--pool", CLI_OPT_VALUE, 11},        {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
+    {"--pool", CLI_OPT_VALUE, 11},        {"--job-user", CLI_OPT_VALUE, 12},
+    {"--allow-users", CLI_OPT_VALUE, 13}, {"--allow-root-jobs", CLI_OPT_FLAG, 14},
+    {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},    {NULL, 0, 0},
 };
 
@@ -108,6 +139,11 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
         return set_str(&o->fake_gpus, v, err);
     if (!strcmp(flag, "--pool"))
         return set_str(&o->pool, v, err);
+    if (!strcmp(flag, "--job-user"))
+        return check_user_list(flag, v, false, err) ? TIDE_EINVAL : set_str(&o->job_user, v, err);
+    if (!strcmp(flag, "--allow-users"))
+        return check_user_list(flag, v, true, err) ? TIDE_EINVAL
+                                                   : set_str(&o->allow_users, v, err);
     if (!strcmp(flag, "--heartbeat-ms")) {
         if ((rc = cli_parse_range(flag, v, 10, 3600000, &n, err)) == 0)
             o->heartbeat_ms = (int)n;
@@ -192,6 +228,8 @@ int agent_opts_parse(int argc, char **argv, struct agent_opts *o, struct tide_er
             rc = tide_err_set(err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
         else if (id == CLI_ID_HELP)
             o->help = true;
+        else if (id == 14)
+            o->allow_root_jobs = true;
         else
             rc = apply_flag(o, agent_flags[id - 1].name, v, err);
     }
@@ -219,5 +257,7 @@ void agent_opts_release(struct agent_opts *o)
     free(o->work_dir);
     free(o->fake_gpus);
     free(o->pool);
+    free(o->job_user);
+    free(o->allow_users);
     memset(o, 0, sizeof *o);
 }

@@ -22,6 +22,9 @@ struct agent_opts {
     char *work_dir;   /* as given; the agent makes it absolute */
     char *fake_gpus;  /* NULL: use NVML */
     char *pool;       /* elastic pool this node belongs to; NULL: none */
+    char *job_user;    /* --job-user: jobs' default user; NULL: tide-job, else nobody */
+    char *allow_users; /* --allow-users: comma-separated users a job may ask for */
+    bool allow_root_jobs; /* --allow-root-jobs: a job may run as root */
     int heartbeat_ms; /* 0: what the server says, else 1000 */
     int kill_grace_s;
     int cpus;

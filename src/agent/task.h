@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "agent/cgroup.h"
+#include "agent/run_as.h"
 #include "agent/task_guard.h"
 #include "common/tide_err.h"
 
@@ -43,6 +44,10 @@ struct agent_task_spec {
     /* why the action cannot be run at all (e.g. a malformed field), or NULL;
      * the task is then reported as `start failed: <this>` without a fork */
     const char *invalid;
+    /* the user to run as (run_as.h); NULL or change false: the agent's own.
+     * The job directory, its log and a checkpoint directory on this machine
+     * then belong to that user, and the workdir is entered as that user. */
+    const struct agent_run_as *run_as;
 };
 
 /* Where tasks live and how GPUs are shown to them. */

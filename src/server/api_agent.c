@@ -412,6 +412,9 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
                             workdir ? workdir : json_null(), "kill_grace_s", srv->cfg.kill_grace_s);
     if (msg)
         json_object_set_new(msg, "checkpoint_dir", json_string(checkpoint_dir));
+    json_t *user = json_object_get(spec, "user");
+    if (msg && user)
+        json_object_set(msg, "user", user);
     int64_t limit = share_limit_mib(node, job);
     if (msg && limit > 0)
         json_object_set_new(msg, "gpu_memory_limit_mib", json_integer(limit));
