@@ -19,7 +19,8 @@ void agent_opts_usage(FILE *out)
                  "\n"
                  "  --server URL        tide server (or TIDE_SERVER)\n"
                  "  --token TOKEN       join token (or TIDE_JOIN_TOKEN); optional once the\n"
-                 "                      node is registered (WORK/node.json)\n"
+                 "                      node is registered (WORK/node.json); shows in ps:\n"
+                 "                      prefer --token-file or TIDE_JOIN_TOKEN\n"
                  "  --token-file PATH   read the join token from a file\n"
                  "  --name NAME         node name (default: the host name)\n"
                  "  --work DIR          work directory (default ./tide-agent)\n"
@@ -127,8 +128,12 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
     int rc;
     if (!strcmp(flag, "--server"))
         return set_str(&o->server_url, v, err);
-    if (!strcmp(flag, "--token"))
-        return set_str(&o->join_token, v, err);
+    if (!strcmp(flag, "--token")) {
+        int rc = set_str(&o->join_token, v, err);
+        if (rc == 0)
+            cli_scrub_secret("tide agent", "--token", v);
+        return rc;
+    }
     if (!strcmp(flag, "--token-file"))
         return read_token_file(v, &o->join_token, err);
     if (!strcmp(flag, "--name"))

@@ -19,6 +19,7 @@
 struct cli_common {
     const char *server;
     const char *token;
+    const char *token_file; /* --token-file PATH */
     int json;
     int help;
 };

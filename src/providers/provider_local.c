@@ -65,9 +65,17 @@ static int start_agent(struct provider *p, const struct pool *pool, struct local
     int log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (log_fd < 0)
         return tide_err_set(err, TIDE_EIO, NULL, "cannot open %s: %s", log, strerror(errno));
-    char *argv[] = {"tide", "agent", "--server", p->env.server_url, "--token-file",
-                    p->env.join_token_path, "--name", (char *)name, "--work", work,
-                    "--fake-gpus", spec, "--pool", (char *)pool->name, NULL};
+    /* local pool nodes stand in for machines of the server's own user, as
+     * tide up's agents do: their jobs run as that user, root too */
+    char *argv[] = {"tide",    "agent", "--server", p->env.server_url,  "--token-file",
+                    p->env.join_token_path, "--name", (char *)name,  "--work",
+                    work,      "--fake-gpus", spec, "--pool", (char *)pool->name,
+                    NULL,      NULL,    NULL,       NULL};
+    if (geteuid() == 0) {
+        argv[14] = "--job-user";
+        argv[15] = "root";
+        argv[16] = "--allow-root-jobs";
+    }
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {

@@ -150,6 +150,47 @@ def test_links_and_fifos_a_job_leaves_do_not_steer_the_agent():
         assert c.node("node-1")["state"] == "ready"
 
 
+def cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().decode(errors="replace")
+
+
+def test_tokens_given_as_arguments_are_scrubbed_from_ps():
+    with cluster_for(None) as c:
+        j = c.submit(command=["sleep", "30"], gpus=0)
+        c.wait_state(j["id"], "running")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TIDE_")}
+        env["TIDE_BIN"] = os.environ.get("TIDE_BIN", "")
+        tide = os.environ["TIDE_BIN"]
+        logs = subprocess.Popen([tide, "logs", "-f", str(j["id"]), "--server", c.url,
+                                 "--token", c.admin], env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        agent_work = os.path.join(c.dir, "agents", "node-2")
+        os.makedirs(agent_work)
+        agent = subprocess.Popen([tide, "agent", "--server", c.url, "--token", c.join,
+                                  "--name", "node-2", "--work", agent_work,
+                                  "--fake-gpus", "1xH200:141GB", "--job-user", USER],
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 text=True, start_new_session=True)
+        try:
+            # the agent registered with the token, so it was parsed by then
+            wait_until(lambda: c.node("node-2") and c.node("node-2")["state"] == "ready", 20,
+                       what="node-2 registered")
+            assert c.join not in cmdline(agent.pid), cmdline(agent.pid)
+            assert "--token" in cmdline(agent.pid)
+            # logs -f keeps running while the job does; the token is gone
+            wait_until(lambda: c.admin not in cmdline(logs.pid), 10,
+                       what="the token scrubbed from tide logs' arguments")
+            assert logs.poll() is None, logs.stderr.read()
+        finally:
+            logs.kill()
+            agent.kill()
+            logs.wait(5)
+            agent.wait(5)
+        assert "visible to other users" in logs.stderr.read()
+        assert "visible to other users" in agent.stderr.read()
+
+
 def main():
     if os.geteuid() != 0:
         print("skipped: needs root to create a user and run jobs as it")
@@ -162,6 +203,7 @@ def main():
             test_a_bad_user_field_is_refused_at_submit,
             test_a_workdir_outside_is_entered_as_the_job_user_never_created_by_root,
             test_links_and_fifos_a_job_leaves_do_not_steer_the_agent,
+            test_tokens_given_as_arguments_are_scrubbed_from_ps,
         ])
     finally:
         drop_user(USER)
