@@ -15,6 +15,7 @@
 #include "agent/agent_loop.h"
 #include "agent/agent_node.h"
 #include "agent/agent_opts.h"
+#include "agent/leftovers.h"
 #include "cli/report.h"
 #include "cli/roles.h"
 #include "common/fsutil.h"
@@ -110,6 +111,17 @@ static int prepare_work_dir(struct agent *a)
     return open_work_dir(a);
 }
 
+/* Before this agent reports to the server (which then gives the GPUs of
+ * an earlier run's tasks away), kills what that run's tasks left behind. */
+static void kill_leftovers(struct agent *a)
+{
+    char jobs[PATH_MAX];
+    snprintf(jobs, sizeof jobs, "%s/jobs", a->work_dir);
+    int n = agent_leftovers_kill("/proc", jobs, -1);
+    if (n)
+        log_warn("killed %d process(es) left by the tasks of an earlier run of this agent", n);
+}
+
 static void agent_release(struct agent *a)
 {
     for (size_t i = 0; i < a->ntasks; i++)
@@ -147,8 +159,9 @@ int agent_main(int argc, char **argv)
         rc = 1;
     }
     if (rc == 0) {
-        agent_cgroups_detect(&a.cgroups);
+        agent_cgroups_detect(&a.cgroups); /* also empties groups of a dead agent */
         log_info("%s", a.cgroups.summary);
+        kill_leftovers(&a);
     }
     /* the guard forks without exec, so start it before libcurl has threads */
     if (rc == 0 && (rc = agent_task_guard_start(&a.guard)) != 0) {

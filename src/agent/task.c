@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/leftovers.h"
 #include "agent/task_env.h"
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -313,6 +314,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
 
     char *job_dir = path_join("%s/jobs/%" PRId64, site->work_dir, spec->job_id);
     char *logs_dir = path_join("%s/logs", site->work_dir);
+    t->jobs_dir = path_join("%s/jobs", site->work_dir);
     t->log_path = path_join("%s/logs/%" PRId64 ".%" PRId64 ".log", site->work_dir, spec->job_id,
                             spec->attempt);
     if (site->fake_telemetry && job_dir)
@@ -328,7 +330,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     size_t nvars = 0;
     char **envp = NULL;
     int rc = 0;
-    if (!job_dir || !logs_dir || !t->log_path || (site->fake_telemetry && !t->telemetry_file) ||
+    if (!job_dir || !logs_dir || !t->log_path || !t->jobs_dir || (site->fake_telemetry && !t->telemetry_file) ||
         (spec->ngpus && !t->gpus)) {
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
         goto done;
@@ -447,6 +449,12 @@ bool agent_task_poll(struct agent_task *t, int64_t now_ms)
      * process group id before the group is killed below */
     if (waitid(P_PID, (id_t)t->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid) {
         kill(-t->pid, SIGKILL);
+        /* what escaped the group (its own session); a cgroup is emptied
+         * whole by finish_cgroup below */
+        int left = t->cgroup ? 0 : agent_leftovers_kill("/proc", t->jobs_dir, t->job_id);
+        if (left)
+            log_info("job %" PRId64 ".%" PRId64 ": killed %d process(es) left outside its group",
+                     t->job_id, t->attempt, left);
         int status = 0;
         pid_t r;
         while ((r = waitpid(t->pid, &status, 0)) < 0 && errno == EINTR)
@@ -499,5 +507,6 @@ void agent_task_destroy(struct agent_task *t)
     free(t->gpus);
     free(t->log_path);
     free(t->telemetry_file);
+    free(t->jobs_dir);
     free(t);
 }

@@ -85,6 +85,7 @@ struct agent_task {
     int64_t gpu_memory_limit_mib; /* 0: none */
     char *log_path;
     char *telemetry_file; /* NULL unless the GPUs are fake */
+    char *jobs_dir;       /* WORK/jobs, to find what the task left behind */
 
     int64_t log_acked; /* bytes of the log the server holds */
     bool acked;        /* the server has recorded the exit */
@@ -108,7 +109,9 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
 
 /* Reaps the process if it ended and enforces max_runtime and the kill
  * deadline. Once the group leader has exited the whole group is SIGKILLed,
- * so nothing it forked survives it, and its cgroup is emptied and removed;
+ * so nothing it forked survives it, and its cgroup is emptied and removed
+ * (without a cgroup, processes that left the group, e.g. by setsid, are
+ * found by their TIDE_WORK_DIR and killed: leftovers.h);
  * when the kernel's OOM killer ended it the reason is `oom`. Returns true
  * when the task just exited. */
 bool agent_task_poll(struct agent_task *t, int64_t now_ms);

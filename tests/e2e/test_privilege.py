@@ -145,6 +145,7 @@ def test_links_and_fifos_a_job_leaves_do_not_steer_the_agent():
         j = c.submit(command=["sh", "-c", script], gpus=1, retries=1)
         done = c.wait_final([j["id"]], timeout=60)[j["id"]]
         assert done["state"] == "succeeded", (done, log_of(c, j["id"]))
+        assert done["attempt"] == 2, done
         assert open(outside).read() == "keep me\n"
         assert os.path.exists(outside) and not os.path.islink(outside)
         assert c.node("node-1")["state"] == "ready"
@@ -191,6 +192,57 @@ def test_tokens_given_as_arguments_are_scrubbed_from_ps():
         assert "visible to other users" in agent.stderr.read()
 
 
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return not f.read().split(") ")[-1].startswith("Z")
+    except OSError:
+        return False
+
+
+def test_a_setsid_child_of_a_killed_agent_is_gone_before_its_gpu_is_given_again():
+    with Cluster(agents=0, fake_gpus="1xH200:141GB") as c:
+        c.start_agent("node-1")
+        marker = os.path.join(c.dir, "sleeper")
+        # attempt 1 leaves a child in its own session; attempt 2 (the same
+        # single GPU, after the agent's restart) checks that it is gone
+        script = (f'if [ "$TIDE_ATTEMPT" = 1 ]; then setsid sleep 1000 & echo $! > {marker}; '
+                  f'exec sleep 1000; fi; '
+                  f'st=$(sed "s/.*) //" /proc/$(cat {marker})/stat 2>/dev/null | cut -c1); '
+                  f'if [ -n "$st" ] && [ "$st" != Z ]; then echo SURVIVOR $st; exit 3; fi; '
+                  f'echo CLEAN')
+        j = c.submit(command=["sh", "-c", script], gpus=1)
+        c.wait_state(j["id"], "running")
+        wait_until(lambda: os.path.exists(marker) and open(marker).read().strip(), 10,
+                   what="the setsid child's pid")
+        sleeper = int(open(marker).read())
+        assert alive(sleeper)
+        c.kill_agent("node-1")  # kill -9: the guard kills the group, not the setsid child
+        time.sleep(0.5)
+        assert alive(sleeper), "the premise: a setsid child outlives the agent's guard"
+        c.start_agent("node-1")
+        done = c.wait_final([j["id"]], timeout=60)[j["id"]]
+        log = log_of(c, j["id"])
+        assert not alive(sleeper), "the setsid child survived the agent's restart"
+        assert done["state"] == "succeeded" and "CLEAN" in log, (done, log)
+        assert "SURVIVOR" not in log, log
+        # by the cgroup of the dead agent's task where there is one, else by /proc
+        agent_log = c.log("agent-node-1")
+        assert ("left by the tasks of an earlier run" in agent_log
+                or "emptied and removed 1 task group" in agent_log), agent_log
+
+
+def test_a_setsid_child_is_killed_when_its_task_ends():
+    with Cluster(agents=1) as c:
+        marker = os.path.join(c.dir, "sleeper2")
+        j = c.submit(command=["sh", "-c", f"setsid sleep 1000 & echo $! > {marker}; sleep 1"],
+                     gpus=1)
+        done = c.wait_final([j["id"]])[j["id"]]
+        assert done["state"] == "succeeded", done
+        sleeper = int(open(marker).read())
+        wait_until(lambda: not alive(sleeper), 10, what="the setsid child killed with its task")
+
+
 def main():
     if os.geteuid() != 0:
         print("skipped: needs root to create a user and run jobs as it")
@@ -204,6 +256,8 @@ def main():
             test_a_workdir_outside_is_entered_as_the_job_user_never_created_by_root,
             test_links_and_fifos_a_job_leaves_do_not_steer_the_agent,
             test_tokens_given_as_arguments_are_scrubbed_from_ps,
+            test_a_setsid_child_of_a_killed_agent_is_gone_before_its_gpu_is_given_again,
+            test_a_setsid_child_is_killed_when_its_task_ends,
         ])
     finally:
         drop_user(USER)
