@@ -57,7 +57,7 @@ static char *path_join(const char *fmt, ...)
  * never ran. Failures here only lose that explanation. */
 static void log_append_line(const char *path, const char *line)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return;
     size_t len = strlen(line);
