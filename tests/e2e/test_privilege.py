@@ -7,6 +7,7 @@ the agent (root) create or read files outside its work dir.
 
 Needs root (to create a temporary user and to switch to it): elsewhere it
 exits 77, which ctest reports as skipped."""
+import contextlib
 import os
 import pwd
 import random
@@ -32,14 +33,15 @@ def drop_user(name):
     subprocess.run(["userdel", name], capture_output=True)
 
 
+@contextlib.contextmanager
 def cluster_for(user_flags):
     """A server and one agent whose jobs run per user_flags; the cluster's
     temp dir is made passable (0711) like any real parent of a work dir."""
     c = Cluster(agents=0)
     os.chmod(c.dir, 0o711)
-    c.start_server()
-    c.start_agent("node-1", run_as=user_flags)
-    return c
+    with c:
+        c.start_agent("node-1", run_as=user_flags)
+        yield c
 
 
 def log_of(c, job_id):
