@@ -90,8 +90,7 @@ static int open_work_dir(struct agent *a)
             return 1;
         }
     }
-    log_info("jobs run as %s%s", user,
-             other && !a->opts->job_user ? " (no --job-user given)" : "");
+    log_info("jobs run as %s%s", user, other && !a->opts->job_user ? " (no --job-user given)" : "");
     if (!other && (a->opts->job_user || a->opts->allow_users || a->opts->allow_root_jobs))
         log_warn("--job-user, --allow-users and --allow-root-jobs need an agent running as root; "
                  "jobs run as the agent's own user");

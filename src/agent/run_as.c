@@ -47,8 +47,8 @@ static bool list_has(const char *list, const char *name)
     return false;
 }
 
-int agent_run_as_resolve(const struct agent_opts *o, const char *requested,
-                         struct agent_run_as *r, char *why, size_t why_n)
+int agent_run_as_resolve(const struct agent_opts *o, const char *requested, struct agent_run_as *r,
+                         char *why, size_t why_n)
 {
     memset(r, 0, sizeof *r);
     char dflt[64];
@@ -78,8 +78,7 @@ int agent_run_as_resolve(const struct agent_opts *o, const char *requested,
     struct passwd pw, *res = NULL;
     int e = getpwnam_r(name, &pw, buf, sizeof buf, &res);
     if (e != 0 || !res) {
-        snprintf(why, why_n, "user %.64s: %s on this node", name,
-                 e ? strerror(e) : "no such user");
+        snprintf(why, why_n, "user %.64s: %s on this node", name, e ? strerror(e) : "no such user");
         return -1;
     }
     if (res->pw_uid == 0 && !o->allow_root_jobs) {

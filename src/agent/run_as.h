@@ -19,7 +19,7 @@
 #define RUN_AS_MAX_GROUPS 64
 
 struct agent_run_as {
-    bool change;  /* false: run as the agent's own user, no switch */
+    bool change; /* false: run as the agent's own user, no switch */
     uid_t uid;
     gid_t gid;
     gid_t groups[RUN_AS_MAX_GROUPS]; /* supplementary groups, found before fork */
@@ -36,8 +36,8 @@ bool agent_run_as_default(const struct agent_opts *o, char *out, size_t n);
 /* Resolves the user a job runs as: requested is the job's `user` (NULL for
  * the default). 0 with *r filled, or -1 with why set to a sentence naming
  * the field (`user ...`) when the policy refuses it or it does not exist. */
-int agent_run_as_resolve(const struct agent_opts *o, const char *requested,
-                         struct agent_run_as *r, char *why, size_t why_n);
+int agent_run_as_resolve(const struct agent_opts *o, const char *requested, struct agent_run_as *r,
+                         char *why, size_t why_n);
 
 /* In the child: drops to r's user (groups, gid, uid, each checked, and a
  * check that root cannot be regained). Async-signal-safe. 0 or an errno. */

@@ -220,7 +220,8 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
         return 0;
     }
     /* the job's user may read its own log, nobody else's */
-    if (spec->run_as && spec->run_as->change && fchown(log_fd, spec->run_as->uid, spec->run_as->gid) != 0)
+    if (spec->run_as && spec->run_as->change &&
+        fchown(log_fd, spec->run_as->uid, spec->run_as->gid) != 0)
         log_warn("job %" PRId64 ": cannot hand its log to user %s: %s", t->job_id,
                  spec->run_as->name, strerror(errno));
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -285,8 +286,7 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
     else if (f.stage == STAGE_EXEC)
         snprintf(why, sizeof why, "%s: %s", spec->command[0], strerror(f.err));
     else if (f.stage == STAGE_USER)
-        snprintf(why, sizeof why, "cannot run as user %s: %s", spec->run_as->name,
-                 strerror(f.err));
+        snprintf(why, sizeof why, "cannot run as user %s: %s", spec->run_as->name, strerror(f.err));
     else if (f.stage == STAGE_CGROUP)
         snprintf(why, sizeof why, "cannot join cgroup %s: %s", t->cgroup->path, strerror(f.err));
     else
@@ -330,8 +330,8 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     size_t nvars = 0;
     char **envp = NULL;
     int rc = 0;
-    if (!job_dir || !logs_dir || !t->log_path || !t->jobs_dir || (site->fake_telemetry && !t->telemetry_file) ||
-        (spec->ngpus && !t->gpus)) {
+    if (!job_dir || !logs_dir || !t->log_path || !t->jobs_dir ||
+        (site->fake_telemetry && !t->telemetry_file) || (spec->ngpus && !t->gpus)) {
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
         goto done;
     }
@@ -357,8 +357,8 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
      * remote server's path is not here: nothing to do) */
     if (spec->checkpoint_dir && (e = give_dir(spec->checkpoint_dir, spec->run_as)) != 0 &&
         e != -ENOENT && e != -ENOTDIR)
-        log_warn("job %" PRId64 ": cannot hand %s to its user: %s", t->job_id,
-                 spec->checkpoint_dir, strerror(-e));
+        log_warn("job %" PRId64 ": cannot hand %s to its user: %s", t->job_id, spec->checkpoint_dir,
+                 strerror(-e));
     /* an earlier attempt's telemetry must not show on this one's GPUs */
     if (t->telemetry_file && unlink(t->telemetry_file) != 0 && errno != ENOENT)
         log_warn("cannot remove %s: %s", t->telemetry_file, strerror(errno));
