@@ -14,6 +14,7 @@ import random
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -103,6 +104,27 @@ def test_root_and_unlisted_users_are_refused():
         done = c.wait_final([root["id"]])[root["id"]]
         assert done["state"] == "succeeded", (done, log_of(c, root["id"]))
         assert "0" in log_of(c, root["id"]).split(), log_of(c, root["id"])
+
+
+def test_a_projects_user_applies_to_its_jobs_that_name_none():
+    c = Cluster(agents=0, config="projects:\n  - name: vision\n    user: daemon\n")
+    os.chmod(c.dir, 0o711)
+    with c:
+        c.start_agent("node-1", run_as=["--job-user", USER, "--allow-users", "daemon"])
+        vision = c.submit(command=["id", "-u"], gpus=0, project="vision")
+        other = c.submit(command=["id", "-u"], gpus=0)
+        done = c.wait_final([vision["id"], other["id"]])
+        assert all(d["state"] == "succeeded" for d in done.values()), done
+        assert log_of(c, vision["id"]).split() == [str(pwd.getpwnam("daemon").pw_uid)]
+        assert log_of(c, other["id"]).split() == [str(pwd.getpwnam(USER).pw_uid)]
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = os.path.join(tmp, "bad.yaml")
+        with open(bad, "w") as f:
+            f.write("projects:\n  - name: vision\n    user: ../root\n")
+        p = subprocess.run([os.environ["TIDE_BIN"], "server", "--config", bad, "--data",
+                            os.path.join(tmp, "data"), "--listen", "127.0.0.1:1"],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode != 0 and "projects[0].user" in p.stderr, (p.returncode, p.stderr)
 
 
 def test_a_bad_user_field_is_refused_at_submit():
@@ -254,6 +276,7 @@ def main():
         run_tests([
             test_a_job_runs_as_the_job_user_and_cannot_read_the_secrets,
             test_root_and_unlisted_users_are_refused,
+            test_a_projects_user_applies_to_its_jobs_that_name_none,
             test_a_bad_user_field_is_refused_at_submit,
             test_a_workdir_outside_is_entered_as_the_job_user_never_created_by_root,
             test_links_and_fifos_a_job_leaves_do_not_steer_the_agent,
