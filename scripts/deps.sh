@@ -11,6 +11,7 @@ packages=(
   chromium
   prometheus
   libgnutls28-dev
+  nettle-dev
 )
 
 missing=()

@@ -162,6 +162,21 @@ static int parse_workdir(struct agent *a, json_t *action, int64_t job_id, struct
     return 0;
 }
 
+/* The user the job runs as (run_as.h): its optional `user`, else the
+ * agent's default; a refusal makes the action invalid. */
+static int parse_user(struct agent *a, json_t *action, struct agent_run_as *r,
+                      struct start_args *s)
+{
+    json_t *u = json_object_get(action, "user");
+    if (u && !json_is_null(u) && (!json_is_string(u) || !*json_string_value(u)))
+        return invalid(s, "%s must be a non-empty string or null", "user");
+    char why[256];
+    if (agent_run_as_resolve(a->opts, u && !json_is_null(u) ? json_string_value(u) : NULL, r,
+                             why, sizeof why) != 0)
+        return invalid(s, "%s", why);
+    return 0;
+}
+
 static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t attempt,
                         int64_t now_ms)
 {
@@ -180,13 +195,16 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
     struct start_args s;
     memset(&s, 0, sizeof s);
     int64_t max_runtime = 0, grace = a->opts->kill_grace_s, gpu_limit = 0, memory = 0, cpus = 0;
+    static struct agent_run_as run_as; /* large (paths); the agent is single-threaded */
+    memset(&run_as, 0, sizeof run_as);
     /* each parser stops at its first problem; s.invalid keeps the first */
     (void)(parse_command(action, &s) || parse_env(action, &s) || parse_gpus(a, action, &s) ||
            opt_uint(action, "max_runtime", 0, INT64_MAX / 2000, &max_runtime, &s) ||
            opt_uint(action, "kill_grace_s", a->opts->kill_grace_s, 86400, &grace, &s) ||
            opt_uint(action, "gpu_memory_limit_mib", 0, INT64_MAX / 2, &gpu_limit, &s) ||
            opt_uint(action, "memory_mib", 0, INT64_MAX >> 20, &memory, &s) ||
-           opt_uint(action, "cpus", 0, 1000000, &cpus, &s) || parse_workdir(a, action, job_id, &s));
+           opt_uint(action, "cpus", 0, 1000000, &cpus, &s) || parse_workdir(a, action, job_id, &s) ||
+           parse_user(a, action, &run_as, &s));
     struct agent_task_spec spec = {
         .job_id = job_id,
         .attempt = attempt,
@@ -204,6 +222,7 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
         .cpus = (int)cpus,
         .checkpoint_dir = json_string_value(json_object_get(action, "checkpoint_dir")),
         .invalid = s.invalid[0] ? s.invalid : NULL,
+        .run_as = &run_as,
     };
     struct agent_task_site site = {
         .work_dir = a->work_dir,

@@ -9,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "agent/agent.h"
 #include "agent/agent_loop.h"
 #include "agent/agent_probe.h"
 #include "agent/agent_node.h"
 #include "agent/agent_opts.h"
+#include "agent/leftovers.h"
 #include "cli/report.h"
 #include "cli/roles.h"
 #include "common/fsutil.h"
@@ -69,6 +71,35 @@ static int open_gpus(struct agent *a)
     return 0;
 }
 
+/* With jobs run as other users (the agent is root), they must pass through
+ * WORK and WORK/jobs to their own directory (0700, theirs) without seeing
+ * anything else: both 0711, node.json 0600, logs 0711 with 0600 files. */
+static int open_work_dir(struct agent *a)
+{
+    char user[64];
+    bool other = agent_run_as_default(a->opts, user, sizeof user);
+    static const char *const subdirs[] = {"jobs", "logs"};
+    mode_t mode = other ? 0711 : 0700;
+    if (chmod(a->work_dir, mode) != 0)
+        log_warn("chmod %s: %s", a->work_dir, strerror(errno));
+    for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", a->work_dir, subdirs[i]);
+        int e = fs_mkdir_p(path, mode);
+        if (e == 0 && chmod(path, mode) != 0)
+            e = -errno;
+        if (e != 0) {
+            log_error("cannot create %s: %s", path, strerror(-e));
+            return 1;
+        }
+    }
+    log_info("jobs run as %s%s", user, other && !a->opts->job_user ? " (no --job-user given)" : "");
+    if (!other && (a->opts->job_user || a->opts->allow_users || a->opts->allow_root_jobs))
+        log_warn("--job-user, --allow-users and --allow-root-jobs need an agent running as root; "
+                 "jobs run as the agent's own user");
+    return 0;
+}
+
 static int prepare_work_dir(struct agent *a)
 {
     int e = fs_mkdir_p(a->opts->work_dir, 0700);
@@ -82,7 +113,18 @@ static int prepare_work_dir(struct agent *a)
         log_error("work directory %s: %s", a->opts->work_dir, strerror(errno));
         return 1;
     }
-    return 0;
+    return open_work_dir(a);
+}
+
+/* Before this agent reports to the server (which then gives the GPUs of
+ * an earlier run's tasks away), kills what that run's tasks left behind. */
+static void kill_leftovers(struct agent *a)
+{
+    char jobs[PATH_MAX];
+    snprintf(jobs, sizeof jobs, "%s/jobs", a->work_dir);
+    int n = agent_leftovers_kill("/proc", jobs, -1);
+    if (n)
+        log_warn("killed %d process(es) left by the tasks of an earlier run of this agent", n);
 }
 
 static void agent_release(struct agent *a)
@@ -140,8 +182,9 @@ int agent_main(int argc, char **argv)
         rc = 1;
     }
     if (rc == 0) {
-        agent_cgroups_detect(&a.cgroups);
+        agent_cgroups_detect(&a.cgroups); /* also empties groups of a dead agent */
         log_info("%s", a.cgroups.summary);
+        kill_leftovers(&a);
     }
     /* the guard forks without exec, so start it before libcurl has threads */
     if (rc == 0 && (rc = agent_task_guard_start(&a.guard)) != 0) {

@@ -19,7 +19,8 @@ void agent_opts_usage(FILE *out)
                  "\n"
                  "  --server URL        tide server (or TIDE_SERVER)\n"
                  "  --token TOKEN       join token (or TIDE_JOIN_TOKEN); optional once the\n"
-                 "                      node is registered (WORK/node.json)\n"
+                 "                      node is registered (WORK/node.json); shows in ps:\n"
+                 "                      prefer --token-file or TIDE_JOIN_TOKEN\n"
                  "  --token-file PATH   read the join token from a file\n"
                  "  --name NAME         node name (default: the host name)\n"
                  "  --work DIR          work directory (default ./tide-agent)\n"
@@ -45,6 +46,11 @@ void agent_opts_usage(FILE *out)
                  "                      a node whose probe fails gets no new work\n"
                  "  --health-interval-s N  between probes (default 60)\n"
                  "  --health-timeout-s N   a probe running longer fails (default 30)\n"
+                 "  --job-user NAME     user jobs run as when the agent is root (default:\n"
+                 "                      tide-job where that user exists, else nobody)\n"
+                 "  --allow-users LIST  comma-separated users a job may ask for (user:)\n"
+                 "  --allow-root-jobs   let jobs run as root (--job-user root, or user: root\n"
+                 "                      in --allow-users); refused otherwise\n"
                  "  --help              this text\n");
 }
 
@@ -92,6 +98,30 @@ static int check_name(const char *name, struct tide_err *err)
     return 0;
 }
 
+/* A user name, or with list a comma-separated list of them: the letters
+ * POSIX names use, so nothing odd reaches getpwnam. */
+static int check_user_list(const char *flag, const char *v, bool list, struct tide_err *err)
+{
+    size_t len = 0;
+    for (const char *p = v;; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '\0' || (list && c == ',')) {
+            if (len == 0 || len > 32)
+                return tide_err_set(err, TIDE_EINVAL, flag,
+                                    "%s '%s': each user name must be 1..32 characters", flag, v);
+            if (!c)
+                return 0;
+            len = 0;
+            continue;
+        }
+        if (!isalnum(c) && c != '_' && c != '-' && c != '.')
+            return tide_err_set(err, TIDE_EINVAL, flag,
+                                "%s '%s': user names have only letters, digits, '.', '_', '-'%s",
+                                flag, v, list ? " (comma-separated)" : "");
+        len++;
+    }
+}
+
 static const struct cli_opt agent_flags[] = {
     {"--server", CLI_OPT_VALUE, 1},       {"--token", CLI_OPT_VALUE, 2},
     {"--token-file", CLI_OPT_VALUE, 3},   {"--name", CLI_OPT_VALUE, 4},
@@ -102,8 +132,9 @@ static const struct cli_opt agent_flags[] = {
     {"--tls-cert", CLI_OPT_VALUE, 13},    {"--tls-key", CLI_OPT_VALUE, 14},
     {"--fake-fault-file", CLI_OPT_VALUE, 15}, {"--health-command", CLI_OPT_VALUE, 16},
     {"--health-interval-s", CLI_OPT_VALUE, 17}, {"--health-timeout-s", CLI_OPT_VALUE, 18},
-    {"--help", CLI_OPT_FLAG, CLI_ID_HELP}, {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
-    {NULL, 0, 0},
+    {"--job-user", CLI_OPT_VALUE, 19},    {"--allow-users", CLI_OPT_VALUE, 20},
+    {"--allow-root-jobs", CLI_OPT_FLAG, 21}, {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
+    {"-h", CLI_OPT_FLAG, CLI_ID_HELP},    {NULL, 0, 0},
 };
 
 /* One flag with its value v. */
@@ -113,8 +144,12 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
     int rc;
     if (!strcmp(flag, "--server"))
         return set_str(&o->server_url, v, err);
-    if (!strcmp(flag, "--token"))
-        return set_str(&o->join_token, v, err);
+    if (!strcmp(flag, "--token")) {
+        int rc = set_str(&o->join_token, v, err);
+        if (rc == 0)
+            cli_scrub_secret("tide agent", "--token", v);
+        return rc;
+    }
     if (!strcmp(flag, "--token-file"))
         return read_token_file(v, &o->join_token, err);
     if (!strcmp(flag, "--name"))
@@ -148,6 +183,11 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
             o->health_timeout_s = (int)n;
         return rc;
     }
+    if (!strcmp(flag, "--job-user"))
+        return check_user_list(flag, v, false, err) ? TIDE_EINVAL : set_str(&o->job_user, v, err);
+    if (!strcmp(flag, "--allow-users"))
+        return check_user_list(flag, v, true, err) ? TIDE_EINVAL
+                                                   : set_str(&o->allow_users, v, err);
     if (!strcmp(flag, "--heartbeat-ms")) {
         if ((rc = cli_parse_range(flag, v, 10, 3600000, &n, err)) == 0)
             o->heartbeat_ms = (int)n;
@@ -245,6 +285,8 @@ int agent_opts_parse(int argc, char **argv, struct agent_opts *o, struct tide_er
             rc = tide_err_set(err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
         else if (id == CLI_ID_HELP)
             o->help = true;
+        else if (!strcmp(agent_flags[id - 1].name, "--allow-root-jobs"))
+            o->allow_root_jobs = true; /* the one flag that takes no value */
         else
             rc = apply_flag(o, agent_flags[id - 1].name, v, err);
     }
@@ -277,5 +319,7 @@ void agent_opts_release(struct agent_opts *o)
     free(o->tls_key);
     free(o->fake_fault_file);
     free(o->health_command);
+    free(o->job_user);
+    free(o->allow_users);
     memset(o, 0, sizeof *o);
 }

@@ -25,6 +25,9 @@ struct agent_opts {
     char *ca;         /* PEM CA to verify an https server with; NULL: system CAs */
     char *tls_cert;   /* client certificate and key for servers that ask; NULL: none */
     char *tls_key;
+    char *job_user;    /* --job-user: jobs' default user; NULL: tide-job, else nobody */
+    char *allow_users; /* --allow-users: comma-separated users a job may ask for */
+    bool allow_root_jobs; /* --allow-root-jobs: a job may run as root */
     int heartbeat_ms; /* 0: what the server says, else 1000 */
     int kill_grace_s;
     int cpus;

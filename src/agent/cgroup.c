@@ -283,7 +283,9 @@ static int remove_dir(const char *path)
     return -EBUSY;
 }
 
-/* Removes empty task groups whose agent is gone (killed with -9, say). */
+/* Removes the task groups of agents that are gone (killed with -9, say),
+ * killing what still runs in them first: a task's processes that escaped
+ * its process group (setsid) would otherwise keep its GPUs. */
 static void sweep_stale(const struct agent_cgroups *cg)
 {
     DIR *d = opendir(cg->dir);
@@ -301,13 +303,12 @@ static void sweep_stale(const struct agent_cgroups *cg)
             continue;
         char path[PATH_MAX];
         int w = snprintf(path, sizeof path, "%s/%s", cg->dir, e->d_name);
-        /* only empty ones: rmdir refuses a group that still has processes */
-        if (w > 0 && (size_t)w < sizeof path && rmdir(path) == 0)
+        if (w > 0 && (size_t)w < sizeof path && remove_dir(path) == 0)
             removed++;
     }
     closedir(d);
     if (removed)
-        log_info("cgroups: removed %d empty task group(s) of agents that are gone", removed);
+        log_info("cgroups: emptied and removed %d task group(s) of agents that are gone", removed);
 }
 
 /* Creates and removes a group in dir, to learn whether the agent may. */

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/fsutil.h"
 #include "core/gpu_share.h"
@@ -308,14 +311,22 @@ static void read_claim(const char *path, int *util, int64_t *mem)
     *mem = 0;
     if (!path)
         return;
-    char *text = NULL;
-    if (fs_read_file(path, FAKE_TELEMETRY_MAX_BYTES, &text, NULL) != 0)
+    /* the file is the job's, in its directory: never follow a link it put
+     * there, never block on a FIFO, read only a regular file */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return;
+    struct stat st;
+    char text[FAKE_TELEMETRY_MAX_BYTES + 1];
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof text - 1) : -1;
+    close(fd);
+    if (n <= 0)
+        return;
+    text[n] = '\0';
     if (gpu_fake_parse_telemetry(text, util, mem) != 0) {
         *util = 0;
         *mem = 0;
     }
-    free(text);
 }
 
 static int fake_sample(struct gpu_backend *be, const struct gpu_claim *claims, size_t nclaims,

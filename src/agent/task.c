@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/leftovers.h"
 #include "agent/task_env.h"
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -32,6 +33,7 @@ enum child_stage {
     STAGE_EXEC = 2,
     STAGE_SETUP = 3,
     STAGE_CGROUP = 4,
+    STAGE_USER = 5,
 };
 struct child_failure {
     int stage;
@@ -55,7 +57,7 @@ static char *path_join(const char *fmt, ...)
  * never ran. Failures here only lose that explanation. */
 static void log_append_line(const char *path, const char *line)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return;
     size_t len = strlen(line);
@@ -63,6 +65,20 @@ static void log_append_line(const char *path, const char *line)
     if (w < 0 || (size_t)w != len)
         log_warn("log %s: short write", path);
     close(fd);
+}
+
+/* Makes the directory at path (never a link) the run-as user's, mode 0700.
+ * Nothing to do without a switch. 0 or -errno. */
+static int give_dir(const char *path, const struct agent_run_as *r)
+{
+    if (!r || !r->change)
+        return 0;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int e = fchown(fd, r->uid, r->gid) != 0 || fchmod(fd, 0700) != 0 ? -errno : 0;
+    close(fd);
+    return e;
 }
 
 /* Marks t as exited without a process having run. */
@@ -131,6 +147,12 @@ static int tide_vars(const struct agent_task_spec *spec, const struct agent_task
      * saved its state there resumes wherever it runs next. */
     vars[k++] = spec->checkpoint_dir ? path_join("TIDE_CHECKPOINT_DIR=%s", spec->checkpoint_dir)
                                      : path_join("TIDE_CHECKPOINT_DIR=%s/checkpoint", job_dir);
+    /* the agent's own HOME (root's) is not the job's */
+    if (spec->run_as && spec->run_as->change) {
+        vars[k++] = path_join("HOME=%s", spec->run_as->home);
+        vars[k++] = path_join("USER=%s", spec->run_as->name);
+        vars[k++] = path_join("LOGNAME=%s", spec->run_as->name);
+    }
     free(devices);
     *n = k;
     for (size_t i = 0; i < k; i++)
@@ -150,7 +172,13 @@ static void child_run(const struct agent_task_spec *spec, const char *cwd, int l
         f.stage = STAGE_CGROUP;
         goto fail;
     }
-    /* the task must not outlive the agent (a node death is a kill -9) */
+    /* the job's user from here on: its workdir is entered with its rights */
+    if ((f.err = agent_run_as_enter(spec->run_as)) != 0) {
+        f.stage = STAGE_USER;
+        goto fail;
+    }
+    /* the task must not outlive the agent (a node death is a kill -9);
+     * after the switch, which clears this setting */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(127);
     sigset_t none;
@@ -184,13 +212,18 @@ fail:;
 static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const char *cwd,
                  char **envp, int64_t now_ms)
 {
-    int log_fd = open(t->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int log_fd = open(t->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (log_fd < 0) {
         char why[256];
         snprintf(why, sizeof why, "cannot open log %s: %s", t->log_path, strerror(errno));
         fail_start(t, why);
         return 0;
     }
+    /* the job's user may read its own log, nobody else's */
+    if (spec->run_as && spec->run_as->change &&
+        fchown(log_fd, spec->run_as->uid, spec->run_as->gid) != 0)
+        log_warn("job %" PRId64 ": cannot hand its log to user %s: %s", t->job_id,
+                 spec->run_as->name, strerror(errno));
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int report[2] = {-1, -1};
     if (null_fd < 0 || pipe2(report, O_CLOEXEC) != 0) {
@@ -252,6 +285,8 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
         snprintf(why, sizeof why, "job directory %s: %s", cwd, strerror(f.err));
     else if (f.stage == STAGE_EXEC)
         snprintf(why, sizeof why, "%s: %s", spec->command[0], strerror(f.err));
+    else if (f.stage == STAGE_USER)
+        snprintf(why, sizeof why, "cannot run as user %s: %s", spec->run_as->name, strerror(f.err));
     else if (f.stage == STAGE_CGROUP)
         snprintf(why, sizeof why, "cannot join cgroup %s: %s", t->cgroup->path, strerror(f.err));
     else
@@ -279,6 +314,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
 
     char *job_dir = path_join("%s/jobs/%" PRId64, site->work_dir, spec->job_id);
     char *logs_dir = path_join("%s/logs", site->work_dir);
+    t->jobs_dir = path_join("%s/jobs", site->work_dir);
     t->log_path = path_join("%s/logs/%" PRId64 ".%" PRId64 ".log", site->work_dir, spec->job_id,
                             spec->attempt);
     if (site->fake_telemetry && job_dir)
@@ -290,16 +326,16 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
             t->ngpus = spec->ngpus;
         }
     }
-    char *vars[12] = {0}; /* what tide_vars() sets, at most 10 */
+    char *vars[16] = {0}; /* what tide_vars() sets, at most 13 */
     size_t nvars = 0;
     char **envp = NULL;
     int rc = 0;
-    if (!job_dir || !logs_dir || !t->log_path || (site->fake_telemetry && !t->telemetry_file) ||
-        (spec->ngpus && !t->gpus)) {
+    if (!job_dir || !logs_dir || !t->log_path || !t->jobs_dir ||
+        (site->fake_telemetry && !t->telemetry_file) || (spec->ngpus && !t->gpus)) {
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
         goto done;
     }
-    int e = fs_mkdir_p(logs_dir, 0755);
+    int e = fs_mkdir_p(logs_dir, 0711);
     if (e != 0) {
         rc = tide_err_set(err, TIDE_EIO, NULL, "cannot create %s: %s", logs_dir, strerror(-e));
         goto done;
@@ -308,13 +344,21 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
         fail_start(t, spec->invalid);
         goto done;
     }
-    e = fs_mkdir_p(job_dir, 0755);
+    e = fs_mkdir_p(job_dir, 0700);
+    if (e == 0)
+        e = give_dir(job_dir, spec->run_as);
     if (e != 0) {
         char why[PATH_MAX + 64];
         snprintf(why, sizeof why, "cannot create %s: %s", job_dir, strerror(-e));
         fail_start(t, why);
         goto done;
     }
+    /* the server's checkpoint directory, where it is on this machine (a
+     * remote server's path is not here: nothing to do) */
+    if (spec->checkpoint_dir && (e = give_dir(spec->checkpoint_dir, spec->run_as)) != 0 &&
+        e != -ENOENT && e != -ENOTDIR)
+        log_warn("job %" PRId64 ": cannot hand %s to its user: %s", t->job_id, spec->checkpoint_dir,
+                 strerror(-e));
     /* an earlier attempt's telemetry must not show on this one's GPUs */
     if (t->telemetry_file && unlink(t->telemetry_file) != 0 && errno != ENOENT)
         log_warn("cannot remove %s: %s", t->telemetry_file, strerror(errno));
@@ -405,6 +449,12 @@ bool agent_task_poll(struct agent_task *t, int64_t now_ms)
      * process group id before the group is killed below */
     if (waitid(P_PID, (id_t)t->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid) {
         kill(-t->pid, SIGKILL);
+        /* what escaped the group (its own session); a cgroup is emptied
+         * whole by finish_cgroup below */
+        int left = t->cgroup ? 0 : agent_leftovers_kill("/proc", t->jobs_dir, t->job_id);
+        if (left)
+            log_info("job %" PRId64 ".%" PRId64 ": killed %d process(es) left outside its group",
+                     t->job_id, t->attempt, left);
         int status = 0;
         pid_t r;
         while ((r = waitpid(t->pid, &status, 0)) < 0 && errno == EINTR)
@@ -457,5 +507,6 @@ void agent_task_destroy(struct agent_task *t)
     free(t->gpus);
     free(t->log_path);
     free(t->telemetry_file);
+    free(t->jobs_dir);
     free(t);
 }

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "agent/cgroup.h"
+#include "agent/run_as.h"
 #include "agent/task_guard.h"
 #include "common/tide_err.h"
 
@@ -43,6 +44,10 @@ struct agent_task_spec {
     /* why the action cannot be run at all (e.g. a malformed field), or NULL;
      * the task is then reported as `start failed: <this>` without a fork */
     const char *invalid;
+    /* the user to run as (run_as.h); NULL or change false: the agent's own.
+     * The job directory, its log and a checkpoint directory on this machine
+     * then belong to that user, and the workdir is entered as that user. */
+    const struct agent_run_as *run_as;
 };
 
 /* Where tasks live and how GPUs are shown to them. */
@@ -80,6 +85,7 @@ struct agent_task {
     int64_t gpu_memory_limit_mib; /* 0: none */
     char *log_path;
     char *telemetry_file; /* NULL unless the GPUs are fake */
+    char *jobs_dir;       /* WORK/jobs, to find what the task left behind */
 
     int64_t log_acked; /* bytes of the log the server holds */
     bool acked;        /* the server has recorded the exit */
@@ -103,7 +109,9 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
 
 /* Reaps the process if it ended and enforces max_runtime and the kill
  * deadline. Once the group leader has exited the whole group is SIGKILLed,
- * so nothing it forked survives it, and its cgroup is emptied and removed;
+ * so nothing it forked survives it, and its cgroup is emptied and removed
+ * (without a cgroup, processes that left the group, e.g. by setsid, are
+ * found by their TIDE_WORK_DIR and killed: leftovers.h);
  * when the kernel's OOM killer ended it the reason is `oom`. Returns true
  * when the task just exited. */
 bool agent_task_poll(struct agent_task *t, int64_t now_ms);

@@ -2,6 +2,7 @@
 #include "cli/args.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,4 +120,15 @@ int cli_parse_bool(const char *flag, const char *s, int *out, struct tide_err *e
         }
     return tide_err_set(err, TIDE_EINVAL, flag + strspn(flag, "-"),
                         "%s: '%s' is not true or false", flag, s);
+}
+
+void cli_scrub_secret(const char *prefix, const char *flag, const char *value)
+{
+    fprintf(stderr,
+            "%s: warning: %s on the command line is visible to other users (ps); use %s-file "
+            "or the environment instead\n",
+            prefix, flag, flag);
+    /* argv's strings are writable; this is where ps reads them from */
+    char *s = (char *)value;
+    memset(s, 'x', strlen(s));
 }

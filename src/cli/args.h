@@ -29,12 +29,14 @@ enum {
     CLI_ID_TOKEN = -3,
     CLI_ID_JSON = -4,
     CLI_ID_CA = -5,
+    CLI_ID_TOKEN_FILE = -6,
 };
 
 #define CLI_COMMON_OPTS                                                                            \
     {"--server", CLI_OPT_VALUE, CLI_ID_SERVER}, {"--token", CLI_OPT_VALUE, CLI_ID_TOKEN},          \
         {"--json", CLI_OPT_FLAG, CLI_ID_JSON}, {"--help", CLI_OPT_FLAG, CLI_ID_HELP},              \
-        {"-h", CLI_OPT_FLAG, CLI_ID_HELP}, {"--ca", CLI_OPT_VALUE, CLI_ID_CA}
+        {"-h", CLI_OPT_FLAG, CLI_ID_HELP}, {"--ca", CLI_OPT_VALUE, CLI_ID_CA},                 \
+        {"--token-file", CLI_OPT_VALUE, CLI_ID_TOKEN_FILE}
 
 struct cli_args {
     int argc;
@@ -71,5 +73,11 @@ int cli_parse_id(const char *what, const char *s, long long *out, struct tide_er
 
 /* Parses true/false/yes/no/1/0 for flag; NULL (flag given bare) is true. */
 int cli_parse_bool(const char *flag, const char *s, int *out, struct tide_err *err);
+
+/* A secret given on the command line (--token VALUE): warns on stderr that
+ * other users see it in ps (prefix names the program) and overwrites it in
+ * place, so /proc/PID/cmdline no longer shows it. value must point into
+ * argv, as the values cli_args_next returns do; copy it first. */
+void cli_scrub_secret(const char *prefix, const char *flag, const char *value);
 
 #endif

@@ -18,6 +18,7 @@ int cli_common_apply(struct cli_common *co, int id, const char *value)
     case CLI_ID_SERVER: co->server = value; return 1;
     case CLI_ID_TOKEN: co->token = value; return 1;
     case CLI_ID_CA: co->ca = value; return 1;
+    case CLI_ID_TOKEN_FILE: co->token_file = value; return 1;
     case CLI_ID_JSON: co->json = 1; return 1;
     case CLI_ID_HELP: co->help = 1; return 1;
     default: return 0;
@@ -150,6 +151,10 @@ static void resolve_token(struct cli_client *c, const struct cli_common *co)
     if (co->token) {
         c->token = strdup(co->token);
         c->token_from = "--token";
+        cli_scrub_secret("tide", "--token", co->token);
+    } else if (co->token_file) {
+        c->token = read_trimmed_file(co->token_file);
+        c->token_from = co->token_file;
     } else if (env && *env) {
         c->token = strdup(env);
         c->token_from = "TIDE_TOKEN";

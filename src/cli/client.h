@@ -20,6 +20,7 @@ struct cli_common {
     const char *server;
     const char *token;
     const char *ca; /* --ca FILE */
+    const char *token_file; /* --token-file PATH */
     int json;
     int help;
 };

@@ -40,7 +40,8 @@ static const char events_usage[] =
     "  --json         print the API's JSON (with -f: one event object a line)\n"
     "  --server URL   tide server (else $TIDE_SERVER, ~/.config/tide/config,\n"
     "                 ./.tide/server.url, " CLI_DEFAULT_SERVER ")\n"
-    "  --token T      API token (else $TIDE_TOKEN, the config, ./.tide/data/admin.token)\n";
+    "  --token T      API token (else $TIDE_TOKEN, the config, ./.tide/data/admin.token)\n"
+    "  --token-file PATH read the API token from a file (--token shows in ps)\n";
 
 enum {
     OPT_JOB = 1, OPT_NODE, OPT_POOL, OPT_PROJECT, OPT_KIND, OPT_SINCE, OPT_FROM, OPT_TO,

@@ -28,7 +28,8 @@ static const char jobs_usage[] =
     "  --json        print the API's JSON\n"
     "  --server URL  tide server (else $TIDE_SERVER, ~/.config/tide/config,\n"
     "                ./.tide/server.url, " CLI_DEFAULT_SERVER ")\n"
-    "  --token T     API token (else $TIDE_TOKEN, the config, ./.tide/data/admin.token)\n";
+    "  --token T     API token (else $TIDE_TOKEN, the config, ./.tide/data/admin.token)\n"
+    "  --token-file PATH read the API token from a file (--token shows in ps)\n";
 
 enum { OPT_STATE = 1, OPT_QUEUE, OPT_PROJECT, OPT_LIMIT, OPT_QUIET };
 

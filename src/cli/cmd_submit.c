@@ -39,7 +39,8 @@ static void submit_usage(void)
            "  --server URL           tide server (else $TIDE_SERVER, ~/.config/tide/config,\n"
            "                         ./.tide/server.url, " CLI_DEFAULT_SERVER ")\n"
            "  --token T              API token (else $TIDE_TOKEN, the config,\n"
-           "                         ./.tide/data/admin.token)\n"
+           "                         ./.tide/data/admin.token); seen in ps: prefer\n"
+           "  --token-file PATH      or $TIDE_TOKEN\n"
            "\n"
            "example: tide submit --name train --gpus 2 --max-runtime 3600 -- python3 train.py\n",
            cli_spec_flag_help());

@@ -363,9 +363,16 @@ static int up_start_agents(struct up *u, struct tide_err *err)
         if (rc < 0)
             return tide_err_set(err, TIDE_EIO, NULL, "cannot create %s: %s", work,
                                 strerror(-rc));
-        char *argv[] = {"tide", "agent",     "--server", u->url, "--token-file", join,
-                        "--name", name,      "--work",   work,   "--fake-gpus",  (char *)shape,
-                        NULL};
+        /* a local cluster runs jobs as the user who started it, root too:
+         * the quick start's job reads the directory it was submitted from */
+        char *argv[] = {"tide",   "agent", "--server", u->url, "--token-file", join,
+                        "--name", name,    "--work",   work,   "--fake-gpus",  (char *)shape,
+                        NULL,     NULL,    NULL,       NULL};
+        if (geteuid() == 0) {
+            argv[12] = "--job-user";
+            argv[13] = "root";
+            argv[14] = "--allow-root-jobs";
+        }
         if ((rc = up_child_start(&u->agent[i], name, argv, log, err)) < 0)
             return rc;
         printf("tide up: agent %s with %s (log %s/logs/%s.log)\n", name, shape, u->dir_arg,

@@ -33,6 +33,7 @@ static const struct spec_flag spec_flags[] = {
     {"--memory", "memory", SPEC_INT},
     {"--env", "env", SPEC_ENV},
     {"--workdir", "workdir", SPEC_STRING},
+    {"--user", "user", SPEC_STRING},
     {"--image", "image", SPEC_STRING},
     {"--max-runtime", "max_runtime", SPEC_INT},
     {"--est-runtime", "est_runtime", SPEC_INT},
@@ -75,6 +76,8 @@ const char *cli_spec_flag_help(void)
            "  --env K=V              environment variable (repeatable)\n"
            "  --workdir DIR          working directory on the node (default: the current\n"
            "                         directory)\n"
+           "  --user NAME            user the job runs as on its node (the agent's\n"
+           "                         --job-user or one of its --allow-users)\n"
            "  --image IMAGE          container image\n"
            "  --max-runtime S        kill the job after S seconds (0: no limit)\n"
            "  --est-runtime S        expected runtime, for backfill\n"

@@ -207,6 +207,26 @@ static int check_workdir(json_t *v, const char *f, json_t *spec, struct job *job
     return keep_field(spec, f, v, err);
 }
 
+/* The user the job runs as on its node (the agent decides whether it
+ * may: its --job-user and --allow-users); a POSIX user name. */
+static int check_user(json_t *v, const char *f, json_t *spec, struct job *job,
+                      struct tide_err *err)
+{
+    (void)job;
+    const char *s;
+    int rc = want_string(v, f, 1, 32, &s, err);
+    if (rc)
+        return rc;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.')
+            return tide_err_set(err, TIDE_EINVAL, f,
+                                "%s: '%s' is not a user name (letters, digits, '.', '_', '-')", f,
+                                s);
+    if (s[0] == '-' || s[0] == '.')
+        return tide_err_set(err, TIDE_EINVAL, f, "%s: '%s' must not start with '-' or '.'", f, s);
+    return keep_field(spec, f, v, err);
+}
+
 static int check_preemptible(json_t *v, const char *f, json_t *spec, struct job *job,
                              struct tide_err *err)
 {
@@ -302,6 +322,7 @@ static const struct {
     {"command", check_command},
     {"env", check_env},
     {"workdir", check_workdir},
+    {"user", check_user},
     {"image", check_not_supported},
     {"max_runtime", check_max_runtime},
     {"est_runtime", check_est_runtime},

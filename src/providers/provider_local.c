@@ -70,12 +70,23 @@ static int start_agent(struct provider *p, const struct pool *pool, struct local
     char interval[24];
     snprintf(interval, sizeof interval, "%lld",
              (long long)(pool->health_interval_s > 0 ? pool->health_interval_s : 60));
-    char *argv[] = {"tide", "agent", "--server", p->env.server_url, "--token-file",
-                    p->env.join_token_path, "--name", (char *)name, "--work", work,
-                    "--fake-gpus", spec, "--pool", (char *)pool->name, "--fake-fault-file", faults,
-                    /* the pool's health probe (docs/health.md), when it has one */
-                    pool->health_command[0] ? "--health-command" : NULL,
-                    (char *)pool->health_command, "--health-interval-s", interval, NULL};
+    /* local pool nodes stand in for machines of the server's own user, as
+     * tide up's agents do: their jobs run as that user, root too */
+    char *argv[32] = {"tide", "agent", "--server", p->env.server_url, "--token-file",
+                      p->env.join_token_path, "--name", (char *)name, "--work", work,
+                      "--fake-gpus", spec, "--pool", (char *)pool->name, "--fake-fault-file",
+                      faults, "--health-interval-s", interval};
+    int argc = 18;
+    if (geteuid() == 0) {
+        argv[argc++] = "--job-user";
+        argv[argc++] = "root";
+        argv[argc++] = "--allow-root-jobs";
+    }
+    if (pool->health_command[0]) { /* the pool's health probe (docs/health.md) */
+        argv[argc++] = "--health-command";
+        argv[argc++] = (char *)pool->health_command;
+    }
+    argv[argc] = NULL;
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {

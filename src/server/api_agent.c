@@ -437,6 +437,14 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
                             workdir ? workdir : json_null(), "kill_grace_s", srv->cfg.kill_grace_s);
     if (msg)
         json_object_set_new(msg, "checkpoint_dir", json_string(checkpoint_dir));
+    /* the job's own user, else its project's (tide.yaml projects: user) */
+    json_t *user = json_incref(json_object_get(spec, "user"));
+    for (int i = 0; !user && i < srv->cfg.nproject_users; i++)
+        if (!strcmp(srv->cfg.project_users[i].project, job->project))
+            user = json_string(srv->cfg.project_users[i].user);
+    if (msg && user)
+        json_object_set(msg, "user", user);
+    json_decref(user);
     int64_t limit = share_limit_mib(node, job);
     if (msg && limit > 0)
         json_object_set_new(msg, "gpu_memory_limit_mib", json_integer(limit));

@@ -2,8 +2,10 @@
  * The `projects:` section of tide.yaml: each project's GPU quota and
  * fair-share weight, and its budget (core/budget.h). Projects not listed
  * with a quota or weight may only borrow idle capacity; a project listed
- * with budget keys only takes no part in fair share.
+ * with budget keys only takes no part in fair share. `user` is the user the
+ * project's jobs run as on their nodes when a job names none.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +32,7 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
         memset(&b, 0, sizeof b);
         bool share_keys = false, budget_keys = false, alerts_given = false;
         bool on_exhausted_given = false;
+        const char *user = NULL;
         for (yaml_node_pair_t *pair = item->data.mapping.pairs.start;
              pair < item->data.mapping.pairs.top; pair++) {
             const char *k = config_scalar(yaml_document_get_node(c->doc, pair->key));
@@ -81,6 +84,14 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                     return config_fail(c, val, key, "must be wait (new jobs wait) or reject (refused at submit)%s", "");
                 b.reject_when_exhausted = !strcmp(s, "reject");
                 on_exhausted_given = true;
+            } else if (k && !strcmp(k, "user")) {
+                user = config_scalar(val);
+                size_t n = user ? strlen(user) : 0;
+                bool ok = n >= 1 && n <= 32 && user[0] != '-' && user[0] != '.';
+                for (size_t i = 0; ok && i < n; i++)
+                    ok = isalnum((unsigned char)user[i]) || strchr("._-", user[i]);
+                if (!ok)
+                    return config_fail(c, val, key, "must be a user name (1 to 32 letters, digits, '.', '_', '-')%s", "");
             } else if (k && !strcmp(k, "alert_hook")) {
                 const char *s = config_scalar(val);
                 if (!s || !*s || strlen(s) >= sizeof b.alert_hook)
@@ -89,7 +100,7 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
             } else {
                 return config_fail(c, val, key,
                                    "unknown key (known: name, quota_gpus, weight, budget_daily, "
-                                   "budget_monthly, alert_pct, hard_cap, on_exhausted, stop_running, alert_hook)%s", "");
+                                   "budget_monthly, alert_pct, hard_cap, on_exhausted, stop_running, alert_hook, user)%s", "");
             }
             if (rc)
                 return rc;
@@ -110,7 +121,18 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
         } else if (alerts_given || b.hard_cap || b.alert_hook[0]) {
             return config_fail(c, item, where, "alert_pct, hard_cap, on_exhausted, stop_running and alert_hook need budget_daily or budget_monthly%s", "");
         }
-        if (!share_keys && budget_keys)
+        if (user) {
+            struct server_config *cfg = c->cfg;
+            for (int i = 0; i < cfg->nproject_users; i++)
+                if (!strcmp(cfg->project_users[i].project, p.name))
+                    return config_fail(c, item, where, "project '%s' is listed twice", p.name);
+            if (cfg->nproject_users == TIDE_MAX_PROJECT_USERS)
+                return config_fail(c, item, where, "at most %s projects with a user", "256");
+            snprintf(cfg->project_users[cfg->nproject_users].project, TIDE_NAME_MAX, "%s", p.name);
+            snprintf(cfg->project_users[cfg->nproject_users].user, 33, "%s", user);
+            cfg->nproject_users++;
+        }
+        if (!share_keys && (budget_keys || user))
             continue;
         if (!fairshare_add(fs, &p))
             return config_fail(c, item, where, "project '%s' is listed twice (or too many)", p.name);

@@ -24,6 +24,7 @@
 #include "store/store.h"
 
 #define SERVER_MAX_BODY_BYTES (1024 * 1024)
+#define TIDE_MAX_PROJECT_USERS 256
 
 struct server_config {
     char listen_host[64];
@@ -40,6 +41,13 @@ struct server_config {
     struct queue_set queues;
     struct fairshare fairshare; /* projects: quotas, weights, decayed use */
     struct budget_set budgets;  /* projects: daily/monthly budgets (core/budget.h) */
+    /* projects: user, the user a project's jobs run as when they name none
+     * (config_projects.c; the agents must allow it, docs/agent.md) */
+    struct {
+        char project[TIDE_NAME_MAX];
+        char user[33];
+    } project_users[TIDE_MAX_PROJECT_USERS];
+    int nproject_users;
     /* retention: (config_retention.c); 0 keeps forever */
     int64_t retention_jobs_s;   /* finished jobs: rows, events, logs, checkpoints */
     int64_t retention_events_s; /* any event */

@@ -3,12 +3,14 @@
  * rebuilds the scheduler's cache from the database, then serves the API
  * and runs the scheduler until SIGINT/SIGTERM.
  */
+#include <errno.h>
 #include <limits.h>
 #include <microhttpd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/args.h"
@@ -247,12 +249,33 @@ static void print_check(const struct server_flags *f, const struct server_config
     }
 }
 
+/* DATA is 0711 so that a job's user can pass through to its own directory
+ * under DATA/checkpoints (handed to it by an agent on this machine) while
+ * everything else the server writes there is owner-only (umask 077): the
+ * database, tokens and logs cannot be listed or read by jobs. */
+static int data_dir_modes(const char *dir, struct tide_err *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/tide.db", dir);
+    if (chmod(path, 0600) != 0 && errno != ENOENT) /* made before the umask */
+        return tide_err_set(err, TIDE_EIO, "data", "chmod %s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/checkpoints", dir);
+    int rc = fs_mkdir_p(path, 0711);
+    if (rc || chmod(path, 0711) != 0 || chmod(dir, 0711) != 0)
+        return tide_err_set(err, TIDE_EIO, "data", "cannot set the modes of %s: %s", dir,
+                            strerror(rc ? -rc : errno));
+    return 0;
+}
+
 static int server_open(struct server *srv, struct tide_err *err)
 {
+    umask(077);
     int rc = fs_mkdir_p(srv->cfg.data_dir, 0700);
     if (rc)
         return tide_err_set(err, TIDE_EIO, "data", "cannot create %s: %s", srv->cfg.data_dir,
                             strerror(-rc));
+    if ((rc = data_dir_modes(srv->cfg.data_dir, err)) != 0)
+        return rc;
     /* Agents run elsewhere: paths handed to them (checkpoints) must be absolute. */
     char absolute[PATH_MAX];
     if (!realpath(srv->cfg.data_dir, absolute) || strlen(absolute) >= sizeof srv->cfg.data_dir - 64)

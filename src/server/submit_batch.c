@@ -6,6 +6,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "core/job_spec.h"
 #include "store/store_idempotency.h"
 
@@ -89,7 +90,7 @@ static int check_idempotency(struct server *srv, struct submit_work *list, struc
         if (rc)
             return rc;
     }
-    if (strcmp(hash, w->request_hash) != 0) {
+    if (!ct_str_equal(hash, w->request_hash)) {
         json_decref(w->replay_ids);
         w->replay_ids = NULL;
         w->replay_of = NULL;

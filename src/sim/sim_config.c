@@ -393,6 +393,8 @@ static int projects_from_json(struct sim_config *cfg, const json_t *v, struct ti
                 }
             } else if (!strcmp(key, "hard_cap")) {
                 rc = get_bool(val, field, &b.hard_cap, err);
+            } else if (!strcmp(key, "user")) {
+                rc = 0; /* the user a project's jobs run as: the simulator runs none */
             } else if (!strcmp(key, "quota_gpus") || !strcmp(key, "weight") ||
                        !strcmp(key, "alert_hook")) {
                 rc = tide_err_set(err, TIDE_EINVAL, field,

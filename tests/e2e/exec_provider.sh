@@ -21,10 +21,13 @@ create)
     while [ ! -f "$dir/go" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
   fi
   out=""
+  # jobs write into the test's private temp dir: as root, run them as root
+  run_as=""
+  [ "$(id -u)" -eq 0 ] && run_as="--job-user root --allow-root-jobs"
   for name in $TIDE_NODE_NAMES; do
     mkdir -p "$dir/$name"
-    setsid "$TIDE_BIN" agent --server "$TIDE_SERVER" --token "$TIDE_JOIN_TOKEN" --name "$name" \
-      --work "$dir/$name" --fake-gpus "$TIDE_FAKE_GPUS" --pool "$TIDE_POOL" \
+    setsid "$TIDE_BIN" agent --server "$TIDE_SERVER" --name "$name" \
+      --work "$dir/$name" --fake-gpus "$TIDE_FAKE_GPUS" --pool "$TIDE_POOL" $run_as \
       >"$dir/$name.log" 2>&1 </dev/null &
     echo $! > "$dir/$name.pid"
     out="$out${out:+,}{\"id\":\"vm-$name\",\"name\":\"$name\",\"state\":\"creating\"}"

@@ -124,13 +124,17 @@ class Cluster:
         except (urllib.error.URLError, ConnectionError, OSError):
             return False
 
-    def start_agent(self, name, fake_gpus=None, extra=()):
+    def start_agent(self, name, fake_gpus=None, extra=(), run_as=None):
+        """run_as: the agent's user flags; by default, as root, jobs run as
+        root (they write into this cluster's private temp dir)."""
         work = os.path.join(self.dir, "agents", name)
         os.makedirs(work, exist_ok=True)
+        if run_as is None:
+            run_as = ["--job-user", "root", "--allow-root-jobs"] if os.geteuid() == 0 else []
         self.agents[name] = self._spawn(f"agent-{name}", [
             "agent", "--server", self.url, "--token-file", os.path.join(self.data, "join.token"),
             "--name", name, "--work", work, "--fake-gpus", fake_gpus or self.fake_gpus]
-            + self._agent_tls_args() + list(extra))
+            + self._agent_tls_args() + list(extra) + run_as)
         wait_until(lambda: self.node(name) and self.node(name)["state"] == "ready", 20,
                    what=f"agent {name} registered")
 

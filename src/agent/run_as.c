@@ -1,0 +1,119 @@
+/* Choosing and becoming a job's user (run_as.h). */
+#include "agent/run_as.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The dedicated user docs/agent.md tells operators to create. */
+#define RUN_AS_DEDICATED "tide-job"
+#define RUN_AS_FALLBACK "nobody"
+
+static bool user_exists(const char *name)
+{
+    char buf[4096];
+    struct passwd pw, *res = NULL;
+    return getpwnam_r(name, &pw, buf, sizeof buf, &res) == 0 && res;
+}
+
+bool agent_run_as_default(const struct agent_opts *o, char *out, size_t n)
+{
+    if (geteuid() != 0) {
+        snprintf(out, n, "the agent's own user (not root: no switch)");
+        return false;
+    }
+    const char *name = o->job_user                     ? o->job_user
+                       : user_exists(RUN_AS_DEDICATED) ? RUN_AS_DEDICATED
+                                                       : RUN_AS_FALLBACK;
+    snprintf(out, n, "%s", name);
+    return true;
+}
+
+/* Whether name is one of the comma-separated names in list. */
+static bool list_has(const char *list, const char *name)
+{
+    size_t nl = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len == nl && !memcmp(p, name, nl))
+            return true;
+        p = c ? c + 1 : p + len;
+    }
+    return false;
+}
+
+int agent_run_as_resolve(const struct agent_opts *o, const char *requested, struct agent_run_as *r,
+                         char *why, size_t why_n)
+{
+    memset(r, 0, sizeof *r);
+    char dflt[64];
+    bool can_switch = agent_run_as_default(o, dflt, sizeof dflt);
+    const char *name = requested ? requested : dflt;
+    if (!can_switch) {
+        if (requested) {
+            char buf[4096];
+            struct passwd pw, *res = NULL;
+            if (getpwnam_r(requested, &pw, buf, sizeof buf, &res) != 0 || !res ||
+                res->pw_uid != geteuid()) {
+                snprintf(why, why_n,
+                         "user %.64s: this agent does not run as root and cannot run jobs as "
+                         "another user",
+                         requested);
+                return -1;
+            }
+        }
+        return 0; /* r->change false: the agent's user */
+    }
+    if (requested && strcmp(requested, dflt) != 0 && !list_has(o->allow_users, requested)) {
+        snprintf(why, why_n, "user %.64s is not allowed on this node (agent --allow-users)",
+                 requested);
+        return -1;
+    }
+    char buf[16384];
+    struct passwd pw, *res = NULL;
+    int e = getpwnam_r(name, &pw, buf, sizeof buf, &res);
+    if (e != 0 || !res) {
+        snprintf(why, why_n, "user %.64s: %s on this node", name, e ? strerror(e) : "no such user");
+        return -1;
+    }
+    if (res->pw_uid == 0 && !o->allow_root_jobs) {
+        snprintf(why, why_n,
+                 "user %.64s: jobs do not run as root unless the agent has --allow-root-jobs",
+                 name);
+        return -1;
+    }
+    r->change = true;
+    r->uid = res->pw_uid;
+    r->gid = res->pw_gid;
+    snprintf(r->name, sizeof r->name, "%s", res->pw_name);
+    snprintf(r->home, sizeof r->home, "%s", res->pw_dir ? res->pw_dir : "/");
+    int ng = RUN_AS_MAX_GROUPS;
+    if (getgrouplist(res->pw_name, res->pw_gid, r->groups, &ng) < 0) {
+        /* more groups than we carry: the primary one is enough to run */
+        r->groups[0] = res->pw_gid;
+        ng = 1;
+    }
+    r->ngroups = ng;
+    return 0;
+}
+
+int agent_run_as_enter(const struct agent_run_as *r)
+{
+    if (!r || !r->change)
+        return 0;
+    if (setgroups((size_t)r->ngroups, r->groups) != 0)
+        return errno;
+    if (setgid(r->gid) != 0)
+        return errno;
+    if (setuid(r->uid) != 0)
+        return errno;
+    /* a switch that left a way back to root is no switch */
+    if (r->uid != 0 && (setuid(0) == 0 || geteuid() == 0))
+        return EPERM;
+    return 0;
+}

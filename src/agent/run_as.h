@@ -1,0 +1,46 @@
+/*
+ * Which user a task runs as, and switching to it in the child between fork
+ * and exec. An agent running as root runs each job as an unprivileged user:
+ * the job's own `user` when the agent's --allow-users lists it, else
+ * --job-user, else `tide-job` where that user exists, else `nobody`. Root
+ * only with --allow-root-jobs. An agent that is not root cannot switch:
+ * jobs run as the agent's user, and a job asking for another is refused.
+ */
+#ifndef TIDE_AGENT_RUN_AS_H
+#define TIDE_AGENT_RUN_AS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "agent/agent_opts.h"
+
+#define RUN_AS_MAX_GROUPS 64
+
+struct agent_run_as {
+    bool change; /* false: run as the agent's own user, no switch */
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[RUN_AS_MAX_GROUPS]; /* supplementary groups, found before fork */
+    int ngroups;
+    char name[64];
+    char home[PATH_MAX];
+};
+
+/* The user of the agent's jobs when they name none: what the policy above
+ * gives for the agent's options. Writes the name into out; false (with why)
+ * when the agent cannot switch users (it is not root). */
+bool agent_run_as_default(const struct agent_opts *o, char *out, size_t n);
+
+/* Resolves the user a job runs as: requested is the job's `user` (NULL for
+ * the default). 0 with *r filled, or -1 with why set to a sentence naming
+ * the field (`user ...`) when the policy refuses it or it does not exist. */
+int agent_run_as_resolve(const struct agent_opts *o, const char *requested, struct agent_run_as *r,
+                         char *why, size_t why_n);
+
+/* In the child: drops to r's user (groups, gid, uid, each checked, and a
+ * check that root cannot be regained). Async-signal-safe. 0 or an errno. */
+int agent_run_as_enter(const struct agent_run_as *r);
+
+#endif
