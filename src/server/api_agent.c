@@ -12,6 +12,7 @@
 #include "core/gpu_share.h"
 #include "core/job_spec.h"
 #include "core/reconcile.h"
+#include "server/agent_wake.h"
 #include "server/pool_loop.h"
 #include "server/server.h"
 
@@ -514,6 +515,12 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     }
     if (kick)
         sched_loop_kick(srv);
+    /* A gang member's exit stops its others: their agents hear now. */
+    for (size_t i = 0; !rc && i < srv->actions.len; i++)
+        if (srv->actions.items[i].type == ACTION_ACK)
+            agent_wake_job(srv, srv->actions.items[i].job_id);
+    /* this reply carries all that is decided for the node so far */
+    agent_wake_delivered(srv, req->token.node_id);
     pthread_mutex_unlock(&srv->lock);
     json_decref(body);
     if (rc) {

@@ -9,6 +9,7 @@
 #include "common/sha256.h"
 #include "core/feasible.h"
 #include "core/job_spec.h"
+#include "server/agent_wake.h"
 #include "server/server.h"
 #include "server/submit_batch.h"
 
@@ -229,6 +230,8 @@ int api_jobs_cancel(struct server *srv, struct api_request *req, int64_t id, str
         if (rc)
             store_rollback(srv->store);
     }
+    if (!rc)
+        agent_wake_job(srv, id); /* the stop reaches the agent now */
     if (!rc)
         rc = store_job_get(srv->store, id, &job, &err);
     pthread_mutex_unlock(&srv->lock);

@@ -63,6 +63,11 @@ struct server {
     pthread_mutex_t lock;
     pthread_cond_t wake; /* signalled when the scheduler has work */
     bool sched_wanted;
+    /* agent_wake.c: broadcast when something is decided for a node whose
+     * agent may be parked in POST /v1/agent/wait; slots indexed by node id. */
+    pthread_cond_t agent_wake;
+    struct agent_wake_slot *wake_slots;
+    size_t wake_nslots;
     volatile int stopping;
     struct store *store;
     int data_lock_fd; /* data_lock.h: held while the server runs; 0 before */
