@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,22 @@
 /* After a failed wait (server down, restarting): the main loop's
  * heartbeats find out when it is back; this only retries. */
 #define WAKE_RETRY_MS 1000
+
+/* The pipe's write end for on_child (a signal handler sees only globals). */
+static int child_wake_fd = -1;
+
+/* A task exited: wake the main loop to reap it now rather than at its next
+ * tick (self-pipe; async-signal-safe). */
+static void on_child(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    char byte = 2;
+    if (write(child_wake_fd, &byte, 1) < 0) {
+        /* full pipe: a wake is already pending */
+    }
+    errno = saved;
+}
 
 static void nap_ms(int64_t ms)
 {
@@ -88,6 +105,14 @@ int agent_wake_start(struct agent_wake *w, const char *server_url)
         fcntl(w->fds[i], F_SETFD, FD_CLOEXEC); /* tasks do not inherit it */
     }
     w->wait_ms = 1000;
+    child_wake_fd = w->fds[1];
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_child;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGCHLD, &sa, NULL) != 0)
+        log_warn("agent wake: SIGCHLD: %s; exits are seen on the 50 ms tick", strerror(errno));
     pthread_t thread;
     if (pthread_create(&thread, NULL, wake_thread, w) != 0)
         return -1;

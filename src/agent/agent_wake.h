@@ -5,7 +5,8 @@
  * heartbeat at once through a pipe. It carries no actions itself: starts
  * and stops still come in heartbeat replies, so fencing, acks and logs stay
  * where they were. Against a server without /v1/agent/wait it gives up and
- * the agent heartbeats on its interval as before.
+ * the agent heartbeats on its interval as before. The same pipe carries
+ * SIGCHLD, so a task's exit wakes the loop to reap and report it at once.
  */
 #ifndef TIDE_AGENT_WAKE_H
 #define TIDE_AGENT_WAKE_H
@@ -29,7 +30,8 @@ int agent_wake_start(struct agent_wake *w, const char *server_url);
 /* Gives the thread the node token (after registering) and how long a wait
  * may be held; an empty token pauses it. */
 void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms);
-/* Waits up to ms for a wake; true when one came (all pending are taken). */
+/* Waits up to ms for a wake (the server's, or a child's exit); true when
+ * one came (all pending are taken). */
 bool agent_wake_wait(struct agent_wake *w, int64_t ms);
 
 #endif

@@ -169,6 +169,8 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
         return api_agent_wait(srv, req, reply);
     if (!strcmp(p, "/v1/jobs") && post)
         return api_jobs_submit(srv, req, reply);
+    if (!strcmp(p, "/v1/jobs:batch") && post)
+        return api_jobs_submit_batch(srv, req, reply);
     if (!strcmp(p, "/v1/jobs") && get)
         return api_jobs_list(srv, req, reply);
     if (!strncmp(p, "/v1/jobs/", 9))
