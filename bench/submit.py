@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 
@@ -20,6 +21,16 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid):
+    """CPU seconds (user + system) pid has used."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def main():
@@ -59,16 +70,26 @@ def main():
 
         spec = {"command": ["true"], "gpus": 1, "name": "bench"}
         rates = []
+        cpu0 = cpu_s(server.pid)
         for _ in range(args.batches):
-            out, took = post("/v1/jobs:batch", {"jobs": [spec] * args.size})
+            try:
+                out, took = post("/v1/jobs:batch", {"jobs": [spec] * args.size})
+            except urllib.error.HTTPError as e:
+                print(f"  POST /v1/jobs:batch: HTTP {e.code} (not on this server)")
+                break
             assert out["created"] == args.size, out
             rates.append(args.size / took)
-        print(f"  POST /v1/jobs:batch, {args.size} specs per request: "
-              f"{max(rates):,.0f} jobs/s best, {sorted(rates)[len(rates) // 2]:,.0f} median "
-              f"(request round trip, JSON both ways)")
+        if rates:
+            cpu = cpu_s(server.pid) - cpu0
+            print(f"  POST /v1/jobs:batch, {args.size} specs per request: "
+                  f"{max(rates):,.0f} jobs/s best, {sorted(rates)[len(rates) // 2]:,.0f} median "
+                  f"(request round trip, JSON both ways); server CPU "
+                  f"{cpu / (args.size * len(rates)) * 1e6:.0f} us per job")
+        cpu0 = cpu_s(server.pid)
         out, took = post("/v1/jobs", dict(spec, array=args.array))
+        cpu = cpu_s(server.pid) - cpu0
         print(f"  array of {args.array} tasks (one POST /v1/jobs): {took * 1000:.0f} ms "
-              f"({args.array / took:,.0f} tasks/s)")
+              f"({args.array / took:,.0f} tasks/s); server CPU {cpu * 1000:.0f} ms")
 
         env = dict(os.environ, TIDE_SERVER=url, TIDE_TOKEN=token)
         t = time.monotonic()
