@@ -28,7 +28,7 @@ struct loop_state {
     int64_t next_register_ms;
     int register_failures;
     bool ever_registered;
-    struct agent_wake wake; /* the long-poll that says "heartbeat now" */
+    struct agent_wake *wake; /* the long-poll that says "heartbeat now"; NULL: none */
 };
 
 static void sleep_ms(int64_t ms)
@@ -65,7 +65,7 @@ static bool try_register(struct agent *a, struct loop_state *s, int64_t now)
             a->tasks[i]->log_acked = 0;
         s->register_failures = 0;
         choose_interval(a);
-        agent_wake_set(&s->wake, a->node.node_token, a->heartbeat_ms);
+        agent_wake_set(s->wake, a->node.node_token, a->heartbeat_ms);
         agent_note_server(a, true, NULL, now);
         log_info("registered as node %" PRId64 " (%s) with %zu GPU(s), heartbeat every %d ms",
                  a->node.node_id, a->opts->name, a->gpus.count, a->heartbeat_ms);
@@ -103,7 +103,7 @@ static void heartbeat(struct agent *a, struct loop_state *s, int64_t now)
     } else if (rc == TIDE_EAUTH) {
         log_warn("the server refused the node token; registering again");
         a->registered = false;
-        agent_wake_set(&s->wake, NULL, 0);
+        agent_wake_set(s->wake, NULL, 0);
         s->next_register_ms = now;
     } else {
         agent_note_server(a, false, err.message, now);
@@ -220,14 +220,14 @@ static void final_heartbeat(struct agent *a)
 int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
 {
     struct loop_state s = {0};
-    agent_wake_start(&s.wake, a->opts->server_url); /* without it: polling only */
+    s.wake = agent_wake_start(a->opts->server_url); /* without it: polling only */
     struct tide_err err;
     tide_err_clear(&err);
     if (agent_node_load(a, &err) == 0) {
         a->registered = true;
         s.ever_registered = true;
         choose_interval(a);
-        agent_wake_set(&s.wake, a->node.node_token, a->heartbeat_ms);
+        agent_wake_set(s.wake, a->node.node_token, a->heartbeat_ms);
         log_info("node %" PRId64 " (%s) from node.json, heartbeat every %d ms", a->node.node_id,
                  a->opts->name, a->heartbeat_ms);
     } else {
@@ -252,7 +252,7 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         int64_t wait = s.next_heartbeat_ms - now;
         if (!a->registered)
             wait = s.next_register_ms - now;
-        if (agent_wake_wait(&s.wake, wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS) && a->registered)
+        if (agent_wake_wait(s.wake, wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS) && a->registered)
             s.next_heartbeat_ms = clock_mono_ms(); /* the server has something for us */
     }
     log_info("signal received, shutting down");

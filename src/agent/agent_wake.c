@@ -90,15 +90,21 @@ static void *wake_thread(void *arg)
     return NULL;
 }
 
-int agent_wake_start(struct agent_wake *w, const char *server_url)
+/* Static: the detached thread outlives agent_loop_run's frame. */
+static struct agent_wake the_wake;
+
+struct agent_wake *agent_wake_start(const char *server_url)
 {
+    struct agent_wake *w = &the_wake;
+    if (w->started)
+        return w;
     memset(w, 0, sizeof *w);
     w->fds[0] = w->fds[1] = -1;
     if (pthread_mutex_init(&w->mu, NULL) != 0)
-        return -1;
+        return NULL;
     if (pipe(w->fds) != 0 || asprintf(&w->url, "%s/v1/agent/wait", server_url) < 0) {
         log_warn("agent wake: %s; heartbeats on the interval only", strerror(errno));
-        return -1;
+        return NULL;
     }
     for (int i = 0; i < 2; i++) {
         fcntl(w->fds[i], F_SETFL, fcntl(w->fds[i], F_GETFL) | O_NONBLOCK);
@@ -115,15 +121,15 @@ int agent_wake_start(struct agent_wake *w, const char *server_url)
         log_warn("agent wake: SIGCHLD: %s; exits are seen on the 50 ms tick", strerror(errno));
     pthread_t thread;
     if (pthread_create(&thread, NULL, wake_thread, w) != 0)
-        return -1;
+        return NULL;
     pthread_detach(thread); /* it may sit in a wait at exit: nothing to join */
     w->started = true;
-    return 0;
+    return w;
 }
 
 void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms)
 {
-    if (!w->started)
+    if (!w || !w->started)
         return;
     pthread_mutex_lock(&w->mu);
     snprintf(w->token, sizeof w->token, "%s", token ? token : "");
@@ -135,7 +141,7 @@ bool agent_wake_wait(struct agent_wake *w, int64_t ms)
 {
     if (ms < 0)
         ms = 0;
-    if (!w->started) {
+    if (!w || !w->started) {
         struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
         nanosleep(&ts, NULL); /* as before: a signal cuts it short */
         return false;

@@ -24,9 +24,11 @@ struct agent_wake {
     bool started;
 };
 
-/* Opens the pipe and starts the (detached) thread. Returns 0, or -1 when
- * it could not (the agent then only polls). */
-int agent_wake_start(struct agent_wake *w, const char *server_url);
+/* Opens the pipe and starts the (detached) thread; returns the process's
+ * one wake, which lives until exit (the thread may still be in a request
+ * when the agent's loop returns), or NULL when it could not start (the
+ * agent then only polls; the functions below accept NULL). */
+struct agent_wake *agent_wake_start(const char *server_url);
 /* Gives the thread the node token (after registering) and how long a wait
  * may be held; an empty token pauses it. */
 void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms);
