@@ -17,6 +17,8 @@
 
 /* Beyond the server's hold: the answer's way back. */
 #define WAKE_SLACK_MS 5000
+/* The longest wait the server accepts. */
+#define WAKE_MAX_WAIT_MS 30000
 /* After a failed wait (server down, restarting): the main loop's
  * heartbeats find out when it is back; this only retries. */
 #define WAKE_RETRY_MS 1000
@@ -133,7 +135,9 @@ void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms)
         return;
     pthread_mutex_lock(&w->mu);
     snprintf(w->token, sizeof w->token, "%s", token ? token : "");
-    w->wait_ms = wait_ms > 0 ? wait_ms : 1000;
+    /* the server takes 0 to 30000 (docs/api.md) and holds at most half
+     * its node timeout anyway */
+    w->wait_ms = wait_ms <= 0 ? 1000 : wait_ms > WAKE_MAX_WAIT_MS ? WAKE_MAX_WAIT_MS : wait_ms;
     pthread_mutex_unlock(&w->mu);
 }
 

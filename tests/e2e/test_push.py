@@ -10,12 +10,12 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import Cluster, run_tests, wait_until  # noqa: E402
 
-HEARTBEAT_MS = 30000  # the agents' next heartbeat is this far off
+HEARTBEAT_MS = 60000  # the agents' next heartbeat is this far off (above the 30 s a wait may last)
 BOUND_S = 5           # each step must happen well before that
 
 
 def test_start_cancel_and_finish_reach_the_agent_long_before_the_next_heartbeat():
-    with Cluster(agents=1, heartbeat_ms=HEARTBEAT_MS, node_timeout_ms=90000) as c:
+    with Cluster(agents=1, heartbeat_ms=HEARTBEAT_MS, node_timeout_ms=180000) as c:
         long_job = c.submit(command=["sleep", "60"], gpus=1)["id"]
         c.wait_state(long_job, "running", BOUND_S)
         job = c.api("DELETE", f"/v1/jobs/{long_job}")
@@ -27,7 +27,7 @@ def test_start_cancel_and_finish_reach_the_agent_long_before_the_next_heartbeat(
 
 
 def test_push_survives_a_kill_9_of_the_server():
-    with Cluster(agents=1, heartbeat_ms=HEARTBEAT_MS, node_timeout_ms=90000) as c:
+    with Cluster(agents=1, heartbeat_ms=HEARTBEAT_MS, node_timeout_ms=180000) as c:
         first = c.submit(command=["true"], gpus=1)["id"]
         c.wait_state(first, "succeeded", BOUND_S)
         c.kill_server()
