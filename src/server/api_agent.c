@@ -462,11 +462,13 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         return api_error_msg(reply, TIDE_EAUTH, NULL, "unknown node: register again");
     }
     if (parse_reports(json_object_get(body, "tasks"), reports, &nreports, reply) != 0) {
+        agent_wake_delivered(srv, node->id); /* no wake storm for a refused heartbeat */
         pthread_mutex_unlock(&srv->lock);
         json_decref(body);
         return 0;
     }
     if (update_telemetry(node, json_object_get(body, "gpus"), reply) != 0) {
+        agent_wake_delivered(srv, node->id);
         pthread_mutex_unlock(&srv->lock);
         json_decref(body);
         return 0;
