@@ -183,7 +183,12 @@ static void answer(struct server *srv, struct submit_work *w, const int64_t *ids
         return;
     }
     json_t *jobs = json_array();
-    for (int i = 0; !w->rc && i < count; i++) {
+    bool contiguous = count > 0; /* an array's members, inserted in one go */
+    for (int i = 1; i < count && contiguous; i++)
+        contiguous = ids[i] == ids[i - 1] + 1;
+    if (contiguous && jobs)
+        w->rc = store_jobs_get_range(srv->store, ids[0], ids[count - 1], jobs, &w->err);
+    for (int i = 0; !contiguous && !w->rc && i < count; i++) {
         json_t *one = NULL;
         w->rc = store_job_get(srv->store, ids[i], &one, &w->err);
         if (!w->rc)

@@ -730,6 +730,33 @@ int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *er
     return rc;
 }
 
+int store_jobs_get_range(struct store *s, int64_t first, int64_t last, json_t *out,
+                         struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT " JOB_COLUMNS
+                                  " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
+                                  " WHERE j.id BETWEEN ? AND ? ORDER BY j.id", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, first);
+    sqlite3_bind_int64(st, 2, last);
+    int r, rc = 0;
+    int64_t n = 0;
+    while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *job = job_row_to_json(st);
+        if (!job || json_array_append_new(out, job) != 0)
+            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        n++;
+    }
+    if (!rc && r != SQLITE_DONE)
+        rc = db_error(s, err, "read jobs");
+    if (!rc && n != last - first + 1)
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "jobs %lld to %lld: %lld found", (long long)first,
+                          (long long)last, (long long)n);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* True when project is allowed by a token's project list (NULL = all). */
 static int project_allowed(json_t *projects, const char *project)
 {
