@@ -2,7 +2,8 @@
 # make bench: the scheduler pass benchmark, simulator replay times, an idle
 # agent's CPU and memory (bench/agent.sh), GET /metrics under a 10,000-job
 # queue (bench/metrics.py), the dashboard's API calls under a 10k-job queue
-# (bench/dashboard.py), event listings (bench/events.py) and the API submit
+# (bench/dashboard.py), event listings (bench/events.py), the end-to-end row
+# (bench/e2e.py: 1,000 jobs on 16 agents) and the API submit
 # rate over loopback (wrk, 1 and 8 connections). Prints numbers; never fails on speed.
 set -euo pipefail
 build=${1:-build}
@@ -32,6 +33,14 @@ echo
 echo "== dashboard: the page's API calls with 10000 jobs waiting (bench/dashboard.py)"
 TIDE_BIN="$tide" python3 "$(dirname "$0")/dashboard.py" 10000 20
 python3 "$(dirname "$0")/events.py" "$tide"
+
+echo
+echo "== end to end: 16 agents x 8 fake GPUs, 1,000 jobs of sleep 1 (bench/e2e.py)"
+python3 "$(dirname "$0")/e2e.py" "$tide" || echo "end-to-end bench failed; skipping"
+
+echo
+echo "== submit: batches, a 1,000-task array, the CLI (bench/submit.py)"
+python3 "$(dirname "$0")/submit.py" "$tide" || echo "submit bench failed; skipping"
 
 echo
 echo "== /metrics: 16 agents x 8 fake GPUs, 128 running and 10,000 pending jobs"

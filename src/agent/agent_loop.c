@@ -7,14 +7,17 @@
 
 #include "agent/agent_heartbeat.h"
 #include "agent/agent_node.h"
+#include "agent/agent_wake.h"
 #include "common/fsutil.h"
 #include "common/log.h"
 
 /* How often tasks are reaped and deadlines checked: short, so exits are
  * reported and SIGKILLs sent close to on time. */
 #define LOOP_TICK_MS 50
-/* Quickest follow-up heartbeat after a change or with logs left over. */
-#define HEARTBEAT_MIN_GAP_MS 100
+/* Quickest follow-up heartbeat after a change (a task exited or was
+ * started: the server hears of it at once), and with logs left over. */
+#define HEARTBEAT_MIN_GAP_MS 2
+#define HEARTBEAT_LOGS_GAP_MS 100
 #define DEFAULT_HEARTBEAT_MS 1000
 #define REGISTER_BACKOFF_MAX_MS 30000
 #define FINAL_HEARTBEAT_TRIES 3
@@ -25,6 +28,7 @@ struct loop_state {
     int64_t next_register_ms;
     int register_failures;
     bool ever_registered;
+    struct agent_wake *wake; /* the long-poll that says "heartbeat now"; NULL: none */
 };
 
 static void sleep_ms(int64_t ms)
@@ -61,6 +65,7 @@ static bool try_register(struct agent *a, struct loop_state *s, int64_t now)
             a->tasks[i]->log_acked = 0;
         s->register_failures = 0;
         choose_interval(a);
+        agent_wake_set(s->wake, a->node.node_token, a->heartbeat_ms);
         agent_note_server(a, true, NULL, now);
         log_info("registered as node %" PRId64 " (%s) with %zu GPU(s), heartbeat every %d ms",
                  a->node.node_id, a->opts->name, a->gpus.count, a->heartbeat_ms);
@@ -91,11 +96,14 @@ static void heartbeat(struct agent *a, struct loop_state *s, int64_t now)
     if (rc == 0) {
         a->last_contact_ms = clock_mono_ms(); /* the server has just heard from us */
         agent_note_server(a, true, NULL, now);
-        if (changed || more)
+        if (changed)
             s->next_heartbeat_ms = now + HEARTBEAT_MIN_GAP_MS;
+        else if (more)
+            s->next_heartbeat_ms = now + HEARTBEAT_LOGS_GAP_MS;
     } else if (rc == TIDE_EAUTH) {
         log_warn("the server refused the node token; registering again");
         a->registered = false;
+        agent_wake_set(s->wake, NULL, 0);
         s->next_register_ms = now;
     } else {
         agent_note_server(a, false, err.message, now);
@@ -223,12 +231,14 @@ static void final_heartbeat(struct agent *a)
 int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
 {
     struct loop_state s = {0};
+    s.wake = agent_wake_start(a->opts->server_url); /* without it: polling only */
     struct tide_err err;
     tide_err_clear(&err);
     if (agent_node_load(a, &err) == 0) {
         a->registered = true;
         s.ever_registered = true;
         choose_interval(a);
+        agent_wake_set(s.wake, a->node.node_token, a->heartbeat_ms);
         log_info("node %" PRId64 " (%s) from node.json, heartbeat every %d ms", a->node.node_id,
                  a->opts->name, a->heartbeat_ms);
     } else {
@@ -258,7 +268,8 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         int64_t wait = s.next_heartbeat_ms - now;
         if (!a->registered)
             wait = probe_first ? LOOP_TICK_MS : s.next_register_ms - now;
-        sleep_ms(wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS);
+        if (agent_wake_wait(s.wake, wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS) && a->registered)
+            s.next_heartbeat_ms = clock_mono_ms(); /* the server has something for us */
     }
     log_info("signal received, shutting down");
     shutdown_tasks(a, signals);

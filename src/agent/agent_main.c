@@ -204,7 +204,8 @@ int agent_main(int argc, char **argv)
                      "network in clear text; use an https:// server (docs/api.md, \"TLS\")",
                      opts.server_url);
         rc = agent_loop_run(&a, &agent_signals);
-        curl_global_cleanup();
+        /* no curl_global_cleanup: the long-poll thread (agent_wake.h) may
+         * still be inside a request, and the process is about to exit */
     }
     agent_release(&a);
     agent_opts_release(&opts);

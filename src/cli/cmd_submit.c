@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/client.h"
 #include "cli/fmt.h"
+#include "cli/submit_file.h"
 #include "cli/submit_spec.h"
 #include "cli/report.h"
 #include "cli/roles.h"
@@ -16,12 +17,13 @@
 
 #define SUBMIT_MAX_OPTS 48
 
-enum { OPT_WAIT = 1000 };
+enum { OPT_WAIT = 1000, OPT_FILE };
 
 static void submit_usage(void)
 {
     printf("usage: tide submit [FLAGS] [--wait] -- CMD [ARGS...]\n"
            "       tide submit [FLAGS] [--wait] job.yaml|job.json|- [-- CMD [ARGS...]]\n"
+           "       tide submit [FLAGS] [--wait] --file jobs.jsonl|-\n"
            "\n"
            "Submits a job and prints its id. A file gives the job spec (YAML or JSON, '-'\n"
            "for stdin); flags override its fields, --env adds to its env, and a command\n"
@@ -30,6 +32,12 @@ static void submit_usage(void)
            "directory does not exist fails the job (start failed: workdir ...).\n"
            "\n"
            "%s"
+           "  --file FILE            many jobs: one JSON spec per line ('-': stdin; blank\n"
+           "                         lines and lines starting with # are skipped), sent\n"
+           "                         in batches (POST /v1/jobs:batch); flags apply to\n"
+           "                         every line. A line the server refuses is reported\n"
+           "                         as FILE:LINE on stderr and the exit status is 1;\n"
+           "                         the other lines' jobs are still submitted\n"
            "  --wait                 wait until the job finishes and exit with its status:\n"
            "                         0 if it succeeded, else its exit code, 128+N when\n"
            "                         killed by signal N, 124 timeout, 125 cancelled, 1 failed\n"
@@ -50,6 +58,7 @@ static int build_opts(struct cli_opt *opts)
 {
     static const struct cli_opt rest[] = {
         {"--wait", CLI_OPT_FLAG, OPT_WAIT},
+        {"--file", CLI_OPT_VALUE, OPT_FILE},
         CLI_COMMON_OPTS,
         {NULL, 0, 0},
     };
@@ -218,13 +227,78 @@ static void default_workdir(json_t *spec)
                 cwd);
 }
 
+/* tide submit --file: every line's job, then (with --wait) all of them. */
+static int submit_many(const struct cli_common *co, const char *path, json_t *overrides, int wait)
+{
+    struct tide_err err = {0};
+    struct cli_client c;
+    if (cli_client_init(&c, co, &err) < 0)
+        return cli_fail("submit", &err);
+    long long *ids = NULL;
+    size_t n = 0;
+    json_t *answers = NULL;
+    int rc = cli_submit_file(&c, path, overrides, default_workdir, &ids, &n, &answers, &err);
+    if (rc == 2) {
+        rc = cli_input_fail("submit", &err);
+    } else if (rc < 0) {
+        if (n > 0 && !c.json)
+            print_submitted(ids, n); /* what earlier batches made */
+        rc = cli_fail("submit", &err);
+    } else {
+        int refused = rc;
+        if (c.json && !wait) {
+            json_t *out = json_pack("{s:O}", "jobs", answers);
+            char *text = out ? json_dumps(out, JSON_COMPACT) : NULL;
+            json_decref(out);
+            if (!text || puts(text) < 0)
+                refused = 1;
+            free(text);
+        } else if (n > 0 && !c.json) {
+            print_submitted(ids, n);
+        }
+        rc = refused;
+        if (wait && n > 0) {
+            json_t *final;
+            int failed = cli_wait_jobs(&c, ids, n, &final, &err);
+            if (failed < 0) {
+                rc = cli_fail("submit", &err);
+            } else {
+                size_t i;
+                json_t *job;
+                json_array_foreach(final, i, job)
+                {
+                    if (!c.json)
+                        print_outcome(job);
+                    if (!rc)
+                        rc = cli_job_exit_status(job);
+                }
+                if (c.json) {
+                    json_t *out = json_pack("{s:O}", "jobs", final);
+                    char *text = out ? json_dumps(out, JSON_COMPACT) : NULL;
+                    json_decref(out);
+                    if (!text || puts(text) < 0)
+                        rc = rc ? rc : 1;
+                    free(text);
+                }
+                json_decref(final);
+            }
+        }
+    }
+    json_decref(answers);
+    free(ids);
+    cli_client_release(&c);
+    if (fflush(stdout) != 0 && !rc)
+        rc = 1;
+    return rc;
+}
+
 int cli_submit_main(int argc, char **argv)
 {
     struct cli_opt opts[SUBMIT_MAX_OPTS];
     struct cli_common co = {0};
     struct cli_args a;
     struct tide_err err = {0};
-    const char *file = NULL, *v;
+    const char *file = NULL, *many = NULL, *v;
     int wait = 0, id, r, rc = 2;
     if (build_opts(opts) < 0)
         return 1;
@@ -244,6 +318,8 @@ int cli_submit_main(int argc, char **argv)
             file = v;
         } else if (id == OPT_WAIT) {
             wait = 1;
+        } else if (id == OPT_FILE) {
+            many = v;
         } else if (!cli_common_apply(&co, id, v) &&
                    cli_spec_apply_flag(overrides, id, v, &err) < 0) {
             goto usage;
@@ -255,6 +331,15 @@ int cli_submit_main(int argc, char **argv)
         goto out;
     }
     int ncmd = argc - a.next;
+    if (many && (file || ncmd > 0)) {
+        tide_err_set(&err, TIDE_EINVAL, "--file",
+                     "--file: each line is a whole job spec; give no job file or command too");
+        goto usage;
+    }
+    if (many) {
+        rc = submit_many(&co, many, overrides, wait);
+        goto out;
+    }
     if (!file && ncmd == 0) {
         tide_err_set(&err, TIDE_EINVAL, NULL,
                      "nothing to run: give a command after -- or a job file");

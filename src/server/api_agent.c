@@ -13,6 +13,7 @@
 #include "core/gpu_share.h"
 #include "core/job_spec.h"
 #include "core/reconcile.h"
+#include "server/agent_wake.h"
 #include "server/pool_loop.h"
 #include "server/server.h"
 
@@ -494,11 +495,13 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         return api_error_msg(reply, TIDE_EAUTH, NULL, "unknown node: register again");
     }
     if (parse_reports(json_object_get(body, "tasks"), reports, &nreports, reply) != 0) {
+        agent_wake_delivered(srv, node->id); /* no wake storm for a refused heartbeat */
         pthread_mutex_unlock(&srv->lock);
         json_decref(body);
         return 0;
     }
     if (update_telemetry(node, json_object_get(body, "gpus"), reply) != 0) {
+        agent_wake_delivered(srv, node->id);
         pthread_mutex_unlock(&srv->lock);
         json_decref(body);
         return 0;
@@ -556,6 +559,12 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     }
     if (kick)
         sched_loop_kick(srv);
+    /* A gang member's exit stops its others: their agents hear now. */
+    for (size_t i = 0; !rc && i < srv->actions.len; i++)
+        if (srv->actions.items[i].type == ACTION_ACK)
+            agent_wake_job(srv, srv->actions.items[i].job_id);
+    /* this reply carries all that is decided for the node so far */
+    agent_wake_delivered(srv, req->token.node_id);
     pthread_mutex_unlock(&srv->lock);
     json_decref(body);
     if (rc) {

@@ -9,6 +9,7 @@
 #include "common/sha256.h"
 #include "core/feasible.h"
 #include "core/job_spec.h"
+#include "server/agent_wake.h"
 #include "server/server.h"
 #include "server/submit_batch.h"
 
@@ -63,15 +64,37 @@ static void add_live_fields(struct server *srv, json_t *job_json)
     add_eta(job, job_json);
 }
 
-#define IDEMPOTENCY_KEY_MAX 128
-
-static bool idempotency_key_valid(const char *key)
+bool api_idempotency_key_valid(const char *key)
 {
     size_t n = strlen(key);
     for (size_t i = 0; i < n; i++)
         if (key[i] < 0x21 || key[i] > 0x7e)
             return false;
     return n >= 1 && n <= IDEMPOTENCY_KEY_MAX;
+}
+
+int api_jobs_check_spec(struct server *srv, const struct api_request *req, json_t *given,
+                        json_t **spec, struct job *job, struct tide_err *err)
+{
+    *spec = NULL;
+    int rc = job_spec_from_object(given, spec, job, err);
+    if (!rc)
+        rc = queue_admit(&srv->cfg.queues, given, *spec, job, err);
+    if (!rc && !auth_project_allowed(req, job->project))
+        rc = tide_err_set(err, TIDE_EPERM, "project",
+                          "project: this token may not submit to project '%s'", job->project);
+    if (!rc) {
+        /* A job no node or pool could ever hold is refused now, not left
+         * to wait forever (feasible.h). */
+        pthread_mutex_lock(&srv->lock);
+        rc = feasible_check(&srv->cluster, srv->cfg.pools, srv->cfg.npools, job, err);
+        pthread_mutex_unlock(&srv->lock);
+    }
+    if (rc) {
+        json_decref(*spec);
+        *spec = NULL;
+    }
+    return rc;
 }
 
 int api_jobs_submit(struct server *srv, struct api_request *req, struct api_reply *reply)
@@ -87,32 +110,14 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
     if (!given)
         return api_error_msg(reply, TIDE_EINVAL, NULL, "invalid JSON at line %d column %d: %s",
                              jerr.line, jerr.column, jerr.text);
-    int admitted = job_spec_from_object(given, &spec, &job, &err);
-    if (!admitted)
-        admitted = queue_admit(&srv->cfg.queues, given, spec, &job, &err);
+    int rc = api_jobs_check_spec(srv, req, given, &spec, &job, &err);
     json_decref(given);
-    if (admitted) {
-        json_decref(spec);
+    if (rc)
         return api_error(reply, &err);
-    }
-    if (!auth_project_allowed(req, job.project)) {
-        json_decref(spec);
-        return api_error_msg(reply, TIDE_EPERM, "project",
-                             "project: this token may not submit to project '%s'", job.project);
-    }
-    /* A job no node or pool could ever hold is refused now, not left to
-     * wait forever (feasible.h). */
-    pthread_mutex_lock(&srv->lock);
-    int never = feasible_check(&srv->cluster, srv->cfg.pools, srv->cfg.npools, &job, &err);
-    pthread_mutex_unlock(&srv->lock);
-    if (never) {
-        json_decref(spec);
-        return api_error(reply, &err);
-    }
     struct submit_work w = {.req = req, .spec = spec, .job = job};
     w.idempotency_key = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Idempotency-Key");
     if (w.idempotency_key) {
-        if (!idempotency_key_valid(w.idempotency_key)) {
+        if (!api_idempotency_key_valid(w.idempotency_key)) {
             json_decref(spec);
             return api_error_msg(reply, TIDE_EINVAL, "Idempotency-Key",
                                  "Idempotency-Key: must be 1 to %d printable ASCII characters",
@@ -229,6 +234,8 @@ int api_jobs_cancel(struct server *srv, struct api_request *req, int64_t id, str
         if (rc)
             store_rollback(srv->store);
     }
+    if (!rc)
+        agent_wake_job(srv, id); /* the stop reaches the agent now */
     if (!rc)
         rc = store_job_get(srv->store, id, &job, &err);
     pthread_mutex_unlock(&srv->lock);

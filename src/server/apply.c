@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "server/agent_wake.h"
 #include "server/server.h"
 #include "store/store_health.h"
 #include "store/store_events.h"
@@ -215,6 +216,9 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
     if (!rc)
         eta_refresh_learn(srv, actions, now_ms);
     for (size_t i = 0; !rc && i < actions->len; i++) {
+        /* their agents hear of it now, not at their next heartbeat */
+        agent_wake_node(srv, actions->items[i].node_id);
+        agent_wake_job(srv, actions->items[i].job_id);
         int cls = failure_class(&actions->items[i]);
         if (cls >= 0)
             srv->failures[cls]++;

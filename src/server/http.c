@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/port_owner.h"
+#include "server/agent_wake.h"
 #include "server/http_tls.h"
 #include "server/pool_loop.h"
 #include "server/server.h"
@@ -168,8 +169,12 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
         return api_agent_register(srv, req, reply);
     if (!strcmp(p, "/v1/agent/heartbeat") && post)
         return api_agent_heartbeat(srv, req, reply);
+    if (!strcmp(p, "/v1/agent/wait") && post)
+        return api_agent_wait(srv, req, reply);
     if (!strcmp(p, "/v1/jobs") && post)
         return api_jobs_submit(srv, req, reply);
+    if (!strcmp(p, "/v1/jobs:batch") && post)
+        return api_jobs_submit_batch(srv, req, reply);
     if (!strcmp(p, "/v1/jobs") && get)
         return api_jobs_list(srv, req, reply);
     if (!strncmp(p, "/v1/jobs/", 9))

@@ -1,8 +1,8 @@
 /*
  * The scheduler thread: wakes when kicked (submit, finished task, new node)
  * or every sched_interval_ms, declares silent nodes lost, runs one pass and
- * persists what it decided. Agents learn of new starts on their next
- * heartbeat.
+ * persists what it decided. Agents learn of new starts at once: the apply
+ * wakes their parked POST /v1/agent/wait (agent_wake.h), and they heartbeat.
  */
 #include <errno.h>
 #include <time.h>

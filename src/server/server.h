@@ -112,6 +112,11 @@ struct server {
     pthread_mutex_t lock;
     pthread_cond_t wake; /* signalled when the scheduler has work */
     bool sched_wanted;
+    /* agent_wake.c: broadcast when something is decided for a node whose
+     * agent may be parked in POST /v1/agent/wait; slots indexed by node id. */
+    pthread_cond_t agent_wake;
+    struct agent_wake_slot *wake_slots;
+    size_t wake_nslots;
     volatile int stopping;
     struct store *store;
     int data_lock_fd; /* data_lock.h: held while the server runs; 0 before */
@@ -171,6 +176,16 @@ const char *api_query_unknown(const struct api_request *req, const char *const *
 
 /* Handlers: 0 when reply is filled (even with an error status). */
 int api_jobs_submit(struct server *srv, struct api_request *req, struct api_reply *reply);
+/* api_jobs.c: checks a submitted spec (given, not consumed) as POST /v1/jobs
+ * does: its fields, its queue, the token's project, whether it could ever
+ * run. 0 with *spec (new reference) and job filled, or an error in err. */
+int api_jobs_check_spec(struct server *srv, const struct api_request *req, json_t *given,
+                        json_t **spec, struct job *job, struct tide_err *err);
+#define IDEMPOTENCY_KEY_MAX 128
+/* 1 to IDEMPOTENCY_KEY_MAX printable ASCII characters. */
+bool api_idempotency_key_valid(const char *key);
+/* api_jobs_batch.c: POST /v1/jobs:batch, many specs in one transaction. */
+int api_jobs_submit_batch(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_jobs_get(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);
 int api_jobs_cancel(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);

@@ -18,6 +18,7 @@
 #include "cli/roles.h"
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "server/agent_wake.h"
 #include "server/config.h"
 #include "server/data_lock.h"
 #include "server/http_tls.h"
@@ -354,6 +355,7 @@ int server_main(int argc, char **argv)
     pthread_mutex_init(&srv.lock, NULL);
     auth_limit_init(&srv.auth_limit);
     pthread_cond_init(&srv.wake, NULL);
+    pthread_cond_init(&srv.agent_wake, NULL);
     server_metrics_init(&srv.metrics);
     sched_init(&srv.sched, &sc);
     eta_plan_init(&srv.eta_plan);
@@ -401,6 +403,9 @@ int server_main(int argc, char **argv)
 
 out:
     srv.stopping = 1;
+    pthread_mutex_lock(&srv.lock);
+    agent_wake_all(&srv); /* parked waits answer now, or MHD_stop_daemon waits for them */
+    pthread_mutex_unlock(&srv.lock);
     if (daemon)
         MHD_stop_daemon(daemon);
     submit_batch_stop(&srv); /* no HTTP thread submits any more */
@@ -421,6 +426,7 @@ out:
     eta_estimator_release(&srv.eta_est);
     auth_limit_release(&srv.auth_limit);
     cluster_release(&srv.cluster);
+    agent_wake_release(&srv);
     action_list_release(&srv.actions);
     server_metrics_release(&srv.metrics);
     return exit_code;

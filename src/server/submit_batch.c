@@ -167,12 +167,29 @@ static void finish_work(struct server *srv, struct submit_work *w, const int64_t
 /* w's answer: its job as stored, or {"jobs": [...]} for an array. */
 static void answer(struct server *srv, struct submit_work *w, const int64_t *ids, int count)
 {
+    if (w->ids_only) {
+        w->out = json_pack("{s:I}", "id", (json_int_t)(count > 0 ? ids[0] : 0));
+        if (w->out && count > 1) {
+            json_t *all = json_array();
+            for (int i = 0; i < count; i++)
+                json_array_append_new(all, json_integer(ids[i]));
+            json_object_set_new(w->out, "ids", all);
+        }
+        if (!w->out)
+            w->rc = tide_err_set(&w->err, TIDE_ENOMEM, NULL, "out of memory");
+        return;
+    }
     if (count == 1) {
         w->rc = store_job_get(srv->store, ids[0], &w->out, &w->err);
         return;
     }
     json_t *jobs = json_array();
-    for (int i = 0; !w->rc && i < count; i++) {
+    bool contiguous = count > 0; /* an array's members, inserted in one go */
+    for (int i = 1; i < count && contiguous; i++)
+        contiguous = ids[i] == ids[i - 1] + 1;
+    if (contiguous && jobs)
+        w->rc = store_jobs_get_range(srv->store, ids[0], ids[count - 1], jobs, &w->err);
+    for (int i = 0; !contiguous && !w->rc && i < count; i++) {
         json_t *one = NULL;
         w->rc = store_job_get(srv->store, ids[i], &one, &w->err);
         if (!w->rc)
@@ -331,9 +348,8 @@ void submit_batch_stop(struct server *srv)
     free(sb);
 }
 
-void submit_batch_run(struct server *srv, struct submit_work *w)
+static void work_reset(struct submit_work *w)
 {
-    struct submit_batch *sb = srv->submits;
     w->rc = 0;
     tide_err_clear(&w->err);
     w->out = NULL;
@@ -343,6 +359,41 @@ void submit_batch_run(struct server *srv, struct submit_work *w)
     w->nids = 0;
     w->next = NULL;
     w->done = false;
+}
+
+void submit_batch_run_many(struct server *srv, struct submit_work **works, size_t n)
+{
+    if (n == 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        work_reset(works[i]);
+        if (i > 0)
+            works[i - 1]->next = works[i];
+    }
+    struct submit_batch *sb = srv->submits;
+    if (!sb) {
+        pthread_mutex_lock(&srv->lock);
+        commit_batch(srv, works[0]);
+        pthread_mutex_unlock(&srv->lock);
+        return;
+    }
+    /* queued in one go, so the committer takes them into one transaction */
+    pthread_mutex_lock(&sb->mu);
+    if (sb->tail)
+        sb->tail->next = works[0];
+    else
+        sb->head = works[0];
+    sb->tail = works[n - 1];
+    pthread_cond_signal(&sb->queued);
+    while (!works[n - 1]->done)
+        pthread_cond_wait(&sb->answered, &sb->mu);
+    pthread_mutex_unlock(&sb->mu);
+}
+
+void submit_batch_run(struct server *srv, struct submit_work *w)
+{
+    struct submit_batch *sb = srv->submits;
+    work_reset(w);
     if (!sb) {
         pthread_mutex_lock(&srv->lock);
         commit_batch(srv, w);

@@ -35,6 +35,7 @@ struct submit_work {
     int nids;
     struct submit_work *next;
     bool done;
+    bool ids_only; /* out is {"id": N} (and "ids" for an array), not the stored job */
 };
 
 /* Starts the committer thread. Returns 0 or TIDE_EIO with err. */
@@ -46,5 +47,8 @@ void submit_batch_stop(struct server *srv);
 /* Queues w and waits until it is committed (or refused); runs it at once
  * in this thread when no committer is running. Fills w's results. */
 void submit_batch_run(struct server *srv, struct submit_work *w);
+/* The same for n works at once: they are committed in one transaction (a
+ * failed write fails them all; a refused one fails alone). */
+void submit_batch_run_many(struct server *srv, struct submit_work **works, size_t n);
 
 #endif

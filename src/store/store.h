@@ -112,6 +112,11 @@ int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int 
 int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], struct tide_err *err);
 /* The job as the API shows it; TIDE_ENOENT when absent. */
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err);
+/* The jobs with ids first..last, in id order, appended to out (a JSON
+ * array) as store_job_get makes them: one query for an array's members.
+ * Returns 0, TIDE_ENOENT when one of them is missing, or an error. */
+int store_jobs_get_range(struct store *s, int64_t first, int64_t last, json_t *out,
+                         struct tide_err *err);
 int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
                     struct tide_err *err);
 /* {"state|queue": count} rows for /metrics: calls fn for each group. */

@@ -27,7 +27,7 @@ sqlite3 *store_sqlite_reader(struct store *s);
  * store_close: store_sqlite_cached returns slot's statement (preparing sql
  * the first time) reset and with its bindings cleared, ready to bind and
  * step; NULL with err on failure. Reset it after stepping. */
-enum store_stmt_slot { STORE_STMT_EVENT_ADD, STORE_STMT_COUNT };
+enum store_stmt_slot { STORE_STMT_EVENT_ADD, STORE_STMT_JOB_INSERT, STORE_STMT_COUNT };
 sqlite3_stmt *store_sqlite_cached(struct store *s, enum store_stmt_slot slot, const char *sql,
                                   struct tide_err *err);
 int store_sqlite_fail(struct store *s, struct tide_err *err, const char *what);

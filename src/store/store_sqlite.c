@@ -435,7 +435,8 @@ int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct 
 int store_job_insert(struct store *s, struct job *job, json_t *spec, const char *owner,
                      int64_t now_ms, struct tide_err *err)
 {
-    sqlite3_stmt *st = prepare(s,
+    /* Prepared once: a batch or an array inserts thousands in one go. */
+    sqlite3_stmt *st = store_sqlite_cached(s, STORE_STMT_JOB_INSERT,
         "INSERT INTO jobs(name, project, queue, priority, state, reason, spec, owner, submit_ms)"
         " VALUES(?,?,?,?,'pending','submitted',?,?,?)", err);
     if (!st)
@@ -447,7 +448,9 @@ int store_job_insert(struct store *s, struct job *job, json_t *spec, const char 
     bind_json(st, 5, spec);
     sqlite3_bind_text(st, 6, owner, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 7, now_ms);
-    int rc = step_done(s, st, err, "insert job");
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(s, err, "insert job");
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st); /* the spec's text is freed now, not at the next use */
     if (!rc) {
         job->id = sqlite3_last_insert_rowid(s->db);
         job->submit_ms = now_ms;
@@ -723,6 +726,33 @@ int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *er
     } else {
         rc = db_error(s, err, "read job");
     }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_jobs_get_range(struct store *s, int64_t first, int64_t last, json_t *out,
+                         struct tide_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT " JOB_COLUMNS
+                                  " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
+                                  " WHERE j.id BETWEEN ? AND ? ORDER BY j.id", err);
+    if (!st)
+        return TIDE_EIO;
+    sqlite3_bind_int64(st, 1, first);
+    sqlite3_bind_int64(st, 2, last);
+    int r, rc = 0;
+    int64_t n = 0;
+    while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *job = job_row_to_json(st);
+        if (!job || json_array_append_new(out, job) != 0)
+            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        n++;
+    }
+    if (!rc && r != SQLITE_DONE)
+        rc = db_error(s, err, "read jobs");
+    if (!rc && n != last - first + 1)
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "jobs %lld to %lld: %lld found", (long long)first,
+                          (long long)last, (long long)n);
     sqlite3_finalize(st);
     return rc;
 }

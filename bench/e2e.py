@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""make bench, end-to-end row: N agents x 8 fake GPUs run JOBS jobs of
+`sleep 1` that were submitted over REST before the agents start. Prints the
+submit rate, all-started and all-done from the agents' start (ideal: the
+last wave starts at (waves-1) s and ends a second later), the start latency
+on an idle cluster (submit -> running as the server recorded both, p50/p99
+over LATENCY jobs submitted one at a time), and server and agent CPU per job
+(utime+stime from /proc). Never fails on speed.
+Usage: e2e.py TIDE_BIN [--agents N] [--jobs N] [--latency N] [--clients N]"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_s(pid):
+    """CPU seconds (user + system) pid has used."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def pct(values, p):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("tide")
+    ap.add_argument("--agents", type=int, default=16)
+    ap.add_argument("--gpus", type=int, default=8)
+    ap.add_argument("--jobs", type=int, default=1000)
+    ap.add_argument("--latency", type=int, default=100)
+    ap.add_argument("--clients", type=int, default=4)
+    args = ap.parse_args()
+    tide = os.path.abspath(args.tide)
+    d = tempfile.mkdtemp(prefix="tide-bench-e2e-")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    procs = {}
+
+    def spawn(name, argv):
+        log = open(os.path.join(d, name + ".log"), "ab")
+        procs[name] = subprocess.Popen([tide] + argv, stdout=log, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+
+    try:
+        spawn("server", ["server", "--listen", f"127.0.0.1:{port}", "--data", os.path.join(d, "data")])
+        token_file = os.path.join(d, "data", "admin.token")
+        for _ in range(200):
+            if os.path.exists(token_file):
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        token = open(token_file).read().strip()
+
+        def call(method, path, body=None):
+            req = urllib.request.Request(url + path, method=method,
+                                         data=json.dumps(body).encode() if body is not None else None)
+            req.add_header("Authorization", f"Bearer {token}")
+            if body is not None:
+                req.add_header("Content-Type", "application/json")
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return json.loads(r.read().decode())
+
+        spec = {"command": ["sleep", "1"], "gpus": 1, "name": "e2e"}
+        ids = []
+        lock = threading.Lock()
+
+        def submitter(n):
+            for _ in range(n):
+                j = call("POST", "/v1/jobs", spec)
+                with lock:
+                    ids.append(j["id"])
+        t = time.monotonic()
+        share = [args.jobs // args.clients + (i < args.jobs % args.clients) for i in range(args.clients)]
+        threads = [threading.Thread(target=submitter, args=(n,)) for n in share]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        submit_s = time.monotonic() - t
+        server_cpu0 = cpu_s(procs["server"].pid)
+
+        t0 = time.time()
+        for i in range(args.agents):
+            work = os.path.join(d, f"agent-{i}")
+            os.makedirs(work)
+            spawn(f"agent-{i}", ["agent", "--server", url, "--token-file",
+                                 os.path.join(d, "data", "join.token"), "--name", f"node-{i:02d}",
+                                 "--work", work, "--fake-gpus", f"{args.gpus}xH200:141GB"])
+        final = {"succeeded", "failed", "cancelled", "timeout"}
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            jobs = call("GET", f"/v1/jobs?limit={args.jobs + 10}")["jobs"]
+            mine = [j for j in jobs if j["id"] in set(ids)]
+            if len(mine) == len(ids) and all(j["state"] in final for j in mine):
+                break
+            time.sleep(0.5)
+        metrics = urllib.request.Request(url + "/metrics")
+        metrics.add_header("Authorization", f"Bearer {token}")
+        with urllib.request.urlopen(metrics, timeout=60) as r:
+            text = r.read().decode()
+        passes = {k: float(v) for k, v in (line.split()[:2] for line in text.splitlines()
+                                             if line.startswith(("tide_scheduler_passes_total ",
+                                                                 "tide_scheduler_pass_seconds_sum ")))}
+        run_s = time.time() - t0
+        agent_cpu = sum(cpu_s(p.pid) for n, p in procs.items() if n.startswith("agent-"))
+        server_cpu = cpu_s(procs["server"].pid) - server_cpu0
+        starts = [j["start_time"] for j in mine if j["start_time"]]
+        ends = [j["end_time"] for j in mine if j["end_time"]]
+        bad = [j for j in mine if j["state"] != "succeeded"]
+        waves = -(-args.jobs // (args.agents * args.gpus))
+        # Per GPU: how long it held each job (recorded running -> recorded
+        # done, 1 s of sleep plus reporting) and sat idle between two.
+        per_gpu = {}
+        for j in mine:
+            if j["start_time"] and j["end_time"] and j["gpus"]:
+                per_gpu.setdefault((j["node"], j["gpus"][0]), []).append((j["start_time"], j["end_time"]))
+        held, idle = [], []
+        for runs in per_gpu.values():
+            runs.sort()
+            held += [(e - s) * 1000 for s, e in runs]
+            idle += [(runs[i + 1][0] - runs[i][1]) * 1000 for i in range(len(runs) - 1)]
+
+        # Start latency on an idle cluster: one job at a time.
+        lat = []
+        for _ in range(args.latency):
+            j = call("POST", "/v1/jobs", {"command": ["true"], "gpus": 1, "name": "lat"})
+            for _ in range(2000):
+                got = call("GET", f"/v1/jobs/{j['id']}")
+                if got["state"] in final:
+                    break
+                time.sleep(0.002)
+            if got["start_time"] and got["submit_time"]:
+                lat.append((got["start_time"] - got["submit_time"]) * 1000)
+
+        print(f"  {args.agents} agents x {args.gpus} fake GPUs, {args.jobs} jobs of `sleep 1` "
+              f"({waves} waves), submitted before the agents start")
+        print(f"  submit: {args.jobs} over REST with {args.clients} clients in {submit_s:.2f} s "
+              f"({args.jobs / submit_s:.0f} jobs/s)")
+        print(f"  all started: {max(starts) - t0:.2f} s   all done: {max(ends) - t0:.2f} s "
+              f"(ideal {waves - 1} s / {waves} s)   not succeeded: {len(bad)}")
+        if passes:
+            n = passes.get("tide_scheduler_passes_total", 0)
+            took = passes.get("tide_scheduler_pass_seconds_sum", 0)
+            print(f"  scheduling passes: {n:.0f} in {run_s:.1f} s ({n / run_s:.0f}/s), "
+                  f"{took / max(n, 1) * 1000:.2f} ms each, {took / run_s * 100:.1f}% of a core")
+        if held and idle:
+            print(f"  per GPU: running -> done p50 {pct(held, 50):.0f} ms; idle between jobs "
+                  f"p50 {pct(idle, 50):.0f} ms, p99 {pct(idle, 99):.0f} ms")
+        if lat:
+            print(f"  start latency on an idle cluster (submit -> running, {len(lat)} jobs): "
+                  f"p50 {pct(lat, 50):.0f} ms, p99 {pct(lat, 99):.0f} ms")
+        print(f"  CPU per job: server {server_cpu / args.jobs * 1000:.2f} ms, "
+              f"agents {agent_cpu / args.jobs * 1000:.2f} ms (all {args.agents})")
+    finally:
+        for p in procs.values():
+            try:
+                os.killpg(p.pid, 15)
+            except OSError:
+                pass
+        for p in procs.values():
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, 9)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""make bench, submit section: the paths that are not one POST per job.
+POST /v1/jobs:batch (BATCHES requests of SIZE specs), one array of ARRAY
+tasks through POST /v1/jobs, `tide --help` and sequential `tide submit`
+processes (what a shell loop pays per job). Never fails on speed.
+Usage: submit.py TIDE_BIN [--size N] [--batches N] [--array N] [--cli N]"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid):
+    """CPU seconds (user + system) pid has used."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("tide")
+    ap.add_argument("--size", type=int, default=5000)
+    ap.add_argument("--batches", type=int, default=4)
+    ap.add_argument("--array", type=int, default=1000)
+    ap.add_argument("--cli", type=int, default=50)
+    args = ap.parse_args()
+    tide = os.path.abspath(args.tide)
+    d = tempfile.mkdtemp(prefix="tide-bench-submit-")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = open(os.path.join(d, "server.log"), "ab")
+    server = subprocess.Popen([tide, "server", "--listen", f"127.0.0.1:{port}", "--data",
+                               os.path.join(d, "data")], stdout=log, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        token_file = os.path.join(d, "data", "admin.token")
+        for _ in range(200):
+            if os.path.exists(token_file):
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        token = open(token_file).read().strip()
+
+        def post(path, body):
+            data = json.dumps(body).encode()
+            req = urllib.request.Request(url + path, method="POST", data=data)
+            req.add_header("Authorization", f"Bearer {token}")
+            req.add_header("Content-Type", "application/json")
+            t = time.monotonic()
+            with urllib.request.urlopen(req, timeout=300) as r:
+                out = json.loads(r.read().decode())
+            return out, time.monotonic() - t
+
+        spec = {"command": ["true"], "gpus": 1, "name": "bench"}
+        rates = []
+        cpu0 = cpu_s(server.pid)
+        for _ in range(args.batches):
+            try:
+                out, took = post("/v1/jobs:batch", {"jobs": [spec] * args.size})
+            except urllib.error.HTTPError as e:
+                print(f"  POST /v1/jobs:batch: HTTP {e.code} (not on this server)")
+                break
+            assert out["created"] == args.size, out
+            rates.append(args.size / took)
+        if rates:
+            cpu = cpu_s(server.pid) - cpu0
+            print(f"  POST /v1/jobs:batch, {args.size} specs per request: "
+                  f"{max(rates):,.0f} jobs/s best, {sorted(rates)[len(rates) // 2]:,.0f} median "
+                  f"(request round trip, JSON both ways); server CPU "
+                  f"{cpu / (args.size * len(rates)) * 1e6:.0f} us per job")
+        cpu0 = cpu_s(server.pid)
+        out, took = post("/v1/jobs", dict(spec, array=args.array))
+        cpu = cpu_s(server.pid) - cpu0
+        print(f"  array of {args.array} tasks (one POST /v1/jobs): {took * 1000:.0f} ms "
+              f"({args.array / took:,.0f} tasks/s); server CPU {cpu * 1000:.0f} ms")
+
+        env = dict(os.environ, TIDE_SERVER=url, TIDE_TOKEN=token)
+        t = time.monotonic()
+        for _ in range(20):
+            subprocess.run([tide, "--help"], stdout=subprocess.DEVNULL, check=True)
+        help_ms = (time.monotonic() - t) / 20 * 1000
+        t = time.monotonic()
+        for _ in range(args.cli):
+            subprocess.run([tide, "submit", "--gpus", "1", "--", "true"], env=env,
+                           stdout=subprocess.DEVNULL, check=True, cwd=d)
+        cli_s = time.monotonic() - t
+        print(f"  tide --help: {help_ms:.1f} ms; sequential tide submit: "
+              f"{args.cli / cli_s:.0f} jobs/s ({cli_s / args.cli * 1000:.1f} ms each)")
+    finally:
+        os.killpg(server.pid, 15)
+        try:
+            server.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, 9)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+/* The long-poll thread of the agent (agent_wake.h). */
+#include "agent/agent_wake.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/http_client.h"
+#include "common/log.h"
+
+/* Beyond the server's hold: the answer's way back. */
+#define WAKE_SLACK_MS 5000
+/* The longest wait the server accepts. */
+#define WAKE_MAX_WAIT_MS 30000
+/* After a failed wait (server down, restarting): the main loop's
+ * heartbeats find out when it is back; this only retries. */
+#define WAKE_RETRY_MS 1000
+
+/* The pipe's write end for on_child (a signal handler sees only globals). */
+static int child_wake_fd = -1;
+
+/* A task exited: wake the main loop to reap it now rather than at its next
+ * tick (self-pipe; async-signal-safe). */
+static void on_child(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    char byte = 2;
+    if (write(child_wake_fd, &byte, 1) < 0) {
+        /* full pipe: a wake is already pending */
+    }
+    errno = saved;
+}
+
+static void nap_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void *wake_thread(void *arg)
+{
+    struct agent_wake *w = arg;
+    char token[sizeof w->token];
+    char body[64];
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        memcpy(token, w->token, sizeof token);
+        int wait_ms = w->wait_ms;
+        pthread_mutex_unlock(&w->mu);
+        if (!token[0]) {
+            nap_ms(100);
+            continue;
+        }
+        snprintf(body, sizeof body, "{\"wait_ms\": %d}", wait_ms);
+        struct http_response resp;
+        struct tide_err err;
+        tide_err_clear(&err);
+        if (http_request("POST", w->url, token, body, wait_ms + WAKE_SLACK_MS, &resp, &err) != 0) {
+            nap_ms(WAKE_RETRY_MS);
+            continue;
+        }
+        long status = resp.status;
+        json_t *root = status == 200 ? json_loads(resp.body, 0, NULL) : NULL;
+        bool wake = json_is_true(json_object_get(root, "wake"));
+        json_decref(root);
+        http_response_release(&resp);
+        if (status == 404) {
+            log_info("the server has no /v1/agent/wait: heartbeats on the interval only");
+            return NULL;
+        }
+        if (status != 200) {
+            nap_ms(WAKE_RETRY_MS);
+            continue;
+        }
+        if (wake) {
+            char byte = 1;
+            if (write(w->fds[1], &byte, 1) < 0 && errno != EAGAIN)
+                log_warn("agent wake pipe: %s", strerror(errno));
+            /* let the heartbeat it asks for reach the server first */
+            nap_ms(2);
+        }
+    }
+    return NULL;
+}
+
+/* Static: the detached thread outlives agent_loop_run's frame. */
+static struct agent_wake the_wake;
+
+struct agent_wake *agent_wake_start(const char *server_url)
+{
+    struct agent_wake *w = &the_wake;
+    if (w->started)
+        return w;
+    memset(w, 0, sizeof *w);
+    w->fds[0] = w->fds[1] = -1;
+    if (pthread_mutex_init(&w->mu, NULL) != 0)
+        return NULL;
+    if (pipe(w->fds) != 0 || asprintf(&w->url, "%s/v1/agent/wait", server_url) < 0) {
+        log_warn("agent wake: %s; heartbeats on the interval only", strerror(errno));
+        return NULL;
+    }
+    for (int i = 0; i < 2; i++) {
+        fcntl(w->fds[i], F_SETFL, fcntl(w->fds[i], F_GETFL) | O_NONBLOCK);
+        fcntl(w->fds[i], F_SETFD, FD_CLOEXEC); /* tasks do not inherit it */
+    }
+    w->wait_ms = 1000;
+    child_wake_fd = w->fds[1];
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_child;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGCHLD, &sa, NULL) != 0)
+        log_warn("agent wake: SIGCHLD: %s; exits are seen on the 50 ms tick", strerror(errno));
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, wake_thread, w) != 0)
+        return NULL;
+    pthread_detach(thread); /* it may sit in a wait at exit: nothing to join */
+    w->started = true;
+    return w;
+}
+
+void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms)
+{
+    if (!w || !w->started)
+        return;
+    pthread_mutex_lock(&w->mu);
+    snprintf(w->token, sizeof w->token, "%s", token ? token : "");
+    /* the server takes 0 to 30000 (docs/api.md) and holds at most half
+     * its node timeout anyway */
+    w->wait_ms = wait_ms <= 0 ? 1000 : wait_ms > WAKE_MAX_WAIT_MS ? WAKE_MAX_WAIT_MS : wait_ms;
+    pthread_mutex_unlock(&w->mu);
+}
+
+bool agent_wake_wait(struct agent_wake *w, int64_t ms)
+{
+    if (ms < 0)
+        ms = 0;
+    if (!w || !w->started) {
+        struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+        nanosleep(&ts, NULL); /* as before: a signal cuts it short */
+        return false;
+    }
+    struct pollfd p = {.fd = w->fds[0], .events = POLLIN};
+    if (poll(&p, 1, (int)ms) <= 0)
+        return false;
+    char buf[64];
+    while (read(w->fds[0], buf, sizeof buf) > 0)
+        ;
+    return true;
+}

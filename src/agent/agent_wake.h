@@ -1,0 +1,39 @@
+/*
+ * The agent's side of push (docs/api.md "Agent protocol"): a thread that
+ * keeps one long-poll (POST /v1/agent/wait) parked at the server and, when
+ * the server says there is something for this node, makes the main loop
+ * heartbeat at once through a pipe. It carries no actions itself: starts
+ * and stops still come in heartbeat replies, so fencing, acks and logs stay
+ * where they were. Against a server without /v1/agent/wait it gives up and
+ * the agent heartbeats on its interval as before. The same pipe carries
+ * SIGCHLD, so a task's exit wakes the loop to reap and report it at once.
+ */
+#ifndef TIDE_AGENT_WAKE_H
+#define TIDE_AGENT_WAKE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct agent_wake {
+    int fds[2];        /* the thread writes a byte to fds[1] per wake */
+    pthread_mutex_t mu; /* guards token and wait_ms */
+    char *url;          /* SERVER/v1/agent/wait */
+    char token[128];    /* the node token; empty while unregistered */
+    int wait_ms;        /* how long the server may hold each wait */
+    bool started;
+};
+
+/* Opens the pipe and starts the (detached) thread; returns the process's
+ * one wake, which lives until exit (the thread may still be in a request
+ * when the agent's loop returns), or NULL when it could not start (the
+ * agent then only polls; the functions below accept NULL). */
+struct agent_wake *agent_wake_start(const char *server_url);
+/* Gives the thread the node token (after registering) and how long a wait
+ * may be held; an empty token pauses it. */
+void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms);
+/* Waits up to ms for a wake (the server's, or a child's exit); true when
+ * one came (all pending are taken). */
+bool agent_wake_wait(struct agent_wake *w, int64_t ms);
+
+#endif

@@ -1,0 +1,186 @@
+/* Batch submission from a JSON-lines file (submit_file.h). */
+#include "cli/submit_file.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/fmt.h"
+#include "cli/submit_spec.h"
+
+/* The body of one batch request stays well under the server's 1 MiB. */
+#define SUBMIT_FILE_MAX_BODY (768 * 1024)
+
+struct pending {
+    json_t *specs;  /* the chunk being sent */
+    int *lines;     /* each spec's line number */
+    size_t n, body; /* specs in it, their JSON size */
+};
+
+static int grow_ids(long long **ids, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap * 2 : 1024;
+    while (n < need)
+        n *= 2;
+    long long *grown = realloc(*ids, n * sizeof *grown);
+    if (!grown)
+        return -1;
+    *ids = grown;
+    *cap = n;
+    return 0;
+}
+
+/* Sends the chunk; records ids and per-line errors. Returns 0 or a
+ * negative code with err. */
+static int send_chunk(struct cli_client *c, const char *path, struct pending *p, long long **ids,
+                      size_t *nids, size_t *cap, json_t *answers, int *refused,
+                      struct tide_err *err)
+{
+    json_t *body = json_pack("{s:O}", "jobs", p->specs);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!text)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    json_t *out = NULL;
+    int rc = cli_client_request_json(c, "POST", "/v1/jobs:batch", text, &out, err);
+    free(text);
+    if (rc < 0)
+        return rc;
+    json_t *results = json_object_get(out, "jobs");
+    if (json_array_size(results) != p->n) {
+        json_decref(out);
+        return tide_err_set(err, TIDE_EIO, NULL, "the server answered %zu results for %zu jobs",
+                            json_array_size(results), p->n);
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        json_t *r = json_array_get(results, i);
+        json_array_append(answers, r);
+        json_t *e = json_object_get(r, "error");
+        if (e) {
+            const char *field = cli_json_text(json_object_get(e, "field"), NULL);
+            fprintf(stderr, "tide submit: %s:%d: %s%s%s%s\n", path, p->lines[i],
+                    cli_json_text(json_object_get(e, "message"), "refused"),
+                    field ? " (field " : "", field ? field : "", field ? ")" : "");
+            (*refused)++;
+            continue;
+        }
+        json_t *all = json_object_get(r, "ids");
+        size_t k = all ? json_array_size(all) : 1;
+        if (grow_ids(ids, cap, *nids + k) < 0) {
+            json_decref(out);
+            return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        }
+        for (size_t j = 0; j < k; j++)
+            (*ids)[(*nids)++] = (long long)cli_json_number(
+                all ? json_array_get(all, j) : json_object_get(r, "id"), 0);
+    }
+    json_decref(out);
+    json_array_clear(p->specs);
+    p->n = p->body = 0;
+    return 0;
+}
+
+/* Reads every line first, so a malformed file submits nothing. */
+static int read_specs(FILE *f, const char *path, json_t *overrides, void (*set_workdir)(json_t *),
+                      json_t *specs, int **lines, struct tide_err *err)
+{
+    size_t cap = 0;
+    int line_no = 0;
+    char *line = NULL;
+    size_t line_cap = 0;
+    ssize_t len;
+    int rc = 0;
+    while (!rc && (len = getline(&line, &line_cap, f)) >= 0) {
+        line_no++;
+        size_t start = strspn(line, " \t\r\n");
+        if (line[start] == '\0' || line[start] == '#')
+            continue; /* blank lines and comments */
+        json_error_t jerr;
+        json_t *spec = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!json_is_object(spec)) {
+            json_decref(spec);
+            tide_err_set(err, TIDE_EINVAL, "file", "%s:%d: not a JSON object%s%s", path, line_no,
+                         jerr.text[0] ? ": " : "", jerr.text);
+            rc = 2;
+            break;
+        }
+        size_t n = json_array_size(specs);
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            int *grown = realloc(*lines, cap * sizeof *grown);
+            if (!grown) {
+                json_decref(spec);
+                rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+                break;
+            }
+            *lines = grown;
+        }
+        (*lines)[n] = line_no;
+        if (cli_spec_merge(spec, overrides, err) < 0) {
+            json_decref(spec);
+            rc = TIDE_ENOMEM;
+            break;
+        }
+        set_workdir(spec);
+        json_array_append_new(specs, spec);
+    }
+    if (!rc && ferror(f))
+        rc = tide_err_set(err, TIDE_EIO, "file", "%s: %s", path, strerror(errno));
+    if (!rc && json_array_size(specs) == 0) {
+        tide_err_set(err, TIDE_EINVAL, "file", "%s: no job in it", path);
+        rc = 2;
+    }
+    free(line);
+    return rc;
+}
+
+int cli_submit_file(struct cli_client *c, const char *path, json_t *overrides,
+                    void (*set_workdir)(json_t *spec), long long **ids, size_t *nids,
+                    json_t **answers, struct tide_err *err)
+{
+    *ids = NULL;
+    *nids = 0;
+    *answers = json_array();
+    json_t *all = json_array();
+    int *lines = NULL;
+    if (!*answers || !all) {
+        json_decref(all);
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    }
+    FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    if (!f) {
+        json_decref(all);
+        tide_err_set(err, TIDE_EINVAL, "file", "%s: %s", path, strerror(errno));
+        return 2;
+    }
+    int rc = read_specs(f, path, overrides, set_workdir, all, &lines, err);
+    if (f != stdin)
+        fclose(f);
+    struct pending p = {.specs = json_array()};
+    size_t cap = 0, next = 0, total = json_array_size(all);
+    int refused = 0;
+    if (!rc && !p.specs)
+        rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    while (!rc && next < total) {
+        size_t first = next;
+        p.body = 0;
+        while (next < total && next - first < SUBMIT_FILE_CHUNK && p.body < SUBMIT_FILE_MAX_BODY) {
+            char *text = json_dumps(json_array_get(all, next), JSON_COMPACT);
+            p.body += text ? strlen(text) : 0;
+            free(text);
+            json_array_append(p.specs, json_array_get(all, next++));
+        }
+        p.lines = lines + first;
+        p.n = next - first;
+        rc = send_chunk(c, path, &p, ids, nids, &cap, *answers, &refused, err);
+    }
+    free(lines);
+    json_decref(p.specs);
+    json_decref(all);
+    if (!rc && refused)
+        rc = 1;
+    return rc;
+}

@@ -1,0 +1,135 @@
+"""End to end: many jobs in one request. POST /v1/jobs:batch gives each
+spec its own id or its own error, in order; what it answered survives a
+kill -9 of the server right after the answer; an Idempotency-Key replays
+job by job; `tide submit --file jobs.jsonl` reports refused lines by file
+and line and submits nothing from a malformed file."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Cluster, run_tests  # noqa: E402
+
+
+def batch(c, specs, headers=None, expect=200):
+    status, out = c.request("POST", "/v1/jobs:batch", {"jobs": specs}, headers=headers)
+    assert status == expect, (status, out)
+    return out
+
+
+def test_each_spec_gets_its_own_id_or_error_in_order():
+    with Cluster(agents=0) as c:
+        out = batch(c, [
+            {"command": ["true"], "gpus": 0, "name": "a"},
+            {"command": "not argv", "gpus": 0},
+            {"command": ["true"], "gpus": 0, "array": 3, "name": "arr"},
+            {"command": ["true"], "gpus": 0, "bogus": 1},
+            7,
+        ])
+        r = out["jobs"]
+        assert len(r) == 5 and out["created"] == 2 and out["failed"] == 3, out
+        assert r[1]["status"] == 400 and r[1]["error"]["field"] == "command", r[1]
+        assert r[3]["error"]["field"] == "bogus", r[3]
+        assert r[4]["error"]["field"] == "jobs" and "jobs[4]" in r[4]["error"]["message"], r[4]
+        assert len(r[2]["ids"]) == 3 and r[2]["id"] == r[2]["ids"][0], r[2]
+        a = c.job(r[0]["id"])
+        assert a["name"] == "a" and a["state"] == "pending", a
+        members = [c.job(i)["name"] for i in r[2]["ids"]]
+        assert members == ["arr[0]", "arr[1]", "arr[2]"], members
+
+
+def test_a_bad_body_is_refused_naming_jobs():
+    with Cluster(agents=0) as c:
+        for body in ({"jobs": []}, {"jobs": {}}, {"job": []}, [], {"jobs": [{}] * 10001}):
+            status, out = c.request("POST", "/v1/jobs:batch", body)
+            assert status == 400 and out["error"]["field"] == "jobs", (body, status, out)
+        status, out = c.request("POST", "/v1/jobs:batch", raw=b"{not json")
+        assert status == 400, (status, out)
+        # a node's token may not submit
+        status, out = c.request("POST", "/v1/jobs:batch", {"jobs": [{"command": ["true"]}]},
+                                token=c.join)
+        assert status == 403, (status, out)
+
+
+def test_answered_jobs_survive_a_kill_9_right_after_the_answer():
+    with Cluster(agents=0) as c:
+        specs = [{"command": ["true"], "gpus": 0, "name": f"j{i}"} for i in range(500)]
+        out = batch(c, specs)
+        ids = [r["id"] for r in out["jobs"]]
+        c.kill_server()
+        c.start_server()
+        for i, job_id in enumerate(ids):
+            job = c.job(job_id)
+            assert job["name"] == f"j{i}" and job["state"] == "pending", job
+        assert len(set(ids)) == 500
+
+
+def test_an_idempotency_key_replays_job_by_job():
+    with Cluster(agents=0) as c:
+        specs = [{"command": ["true"], "gpus": 0, "name": "x"},
+                 {"command": ["true"], "gpus": 0, "name": "y"}]
+        first = batch(c, specs, headers={"Idempotency-Key": "batch-1"})
+        again = batch(c, specs, headers={"Idempotency-Key": "batch-1"})
+        assert [r["id"] for r in again["jobs"]] == [r["id"] for r in first["jobs"]], (first, again)
+        assert len(c.jobs()) == 2
+        changed = batch(c, [specs[0], dict(specs[1], name="z")], headers={"Idempotency-Key": "batch-1"})
+        assert changed["jobs"][0]["id"] == first["jobs"][0]["id"], changed
+        assert changed["jobs"][1]["status"] == 409, changed
+        assert changed["jobs"][1]["error"]["field"] == "Idempotency-Key", changed
+        assert len(c.jobs()) == 2
+
+
+def test_submit_file_reports_refused_lines_and_submits_the_rest():
+    with Cluster(agents=0) as c:
+        path = os.path.join(c.dir, "jobs.jsonl")
+        with open(path, "w") as f:
+            f.write('{"command": ["true"], "name": "one"}\n')
+            f.write("# a comment\n\n")
+            f.write('{"command": ["true"], "retries": -1}\n')
+            f.write('{"command": ["true"], "name": "three"}\n')
+        p = c.cli("submit", "--gpus", "0", "--file", path)
+        assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+        assert f"{path}:4:" in p.stderr and "retries" in p.stderr, p.stderr
+        assert "submitted jobs" in p.stdout, p.stdout
+        names = sorted(j["name"] for j in c.jobs())
+        assert names == ["one", "three"], names
+        # --gpus applied to every line; workdir defaults to where tide ran
+        job = [j for j in c.jobs() if j["name"] == "one"][0]
+        assert job["spec"]["gpus"] == 0 and job["spec"]["workdir"] == c.dir, job["spec"]
+
+
+def test_submit_file_with_a_malformed_line_submits_nothing():
+    with Cluster(agents=0) as c:
+        path = os.path.join(c.dir, "bad.jsonl")
+        with open(path, "w") as f:
+            f.write('{"command": ["true"], "gpus": 0}\n{"command": [\n')
+        p = c.cli("submit", "--file", path)
+        assert p.returncode == 2 and f"{path}:2" in p.stderr, (p.returncode, p.stderr)
+        assert c.jobs() == []
+        p = c.cli("submit", "--file", path, "--", "true")
+        assert p.returncode == 2 and "--file" in p.stderr, (p.returncode, p.stderr)
+
+
+def test_submit_file_json_and_wait():
+    with Cluster(agents=1) as c:
+        lines = "".join(json.dumps({"command": ["sh", "-c", f"exit {i}"], "gpus": 1}) + "\n"
+                        for i in (0, 3))
+        p = c.cli("submit", "--file", "-", "--json", input=lines)
+        assert p.returncode == 0, p.stderr
+        out = json.loads(p.stdout)
+        assert len(out["jobs"]) == 2 and all("id" in r for r in out["jobs"]), out
+        p = c.cli("submit", "--file", "-", "--wait", input=lines)
+        assert p.returncode == 3, (p.returncode, p.stdout, p.stderr)
+        assert "succeeded" in p.stdout and "failed" in p.stdout, p.stdout
+
+
+if __name__ == "__main__":
+    run_tests([
+        test_each_spec_gets_its_own_id_or_error_in_order,
+        test_a_bad_body_is_refused_naming_jobs,
+        test_answered_jobs_survive_a_kill_9_right_after_the_answer,
+        test_an_idempotency_key_replays_job_by_job,
+        test_submit_file_reports_refused_lines_and_submits_the_rest,
+        test_submit_file_with_a_malformed_line_submits_nothing,
+        test_submit_file_json_and_wait,
+    ])
