@@ -507,8 +507,12 @@ static int add_item(struct eta_plan *p, struct cluster *c, const struct eta_esti
         return TIDE_ENOMEM; /* a round when its backoff ends */
     if (!it->done && it->special)
         p->special[p->nspecial++] = (int32_t)p->nitems;
-    else if (!it->done)
-        counts[(it->queue + 1) * MAXG + job->gpus - 1]++;
+    else if (!it->done) {
+        int32_t l = (it->queue + 1) * MAXG + job->gpus - 1;
+        counts[l]++;
+        if (l >= p->lists_end)
+            p->lists_end = l + 1;
+    }
     p->nitems++;
     return 0;
 }
@@ -533,10 +537,12 @@ static int plan_items(struct eta_plan *p, struct cluster *c, const struct eta_es
             p->size_start = p->size_head = p->lists = NULL;
             return TIDE_ENOMEM;
         }
+        p->lists_end = (int32_t)NLISTS; /* all to be zeroed */
     }
-    p->nitems = p->nspecial = p->special_head = p->nlists = 0;
     int32_t *counts = p->size_head; /* items per list, until the heads are set */
-    memset(counts, 0, cap * sizeof *counts);
+    memset(counts, 0, (size_t)p->lists_end * sizeof *counts); /* the rest are still 0 */
+    p->nitems = p->nspecial = p->special_head = p->nlists = 0;
+    p->lists_end = 0;
     for (size_t i = 0; i < n; i++) {
         if (order[i]->state != JOB_PENDING || order[i]->not_before_ms > now_ms)
             continue;
@@ -552,19 +558,19 @@ static int plan_items(struct eta_plan *p, struct cluster *c, const struct eta_es
                 return rc;
         }
     p->size_start[0] = 0;
-    for (int32_t l = 0; l < NLISTS; l++) {
+    for (int32_t l = 0; l < p->lists_end; l++) {
         p->size_start[l + 1] = p->size_start[l] + counts[l];
         if (counts[l])
             p->lists[p->nlists++] = l;
     }
-    for (int32_t l = 0; l < NLISTS; l++)
+    for (int32_t l = 0; l < p->lists_end; l++)
         p->size_head[l] = p->size_start[l];
     for (size_t i = 0; i < p->nitems; i++) {
         const struct eta_item *it = &p->items[i];
         if (!it->done && !it->special)
             p->by_size[p->size_head[(it->queue + 1) * MAXG + it->job->gpus - 1]++] = (int32_t)i;
     }
-    for (int32_t l = 0; l < NLISTS; l++)
+    for (int32_t l = 0; l < p->lists_end; l++)
         p->size_head[l] = p->size_start[l];
     return 0;
 }

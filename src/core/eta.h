@@ -84,6 +84,7 @@ struct eta_plan {
     int32_t *size_start, *size_head; /* per list: its first item in by_size, its head */
     int32_t *lists;                  /* the lists with items */
     size_t nlists;
+    int32_t lists_end; /* lists past the last with items (counts are 0 past it) */
     const struct queue_set *queues; /* caps; NULL: none (eta_plan_set_queues) */
     int32_t qjobs[TIDE_MAX_QUEUES], qgpus[TIDE_MAX_QUEUES]; /* running in each capped queue */
     int32_t *special; /* special items, in order */
