@@ -441,8 +441,8 @@ static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
         for (size_t s = p->special_head; s < p->nspecial && p->special[s] < best; s++) {
             const struct eta_item *it = &p->items[p->special[s]];
             if (it->done || it->failed_at_ms == t || it->not_before_ms > t ||
-                !queue_has_room(p, it->queue, it->job->gpus))
-                continue;
+                (it->queue >= 0 && !queue_has_room(p, it->queue, it->job->gpus)))
+                continue; /* (it->job only when capped: the scan stays in items) */
             if (it->min_share <= p->max_free && (n = special_fits(p, it->job, nodes, &share)) > 0) {
                 best = p->special[s];
                 best_k = 0;
