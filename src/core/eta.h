@@ -17,10 +17,12 @@
  * Pure: now is passed in; the plan's scratch is reused from call to call.
  *
  * What it leaves out: jobs not yet submitted, CPUs, memory, nodes still
- * booting, and GPUs shared by memory (not counted free); MIG
- * instances get no ETA, a share is planned as a whole GPU, and a node is
- * taken to have one GPU model (its first GPU's). Cost: O((running parts +
- * pending) x (log + GPU sizes asked)) for jobs that may use any node;
+ * booting, and GPUs shared by memory (not counted free); MIG instances
+ * get no ETA, a share is planned as a whole GPU, a node is taken to have
+ * one GPU model (its first GPU's), and a job asking for no GPU gets now
+ * (or the end of its backoff) whatever its queue's cap. Cost:
+ * O((running parts + pending) x (log + GPU sizes asked)) for jobs that
+ * may use any node;
  * a job with a GPU model, memory, pool rules or a gang split that the
  * counts do not settle scans the nodes when it is considered, as does a
  * job in retry backoff; jobs are kept in lists by (capped queue, GPU
