@@ -5,7 +5,9 @@
  * bounds mixed: est_runtime, max_runtime, none, learned per project) and
  * J pending jobs of mixed shapes in the order of a real pass; then the same
  * with every pending job asking for a GPU model (the plan's slower path,
- * which scans the nodes). It reports; it does not judge.
+ * which scans the nodes), and with the jobs spread over four queues with
+ * caps on running jobs and GPUs (the plan keeps the caps). It reports; it
+ * does not judge.
  *
  *   bench_eta [--quick]
  */
@@ -30,7 +32,10 @@ static unsigned next(unsigned *seed)
     return *seed >> 8;
 }
 
-static void runtime_bound(struct job *job, unsigned *seed)
+enum variant { PLAIN, MODEL, CAPPED };
+static const char *const variant_names[] = {"-", "H200*", "capped"};
+
+static void runtime_bound(struct job *job, unsigned *seed, enum variant v)
 {
     switch (next(seed) % 4) {
     case 0:
@@ -43,11 +48,29 @@ static void runtime_bound(struct job *job, unsigned *seed)
         break; /* learned from its project */
     }
     snprintf(job->project, sizeof job->project, "p%u", next(seed) % 20);
-    snprintf(job->queue, sizeof job->queue, "default");
+    if (v == CAPPED)
+        snprintf(job->queue, sizeof job->queue, "c%u", next(seed) % 4);
+    else
+        snprintf(job->queue, sizeof job->queue, "default");
 }
 
-static int build(struct cluster *c, struct eta_estimator *est, int nodes, int jobs, bool model,
-                 unsigned seed)
+/* The built-in queues and c0..c3, each capped a little above the running
+ * jobs and GPUs it starts with (half the nodes' two jobs of 4 GPUs each, spread
+ * over four queues). */
+static void capped_queues(struct queue_set *qs, int nodes)
+{
+    queue_set_defaults(qs);
+    for (int i = 0; i < 4; i++) {
+        struct queue_config *q = &qs->queues[qs->count++];
+        *q = qs->queues[0];
+        snprintf(q->name, sizeof q->name, "c%d", i);
+        q->max_running_jobs = nodes / 2 + nodes / 8;
+        q->max_running_gpus = 3 * nodes;
+    }
+}
+
+static int build(struct cluster *c, struct eta_estimator *est, int nodes, int jobs,
+                 enum variant v, unsigned seed)
 {
     cluster_init(c);
     for (int n = 0; n < nodes; n++) {
@@ -73,7 +96,7 @@ static int build(struct cluster *c, struct eta_estimator *est, int nodes, int jo
             job.gpus = 4;
             job.state = JOB_RUNNING;
             job.start_ms = (int64_t)(next(&seed) % 3600) * 1000;
-            runtime_bound(&job, &seed);
+            runtime_bound(&job, &seed, v);
             struct job *j = cluster_add_job(c, &job);
             int idx[4] = {half * 4, half * 4 + 1, half * 4 + 2, half * 4 + 3};
             if (!j)
@@ -89,8 +112,8 @@ static int build(struct cluster *c, struct eta_estimator *est, int nodes, int jo
         job.priority = (int)(next(&seed) % 3);
         job.submit_ms = k;
         job.state = JOB_PENDING;
-        runtime_bound(&job, &seed);
-        if (model)
+        runtime_bound(&job, &seed, v);
+        if (v == MODEL)
             snprintf(job.gpu_model, sizeof job.gpu_model, "H200*");
         if (!cluster_add_job(c, &job))
             return -1;
@@ -110,21 +133,25 @@ int main(int argc, char **argv)
     bool quick = argc > 1 && !strcmp(argv[1], "--quick");
     static const int sizes[][2] = {{100, 1000}, {100, 10000}, {1000, 10000}, {1000, 100000}};
     int nsizes = quick ? 2 : 4;
-    printf("%-8s %-8s %-10s %-14s %-14s %s\n", "nodes", "pending", "gpu_model", "pass ms",
+    printf("%-8s %-8s %-10s %-14s %-14s %s\n", "nodes", "pending", "jobs", "pass ms",
            "eta plan ms", "with ETA");
-    for (int run = 0; run < 2 * nsizes; run++) {
+    static struct queue_set qs;
+    for (int run = 0; run < 3 * nsizes; run++) {
         int s = run % nsizes;
-        bool model = run >= nsizes;
-        if (model && sizes[s][1] > 10000)
+        enum variant v = (enum variant)(run / nsizes);
+        if (v == MODEL && sizes[s][1] > 10000)
             continue;
         struct cluster c;
         struct eta_estimator est;
-        if (build(&c, &est, sizes[s][0], sizes[s][1], model, 7) != 0) {
+        capped_queues(&qs, sizes[s][0]);
+        if (build(&c, &est, sizes[s][0], sizes[s][1], v, 7) != 0) {
             fprintf(stderr, "bench_eta: out of memory\n");
             return 1;
         }
         struct sched_config cfg;
         sched_config_defaults(&cfg);
+        if (v == CAPPED)
+            cfg.queues = &qs;
         struct scheduler sch;
         sched_init(&sch, &cfg);
         struct action_list out;
@@ -134,6 +161,8 @@ int main(int argc, char **argv)
         double pass_ms = (seconds_now() - t0) * 1000;
         struct eta_plan plan;
         eta_plan_init(&plan);
+        if (v == CAPPED)
+            eta_plan_set_queues(&plan, &qs);
         double best = 1e9;
         for (int r = 0; r < 5; r++) {
             t0 = seconds_now();
@@ -148,7 +177,7 @@ int main(int argc, char **argv)
         for (size_t j = 0; j < c.njobs; j++)
             with += c.jobs[j].state == JOB_PENDING && c.jobs[j].eta_basis != ETA_BASIS_UNKNOWN;
         printf("%-8d %-8d %-10s %-14.1f %-14.2f %zu\n", sizes[s][0], sizes[s][1],
-               model ? "H200*" : "-", pass_ms, best, with);
+               variant_names[v], pass_ms, best, with);
         eta_plan_release(&plan);
         action_list_release(&out);
         sched_release(&sch);

@@ -14,6 +14,7 @@
 #include "core/core_banned.h"
 
 #define MAXG TIDE_MAX_GPUS_PER_NODE
+#define NLISTS ((TIDE_MAX_QUEUES + 1) * MAXG) /* (capped queue or none, GPU count) */
 
 void eta_plan_init(struct eta_plan *p)
 {
@@ -32,8 +33,16 @@ void eta_plan_release(struct eta_plan *p)
     free(p->heap);
     free(p->items);
     free(p->by_size);
+    free(p->size_start);
+    free(p->size_head);
+    free(p->lists);
     free(p->special);
     memset(p, 0, sizeof *p);
+}
+
+void eta_plan_set_queues(struct eta_plan *p, const struct queue_set *qs)
+{
+    p->queues = qs;
 }
 
 static int grow(void **buf, size_t *cap, size_t need, size_t size)
@@ -89,6 +98,36 @@ static void set_free(struct eta_plan *p, int32_t i, int f)
     bucket_insert(p, i);
     while (p->max_free > 0 && p->count[p->max_free] == 0)
         p->max_free--;
+}
+
+/* --- queue caps --- */
+
+/* The index of job's queue in the plan's queue set when that queue has a
+ * cap; -1 otherwise. */
+static int16_t capped_queue(const struct eta_plan *p, const struct job *job)
+{
+    const struct queue_config *q = p->queues ? queue_find(p->queues, job->queue) : NULL;
+    if (!q || (q->max_running_jobs <= 0 && q->max_running_gpus <= 0))
+        return -1;
+    return (int16_t)(q - p->queues->queues);
+}
+
+/* Whether queue q has room for one more job of gpus GPUs (as sched.c's cap check). */
+static bool queue_has_room(const struct eta_plan *p, int q, int gpus)
+{
+    if (q < 0)
+        return true;
+    const struct queue_config *cfg = &p->queues->queues[q];
+    return (cfg->max_running_jobs <= 0 || p->qjobs[q] < cfg->max_running_jobs) &&
+           (cfg->max_running_gpus <= 0 || p->qgpus[q] + gpus <= cfg->max_running_gpus);
+}
+
+static void queue_take(struct eta_plan *p, int q, int jobs, int gpus)
+{
+    if (q >= 0) {
+        p->qjobs[q] += jobs;
+        p->qgpus[q] += gpus;
+    }
 }
 
 /* --- events --- */
@@ -210,10 +249,13 @@ static int held_on(const struct job *job, const struct node *node)
     return held;
 }
 
-/* Ends of the jobs on nodes, and the reservation a job holds. */
+/* Ends of the jobs on nodes (and the room they leave in a capped queue),
+ * and the reservation a job holds. */
 static int plan_running(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
                         int64_t now_ms)
 {
+    memset(p->qjobs, 0, sizeof p->qjobs);
+    memset(p->qgpus, 0, sizeof p->qgpus);
     for (size_t j = 0; j < c->njobs; j++) {
         const struct job *job = &c->jobs[j];
         if (!job_state_is_on_node(job->state))
@@ -222,14 +264,27 @@ static int plan_running(struct eta_plan *p, struct cluster *c, const struct eta_
         int64_t end = now_ms; /* a job being stopped frees its GPUs about now */
         if (job->state != JOB_PREEMPTED && !job->cancel_requested && !job->reclaim_requested)
             end += eta_estimator_remaining_ms(est, job, now_ms - job->start_ms, &basis);
+        int16_t q = capped_queue(p, job); /* counted on any node, as a pass counts */
+        if (q >= 0) {
+            queue_take(p, q, 1, job->gpus);
+            if (push_event(p, (struct eta_event){.t_ms = end,
+                                                 .node = -1,
+                                                 .queue = q,
+                                                 .qjobs = -1,
+                                                 .qgpus = -job->gpus,
+                                                 .basis = (uint8_t)basis}))
+                return TIDE_ENOMEM;
+        }
         for (int part = -1; part < job->nparts; part++) {
             struct node *n =
                 cluster_find_node(c, part < 0 ? job->node_id : job->parts[part].node_id);
             int32_t k = n && n->state == NODE_READY ? plan_index_of(p, n) : -1;
             int held = k >= 0 ? held_on(job, n) : 0;
-            if (held &&
-                push_event(p, (struct eta_event){
-                                  .t_ms = end, .node = k, .delta = held, .basis = (uint8_t)basis}))
+            if (held && push_event(p, (struct eta_event){.t_ms = end,
+                                                         .node = k,
+                                                         .delta = held,
+                                                         .queue = -1,
+                                                         .basis = (uint8_t)basis}))
                 return TIDE_ENOMEM;
         }
     }
@@ -253,14 +308,24 @@ static int plan_reservation(struct eta_plan *p, struct cluster *c, struct eta_it
     job->eta_start_ms = start;
     job->eta_basis = ETA_BASIS_RESERVATION;
     uint8_t held = (uint8_t)eta_basis_weaker(ETA_BASIS_RESERVATION, it->run_basis);
+    bool later = start > now_ms; /* its queue counts it from its start */
+    if (!later)
+        queue_take(p, it->queue, 1, job->gpus);
     if (push_event(p, (struct eta_event){.t_ms = start,
                                          .node = k,
                                          .delta = hold - job->gpus,
+                                         .queue = later ? it->queue : -1,
+                                         .qjobs = 1,
+                                         .qgpus = (int32_t)job->gpus,
                                          .basis = ETA_BASIS_RESERVATION,
                                          .kind = 1}) ||
-        push_event(p,
-                   (struct eta_event){
-                       .t_ms = start + it->run_ms, .node = k, .delta = job->gpus, .basis = held}))
+        push_event(p, (struct eta_event){.t_ms = start + it->run_ms,
+                                         .node = k,
+                                         .delta = job->gpus,
+                                         .queue = it->queue,
+                                         .qjobs = -1,
+                                         .qgpus = -(int32_t)job->gpus,
+                                         .basis = held}))
         return TIDE_ENOMEM;
     return 0;
 }
@@ -335,35 +400,49 @@ static int start_item(struct eta_plan *p, struct eta_item *it, const int32_t *no
     it->job->eta_start_ms = t;
     it->job->eta_basis = basis;
     uint8_t held = (uint8_t)eta_basis_weaker(basis, (enum eta_basis)it->run_basis);
+    queue_take(p, it->queue, 1, it->job->gpus);
     for (int i = 0; i < n; i++) {
         set_free(p, nodes[i], p->free[nodes[i]] - share);
-        if (push_event(
-                p, (struct eta_event){
-                       .t_ms = t + it->run_ms, .node = nodes[i], .delta = share, .basis = held}))
+        /* the first node's end also gives the job's queue its room back */
+        if (push_event(p, (struct eta_event){.t_ms = t + it->run_ms,
+                                             .node = nodes[i],
+                                             .delta = share,
+                                             .queue = i == 0 ? it->queue : -1,
+                                             .qjobs = -1,
+                                             .qgpus = -(int32_t)it->job->gpus,
+                                             .basis = held}))
             return TIDE_ENOMEM;
     }
     return 0;
 }
 
-/* At t, starts every waiting job that fits, in order, as a pass would. */
+/* At t, starts every waiting job that fits and that its queue has room
+ * for, in order, as a pass would. The jobs of one list are alike (the same
+ * GPU count, the same capped queue or none), so only its head may start. */
 static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
 {
     for (;;) {
-        int32_t best = INT32_MAX;
+        int32_t best = INT32_MAX, best_l = -1;
         int best_k = 0;
-        for (int k = 1; k <= p->max_free; k++)
-            if (p->size_head[k] < p->size_start[k + 1] && p->by_size[p->size_head[k]] < best) {
-                best = p->by_size[p->size_head[k]];
+        for (size_t i = 0; i < p->nlists; i++) {
+            int32_t l = p->lists[i];
+            int k = l % MAXG + 1;
+            if (k <= p->max_free && p->size_head[l] < p->size_start[l + 1] &&
+                p->by_size[p->size_head[l]] < best && queue_has_room(p, l / MAXG - 1, k)) {
+                best = p->by_size[p->size_head[l]];
                 best_k = k;
+                best_l = l;
             }
+        }
         while (p->special_head < p->nspecial && p->items[p->special[p->special_head]].done)
             p->special_head++;
         int32_t nodes[TIDE_MAX_GANG_NODES];
         int share = 0, n = 0;
         for (size_t s = p->special_head; s < p->nspecial && p->special[s] < best; s++) {
             const struct eta_item *it = &p->items[p->special[s]];
-            if (it->done || it->failed_at_ms == t)
-                continue;
+            if (it->done || it->failed_at_ms == t || it->not_before_ms > t ||
+                (it->queue >= 0 && !queue_has_room(p, it->queue, it->job->gpus)))
+                continue; /* (it->job only when capped: the scan stays in items) */
             if (it->min_share <= p->max_free && (n = special_fits(p, it->job, nodes, &share)) > 0) {
                 best = p->special[s];
                 best_k = 0;
@@ -375,7 +454,7 @@ static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
             return 0;
         int rc;
         if (best_k) {
-            p->size_head[best_k]++;
+            p->size_head[best_l]++;
             int32_t node = best_fit(p, best_k);
             rc = start_item(p, &p->items[best], &node, 1, best_k, t, basis);
         } else {
@@ -386,60 +465,113 @@ static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
     }
 }
 
+/* Whether a pending job is out of the scheduler's order only for its
+ * retry backoff (the scheduler clears not_before_ms of the jobs it holds). */
+static bool in_backoff(const struct job *job, int64_t now_ms)
+{
+    return job->state == JOB_PENDING && !job->held && !job->on_hold && job->not_before_ms > now_ms;
+}
+
+/* Adds job as the plan's next item (reserved, special or in its list). */
+static int add_item(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
+                    struct job *job, int64_t now_ms, int32_t *counts)
+{
+    int64_t not_before = job->not_before_ms > now_ms ? job->not_before_ms : 0;
+    if (job->gpus <= 0) {
+        job->eta_start_ms = not_before ? not_before : now_ms;
+        job->eta_basis = ETA_BASIS_NOW;
+        return 0;
+    }
+    if (job->mig[0])
+        return 0; /* MIG instances are not planned */
+    struct eta_item *it = &p->items[p->nitems];
+    enum eta_basis rb;
+    *it = (struct eta_item){.job = job, .failed_at_ms = -1, .not_before_ms = not_before};
+    it->run_ms = eta_estimator_remaining_ms(est, job, 0, &rb);
+    it->run_basis = (uint8_t)rb;
+    it->queue = capped_queue(p, job);
+    it->special = !any_node_will_do(p, job) || gpu_job_wants_slice(job) || not_before;
+    it->min_share = gpu_job_wants_slice(job) ? 1 : job->gpus;
+    for (int m = job->max_nodes > 1 ? gang_next_split(job, 1) : 0; m; m = gang_next_split(job, m))
+        if (job->gpus / m < it->min_share)
+            it->min_share = job->gpus / m;
+    if (job->reserved_start_ms > 0 && !not_before) {
+        int rc = plan_reservation(p, c, it, now_ms);
+        if (rc)
+            return rc;
+    }
+    if (not_before && push_event(p, (struct eta_event){.t_ms = not_before,
+                                                       .node = -1,
+                                                       .queue = -1,
+                                                       .basis = ETA_BASIS_NOW}))
+        return TIDE_ENOMEM; /* a round when its backoff ends */
+    if (!it->done && it->special)
+        p->special[p->nspecial++] = (int32_t)p->nitems;
+    else if (!it->done) {
+        int32_t l = (it->queue + 1) * MAXG + job->gpus - 1;
+        counts[l]++;
+        if (l >= p->lists_end)
+            p->lists_end = l + 1;
+    }
+    p->nitems++;
+    return 0;
+}
+
 static int plan_items(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
                       struct job *const *order, size_t n, int64_t now_ms)
 {
-    if (grow((void **)&p->items, &p->items_cap, n, sizeof *p->items) ||
-        grow((void **)&p->by_size, &p->by_size_cap, n, sizeof *p->by_size) ||
-        grow((void **)&p->special, &p->special_cap, n, sizeof *p->special))
+    size_t nbackoff = 0;
+    for (size_t j = 0; j < c->njobs; j++)
+        nbackoff += in_backoff(&c->jobs[j], now_ms);
+    size_t need = n + nbackoff, cap = NLISTS + 1;
+    if (grow((void **)&p->items, &p->items_cap, need, sizeof *p->items) ||
+        grow((void **)&p->by_size, &p->by_size_cap, need, sizeof *p->by_size) ||
+        grow((void **)&p->special, &p->special_cap, need, sizeof *p->special))
         return TIDE_ENOMEM;
-    p->nitems = p->nspecial = p->special_head = 0;
-    int32_t sizes[MAXG + 2] = {0};
-    for (size_t i = 0; i < n; i++) {
-        struct job *job = order[i];
-        if (job->state != JOB_PENDING)
-            continue;
-        if (job->gpus <= 0) {
-            job->eta_start_ms = job->not_before_ms > now_ms ? job->not_before_ms : now_ms;
-            job->eta_basis = ETA_BASIS_NOW;
-            continue;
+    if (!p->size_start) {
+        p->size_start = malloc(cap * sizeof *p->size_start);
+        p->size_head = malloc(cap * sizeof *p->size_head);
+        p->lists = malloc(cap * sizeof *p->lists);
+        if (!p->size_start || !p->size_head || !p->lists) {
+            free(p->size_start), free(p->size_head), free(p->lists);
+            p->size_start = p->size_head = p->lists = NULL;
+            return TIDE_ENOMEM;
         }
-        if (job->mig[0])
-            continue; /* MIG instances are not planned */
-        struct eta_item *it = &p->items[p->nitems];
-        enum eta_basis rb;
-        *it = (struct eta_item){.job = job, .failed_at_ms = -1};
-        it->run_ms = eta_estimator_remaining_ms(est, job, 0, &rb);
-        it->run_basis = (uint8_t)rb;
-        it->special = !any_node_will_do(p, job) || gpu_job_wants_slice(job);
-        it->min_share = gpu_job_wants_slice(job) ? 1 : job->gpus;
-        for (int m = job->max_nodes > 1 ? gang_next_split(job, 1) : 0; m;
-             m = gang_next_split(job, m))
-            if (job->gpus / m < it->min_share)
-                it->min_share = job->gpus / m;
-        if (job->reserved_start_ms > 0) {
-            int rc = plan_reservation(p, c, it, now_ms);
+        p->lists_end = (int32_t)NLISTS; /* all to be zeroed */
+    }
+    int32_t *counts = p->size_head; /* items per list, until the heads are set */
+    memset(counts, 0, (size_t)p->lists_end * sizeof *counts); /* the rest are still 0 */
+    p->nitems = p->nspecial = p->special_head = p->nlists = 0;
+    p->lists_end = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (order[i]->state != JOB_PENDING || order[i]->not_before_ms > now_ms)
+            continue;
+        int rc = add_item(p, c, est, order[i], now_ms, counts);
+        if (rc)
+            return rc;
+    }
+    /* Jobs in retry backoff: after the order, each from its not_before_ms. */
+    for (size_t j = 0; j < c->njobs && nbackoff; j++)
+        if (in_backoff(&c->jobs[j], now_ms)) {
+            int rc = add_item(p, c, est, &c->jobs[j], now_ms, counts);
             if (rc)
                 return rc;
         }
-        if (!it->done && it->special)
-            p->special[p->nspecial++] = (int32_t)p->nitems;
-        else if (!it->done)
-            sizes[job->gpus]++;
-        p->nitems++;
+    p->size_start[0] = 0;
+    for (int32_t l = 0; l < p->lists_end; l++) {
+        p->size_start[l + 1] = p->size_start[l] + counts[l];
+        if (counts[l])
+            p->lists[p->nlists++] = l;
     }
-    p->size_start[1] = 0;
-    for (int k = 1; k <= MAXG; k++)
-        p->size_start[k + 1] = p->size_start[k] + sizes[k];
-    for (int k = 1; k <= MAXG; k++)
-        p->size_head[k] = p->size_start[k];
+    for (int32_t l = 0; l < p->lists_end; l++)
+        p->size_head[l] = p->size_start[l];
     for (size_t i = 0; i < p->nitems; i++) {
         const struct eta_item *it = &p->items[i];
         if (!it->done && !it->special)
-            p->by_size[p->size_head[it->job->gpus]++] = (int32_t)i;
+            p->by_size[p->size_head[(it->queue + 1) * MAXG + it->job->gpus - 1]++] = (int32_t)i;
     }
-    for (int k = 1; k <= MAXG; k++)
-        p->size_head[k] = p->size_start[k];
+    for (int32_t l = 0; l < p->lists_end; l++)
+        p->size_head[l] = p->size_start[l];
     return 0;
 }
 
@@ -459,7 +591,9 @@ static int plan(struct eta_plan *p, struct cluster *c, const struct eta_estimato
         enum eta_basis basis = ETA_BASIS_NOW;
         while (p->nheap > 0 && p->heap[0].t_ms == t) {
             struct eta_event ev = pop_event(p);
-            set_free(p, ev.node, p->free[ev.node] + ev.delta);
+            if (ev.node >= 0)
+                set_free(p, ev.node, p->free[ev.node] + ev.delta);
+            queue_take(p, ev.queue, ev.qjobs, ev.qgpus);
             basis = eta_basis_weaker(basis, (enum eta_basis)ev.basis);
         }
         rc = place_round(p, t, basis);
@@ -482,7 +616,8 @@ int eta_plan_run(struct eta_plan *p, struct cluster *c, const struct eta_estimat
         }
     int rc = plan(p, c, est, order, n, now_ms);
     if (rc)
-        for (size_t j = 0; j < n; j++)
-            order[j]->eta_start_ms = 0, order[j]->eta_basis = ETA_BASIS_UNKNOWN;
+        for (size_t j = 0; j < c->njobs; j++)
+            if (c->jobs[j].state == JOB_PENDING)
+                c->jobs[j].eta_start_ms = 0, c->jobs[j].eta_basis = ETA_BASIS_UNKNOWN;
     return rc;
 }

@@ -244,10 +244,14 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
     s->gpuless = 0;
     for (size_t i = 0; i < ncandidates; i++) {
         struct job *job = ids ? cluster_find_job(c, ids[i]) : &c->jobs[i];
-        if (!job || job->state != JOB_PENDING || job->held || job->on_hold ||
-            (s->cfg.budgets &&
-             budget_holds_job(s->cfg.budgets, job, explain ? job->wait_reason : NULL)))
+        if (!job || job->state != JOB_PENDING)
             continue;
+        if (job->held || job->on_hold ||
+            (s->cfg.budgets &&
+             budget_holds_job(s->cfg.budgets, job, explain ? job->wait_reason : NULL))) {
+            job->not_before_ms = 0; /* held, not backing off: the ETA plan leaves it out */
+            continue;
+        }
         job->reserved_start_ms = 0;
         job->reserved_node_id = 0;
         job->not_before_ms = retry_not_before_ms(&s->cfg, job);

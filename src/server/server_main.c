@@ -359,6 +359,7 @@ int server_main(int argc, char **argv)
     server_metrics_init(&srv.metrics);
     sched_init(&srv.sched, &sc);
     eta_plan_init(&srv.eta_plan);
+    eta_plan_set_queues(&srv.eta_plan, sc.queues); /* the plan keeps the pass's caps */
     eta_estimator_init(&srv.eta_est, 0);
     cluster_init(&srv.cluster);
     action_list_init(&srv.actions);

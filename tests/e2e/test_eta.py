@@ -78,9 +78,34 @@ def test_a_restarted_server_learns_runtimes_again_from_its_store():
         c.api("DELETE", f"/v1/jobs/{long['id']}")
 
 
+CAPPED = """
+queues:
+  - name: default
+  - name: capped
+    max_running_jobs: 1
+"""
+
+
+def test_a_job_its_queue_cap_holds_gets_the_end_of_the_running_one():
+    with Cluster(agents=1, fake_gpus="4xH200:141GB", config=CAPPED) as c:
+        first = c.submit(command=["sleep", "120"], gpus=1, queue="capped", max_runtime=60)
+        first = c.wait_state(first["id"], "running")
+        second = c.submit(command=["true"], gpus=1, queue="capped", max_runtime=10)
+        eta = wait_until(lambda: eta_of(c, second["id"]), 15, what="an ETA for the capped job")
+        # three GPUs are free, but the queue runs one job at a time: the
+        # second starts when the first's max_runtime ends, not now
+        assert c.job(second["id"])["state"] == "pending", c.job(second["id"])
+        assert eta["basis"] == "max_runtime", eta
+        assert abs(eta["start_time"] - (first["start_time"] + 60)) < 3, (eta, first)
+        assert eta["in_s"] > 30, eta
+        for j in (second, first):
+            c.api("DELETE", f"/v1/jobs/{j['id']}")
+
+
 if __name__ == "__main__":
     run_tests([
         test_pending_jobs_behind_a_max_runtime_job_show_an_eta_and_its_basis,
         test_eta_from_the_runtimes_learned_from_a_project,
         test_a_restarted_server_learns_runtimes_again_from_its_store,
+        test_a_job_its_queue_cap_holds_gets_the_end_of_the_running_one,
     ])

@@ -284,6 +284,165 @@ static void test_pending_jobs_outside_the_order_have_no_eta(void **state)
     assert_int_equal(held->eta_basis, ETA_BASIS_UNKNOWN);
 }
 
+/* --- queue caps and retry backoff --- */
+
+static struct queue_set queues;
+
+/* The built-in queues and "capped", which has the given caps (0: none). */
+static void use_capped_queue(int max_jobs, int max_gpus)
+{
+    queue_set_defaults(&queues);
+    struct queue_config *q = &queues.queues[queues.count++];
+    *q = queues.queues[0];
+    snprintf(q->name, sizeof q->name, "capped");
+    q->max_running_jobs = max_jobs;
+    q->max_running_gpus = max_gpus;
+    eta_plan_set_queues(&plan, &queues);
+}
+
+static struct job *in_capped(struct job *job)
+{
+    snprintf(job->queue, sizeof job->queue, "capped");
+    return job;
+}
+
+static void test_a_queue_capped_at_one_running_job_starts_its_second_when_the_first_ends(
+    void **state)
+{
+    (void)state;
+    use_capped_queue(1, 0);
+    add_node(1, 8); /* GPUs to spare: only the cap holds jobs back */
+    in_capped(run_job(1, 1, 0, 1, 0))->max_runtime_s = 100;
+    in_capped(pend(2, 1))->max_runtime_s = 50;
+    in_capped(pend(3, 1));
+    pend(4, 1); /* the default queue has no cap */
+    plan_ids((int64_t[]){2, 3, 4}, 3, 10 * S);
+    assert_int_equal(cluster_find_job(&c, 2)->eta_start_ms, 100 * S);
+    assert_string_equal(eta_basis_name(cluster_find_job(&c, 2)->eta_basis), "max_runtime");
+    assert_int_equal(cluster_find_job(&c, 3)->eta_start_ms, 150 * S);
+    assert_int_equal(cluster_find_job(&c, 4)->eta_start_ms, 10 * S);
+}
+
+static void test_a_gpu_cap_lets_a_smaller_job_by_and_holds_a_bigger_one(void **state)
+{
+    (void)state;
+    use_capped_queue(0, 4);
+    add_node(1, 8);
+    in_capped(run_job(1, 1, 0, 3, 0))->max_runtime_s = 100;
+    in_capped(pend(2, 2))->max_runtime_s = 50;  /* 3 + 2 > 4 */
+    in_capped(pend(3, 1))->max_runtime_s = 200; /* 3 + 1 = 4: now */
+    in_capped(pend(4, 2))->max_runtime_s = 10;
+    plan_ids((int64_t[]){2, 3, 4}, 3, 10 * S);
+    assert_int_equal(cluster_find_job(&c, 3)->eta_start_ms, 10 * S);
+    /* at 100 s job 1's three GPUs go back to the queue: 1 + 2 = 3 */
+    assert_int_equal(cluster_find_job(&c, 2)->eta_start_ms, 100 * S);
+    /* then 3 + 2 > 4 until job 2 ends at 150 s */
+    assert_int_equal(cluster_find_job(&c, 4)->eta_start_ms, 150 * S);
+}
+
+static void test_a_capped_job_of_a_gang_or_gpu_model_waits_for_its_queue_too(void **state)
+{
+    (void)state;
+    use_capped_queue(1, 0);
+    add_node(1, 8);
+    in_capped(run_job(1, 1, 0, 1, 0))->max_runtime_s = 100;
+    struct job *j = in_capped(pend(2, 2));
+    snprintf(j->gpu_model, sizeof j->gpu_model, "H200"); /* checked on its own */
+    plan_ids((int64_t[]){2}, 1, 10 * S);
+    assert_int_equal(cluster_find_job(&c, 2)->eta_start_ms, 100 * S);
+}
+
+static void test_a_reservation_counts_against_its_queue_from_its_start(void **state)
+{
+    (void)state;
+    use_capped_queue(1, 0);
+    add_node(1, 4);
+    add_node(2, 4);
+    run_job(1, 1, 0, 4, 0)->max_runtime_s = 100;
+    struct job *r = in_capped(pend(2, 4));
+    r->max_runtime_s = 300;
+    r->reserved_start_ms = 100 * S;
+    r->reserved_node_id = 1;
+    in_capped(pend(3, 1)); /* node 2 is free, and the queue has room until 100 s */
+    in_capped(pend(4, 1))->max_runtime_s = 10;
+    plan_ids((int64_t[]){2, 3, 4}, 3, 10 * S);
+    assert_int_equal(cluster_find_job(&c, 2)->eta_start_ms, 100 * S);
+    assert_int_equal(cluster_find_job(&c, 3)->eta_start_ms, 10 * S);
+    /* job 3 holds the queue for an hour (the default); job 2 from 100 s to 400 s */
+    assert_int_equal(cluster_find_job(&c, 4)->eta_start_ms, 10 * S + ETA_DEFAULT_RUNTIME_MS);
+}
+
+static void test_a_job_in_retry_backoff_starts_no_sooner_than_its_not_before(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_node(2, 4);
+    run_job(1, 2, 0, 4, 0)->max_runtime_s = 100;
+    pend(2, 2)->not_before_ms = 50 * S; /* GPUs free on node 1 now */
+    pend(3, 8)->not_before_ms = 20 * S; /* too big for any node: no ETA */
+    struct job *big = pend(4, 4);
+    big->not_before_ms = 30 * S;
+    big->max_runtime_s = 10;
+    pend(5, 4); /* in the order: takes node 1 now, so job 2 waits for node 2 */
+    plan_ids((int64_t[]){5}, 1, 10 * S);
+    assert_int_equal(cluster_find_job(&c, 5)->eta_start_ms, 10 * S);
+    /* jobs in backoff come after the order, among themselves by id: job 2
+     * takes node 2 when job 1 ends, job 4 waits for node 1 (job 5 runs an hour) */
+    assert_int_equal(cluster_find_job(&c, 2)->eta_start_ms, 100 * S);
+    assert_int_equal(cluster_find_job(&c, 4)->eta_start_ms, 10 * S + ETA_DEFAULT_RUNTIME_MS);
+    assert_int_equal(cluster_find_job(&c, 3)->eta_basis, ETA_BASIS_UNKNOWN);
+}
+
+static void test_a_free_job_in_backoff_gets_its_not_before(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    pend(1, 2)->not_before_ms = 50 * S;
+    plan_ids(NULL, 0, 10 * S);
+    assert_int_equal(cluster_find_job(&c, 1)->eta_start_ms, 50 * S);
+    assert_string_equal(eta_basis_name(cluster_find_job(&c, 1)->eta_basis), "now");
+}
+
+/* A pass with these caps and a 30 s retry backoff, then the plan on its order. */
+static void pass_then_plan(struct scheduler *s, int64_t now_ms)
+{
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    cfg.queues = &queues;
+    cfg.retry_backoff_ms = 30 * S;
+    sched_init(s, &cfg);
+    struct action_list out;
+    action_list_init(&out);
+    assert_true(sched_pass(s, &c, now_ms, &out) >= 0);
+    assert_int_equal(eta_plan_run(&plan, &c, &est, s->order, s->norder, now_ms), 0);
+    action_list_release(&out);
+}
+
+static void test_through_a_pass_a_capped_job_waits_for_its_queue_and_a_failed_one_for_its_backoff(
+    void **state)
+{
+    (void)state;
+    use_capped_queue(1, 0);
+    add_node(1, 8);
+    in_capped(run_job(1, 1, 0, 1, 0))->max_runtime_s = 100;
+    in_capped(pend(2, 1));
+    struct job *failed = pend(3, 1);
+    failed->attempt = 1;
+    failed->last_failure_ms = 5 * S; /* next attempt at 35 s */
+    struct job *held = pend(4, 1);
+    held->attempt = 1;
+    held->last_failure_ms = 5 * S;
+    held->on_hold = true;
+    struct scheduler s;
+    pass_then_plan(&s, 10 * S);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_PENDING); /* the pass kept the cap */
+    assert_int_equal(cluster_find_job(&c, 2)->eta_start_ms, 100 * S);
+    assert_int_equal(cluster_find_job(&c, 3)->state, JOB_PENDING);
+    assert_int_equal(cluster_find_job(&c, 3)->eta_start_ms, 35 * S);
+    assert_int_equal(cluster_find_job(&c, 4)->eta_basis, ETA_BASIS_UNKNOWN);
+    sched_release(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -301,6 +460,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_estimator_keeps_only_the_latest_samples, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reserved_job_gets_its_reservation_through_a_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pending_jobs_outside_the_order_have_no_eta, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_queue_capped_at_one_running_job_starts_its_second_when_the_first_ends, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_gpu_cap_lets_a_smaller_job_by_and_holds_a_bigger_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_capped_job_of_a_gang_or_gpu_model_waits_for_its_queue_too, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_reservation_counts_against_its_queue_from_its_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_job_in_retry_backoff_starts_no_sooner_than_its_not_before, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_free_job_in_backoff_gets_its_not_before, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_through_a_pass_a_capped_job_waits_for_its_queue_and_a_failed_one_for_its_backoff, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
