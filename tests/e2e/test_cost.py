@@ -196,7 +196,10 @@ def test_a_spot_interruption_deadline_survives_a_restart():
         c.kill_server()
         c.start_server()
         n = c.node(name)
-        assert n["interrupt_deadline_ms"] == deadline and n["state"] in ("draining", "lost"), n
+        # The stop reaches the agent at once (push), so the emptied node may
+        # already be released; its deadline must have survived either way.
+        assert n["interrupt_deadline_ms"] == deadline, n
+        assert n["state"] in ("draining", "lost", "released"), n
         c.api("DELETE", f"/v1/jobs/{job['id']}")
 
 
