@@ -10,6 +10,9 @@ packages=(
   python3 curl procps
   chromium
   prometheus
+  podman
+  runc
+  busybox-static
 )
 
 missing=()

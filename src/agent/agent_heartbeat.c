@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "agent/agent_actions.h"
+#include "agent/agent_images.h"
 #include "agent/task_log.h"
+#include "common/fsutil.h"
 #include "common/http_client.h"
 #include "common/log.h"
 
@@ -131,6 +133,12 @@ char *agent_heartbeat_body(struct agent *a, bool *more_logs)
     a->log_rotate++;
     root = json_pack("{s:o, s:o, s:o}", "gpus", gpus, "tasks", tasks, "logs", logs);
     gpus = tasks = logs = NULL; /* json_pack's "o" took them, even on failure */
+    agent_images_refresh(a, clock_mono_ms());
+    json_t *images = agent_images_json(a);
+    if (!root)
+        json_decref(images);
+    else if (images && json_object_set_new(root, "images", images) != 0)
+        goto done;
     if (root)
         text = json_dumps(root, JSON_COMPACT);
 done:

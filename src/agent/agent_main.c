@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/agent_images.h"
 #include "agent/agent_loop.h"
 #include "agent/agent_node.h"
 #include "agent/agent_opts.h"
@@ -91,6 +92,7 @@ static void agent_release(struct agent *a)
     gpu_backend_release(&a->gpus);
     free(a->telemetry);
     free(a->work_dir);
+    agent_images_release(a);
     agent_node_release(&a->node);
 }
 
@@ -121,6 +123,7 @@ int agent_main(int argc, char **argv)
     if (rc == 0) {
         agent_cgroups_detect(&a.cgroups);
         log_info("%s", a.cgroups.summary);
+        agent_images_start(&a, clock_mono_ms());
     }
     /* the guard forks without exec, so start it before libcurl has threads */
     if (rc == 0 && (rc = agent_task_guard_start(&a.guard)) != 0) {

@@ -12,6 +12,7 @@
 #include "common/fsutil.h"
 
 #define TOKEN_FILE_MAX 4096
+#define AGENT_MAX_PREWARM 64
 
 void agent_opts_usage(FILE *out)
 {
@@ -32,6 +33,11 @@ void agent_opts_usage(FILE *out)
                  "  --kill-grace-s N    SIGTERM to SIGKILL delay when stopping tasks (default 10)\n"
                  "  --cpus N            CPUs to report (default: online CPUs)\n"
                  "  --memory-mib N      memory to report (default: physical memory)\n"
+                 "  --container-runtime PROG  podman or docker (or a path to one) for jobs with\n"
+                 "                      an image (default: podman, else docker, if installed)\n"
+                 "  --prewarm-image IMAGE  pull IMAGE at start unless held, before registering\n"
+                 "                      (repeatable; any reference the runtime pulls, e.g.\n"
+                 "                      docker.io/library/python:3.12 or docker-archive:/x.tar)\n"
                  "  --help              this text\n");
 }
 
@@ -42,6 +48,24 @@ static int set_str(char **dst, const char *v, struct tide_err *err)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     free(*dst);
     *dst = s;
+    return 0;
+}
+
+static int add_prewarm(struct agent_opts *o, const char *image, struct tide_err *err)
+{
+    if (!*image || image[0] == '-')
+        return tide_err_set(err, TIDE_EINVAL, "--prewarm-image",
+                            "--prewarm-image '%s': must be an image reference", image);
+    if (o->nprewarm >= AGENT_MAX_PREWARM)
+        return tide_err_set(err, TIDE_EINVAL, "--prewarm-image", "--prewarm-image: at most %d",
+                            AGENT_MAX_PREWARM);
+    char **list = realloc(o->prewarm_images, (o->nprewarm + 1) * sizeof *list);
+    if (!list)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    o->prewarm_images = list;
+    if (!(list[o->nprewarm] = strdup(image)))
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    o->nprewarm++;
     return 0;
 }
 
@@ -85,7 +109,8 @@ static const struct cli_opt agent_flags[] = {
     {"--work", CLI_OPT_VALUE, 5},         {"--fake-gpus", CLI_OPT_VALUE, 6},
     {"--heartbeat-ms", CLI_OPT_VALUE, 7}, {"--kill-grace-s", CLI_OPT_VALUE, 8},
     {"--cpus", CLI_OPT_VALUE, 9},         {"--memory-mib", CLI_OPT_VALUE, 10},
-    {"--pool", CLI_OPT_VALUE, 11},        {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
+    {"--pool", CLI_OPT_VALUE, 11},        {"--container-runtime", CLI_OPT_VALUE, 12},
+    {"--prewarm-image", CLI_OPT_VALUE, 13}, {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},    {NULL, 0, 0},
 };
 
@@ -108,6 +133,13 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
         return set_str(&o->fake_gpus, v, err);
     if (!strcmp(flag, "--pool"))
         return set_str(&o->pool, v, err);
+    if (!strcmp(flag, "--container-runtime")) {
+        if (!*v)
+            return tide_err_set(err, TIDE_EINVAL, flag, "%s must not be empty", flag);
+        return set_str(&o->container_runtime, v, err);
+    }
+    if (!strcmp(flag, "--prewarm-image"))
+        return add_prewarm(o, v, err);
     if (!strcmp(flag, "--heartbeat-ms")) {
         if ((rc = cli_parse_range(flag, v, 10, 3600000, &n, err)) == 0)
             o->heartbeat_ms = (int)n;
@@ -219,5 +251,9 @@ void agent_opts_release(struct agent_opts *o)
     free(o->work_dir);
     free(o->fake_gpus);
     free(o->pool);
+    free(o->container_runtime);
+    for (size_t i = 0; i < o->nprewarm; i++)
+        free(o->prewarm_images[i]);
+    free(o->prewarm_images);
     memset(o, 0, sizeof *o);
 }

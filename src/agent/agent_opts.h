@@ -26,6 +26,9 @@ struct agent_opts {
     int kill_grace_s;
     int cpus;
     int64_t memory_mib;
+    char *container_runtime; /* podman, docker or a path; NULL: podman, else docker */
+    char **prewarm_images;   /* pulled at start unless held (--prewarm-image, repeatable) */
+    size_t nprewarm;
     bool help; /* --help was asked for; nothing else is filled */
 };
 

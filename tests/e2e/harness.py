@@ -72,10 +72,11 @@ class Cluster:
         _clusters.append(self)
 
     # ---- processes -------------------------------------------------
-    def _spawn(self, name, args):
+    def _spawn(self, name, args, env=None):
         log = open(os.path.join(self.dir, f"{name}.log"), "ab")
         p = subprocess.Popen([TIDE] + args, stdout=log, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
+                             stdin=subprocess.DEVNULL, start_new_session=True,
+                             env=dict(os.environ, **env) if env else None)
         log.close()
         return p
 
@@ -99,12 +100,15 @@ class Cluster:
         except (urllib.error.URLError, ConnectionError, OSError):
             return False
 
-    def start_agent(self, name, fake_gpus=None):
+    def start_agent(self, name, fake_gpus=None, args=(), env=None):
+        """Starts agent name (extra flags in args, extra environment in env)
+        and waits until its node is ready."""
         work = os.path.join(self.dir, "agents", name)
         os.makedirs(work, exist_ok=True)
         self.agents[name] = self._spawn(f"agent-{name}", [
             "agent", "--server", self.url, "--token-file", os.path.join(self.data, "join.token"),
-            "--name", name, "--work", work, "--fake-gpus", fake_gpus or self.fake_gpus])
+            "--name", name, "--work", work, "--fake-gpus", fake_gpus or self.fake_gpus]
+            + list(args), env)
         wait_until(lambda: self.node(name) and self.node(name)["state"] == "ready", 20,
                    what=f"agent {name} registered")
 
