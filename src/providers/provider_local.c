@@ -65,9 +65,15 @@ static int start_agent(struct provider *p, const struct pool *pool, struct local
     int log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (log_fd < 0)
         return tide_err_set(err, TIDE_EIO, NULL, "cannot open %s: %s", log, strerror(errno));
-    char *argv[] = {"tide", "agent", "--server", p->env.server_url, "--token-file",
-                    p->env.join_token_path, "--name", (char *)name, "--work", work,
-                    "--fake-gpus", spec, "--pool", (char *)pool->name, NULL};
+    /* the fixed flags, then --prewarm-image IMAGE for each of the pool's images */
+    char *argv[15 + 2 * POOL_MAX_IMAGES] = {
+        "tide", "agent", "--server", p->env.server_url, "--token-file",
+        p->env.join_token_path, "--name", (char *)name, "--work", work,
+        "--fake-gpus", spec, "--pool", (char *)pool->name, NULL};
+    for (int i = 0, n = 14; i < pool->nimages; i++) {
+        argv[n++] = "--prewarm-image";
+        argv[n++] = (char *)pool->images[i];
+    }
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
