@@ -61,12 +61,12 @@ def podman(name, *args, check=True):
 
 
 def build_rootfs():
-    """A busybox-static rootfs: sh, sleep, echo, cat, env, ls, test, kill."""
+    """A busybox-static rootfs: sh, sleep, echo, cat, env, ls, test, kill, true."""
     root = os.path.join(TMP, "rootfs")
     os.makedirs(os.path.join(root, "bin"))
     os.makedirs(os.path.join(root, "tmp"))
     shutil.copy(BUSYBOX, os.path.join(root, "bin", "busybox"))
-    for tool in ("sh", "sleep", "echo", "cat", "env", "ls", "test", "kill", "pwd", "trap", "id"):
+    for tool in ("sh", "sleep", "echo", "cat", "env", "ls", "test", "kill", "pwd", "id", "true"):
         os.symlink("busybox", os.path.join(root, "bin", tool))
     subprocess.run(["tar", "-C", root, "-cf", ROOTFS_TAR, "."], check=True)
     with open(CONF, "w") as f:
@@ -193,6 +193,40 @@ def test_an_agent_prewarms_its_image_before_registering():
         assert "image cached" in starting["message"], starting
 
 
+def test_a_pool_prewarms_its_images_on_every_new_node():
+    give_image("srcpool", "localhost/tide-pool:1")
+    archive = os.path.join(TMP, "pool.tar")
+    podman("srcpool", "save", "--quiet", "-o", archive, "localhost/tide-pool:1")
+    config = "\n".join([
+        "pools:", "  - name: warm", "    gpu: H200", "    gpus_per_node: 2",
+        "    gpu_memory_mib: 144384", "    provider: local", "    min_nodes: 1",
+        "    max_nodes: 1", "    boot_time_s: 3", "    pull_time_s: 5", "    boot_timeout_s: 60",
+        "    images:", f"      - docker-archive:{archive}", ""])
+    # the local provider's agents inherit the server's environment: their store
+    saved = {k: os.environ.get(k) for k in ("CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF")}
+    os.environ.update(storage_env("pool"))
+    try:
+        with Cluster(agents=0, config=config) as c:
+            p = c.api("GET", "/v1/pools")["pools"][0]
+            assert p["images"] == [f"docker-archive:{archive}"] and p["pull_time_s"] == 5, p
+            node = wait_until(lambda: next((n for n in c.api("GET", "/v1/nodes")["nodes"]
+                                            if n["pool"] == "warm" and n["state"] == "ready"), None),
+                              60, 0.25, what="the pool's node ready")
+            held = podman("pool", "images", "--format", "{{.Repository}}:{{.Tag}}").stdout
+            assert "localhost/tide-pool:1" in held, held
+            j = c.submit(image="localhost/tide-pool:1", command=["echo", "pooled"], gpus=1)
+            final = c.wait_final([j["id"]], timeout=60)[j["id"]]
+            assert final["state"] == "succeeded" and "pooled" in c.logs(j["id"]), final
+            starting = [e for e in events(c, j["id"]) if e["kind"] == "job_starting"][0]
+            assert starting["node"] == node["name"] and "image cached" in starting["message"], starting
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def cleanup():
     for name in os.listdir(TMP):
         if name.startswith("store-"):
@@ -214,6 +248,7 @@ if __name__ == "__main__":
             test_cancel_and_max_runtime_stop_the_container_and_leave_none,
             test_placement_prefers_the_node_holding_the_image_and_counts_misses,
             test_an_agent_prewarms_its_image_before_registering,
+            test_a_pool_prewarms_its_images_on_every_new_node,
         ])
     finally:
         cleanup()
