@@ -118,6 +118,20 @@ def test_a_containerised_job_runs_in_its_image_with_gpus_env_and_checkpoint_dir(
         assert "image cached" in starting[0]["message"], starting
         assert metric(c, "tide_image_cache_hits_total") == 1
         wait_until(lambda: not containers("c1"), 20, what="the container removed")
+        # tide submit: --image and --mount (read-only here), run in the job directory
+        data = os.path.join(TMP, "data")
+        os.makedirs(data, exist_ok=True)
+        with open(os.path.join(data, "input"), "w") as f:
+            f.write("from-the-host\n")
+        out = c.cli("submit", "--image", IMAGE, "--mount", f"{data}:/data:ro", "--wait", "--",
+                    "sh", "-c", "cat /data/input; echo x > /data/new || echo read-only; pwd")
+        assert out.returncode == 0, (out.stdout, out.stderr)
+        m = c.jobs()[0]
+        assert m["spec"]["mounts"] == [f"{data}:/data:ro"] and "workdir" not in m["spec"], m
+        log = c.logs(m["id"])
+        assert "from-the-host" in log and "read-only" in log, log
+        assert not os.path.exists(os.path.join(data, "new"))
+        assert f"/jobs/{m['id']}" in log, log
         # the same agent still runs bare processes: the host's python3
         b = c.submit(command=[sys.executable, "-c", "import sys; print('bare', sys.version_info[0])"],
                      gpus=1)
