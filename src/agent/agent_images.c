@@ -38,6 +38,12 @@ void agent_images_start(struct agent *a, int64_t now_ms)
         return;
     }
     log_info("containers run with %s", a->container_runtime);
+    /* this agent's tasks died with its last run; their containers did not */
+    int left = agent_container_remove_leftovers(a->container_runtime, a->work_dir);
+    if (left > 0)
+        log_info("removed %d container(s) left by an earlier run of this agent", left);
+    else if (left < 0)
+        log_warn("cannot list containers left by an earlier run with %s ps", a->container_runtime);
     for (size_t i = 0; i < a->opts->nprewarm; i++) {
         const char *image = a->opts->prewarm_images[i];
         int64_t t0 = clock_mono_ms();

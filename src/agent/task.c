@@ -280,8 +280,8 @@ static int container_command(struct agent_task *t, const struct agent_task_spec 
     t->container_runtime = site->container_runtime;
     agent_container_name(spec->job_id, spec->attempt, t->container_name,
                          sizeof t->container_name);
-    *argv = agent_container_task_argv(spec, site->container_runtime, t->container_name, job_dir,
-                                      vars, nvars);
+    *argv = agent_container_task_argv(spec, site->container_runtime, t->container_name,
+                                      site->work_dir, job_dir, vars, nvars);
     if (!*argv)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     return 0;

@@ -19,6 +19,8 @@
 
 /* Most bytes read from `RUNTIME images` or a failed pull. */
 #define RUNTIME_OUTPUT_MAX (256 * 1024)
+/* A label filter: the prefix and an agent's work dir. */
+#define PATH_MAX_LABEL 4200
 
 void agent_container_name(int64_t job_id, int64_t attempt, char *out, size_t size)
 {
@@ -127,6 +129,8 @@ char **agent_container_argv(const struct agent_container_run *r)
     /* jobs reach each other (gang ranks, services) as bare processes do */
     add(&b, "--network=host");
     add(&b, "--label=tide.job=%s", r->name);
+    if (r->owner)
+        add(&b, "--label=tide.agent=%s", r->owner);
     for (size_t i = 0; i < r->nenv; i++)
         add(&b, "--env=%s", r->env_names[i]); /* the value comes from the runtime's env */
     add(&b, "--volume=%s:%s", r->job_dir, r->job_dir);
@@ -151,8 +155,8 @@ char **agent_container_argv(const struct agent_container_run *r)
 }
 
 char **agent_container_task_argv(const struct agent_task_spec *spec, const char *runtime,
-                                 const char *name, const char *job_dir, char **vars,
-                                 size_t nvars)
+                                 const char *name, const char *owner, const char *job_dir,
+                                 char **vars, size_t nvars)
 {
     size_t total = spec->nenv + nvars;
     char **names = calloc(total + 1, sizeof *names);
@@ -170,6 +174,7 @@ char **agent_container_task_argv(const struct agent_task_spec *spec, const char 
     struct agent_container_run r = {
         .runtime = runtime,
         .name = name,
+        .owner = owner,
         .image = spec->image,
         .command = spec->command,
         .env_names = names,
@@ -334,6 +339,28 @@ char **agent_container_images(const char *runtime, size_t max)
     }
     free(text);
     return names;
+}
+
+int agent_container_remove_leftovers(const char *runtime, const char *owner)
+{
+    char filter[PATH_MAX_LABEL];
+    snprintf(filter, sizeof filter, "label=tide.agent=%s", owner);
+    char *ps[] = {(char *)runtime, "ps", "--all", "--quiet", "--filter", filter, NULL};
+    char *text = NULL;
+    if (run_capture(ps, &text) != 0 || !text) {
+        free(text);
+        return -1;
+    }
+    int n = 0;
+    char *save = NULL;
+    for (char *id = strtok_r(text, " \n", &save); id; id = strtok_r(NULL, " \n", &save)) {
+        char *rm[] = {(char *)runtime, "rm", "--force", "--time=0", id, NULL};
+        if (run_capture(rm, NULL) != 0)
+            log_warn("cannot remove leftover container %s", id);
+        n++;
+    }
+    free(text);
+    return n;
 }
 
 int agent_container_prewarm(const char *runtime, const char *image, char *why, size_t n)

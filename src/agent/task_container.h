@@ -20,6 +20,7 @@
 struct agent_container_run {
     const char *runtime;        /* "podman", "docker" or a path to one */
     const char *name;           /* the container's name */
+    const char *owner;          /* label tide.agent: the agent's work dir; NULL: none */
     const char *image;
     char **command;             /* NULL-terminated argv inside the container */
     char **env_names;           /* variables passed through by name (--env NAME) */
@@ -60,8 +61,14 @@ struct agent_task_spec;
  * directory and checkpoint dir mounted at their own paths. New array
  * (agent_container_argv_free), or NULL when out of memory. */
 char **agent_container_task_argv(const struct agent_task_spec *spec, const char *runtime,
-                                 const char *name, const char *job_dir, char **vars,
-                                 size_t nvars);
+                                 const char *name, const char *owner, const char *job_dir,
+                                 char **vars, size_t nvars);
+
+/* Removes (in the foreground) every container labelled tide.agent=owner:
+ * what an agent that died left running, since the runtime's monitor, not
+ * the agent's task, is the container's parent. Returns how many it found,
+ * or -1 when the runtime could not be asked. */
+int agent_container_remove_leftovers(const char *runtime, const char *owner);
 
 /* Sends sig to the container by name (`RUNTIME kill --signal`), and
  * removes a container (`RUNTIME rm -f --time 0`), in the background: the

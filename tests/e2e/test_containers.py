@@ -160,6 +160,19 @@ def test_cancel_and_max_runtime_stop_the_container_and_leave_none():
         assert final["state"] == "timeout", final
         assert "stubborn" in c.logs(t["id"])
         wait_until(lambda: not containers("c2"), 30, what="no container left")
+        # an agent killed outright takes its tasks with it, but the runtime's
+        # monitor keeps the container: the agent's next start removes it
+        k = c.submit(image=IMAGE, command=["sh", "-c", "sleep 300"], gpus=1)
+        c.wait_state(k["id"], "running", timeout=60)
+        wait_until(lambda: f"tide-{k['id']}-1" in containers("c2"), 30, what="its container")
+        c.kill_agent("c2")
+        time.sleep(1)
+        assert f"tide-{k['id']}-1" in containers("c2"), "the container outlived its agent"
+        agent(c, "c2")  # the node may still look ready: wait for the new agent's word
+        wait_until(lambda: "removed 1 container(s) left" in c.log("agent-c2"), 30,
+                   what="the restarted agent removing the leftover")
+        # (its job, requeued, may be running again already: as attempt 2)
+        assert f"tide-{k['id']}-1" not in containers("c2"), containers("c2")
 
 
 def test_placement_prefers_the_node_holding_the_image_and_counts_misses():

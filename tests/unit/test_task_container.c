@@ -84,13 +84,15 @@ static void test_the_command_runs_in_the_image_with_env_by_name_mounts_and_limit
     char name[AGENT_CONTAINER_NAME_MAX];
     agent_container_name(7, 2, name, sizeof name);
     assert_string_equal(name, "tide-7-2");
-    char **argv = agent_container_task_argv(&spec, "podman", name, "/work/jobs/7", vars, 2);
+    char **argv =
+        agent_container_task_argv(&spec, "podman", name, "/work", "/work/jobs/7", vars, 2);
     assert_non_null(argv);
     assert_string_equal(argv[0], "podman");
     assert_string_equal(argv[1], "run");
     assert_true(find(argv, "--rm") > 0 && find(argv, "--init") > 0);
     assert_true(find(argv, "--name=tide-7-2") > 0);
     assert_true(find(argv, "--network=host") > 0);
+    assert_true(find(argv, "--label=tide.agent=/work") > 0);
     /* values stay out of the command line (ps shows it): names only */
     assert_true(find(argv, "--env=GREETING") > 0 && find(argv, "--env=SECRET") > 0);
     assert_true(find(argv, "--env=CUDA_VISIBLE_DEVICES") > 0);
