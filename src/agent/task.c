@@ -449,8 +449,12 @@ bool agent_task_poll(struct agent_task *t, int64_t now_ms)
         record_exit(t, r == t->pid ? status : 0);
         finish_cgroup(t);
         /* a runtime killed before its container ended leaves it behind */
-        if (t->container_runtime)
+        if (t->container_runtime) {
             agent_container_remove(t->container_runtime, t->container_name);
+            if (!t->stop_reason[0] && t->has_exit_code)
+                agent_container_start_failure(t->container_runtime, t->exit_code, t->reason,
+                                              sizeof t->reason);
+        }
         return true;
     }
     if (t->deadline_ms && now_ms >= t->deadline_ms && !t->stopping)

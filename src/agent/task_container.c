@@ -283,6 +283,19 @@ static void run_detached(char *const argv[])
         ;
 }
 
+bool agent_container_start_failure(const char *runtime, int exit_code, char *why, size_t n)
+{
+    const char *what = exit_code == 125   ? "could not create the container (see the job's log: "
+                                            "an image it cannot pull, a bad mount, ...)"
+                       : exit_code == 126 ? "the command cannot be run in the image"
+                       : exit_code == 127 ? "the command is not in the image"
+                                          : NULL;
+    if (!what)
+        return false;
+    snprintf(why, n, "start failed: %s exit %d: %s", runtime, exit_code, what);
+    return true;
+}
+
 void agent_container_signal(const char *runtime, const char *name, int sig)
 {
     char signal_arg[32];

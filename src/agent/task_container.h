@@ -10,6 +10,7 @@
 #ifndef TIDE_AGENT_TASK_CONTAINER_H
 #define TIDE_AGENT_TASK_CONTAINER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,6 +70,14 @@ char **agent_container_task_argv(const struct agent_task_spec *spec, const char 
  * the agent's task, is the container's parent. Returns how many it found,
  * or -1 when the runtime could not be asked. */
 int agent_container_remove_leftovers(const char *runtime, const char *owner);
+
+/* The reason for a containerised task that ended with exit_code and no
+ * stop: podman and docker exit 125 when they could not make the container
+ * (an image they cannot pull, a bad mount), 126 when the command cannot be
+ * run and 127 when it is not in the image; those become `start failed:
+ * ...` (written into why, size n) and true is returned. A command of the
+ * job's own that exits 125 to 127 reads the same. Other codes: false. */
+bool agent_container_start_failure(const char *runtime, int exit_code, char *why, size_t n);
 
 /* Sends sig to the container by name (`RUNTIME kill --signal`), and
  * removes a container (`RUNTIME rm -f --time 0`), in the background: the

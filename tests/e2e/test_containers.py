@@ -196,7 +196,11 @@ def test_placement_prefers_the_node_holding_the_image_and_counts_misses():
         starting = [e for e in events(c, miss["id"]) if e["kind"] == "job_starting"][0]
         assert starting["node"] == "p1" and "image not cached" in starting["message"], starting
         assert final["state"] == "failed", final
+        assert final["reason"].startswith("start failed: podman exit 125: could not create"), final
         assert metric(c, "tide_image_cache_misses_total") == 1
+        failures = re.search(r'^tide_job_failures_total\{reason="start_failed"\} (\d+)$',
+                             c.api("GET", "/metrics"), re.M)
+        assert failures and int(failures.group(1)) == 1, failures
         c.api("DELETE", f"/v1/jobs/{hold['id']}")
         c.wait_final([hold["id"]], timeout=60)
 

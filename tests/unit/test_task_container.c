@@ -156,10 +156,25 @@ static void test_gpus_are_device_nodes_when_they_exist_and_none_for_fake_gpus(vo
     agent_container_argv_free(argv);
 }
 
+static void test_runtime_exits_125_to_127_are_start_failures(void **state)
+{
+    (void)state;
+    char why[200];
+    assert_true(agent_container_start_failure("podman", 125, why, sizeof why));
+    assert_string_equal(why, "start failed: podman exit 125: could not create the container (see "
+                             "the job's log: an image it cannot pull, a bad mount, ...)");
+    assert_true(agent_container_start_failure("docker", 127, why, sizeof why));
+    assert_non_null(strstr(why, "not in the image"));
+    assert_false(agent_container_start_failure("podman", 0, why, sizeof why));
+    assert_false(agent_container_start_failure("podman", 1, why, sizeof why));
+    assert_false(agent_container_start_failure("podman", 137, why, sizeof why));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_command_runs_in_the_image_with_env_by_name_mounts_and_limits),
+        cmocka_unit_test(test_runtime_exits_125_to_127_are_start_failures),
         cmocka_unit_test_setup_teardown(
             test_gpus_are_device_nodes_when_they_exist_and_none_for_fake_gpus, setup, teardown),
     };
