@@ -8,8 +8,11 @@
  * It reports; it does not judge. By default the
  * pass orders and places only; --full also runs backfill and preemption as
  * sched_config_defaults has them (their cost is theirs, not placement's).
+ * --deep adds the deep-queue rows: every GPU held by running jobs and J
+ * jobs waiting that cannot start, one pass explaining each wait (the
+ * server) and one not (the simulator), after a first pass that sorted them.
  *
- *   bench_sched [--quick] [--full] [--json FILE] [--only STRATEGY]
+ *   bench_sched [--quick] [--full] [--deep] [--json FILE] [--only STRATEGY]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +63,67 @@ static int build_cluster(struct cluster *c, int nodes, int jobs, unsigned seed)
     return 0;
 }
 
+/* Every GPU of every node held by one running 8-GPU job. */
+static int fill_cluster(struct cluster *c, int nodes)
+{
+    for (int n = 0; n < nodes; n++) {
+        struct job job;
+        memset(&job, 0, sizeof job);
+        job.id = 10000000 + n;
+        job.gpus = 8;
+        job.state = JOB_RUNNING;
+        struct job *added = cluster_add_job(c, &job);
+        if (!added)
+            return -1;
+        int idx[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+        cluster_assign(c, added, &c->nodes[n], idx, 8);
+    }
+    return 0;
+}
+
+static void deep_queue_rows(const char *only)
+{
+    static const int sizes[][2] = {{1000, 10000}, {1000, 100000}, {10000, 100000}};
+    printf("\n%-8s %-8s %-11s %-9s %-17s %s\n", "nodes", "waiting", "placement", "placed",
+           "pass_ms(explain)", "pass_ms(quiet)");
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        const char *strategy = only ? only : "loadaware";
+        struct cluster c;
+        if (build_cluster(&c, sizes[i][0], sizes[i][1], 42) != 0 ||
+            fill_cluster(&c, sizes[i][0]) != 0) {
+            fprintf(stderr, "bench_sched: out of memory\n");
+            exit(1);
+        }
+        for (size_t j = 0; j < c.njobs; j++)
+            if (c.jobs[j].gpus == 0)
+                c.jobs[j].gpus = 1; /* every waiting job needs a GPU: none can start */
+        double ms[2] = {0, 0};
+        int placed = 0;
+        for (int quiet = 0; quiet < 2; quiet++) {
+            struct sched_config cfg;
+            sched_config_defaults(&cfg);
+            cfg.placement = placement_by_name(strategy);
+            cfg.backfill = cfg.preemption = false;
+            cfg.explain = !quiet;
+            struct scheduler s;
+            sched_init(&s, &cfg);
+            struct action_list out;
+            action_list_init(&out);
+            placed += sched_pass(&s, &c, 0, &out); /* sorts them once */
+            action_list_clear(&out);
+            double t0 = seconds_now();
+            placed += sched_pass(&s, &c, 1, &out);
+            ms[quiet] = (seconds_now() - t0) * 1000;
+            action_list_release(&out);
+            sched_release(&s);
+        }
+        printf("%-8d %-8d %-11s %-9d %-17.1f %.1f\n", sizes[i][0], sizes[i][1], strategy, placed,
+               ms[0], ms[1]);
+        fflush(stdout);
+        cluster_release(&c);
+    }
+}
+
 struct result {
     int nodes, jobs, placed, fragmented, full;
     const char *placement;
@@ -70,19 +134,21 @@ int main(int argc, char **argv)
 {
     static const int sizes[][2] = {{1000, 10000}, {1000, 100000}, {10000, 10000}, {10000, 100000}};
     static const char *const strategies[] = {"binpack", "spread", "roundrobin", "loadaware"};
-    int quick = 0, full = 0;
+    int quick = 0, full = 0, deep = 0;
     const char *json = NULL, *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else if (!strcmp(argv[i], "--full"))
             full = 1;
+        else if (!strcmp(argv[i], "--deep"))
+            deep = 1;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_sched [--quick] [--full] [--json FILE] [--only STRATEGY]\n");
+            fprintf(stderr, "usage: bench_sched [--quick] [--full] [--deep] [--json FILE] [--only STRATEGY]\n");
             return 2;
         }
     }
@@ -133,6 +199,8 @@ int main(int argc, char **argv)
             cluster_release(&c);
         }
     }
+    if (deep)
+        deep_queue_rows(only);
     if (json) {
         FILE *f = fopen(json, "w");
         if (!f) {

@@ -8,8 +8,9 @@ set -euo pipefail
 build=${1:-build}
 tide="$build/tide"
 
-echo "== scheduler: one pass per placement strategy (order + placement; bench/results.json)"
-"$build/bench/bench_sched" --json bench/results.json
+echo "== scheduler: one pass per placement strategy (order + placement; bench/results.json),"
+echo "   then deep queues: every GPU held, the jobs waiting passed over again"
+"$build/bench/bench_sched" --json bench/results.json --deep
 echo
 echo "== scheduler: the same pass with backfill and preemption on (sched_config_defaults), binpack"
 "$build/bench/bench_sched" --full --only binpack
@@ -23,6 +24,9 @@ bash "$(dirname "$0")/sim.sh" "$build"
 
 echo
 bash "$(dirname "$0")/agent.sh" "$build" bench/results.json
+
+echo
+python3 "$(dirname "$0")/tls.py" "$build" || echo "tls bench failed; skipping"
 
 echo
 echo "== dashboard: the page's API calls with 10000 jobs waiting (bench/dashboard.py)"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make bench, simulator section: replay times of `tide sim` (wall-clock,
 # from its own stderr timing) for the full Philly trace at its original
-# size under FIFO, SJF and LAS, and a 1M-job synthetic trace on 10,000
-# nodes. Reports numbers; never fails on speed. A missing trace is skipped;
+# size under FIFO, SJF and LAS, deep queues (the same trace on 64 GPUs,
+# tens of thousands waiting, and at a fifth of its size), and a 1M-job
+# synthetic trace on 10,000 nodes. Reports numbers; never fails on speed. A missing trace is skipped;
 # a run over SIM_BENCH_TIMEOUT seconds (300) is reported as failed.
 set -uo pipefail
 build=${1:-build}
@@ -27,6 +28,13 @@ if [ -r "$philly" ]; then
   for p in fifo sjf las; do
     sim_time "Philly, 2,490 GPUs, $p" --trace "$philly" --format philly \
       --config "$root/examples/sim/philly.yaml" --policy "$p"
+  done
+  for p in fifo las; do
+    sim_time "Philly, 64 GPUs (8 x 8), $p" --trace "$philly" --format philly --policy "$p"
+  done
+  for p in fifo sjf las fifo_strict; do
+    sim_time "Philly, 496 GPUs (a fifth), $p" --trace "$philly" --format philly \
+      --config "$root/examples/sim/philly-fifth.yaml" --policy "$p"
   done
 else
   echo "Philly trace not at $philly; skipping"

@@ -10,6 +10,7 @@ packages=(
   python3 curl procps
   chromium
   prometheus
+  libgnutls28-dev
   podman
   runc
   busybox-static

@@ -191,7 +191,8 @@
           (g.memory_total_mib / 1024).toFixed(0) + ' GiB')),
       h('td', {class: 'num temp', 'data-temp': g.temperature_c}, num(g.temperature_c) + ' °C'),
       h('td', {class: 'num power', 'data-power': g.power_w}, num(g.power_w) + ' W'),
-      h('td', {class: 'num'}, g.job_id === null || g.job_id === undefined ? '' : '#' + g.job_id));
+      h('td', {class: 'num'}, (g.job_id === null || g.job_id === undefined ? '' : '#' + g.job_id) +
+        (g.healthy === false ? ' fault: ' + (g.fault || '?') : '')));
   }
 
   function renderNodes(data) {
@@ -202,7 +203,8 @@
       const busy = gpus.filter((g) => g.job_id !== null && g.job_id !== undefined).length;
       const meta = [n.pool ? 'pool ' + n.pool : 'static', n.cpus + ' CPUs',
         Math.round((n.memory_mib || 0) / 1024) + ' GiB', n.driver,
-        'heartbeat ' + (n.last_heartbeat ? duration(now - n.last_heartbeat) + ' ago' : '-')];
+        'heartbeat ' + (n.last_heartbeat ? duration(now - n.last_heartbeat) + ' ago' : '-'),
+        n.drain_reason ? 'drained: ' + n.drain_reason : null];
       return h('div', {class: 'node', 'data-node': n.name},
         h('div', {class: 'node-head'},
           h('strong', {}, n.name), ' ', h('span', {class: 'badge ' + n.state}, n.state),

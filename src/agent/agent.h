@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "agent/agent_opts.h"
+#include "agent/agent_probe.h"
 #include "agent/cgroup.h"
 #include "agent/gpu.h"
 #include "agent/task.h"
@@ -36,6 +37,8 @@ struct agent {
     char *work_dir; /* absolute */
     struct gpu_backend gpus;
     struct gpu_telemetry *telemetry; /* one per GPU */
+    struct gpu_health *health;       /* one per GPU */
+    struct agent_probe probe;        /* the health probe (--health-command) */
     struct agent_task_guard guard;
     struct agent_cgroups cgroups; /* what the machine offers for task limits */
 

@@ -42,12 +42,24 @@ static json_t *gpus_json(struct agent *a)
         log_warn("GPU telemetry: %s", err.message);
         return arr;
     }
+    bool health = a->gpus.ops->health != NULL;
+    if (health && a->gpus.ops->health(&a->gpus, a->health, &err) != 0)
+        log_warn("GPU health: %s", err.message); /* what could be read still counts */
     for (size_t i = 0; i < a->gpus.count; i++) {
         const struct gpu_telemetry *t = &a->telemetry[i];
         json_t *g =
             json_pack("{s:i, s:I, s:i, s:i, s:i}", "index", a->gpus.devices[i].index,
                       "memory_used_mib", (json_int_t)t->memory_used_mib, "utilization_pct",
                       t->utilization_pct, "temperature_c", t->temperature_c, "power_w", t->power_w);
+        const struct gpu_health *h = &a->health[i];
+        if (g && health && h->seq > 0 &&
+            (json_object_set_new(g, "health", json_string("fault")) ||
+             json_object_set_new(g, "fault", json_string(h->what)) ||
+             json_object_set_new(g, "fault_seq", json_integer(h->seq)) ||
+             json_object_set_new(g, "node_wide", json_boolean(h->node_wide)))) {
+            json_decref(g);
+            g = NULL;
+        }
         if (!g || json_array_append_new(arr, g) != 0) {
             json_decref(arr);
             return NULL;
@@ -133,6 +145,12 @@ char *agent_heartbeat_body(struct agent *a, bool *more_logs)
     a->log_rotate++;
     root = json_pack("{s:o, s:o, s:o}", "gpus", gpus, "tasks", tasks, "logs", logs);
     gpus = tasks = logs = NULL; /* json_pack's "o" took them, even on failure */
+    if (root && a->probe.has_result &&
+        json_object_set_new(root, "health_probe",
+                            json_pack("{s:b, s:s}", "ok", a->probe.ok, "output", a->probe.output))) {
+        json_decref(root);
+        root = NULL;
+    }
     agent_images_refresh(a, clock_mono_ms());
     json_t *images = agent_images_json(a);
     if (!root)

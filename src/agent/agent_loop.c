@@ -158,6 +158,17 @@ static bool fence_if_cut_off(struct agent *a, int64_t now)
     return stopped;
 }
 
+/* The health probe; a new result goes to the server soon. */
+static bool probe(struct agent *a, int64_t now)
+{
+    if (!a->opts->health_command)
+        return false;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/health-probe.out", a->work_dir);
+    return agent_probe_tick(&a->probe, a->opts->health_command, a->opts->health_interval_s,
+                            a->opts->health_timeout_s, path, now);
+}
+
 static size_t running_tasks(const struct agent *a)
 {
     size_t n = 0;
@@ -230,7 +241,12 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         now = clock_mono_ms();
         bool changed = fence_if_cut_off(a, now);
         changed |= reap(a, now);
-        if (!a->registered && now >= s.next_register_ms && !try_register(a, &s, now))
+        changed |= probe(a, now);
+        /* A node with a health probe registers once the first one is in,
+         * so it never takes work before its health is known. */
+        bool probe_first = a->opts->health_command && !a->probe.has_result;
+        if (!a->registered && !probe_first && now >= s.next_register_ms &&
+            !try_register(a, &s, now))
             return 1;
         if (a->registered && !*signals &&
             (now >= s.next_heartbeat_ms ||
@@ -241,7 +257,7 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         now = clock_mono_ms();
         int64_t wait = s.next_heartbeat_ms - now;
         if (!a->registered)
-            wait = s.next_register_ms - now;
+            wait = probe_first ? LOOP_TICK_MS : s.next_register_ms - now;
         sleep_ms(wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS);
     }
     log_info("signal received, shutting down");

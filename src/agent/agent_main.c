@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "agent/agent_images.h"
 #include "agent/agent_loop.h"
+#include "agent/agent_probe.h"
 #include "agent/agent_node.h"
 #include "agent/agent_opts.h"
 #include "cli/report.h"
@@ -59,8 +60,10 @@ static int open_gpus(struct agent *a)
         log_warn("no GPUs: %s; registering with 0 GPUs", err.message);
         gpu_backend_init_empty(&a->gpus, "none");
     }
+    a->gpus.fault_file = a->opts->fake_fault_file;
     a->telemetry = calloc(a->gpus.count ? a->gpus.count : 1, sizeof *a->telemetry);
-    if (!a->telemetry) {
+    a->health = calloc(a->gpus.count ? a->gpus.count : 1, sizeof *a->health);
+    if (!a->telemetry || !a->health) {
         log_error("out of memory");
         return 1;
     }
@@ -90,10 +93,23 @@ static void agent_release(struct agent *a)
     a->ntasks = 0;
     agent_task_guard_stop(&a->guard);
     gpu_backend_release(&a->gpus);
+    agent_probe_release(&a->probe);
     free(a->telemetry);
+    free(a->health);
     free(a->work_dir);
     agent_images_release(a);
     agent_node_release(&a->node);
+}
+
+/* Whether an http:// URL's host is a loopback name or address. */
+static bool agent_server_is_local(const char *url)
+{
+    const char *host = url + 7;
+    static const char *const names[] = {"localhost", "127.", "[::1]", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strncmp(host, names[i], strlen(names[i])))
+            return true;
+    return false;
 }
 
 int agent_main(int argc, char **argv)
@@ -106,6 +122,11 @@ int agent_main(int argc, char **argv)
     if (opts.help) {
         agent_opts_usage(stdout);
         return 0;
+    }
+    if (http_client_set_ca(opts.ca, "--ca", &err) != 0 ||
+        http_client_set_identity(opts.tls_cert, opts.tls_key, "--tls-cert", &err) != 0) {
+        agent_opts_release(&opts);
+        return cli_usage_fail("agent", &err);
     }
     log_set_prefix("agent");
     static struct agent a; /* large (task table); static keeps it off the stack */
@@ -135,8 +156,13 @@ int agent_main(int argc, char **argv)
         rc = 1;
     }
     if (rc == 0) {
-        log_info("node %s, work dir %s, %zu GPU(s) (%s), server %s", opts.name, a.work_dir,
-                 a.gpus.count, a.gpus.driver, opts.server_url);
+        log_info("node %s, work dir %s, %zu GPU(s) (%s), server %s%s%s", opts.name, a.work_dir,
+                 a.gpus.count, a.gpus.driver, opts.server_url, opts.ca ? ", CA " : "",
+                 opts.ca ? opts.ca : "");
+        if (!strncmp(opts.server_url, "http://", 7) && !agent_server_is_local(opts.server_url))
+            log_warn("%s is plain HTTP: the join and node tokens and job commands cross the "
+                     "network in clear text; use an https:// server (docs/api.md, \"TLS\")",
+                     opts.server_url);
         rc = agent_loop_run(&a, &agent_signals);
         curl_global_cleanup();
     }

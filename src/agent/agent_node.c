@@ -147,6 +147,14 @@ int agent_node_register(struct agent *a, struct tide_err *err)
                             "cannot register: no join token (--token, --token-file or "
                             "TIDE_JOIN_TOKEN)");
     json_t *body = register_body(a);
+    /* the first health probe's result (agent_loop.c waits for it), so a
+     * failing node is drained from the moment it joins */
+    if (body && a->probe.has_result &&
+        json_object_set_new(body, "health_probe",
+                            json_pack("{s:b, s:s}", "ok", a->probe.ok, "output", a->probe.output))) {
+        json_decref(body);
+        body = NULL;
+    }
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     char *url = NULL;

@@ -33,6 +33,19 @@ void agent_opts_usage(FILE *out)
                  "  --kill-grace-s N    SIGTERM to SIGKILL delay when stopping tasks (default 10)\n"
                  "  --cpus N            CPUs to report (default: online CPUs)\n"
                  "  --memory-mib N      memory to report (default: physical memory)\n"
+                 "  --ca FILE           PEM CA (or self-signed certificate) that an https\n"
+                 "                      --server must be signed by (or TIDE_CA; default: the\n"
+                 "                      system's CAs)\n"
+                 "  --tls-cert FILE     client certificate for a server that requires one\n"
+                 "                      (or TIDE_TLS_CERT)\n"
+                 "  --tls-key FILE      ... and its key (or TIDE_TLS_KEY)\n"
+                 "  --fake-fault-file PATH  faults to inject into fake GPUs, one a line:\n"
+                 "                      'INDEX xid N', 'INDEX ecc N', 'INDEX temp C' or\n"
+                 "                      'INDEX lost' (docs/health.md)\n"
+                 "  --health-command CMD  health probe run by sh at start and periodically;\n"
+                 "                      a node whose probe fails gets no new work\n"
+                 "  --health-interval-s N  between probes (default 60)\n"
+                 "  --health-timeout-s N   a probe running longer fails (default 30)\n"
                  "  --container-runtime PROG  podman or docker (or a path to one) for jobs with\n"
                  "                      an image (default: podman, else docker, if installed)\n"
                  "  --prewarm-image IMAGE  pull IMAGE at start unless held, before registering\n"
@@ -109,9 +122,13 @@ static const struct cli_opt agent_flags[] = {
     {"--work", CLI_OPT_VALUE, 5},         {"--fake-gpus", CLI_OPT_VALUE, 6},
     {"--heartbeat-ms", CLI_OPT_VALUE, 7}, {"--kill-grace-s", CLI_OPT_VALUE, 8},
     {"--cpus", CLI_OPT_VALUE, 9},         {"--memory-mib", CLI_OPT_VALUE, 10},
-    {"--pool", CLI_OPT_VALUE, 11},        {"--container-runtime", CLI_OPT_VALUE, 12},
-    {"--prewarm-image", CLI_OPT_VALUE, 13}, {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
-    {"-h", CLI_OPT_FLAG, CLI_ID_HELP},    {NULL, 0, 0},
+    {"--pool", CLI_OPT_VALUE, 11},        {"--ca", CLI_OPT_VALUE, 12},
+    {"--tls-cert", CLI_OPT_VALUE, 13},    {"--tls-key", CLI_OPT_VALUE, 14},
+    {"--fake-fault-file", CLI_OPT_VALUE, 15}, {"--health-command", CLI_OPT_VALUE, 16},
+    {"--health-interval-s", CLI_OPT_VALUE, 17}, {"--health-timeout-s", CLI_OPT_VALUE, 18},
+    {"--container-runtime", CLI_OPT_VALUE, 19}, {"--prewarm-image", CLI_OPT_VALUE, 20},
+    {"--help", CLI_OPT_FLAG, CLI_ID_HELP}, {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
+    {NULL, 0, 0},
 };
 
 /* One flag with its value v. */
@@ -133,6 +150,29 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
         return set_str(&o->fake_gpus, v, err);
     if (!strcmp(flag, "--pool"))
         return set_str(&o->pool, v, err);
+    if (!strcmp(flag, "--ca"))
+        return set_str(&o->ca, v, err);
+    if (!strcmp(flag, "--tls-cert"))
+        return set_str(&o->tls_cert, v, err);
+    if (!strcmp(flag, "--tls-key"))
+        return set_str(&o->tls_key, v, err);
+    if (!strcmp(flag, "--fake-fault-file"))
+        return set_str(&o->fake_fault_file, v, err);
+    if (!strcmp(flag, "--health-command")) {
+        if (!*v)
+            return tide_err_set(err, TIDE_EINVAL, flag, "--health-command must not be empty");
+        return set_str(&o->health_command, v, err);
+    }
+    if (!strcmp(flag, "--health-interval-s")) {
+        if ((rc = cli_parse_range(flag, v, 1, 86400, &n, err)) == 0)
+            o->health_interval_s = (int)n;
+        return rc;
+    }
+    if (!strcmp(flag, "--health-timeout-s")) {
+        if ((rc = cli_parse_range(flag, v, 1, 3600, &n, err)) == 0)
+            o->health_timeout_s = (int)n;
+        return rc;
+    }
     if (!strcmp(flag, "--container-runtime")) {
         if (!*v)
             return tide_err_set(err, TIDE_EINVAL, flag, "%s must not be empty", flag);
@@ -173,6 +213,12 @@ static int fill_defaults(struct agent_opts *o, struct tide_err *err)
     size_t n = strlen(o->server_url);
     while (n > 1 && o->server_url[n - 1] == '/')
         o->server_url[--n] = '\0';
+    if (!o->ca && (env = getenv("TIDE_CA")) && *env && set_str(&o->ca, env, err))
+        return TIDE_ENOMEM;
+    if (!o->tls_cert && (env = getenv("TIDE_TLS_CERT")) && *env && set_str(&o->tls_cert, env, err))
+        return TIDE_ENOMEM;
+    if (!o->tls_key && (env = getenv("TIDE_TLS_KEY")) && *env && set_str(&o->tls_key, env, err))
+        return TIDE_ENOMEM;
     if (!o->join_token && (env = getenv("TIDE_JOIN_TOKEN")) && *env &&
         set_str(&o->join_token, env, err))
         return TIDE_ENOMEM;
@@ -198,6 +244,13 @@ static int fill_defaults(struct agent_opts *o, struct tide_err *err)
         return tide_err_set(err, TIDE_EINVAL, "--work", "--work must not be empty");
     if (o->kill_grace_s < 0)
         o->kill_grace_s = 10;
+    if (o->health_interval_s == 0)
+        o->health_interval_s = 60;
+    if (o->health_timeout_s == 0)
+        o->health_timeout_s = 30;
+    if (o->fake_fault_file && !o->fake_gpus)
+        return tide_err_set(err, TIDE_EINVAL, "--fake-fault-file",
+                            "--fake-fault-file needs --fake-gpus (NVML reports real faults)");
     if (o->cpus == 0) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         o->cpus = c > 0 ? (int)c : 1;
@@ -251,6 +304,11 @@ void agent_opts_release(struct agent_opts *o)
     free(o->work_dir);
     free(o->fake_gpus);
     free(o->pool);
+    free(o->ca);
+    free(o->tls_cert);
+    free(o->tls_key);
+    free(o->fake_fault_file);
+    free(o->health_command);
     free(o->container_runtime);
     for (size_t i = 0; i < o->nprewarm; i++)
         free(o->prewarm_images[i]);

@@ -22,18 +22,25 @@ struct agent_opts {
     char *work_dir;   /* as given; the agent makes it absolute */
     char *fake_gpus;  /* NULL: use NVML */
     char *pool;       /* elastic pool this node belongs to; NULL: none */
+    char *ca;         /* PEM CA to verify an https server with; NULL: system CAs */
+    char *tls_cert;   /* client certificate and key for servers that ask; NULL: none */
+    char *tls_key;
     int heartbeat_ms; /* 0: what the server says, else 1000 */
     int kill_grace_s;
     int cpus;
     int64_t memory_mib;
+    char *fake_fault_file;  /* faults injected into fake GPUs; NULL: none */
+    char *health_command;   /* run by sh at start and every health_interval_s; NULL: none */
+    int health_interval_s;
+    int health_timeout_s;
     char *container_runtime; /* podman, docker or a path; NULL: podman, else docker */
     char **prewarm_images;   /* pulled at start unless held (--prewarm-image, repeatable) */
     size_t nprewarm;
     bool help; /* --help was asked for; nothing else is filled */
 };
 
-/* Parses argv (argv[0] is "agent") with TIDE_SERVER and TIDE_JOIN_TOKEN as
- * fallbacks. Returns 0 (release o with agent_opts_release) or TIDE_EINVAL
+/* Parses argv (argv[0] is "agent") with TIDE_SERVER, TIDE_JOIN_TOKEN,
+ * TIDE_CA, TIDE_TLS_CERT and TIDE_TLS_KEY as fallbacks. Returns 0 (release o with agent_opts_release) or TIDE_EINVAL
  * with err naming the flag and what is wrong; o is then already released. */
 int agent_opts_parse(int argc, char **argv, struct agent_opts *o, struct tide_err *err);
 

@@ -35,6 +35,15 @@ struct gpu_telemetry {
     int power_w;
 };
 
+/* A GPU's health as its backend sees it: seq counts the faults seen on it
+ * since the agent started (0: none) and what names the latest ("xid 79",
+ * "ecc 5", "temp 95", "lost"); node_wide once it has fallen off the bus. */
+struct gpu_health {
+    int64_t seq;
+    char what[48];
+    bool node_wide;
+};
+
 /* The GPUs one running task holds, and the file where a task may script its
  * fake telemetry (only the fake backend reads it). */
 struct gpu_claim {
@@ -64,6 +73,9 @@ struct gpu_ops {
      * when the backend cannot tell. NULL: the backend never can. */
     int (*task_memory_mib)(struct gpu_backend *be, const struct gpu_claim *claim, pid_t pgid,
                            int64_t *mib);
+    /* Fills out[0..be->count) with each GPU's health; faults are counted,
+     * never forgotten, while the agent runs. NULL: the backend sees none. */
+    int (*health)(struct gpu_backend *be, struct gpu_health *out, struct tide_err *err);
     /* Frees what open set up (devices and private state). */
     void (*close)(struct gpu_backend *be);
 };
@@ -74,6 +86,8 @@ struct gpu_backend {
     char driver[96]; /* "fake", "none" or "nvidia <version>" */
     struct gpu_device *devices;
     size_t count;
+    /* The fake backend's injected faults (--fake-fault-file); NULL: none. */
+    const char *fault_file;
 };
 
 extern const struct gpu_ops gpu_fake_ops; /* gpu_fake.c */

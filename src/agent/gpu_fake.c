@@ -362,6 +362,32 @@ static int fake_task_memory(struct gpu_backend *be, const struct gpu_claim *clai
     return 0;
 }
 
+#define FAKE_FAULT_MAX_BYTES (1024 * 1024)
+
+static int fake_health(struct gpu_backend *be, struct gpu_health *out, struct tide_err *err)
+{
+    for (size_t i = 0; i < be->count; i++)
+        memset(&out[i], 0, sizeof out[i]);
+    if (!be->fault_file)
+        return 0;
+    char *text = NULL;
+    int e = fs_read_file(be->fault_file, FAKE_FAULT_MAX_BYTES, &text, NULL);
+    if (e == -ENOENT)
+        return 0; /* no fault injected yet */
+    if (e != 0)
+        return tide_err_set(err, TIDE_EIO, "--fake-fault-file", "%s: %s", be->fault_file,
+                            strerror(-e));
+    int bad = 0;
+    e = gpu_fake_parse_faults(text, be->devices, be->count, out, &bad);
+    free(text);
+    if (e != 0)
+        return tide_err_set(err, TIDE_EINVAL, "--fake-fault-file",
+                            "%s line %d: not \"INDEX xid|ecc|temp N\" or \"INDEX lost\" of a "
+                            "GPU here",
+                            be->fault_file, bad);
+    return 0;
+}
+
 static void fake_close(struct gpu_backend *be)
 {
     free(be->devices);
@@ -375,5 +401,6 @@ const struct gpu_ops gpu_fake_ops = {
     .open = fake_open,
     .sample = fake_sample,
     .task_memory_mib = fake_task_memory,
+    .health = fake_health,
     .close = fake_close,
 };

@@ -24,4 +24,13 @@ int gpu_fake_parse_spec(const char *spec, const char *node_name, struct gpu_devi
  * util is clamped to 0..100. Returns 0 or TIDE_EINVAL for anything else. */
 int gpu_fake_parse_telemetry(const char *text, int *util_pct, int64_t *mem_mib);
 
+/* Parses an injected-fault file (gpu_fake_fault.c): one fault a line,
+ * "INDEX xid N", "INDEX ecc N", "INDEX temp C" or "INDEX lost"; blank lines
+ * and lines starting with '#' are skipped. out[i] (one per device) gets the
+ * number of faults on devices[i] as seq and its last one as what. Returns 0,
+ * or TIDE_EINVAL with *bad_line the first line that is not a fault of a
+ * known GPU (the others still count). */
+int gpu_fake_parse_faults(const char *text, const struct gpu_device *devices, size_t count,
+                          struct gpu_health *out, int *bad_line);
+
 #endif

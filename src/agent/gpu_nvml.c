@@ -37,6 +37,27 @@ struct nvml_process { /* nvmlProcessInfo_t of the _v2/_v3 calls */
 #define NVML_VALUE_NOT_AVAILABLE (~0ULL)
 #define NVML_MAX_PROCESSES 256
 #define NVML_MAX_MIG_PER_GPU 7
+/* Health (not testable without a GPU: see docs/health.md) */
+#define NVML_ERROR_GPU_IS_LOST 15
+#define NVML_EVENT_XID_CRITICAL 0x8ULL
+#define NVML_MEMORY_ERROR_UNCORRECTED 1
+#define NVML_VOLATILE_ECC 0
+#define NVML_THROTTLE_HW_SLOWDOWN 0x8ULL
+#define NVML_THROTTLE_HW_THERMAL 0x40ULL
+
+typedef struct nvml_event_set_opaque *nvml_event_set;
+struct nvml_event_data { /* nvmlEventData_t */
+    nvml_device device;
+    unsigned long long event_type, event_data;
+    unsigned int gpu_instance_id, compute_instance_id;
+};
+
+/* What health has seen of one physical GPU so far. */
+struct nvml_health_state {
+    struct gpu_health h;
+    unsigned long long ecc_seen;
+    bool throttled;
+};
 
 struct nvml_api {
     void *lib;
@@ -57,6 +78,15 @@ struct nvml_api {
     nvml_return (*max_mig_count)(nvml_device, unsigned int *);
     nvml_return (*mig_by_index)(nvml_device, unsigned int, nvml_device *);
     nvml_return (*compute_processes)(nvml_device, unsigned int *, struct nvml_process *);
+    /* optional: health (XID events, ECC counts, throttling) */
+    nvml_return (*event_set_create)(nvml_event_set *);
+    nvml_return (*register_events)(nvml_device, unsigned long long, nvml_event_set);
+    nvml_return (*event_set_wait)(nvml_event_set, struct nvml_event_data *, unsigned int);
+    nvml_return (*event_set_free)(nvml_event_set);
+    nvml_return (*ecc_errors)(nvml_device, int, int, unsigned long long *);
+    nvml_return (*throttle_reasons)(nvml_device, unsigned long long *);
+    nvml_event_set events; /* NULL when XID events are not available */
+    struct nvml_health_state *health; /* one per device */
     nvml_device *handles; /* one per device in be->devices, instances included */
 };
 
@@ -84,6 +114,7 @@ static void nvml_free(struct nvml_api *api)
     if (!api)
         return;
     free(api->handles);
+    free(api->health);
     if (api->lib)
         dlclose(api->lib);
     free(api);
@@ -140,6 +171,77 @@ static void add_mig_instances(struct nvml_api *api, struct gpu_backend *be, unsi
     }
 }
 
+/* Registers the first n (physical) GPUs for XID events; without the calls
+ * or the permission, health goes without them. */
+static void watch_xid(struct nvml_api *api, unsigned int n)
+{
+    if (!api->event_set_create || !api->register_events || !api->event_set_wait ||
+        api->event_set_create(&api->events) != NVML_SUCCESS) {
+        api->events = NULL;
+        return;
+    }
+    for (unsigned int i = 0; i < n; i++)
+        (void)api->register_events(api->handles[i], NVML_EVENT_XID_CRITICAL, api->events);
+}
+
+static void note_fault(struct nvml_health_state *s, const char *what)
+{
+    s->h.seq++;
+    snprintf(s->h.what, sizeof s->h.what, "%s", what);
+}
+
+static int nvml_health(struct gpu_backend *be, struct gpu_health *out, struct tide_err *err)
+{
+    (void)err;
+    struct nvml_api *api = be->priv;
+    struct nvml_event_data ev;
+    /* XID events queued since the last heartbeat; timeout 0: never wait */
+    while (api->events && api->event_set_wait(api->events, &ev, 0) == NVML_SUCCESS) {
+        for (size_t i = 0; i < be->count; i++)
+            if (api->handles[i] == ev.device && (ev.event_type & NVML_EVENT_XID_CRITICAL)) {
+                char what[48];
+                snprintf(what, sizeof what, "xid %llu", ev.event_data);
+                note_fault(&api->health[i], what);
+            }
+    }
+    for (size_t i = 0; i < be->count; i++) {
+        struct nvml_health_state *s = &api->health[i];
+        if (be->devices[i].parent_index >= 0 || s->h.node_wide)
+            continue; /* a MIG instance is its GPU's; a lost GPU stays lost */
+        struct nvml_memory mem;
+        if (api->memory_info(api->handles[i], &mem) == NVML_ERROR_GPU_IS_LOST) {
+            note_fault(s, "lost (fell off the bus)");
+            s->h.node_wide = true;
+            continue;
+        }
+        unsigned long long ecc = 0;
+        if (api->ecc_errors &&
+            api->ecc_errors(api->handles[i], NVML_MEMORY_ERROR_UNCORRECTED, NVML_VOLATILE_ECC,
+                            &ecc) == NVML_SUCCESS &&
+            ecc > s->ecc_seen) {
+            char what[48];
+            snprintf(what, sizeof what, "ecc %llu", ecc);
+            note_fault(s, what);
+            s->ecc_seen = ecc;
+        }
+        unsigned long long reasons = 0;
+        bool hot = api->throttle_reasons &&
+                   api->throttle_reasons(api->handles[i], &reasons) == NVML_SUCCESS &&
+                   (reasons & (NVML_THROTTLE_HW_SLOWDOWN | NVML_THROTTLE_HW_THERMAL));
+        if (hot && !s->throttled) {
+            unsigned int temp = 0;
+            char what[48];
+            (void)api->temperature(api->handles[i], NVML_TEMPERATURE_GPU, &temp);
+            snprintf(what, sizeof what, "temp %u (thermal slowdown)", temp);
+            note_fault(s, what);
+        }
+        s->throttled = hot;
+    }
+    for (size_t i = 0; i < be->count; i++)
+        out[i] = api->health[i].h;
+    return 0;
+}
+
 static int nvml_open(struct gpu_backend *be, const char *spec, const char *node_name,
                      struct tide_err *err)
 {
@@ -163,6 +265,14 @@ static int nvml_open(struct gpu_backend *be, const char *spec, const char *node_
     (void)NVML_BIND(api, mig_by_index, "nvmlDeviceGetMigDeviceHandleByIndex");
     if (NVML_BIND(api, compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3"))
         (void)NVML_BIND(api, compute_processes, "nvmlDeviceGetComputeRunningProcesses_v2");
+    (void)NVML_BIND(api, event_set_create, "nvmlEventSetCreate");
+    (void)NVML_BIND(api, register_events, "nvmlDeviceRegisterEvents");
+    if (NVML_BIND(api, event_set_wait, "nvmlEventSetWait_v2"))
+        (void)NVML_BIND(api, event_set_wait, "nvmlEventSetWait");
+    (void)NVML_BIND(api, event_set_free, "nvmlEventSetFree");
+    (void)NVML_BIND(api, ecc_errors, "nvmlDeviceGetTotalEccErrors");
+    if (NVML_BIND(api, throttle_reasons, "nvmlDeviceGetCurrentClocksEventReasons"))
+        (void)NVML_BIND(api, throttle_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
     if (NVML_BIND(api, init, "nvmlInit_v2") || NVML_BIND(api, shutdown, "nvmlShutdown") ||
         NVML_BIND(api, device_count, "nvmlDeviceGetCount_v2") ||
         NVML_BIND(api, device_by_index, "nvmlDeviceGetHandleByIndex_v2") ||
@@ -241,6 +351,15 @@ static int nvml_open(struct gpu_backend *be, const char *spec, const char *node_
     for (unsigned int i = 0; i < n; i++)
         if (be->devices[i].mig_mode)
             add_mig_instances(api, be, i, cap);
+    api->health = calloc(cap ? cap : 1, sizeof *api->health);
+    if (!api->health) {
+        free(be->devices);
+        be->devices = NULL;
+        api->shutdown();
+        nvml_free(api);
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    }
+    watch_xid(api, n);
     be->priv = api;
     return 0;
 }
@@ -314,6 +433,8 @@ static void nvml_close(struct gpu_backend *be)
 {
     struct nvml_api *api = be->priv;
     if (api) {
+        if (api->events && api->event_set_free)
+            api->event_set_free(api->events);
         api->shutdown();
         nvml_free(api);
     }
@@ -329,5 +450,6 @@ const struct gpu_ops gpu_nvml_ops = {
     .open = nvml_open,
     .sample = nvml_sample,
     .task_memory_mib = nvml_task_memory,
+    .health = nvml_health,
     .close = nvml_close,
 };

@@ -4,7 +4,7 @@
  * options as `--name VALUE` or `--name=VALUE`, boolean flags, positional
  * arguments and `--`, which ends the options (`tide submit -- CMD ARGS`).
  * Each command lists its options in a table; the common client options
- * (--server, --token, --json, --help) come from CLI_COMMON_OPTS.
+ * (--server, --token, --ca, --json, --help) come from CLI_COMMON_OPTS.
  */
 #ifndef TIDE_CLI_ARGS_H
 #define TIDE_CLI_ARGS_H
@@ -28,12 +28,13 @@ enum {
     CLI_ID_SERVER = -2,
     CLI_ID_TOKEN = -3,
     CLI_ID_JSON = -4,
+    CLI_ID_CA = -5,
 };
 
 #define CLI_COMMON_OPTS                                                                            \
     {"--server", CLI_OPT_VALUE, CLI_ID_SERVER}, {"--token", CLI_OPT_VALUE, CLI_ID_TOKEN},          \
         {"--json", CLI_OPT_FLAG, CLI_ID_JSON}, {"--help", CLI_OPT_FLAG, CLI_ID_HELP},              \
-        {"-h", CLI_OPT_FLAG, CLI_ID_HELP}
+        {"-h", CLI_OPT_FLAG, CLI_ID_HELP}, {"--ca", CLI_OPT_VALUE, CLI_ID_CA}
 
 struct cli_args {
     int argc;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "common/fsutil.h"
@@ -16,6 +17,7 @@ int cli_common_apply(struct cli_common *co, int id, const char *value)
     switch (id) {
     case CLI_ID_SERVER: co->server = value; return 1;
     case CLI_ID_TOKEN: co->token = value; return 1;
+    case CLI_ID_CA: co->ca = value; return 1;
     case CLI_ID_JSON: co->json = 1; return 1;
     case CLI_ID_HELP: co->help = 1; return 1;
     default: return 0;
@@ -161,6 +163,24 @@ static void resolve_token(struct cli_client *c, const struct cli_common *co)
     }
 }
 
+static void resolve_ca(struct cli_client *c, const struct cli_common *co)
+{
+    const char *env = getenv("TIDE_CA");
+    if (co->ca) {
+        c->ca = strdup(co->ca);
+        c->ca_from = "--ca";
+    } else if (env && *env) {
+        c->ca = strdup(env);
+        c->ca_from = "TIDE_CA";
+    } else if ((c->ca = config_value("ca"))) {
+        c->ca_from = "ca= in ~/.config/tide/config";
+    } else if (!strcmp(c->server_from, ".tide/server.url") &&
+               access(".tide/tls/ca.crt", R_OK) == 0) {
+        c->ca = strdup(".tide/tls/ca.crt");
+        c->ca_from = ".tide/tls/ca.crt";
+    }
+}
+
 int cli_client_init(struct cli_client *c, const struct cli_common *co, struct tide_err *err)
 {
     memset(c, 0, sizeof *c);
@@ -170,6 +190,11 @@ int cli_client_init(struct cli_client *c, const struct cli_common *co, struct ti
     if (resolve_server(c, co) != 0)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     resolve_token(c, co);
+    resolve_ca(c, co);
+    if (c->ca && http_client_set_ca(c->ca, c->ca_from, err) != 0) {
+        cli_client_release(c); /* callers release only a client that initialised */
+        return TIDE_EINVAL;
+    }
     return 0;
 }
 
@@ -179,7 +204,8 @@ void cli_client_release(struct cli_client *c)
         return;
     free(c->server);
     free(c->token);
-    c->server = c->token = NULL;
+    free(c->ca);
+    c->server = c->token = c->ca = NULL;
 }
 
 static int code_for_status(long status)
@@ -230,6 +256,12 @@ int cli_client_http_error(struct cli_client *c, long status, const char *body,
     return code;
 }
 
+/* Whether curl's reason is about the server's certificate or the handshake. */
+static int is_tls_failure(const char *why)
+{
+    return strstr(why, "SSL") || strstr(why, "certificate") || strstr(why, "TLS");
+}
+
 int cli_client_request(struct cli_client *c, const char *method, const char *path,
                        const char *body, long timeout_ms, struct http_response *resp,
                        struct tide_err *err)
@@ -243,8 +275,16 @@ int cli_client_request(struct cli_client *c, const char *method, const char *pat
     int rc = http_request(method, url, c->token, body, timeout_ms, resp, &net);
     free(url);
     if (rc < 0) {
-        const char *why = strrchr(net.message, ':');
+        /* net.message is "METHOD URL: reason"; the reason may hold ':' too. */
+        const char *why = strstr(net.message, ": ");
         why = why ? why + 2 : net.message;
+        if (is_tls_failure(why))
+            return tide_err_set(err, TIDE_EIO, NULL,
+                                "cannot verify the tide server at %s (from %s): %s; %s", c->server,
+                                c->server_from, why,
+                                c->ca ? "is that the CA that signed its certificate?"
+                                      : "give the CA that signed its certificate with --ca "
+                                        "(or TIDE_CA)");
         return tide_err_set(err, TIDE_EIO, NULL,
                             "cannot reach the tide server at %s (from %s): %s; start one with "
                             "'tide up' or point --server / TIDE_SERVER at it",

@@ -19,6 +19,7 @@
 struct cli_common {
     const char *server;
     const char *token;
+    const char *ca; /* --ca FILE */
     int json;
     int help;
 };
@@ -32,6 +33,8 @@ struct cli_client {
     char *token;             /* NULL when none was found */
     const char *server_from; /* where server came from, for messages */
     const char *token_from;
+    char *ca;            /* PEM CA for an https server; NULL: the system's CAs */
+    const char *ca_from; /* where ca came from, for messages */
     int json; /* --json: print the API's JSON instead of tables */
 };
 
@@ -40,6 +43,9 @@ struct cli_client {
  * ./.tide/server.url, CLI_DEFAULT_SERVER. Token: --token, $TIDE_TOKEN,
  * token= in that config, then ./.tide/data/admin.token but only when the
  * server is on loopback, so a local admin token never travels elsewhere.
+ * CA for an https server: --ca, $TIDE_CA, ca= in that config, then
+ * ./.tide/tls/ca.crt when the server came from ./.tide/server.url; a CA
+ * file that cannot be read is a TIDE_EINVAL naming where it came from.
  * Also initialises libcurl. Release with cli_client_release. */
 int cli_client_init(struct cli_client *c, const struct cli_common *co, struct tide_err *err);
 

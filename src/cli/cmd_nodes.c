@@ -14,7 +14,7 @@
 static const char nodes_usage[] =
     "usage: tide nodes [--gpus] [--state S] [--pool P] [--all] [--json] [--server URL] [--token T]\n"
     "       tide nodes drain NAME [--reason TEXT]  (no new work; what runs finishes)\n"
-    "       tide nodes undrain NAME                (takes work again)\n"
+    "       tide nodes undrain NAME                (takes work again; clears GPU faults)\n"
     "       tide nodes delete NAME [--force]       (forget the node; --force requeues\n"
     "                                               its jobs, using no retry)\n"
     "       tide nodes interrupt ID   (spot: the node is reclaimed; its jobs checkpoint\n"
@@ -112,6 +112,32 @@ static void mem_pair(double used, double total, char *buf, size_t size)
         snprintf(buf, size, "%.0f/%.0fM", used, total);
 }
 
+/* "ok", the health drain's reason, or the first faulty GPU and how many. */
+static void node_health(json_t *node, char *buf, size_t size)
+{
+    const char *reason = json_string_value(json_object_get(node, "drain_reason"));
+    if (reason && (!strncmp(reason, "gpu fault: ", 11) || !strncmp(reason, "health probe", 12))) {
+        snprintf(buf, size, "%s", reason);
+        return;
+    }
+    size_t i, faulty = 0;
+    json_t *g;
+    char first[96] = "";
+    json_array_foreach(json_object_get(node, "gpus"), i, g)
+    {
+        if (!json_is_false(json_object_get(g, "healthy")))
+            continue;
+        if (!faulty++)
+            snprintf(first, sizeof first, "GPU %.0f: %s",
+                     cli_json_number(json_object_get(g, "index"), (double)i),
+                     cli_json_text(json_object_get(g, "fault"), "fault"));
+    }
+    if (faulty > 1)
+        snprintf(buf, size, "%s (+%zu more)", first, faulty - 1);
+    else
+        snprintf(buf, size, "%s", faulty ? first : "ok");
+}
+
 static int add_node_row(struct cli_table *t, json_t *node, double now)
 {
     json_t *gpus = json_object_get(node, "gpus");
@@ -143,7 +169,8 @@ static int add_node_row(struct cli_table *t, json_t *node, double now)
         cli_fmt_duration(now - json_number_value(hb), seen, sizeof seen - 4);
         strcat(seen, " ago");
     }
-    char age[24] = "-", cost[32] = "-", idle[24] = "-";
+    char age[24] = "-", cost[32] = "-", idle[24] = "-", health[200];
+    node_health(node, health, sizeof health);
     json_t *age_j = json_object_get(node, "age_s"), *idle_j = json_object_get(node, "idle_s");
     if (json_is_number(age_j))
         cli_fmt_duration(json_number_value(age_j), age, sizeof age);
@@ -162,7 +189,8 @@ static int add_node_row(struct cli_table *t, json_t *node, double now)
                            age,
                            cost,
                            idle,
-                           seen};
+                           seen,
+                           health};
     return cli_table_add(t, cells);
 }
 
@@ -189,6 +217,9 @@ static int add_gpu_rows(struct cli_table *t, json_t *node)
                      cli_json_number(json_object_get(g, "shared_memory_mib"), 0));
         else if (json_is_true(json_object_get(g, "mig_mode")))
             snprintf(job, sizeof job, "MIG mode");
+        char health[64] = "ok";
+        if (json_is_false(json_object_get(g, "healthy")))
+            snprintf(health, sizeof health, "%s", cli_json_text(json_object_get(g, "fault"), "fault"));
         const char *profile = json_string_value(json_object_get(g, "mig_profile"));
         if (profile) /* an instance: GPU shows "parent:index" */
             snprintf(idx, sizeof idx, "%.0f:%.0f",
@@ -201,7 +232,8 @@ static int add_gpu_rows(struct cli_table *t, json_t *node)
                                mem,
                                temp,
                                power,
-                               job};
+                               job,
+                               health};
         if (cli_table_add(t, cells) != 0)
             return 1;
     }
@@ -216,11 +248,12 @@ static int print_nodes(json_t *root, int per_gpu, const struct node_filter *filt
         return 1;
     }
     static const char *const node_headers[] = {"NAME", "STATE", "POOL", "GPUS", "ALLOC", "UTIL",
-                                               "MEM",  "AGE",   "COST", "IDLE", "LAST-SEEN"};
-    static const char *const gpu_headers[] = {"NODE", "GPU",   "NAME",  "UTIL",
-                                              "MEM",  "TEMP", "POWER", "JOB"};
-    struct cli_table *t = per_gpu ? cli_table_create(8, gpu_headers)
-                                  : cli_table_create(11, node_headers);
+                                               "MEM",  "AGE",   "COST", "IDLE", "LAST-SEEN",
+                                               "HEALTH"};
+    static const char *const gpu_headers[] = {"NODE", "GPU",   "NAME",  "UTIL", "MEM",
+                                              "TEMP", "POWER", "JOB",   "HEALTH"};
+    struct cli_table *t = per_gpu ? cli_table_create(9, gpu_headers)
+                                  : cli_table_create(12, node_headers);
     if (!t)
         return 1;
     double now = cli_now();

@@ -1,5 +1,6 @@
-/* `tide token create`: a new API token limited to some projects, or one
- * that may only read /metrics (for Prometheus). */
+/* `tide token create|list|revoke`: API tokens limited to some projects, or
+ * that may only read /metrics (for Prometheus); listing (never the secret)
+ * and revoking them by name. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,23 +11,29 @@
 #include "cli/fmt.h"
 #include "cli/report.h"
 #include "cli/roles.h"
+#include "cli/table.h"
 
 static const char token_usage[] =
-    "usage: tide token create --name NAME --project P [--project P2 ...]\n"
-    "       tide token create --name NAME --metrics\n"
+    "usage: tide token create --name NAME --project P [--project P2 ...] [--expires D]\n"
+    "       tide token create --name NAME --metrics [--expires D]\n"
+    "       tide token list\n"
+    "       tide token revoke NAME\n"
     "                         [--json] [--server URL] [--token ADMIN_TOKEN]\n"
     "\n"
-    "Creates an API token that can submit, list, show, cancel and read logs of\n"
-    "the given projects' jobs only, and prints it (it is not shown again).\n"
+    "create makes an API token that can submit, list, show, cancel and read logs\n"
+    "of the given projects' jobs only, and prints it (it is not shown again).\n"
     "With --metrics the token may read GET /metrics and nothing else: give that\n"
-    "one to Prometheus (docs/metrics.md). Needs an admin token.\n";
+    "one to Prometheus (docs/metrics.md). --expires D (like 3600, 90m, 12h, 30d)\n"
+    "makes it stop working after D. list shows the tokens (never their secrets);\n"
+    "revoke NAME stops every token of that name at once. Needs an admin token.\n";
 
-enum { OPT_NAME = 1, OPT_PROJECT, OPT_METRICS };
+enum { OPT_NAME = 1, OPT_PROJECT, OPT_METRICS, OPT_EXPIRES };
 
 static const struct cli_opt token_opts[] = {
     {"--name", CLI_OPT_VALUE, OPT_NAME},
     {"--project", CLI_OPT_VALUE, OPT_PROJECT},
     {"--metrics", CLI_OPT_FLAG, OPT_METRICS},
+    {"--expires", CLI_OPT_VALUE, OPT_EXPIRES},
     CLI_COMMON_OPTS,
     {NULL, 0, 0},
 };
@@ -63,13 +70,85 @@ static int token_create(struct cli_client *c, json_t *req)
     return rc;
 }
 
+/* "3600", "90s", "90m", "12h" or "30d" as seconds (1 s to 10 years). */
+static int parse_expiry(const char *v, long long *seconds, struct tide_err *err)
+{
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    long long unit = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60
+                   : !strcmp(end, "h") ? 3600 : !strcmp(end, "d") ? 86400 : 0;
+    if (end == v || !unit || n < 1 || n > 10LL * 365 * 86400 / unit)
+        return tide_err_set(err, TIDE_EINVAL, "expires",
+                            "--expires: '%s' is not a duration from 1s to 10 years (like 90m, "
+                            "12h, 30d)", v);
+    *seconds = n * unit;
+    return 0;
+}
+
+static int token_list(struct cli_client *c)
+{
+    struct tide_err err = {0};
+    if (c->json)
+        return cli_request_and_print(c, "GET", "/v1/tokens", NULL, &err) < 0 ? cli_fail("token", &err)
+                                                                            : 0;
+    json_t *answer = NULL;
+    if (cli_client_request_json(c, "GET", "/v1/tokens", NULL, &answer, &err) < 0)
+        return cli_fail("token", &err);
+    static const char *const headers[] = {"NAME", "KIND", "PROJECTS", "CREATED", "EXPIRES"};
+    struct cli_table *t = cli_table_create(5, headers);
+    size_t i;
+    json_t *tok;
+    json_array_foreach(json_object_get(answer, "tokens"), i, tok)
+    {
+        char projects[256] = "", created[64], expires[64] = "never";
+        size_t k;
+        json_t *p;
+        json_array_foreach(json_object_get(tok, "projects"), k, p)
+        {
+            size_t used = strlen(projects);
+            snprintf(projects + used, sizeof projects - used, "%s%s", k ? "," : "",
+                     cli_json_text(p, "?"));
+        }
+        cli_fmt_time(json_object_get(tok, "created"), created, sizeof created);
+        if (json_is_number(json_object_get(tok, "expires")))
+            cli_fmt_time(json_object_get(tok, "expires"), expires, sizeof expires);
+        const char *row[] = {cli_json_text(json_object_get(tok, "name"), "?"),
+                             cli_json_text(json_object_get(tok, "kind"), "user"),
+                             projects[0] ? projects : "-", created, expires};
+        cli_table_add(t, row);
+    }
+    int rc = cli_table_print(t, stdout) == 0 ? 0 : 1;
+    cli_table_destroy(t);
+    json_decref(answer);
+    return rc;
+}
+
+static int token_revoke(struct cli_client *c, const char *name)
+{
+    struct tide_err err = {0};
+    char path[256];
+    if (!*name || strchr(name, '/') || strlen(name) > 128) {
+        tide_err_set(&err, TIDE_EINVAL, "name", "revoke: '%s' is not a token name", name);
+        return cli_usage_fail("token", &err);
+    }
+    snprintf(path, sizeof path, "/v1/tokens/%s", name);
+    json_t *answer = NULL;
+    if (cli_client_request_json(c, "DELETE", path, NULL, &answer, &err) < 0)
+        return cli_fail("token", &err);
+    printf("revoked %lld token(s) named '%s'\n",
+           (long long)json_integer_value(json_object_get(answer, "tokens")), name);
+    json_decref(answer);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int cli_token_main(int argc, char **argv)
 {
     struct cli_common co = {0};
     struct cli_args a;
     struct tide_err err = {0};
-    const char *name = NULL, *action = NULL, *v;
+    const char *name = NULL, *action = NULL, *target = NULL, *v;
     bool metrics = false;
+    long long expires_s = 0;
     int id, r, rc = 2;
     json_t *projects = json_array();
     if (!projects)
@@ -78,12 +157,18 @@ int cli_token_main(int argc, char **argv)
     while ((r = cli_args_next(&a, token_opts, &id, &v, &err)) != CLI_ARGS_END) {
         if (r < 0)
             goto usage;
-        if (r == CLI_ARGS_POSITIONAL && action) {
+        if (r == CLI_ARGS_POSITIONAL && action && (target || strcmp(action, "revoke") != 0)) {
             tide_err_set(&err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
             goto usage;
         }
-        if (r == CLI_ARGS_POSITIONAL)
+        if (r == CLI_ARGS_POSITIONAL && action)
+            target = v;
+        else if (r == CLI_ARGS_POSITIONAL)
             action = v;
+        else if (id == OPT_EXPIRES) {
+            if (parse_expiry(v, &expires_s, &err))
+                goto usage;
+        }
         else if (id == OPT_NAME)
             name = v;
         else if (id == OPT_METRICS)
@@ -102,11 +187,26 @@ int cli_token_main(int argc, char **argv)
         rc = 0;
         goto out;
     }
-    if (!action || strcmp(action, "create") != 0) {
-        tide_err_set(&err, TIDE_EINVAL, NULL, action ? "unknown action '%s' (only 'create')"
-                                                     : "missing action: tide token create ...",
+    if (!action || (strcmp(action, "create") && strcmp(action, "list") && strcmp(action, "revoke"))) {
+        tide_err_set(&err, TIDE_EINVAL, NULL,
+                     action ? "unknown action '%s' (create, list or revoke)"
+                            : "missing action: tide token create|list|revoke ...",
                      action);
         goto usage;
+    }
+    if (strcmp(action, "create") != 0) {
+        if (!strcmp(action, "revoke") && !target) {
+            tide_err_set(&err, TIDE_EINVAL, NULL, "revoke needs the token's NAME");
+            goto usage;
+        }
+        struct cli_client c;
+        if (cli_client_init(&c, &co, &err) < 0) {
+            rc = cli_fail("token", &err);
+        } else {
+            rc = !strcmp(action, "list") ? token_list(&c) : token_revoke(&c, target);
+            cli_client_release(&c);
+        }
+        goto out;
     }
     if (metrics && json_array_size(projects) != 0) {
         tide_err_set(&err, TIDE_EINVAL, "project",
@@ -124,6 +224,8 @@ int cli_token_main(int argc, char **argv)
         tide_err_set(&err, TIDE_EINVAL, "name", "--name: not valid UTF-8");
         goto usage;
     }
+    if (expires_s)
+        json_object_set_new(req, "expires_in_s", json_integer(expires_s));
     struct cli_client c;
     if (cli_client_init(&c, &co, &err) < 0) {
         rc = cli_fail("token", &err);

@@ -21,6 +21,7 @@
 #include "cli/roles.h"
 #include "cli/up_net.h"
 #include "cli/up_proc.h"
+#include "cli/up_tls.h"
 #include "common/fsutil.h"
 #include "common/http_client.h"
 
@@ -31,7 +32,7 @@
 #define UP_STOP_GRACE_MS 15000
 
 static const char up_usage[] =
-    "usage: tide up [--dir DIR] [--port N] [--agents N] [--fake-gpus SPEC ...]\n"
+    "usage: tide up [--dir DIR] [--port N] [--agents N] [--fake-gpus SPEC ...] [--tls]\n"
     "\n"
     "Runs a tide server and local agents with fake GPUs on this machine, keeping\n"
     "everything under DIR, until Ctrl-C. An elastic pool 'elastic' (0 to 3 nodes of\n"
@@ -41,15 +42,20 @@ static const char up_usage[] =
     "  --agents N        number of agents (default 2)\n"
     "  --fake-gpus SPEC  GPUs of the agents, e.g. 4xH200:141GB; repeat it to give\n"
     "                    agents different shapes, used in turn (default: 4xH200:141GB\n"
-    "                    and 2xA100:80GB alternately)\n";
+    "                    and 2xA100:80GB alternately)\n"
+    "  --tls             serve HTTPS: a CA for this machine, a server certificate and\n"
+    "                    an agent client certificate it signed go to DIR/tls/ (kept\n"
+    "                    for later runs); agents and the CLI verify the server with\n"
+    "                    DIR/tls/ca.crt, and agents must show their certificate\n";
 
-enum { OPT_DIR = 1, OPT_PORT, OPT_AGENTS, OPT_FAKE };
+enum { OPT_DIR = 1, OPT_PORT, OPT_AGENTS, OPT_FAKE, OPT_TLS };
 
 static const struct cli_opt up_opts[] = {
     {"--dir", CLI_OPT_VALUE, OPT_DIR},
     {"--port", CLI_OPT_VALUE, OPT_PORT},
     {"--agents", CLI_OPT_VALUE, OPT_AGENTS},
     {"--fake-gpus", CLI_OPT_VALUE, OPT_FAKE},
+    {"--tls", CLI_OPT_FLAG, OPT_TLS},
     {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
     {NULL, 0, 0},
@@ -62,6 +68,8 @@ struct up {
     int agents;
     const char *shapes[UP_MAX_SHAPES];
     int nshapes;
+    int tls;            /* --tls */
+    char tls_dir[PATH_MAX]; /* DIR/tls when --tls */
     char url[64];
     sigset_t signals;
     struct up_child server;
@@ -82,6 +90,7 @@ static int up_parse(struct up *u, int argc, char **argv, int *help, struct tide_
             return tide_err_set(err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
         switch (id) {
         case CLI_ID_HELP: *help = 1; break;
+        case OPT_TLS: u->tls = 1; break;
         case OPT_DIR: u->dir_arg = v; break;
         case OPT_PORT:
             if (cli_parse_ll("--port", v, &n, err) < 0)
@@ -173,7 +182,7 @@ static int up_choose_port(struct up *u, struct tide_err *err)
                             "port %d on 127.0.0.1 is in use; pass --port 0 to pick a free one",
                             u->port);
     }
-    snprintf(u->url, sizeof u->url, "http://127.0.0.1:%d", u->port);
+    snprintf(u->url, sizeof u->url, "%s://127.0.0.1:%d", u->tls ? "https" : "http", u->port);
     return 0;
 }
 
@@ -263,6 +272,33 @@ static int up_config_path(struct up *u, char *path, struct tide_err *err)
     return 0;
 }
 
+/* --tls: makes (or keeps) DIR/tls's certificates, and hands their paths to
+ * this process's requests and, through the environment, to every agent
+ * started from here or by the server's local pool. */
+static int up_prepare_tls(struct up *u, struct tide_err *err)
+{
+    if (!u->tls)
+        return 0;
+    if (up_path(u->tls_dir, u, "tls") < 0)
+        return tide_err_set(err, TIDE_EINVAL, NULL, "%s: path too long", u->dir);
+    int rc = fs_mkdir_p(u->tls_dir, 0700), created = 0;
+    if (rc < 0)
+        return tide_err_set(err, TIDE_EIO, NULL, "cannot create %s: %s", u->tls_dir,
+                            strerror(-rc));
+    if ((rc = up_tls_ensure(u->tls_dir, &created, err)) < 0)
+        return rc;
+    printf("tide up: %s TLS certificates in %s/tls (CA %s/tls/" UP_TLS_CA ")\n",
+           created ? "new" : "using the", u->dir_arg, u->dir_arg);
+    char ca[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
+    if (up_path(ca, u, "tls/" UP_TLS_CA) < 0 || up_path(cert, u, "tls/" UP_TLS_AGENT_CERT) < 0 ||
+        up_path(key, u, "tls/" UP_TLS_AGENT_KEY) < 0)
+        return tide_err_set(err, TIDE_EINVAL, NULL, "%s: path too long", u->dir);
+    if (setenv("TIDE_CA", ca, 1) != 0 || setenv("TIDE_TLS_CERT", cert, 1) != 0 ||
+        setenv("TIDE_TLS_KEY", key, 1) != 0)
+        return tide_err_set(err, TIDE_EIO, NULL, "setenv: %s", strerror(errno));
+    return http_client_set_ca(ca, "--tls", err);
+}
+
 static int up_start_server(struct up *u, struct tide_err *err)
 {
     char listen[32], data[PATH_MAX], log[PATH_MAX], config[PATH_MAX];
@@ -272,7 +308,14 @@ static int up_start_server(struct up *u, struct tide_err *err)
     int rc = up_config_path(u, config, err);
     if (rc < 0)
         return rc;
-    char *argv[] = {"tide", "server", "--listen", listen, "--data", data, "--config", config, NULL};
+    char cert[PATH_MAX], key[PATH_MAX], ca[PATH_MAX];
+    if (u->tls && (up_path(cert, u, "tls/" UP_TLS_SERVER_CERT) < 0 ||
+                   up_path(key, u, "tls/" UP_TLS_SERVER_KEY) < 0 || up_path(ca, u, "tls/" UP_TLS_CA) < 0))
+        return tide_err_set(err, TIDE_EINVAL, NULL, "%s: path too long", u->dir);
+    char *argv[] = {"tide", "server", "--listen", listen, "--data", data, "--config", config,
+                    "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca, NULL};
+    if (!u->tls)
+        argv[8] = NULL;
     return up_child_start(&u->server, "server", argv, log, err);
 }
 
@@ -396,14 +439,16 @@ static void up_print_banner(const struct up *u)
     printf("\ntide is up: server %s, %d agent%s. Try:\n", u->url, u->agents,
            u->agents == 1 ? "" : "s");
     if (!default_dir)
-        printf("  export TIDE_SERVER=%s TIDE_TOKEN=$(cat %s/data/admin.token)\n", u->url,
-               u->dir_arg);
+        printf("  export TIDE_SERVER=%s TIDE_TOKEN=$(cat %s/data/admin.token)%s%s%s\n", u->url,
+               u->dir_arg, u->tls ? " TIDE_CA=" : "", u->tls ? u->tls_dir : "",
+               u->tls ? "/" UP_TLS_CA : "");
     printf("  tide nodes\n"
            "  tide submit --gpus 1 -- sh -c 'echo hello; sleep 5'\n"
            "  tide jobs\n"
+           "Dashboard: %s/ (sign in with the admin token)\n"
            "Admin token: %s/data/admin.token   Logs: %s/logs/\n"
            "%sCtrl-C stops the cluster.\n",
-           u->dir_arg, u->dir_arg,
+           u->url, u->dir_arg, u->dir_arg,
            default_dir ? "(tide commands run from this directory find both by themselves.)\n"
                        : "");
     fflush(stdout);
@@ -479,7 +524,8 @@ int cli_up_main(int argc, char **argv)
         tide_err_set(&err, TIDE_EIO, NULL, "cannot initialise libcurl");
         return cli_fail("up", &err);
     }
-    if (up_make_dirs(&u, &err) < 0 || up_check_not_running(&u, &err) < 0 ||
+    if (up_make_dirs(&u, &err) < 0 || up_prepare_tls(&u, &err) < 0 ||
+        up_check_not_running(&u, &err) < 0 ||
         up_choose_port(&u, &err) < 0 || up_proc_init(&u.signals, &err) < 0 ||
         up_start_server(&u, &err) < 0)
         return cli_fail("up", &err);

@@ -37,7 +37,8 @@ static void usage(FILE *out)
     fprintf(out, "usage: tide COMMAND [ARGS...]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
-    fprintf(out, "\nRun 'tide COMMAND --help' for a command's options.\n");
+    fprintf(out, "\nRun 'tide COMMAND --help' for a command's options. Every client command\n"
+                 "also takes --ca FILE (or TIDE_CA): the CA an https server is verified with.\n");
 }
 
 int main(int argc, char **argv)

@@ -18,6 +18,21 @@ struct http_response {
 /* Call once per process before any request. */
 int http_client_global_init(void);
 
+/* Makes every later request of this process verify an https:// server
+ * against the PEM certificates in ca_path (a CA or the server's own
+ * self-signed certificate) instead of the system's CAs, host name included.
+ * NULL goes back to the system's CAs. Verification is never turned off.
+ * Call before starting threads. Returns 0, or TIDE_EINVAL naming field
+ * (the option the path came from, e.g. "--ca") when the file cannot be read
+ * or holds no PEM certificate. */
+int http_client_set_ca(const char *ca_path, const char *field, struct tide_err *err);
+
+/* Makes every later request present this client certificate and key (PEM
+ * files) to servers that ask for one; NULL for both presents none. Same
+ * rules and errors as http_client_set_ca. */
+int http_client_set_identity(const char *cert_path, const char *key_path, const char *field,
+                             struct tide_err *err);
+
 /* Sends method to url with an optional bearer token and JSON body (NULL for
  * none). Fills resp (release with http_response_release) when the server
  * answered at all, whatever the status. Returns 0, or TIDE_EIO with err set

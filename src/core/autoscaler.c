@@ -181,6 +181,13 @@ static int fail_stuck_nodes(struct autoscaler *a, struct cluster *c, int64_t now
         else if (n->state == NODE_LOST && !node_has_tasks(n) &&
                  now_ms - n->last_heartbeat_ms > limit_ms)
             snprintf(why, sizeof why, "lost for over %llds", (long long)a->pools[p].boot_timeout_s);
+        else if (n->health_failed && (n->state == NODE_DRAINING || n->state == NODE_LOST) &&
+                 !node_has_tasks(n)) /* gpu_health.h: repeated faults */
+            snprintf(why, sizeof why, "%s", n->drain_reason);
+        else if (n->probe_drained && n->state == NODE_DRAINING && !node_has_tasks(n) &&
+                 now_ms - n->probe_drained_ms > limit_ms) /* gpu_health.h: its probe */
+            snprintf(why, sizeof why, "%.100s for over %llds", n->drain_reason,
+                     (long long)a->pools[p].boot_timeout_s);
         else
             continue;
         n->state = NODE_FAILED;
@@ -428,14 +435,17 @@ static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct
     return 0;
 }
 
-/* Finds job room on an existing or coming node, or new nodes for it. */
+/* Finds job room on an existing or coming node, or new nodes for it;
+ * *nothing is set when a one-node job found no room and no pool. */
 static int scale_for_job(struct autoscaler *a, struct scale_up *u, const struct job *job,
-                         int64_t now_ms, struct pool_action_list *out)
+                         int64_t now_ms, struct pool_action_list *out, bool *nothing)
 {
+    *nothing = false;
     int best = best_bin(a, u, job, NULL, 0);
     if (best >= 0)
         return take_bin(a, u, best, job, job->gpus, now_ms, out);
     int p = cheapest_pool_for(a, job, u->alive, 1, now_ms);
+    *nothing = p < 0 && job->max_nodes <= 1;
     if (p < 0 && job->max_nodes > 1)
         return scale_for_gang(a, u, job, now_ms, out);
     if (p >= 0)
@@ -458,6 +468,32 @@ static bool pool_could_hold(const struct pool *pool, const struct job *job)
         if (pool_fits_job(pool, &share))
             return true;
     }
+    return false;
+}
+
+/* Job shapes that found no room and no pool in this call, since bins
+ * last grew: bins only lose room and pools only fill until then, so one
+ * more job of such a shape would find none either (a deep queue at
+ * max_nodes is answered per shape, not per job and bin). */
+#define HOPELESS_SHAPES 8
+
+struct hopeless {
+    int n;
+    const struct job *shapes[HOPELESS_SHAPES];
+};
+
+static bool same_scale_shape(const struct job *a, const struct job *b)
+{
+    return a->gpus == b->gpus && a->gpu_memory_mib == b->gpu_memory_mib &&
+           a->preemptible == b->preemptible && a->rules == b->rules &&
+           !strcmp(a->gpu_model, b->gpu_model);
+}
+
+static bool known_hopeless(const struct hopeless *h, const struct job *job)
+{
+    for (int i = 0; i < h->n; i++)
+        if (same_scale_shape(h->shapes[i], job))
+            return true;
     return false;
 }
 
@@ -488,7 +524,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         if (n->state == NODE_PROVISIONING && p >= 0) {
             a->bins[u.nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
         } else if (n->state == NODE_READY ||
-                   (n->state == NODE_DRAINING && p >= 0 && !n->interrupt_deadline_ms)) {
+                   (n->state == NODE_DRAINING && p >= 0 && !n->interrupt_deadline_ms && !n->drained)) {
             int free_gpus = 0;
             for (int g = 0; g < n->ngpus; g++)
                 free_gpus += gpu_is_free(&n->gpus[g]);
@@ -532,13 +568,22 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     }
     qsort(a->jobs, njobs, sizeof *a->jobs, by_size_then_age);
 
+    struct hopeless hopeless = {.n = 0};
     for (size_t k = 0; k < njobs; k++) {
         const struct job *job = a->jobs[k];
         for (int p = 0; p < a->npools; p++)
             a->state[p].pending_jobs += pool_could_hold(&a->pools[p], job);
-        int rc = scale_for_job(a, &u, job, now_ms, out);
+        if (job->max_nodes <= 1 && known_hopeless(&hopeless, job))
+            continue;
+        size_t nbins = u.nbins;
+        bool nothing;
+        int rc = scale_for_job(a, &u, job, now_ms, out, &nothing);
         if (rc)
             return rc;
+        if (u.nbins != nbins)
+            hopeless.n = 0; /* new nodes' room: shapes may fit again */
+        else if (nothing && hopeless.n < HOPELESS_SHAPES)
+            hopeless.shapes[hopeless.n++] = job;
     }
     for (int p = 0; p < a->npools; p++) {
         /* A step asks for that many nodes on their way: the ones still
@@ -587,7 +632,7 @@ static int scale_down(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         if (p < 0)
             continue;
         const struct pool *pool = &a->pools[p];
-        if (n->state == NODE_DRAINING && !node_has_tasks(n)) {
+        if (n->state == NODE_DRAINING && !node_has_tasks(n) && !n->probe_drained) {
             n->state = NODE_RELEASED;
             n->ended_ms = now_ms;
             if (push(out, POOL_RELEASE, p, 1, n->id,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/gang.h"
 #include "core/gpu_share.h"
 
 #include "core/queue.h"
@@ -72,7 +73,7 @@ static int64_t node_free_time(const struct placement_config *cfg, const struct j
         int64_t best_job = 0;
         for (int g = 0; g < node->ngpus; g++) {
             const struct gpu *gpu = &node->gpus[g];
-            if (taken[g] || gpu->job_id <= 0 || !placement_gpu_matches(gpu, job))
+            if (taken[g] || gpu->job_id <= 0 || gpu->faulty || !placement_gpu_matches(gpu, job))
                 continue;
             int64_t end = expected_end_of(ends, nends, gpu->job_id);
             if (end < best_end) {
@@ -93,6 +94,42 @@ static int64_t node_free_time(const struct placement_config *cfg, const struct j
     return when;
 }
 
+/* A node's earliest time for a share, kept among the m earliest. */
+struct candidate {
+    int64_t when;
+    struct backfill_part part;
+};
+
+/* The earliest time `m` distinct nodes each have `share` matching GPUs
+ * free (INT64_MAX: never known), those nodes in parts: the m earliest,
+ * ties by cluster order. */
+static int64_t earliest_split(const struct placement_config *cfg, const struct job_end *ends,
+                              size_t nends, struct cluster *c, const struct job *blocked,
+                              int m, int share, int64_t now_ms, struct candidate *best)
+{
+    struct job want = *blocked;
+    want.gpus = share;
+    int found = 0;
+    struct candidate cand;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        struct node *node = &c->nodes[i];
+        if (node->state != NODE_READY || node->ngpus < share || !queue_allows_node(blocked, node))
+            continue;
+        cand.when = node_free_time(cfg, ends, nends, node, &want, now_ms, cand.part.gpu_index);
+        if (cand.when == INT64_MAX || (found == m && cand.when >= best[m - 1].when))
+            continue;
+        cand.part.node = node;
+        cand.part.ngpus = share;
+        int at = found < m ? found++ : m - 1;
+        while (at > 0 && best[at - 1].when > cand.when) {
+            best[at] = best[at - 1];
+            at--;
+        }
+        best[at] = cand;
+    }
+    return found == m ? best[m - 1].when : INT64_MAX;
+}
+
 bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
                       const struct job *blocked, int64_t now_ms, struct backfill_reservation *out)
 {
@@ -103,8 +140,12 @@ bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
     for (size_t j = 0; j < c->njobs; j++)
         nends += job_state_is_on_node(c->jobs[j].state);
     struct job_end *ends = malloc((nends ? nends : 1) * sizeof *ends);
-    if (!ends)
+    struct candidate *split = malloc(TIDE_MAX_GANG_NODES * sizeof *split);
+    if (!ends || !split) {
+        free(ends);
+        free(split);
         return false; /* no reservation: the pass stays greedy */
+    }
     nends = 0;
     for (size_t j = 0; j < c->njobs; j++) {
         const struct job *running = &c->jobs[j];
@@ -114,25 +155,25 @@ bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
     }
     qsort(ends, nends, sizeof *ends, by_job_id);
     int64_t best = INT64_MAX;
-    int gpus[TIDE_MAX_GPUS_PER_NODE];
-    for (size_t i = 0; i < c->nnodes; i++) {
-        struct node *node = &c->nodes[i];
-        if (node->state != NODE_READY || node->ngpus < blocked->gpus ||
-            !queue_allows_node(blocked, node))
+    /* One node, then each split gang placement would try: the earliest
+     * start wins, the fewer nodes among equals. */
+    for (int m = 1; m; m = gang_next_split(blocked, m)) {
+        int64_t when = earliest_split(cfg, ends, nends, c, blocked, m, blocked->gpus / m, now_ms,
+                                      split);
+        if (when >= best)
             continue;
-        int64_t when = node_free_time(cfg, ends, nends, node, blocked, now_ms, gpus);
-        if (when < best) {
-            best = when;
-            out->node = node;
-            out->ngpus = blocked->gpus;
-            memcpy(out->gpu_index, gpus, sizeof(int) * (size_t)blocked->gpus);
-        }
+        best = when;
+        out->nparts = m;
+        for (int k = 0; k < m; k++)
+            out->parts[k] = split[k].part;
     }
     free(ends);
+    free(split);
     if (best == INT64_MAX)
         return false;
     out->active = true;
     out->job_id = blocked->id;
+    out->node = out->parts[0].node;
     out->start_ms = best;
     return true;
 }
@@ -148,15 +189,22 @@ void backfill_hold(struct cluster *c, struct backfill_reservation *r, bool on)
     }
     /* Hold the reserved GPUs that are free now through the same bookkeeping
      * as a task, so every index over free capacity stays right. */
-    int free_now[TIDE_MAX_GPUS_PER_NODE], n = 0;
-    for (int i = 0; i < r->ngpus; i++)
-        for (int g = 0; g < r->node->ngpus; g++)
-            if (r->node->gpus[g].index == r->gpu_index[i] && gpu_is_free(&r->node->gpus[g]))
-                free_now[n++] = r->gpu_index[i];
     memset(&r->holder, 0, sizeof r->holder);
     r->holder.id = RESERVED_GPU;
-    if (n > 0)
-        cluster_assign(c, &r->holder, r->node, free_now, n);
+    for (int k = 0; k < r->nparts; k++) {
+        const struct backfill_part *p = &r->parts[k];
+        int free_now[TIDE_MAX_GPUS_PER_NODE], n = 0;
+        for (int i = 0; i < p->ngpus; i++)
+            for (int g = 0; g < p->node->ngpus; g++)
+                if (p->node->gpus[g].index == p->gpu_index[i] && gpu_is_free(&p->node->gpus[g]))
+                    free_now[n++] = p->gpu_index[i];
+        if (n == 0)
+            continue;
+        if (!r->holder.node_id)
+            cluster_assign(c, &r->holder, p->node, free_now, n);
+        else
+            cluster_assign_part(c, &r->holder, p->node, free_now, n);
+    }
 }
 
 bool backfill_fits_before(const struct backfill_reservation *r, const struct job *job,

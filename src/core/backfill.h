@@ -1,7 +1,9 @@
 /*
  * EASY backfill: when the first job in line cannot start, it gets a
- * reservation at the earliest time enough GPUs free up on one node (from
- * the running jobs' est_runtime, else max_runtime). Later jobs may start
+ * reservation at the earliest time enough GPUs free up on one node, or for
+ * a gang job (max_nodes > 1) on m nodes in equal shares as gang placement
+ * splits it, the fewest nodes among equally early splits (from the running
+ * jobs' est_runtime, else max_runtime). Later jobs may start
  * now only where they do not touch the reserved GPUs, or on them if they
  * will be done before the reservation begins. Jobs without any runtime
  * bound are taken to run forever, so they never delay a reservation.
@@ -15,13 +17,19 @@
 #include "core/cluster.h"
 #include "core/placement.h"
 
+struct backfill_part {
+    struct node *node;
+    int ngpus;
+    int gpu_index[TIDE_MAX_GPUS_PER_NODE];
+};
+
 struct backfill_reservation {
     bool active;
     int64_t job_id;
-    struct node *node;
+    struct node *node; /* parts[0].node */
     int64_t start_ms;
-    int ngpus;
-    int gpu_index[TIDE_MAX_GPUS_PER_NODE];
+    int nparts; /* 1, or a gang's nodes */
+    struct backfill_part parts[TIDE_MAX_GANG_NODES];
     struct job holder; /* a stand-in job that holds the reserved free GPUs */
 };
 

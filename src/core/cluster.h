@@ -56,6 +56,12 @@ struct gpu {
     bool mig_mode;
     char mig_profile[24];
     int mig_parent;
+    /* Health (gpu_health.h): a faulty GPU gets no new work until an
+     * operator clears it; fault_seq is the agent's count of faults on it
+     * that the server has seen, so a fault is acted on once. */
+    bool faulty;
+    char fault[48];
+    int64_t fault_seq;
 };
 
 struct node {
@@ -82,6 +88,14 @@ struct node {
      * new work lands, across lost/back and agent restarts, until undrained. */
     bool drained;
     char drain_reason[TIDE_REASON_MAX];
+    /* Health (gpu_health.h): GPU faults counted since fault_window_start_ms,
+     * whether the drain is a health probe's (lifted when it passes), and
+     * whether repeated faults failed the node. */
+    int faults_in_window;
+    int64_t fault_window_start_ms;
+    bool probe_drained;
+    int64_t probe_drained_ms; /* since when; a pool's node is replaced after boot_timeout_s */
+    bool health_failed;
     /* Container images its agent holds (image.h keys), for placement's
      * image preference; beyond TIDE_MAX_NODE_IMAGES the rest are unknown. */
     int nimages;

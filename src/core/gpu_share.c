@@ -13,7 +13,7 @@ bool gpu_is_whole(const struct gpu *g)
 
 bool gpu_is_free(const struct gpu *g)
 {
-    return gpu_is_whole(g) && g->job_id == 0 && g->shared_jobs == 0;
+    return gpu_is_whole(g) && g->job_id == 0 && g->shared_jobs == 0 && !g->faulty;
 }
 
 bool gpu_in_use(const struct gpu *g)

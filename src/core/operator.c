@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/gpu_health.h"
 #include "core/sched.h"
 #include "core/core_banned.h"
 
@@ -104,15 +105,27 @@ int operator_drain_node(struct cluster *c, int64_t node_id, const char *reason,
 
 int operator_undrain_node(struct cluster *c, int64_t node_id, struct tide_err *err)
 {
-    struct node *node;
-    int rc = hand_joined_node(c, node_id, "drains", &node, err);
-    if (rc)
-        return rc;
-    if (!node->drained)
+    struct node *node = cluster_find_node(c, node_id);
+    if (!node)
+        return tide_err_set(err, TIDE_ENOENT, "node", "node %lld does not exist",
+                            (long long)node_id);
+    bool faults = gpu_health_faulty_count(node) > 0 || node->health_failed;
+    if (node->pool[0] && (node->state == NODE_FAILED || node->state == NODE_RELEASED))
+        return tide_err_set(err, TIDE_ECONFLICT, "node", "node %s is %s: its provider deletes it",
+                            node->name, node_state_name(node->state));
+    /* A pool's node is drained by hand only through health (gpu_health.h). */
+    if (node->pool[0] && !node->drained && !faults)
+        return tide_err_set(err, TIDE_ECONFLICT, "node",
+                            "node %s belongs to pool %s, whose autoscaler drains its nodes",
+                            node->name, node->pool);
+    if (!node->drained && !faults)
         return tide_err_set(err, TIDE_ECONFLICT, "node", "node %s is not drained", node->name);
+    gpu_health_clear(node);
+    /* a pool node its autoscaler is draining (not drained) stays draining */
+    bool lift = node->drained || !node->pool[0];
     node->drained = false;
     node->drain_reason[0] = '\0';
-    if (node->state == NODE_DRAINING)
+    if (lift && (node->state == NODE_DRAINING || node->state == NODE_FAILED))
         node->state = NODE_READY;
     return 0;
 }

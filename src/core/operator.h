@@ -38,8 +38,10 @@ int operator_requeue_job(struct cluster *c, int64_t job_id, const char *reason,
 int operator_drain_node(struct cluster *c, int64_t node_id, const char *reason,
                         struct tide_err *err);
 
-/* Undoes operator_drain_node: a draining node is ready again. 0,
- * TIDE_ENOENT, TIDE_ECONFLICT (not drained). */
+/* Undoes operator_drain_node, or a drain or fault of GPU health (also on a
+ * pool's node): clears the node's GPU faults (gpu_health_clear), and a
+ * draining or failed node is ready again. 0, TIDE_ENOENT, TIDE_ECONFLICT
+ * (neither drained nor faulty). */
 int operator_undrain_node(struct cluster *c, int64_t node_id, struct tide_err *err);
 
 /* Jobs with a task on the node (starting, running or being stopped). */

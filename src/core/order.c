@@ -52,13 +52,16 @@ static int by_attained_service(const struct job *a, const struct job *b)
     return order_fifo_compare(a, b);
 }
 
-const struct order_ops order_fifo = {"fifo", order_fifo_compare};
-const struct order_ops order_priority = {"priority", by_priority};
-const struct order_ops order_sjf = {"sjf", by_est_runtime};
-const struct order_ops order_las = {"las", by_attained_service};
+const struct order_ops order_fifo = {"fifo", order_fifo_compare, false};
+const struct order_ops order_priority = {"priority", by_priority, false};
+const struct order_ops order_sjf = {"sjf", by_est_runtime, false};
+const struct order_ops order_las = {"las", by_attained_service, false};
+const struct order_ops order_fifo_strict = {"fifo_strict", order_fifo_compare, true};
+const struct order_ops order_sjf_strict = {"sjf_strict", by_est_runtime, true};
 
-static const struct order_ops *const policies[] = {&order_fifo, &order_priority, &order_sjf,
-                                                   &order_las};
+static const struct order_ops *const policies[] = {&order_fifo,        &order_priority,
+                                                   &order_sjf,         &order_las,
+                                                   &order_fifo_strict, &order_sjf_strict};
 
 const struct order_ops *order_by_name(const char *name)
 {
@@ -70,5 +73,5 @@ const struct order_ops *order_by_name(const char *name)
 
 const char *order_names(void)
 {
-    return "fifo, priority, sjf, las";
+    return "fifo, priority, sjf, las, fifo_strict, sjf_strict";
 }

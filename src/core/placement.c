@@ -61,7 +61,7 @@ bool placement_gpu_overloaded(const struct placement_config *cfg, const struct g
     return false;
 }
 
-static int gpu_load_key(const struct gpu *g)
+int placement_gpu_load_key(const struct gpu *g)
 {
     /* Utilisation first, memory share as a tie-break; both 0..100 (a
      * negative reading counts as 0, so no key is below 0: loadaware relies
@@ -87,7 +87,7 @@ static bool host_fits_ever(const struct node *node, const struct job *job)
            (node->memory_mib <= 0 || job->memory_mib <= node->memory_mib);
 }
 
-static bool host_fits_now(const struct node *node, const struct job *job)
+bool placement_host_fits_now(const struct node *node, const struct job *job)
 {
     return queue_allows_node(job, node) &&
            (node->cpus <= 0 || job->cpus <= node->cpus - node->cpus_allocated) &&
@@ -97,7 +97,7 @@ static bool host_fits_now(const struct node *node, const struct job *job)
 bool placement_try_node(const struct placement_config *cfg, struct node *node,
                         const struct job *job, struct placement_choice *choice, long *load)
 {
-    if (node->state != NODE_READY || !host_fits_now(node, job))
+    if (node->state != NODE_READY || !placement_host_fits_now(node, job))
         return false;
     /* One pass collects the eligible GPUs (free, matching, not overloaded). */
     int keys[TIDE_MAX_GPUS_PER_NODE], index[TIDE_MAX_GPUS_PER_NODE];
@@ -106,7 +106,7 @@ bool placement_try_node(const struct placement_config *cfg, struct node *node,
         const struct gpu *gpu = &node->gpus[g];
         if (!gpu_is_free(gpu) || !placement_gpu_matches(gpu, job) || placement_gpu_overloaded(cfg, gpu))
             continue;
-        keys[n] = gpu_load_key(gpu);
+        keys[n] = placement_gpu_load_key(gpu);
         index[n] = gpu->index;
         n++;
     }

@@ -42,6 +42,9 @@ struct placement_ops {
     /* How the scheduler ranks nodes in the placement index it builds for
      * this strategy (placement_index.h); NULL: cluster order. */
     int (*node_order)(const struct node *a, const struct node *b);
+    /* Whether the scheduler's index should also rank nodes by load
+     * (placement_load.h) for this strategy. */
+    bool load_index;
 };
 
 /* Fewest free GPUs left on the node, then the node with most GPUs held,
@@ -77,6 +80,14 @@ void placement_host_words(const struct job *job, char *out, size_t size);
 
 /* True when telemetry puts g over cfg's memory or utilisation threshold. */
 bool placement_gpu_overloaded(const struct placement_config *cfg, const struct gpu *g);
+
+/* The load key placement ranks a free GPU by: utilisation, then memory
+ * share (both 0..100; lower is less loaded). */
+int placement_gpu_load_key(const struct gpu *g);
+
+/* Whether node has the CPUs and memory free and its pool's queue rules
+ * allow job now (GPUs aside). */
+bool placement_host_fits_now(const struct node *node, const struct job *job);
 
 /* If node can take job now (ready, CPUs and memory free, enough free
  * eligible GPUs), fills choice with node and its least-loaded eligible GPUs

@@ -26,6 +26,7 @@ void placement_index_release(struct placement_index *idx)
     free(idx->rank);
     free(idx->free);
     free(idx->at_least);
+    placement_load_release(&idx->load);
     memset(idx, 0, sizeof *idx);
 }
 
@@ -120,6 +121,7 @@ int placement_index_build(struct placement_index *idx, const struct cluster *c,
     idx->nnodes = 0;
     idx->memo_on = false;
     idx->nmemo = 0;
+    idx->load.on = false;
     if (c->nnodes > UINT32_MAX || grow_arrays(idx, c->nnodes) != 0)
         return TIDE_ENOMEM;
     idx->node_order = node_order;
@@ -157,6 +159,24 @@ void placement_index_refresh(struct placement_index *idx, const struct cluster *
     if (!covers(idx, c) || node < c->nodes || node >= c->nodes + c->nnodes)
         return;
     set_free(idx, (size_t)(node - c->nodes), node_free_or_none(node));
+    placement_load_refresh(&idx->load, node, (size_t)(node - c->nodes));
+}
+
+int placement_index_track_load(struct placement_index *idx, const struct cluster *c,
+                               const struct placement_config *cfg)
+{
+    if (!covers(idx, c))
+        return 0;
+    return placement_load_build(&idx->load, c, cfg);
+}
+
+const struct placement_load *placement_index_load(const struct cluster *c,
+                                                  const struct placement_config *cfg)
+{
+    const struct placement_index *idx = c->index;
+    if (!idx || !covers(idx, c) || !placement_load_usable(&idx->load, cfg))
+        return NULL;
+    return &idx->load;
 }
 
 const struct placement_index *placement_index_for(const struct cluster *c,
@@ -179,6 +199,17 @@ int placement_index_nodes_with_free(const struct cluster *c, int k)
     for (int f = k > 0 ? k : 0; f <= idx->max_free; f++)
         n += idx->count[f];
     return (int)n;
+}
+
+int placement_index_free_gpus(const struct cluster *c)
+{
+    const struct placement_index *idx = c->index;
+    if (!idx || !covers(idx, c))
+        return -1;
+    long n = 0;
+    for (int f = 1; f <= idx->max_free; f++)
+        n += (long)f * (long)idx->count[f];
+    return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
 void placement_index_memo_start(struct placement_index *idx)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "core/cluster.h"
+#include "core/placement_load.h"
 
 /* Orders nodes that are otherwise equally good (<0: a first); NULL means
  * cluster order (the order nodes were added). */
@@ -56,6 +57,9 @@ struct placement_index {
     bool memo_on;
     int nmemo;
     struct placement_shape memo[PLACEMENT_SHAPE_MEMO];
+    /* Nodes by load, for loadaware; off unless placement_index_track_load
+     * turned it on after the last build. */
+    struct placement_load load;
 };
 
 void placement_index_init(struct placement_index *idx);
@@ -66,6 +70,17 @@ void placement_index_release(struct placement_index *idx);
  * placement_index_for never returns it). */
 int placement_index_build(struct placement_index *idx, const struct cluster *c,
                           placement_node_order_fn node_order);
+
+/* After a build: also ranks the nodes by load with cfg's thresholds (and
+ * keeps that current). Returns 0 or TIDE_ENOMEM (then only the buckets
+ * are kept). */
+int placement_index_track_load(struct placement_index *idx, const struct cluster *c,
+                               const struct placement_config *cfg);
+
+/* The load ranking of c's attached index when it is current and was taken
+ * with cfg's thresholds; NULL when loadaware must scan. */
+const struct placement_load *placement_index_load(const struct cluster *c,
+                                                  const struct placement_config *cfg);
 
 /* Re-reads one node (state and free GPUs) after it changed. A node that
  * the index does not cover (added after the build) is ignored. */
@@ -84,6 +99,10 @@ long placement_index_next(const struct placement_index *idx, int f, bool exact, 
 /* How many ready nodes have at least k (>= 1) free GPUs, by c's attached
  * index whatever its node order; -1 when no current index is attached. */
 int placement_index_nodes_with_free(const struct cluster *c, int k);
+
+/* GPUs free on ready nodes in all, by c's attached index whatever its
+ * node order; -1 when no current index is attached. */
+int placement_index_free_gpus(const struct cluster *c);
 
 /* Turns the shape memo on, empty, for a stretch in which no node is added
  * and none changes state, GPU count or GPU kind (a scheduling pass);

@@ -4,9 +4,11 @@
  * (memory or utilisation over the thresholds), take the least-loaded GPUs,
  * and prefer the node where they are least loaded, then the fuller node so
  * that whole nodes stay free for large jobs, then the earlier node in
- * cluster order. Load is not indexed, so nodes with enough free GPUs are
- * looked at until an idle one settles it (buckets of the index from the
- * fullest up, for a job with no model or memory constraint), or all of them.
+ * cluster order. For a job with no model or memory constraint the
+ * scheduler's load index (placement_load.h) names that node at once;
+ * otherwise, or without one, nodes with enough free GPUs are looked at
+ * until an idle one settles it (buckets of the index from the fullest up),
+ * or all of them.
  */
 #include <string.h>
 
@@ -56,7 +58,14 @@ static enum placement_result loadaware_choose(const struct placement_config *cfg
         return placement_slice_choose(cfg, c, job, choice, why);
     struct best best = {NULL, 0, 0};
     const struct placement_index *idx = placement_index_for(c, NULL);
-    if (idx && !job->gpu_model[0] && job->gpu_memory_mib == 0) {
+    const struct placement_load *loads = placement_index_load(c, cfg);
+    if (loads && !job->gpu_model[0] && job->gpu_memory_mib == 0) {
+        /* The load index keeps every node's rank for this job's GPU count:
+         * its best node that the job's host needs allow is the answer. */
+        struct node *node = placement_load_best(loads, c, job);
+        if (node && placement_try_node(cfg, node, job, choice, NULL))
+            return PLACEMENT_FOUND;
+    } else if (idx && !job->gpu_model[0] && job->gpu_memory_mib == 0) {
         /* Every free GPU matches, so free_after is the bucket less the
          * job: visiting buckets from the fullest nodes up (cluster order
          * within one) meets candidates in the order the comparison ranks
@@ -88,4 +97,5 @@ const struct placement_ops placement_loadaware = {
     .name = "loadaware",
     .choose = loadaware_choose,
     .node_order = NULL,
+    .load_index = true,
 };

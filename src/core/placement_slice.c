@@ -58,7 +58,8 @@ static enum placement_result mig_choose(const struct placement_config *cfg, stru
             if (!gpu->mig_profile[0] || !instance_matches(node, gpu, job))
                 continue;
             ever = true;
-            if (!room || gpu->job_id != 0 || gpu->utilization_pct > cfg->max_gpu_utilization_pct)
+            if (!room || gpu->job_id != 0 || gpu->faulty ||
+                gpu->utilization_pct > cfg->max_gpu_utilization_pct)
                 continue;
             choice->node = node;
             choice->ngpus = 1;
@@ -97,7 +98,7 @@ static enum placement_result share_choose(const struct placement_config *cfg, st
                 !model_matches(job->gpu_model, gpu->name))
                 continue;
             ever = true;
-            if (!room || gpu->job_id != 0)
+            if (!room || gpu->job_id != 0 || gpu->faulty)
                 continue;
             int64_t left = gpu_share_memory_left_mib(gpu);
             if (left > most_left)

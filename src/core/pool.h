@@ -76,6 +76,9 @@ struct pool {
     /* Predictive pre-scaling (forecast.h): off unless set. */
     bool predictive;
     int forecast_alpha_pct; /* weight of the newest hour in the smoothing, 1..100 */
+    /* Node health probe its agents run (agent_probe.h); "" for none. */
+    char health_command[256];
+    int64_t health_interval_s; /* 0: the agent's default */
 };
 
 /* Seconds from asking for a node to it taking work: boot_time_s plus the

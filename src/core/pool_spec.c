@@ -15,7 +15,8 @@ const char pool_spec_keys[] =
     "min_nodes, max_nodes, boot_time_s, boot_timeout_s, price_per_gpu_hour, "
     "price_per_node_hour, spot_price_per_node_hour, billing, pack_gpu_hours, scale_up_delay_s, "
     "scale_down_utilization, scale_down_window_s, cooldown_s, interruption_grace_s, schedule, "
-    "steps, predictive, forecast_alpha_pct, images, pull_time_s";
+    "steps, predictive, forecast_alpha_pct, health_command, health_interval_s, images, "
+    "pull_time_s";
 
 static int fail(char *why, size_t size, const char *fmt, ...)
 {
@@ -134,6 +135,7 @@ static const struct {
     {"cooldown_s", 0, 86400, offsetof(struct pool, cooldown_s), false, true},
     {"interruption_grace_s", 0, 3600, offsetof(struct pool, interruption_grace_s), false, true},
     {"forecast_alpha_pct", 1, 100, offsetof(struct pool, forecast_alpha_pct), true, true},
+    {"health_interval_s", 1, 86400, offsetof(struct pool, health_interval_s), false, false},
 };
 
 static void saw_elastic(struct pool_spec *s, const char *key)
@@ -184,6 +186,13 @@ int pool_spec_set(struct pool_spec *s, const char *key, const char *text, char *
         if (!text || (strcmp(text, "local") && strcmp(text, "exec")))
             return fail(why, why_size, "must be local or exec, got '%s'", text ? text : "?");
         snprintf(p->provider, sizeof p->provider, "%s", text);
+        return 0;
+    }
+    if (!strcmp(key, "health_command")) {
+        if (!text || !*text || strlen(text) >= sizeof p->health_command)
+            return fail(why, why_size, "must be a command of 1 to %zu characters",
+                        sizeof p->health_command - 1);
+        snprintf(p->health_command, sizeof p->health_command, "%s", text);
         return 0;
     }
     if (!strcmp(key, "program")) {

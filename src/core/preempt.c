@@ -13,7 +13,7 @@
 
 static bool gpu_usable(const struct placement_config *cfg, const struct gpu *g, const struct job *job)
 {
-    if (!placement_gpu_matches(g, job))
+    if (!placement_gpu_matches(g, job) || g->faulty)
         return false;
     return g->memory_total_mib <= 0 ||
            g->memory_used_mib * 100 <= (int64_t)cfg->max_gpu_memory_used_pct * g->memory_total_mib ||
@@ -25,7 +25,8 @@ static int gpus_held(const struct node *node, const struct job *job, int64_t hol
 {
     int n = 0;
     for (int g = 0; g < node->ngpus; g++)
-        n += node->gpus[g].job_id == holder && placement_gpu_matches(&node->gpus[g], job);
+        n += node->gpus[g].job_id == holder && !node->gpus[g].faulty &&
+             placement_gpu_matches(&node->gpus[g], job);
     return n;
 }
 

@@ -242,6 +242,7 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
 {
     size_t n = 0, ncandidates = ids ? nids : c->njobs;
     bool explain = s->cfg.explain;
+    s->gpuless = 0;
     for (size_t i = 0; i < ncandidates; i++) {
         struct job *job = ids ? cluster_find_job(c, ids[i]) : &c->jobs[i];
         if (!job || job->state != JOB_PENDING || job->held || job->on_hold ||
@@ -264,6 +265,7 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
             fairshare_classify(s->cfg.fairshare, job);
         else
             job->in_quota = true, job->share_key = 0;
+        s->gpuless += job->gpus <= 0 || gpu_job_wants_slice(job);
         s->order[n++] = job;
     }
     order_keep_sort(&s->kept, c, s->order, n, by_order_policy, (void *)s->cfg.order);
@@ -368,14 +370,18 @@ static bool try_preemption(struct scheduler *s, struct job *job, struct action_l
  * scan every node instead, which is slower but the same. */
 static void attach_index(struct scheduler *s, struct cluster *c)
 {
+    bool loads = s->cfg.placement->load_index;
     if (s->cfg.keep_index && s->index && c->index == s->index &&
-        placement_index_for(c, s->cfg.placement->node_order))
+        placement_index_for(c, s->cfg.placement->node_order) &&
+        (!loads || placement_index_load(c, &s->cfg.placement_cfg)))
         return;
     c->index = NULL;
     if (!s->index && !(s->index = calloc(1, sizeof *s->index)))
         return;
     if (placement_index_build(s->index, c, s->cfg.placement->node_order) == 0)
         c->index = s->index;
+    if (c->index && loads) /* without memory for it loadaware scans: slower, the same */
+        (void)placement_index_track_load(s->index, c, &s->cfg.placement_cfg);
 }
 
 /* Detaches the index at the end of a pass unless it is to be kept; its
@@ -423,15 +429,46 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     }
 
     int placed = 0;
+    bool strict = s->cfg.order->strict;
+    const struct job *stopped_at = NULL; /* strict: the blocked job the pass stopped at */
+    /* The reservation's GPUs are let go for a job that ends before it and
+     * held again after; between two such jobs (nothing to preempt) they
+     * stay let go, which leaves the cluster as holding and letting go
+     * again would. */
+    bool hold_deferred = false;
     for (size_t i = 0; i < npending; i++) {
         struct job *job = s->order[i];
+        if (stopped_at) {
+            if (!explain)
+                break;
+            snprintf(job->wait_reason, sizeof job->wait_reason,
+                     "behind job %lld, which cannot start yet (policy %s)",
+                     (long long)stopped_at->id, s->cfg.order->name);
+            continue;
+        }
+        bool short_enough = reservation.active && backfill_fits_before(&reservation, job, now_ms);
+        if (hold_deferred && !short_enough) {
+            backfill_hold(c, &reservation, true);
+            hold_deferred = false;
+        }
+        /* With nothing left to write or reserve, no GPU free anywhere and
+         * every job left needing one, none of them can start. */
+        if (!explain && !s->gpuless && !s->preempt_pool.n && !reservation.active &&
+            (!s->cfg.backfill || reservation_tried) &&
+            placement_index_nodes_with_free(c, 1) == 0)
+            break;
+        if (job->gpus <= 0 || gpu_job_wants_slice(job))
+            s->gpuless--;
         /* Once a job that cannot start has nothing left to get (no reason
          * to write, nothing to preempt, the reservation handed out), one
          * that no node has the free GPUs for is passed over unasked. */
         if (!explain && !s->preempt_pool.n && (!s->cfg.backfill || reservation_tried) &&
             !(reservation.active && backfill_fits_before(&reservation, job, now_ms)) &&
-            short_of_free_gpus(c, job))
+            short_of_free_gpus(c, job)) {
+            if (strict && !reservation.active)
+                stopped_at = job;
             continue;
+        }
         int q = queue_slot(s->cfg.queues, job);
         char why_buf[TIDE_REASON_MAX] = "";
         char *why = explain ? why_buf : NULL;
@@ -451,12 +488,14 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
                          "waiting for %d free GPU%s%.38s on one node", job->gpus,
                          job->gpus == 1 ? "" : "s", host);
             }
+            if (strict && !reservation.active)
+                stopped_at = job;
             continue;
         }
         /* Behind a reservation, a job that would outlast it must not use its GPUs. */
-        bool short_enough = reservation.active && backfill_fits_before(&reservation, job, now_ms);
-        if (short_enough)
+        if (short_enough && !hold_deferred)
             backfill_hold(c, &reservation, false);
+        hold_deferred = false;
         struct placement_choice choice;
         enum placement_result r =
             s->cfg.placement->choose(&s->cfg.placement_cfg, c, job, &choice, why);
@@ -469,7 +508,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
                     return TIDE_ENOMEM;
                 }
                 if (short_enough)
-                    backfill_hold(c, &reservation, true);
+                    hold_deferred = true;
                 if (q >= 0) {
                     usage.jobs[q]++;
                     usage.gpus[q] += job->gpus;
@@ -488,7 +527,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
                 return TIDE_ENOMEM;
             }
             if (short_enough)
-                backfill_hold(c, &reservation, true);
+                hold_deferred = true;
             if (q >= 0) {
                 usage.jobs[q]++;
                 usage.gpus[q] += job->gpus;
@@ -496,15 +535,20 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
             placed++;
             continue;
         }
-        if (short_enough)
-            backfill_hold(c, &reservation, true);
+        if (short_enough && s->preempt_pool.n)
+            backfill_hold(c, &reservation, true); /* preemption below sees what is held */
+        else if (short_enough)
+            hold_deferred = true;
         if (explain)
             snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
         if (r != PLACEMENT_NOT_NOW)
             continue;
         if (s->preempt_pool.n && !preemption_hopeless(no_victims, nno_victims, job)) {
-            if (try_preemption(s, job, out))
+            if (try_preemption(s, job, out)) {
+                if (strict && !reservation.active)
+                    stopped_at = job;
                 continue;
+            }
             if (!job->in_quota && unconstrained(job) && nno_victims < FAILED_SHAPES)
                 no_victims[nno_victims++] = (struct victimless_shape){
                     .gpus = job->gpus, .cpus = job->cpus, .priority = job->effective_priority};
@@ -517,13 +561,23 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
             backfill_reserve(&s->cfg.placement_cfg, c, job, now_ms, &reservation)) {
             job->reserved_start_ms = reservation.start_ms;
             job->reserved_node_id = reservation.node->id;
-            if (explain)
+            if (explain && reservation.nparts > 1)
+                snprintf(job->wait_reason, sizeof job->wait_reason,
+                         "reserved %d GPUs on %d nodes (%.40s, ...) from %lld s from now "
+                         "(backfill)",
+                         job->gpus, reservation.nparts, reservation.node->name,
+                         (long long)((reservation.start_ms - now_ms + 999) / 1000));
+            else if (explain)
                 snprintf(job->wait_reason, sizeof job->wait_reason,
                          "reserved %d GPU%s on %s from %lld s from now (backfill)", job->gpus,
                          job->gpus == 1 ? "" : "s", reservation.node->name,
                          (long long)((reservation.start_ms - now_ms + 999) / 1000));
             backfill_hold(c, &reservation, true);
         }
+        /* Strict order: nothing behind a blocked job starts, unless EASY
+         * backfill reserved for it (then only around the reservation). */
+        if (strict && !reservation.active)
+            stopped_at = job;
     }
     backfill_hold(c, &reservation, false);
     detach_index(s, c);

@@ -64,6 +64,7 @@ struct scheduler {
     struct gang_choice gang;          /* scratch: a multi-node placement */
     struct placement_index *index; /* nodes by free GPUs, rebuilt each pass */
     int64_t last_node_check_ms;    /* sched_check_nodes' last call, 0 before the first */
+    size_t gpuless; /* scratch: collected jobs that need no free GPU (none, or a share) */
 };
 
 void sched_init(struct scheduler *s, const struct sched_config *cfg);

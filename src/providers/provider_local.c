@@ -55,8 +55,10 @@ void provider_fake_gpu_spec(const struct pool *pool, char *buf, size_t size)
 static int start_agent(struct provider *p, const struct pool *pool, struct local_agent *slot,
                        const char *name, struct tide_err *err)
 {
-    char work[1024], log[1100], spec[160];
+    char work[1024], log[1100], spec[160], faults[1100];
     snprintf(work, sizeof work, "%s/pool-agents/%s", p->env.data_dir, name);
+    /* where a test injects faults into this node's fake GPUs (docs/health.md) */
+    snprintf(faults, sizeof faults, "%s/fake-faults", work);
     snprintf(log, sizeof log, "%s.log", work);
     int rc = fs_mkdir_p(work, 0700);
     if (rc)
@@ -65,14 +67,25 @@ static int start_agent(struct provider *p, const struct pool *pool, struct local
     int log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (log_fd < 0)
         return tide_err_set(err, TIDE_EIO, NULL, "cannot open %s: %s", log, strerror(errno));
-    /* the fixed flags, then --prewarm-image IMAGE for each of the pool's images */
-    char *argv[15 + 2 * POOL_MAX_IMAGES] = {
+    char interval[24];
+    snprintf(interval, sizeof interval, "%lld",
+             (long long)(pool->health_interval_s > 0 ? pool->health_interval_s : 60));
+    /* the fixed flags, --prewarm-image IMAGE for each of the pool's images,
+     * then the pool's health probe (docs/health.md), when it has one */
+    char *argv[24 + 2 * POOL_MAX_IMAGES] = {
         "tide", "agent", "--server", p->env.server_url, "--token-file",
         p->env.join_token_path, "--name", (char *)name, "--work", work,
-        "--fake-gpus", spec, "--pool", (char *)pool->name, NULL};
-    for (int i = 0, n = 14; i < pool->nimages; i++) {
+        "--fake-gpus", spec, "--pool", (char *)pool->name, "--fake-fault-file", faults, NULL};
+    int n = 16;
+    for (int i = 0; i < pool->nimages; i++) {
         argv[n++] = "--prewarm-image";
         argv[n++] = (char *)pool->images[i];
+    }
+    if (pool->health_command[0]) {
+        argv[n++] = "--health-command";
+        argv[n++] = (char *)pool->health_command;
+        argv[n++] = "--health-interval-s";
+        argv[n++] = interval;
     }
     pid_t parent = getpid();
     pid_t pid = fork();

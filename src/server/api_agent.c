@@ -9,6 +9,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "core/gpu_health.h"
 #include "core/gpu_share.h"
 #include "core/image.h"
 #include "core/job_spec.h"
@@ -226,7 +227,16 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
                     node.gpus[i].job_id = old->gpus[j].job_id;
                     node.gpus[i].shared_jobs = old->gpus[j].shared_jobs;
                     node.gpus[i].shared_memory_mib = old->gpus[j].shared_memory_mib;
+                    /* health outlives agent restarts, until an operator clears it */
+                    node.gpus[i].faulty = old->gpus[j].faulty;
+                    memcpy(node.gpus[i].fault, old->gpus[j].fault, sizeof node.gpus[i].fault);
+                    node.gpus[i].fault_seq = old->gpus[j].fault_seq;
                 }
+        node.faults_in_window = old->faults_in_window;
+        node.fault_window_start_ms = old->fault_window_start_ms;
+        node.health_failed = old->health_failed;
+        node.probe_drained = old->probe_drained;
+        node.probe_drained_ms = old->probe_drained_ms;
     }
     /* A lost node whose agent came back (restarted) is back, as after a late heartbeat. */
     bool back = old && old->state == NODE_LOST;
@@ -236,6 +246,14 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
         memcpy(node.drain_reason, old->drain_reason, sizeof node.drain_reason);
         node.state = NODE_DRAINING;
     }
+    if (old && old->health_failed && !old->pool[0])
+        node.state = NODE_FAILED; /* gpu_health.h: until an operator undrains it */
+    /* The agent's first health probe: a failing node is drained as it joins. */
+    json_t *probe = json_object_get(body, "health_probe");
+    int probe_change = 0;
+    if (json_is_object(probe) && json_is_boolean(json_object_get(probe, "ok")))
+        probe_change = gpu_health_probe(&node, json_is_true(json_object_get(probe, "ok")),
+                                        string_field(probe, "output", ""), now);
     node.last_heartbeat_ms = now;
     int rc = store_begin(srv->store, &err);
     if (!rc)
@@ -251,6 +269,13 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
              node.ngpus, node.ngpus == 1 ? "" : "s", node.driver[0] ? node.driver : "no driver");
     if (!rc)
         rc = store_event_add(srv->store, now, back ? "node_back" : "node_registered", 0, node.id, msg, &err);
+    if (!rc && probe_change)
+        rc = store_node_set_drain(srv->store, node.id, node.state,
+                                  node.drained ? node.drain_reason : NULL, &err);
+    if (!rc && probe_change)
+        rc = store_event_add(srv->store, now, probe_change > 0 ? "node_drained" : "node_undrained",
+                             0, node.id, probe_change > 0 ? node.drain_reason : "health probe passed",
+                             &err);
     if (!rc)
         rc = store_commit(srv->store, &err);
     if (rc)
@@ -510,13 +535,21 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(body);
         return 0;
     }
-    json_t *offsets = store_log_chunks(srv, node, json_object_get(body, "logs"));
     action_list_clear(&srv->actions);
+    static struct health_notes health;
+    if (api_health_from_heartbeat(srv, node, body, now, &srv->actions, &health, reply) != 0) {
+        pthread_mutex_unlock(&srv->lock);
+        json_decref(body);
+        return 0;
+    }
+    json_t *offsets = store_log_chunks(srv, node, json_object_get(body, "logs"));
     int rc = reconcile_heartbeat(&srv->cluster, node, reports, nreports, now, &srv->actions);
     if (rc)
         tide_err_set(&err, rc, NULL, "out of memory");
     if (!rc)
         rc = apply_actions(srv, &srv->actions, now, &err);
+    if (!rc && (health.nfaults || health.probe))
+        rc = api_health_persist(srv, req->token.node_id, &health, now, &err);
     json_t *actions = json_array(), *acks = json_array();
     bool kick = false;
     /* The node pointer may have moved if the apply reloaded the cluster. */
@@ -546,6 +579,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         case ACTION_FINISH:
         case ACTION_REQUEUE:
         case ACTION_NODE_BACK:
+        case ACTION_PREEMPT:
             kick = true;
             break;
         default:

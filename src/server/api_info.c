@@ -29,6 +29,9 @@ static json_t *node_to_json(const struct node *n, int64_t now_ms)
         json_object_set_new(o, "shared_jobs", json_integer(g->shared_jobs));
         json_object_set_new(o, "shared_memory_mib", json_integer(g->shared_memory_mib));
         json_object_set_new(o, "mig_mode", json_boolean(g->mig_mode));
+        /* GPU health (core/gpu_health.h) */
+        json_object_set_new(o, "healthy", json_boolean(!g->faulty));
+        json_object_set_new(o, "fault", g->faulty ? json_string(g->fault) : json_null());
         if (g->mig_profile[0]) {
             json_object_set_new(o, "mig_profile", json_string(g->mig_profile));
             json_object_set_new(o, "parent_index", json_integer(g->mig_parent));

@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "common/fsutil.h"
+#include "core/gpu_health.h"
 #include "core/operator.h"
 #include "server/server.h"
+#include "store/store_health.h"
 
 #define OPS_REASON_MAX 140
 
@@ -200,14 +202,18 @@ int api_nodes_operate(struct server *srv, struct api_request *req, const char *n
             rc = operator_drain_node(&srv->cluster, id, reason[0] ? reason : NULL, &err);
             snprintf(msg, sizeof msg, "drained by %s: %.140s", req->token.name, node->drain_reason);
         } else {
+            int faulty = gpu_health_faulty_count(node);
             rc = operator_undrain_node(&srv->cluster, id, &err);
-            snprintf(msg, sizeof msg, "undrained by %s", req->token.name);
+            snprintf(msg, sizeof msg, "undrained by %s%s", req->token.name,
+                     faulty ? " (GPU faults cleared)" : "");
         }
         if (!rc)
             rc = store_begin(srv->store, &err);
         if (!rc) {
             rc = store_node_set_drain(srv->store, id, node->state,
                                       node->drained ? node->drain_reason : NULL, &err);
+            if (!rc && !drain) /* undrain clears GPU faults too (core/gpu_health.h) */
+                rc = store_gpu_faults_save(srv->store, cluster_find_node(&srv->cluster, id), &err);
             if (!rc)
                 rc = store_event_add(srv->store, now, drain ? "node_drained" : "node_undrained", 0,
                                      id, msg, &err);

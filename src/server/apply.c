@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "core/image.h"
 #include "server/server.h"
+#include "store/store_health.h"
 #include "store/store_events.h"
 #include "store/store_pools.h"
 
@@ -139,6 +140,10 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
         rc = store_events_init(srv->store, err);
     if (!rc)
         rc = store_pool_nodes_load(srv->store, &srv->cluster, NULL, NULL, err);
+    if (!rc)
+        rc = store_health_init(srv->store, err);
+    if (!rc)
+        rc = store_gpu_faults_load(srv->store, &srv->cluster, err);
     if (!rc)
         rc = store_jobs_load_active(srv->store, &srv->cluster, err);
     /* What a job takes from its queue and its project rather than its spec. */

@@ -42,6 +42,22 @@ int config_want_int(struct config_ctx *c, const yaml_node_t *v, const char *key,
     return 0;
 }
 
+/* server.tls_cert, tls_key, tls_client_ca: a PEM file's path, "" for none
+ * (the files are checked when the server starts, naming them). */
+static int tls_path_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
+{
+    const char *s = config_scalar(v);
+    char *dst = !strcmp(key, "server.tls_cert") ? c->cfg->tls_cert
+                : !strcmp(key, "server.tls_key") ? c->cfg->tls_key
+                                                 : c->cfg->tls_client_ca;
+    if (!s)
+        return config_fail(c, v, key, "must be a file path (\"\" for none)%s", "");
+    if (strlen(s) >= sizeof c->cfg->tls_cert)
+        return config_fail(c, v, key, "path too long%s", "");
+    memcpy(dst, s, strlen(s) + 1);
+    return 0;
+}
+
 static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
 {
     long n;
@@ -55,8 +71,27 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
     } else if (!strcmp(key, "server.kill_grace_s")) {
         if (!(rc = config_want_int(c, v, key, 0, 3600, &n)))
             c->cfg->kill_grace_s = (int)n;
+    } else if (!strcmp(key, "server.tls_cert") || !strcmp(key, "server.tls_key") ||
+               !strcmp(key, "server.tls_client_ca")) {
+        rc = tls_path_key(c, key, v);
+    } else if (!strcmp(key, "server.insecure_plain_http")) {
+        const char *s = config_scalar(v);
+        bool yes = s && (!strcmp(s, "true") || !strcmp(s, "yes"));
+        if (!s || (!yes && strcmp(s, "false") && strcmp(s, "no")))
+            return config_fail(c, v, key, "must be true or false, got '%s'", s ? s : "?");
+        c->cfg->insecure_plain_http = yes;
+        rc = 0;
+    } else if (!strcmp(key, "server.node_fault_limit")) {
+        if (!(rc = config_want_int(c, v, key, 0, 1000, &n)))
+            c->cfg->node_fault_limit = (int)n;
+    } else if (!strcmp(key, "server.node_fault_window_s")) {
+        if (!(rc = config_want_int(c, v, key, 1, 30 * 86400, &n)))
+            c->cfg->node_fault_window_s = n;
     } else {
-        rc = config_fail(c, v, key, "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s)%s", "");
+        rc = config_fail(c, v, key,
+                         "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s, "
+                         "tls_cert, tls_key, tls_client_ca, insecure_plain_http, "
+                         "node_fault_limit, node_fault_window_s)%s", "");
     }
     return rc;
 }
@@ -79,9 +114,12 @@ static int scheduler_key(struct config_ctx *c, const char *key, const yaml_node_
     } else if (!strcmp(key, "scheduler.policy")) {
         const char *s = config_scalar(v);
         const struct order_ops *o = s ? order_by_name(s) : NULL;
-        if (!o)
-            return config_fail(c, v, key, "unknown policy '%s' (known: fifo, priority, sjf, las)",
-                               s ? s : "?");
+        if (!o) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "unknown policy '%.60s' (known: %s)", s ? s : "?",
+                     order_names());
+            return config_fail(c, v, key, "%s", msg);
+        }
         c->sc->order = o;
         rc = 0;
     } else if (!strcmp(key, "scheduler.backfill") || !strcmp(key, "scheduler.preemption") ||

@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/port_owner.h"
+#include "server/http_tls.h"
 #include "server/pool_loop.h"
 #include "server/server.h"
 
@@ -153,6 +154,9 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
     tide_err_clear(&err);
     bool agent_route = !strncmp(p, "/v1/agent/", 10);
     if (auth_check(srv, req, &err) != 0)
+        return api_error(reply, &err);
+    /* With a client CA, the agent protocol also needs a certificate it signed. */
+    if (agent_route && srv->cfg.tls_client_ca[0] && http_tls_check_client(req->conn, &err) != 0)
         return api_error(reply, &err);
     /* Join and node tokens are for the agent protocol only, and user tokens never are. */
     bool agent_token = req->token.kind == TOKEN_JOIN || req->token.kind == TOKEN_NODE;
@@ -304,6 +308,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
 }
 
+/* libmicrohttpd's own messages (mostly failed TLS handshakes: a client that
+ * does not trust our certificate, or speaks plain HTTP to HTTPS) as
+ * timestamped warnings instead of bare lines on stderr. */
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    log_warn("http: %s", line);
+}
+
 int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err)
 {
     struct sockaddr_in addr;
@@ -313,18 +329,40 @@ int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err
     if (inet_pton(AF_INET, srv->cfg.listen_host, &addr.sin_addr) != 1)
         return tide_err_set(err, TIDE_EINVAL, "listen", "listen address '%s' is not an IPv4 address",
                             srv->cfg.listen_host);
+    struct http_tls tls;
+    int rc = http_tls_load(&srv->cfg, &tls, err);
+    if (rc)
+        return rc;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
+    /* Unused options are MHD_OPTION_END pairs that stop the list early. */
+    struct MHD_OptionItem tls_opts[] = {
+        {tls.cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, tls.cert},
+        {tls.key ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls.key},
+        {tls.client_ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, tls.client_ca},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (tls.cert)
+        flags |= MHD_USE_TLS;
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-            MHD_USE_ERROR_LOG,
-        (uint16_t)srv->cfg.listen_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, &addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT, 2000u,
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
+        flags, (uint16_t)srv->cfg.listen_port, NULL, NULL, on_request, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, /* first, or MHD logs some itself */
+        MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_CONNECTION_LIMIT, 2000u, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+    http_tls_release(&tls); /* the daemon has its own copies */
     /* No SO_REUSEPORT: a second server on the port must fail, not share it. */
     if (!d) {
         char holder[320];
         if (srv->cfg.listen_port && port_owner_describe(srv->cfg.listen_port, holder, sizeof holder) == 0)
             return tide_err_set(err, TIDE_ECONFLICT, "listen", "cannot listen on %s:%d: in use by %s",
                                 srv->cfg.listen_host, srv->cfg.listen_port, holder);
+        if (srv->cfg.tls_cert[0])
+            return tide_err_set(err, TIDE_EINVAL, "tls_cert",
+                                "cannot serve HTTPS on %s:%d: the port is in use, or %s and %s "
+                                "are not a certificate and its matching key (see the log above)",
+                                srv->cfg.listen_host, srv->cfg.listen_port, srv->cfg.tls_cert,
+                                srv->cfg.tls_key);
         return tide_err_set(err, TIDE_EIO, "listen", "cannot listen on %s:%d (in use?)",
                             srv->cfg.listen_host, srv->cfg.listen_port);
     }

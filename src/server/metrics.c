@@ -21,6 +21,7 @@ struct gpu_sample {
     int index;
     int utilization_pct, temperature_c, power_w;
     int64_t memory_used_mib, memory_total_mib;
+    bool healthy;
 };
 
 /* Unfinished jobs by queue: count and GPUs asked for per state, and the
@@ -43,6 +44,7 @@ struct snapshot {
     size_t ngpus;
     long long http_requests, sched_passes, jobs_submitted;
     long long failures[FAILURE_CLASS_COUNT];
+    long long gpu_faults[GPU_FAULT_KIND_COUNT];
     char *pool_text; /* the pool section, already formatted */
     size_t pool_len;
 };
@@ -111,6 +113,7 @@ static int take_snapshot(struct server *srv, struct snapshot *s)
             out->power_w = gpu->power_w;
             out->memory_used_mib = gpu->memory_used_mib;
             out->memory_total_mib = gpu->memory_total_mib;
+            out->healthy = !gpu->faulty;
         }
     }
     s->gpus_total = cluster_gpus_total(c);
@@ -120,6 +123,7 @@ static int take_snapshot(struct server *srv, struct snapshot *s)
     s->sched_passes = srv->sched_passes;
     s->jobs_submitted = srv->jobs_submitted;
     memcpy(s->failures, srv->failures, sizeof s->failures);
+    memcpy(s->gpu_faults, srv->gpu_faults, sizeof s->gpu_faults);
     FILE *pool_out = open_memstream(&s->pool_text, &s->pool_len);
     if (!pool_out)
         return TIDE_ENOMEM;
@@ -213,6 +217,7 @@ static void print_gpus(FILE *out, const struct snapshot *s)
         {"tide_gpu_memory_total_bytes", "GPU memory in all."},
         {"tide_gpu_temperature_celsius", "GPU temperature reported by the agent."},
         {"tide_gpu_power_watts", "GPU power draw reported by the agent."},
+        {"tide_gpu_healthy", "1 while the GPU may get work, 0 after a fault until cleared."},
     };
     for (size_t k = 0; k < sizeof gauges / sizeof gauges[0]; k++) {
         family(out, gauges[k].name, "gauge", gauges[k].help);
@@ -233,6 +238,9 @@ static void print_gpus(FILE *out, const struct snapshot *s)
                 break;
             case 3:
                 fprintf(out, "%d\n", g->temperature_c);
+                break;
+            case 5:
+                fprintf(out, "%d\n", g->healthy);
                 break;
             default:
                 fprintf(out, "%d\n", g->power_w);
@@ -275,6 +283,11 @@ static void print_rest(FILE *out, const struct snapshot *s)
     for (int k = 0; k < FAILURE_CLASS_COUNT; k++)
         fprintf(out, "tide_job_failures_total{reason=\"%s\"} %lld\n", failure_class_names[k],
                 s->failures[k]);
+    family(out, "tide_gpu_faults_total", "counter",
+           "GPU faults agents reported since start, by kind (docs/health.md).");
+    for (int k = 0; k < GPU_FAULT_KIND_COUNT; k++)
+        fprintf(out, "tide_gpu_faults_total{kind=\"%s\"} %lld\n", gpu_fault_kind_names[k],
+                s->gpu_faults[k]);
     family(out, "tide_image_cache_hits_total", "counter",
            "Containerised attempts placed on a node that already held their image.");
     fprintf(out, "tide_image_cache_hits_total %lld\n", s->counts.image_cache_hits);

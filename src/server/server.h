@@ -32,6 +32,8 @@ struct server_config {
     int64_t node_timeout_ms;
     int heartbeat_interval_ms;
     int kill_grace_s;
+    int node_fault_limit;        /* GPU faults within the window that fail a node; 0: never */
+    int64_t node_fault_window_s;
     int sched_interval_ms;
     struct pool pools[TIDE_MAX_POOLS]; /* tide.yaml pools: (config_pools.c) */
     int npools;
@@ -42,6 +44,10 @@ struct server_config {
     int64_t retention_jobs_s;   /* finished jobs: rows, events, logs, checkpoints */
     int64_t retention_events_s; /* any event */
     int retention_sweep_s;      /* how often the sweeper looks */
+    /* TLS (http_tls.c): PEM files, "" for none */
+    char tls_cert[512], tls_key[512];
+    char tls_client_ca[512];  /* agents must present a certificate this CA signed */
+    bool insecure_plain_http; /* allow plain HTTP on an address other than loopback */
 };
 
 /* How attempts end other than in success, counted for /metrics. */
@@ -57,6 +63,41 @@ enum failure_class {
     FAILURE_CLASS_COUNT
 };
 extern const char *const failure_class_names[FAILURE_CLASS_COUNT];
+
+/* GPU faults by kind, counted for /metrics (api_health.c). */
+enum gpu_fault_kind { GPU_FAULT_XID, GPU_FAULT_ECC, GPU_FAULT_TEMP, GPU_FAULT_LOST,
+                      GPU_FAULT_OTHER, GPU_FAULT_KIND_COUNT };
+extern const char *const gpu_fault_kind_names[GPU_FAULT_KIND_COUNT];
+
+/* What a heartbeat's health reports did (api_health.c), kept until it is
+ * persisted after the heartbeat's actions. */
+#define HEALTH_MAX_FAULTS 64
+struct health_notes {
+    int nfaults;
+    struct {
+        int gpu_index;
+        char fault[48];
+        int bits;  /* GPU_HEALTH_* (core/gpu_health.h) */
+        int count; /* faults since the last heartbeat */
+    } faults[HEALTH_MAX_FAULTS];
+    int probe; /* 1 drained by the probe, -1 undrained, 0 nothing */
+};
+
+struct api_reply;
+struct server;
+/* Under the lock, before the heartbeat's reconcile: reads the GPU faults
+ * ("gpus"[].fault, fault_seq, node_wide) and the probe result
+ * ("health_probe") of body, applies the new ones to node (core/gpu_health.h)
+ * with their actions appended to out, and notes what to persist. 0, or -1
+ * with reply filled (a malformed field, named); TIDE_ENOMEM as -1 too. */
+int api_health_from_heartbeat(struct server *srv, struct node *node, json_t *body, int64_t now_ms,
+                              struct action_list *out, struct health_notes *notes,
+                              struct api_reply *reply);
+
+/* Persists notes for node_id (events, drain, GPU faults) in a transaction
+ * of its own. */
+int api_health_persist(struct server *srv, int64_t node_id, const struct health_notes *notes,
+                       int64_t now_ms, struct tide_err *err);
 
 struct server {
     struct server_config cfg;
@@ -79,6 +120,7 @@ struct server {
     long long sched_passes;
     long long jobs_submitted;
     long long failures[FAILURE_CLASS_COUNT];
+    long long gpu_faults[GPU_FAULT_KIND_COUNT]; /* by kind (api_health.c) */
     struct server_metrics metrics; /* histograms and finished jobs (metrics.h), own mutex */
     /* Start-time ETAs (eta_refresh.c), under lock. */
     struct eta_plan eta_plan;

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "server/config.h"
 #include "server/data_lock.h"
+#include "server/http_tls.h"
 #include "server/pool_loop.h"
 #include "server/retention.h"
 #include "server/submit_batch.h"
@@ -47,8 +48,14 @@ static const char server_usage[] =
     "  --placement NAME         placement strategy (default binpack)\n"
     "  --max-gpu-mem-pct N      skip GPUs with more memory in use (default 80)\n"
     "  --max-gpu-util-pct N     skip GPUs busier than this (default 90)\n"
+    "  --tls-cert FILE          serve HTTPS with this PEM certificate (chain)\n"
+    "  --tls-key FILE           ... and its PEM private key\n"
+    "  --tls-client-ca FILE     agents must present a client certificate this CA signed\n"
+    "  --insecure-plain-http    allow plain HTTP on an address other than 127.x.x.x\n"
     "  --help                   this text\n\n"
-    "On first start the server writes DIR/admin.token and DIR/join.token (mode 0600).\n";
+    "On first start the server writes DIR/admin.token and DIR/join.token (mode 0600).\n"
+    "Without --tls-cert the server speaks plain HTTP, which it only does on loopback\n"
+    "unless --insecure-plain-http is given (docs/api.md, \"TLS\").\n";
 
 enum {
     OPT_LISTEN = 1,
@@ -61,6 +68,10 @@ enum {
     OPT_PLACEMENT,
     OPT_MEM_PCT,
     OPT_UTIL_PCT,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
+    OPT_TLS_CLIENT_CA,
+    OPT_PLAIN,
     OPT_COUNT
 };
 
@@ -75,6 +86,10 @@ static const struct cli_opt server_opts[] = {
     {"--placement", CLI_OPT_VALUE, OPT_PLACEMENT},
     {"--max-gpu-mem-pct", CLI_OPT_VALUE, OPT_MEM_PCT},
     {"--max-gpu-util-pct", CLI_OPT_VALUE, OPT_UTIL_PCT},
+    {"--tls-cert", CLI_OPT_VALUE, OPT_TLS_CERT},
+    {"--tls-key", CLI_OPT_VALUE, OPT_TLS_KEY},
+    {"--tls-client-ca", CLI_OPT_VALUE, OPT_TLS_CLIENT_CA},
+    {"--insecure-plain-http", CLI_OPT_FLAG, OPT_PLAIN},
     {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
     {NULL, 0, 0},
@@ -88,7 +103,7 @@ struct server_flags {
     const char *value[OPT_COUNT];
     const char *configs[SERVER_MAX_CONFIGS]; /* --config may be repeated: read in order */
     int nconfigs;
-    bool check, help;
+    bool check, help, plain;
 };
 
 static int read_flags(int argc, char **argv, struct server_flags *f, struct tide_err *err)
@@ -107,6 +122,8 @@ static int read_flags(int argc, char **argv, struct server_flags *f, struct tide
             f->help = true;
         else if (id == OPT_CHECK)
             f->check = true;
+        else if (id == OPT_PLAIN)
+            f->plain = true;
         else if (id == OPT_CONFIG && f->nconfigs == SERVER_MAX_CONFIGS)
             return tide_err_set(err, TIDE_EINVAL, "config", "--config: at most %d files",
                                 SERVER_MAX_CONFIGS);
@@ -136,6 +153,24 @@ static int apply_listen(const char *v, struct server_config *cfg, struct tide_er
     return 0;
 }
 
+/* Copies a file path option into dst, refusing an empty or too long one;
+ * the error's field is the tide.yaml key ("tls_cert" for --tls-cert). */
+static int apply_path(const char *flag, const char *v, char *dst, size_t size,
+                      struct tide_err *err)
+{
+    if (!*v || strlen(v) >= size) {
+        char field[32];
+        size_t i = 0;
+        for (; flag[i + 2] && i + 1 < sizeof field; i++)
+            field[i] = flag[i + 2] == '-' ? '_' : flag[i + 2];
+        field[i] = '\0';
+        return tide_err_set(err, TIDE_EINVAL, field, "%s: %s", flag,
+                            *v ? "path too long" : "must not be empty");
+    }
+    memcpy(dst, v, strlen(v) + 1);
+    return 0;
+}
+
 static int apply_flags(const struct server_flags *f, struct server_config *cfg,
                        struct sched_config *sc, struct tide_err *err)
 {
@@ -143,6 +178,17 @@ static int apply_flags(const struct server_flags *f, struct server_config *cfg,
     long long n;
     if (v[OPT_LISTEN] && apply_listen(v[OPT_LISTEN], cfg, err))
         return TIDE_EINVAL;
+    if (v[OPT_TLS_CERT] &&
+        apply_path("--tls-cert", v[OPT_TLS_CERT], cfg->tls_cert, sizeof cfg->tls_cert, err))
+        return TIDE_EINVAL;
+    if (v[OPT_TLS_KEY] &&
+        apply_path("--tls-key", v[OPT_TLS_KEY], cfg->tls_key, sizeof cfg->tls_key, err))
+        return TIDE_EINVAL;
+    if (v[OPT_TLS_CLIENT_CA] && apply_path("--tls-client-ca", v[OPT_TLS_CLIENT_CA],
+                                           cfg->tls_client_ca, sizeof cfg->tls_client_ca, err))
+        return TIDE_EINVAL;
+    if (f->plain)
+        cfg->insecure_plain_http = true;
     if (v[OPT_DATA]) {
         if (strlen(v[OPT_DATA]) >= sizeof cfg->data_dir - 64)
             return tide_err_set(err, TIDE_EINVAL, "data", "--data: path too long");
@@ -188,8 +234,8 @@ static void print_check(const struct server_flags *f, const struct server_config
                         const struct sched_config *sc)
 {
     printf("tide server: %s: ok\n", f->value[OPT_CONFIG] ? f->value[OPT_CONFIG] : "(no --config)");
-    printf("listen %s:%d, data %s, policy %s, placement %s\n", cfg->listen_host,
-           cfg->listen_port, cfg->data_dir, sc->order->name, sc->placement->name);
+    printf("listen %s://%s:%d, data %s, policy %s, placement %s\n",
+           cfg->tls_cert[0] ? "https" : "http", cfg->listen_host, cfg->listen_port, cfg->data_dir, sc->order->name, sc->placement->name);
     printf("%d queues, %d projects with fair share, %d with budgets, %d pools\n",
            cfg->queues.count, cfg->fairshare.count, cfg->budgets.count, cfg->npools);
     for (int i = 0; i < cfg->npools; i++) {
@@ -243,6 +289,8 @@ int server_main(int argc, char **argv)
     srv.cfg.node_timeout_ms = 30000;
     srv.cfg.heartbeat_interval_ms = 1000;
     srv.cfg.kill_grace_s = 10;
+    srv.cfg.node_fault_limit = 3;
+    srv.cfg.node_fault_window_s = 3600;
     srv.cfg.sched_interval_ms = 500;
     srv.cfg.retention_jobs_s = 30 * 86400;
     srv.cfg.retention_events_s = 30 * 86400;
@@ -265,6 +313,11 @@ int server_main(int argc, char **argv)
             return cli_input_fail("server", &err);
     if (apply_flags(&flags, &srv.cfg, &sc, &err) < 0)
         return cli_usage_fail("server", &err);
+    /* TLS files and plain HTTP off loopback: refused before anything is created. */
+    struct http_tls tls_check;
+    if (http_tls_load(&srv.cfg, &tls_check, &err) != 0)
+        return cli_usage_fail("server", &err);
+    http_tls_release(&tls_check);
     if (flags.check) {
         print_check(&flags, &srv.cfg, &sc);
         return 0;
@@ -301,9 +354,9 @@ int server_main(int argc, char **argv)
     }
     sched_started = true;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
-    log_info("listening on http://%s:%u (data in %s, %zu nodes and %zu unfinished jobs loaded)",
-             srv.cfg.listen_host, info ? info->port : (unsigned)srv.cfg.listen_port,
-             srv.cfg.data_dir, srv.cluster.nnodes, srv.cluster.njobs);
+    log_info("listening on %s://%s:%u%s (data in %s, %zu nodes and %zu unfinished jobs loaded)",
+             srv.cfg.tls_cert[0] ? "https" : "http", srv.cfg.listen_host, info ? info->port : (unsigned)srv.cfg.listen_port,
+             srv.cfg.tls_client_ca[0] ? ", agents need a client certificate" : "", srv.cfg.data_dir, srv.cluster.nnodes, srv.cluster.njobs);
     if (retention_start(&srv, &err) != 0 ||
         pool_loop_start(&srv, info ? (int)info->port : srv.cfg.listen_port, &err) != 0) {
         log_error("%s", err.message);

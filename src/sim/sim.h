@@ -68,7 +68,7 @@ struct sim_pool {
 
 struct sim_config {
     char name[SIM_NAME_MAX];      /* label in reports (the config file's base name) */
-    char policy[SIM_NAME_MAX];    /* order_by_name: fifo, priority, sjf, las */
+    char policy[SIM_NAME_MAX];    /* order_by_name (order_names()) */
     char placement[SIM_NAME_MAX]; /* placement_by_name */
     bool backfill;                /* sched_config.backfill */
     /* Preempt running jobs that the policy puts strictly behind a waiting

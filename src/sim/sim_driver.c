@@ -278,6 +278,8 @@ void sim_waiting_list_add(struct sim_state *st, size_t i)
 {
     st->waiting_pos[i] = (int32_t)st->nwaiting;
     st->waiting[st->nwaiting++] = (int64_t)i + 1;
+    if (st->queue.on)
+        sim_queue_add(&st->queue, cluster_find_job(&st->c, (int64_t)i + 1));
 }
 
 void sim_waiting_list_remove(struct sim_state *st, size_t i)
@@ -285,6 +287,7 @@ void sim_waiting_list_remove(struct sim_state *st, size_t i)
     int32_t pos = st->waiting_pos[i];
     if (pos < 0)
         return;
+    sim_queue_remove(&st->queue, (int64_t)i + 1);
     int64_t last = st->waiting[--st->nwaiting];
     st->waiting[pos] = last;
     st->waiting_pos[last - 1] = pos;
@@ -332,6 +335,7 @@ static void node_telemetry(struct sim_state *st, int node)
         const struct trace_job *tj = id ? &st->trace->jobs[id - 1] : NULL;
         n->gpus[g].utilization_pct = !tj ? 0 : tj->has_util ? (tj->util_bp + 50) / 100 : 100;
     }
+    sim_index_refresh(st, n); /* loadaware's index ranks free GPUs by load */
 }
 
 void sim_telemetry_touched(struct sim_state *st)
@@ -445,7 +449,18 @@ static int run_pass(struct sim_state *st, int64_t t)
     if (st->bud)
         sim_budget_meter_starts(st, t);
     action_list_clear(&st->actions);
-    int placed = sched_pass_ids(&st->s, &st->c, st->waiting, st->nwaiting, t, &st->actions);
+    const int64_t *ids = st->waiting;
+    size_t nids = st->nwaiting;
+    int free_gpus = placement_index_free_gpus(&st->c);
+    if (st->queue.on && !st->s.cfg.explain && free_gpus >= 0) {
+        /* Deep queues: only the jobs of each shape that the free GPUs
+         * could hold, which places the same (sim_queue.h). */
+        const int64_t *some;
+        size_t n = sim_queue_candidates(&st->queue, free_gpus, &some);
+        if (n != (size_t)-1)
+            ids = some, nids = n;
+    }
+    int placed = sched_pass_ids(&st->s, &st->c, ids, nids, t, &st->actions);
     st->res->passes++;
     if (placed < 0)
         return placed;
@@ -455,9 +470,10 @@ static int run_pass(struct sim_state *st, int64_t t)
 /* --- preemption --- */
 
 /* A stand-in for running job R as the policy would see it now: its service
- * includes the current run; with earliest set it also sorts before every
- * job of its class, so "W goes before it" means W outranks it outright
- * rather than by FIFO tie-break. */
+ * includes the current run and its estimate is what is left of it now
+ * (SRTF: a job near its end is not preempted for a longer one); with
+ * earliest set it also sorts before every job of its class, so "W goes
+ * before it" means W outranks it outright rather than by FIFO tie-break. */
 static void as_seen_now(const struct sim_state *st, struct job *out, const struct job *r,
                         int64_t t, bool earliest)
 {
@@ -468,6 +484,10 @@ static void as_seen_now(const struct sim_state *st, struct job *out, const struc
     out->effective_priority = r->effective_priority;
     out->gpus = r->gpus;
     out->est_runtime_s = r->est_runtime_s;
+    if (r->est_runtime_s > 0) { /* 0 is unknown: it stays so */
+        int64_t left_ms = r->est_runtime_s * 1000 - (t - st->run[i].run_start_ms);
+        out->est_runtime_s = left_ms > 1000 ? (left_ms + 999) / 1000 : 1;
+    }
     out->attained_gpu_ms = r->attained_gpu_ms + (t - st->run[i].run_start_ms) * r->gpus;
 }
 
@@ -522,49 +542,22 @@ static void requeue(struct sim_state *st, struct job *job, int64_t t)
 
 #define PREEMPT_LOOKS 4
 
-/* Finds one waiting job that outranks running jobs holding enough GPUs on
- * one node, and requeues the fewest of them (last in policy order first).
- * Returns 1 when it preempted, 0 when nothing to do, or TIDE_ENOMEM. */
-static int preempt_once(struct sim_state *st, int64_t t, struct victim *vic)
+static bool could_ever_fit(const struct job *job, void *ctx)
+{
+    return fits_ever(ctx, job);
+}
+
+/* Requeues, for the first of the waiting jobs cands[0..np) (best first)
+ * that outranks running jobs holding enough GPUs on one node, the fewest
+ * of them (last in policy order first). Returns 1 when it preempted, else 0. */
+static int preempt_for(struct sim_state *st, int64_t t, struct victim *vic, struct job **cands,
+                       size_t np)
 {
     const struct order_ops *order = st->s.cfg.order;
-    size_t np = 0;
-    if (st->pend_cap < st->c.njobs) {
-        struct job **grown = realloc(st->pend, st->c.njobs * sizeof *grown);
-        if (!grown)
-            return TIDE_ENOMEM;
-        st->pend = grown;
-        st->pend_cap = st->c.njobs;
-    }
-    for (size_t j = 0; j < st->c.njobs; j++) {
-        struct job *job = &st->c.jobs[j];
-        st->slot_of[job->id - 1] = (int32_t)j;
-        if (job->state == JOB_PENDING && fits_ever(st, job) &&
-            !(st->bud && sim_budget_holds(st, (size_t)(job->id - 1))))
-            st->pend[np++] = job; /* a held job could not take what it frees */
-    }
-    if (np == 0)
-        return 0;
-    /* Only the first PREEMPT_LOOKS in policy order are looked at: pick
-     * them in one pass instead of sorting every waiting job (the order is
-     * total, so they are the ones a sort would put first). */
-    size_t top = 0;
-    for (size_t j = 0; j < np; j++) {
-        struct job *job = st->pend[j];
-        if (top == PREEMPT_LOOKS && order->compare(job, st->pend[top - 1]) >= 0)
-            continue;
-        size_t at = top < PREEMPT_LOOKS ? top++ : top - 1;
-        while (at > 0 && order->compare(job, st->pend[at - 1]) < 0) {
-            st->pend[at] = st->pend[at - 1];
-            at--;
-        }
-        st->pend[at] = job;
-    }
-    np = top;
     struct job earliest;
     memset(&earliest, 0, sizeof earliest);
     for (size_t k = 0; k < np; k++) {
-        struct job *w = st->pend[k];
+        struct job *w = cands[k];
         int64_t best_node = -1;
         int best_cost = INT_MAX;
         for (size_t n = 0; n < st->nnodes; n++) {
@@ -584,7 +577,7 @@ static int preempt_once(struct sim_state *st, int64_t t, struct victim *vic)
                     dup = vic[v].job->id == id;
                 if (dup)
                     continue;
-                struct job *r = &st->c.jobs[st->slot_of[id - 1]];
+                struct job *r = cluster_find_job(&st->c, id);
                 if (!r->preemptible)
                     continue;
                 as_seen_now(st, &earliest, r, t, true);
@@ -619,7 +612,7 @@ static int preempt_once(struct sim_state *st, int64_t t, struct victim *vic)
             bool dup = false;
             for (int v = 0; v < nv && !dup; v++)
                 dup = vic[v].job->id == id;
-            struct job *r = &st->c.jobs[st->slot_of[id - 1]];
+            struct job *r = cluster_find_job(&st->c, id);
             if (dup || !r->preemptible)
                 continue;
             as_seen_now(st, &earliest, r, t, true);
@@ -638,6 +631,51 @@ static int preempt_once(struct sim_state *st, int64_t t, struct victim *vic)
         return 1;
     }
     return 0;
+}
+
+
+/* Finds one waiting job that outranks running jobs holding enough GPUs on
+ * one node, and requeues the fewest of them (last in policy order first).
+ * Returns 1 when it preempted, 0 when nothing to do, or TIDE_ENOMEM. */
+static int preempt_once(struct sim_state *st, int64_t t, struct victim *vic)
+{
+    const struct order_ops *order = st->s.cfg.order;
+    size_t np = 0;
+    if (st->queue.on) { /* the first few in policy order, shape by shape */
+        np = sim_queue_first(&st->queue, PREEMPT_LOOKS, could_ever_fit, st, st->pend_top);
+        return preempt_for(st, t, vic, st->pend_top, np);
+    }
+    if (st->pend_cap < st->c.njobs) {
+        struct job **grown = realloc(st->pend, st->c.njobs * sizeof *grown);
+        if (!grown)
+            return TIDE_ENOMEM;
+        st->pend = grown;
+        st->pend_cap = st->c.njobs;
+    }
+    for (size_t j = 0; j < st->c.njobs; j++) {
+        struct job *job = &st->c.jobs[j];
+        if (job->state == JOB_PENDING && fits_ever(st, job) &&
+            !(st->bud && sim_budget_holds(st, (size_t)(job->id - 1))))
+            st->pend[np++] = job; /* a held job could not take what it frees */
+    }
+    if (np == 0)
+        return 0;
+    /* Only the first PREEMPT_LOOKS in policy order are looked at: pick
+     * them in one pass instead of sorting every waiting job (the order is
+     * total, so they are the ones a sort would put first). */
+    size_t top = 0;
+    for (size_t j = 0; j < np; j++) {
+        struct job *job = st->pend[j];
+        if (top == PREEMPT_LOOKS && order->compare(job, st->pend[top - 1]) >= 0)
+            continue;
+        size_t at = top < PREEMPT_LOOKS ? top++ : top - 1;
+        while (at > 0 && order->compare(job, st->pend[at - 1]) < 0) {
+            st->pend[at] = st->pend[at - 1];
+            at--;
+        }
+        st->pend[at] = job;
+    }
+    return preempt_for(st, t, vic, st->pend, top);
 }
 
 /* --- the loop --- */
@@ -674,6 +712,7 @@ static int admit(struct sim_state *st, size_t i, struct tide_err *err)
     snprintf(job.project, sizeof job.project, "%s", tj->project);
     snprintf(job.queue, sizeof job.queue, "%s", tj->queue);
     job.priority = tj->priority;
+    job.effective_priority = tj->priority; /* no queue escalates it in the sim */
     job.gpus = tj->gpus;
     job.gpu_memory_mib = tj->gpu_memory_mib;
     job.est_runtime_s = st->cfg->oracle_runtime ? (tj->duration_ms + 999) / 1000 : 0;
@@ -851,9 +890,9 @@ static void state_release(struct sim_state *st)
     free(st->node_cap);
     free(st->node_pool);
     free(st->pend);
-    free(st->slot_of);
     free(st->waiting);
     free(st->waiting_pos);
+    sim_queue_release(&st->queue);
     autoscaler_release(&st->as);
     pool_action_list_release(&st->pactions);
     action_list_release(&st->spot_actions);
@@ -896,11 +935,10 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     res->njobs = n;
     res->jobs = calloc(n ? n : 1, sizeof *res->jobs);
     st.run = calloc(n ? n : 1, sizeof *st.run);
-    st.slot_of = calloc(n ? n : 1, sizeof *st.slot_of);
     st.waiting = calloc(n ? n : 1, sizeof *st.waiting);
     st.waiting_pos = calloc(n ? n : 1, sizeof *st.waiting_pos);
     struct victim *vic = calloc(TIDE_MAX_GPUS_PER_NODE, sizeof *vic);
-    if (!res->jobs || !st.run || !st.slot_of || !st.waiting || !st.waiting_pos || !vic) {
+    if (!res->jobs || !st.run || !st.waiting || !st.waiting_pos || !vic) {
         rc = tide_err_set(err, TIDE_ENOMEM, "", "out of memory for %zu jobs", n);
         goto out;
     }
@@ -933,6 +971,14 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     if (st.bud) { /* hard caps hold jobs in passes and get no nodes, as in the server */
         st.s.cfg.budgets = &st.bud->set;
         st.as.budgets = &st.bud->set;
+    }
+    /* Passes may be given only the jobs that could start (sim_queue.h)
+     * unless something looks past them: backfill, budgets, or ETAs (the
+     * ETA plan reads the last pass's order of every waiting job). */
+    if (!cfg->backfill && !cfg->eta && !st.bud && !st.s.cfg.queues &&
+        !st.s.cfg.fairshare && sim_queue_init(&st.queue, &st.c, st.s.cfg.order, n) != 0) {
+        rc = tide_err_set(err, TIDE_ENOMEM, "", "out of memory for %zu jobs", n);
+        goto out;
     }
 
     size_t next = 0;

@@ -13,6 +13,7 @@
 #include "core/sched.h"
 #include "sim/sim.h"
 #include "sim/sim_heap.h"
+#include "sim/sim_queue.h"
 
 struct sim_run_job {
     int64_t remaining_ms; /* run time still owed */
@@ -65,10 +66,13 @@ struct sim_state {
     int64_t *waiting;
     int32_t *waiting_pos;
     size_t nwaiting;
+    /* The same jobs by shape in policy order, when passes may be given
+     * only those that could start (sim_queue.h); off otherwise. */
+    struct sim_queue queue;
     /* preemption scratch */
     struct job **pend;
     size_t pend_cap;
-    int32_t *slot_of; /* trace index -> slot in c.jobs, rebuilt per check */
+    struct job *pend_top[16]; /* the first few waiting, from the queue */
     /* Elastic runs: the core's autoscaler and billing over el->pools. */
     struct sim_elastic *el;
     struct autoscaler as;

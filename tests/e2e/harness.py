@@ -49,12 +49,19 @@ class Cluster:
     """A server plus agents under one temp dir. Use as a context manager."""
 
     def __init__(self, agents=2, fake_gpus="4xH200:141GB", node_timeout_ms=3000,
-                 kill_grace_s=2, heartbeat_ms=300, keep=False, config=None):
+                 kill_grace_s=2, heartbeat_ms=300, keep=False, config=None, tls=None):
         if not TIDE or not os.access(TIDE, os.X_OK):
             raise SystemExit("set TIDE_BIN to the tide binary")
         self.dir = tempfile.mkdtemp(prefix="tide-e2e-")
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        # tls: PEM paths {"cert", "key", "ca"} and optionally "client_ca" (the
+        # server then wants agent certificates) with "agent_cert", "agent_key".
+        self.tls = tls
+        self.ssl_context = None
+        if tls:
+            import ssl
+            self.ssl_context = ssl.create_default_context(cafile=tls["ca"])
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.data = os.path.join(self.dir, "data")
         self.node_timeout_ms = node_timeout_ms
         self.kill_grace_s = kill_grace_s
@@ -86,29 +93,47 @@ class Cluster:
             "--node-timeout-ms", str(self.node_timeout_ms),
             "--heartbeat-ms", str(self.heartbeat_ms),
             "--kill-grace-s", str(self.kill_grace_s)]
-            + (["--config", self.config] if self.config else []))
+            + (["--config", self.config] if self.config else [])
+            + self._server_tls_args())
         wait_until(self._healthy, 20, what="server /healthz")
         self.admin = open(os.path.join(self.data, "admin.token")).read().strip()
         self.join = open(os.path.join(self.data, "join.token")).read().strip()
+
+    def _server_tls_args(self):
+        if not self.tls:
+            return []
+        args = ["--tls-cert", self.tls["cert"], "--tls-key", self.tls["key"]]
+        if self.tls.get("client_ca"):
+            args += ["--tls-client-ca", self.tls["client_ca"]]
+        return args
+
+    def _agent_tls_args(self):
+        if not self.tls:
+            return []
+        args = ["--ca", self.tls["ca"]]
+        if self.tls.get("agent_cert"):
+            args += ["--tls-cert", self.tls["agent_cert"], "--tls-key", self.tls["agent_key"]]
+        return args
 
     def _healthy(self):
         if self.server.poll() is not None:
             raise AssertionError("server exited early:\n" + self.log("server"))
         try:
-            with urllib.request.urlopen(self.url + "/healthz", timeout=2) as r:
+            with urllib.request.urlopen(self.url + "/healthz", timeout=2,
+                                        context=self.ssl_context) as r:
                 return r.status == 200
         except (urllib.error.URLError, ConnectionError, OSError):
             return False
 
-    def start_agent(self, name, fake_gpus=None, args=(), env=None):
-        """Starts agent name (extra flags in args, extra environment in env)
+    def start_agent(self, name, fake_gpus=None, extra=(), env=None):
+        """Starts agent name (extra flags in extra, extra environment in env)
         and waits until its node is ready."""
         work = os.path.join(self.dir, "agents", name)
         os.makedirs(work, exist_ok=True)
         self.agents[name] = self._spawn(f"agent-{name}", [
             "agent", "--server", self.url, "--token-file", os.path.join(self.data, "join.token"),
             "--name", name, "--work", work, "--fake-gpus", fake_gpus or self.fake_gpus]
-            + list(args), env)
+            + self._agent_tls_args() + list(extra), env)
         wait_until(lambda: self.node(name) and self.node(name)["state"] == "ready", 20,
                    what=f"agent {name} registered")
 
@@ -200,7 +225,7 @@ class Cluster:
         for k, v in (headers or {}).items():
             req.add_header(k, v)
         try:
-            with urllib.request.urlopen(req, timeout=30) as r:
+            with urllib.request.urlopen(req, timeout=30, context=self.ssl_context) as r:
                 text = r.read().decode()
                 ctype = r.headers.get("Content-Type", "")
                 return r.status, (json.loads(text) if "json" in ctype else text)
@@ -251,6 +276,8 @@ class Cluster:
 
     def cli(self, *args, token=None, check=False, timeout=60, input=None):
         env = dict(os.environ, TIDE_SERVER=self.url, TIDE_TOKEN=token or self.admin)
+        if self.tls:
+            env["TIDE_CA"] = self.tls["ca"]
         p = subprocess.run([TIDE] + list(args), env=env, capture_output=True, text=True,
                            timeout=timeout, input=input, cwd=self.dir)
         if any(m in p.stderr for m in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")):

@@ -244,6 +244,21 @@ def test_tokens_expire_can_be_listed_and_revoked():
                                 {"name": "x", "projects": ["p"], "expires_in_s": 0})
         assert status == 400 and out["error"]["field"] == "expires_in_s", out
 
+        # The same through the CLI.
+        made = c.cli("token", "create", "--name", "carol", "--project", "default",
+                     "--expires", "12h", check=True)
+        carol = made.stdout.strip()
+        listed = c.cli("token", "list", check=True).stdout
+        assert "carol" in listed and "user" in listed and carol not in listed, listed
+        assert c.request("GET", "/v1/jobs", token=carol)[0] == 200
+        assert "revoked 1 token(s) named 'carol'" in c.cli("token", "revoke", "carol",
+                                                           check=True).stdout
+        assert c.request("GET", "/v1/jobs", token=carol)[0] == 401
+        bad = c.cli("token", "create", "--name", "d", "--project", "p", "--expires", "3 weeks")
+        assert bad.returncode == 2 and "--expires" in bad.stderr, bad.stderr
+        gone = c.cli("token", "revoke", "nobody")
+        assert gone.returncode != 0 and "no user token named 'nobody'" in gone.stderr, gone.stderr
+
 
 def test_guessing_tokens_is_cut_off_after_repeated_failures():
     with Cluster(agents=0) as c:

@@ -92,8 +92,8 @@ def metric(c, name):
     return int(m.group(1)) if m else None
 
 
-def agent(c, name, args=()):
-    c.start_agent(name, args=args, env=storage_env(name))
+def agent(c, name, extra=()):
+    c.start_agent(name, extra=extra, env=storage_env(name))
 
 
 def test_a_containerised_job_runs_in_its_image_with_gpus_env_and_checkpoint_dir():
@@ -212,7 +212,7 @@ def test_an_agent_prewarms_its_image_before_registering():
     assert "localhost/tide-prewarm:1" not in podman("w1", "images", "--format",
                                                      "{{.Repository}}:{{.Tag}}").stdout
     with Cluster(agents=0) as c:
-        agent(c, "w1", args=["--prewarm-image", "docker-archive:" + archive])
+        agent(c, "w1", extra=["--prewarm-image", "docker-archive:" + archive])
         # registered means prewarmed: the image is in its store already
         held = podman("w1", "images", "--format", "{{.Repository}}:{{.Tag}}").stdout
         assert "localhost/tide-prewarm:1" in held, held

@@ -187,7 +187,9 @@ def test_old_finished_jobs_and_events_are_forgotten_with_their_files():
             status, _ = c.request("GET", f"/v1/jobs/{done['id']}")
             return status == 404
         wait_until(forgotten, 20, what="the finished job forgotten")
-        assert not os.path.exists(logs) and not os.path.exists(checkpoints)
+        # Its files go right after its rows, outside the server's lock.
+        wait_until(lambda: not os.path.exists(logs) and not os.path.exists(checkpoints), 10,
+                   what="its log and checkpoint directories removed")
         assert c.job(waiting["id"])["state"] in ("starting", "running")  # unfinished jobs stay
         assert not c.api("GET", f"/v1/events?job={done['id']}")["events"]
         wait_until(lambda: not any(e["kind"] == "node_registered" for e in

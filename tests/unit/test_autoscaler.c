@@ -107,6 +107,58 @@ static void test_scale_from_zero_creates_exactly_the_bin_packed_nodes(void **sta
     fx_stop(&f);
 }
 
+static void test_a_node_drained_by_gpu_faults_is_replaced_not_undrained(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 2, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_DRAINING, 0);
+    n.drained = true; /* gpu_health.h: fell off the bus */
+    assert_non_null(cluster_put_node(&f.c, &n));
+    add_jobs(&f, 1, 1, 0);
+    decide(&f, 10 * S);
+    assert_int_equal(count_type(&f.out, POOL_UNDRAIN), 0);
+    assert_int_equal(created(&f.out, 0), 1);
+    assert_int_equal(cluster_find_node(&f.c, 100)->state, NODE_RELEASED); /* idle: let go */
+    fx_stop(&f);
+}
+
+static void test_a_node_failed_by_gpu_faults_is_failed_once_its_tasks_end(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 2, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_DRAINING, 0);
+    n.drained = n.health_failed = true;
+    n.gpus[0].job_id = 7; /* its preempted task has not ended yet */
+    assert_non_null(cluster_put_node(&f.c, &n));
+    decide(&f, 10 * S);
+    assert_int_equal(count_type(&f.out, POOL_FAIL), 0);
+    cluster_find_node(&f.c, 100)->gpus[0].job_id = 0;
+    decide(&f, 11 * S);
+    assert_int_equal(count_type(&f.out, POOL_FAIL), 1);
+    assert_int_equal(cluster_find_node(&f.c, 100)->state, NODE_FAILED);
+    fx_stop(&f);
+}
+
+static void test_a_node_drained_by_its_probe_is_kept_until_boot_timeout_then_failed(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 2, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_DRAINING, 0);
+    n.drained = n.probe_drained = true;
+    n.probe_drained_ms = 5 * S;
+    assert_non_null(cluster_put_node(&f.c, &n));
+    decide(&f, 100 * S); /* idle, but its probe may pass again */
+    assert_int_equal(cluster_find_node(&f.c, 100)->state, NODE_DRAINING);
+    assert_int_equal(f.out.len, 0);
+    decide(&f, 126 * S); /* boot_timeout_s 120 after the drain */
+    assert_int_equal(count_type(&f.out, POOL_FAIL), 1);
+    assert_int_equal(cluster_find_node(&f.c, 100)->state, NODE_FAILED);
+    fx_stop(&f);
+}
+
 static void test_never_creates_past_max_nodes(void **state)
 {
     (void)state;
@@ -684,6 +736,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scale_from_zero_creates_exactly_the_bin_packed_nodes),
+        cmocka_unit_test(test_a_node_drained_by_gpu_faults_is_replaced_not_undrained),
+        cmocka_unit_test(test_a_node_failed_by_gpu_faults_is_failed_once_its_tasks_end),
+        cmocka_unit_test(test_a_node_drained_by_its_probe_is_kept_until_boot_timeout_then_failed),
         cmocka_unit_test(test_never_creates_past_max_nodes),
         cmocka_unit_test(test_booting_nodes_count_as_capacity),
         cmocka_unit_test(test_waits_for_scale_up_delay),

@@ -312,6 +312,47 @@ static void test_gpus_a_waiting_gang_wants_stay_free_for_smaller_jobs(void **sta
     assert_int_equal(job(11)->state, JOB_STARTING);
 }
 
+/* Two 8-GPU nodes, each half held until 100 s (node 1) and 200 s (node 2);
+ * a 16-GPU job that may span 2 nodes is first in line, then a 4-GPU job
+ * that would run 500 s and one that would run 50 s. */
+static void blocked_gang_cluster(void)
+{
+    add_node(1, 8);
+    add_node(2, 8);
+    add_running(1, 4, 1, 100, 0);
+    add_running(2, 4, 2, 200, 0);
+    struct job gang = fx_job(10, 16);
+    gang.priority = 10;
+    gang.max_nodes = 2;
+    assert_non_null(cluster_add_job(&c, &gang));
+    add_pending(11, 4, 0, 500);
+    add_pending(12, 4, 0, 50);
+}
+
+static void test_blocked_gang_job_reserves_over_two_nodes_and_is_not_delayed(void **state)
+{
+    (void)state;
+    blocked_gang_cluster();
+    assert_int_equal(pass(), 1);
+    assert_int_equal(job(10)->state, JOB_PENDING);
+    assert_int_equal(job(10)->reserved_start_ms, 200000); /* when node 2's half frees */
+    assert_int_equal(job(10)->reserved_node_id, 1);
+    assert_non_null(strstr(job(10)->wait_reason, "on 2 nodes"));
+    assert_int_equal(job(11)->state, JOB_PENDING); /* would hold reserved GPUs past 200 s */
+    assert_int_equal(job(12)->state, JOB_STARTING); /* done at 60 s */
+    assert_int_equal(cluster_gpus_allocated(&c), 12); /* the reservation's hold is gone */
+}
+
+static void test_without_backfill_a_long_job_takes_what_a_blocked_gang_waits_for(void **state)
+{
+    (void)state;
+    sched_release(&s);
+    start_scheduler(false);
+    blocked_gang_cluster();
+    assert_int_equal(pass(), 2);
+    assert_int_equal(job(11)->state, JOB_STARTING);
+}
+
 static void test_gang_larger_than_any_node_never_starts_across_nodes(void **state)
 {
     (void)state;
@@ -346,6 +387,8 @@ int main(void)
         T(test_gang_never_starts_on_part_of_its_gpus),
         T(test_waiting_gang_holds_no_gpus_without_a_reservation),
         T(test_gpus_a_waiting_gang_wants_stay_free_for_smaller_jobs),
+        T(test_blocked_gang_job_reserves_over_two_nodes_and_is_not_delayed),
+        T(test_without_backfill_a_long_job_takes_what_a_blocked_gang_waits_for),
         T(test_gang_larger_than_any_node_never_starts_across_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -231,10 +231,57 @@ static void test_bad_spec_leaves_backend_empty(void **state)
     gpu_backend_release(&be);
 }
 
+static void test_injected_faults_are_counted_per_gpu_with_the_latest_named(void **state)
+{
+    (void)state;
+    struct gpu_device devs[4];
+    memset(devs, 0, sizeof devs);
+    for (int i = 0; i < 4; i++)
+        devs[i].index = i;
+    struct gpu_health h[4];
+    int bad = -1;
+    assert_int_equal(gpu_fake_parse_faults("# injected\n0 xid 79\n\n1 ecc 5\n0 temp 95\n3 lost\n",
+                                           devs, 4, h, &bad),
+                     0);
+    assert_int_equal(bad, 0);
+    assert_int_equal(h[0].seq, 2);
+    assert_string_equal(h[0].what, "temp 95");
+    assert_false(h[0].node_wide);
+    assert_int_equal(h[1].seq, 1);
+    assert_string_equal(h[1].what, "ecc 5");
+    assert_int_equal(h[2].seq, 0);
+    assert_int_equal(h[3].seq, 1);
+    assert_true(h[3].node_wide);
+    assert_string_equal(h[3].what, "lost (fell off the bus)");
+}
+
+static void test_malformed_fault_lines_are_named_and_the_rest_still_count(void **state)
+{
+    (void)state;
+    struct gpu_device devs[2];
+    memset(devs, 0, sizeof devs);
+    devs[1].index = 1;
+    struct gpu_health h[2];
+    int bad = 0;
+    static const char *const wrong[] = {"0 xid\n", "0 melt 3\n", "x xid 3\n", "0 lost 2\n",
+                                        "7 xid 79\n", "0 xid -1\n", "0 xid 12abc\n"};
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        assert_int_equal(gpu_fake_parse_faults(wrong[i], devs, 2, h, &bad), TIDE_EINVAL);
+        assert_int_equal(bad, 1);
+    }
+    assert_int_equal(gpu_fake_parse_faults("1 xid 13\n0 bogus\n1 xid 31\n", devs, 2, h, &bad),
+                     TIDE_EINVAL);
+    assert_int_equal(bad, 2);
+    assert_int_equal(h[1].seq, 2);
+    assert_string_equal(h[1].what, "xid 31");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_with_one_model_gives_numbered_devices),
+        cmocka_unit_test(test_injected_faults_are_counted_per_gpu_with_the_latest_named),
+        cmocka_unit_test(test_malformed_fault_lines_are_named_and_the_rest_still_count),
         cmocka_unit_test(test_spec_list_numbers_across_entries_and_reads_mb),
         cmocka_unit_test(test_spec_units_ignore_case_and_accept_gib_mib),
         cmocka_unit_test(test_bad_specs_are_refused_with_a_reason),

@@ -174,8 +174,12 @@ static void test_policies_are_found_by_name(void **state)
     assert_ptr_equal(order_by_name("priority"), &order_priority);
     assert_ptr_equal(order_by_name("sjf"), &order_sjf);
     assert_ptr_equal(order_by_name("las"), &order_las);
+    assert_ptr_equal(order_by_name("fifo_strict"), &order_fifo_strict);
+    assert_ptr_equal(order_by_name("sjf_strict"), &order_sjf_strict);
+    assert_false(order_fifo.strict);
+    assert_true(order_sjf_strict.strict);
     assert_null(order_by_name("lifo"));
-    assert_string_equal(order_names(), "fifo, priority, sjf, las");
+    assert_string_equal(order_names(), "fifo, priority, sjf, las, fifo_strict, sjf_strict");
 }
 
 /* --- order_keep: sorting pass after pass from the last pass's order --- */

@@ -241,6 +241,105 @@ static void test_every_strategy_answers_the_same_when_no_reason_is_wanted(void *
     }
 }
 
+/* The brute-force rule loadaware follows, written out for the test: of
+ * the nodes that can take job now, the lowest summed load key of its
+ * least-loaded eligible GPUs, then fewest free GPUs left, then cluster order. */
+static struct node *loadaware_by_hand(const struct job *job)
+{
+    struct node *best = NULL;
+    long best_load = 0;
+    int best_left = 0;
+    for (size_t i = 0; i < c.nnodes; i++) {
+        struct node *n = &c.nodes[i];
+        if (n->state != NODE_READY || !placement_host_fits_now(n, job))
+            continue;
+        int keys[TIDE_MAX_GPUS_PER_NODE], k = 0, free_gpus = 0;
+        for (int g = 0; g < n->ngpus; g++) {
+            if (n->gpus[g].job_id)
+                continue;
+            free_gpus++;
+            if (!placement_gpu_overloaded(&cfg, &n->gpus[g]))
+                keys[k++] = placement_gpu_load_key(&n->gpus[g]);
+        }
+        if (k < job->gpus)
+            continue;
+        long load = 0;
+        for (int taken = 0; taken < job->gpus; taken++) { /* the smallest, one at a time */
+            int min = 0;
+            for (int j = 1; j < k; j++)
+                if (keys[j] < keys[min])
+                    min = j;
+            load += keys[min];
+            keys[min] = 1 << 30;
+        }
+        int left = free_gpus - job->gpus;
+        if (!best || load < best_load || (load == best_load && left < best_left)) {
+            best = n;
+            best_load = load;
+            best_left = left;
+        }
+    }
+    return best;
+}
+
+/* The load index (placement_load.h) on random clusters: nodes of 1-8 GPUs,
+ * some not ready, GPUs held, busy, over the thresholds, CPUs allocated;
+ * jobs of 0-9 GPUs, some asking for many CPUs. Its choice is the
+ * brute-force rule's, and stays so as the cluster changes under it. */
+static void test_loadaware_with_the_load_index_chooses_what_a_brute_force_scan_does(void **state)
+{
+    (void)state;
+    uint64_t x = 11;
+#define NEXT() (x = x * 6364136223846793005ULL + 1442695040888963407ULL, (unsigned)(x >> 33))
+    for (int64_t id = 1; id <= 40; id++) {
+        struct node n = fx_h200_node(id, 1 + (int)(NEXT() % 8));
+        n.state = NEXT() % 10 == 0 ? NODE_DRAINING : NODE_READY;
+        n.cpus_allocated = (int)(NEXT() % (FX_NODE_CPUS + 1));
+        add_node(n);
+    }
+    struct placement_index idx;
+    placement_index_init(&idx);
+    for (int round = 0; round < 100; round++) {
+        c.index = NULL;
+        for (size_t j = c.njobs; j-- > 0;)
+            cluster_remove_job(&c, c.jobs[j].id);
+        for (size_t i = 0; i < c.nnodes; i++) {
+            struct node *n = &c.nodes[i];
+            int held = (int)(NEXT() % (unsigned)(n->ngpus + 1));
+            if (held && NEXT() % 2)
+                hold(n->id, held);
+            for (int g = 0; g < n->ngpus; g++) {
+                unsigned r = NEXT();
+                n->gpus[g].utilization_pct = r % 3 == 0 ? 0 : (int)(r % 100);
+                n->gpus[g].memory_used_mib = r % 5 == 0 ? (int64_t)(NEXT() % FX_H200_MIB) : 0;
+            }
+        }
+        assert_int_equal(placement_index_build(&idx, &c, NULL), 0);
+        assert_int_equal(placement_index_track_load(&idx, &c, &cfg), 0);
+        c.index = &idx;
+        assert_non_null(placement_index_load(&c, &cfg));
+        for (int step = 0; step < 20; step++) {
+            struct job job = fx_job(1, (int)(NEXT() % 10));
+            job.cpus = NEXT() % 4 == 0 ? (int)(NEXT() % FX_NODE_CPUS) : 0;
+            struct node *expect = loadaware_by_hand(&job);
+            enum placement_result r = placement_loadaware.choose(&cfg, &c, &job, &choice, NULL);
+            assert_int_equal(r == PLACEMENT_FOUND, expect != NULL);
+            if (!expect)
+                continue;
+            assert_ptr_equal(choice.node, expect);
+            /* Start it, so the next job sees the index refreshed. */
+            job.id = 5000 + round * 100 + step;
+            struct job *added = cluster_add_job(&c, &job);
+            assert_non_null(added);
+            cluster_assign(&c, added, choice.node, choice.gpu_index, choice.ngpus);
+            added->state = JOB_RUNNING;
+        }
+    }
+#undef NEXT
+    c.index = NULL;
+    placement_index_release(&idx);
+}
+
 /* Loadaware with the index visits buckets and stops at the first idle node;
  * over many mixes of held GPUs and load it must choose what a full scan does. */
 static void test_loadaware_with_the_index_chooses_what_a_scan_does(void **state)
@@ -525,6 +624,7 @@ int main(void)
         T(test_binpack_leaves_less_fragmentation_than_spread),
         T(test_every_strategy_answers_the_same_when_no_reason_is_wanted),
         T(test_loadaware_with_the_index_chooses_what_a_scan_does),
+        T(test_loadaware_with_the_load_index_chooses_what_a_brute_force_scan_does),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -227,6 +227,76 @@ static void test_big_job_that_does_not_fit_does_not_block_a_smaller_later_one(vo
     assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
 }
 
+/* A node with 4 of its 8 GPUs held, an 8-GPU job first in line and a
+ * 2-GPU one behind it, under policy `order`. */
+static void blocked_head_under(const struct order_ops *order, bool explain)
+{
+    s.cfg.order = order;
+    s.cfg.backfill = false;
+    s.cfg.explain = explain;
+    struct node n = fx_h200_node(1, 8);
+    for (int g = 0; g < 4; g++)
+        n.gpus[g].job_id = 999;
+    add_node(n);
+    add_job(fx_job(1, 8));
+    add_job(fx_job(2, 2));
+}
+
+static void test_a_blocked_head_job_stops_the_pass_under_strict_fifo(void **state)
+{
+    (void)state;
+    blocked_head_under(&order_fifo_strict, true);
+    assert_int_equal(pass(), 0);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_PENDING);
+    assert_non_null(strstr(cluster_find_job(&c, 2)->wait_reason, "behind job 1"));
+}
+
+static void test_a_blocked_head_job_stops_a_quiet_pass_under_strict_sjf(void **state)
+{
+    (void)state;
+    blocked_head_under(&order_sjf_strict, false);
+    cluster_find_job(&c, 1)->est_runtime_s = 60;
+    cluster_find_job(&c, 2)->est_runtime_s = 600; /* longer: behind the 8-GPU job */
+    assert_int_equal(pass(), 0);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_PENDING);
+}
+
+static void test_a_blocked_head_job_does_not_stop_the_pass_under_plain_fifo(void **state)
+{
+    (void)state;
+    blocked_head_under(&order_fifo, true);
+    assert_int_equal(pass(), 1);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
+}
+
+static void test_strict_fifo_with_backfill_starts_a_job_that_ends_before_the_reservation(void **state)
+{
+    (void)state;
+    blocked_head_under(&order_fifo_strict, true);
+    s.cfg.backfill = true;
+    add_running(fx_job(3, 4), 1);
+    for (int g = 0; g < 8; g++) /* job 3 holds the first four GPUs, not the stand-in */
+        if (cluster_find_node(&c, 1)->gpus[g].job_id == 999)
+            cluster_find_node(&c, 1)->gpus[g].job_id = 0;
+    cluster_find_job(&c, 3)->est_runtime_s = 3600;
+    cluster_find_job(&c, 3)->start_ms = 1000;
+    cluster_find_job(&c, 2)->est_runtime_s = 60; /* done long before job 1's reservation */
+    assert_int_equal(pass(), 1);
+    assert_int_equal(cluster_find_job(&c, 1)->state, JOB_PENDING);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
+}
+
+static void test_a_job_that_can_never_fit_does_not_stop_a_strict_pass(void **state)
+{
+    (void)state;
+    s.cfg.order = &order_fifo_strict;
+    add_node(fx_h200_node(1, 4));
+    add_job(fx_job(1, 16));
+    add_job(fx_job(2, 2));
+    assert_int_equal(pass(), 1);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
+}
+
 static void test_jobs_placed_in_one_pass_do_not_share_gpus(void **state)
 {
     (void)state;
@@ -702,6 +772,11 @@ int main(void)
         T(test_reason_of_a_job_behind_one_of_its_shape_names_only_what_it_asked),
         T(test_wait_reason_is_cleared_once_placed),
         T(test_big_job_that_does_not_fit_does_not_block_a_smaller_later_one),
+        T(test_a_blocked_head_job_stops_the_pass_under_strict_fifo),
+        T(test_a_blocked_head_job_stops_a_quiet_pass_under_strict_sjf),
+        T(test_a_blocked_head_job_does_not_stop_the_pass_under_plain_fifo),
+        T(test_strict_fifo_with_backfill_starts_a_job_that_ends_before_the_reservation),
+        T(test_a_job_that_can_never_fit_does_not_stop_a_strict_pass),
         T(test_jobs_placed_in_one_pass_do_not_share_gpus),
         T(test_jobs_already_on_a_node_are_not_placed_again),
         T(test_job_too_big_for_any_node_is_told_so_even_after_a_smaller_one_waited),

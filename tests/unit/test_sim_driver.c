@@ -171,6 +171,38 @@ static void test_sjf_runs_the_shortest_waiting_job_first(void **state)
     trace_release(&t);
 }
 
+/* One GPU, SJF with preemption: A (1000 s) starts at 0. B (500 s) arrives
+ * at 100, when A has 900 s left: B preempts it. C (500 s) arrives at
+ * 1100, when A (restarted at 600 with 900 s to go) has 400 s left: it is
+ * not preempted, though it had more than C's 500 s left when it restarted
+ * (SRTF: remaining time now). */
+static void test_sjf_preempts_by_the_remaining_time_now(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct trace_job jobs[] = {sim_fx_job(0, 1000, 1, NULL), sim_fx_job(100, 500, 1, NULL),
+                               sim_fx_job(1100, 500, 1, NULL)};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(trace_push(&t, &jobs[i]), 0);
+    struct sim_config cfg;
+    tiny_config(&cfg);
+    cfg.pools[0].nodes = 1;
+    cfg.pools[0].gpus_per_node = 1;
+    snprintf(cfg.policy, sizeof cfg.policy, "sjf");
+    cfg.preempt = true;
+    struct sim_result res;
+    struct tide_err err = {0};
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    assert_int_equal(res.preemptions, 1);
+    assert_int_equal(res.jobs[0].preemptions, 1);
+    assert_int_equal(res.jobs[1].first_start_ms, 100000);
+    assert_int_equal(res.jobs[0].finish_ms, 1500000); /* 100 s, then 900 s from 600 */
+    assert_int_equal(res.jobs[2].first_start_ms, 1500000);
+    sim_result_release(&res);
+    trace_release(&t);
+}
+
 /* A job bigger than every node is rejected with its reason, not left
  * waiting forever. */
 static void test_a_job_no_node_can_hold_is_rejected(void **state)
@@ -352,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_tiny_trace_reproduces_hand_computed_jcts_and_cost),
         cmocka_unit_test(test_las_preempts_a_job_in_a_higher_band),
         cmocka_unit_test(test_las_does_not_preempt_within_a_band),
+        cmocka_unit_test(test_sjf_preempts_by_the_remaining_time_now),
         cmocka_unit_test(test_sjf_runs_the_shortest_waiting_job_first),
         cmocka_unit_test(test_a_job_no_node_can_hold_is_rejected),
         cmocka_unit_test(test_a_job_bigger_than_a_node_runs_as_a_gang),

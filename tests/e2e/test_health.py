@@ -1,0 +1,296 @@
+"""End to end: GPU health with fake GPUs and real agents. Faults are injected
+through each agent's --fake-fault-file; the server drains, requeues (no retry
+used), fails nodes after repeated faults, and a pool replaces a failed node.
+Health probes (--health-command) drain a node while they fail."""
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Cluster, run_tests, wait_until  # noqa: E402
+
+
+def faults_file(c, name):
+    return os.path.join(c.dir, f"faults-{name}")
+
+
+def start_agent(c, name, gpus="2xH200:141GB", extra=()):
+    c.start_agent(name, fake_gpus=gpus, extra=["--fake-fault-file", faults_file(c, name)] + list(extra))
+
+
+def inject(path, line):
+    with open(path, "a") as f:
+        f.write(line + "\n")
+
+
+def gate_command(c, name):
+    path = os.path.join(c.dir, name)
+    return ["sh", "-c", f"while [ ! -f {path} ]; do sleep 0.1; done; echo passed {name}"], path
+
+
+def events(c, kind):
+    return [e for e in c.api("GET", "/v1/events?limit=500")["events"] if e["kind"] == kind]
+
+
+def metric(c, prefix):
+    for line in c.api("GET", "/metrics").splitlines():
+        if line.startswith(prefix):
+            return float(line.split()[-1])
+    raise AssertionError(f"no {prefix} in /metrics")
+
+
+def passes_go_by(c, n=3):
+    start = metric(c, "tide_scheduler_passes_total ")
+    wait_until(lambda: metric(c, "tide_scheduler_passes_total ") >= start + n, 20,
+               what=f"{n} scheduler passes")
+
+
+def agents_with_work_dir(work):
+    """PIDs of live processes whose command line names work (a pool agent's --work)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(") ")[-1].startswith("Z"):
+                    continue
+        except OSError:
+            continue
+        if work.encode() in args:
+            found.append(int(pid))
+    return found
+
+
+def gpu(c, node, index):
+    return [g for g in c.node(node)["gpus"] if g["index"] == index][0]
+
+
+def test_xid_on_a_jobs_gpu_requeues_it_elsewhere_without_a_retry_and_the_gpu_gets_no_work():
+    with Cluster(agents=0) as c:
+        start_agent(c, "node-1")
+        start_agent(c, "node-2")
+        cmd, gate = gate_command(c, "a")
+        a = c.submit(command=cmd, gpus=2, retries=0)
+        first = c.wait_state(a["id"], "running")
+        bad, other = first["node"], ({"node-1", "node-2"} - {first["node"]}).pop()
+        t0 = time.monotonic()
+        inject(faults_file(c, bad), "0 xid 79")
+        # Requeued through the preemption path and running on the other node.
+        wait_until(lambda: c.job(a["id"])["state"] == "running" and c.job(a["id"])["node"] == other,
+                   30, 0.05, what="job running on the other node")
+        print(f"fault -> running elsewhere: {time.monotonic() - t0:.2f}s", flush=True)
+        job = c.job(a["id"])
+        assert job["attempt"] == 2, job
+        g0 = gpu(c, bad, 0)
+        assert g0["healthy"] is False and g0["fault"] == "xid 79", g0
+        assert gpu(c, bad, 1)["healthy"] is True
+        assert c.node(bad)["state"] == "ready"  # one GPU's fault does not drain the node
+        faults = events(c, "gpu_fault")
+        assert len(faults) == 1 and "GPU 0: xid 79" in faults[0]["message"], faults
+        pre = [e for e in events(c, "job_preempted") if e["job_id"] == a["id"]]
+        assert pre and "gpu fault" in pre[0]["message"], pre
+        assert metric(c, f'tide_gpu_healthy{{node="{bad}",gpu="0"') == 0
+        assert metric(c, f'tide_gpu_healthy{{node="{bad}",gpu="1"') == 1
+        assert metric(c, 'tide_gpu_faults_total{kind="xid"}') == 1
+        table = c.cli("nodes", check=True).stdout
+        assert "GPU 0: xid 79" in table, table
+        # The fault outlives a server restart.
+        c.kill_server()
+        c.start_server()
+        back = time.time()
+        wait_until(lambda: c.node(bad)["last_heartbeat"] > back + 0.5, 20, what="agents heard again")
+        assert gpu(c, bad, 0)["healthy"] is False
+        assert len(events(c, "gpu_fault")) == 1  # the agent's old fault is not a new one
+        # Only the healthy GPU of the faulty node takes new work.
+        cmd_b, gate_b = gate_command(c, "b")
+        b = c.submit(command=cmd_b, gpus=1)
+        placed = c.wait_state(b["id"], "running")
+        assert placed["node"] == bad and placed["gpus"] == [1], placed
+        d = c.submit(command=["true"], gpus=1)
+        passes_go_by(c)
+        assert c.job(d["id"])["state"] == "pending"
+        # The operator says the GPU is fine: it takes work again.
+        p = c.cli("nodes", "undrain", bad, check=True)
+        assert "ready" in p.stdout, p.stdout
+        assert gpu(c, bad, 0)["healthy"] is True
+        assert c.wait_final([d["id"]])[d["id"]]["state"] == "succeeded"
+        und = events(c, "node_undrained")
+        assert und and "GPU faults cleared" in und[-1]["message"], und
+        # The same old fault, still reported by the agent, is not acted on again.
+        passes_go_by(c)
+        assert gpu(c, bad, 0)["healthy"] is True
+        open(gate, "w").close()
+        open(gate_b, "w").close()
+        done = c.wait_final([a["id"], b["id"]])
+        assert done[a["id"]]["state"] == "succeeded", done  # retries: 0 and yet it went on
+
+
+def test_a_gpu_fallen_off_the_bus_drains_its_node_and_stops_all_its_jobs():
+    with Cluster(agents=0) as c:
+        start_agent(c, "node-1")
+        cmd, gate = gate_command(c, "a")
+        a = c.submit(command=cmd, gpus=1, retries=0)
+        job = c.wait_state(a["id"], "running")
+        assert job["gpus"] == [0], job
+        inject(faults_file(c, "node-1"), "1 lost")
+        wait_until(lambda: c.node("node-1")["state"] == "draining", 20, what="node draining")
+        node = c.node("node-1")
+        assert node["drain_reason"].startswith("gpu fault: GPU 1: lost"), node
+        # Node-wide: the job on the healthy GPU 0 is requeued too.
+        wait_until(lambda: c.job(a["id"])["state"] == "pending", 20, what="job requeued")
+        drained = events(c, "node_drained")
+        assert drained and "lost" in drained[0]["message"], drained
+        assert metric(c, 'tide_gpu_faults_total{kind="lost"}') == 1
+        passes_go_by(c)
+        assert c.job(a["id"])["state"] == "pending"
+        assert "gpu fault: GPU 1: lost" in c.cli("nodes", check=True).stdout
+        # Another node takes the job.
+        start_agent(c, "node-2")
+        job = c.wait_state(a["id"], "running")
+        assert job["node"] == "node-2", job
+        open(gate, "w").close()
+        assert c.wait_final([a["id"]])[a["id"]]["state"] == "succeeded"
+
+
+def test_repeated_faults_fail_a_node_and_undrain_restores_it():
+    with Cluster(agents=0, config="server:\n  node_fault_limit: 3\n") as c:
+        start_agent(c, "node-1")
+        path = faults_file(c, "node-1")
+        for n, line in enumerate(["0 xid 48", "0 ecc 2", "1 temp 96"], 1):
+            inject(path, line)
+            wait_until(lambda: len(events(c, "gpu_fault")) == n, 20, what=f"fault {n}")
+        wait_until(lambda: c.node("node-1")["state"] == "failed", 20, what="node failed")
+        assert "3 faults" in c.node("node-1")["drain_reason"]
+        assert events(c, "node_failed")
+        a = c.submit(command=["true"], gpus=1)
+        passes_go_by(c)
+        assert c.job(a["id"])["state"] == "pending"
+        # The failed mark outlives an agent restart.
+        c.kill_agent("node-1")
+        restarted = time.time()
+        start_agent_no_wait(c, "node-1")
+        wait_until(lambda: c.node("node-1")["last_heartbeat"] > restarted + 0.5, 20,
+                   what="the restarted agent heard")
+        passes_go_by(c)
+        assert c.node("node-1")["state"] == "failed", c.node("node-1")
+        c.cli("nodes", "undrain", "node-1", check=True)
+        assert c.node("node-1")["state"] == "ready"
+        assert all(g["healthy"] for g in c.node("node-1")["gpus"])
+        assert c.wait_final([a["id"]])[a["id"]]["state"] == "succeeded"
+
+
+def start_agent_no_wait(c, name):
+    work = os.path.join(c.dir, "agents", name)
+    c.agents[name] = c._spawn(f"agent-{name}", [
+        "agent", "--server", c.url, "--token-file", os.path.join(c.data, "join.token"),
+        "--name", name, "--work", work, "--fake-gpus", "2xH200:141GB",
+        "--fake-fault-file", faults_file(c, name)])
+
+
+POOL = """
+server:
+  node_fault_limit: 2
+pools:
+  - name: gpu
+    gpu: H200
+    gpus_per_node: 1
+    gpu_memory_mib: 144384
+    provider: local
+    min_nodes: 0
+    max_nodes: 2
+    scale_down_window_s: 2
+    scale_down_utilization: 0
+    cooldown_s: 0
+"""
+
+
+def test_a_pool_node_failed_by_faults_is_deleted_and_replaced():
+    with Cluster(agents=0, config=POOL) as c:
+        cmd, gate = gate_command(c, "a")
+        a = c.submit(command=cmd, gpus=1, retries=0)
+        first = c.wait_state(a["id"], "running", timeout=60)["node"]
+        work = os.path.join(c.data, "pool-agents", first)
+        assert agents_with_work_dir(work), "the pool's agent is not running"
+        path = os.path.join(work, "fake-faults")
+        t0 = time.monotonic()
+        inject(path, "0 xid 79")
+        inject(path, "0 xid 79")
+        wait_until(lambda: c.job(a["id"])["state"] == "running" and c.job(a["id"])["node"] != first,
+                   90, 0.1, what="the job running on a replacement node")
+        print(f"fault -> running on a new pool node: {time.monotonic() - t0:.2f}s", flush=True)
+        wait_until(lambda: c.node(first)["state"] == "failed", 20, what="first node failed")
+        failed = [e for e in events(c, "node_failed") if e.get("node") == first]
+        assert failed and "faults" in failed[0]["message"], failed
+        # Its provider deleted it: the local provider's agent for it is gone.
+        wait_until(lambda: not agents_with_work_dir(work), 30, 0.2, what="the failed node deleted")
+        open(gate, "w").close()
+        assert c.wait_final([a["id"]])[a["id"]]["state"] == "succeeded"
+
+
+def test_a_failing_health_probe_keeps_work_off_a_node_until_it_passes():
+    with Cluster(agents=0) as c:
+        bad = os.path.join(c.dir, "bad")
+        open(bad, "w").close()
+        probe = f"echo checking; if [ -f {bad} ]; then echo 'burn: 3 errors'; exit 1; fi; echo ok"
+        work = os.path.join(c.dir, "agents", "node-1")
+        os.makedirs(work)
+        c.agents["node-1"] = c._spawn("agent-node-1", [
+            "agent", "--server", c.url, "--token-file", os.path.join(c.data, "join.token"),
+            "--name", "node-1", "--work", work, "--fake-gpus", "1xH200:141GB",
+            "--health-command", probe, "--health-interval-s", "1"])
+        # The first probe runs before the node registers: it joins drained.
+        wait_until(lambda: c.node("node-1"), 20, what="node registered")
+        assert c.node("node-1")["state"] == "draining", c.node("node-1")
+        assert c.node("node-1")["drain_reason"] == "health probe failed: burn: 3 errors"
+        a = c.submit(command=["true"], gpus=1)
+        passes_go_by(c)
+        assert c.job(a["id"])["state"] == "pending"
+        os.unlink(bad)
+        assert c.wait_final([a["id"]])[a["id"]]["state"] == "succeeded"
+        assert c.node("node-1")["state"] == "ready"
+        kinds = [e["kind"] for e in c.api("GET", "/v1/events?limit=500")["events"]]
+        assert "node_drained" in kinds and "node_undrained" in kinds, kinds
+        # An operator's drain is not lifted by a passing probe.
+        c.cli("nodes", "drain", "node-1", "--reason", "maintenance", check=True)
+        time.sleep(2.5)  # two more probe runs, both passing
+        assert c.node("node-1")["drain_reason"] == "maintenance"
+
+
+def test_a_pools_health_command_reaches_its_nodes_and_keeps_work_off_until_it_passes():
+    flags = tempfile.mkdtemp(prefix="tide-e2e-probe-")
+    try:
+        bad = os.path.join(flags, "bad")
+        open(bad, "w").close()
+        config = POOL + (f"    health_command: \"test ! -f {bad} || {{ echo gpu burn failed; exit 1; }}\"\n"
+                         "    health_interval_s: 1\n")
+        with Cluster(agents=0, config=config) as c:
+            a = c.submit(command=["true"], gpus=1)
+            pool_nodes = lambda: [n for n in c.api("GET", "/v1/nodes")["nodes"]  # noqa: E731
+                                  if n.get("pool") == "gpu"]
+            wait_until(lambda: [n for n in pool_nodes() if n["state"] == "draining"], 60, 0.1,
+                       what="a pool node drained by its probe")
+            node = pool_nodes()[0]
+            assert node["drain_reason"] == "health probe failed: gpu burn failed", node
+            passes_go_by(c)
+            assert c.job(a["id"])["state"] == "pending"
+            os.unlink(bad)
+            done = c.wait_final([a["id"]], timeout=60)[a["id"]]
+            assert done["state"] == "succeeded" and done["node"] == node["name"], done
+    finally:
+        shutil.rmtree(flags, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    run_tests([
+        test_xid_on_a_jobs_gpu_requeues_it_elsewhere_without_a_retry_and_the_gpu_gets_no_work,
+        test_a_gpu_fallen_off_the_bus_drains_its_node_and_stops_all_its_jobs,
+        test_repeated_faults_fail_a_node_and_undrain_restores_it,
+        test_a_pool_node_failed_by_faults_is_deleted_and_replaced,
+        test_a_failing_health_probe_keeps_work_off_a_node_until_it_passes,
+        test_a_pools_health_command_reaches_its_nodes_and_keeps_work_off_until_it_passes,
+    ])
