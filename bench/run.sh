@@ -43,6 +43,10 @@ echo "== submit: batches, a 1,000-task array, the CLI (bench/submit.py)"
 python3 "$(dirname "$0")/submit.py" "$tide" || echo "submit bench failed; skipping"
 
 echo
+echo "== containers: a containerised job's start overhead against a bare process (bench/containers.py)"
+python3 "$(dirname "$0")/containers.py" "$tide" 10 || echo "containers bench failed; skipping"
+
+echo
 echo "== /metrics: 16 agents x 8 fake GPUs, 128 running and 10,000 pending jobs"
 python3 "$(dirname "$0")/metrics.py" "$tide" || echo "metrics bench failed; skipping"
 

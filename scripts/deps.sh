@@ -12,6 +12,9 @@ packages=(
   prometheus
   libgnutls28-dev
   nettle-dev
+  podman
+  runc
+  busybox-static
 )
 
 missing=()

@@ -22,6 +22,8 @@
 #define AGENT_MAX_TASKS 1024
 /* Acknowledged tasks remembered after they are forgotten. */
 #define AGENT_FORGOTTEN_MAX 256
+/* How often the agent lists its images again, when nothing else asks it to. */
+#define AGENT_IMAGES_REFRESH_MS 30000
 
 struct agent_node {
     int64_t node_id;
@@ -63,6 +65,14 @@ struct agent {
      * node_timeout_ms from it, the server has given this node's tasks away,
      * so the agent stops them (fencing); no heartbeat waits beyond that. */
     int64_t last_contact_ms;
+    /* Containers (task_container.h): the runtime, NULL when none is
+     * installed, and the images it holds as last listed (NULL-terminated,
+     * may be NULL), refreshed every AGENT_IMAGES_REFRESH_MS or after a
+     * containerised task started, and sent with every heartbeat. */
+    const char *container_runtime;
+    char **images;
+    int64_t images_at_ms; /* monotonic; 0: never listed */
+    bool images_stale;
 };
 
 /* The task for (job_id, attempt), or NULL. */

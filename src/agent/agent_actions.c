@@ -13,6 +13,7 @@
  * the agent allocate without limit. */
 #define ACTION_MAX_ARGS 4096
 #define ACTION_MAX_ENV 4096
+#define ACTION_MAX_MOUNTS 64
 
 /* Everything a parsed start action owns; strings point into the JSON. */
 struct start_args {
@@ -23,6 +24,8 @@ struct start_args {
     size_t ngpus;
     char **uuids;
     char *workdir;
+    char **mounts; /* point into the JSON */
+    size_t nmounts;
     char invalid[256];
 };
 
@@ -35,6 +38,7 @@ static void start_args_release(struct start_args *s)
     free(s->gpus);
     free(s->uuids);
     free(s->workdir);
+    free(s->mounts);
 }
 
 /* Records the first reason the action cannot run; returns -1 for chaining. */
@@ -177,6 +181,30 @@ static int parse_user(struct agent *a, json_t *action, struct agent_run_as *r,
     return 0;
 }
 
+/* A container's mounts, checked again here: the agent trusts no path it
+ * did not check (HOST:CONTAINER[:ro|rw], both absolute). */
+static int parse_mounts(json_t *action, struct start_args *s)
+{
+    json_t *m = json_object_get(action, "mounts");
+    if (!m || json_is_null(m))
+        return 0;
+    size_t n = json_array_size(m);
+    if (!json_is_array(m) || n > ACTION_MAX_MOUNTS)
+        return invalid(s, "%s must be an array of HOST:CONTAINER strings", "mounts");
+    s->mounts = calloc(n + 1, sizeof *s->mounts);
+    if (!s->mounts)
+        return invalid(s, "%s", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const char *v = json_string_value(json_array_get(m, i));
+        const char *colon = v ? strchr(v, ':') : NULL;
+        if (!v || v[0] != '/' || !colon || colon[1] != '/' || strstr(v, "/../") ||
+            strstr(v, "/..:"))
+            return invalid(s, "%s entries must be /HOST:/CONTAINER[:ro]", "mounts");
+        s->mounts[s->nmounts++] = (char *)v;
+    }
+    return 0;
+}
+
 static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t attempt,
                         int64_t now_ms)
 {
@@ -204,7 +232,10 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
            opt_uint(action, "gpu_memory_limit_mib", 0, INT64_MAX / 2, &gpu_limit, &s) ||
            opt_uint(action, "memory_mib", 0, INT64_MAX >> 20, &memory, &s) ||
            opt_uint(action, "cpus", 0, 1000000, &cpus, &s) || parse_workdir(a, action, job_id, &s) ||
-           parse_user(a, action, &run_as, &s));
+           parse_user(a, action, &run_as, &s) || parse_mounts(action, &s));
+    json_t *image = json_object_get(action, "image");
+    if (image && !json_is_null(image) && (!json_is_string(image) || !json_string_length(image)))
+        invalid(&s, "%s must be a non-empty string", "image");
     struct agent_task_spec spec = {
         .job_id = job_id,
         .attempt = attempt,
@@ -221,6 +252,9 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
         .memory_mib = memory,
         .cpus = (int)cpus,
         .checkpoint_dir = json_string_value(json_object_get(action, "checkpoint_dir")),
+        .image = json_string_value(image),
+        .mounts = s.mounts,
+        .nmounts = s.nmounts,
         .invalid = s.invalid[0] ? s.invalid : NULL,
         .run_as = &run_as,
     };
@@ -230,6 +264,7 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
         .fake_telemetry = a->gpus.ops && a->gpus.ops->visible_by_index,
         .guard = &a->guard,
         .cgroups = &a->cgroups,
+        .container_runtime = a->container_runtime,
     };
     struct agent_task *t = NULL;
     struct tide_err err;
@@ -242,6 +277,8 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
         return false;
     }
     a->tasks[a->ntasks++] = t;
+    if (spec.image) /* the runtime pulls what it lacks: the cache changes */
+        a->images_stale = true;
     if (t->state == AGENT_TASK_RUNNING)
         log_info("job %" PRId64 ".%" PRId64 ": started pid %d", job_id, attempt, (int)t->pid);
     else

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "agent/agent_actions.h"
+#include "agent/agent_images.h"
 #include "agent/task_log.h"
+#include "common/fsutil.h"
 #include "common/http_client.h"
 #include "common/log.h"
 
@@ -149,6 +151,12 @@ char *agent_heartbeat_body(struct agent *a, bool *more_logs)
         json_decref(root);
         root = NULL;
     }
+    agent_images_refresh(a, clock_mono_ms());
+    json_t *images = agent_images_json(a);
+    if (!root)
+        json_decref(images);
+    else if (images && json_object_set_new(root, "images", images) != 0)
+        goto done;
     if (root)
         text = json_dumps(root, JSON_COMPACT);
 done:

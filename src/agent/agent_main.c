@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "agent/agent.h"
+#include "agent/agent_images.h"
 #include "agent/agent_loop.h"
 #include "agent/agent_probe.h"
 #include "agent/agent_node.h"
@@ -138,6 +139,7 @@ static void agent_release(struct agent *a)
     free(a->telemetry);
     free(a->health);
     free(a->work_dir);
+    agent_images_release(a);
     agent_node_release(&a->node);
 }
 
@@ -185,6 +187,7 @@ int agent_main(int argc, char **argv)
         agent_cgroups_detect(&a.cgroups); /* also empties groups of a dead agent */
         log_info("%s", a.cgroups.summary);
         kill_leftovers(&a);
+        agent_images_start(&a, clock_mono_ms());
     }
     /* the guard forks without exec, so start it before libcurl has threads */
     if (rc == 0 && (rc = agent_task_guard_start(&a.guard)) != 0) {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/agent_images.h"
 #include "common/fsutil.h"
 #include "common/http_client.h"
 #include "common/log.h"
@@ -86,7 +87,23 @@ static int node_save(const struct agent *a, struct tide_err *err)
     return rc;
 }
 
+static json_t *register_body_base(const struct agent *a);
+
+/* The registration: the node, its GPUs, and the images it holds. */
 static json_t *register_body(const struct agent *a)
+{
+    json_t *body = register_body_base(a);
+    json_t *images = agent_images_json(a);
+    if (body && images && json_object_set_new(body, "images", images) != 0) {
+        json_decref(body);
+        return NULL;
+    }
+    if (!body)
+        json_decref(images);
+    return body;
+}
+
+static json_t *register_body_base(const struct agent *a)
 {
     char host[256];
     if (gethostname(host, sizeof host) != 0)

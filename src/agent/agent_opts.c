@@ -12,6 +12,7 @@
 #include "common/fsutil.h"
 
 #define TOKEN_FILE_MAX 4096
+#define AGENT_MAX_PREWARM 64
 
 void agent_opts_usage(FILE *out)
 {
@@ -51,6 +52,11 @@ void agent_opts_usage(FILE *out)
                  "  --allow-users LIST  comma-separated users a job may ask for (user:)\n"
                  "  --allow-root-jobs   let jobs run as root (--job-user root, or user: root\n"
                  "                      in --allow-users); refused otherwise\n"
+                 "  --container-runtime PROG  podman or docker (or a path to one) for jobs with\n"
+                 "                      an image (default: podman, else docker, if installed)\n"
+                 "  --prewarm-image IMAGE  pull IMAGE at start unless held, before registering\n"
+                 "                      (repeatable; any reference the runtime pulls, e.g.\n"
+                 "                      docker.io/library/python:3.12 or docker-archive:/x.tar)\n"
                  "  --help              this text\n");
 }
 
@@ -61,6 +67,24 @@ static int set_str(char **dst, const char *v, struct tide_err *err)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     free(*dst);
     *dst = s;
+    return 0;
+}
+
+static int add_prewarm(struct agent_opts *o, const char *image, struct tide_err *err)
+{
+    if (!*image || image[0] == '-')
+        return tide_err_set(err, TIDE_EINVAL, "--prewarm-image",
+                            "--prewarm-image '%s': must be an image reference", image);
+    if (o->nprewarm >= AGENT_MAX_PREWARM)
+        return tide_err_set(err, TIDE_EINVAL, "--prewarm-image", "--prewarm-image: at most %d",
+                            AGENT_MAX_PREWARM);
+    char **list = realloc(o->prewarm_images, (o->nprewarm + 1) * sizeof *list);
+    if (!list)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    o->prewarm_images = list;
+    if (!(list[o->nprewarm] = strdup(image)))
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    o->nprewarm++;
     return 0;
 }
 
@@ -133,7 +157,8 @@ static const struct cli_opt agent_flags[] = {
     {"--fake-fault-file", CLI_OPT_VALUE, 15}, {"--health-command", CLI_OPT_VALUE, 16},
     {"--health-interval-s", CLI_OPT_VALUE, 17}, {"--health-timeout-s", CLI_OPT_VALUE, 18},
     {"--job-user", CLI_OPT_VALUE, 19},    {"--allow-users", CLI_OPT_VALUE, 20},
-    {"--allow-root-jobs", CLI_OPT_FLAG, 21}, {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
+    {"--allow-root-jobs", CLI_OPT_FLAG, 21}, {"--container-runtime", CLI_OPT_VALUE, 22},
+    {"--prewarm-image", CLI_OPT_VALUE, 23}, {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},    {NULL, 0, 0},
 };
 
@@ -188,6 +213,13 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
     if (!strcmp(flag, "--allow-users"))
         return check_user_list(flag, v, true, err) ? TIDE_EINVAL
                                                    : set_str(&o->allow_users, v, err);
+    if (!strcmp(flag, "--container-runtime")) {
+        if (!*v)
+            return tide_err_set(err, TIDE_EINVAL, flag, "%s must not be empty", flag);
+        return set_str(&o->container_runtime, v, err);
+    }
+    if (!strcmp(flag, "--prewarm-image"))
+        return add_prewarm(o, v, err);
     if (!strcmp(flag, "--heartbeat-ms")) {
         if ((rc = cli_parse_range(flag, v, 10, 3600000, &n, err)) == 0)
             o->heartbeat_ms = (int)n;
@@ -321,5 +353,9 @@ void agent_opts_release(struct agent_opts *o)
     free(o->health_command);
     free(o->job_user);
     free(o->allow_users);
+    free(o->container_runtime);
+    for (size_t i = 0; i < o->nprewarm; i++)
+        free(o->prewarm_images[i]);
+    free(o->prewarm_images);
     memset(o, 0, sizeof *o);
 }

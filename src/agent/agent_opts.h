@@ -36,6 +36,9 @@ struct agent_opts {
     char *health_command;   /* run by sh at start and every health_interval_s; NULL: none */
     int health_interval_s;
     int health_timeout_s;
+    char *container_runtime; /* podman, docker or a path; NULL: podman, else docker */
+    char **prewarm_images;   /* pulled at start unless held (--prewarm-image, repeatable) */
+    size_t nprewarm;
     bool help; /* --help was asked for; nothing else is filled */
 };
 

@@ -297,6 +297,31 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
     return 0;
 }
 
+/* For a containerised task: the runtime's argv into *argv, or t failed to
+ * start when this node has no runtime. */
+static int container_command(struct agent_task *t, const struct agent_task_spec *spec,
+                             const struct agent_task_site *site, const char *job_dir, char **vars,
+                             size_t nvars, char ***argv, struct tide_err *err)
+{
+    if (!site->container_runtime) {
+        char why[400];
+        snprintf(why, sizeof why,
+                 "image %.255s: no container runtime on this node (install podman or docker, or "
+                 "give --container-runtime)",
+                 spec->image);
+        fail_start(t, why);
+        return 0;
+    }
+    t->container_runtime = site->container_runtime;
+    agent_container_name(spec->job_id, spec->attempt, t->container_name,
+                         sizeof t->container_name);
+    *argv = agent_container_task_argv(spec, site->container_runtime, t->container_name,
+                                      site->work_dir, job_dir, vars, nvars);
+    if (!*argv)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    return 0;
+}
+
 int agent_task_start(const struct agent_task_spec *spec, const struct agent_task_site *site,
                      int64_t now_ms, struct agent_task **out, struct tide_err *err)
 {
@@ -326,6 +351,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
             t->ngpus = spec->ngpus;
         }
     }
+    struct agent_task_spec run = {.command = spec->command};
     char *vars[16] = {0}; /* what tide_vars() sets, at most 13 */
     size_t nvars = 0;
     char **envp = NULL;
@@ -386,8 +412,18 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     }
     if (spec->max_runtime_s > 0)
         t->deadline_ms = now_ms + spec->max_runtime_s * 1000;
-    rc = spawn(t, spec, spec->workdir ? spec->workdir : job_dir, envp, now_ms);
+    /* what is exec'd: the command, or the runtime that runs it in its image */
+    run = *spec;
+    if (spec->image) {
+        rc = container_command(t, spec, site, job_dir, vars, nvars, &run.command, err);
+        if (rc || t->state == AGENT_TASK_EXITED)
+            goto done;
+        run.run_as = NULL; /* the runtime stays the agent's; --user switches inside */
+    }
+    rc = spawn(t, &run, spec->workdir && !spec->image ? spec->workdir : job_dir, envp, now_ms);
 done:
+    if (run.command != spec->command)
+        agent_container_argv_free(run.command);
     if (t->state == AGENT_TASK_EXITED && t->cgroup && agent_cgroup_remove(t->cgroup) != 0)
         log_warn("job %" PRId64 ": cannot remove cgroup %s yet", t->job_id, t->cgroup->path);
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
@@ -463,11 +499,21 @@ bool agent_task_poll(struct agent_task *t, int64_t now_ms)
             agent_task_guard_remove(t->guard, t->pid);
         record_exit(t, r == t->pid ? status : 0);
         finish_cgroup(t);
+        /* a runtime killed before its container ended leaves it behind */
+        if (t->container_runtime) {
+            agent_container_remove(t->container_runtime, t->container_name);
+            if (!t->stop_reason[0] && t->has_exit_code)
+                agent_container_start_failure(t->container_runtime, t->exit_code, t->reason,
+                                              sizeof t->reason);
+        }
         return true;
     }
     if (t->deadline_ms && now_ms >= t->deadline_ms && !t->stopping)
         agent_task_stop(t, "max_runtime", t->kill_grace_s, SIGTERM, now_ms);
     if (t->stopping && t->kill_at_ms && now_ms >= t->kill_at_ms) {
+        /* a SIGKILL is not forwarded: the runtime must deliver it */
+        if (t->container_runtime)
+            agent_container_signal(t->container_runtime, t->container_name, SIGKILL);
         kill(-t->pid, SIGKILL);
         t->kill_at_ms = 0; /* once is enough; the leader's exit reaps the rest */
     }
@@ -495,8 +541,11 @@ void agent_task_stop(struct agent_task *t, const char *reason, int grace_s, int 
 
 void agent_task_kill_now(struct agent_task *t)
 {
-    if (t->state == AGENT_TASK_RUNNING && t->pid > 0)
+    if (t->state == AGENT_TASK_RUNNING && t->pid > 0) {
+        if (t->container_runtime)
+            agent_container_signal(t->container_runtime, t->container_name, SIGKILL);
         kill(-t->pid, SIGKILL);
+    }
 }
 
 void agent_task_destroy(struct agent_task *t)

@@ -13,6 +13,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/run_as.h"
+#include "agent/task_container.h"
 #include "agent/task_guard.h"
 #include "common/tide_err.h"
 
@@ -41,6 +42,11 @@ struct agent_task_spec {
     const char *checkpoint_dir; /* TIDE_CHECKPOINT_DIR; NULL: WORK/jobs/<id>/checkpoint */
     int64_t memory_mib;         /* the job's memory (MiB), a cgroup limit where possible; 0: none */
     int cpus;                   /* the job's CPUs, a quota on cgroup v2 with cpu; 0: none */
+    /* a container: run command in this image (task_container.h); NULL: a
+     * bare process. mounts are "HOST:CONTAINER[:ro|rw]". */
+    const char *image;
+    char **mounts;
+    size_t nmounts;
     /* why the action cannot be run at all (e.g. a malformed field), or NULL;
      * the task is then reported as `start failed: <this>` without a fork */
     const char *invalid;
@@ -57,6 +63,7 @@ struct agent_task_site {
     bool fake_telemetry;                 /* give tasks TIDE_FAKE_GPU_FILE */
     struct agent_task_guard *guard;      /* kills groups if the agent dies; may be NULL */
     const struct agent_cgroups *cgroups; /* per-task cgroups; NULL or no ops: none */
+    const char *container_runtime;       /* podman or docker; NULL: images cannot run */
 };
 
 struct agent_task {
@@ -92,6 +99,10 @@ struct agent_task {
     int drain_tries;   /* heartbeats since acked without log progress */
     struct agent_task_guard *guard;
     struct agent_cgroup *cgroup; /* NULL when the task runs without one */
+    /* a containerised task: its container's name and the runtime that runs
+     * it (the site's), so stops and cleanup reach the container too */
+    char container_name[AGENT_CONTAINER_NAME_MAX];
+    const char *container_runtime; /* NULL: a bare process */
 };
 
 /* Creates the task and starts its process: fork, a new process group,

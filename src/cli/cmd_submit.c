@@ -29,7 +29,9 @@ static void submit_usage(void)
            "for stdin); flags override its fields, --env adds to its env, and a command\n"
            "after -- replaces its command. The job runs in the directory tide submit is\n"
            "run from unless the spec or --workdir names another; a node where that\n"
-           "directory does not exist fails the job (start failed: workdir ...).\n"
+           "directory does not exist fails the job (start failed: workdir ...). A job\n"
+           "with --image runs in a container of that image (podman or docker on the\n"
+           "node), in its job directory unless --workdir names a path in the image.\n"
            "\n"
            "%s"
            "  --file FILE            many jobs: one JSON spec per line ('-': stdin; blank\n"
@@ -210,7 +212,8 @@ static int submit_and_report(struct cli_client *c, json_t *spec, json_t *overrid
  * sets workdir to the current directory when the spec has none. */
 static void default_workdir(json_t *spec)
 {
-    if (json_object_get(spec, "workdir"))
+    /* a container's workdir is a path in its image, not here */
+    if (json_object_get(spec, "workdir") || json_object_get(spec, "image"))
         return;
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd)) {

@@ -12,7 +12,7 @@
 /* Server refuses bodies over 1 MiB, so a bigger file cannot be a job. */
 #define CLI_SPEC_FILE_MAX (1024 * 1024)
 
-enum spec_type { SPEC_STRING, SPEC_INT, SPEC_BOOL, SPEC_ENV, SPEC_IDS };
+enum spec_type { SPEC_STRING, SPEC_INT, SPEC_BOOL, SPEC_ENV, SPEC_IDS, SPEC_LIST };
 
 struct spec_flag {
     const char *flag;
@@ -35,6 +35,7 @@ static const struct spec_flag spec_flags[] = {
     {"--workdir", "workdir", SPEC_STRING},
     {"--user", "user", SPEC_STRING},
     {"--image", "image", SPEC_STRING},
+    {"--mount", "mounts", SPEC_LIST},
     {"--max-runtime", "max_runtime", SPEC_INT},
     {"--est-runtime", "est_runtime", SPEC_INT},
     {"--retries", "retries", SPEC_INT},
@@ -78,7 +79,8 @@ const char *cli_spec_flag_help(void)
            "                         directory)\n"
            "  --user NAME            user the job runs as on its node (the agent's\n"
            "                         --job-user or one of its --allow-users)\n"
-           "  --image IMAGE          container image\n"
+           "  --image IMAGE          run in a container of IMAGE (podman or docker)\n"
+           "  --mount HOST:CTR[:ro]  bind mount into the container (repeatable)\n"
            "  --max-runtime S        kill the job after S seconds (0: no limit)\n"
            "  --est-runtime S        expected runtime, for backfill\n"
            "  --retries N            attempts after a failure\n"
@@ -133,6 +135,24 @@ static int add_id(json_t *overrides, const char *flag, const char *s, struct tid
     return 0;
 }
 
+/* A repeatable string flag: one more entry of the field's list. */
+static int add_string(json_t *overrides, const struct spec_flag *f, const char *s,
+                      struct tide_err *err)
+{
+    json_t *list = json_object_get(overrides, f->field);
+    if (!list) {
+        list = json_array();
+        if (!list || json_object_set_new(overrides, f->field, list) != 0)
+            return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    }
+    json_t *v = json_string(s);
+    if (!v)
+        return tide_err_set(err, TIDE_EINVAL, f->field, "%s: not valid UTF-8", f->flag);
+    if (json_array_append_new(list, v) != 0)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    return 0;
+}
+
 int cli_spec_apply_flag(json_t *overrides, int id, const char *value, struct tide_err *err)
 {
     if (id < 1 || (size_t)id > SPEC_FLAG_COUNT)
@@ -144,6 +164,7 @@ int cli_spec_apply_flag(json_t *overrides, int id, const char *value, struct tid
     switch (f->type) {
     case SPEC_ENV: return set_env(overrides, f->flag, value, err);
     case SPEC_IDS: return add_id(overrides, f->flag, value, err);
+    case SPEC_LIST: return add_string(overrides, f, value, err);
     case SPEC_STRING:
         v = json_string(value);
         if (!v)

@@ -90,7 +90,7 @@ static void update_forecasts(struct autoscaler *a, const struct cluster *c, int6
             if (c->jobs[j].state == JOB_PENDING && pool_fits_job(pool, &c->jobs[j]))
                 wanted += c->jobs[j].gpus;
         forecast_observe(&st->forecast, now_ms, wanted);
-        double ahead = forecast_predict(&st->forecast, now_ms + (int64_t)pool->boot_time_s * 1000);
+        double ahead = forecast_predict(&st->forecast, now_ms + pool_boot_estimate_s(pool) * 1000);
         int nodes = (int)((ahead + pool->gpus_per_node - 1e-9) / pool->gpus_per_node);
         st->predicted_nodes = nodes < pool->max_nodes ? nodes : pool->max_nodes;
     }
@@ -274,7 +274,8 @@ static int cheapest_pool_for(const struct autoscaler *a, const struct job *job,
         else {
             int64_t pp = pool_price_per_gpu_hour_micros(pool);
             int64_t bp = pool_price_per_gpu_hour_micros(&a->pools[best]);
-            if (pp < bp || (pp == bp && pool->boot_time_s < a->pools[best].boot_time_s))
+            if (pp < bp ||
+                (pp == bp && pool_boot_estimate_s(pool) < pool_boot_estimate_s(&a->pools[best])))
                 best = p;
         }
     }

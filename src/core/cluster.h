@@ -18,6 +18,7 @@
 #define TIDE_REASON_MAX 160
 #define TIDE_MAX_DEPS 32
 #define TIDE_MAX_GANG_NODES 16
+#define TIDE_MAX_NODE_IMAGES 64 /* container images a node reports holding (image.h) */
 
 /* READY and LOST are nodes that joined; the rest belong to elastic pools
  * (autoscaler.h): provisioning -> ready -> draining -> released, or failed. */
@@ -95,6 +96,10 @@ struct node {
     bool probe_drained;
     int64_t probe_drained_ms; /* since when; a pool's node is replaced after boot_timeout_s */
     bool health_failed;
+    /* Container images its agent holds (image.h keys), for placement's
+     * image preference; beyond TIDE_MAX_NODE_IMAGES the rest are unknown. */
+    int nimages;
+    uint64_t image_keys[TIDE_MAX_NODE_IMAGES];
 };
 
 /* What the scheduler needs of a job; the full spec lives in the store. */
@@ -126,6 +131,7 @@ struct job {
     int64_t est_runtime_s;  /* user's estimate (the simulator's oracle); 0: unknown */
     int retries;
     bool preemptible;
+    uint64_t image_key; /* its container image (image.h), 0: runs as a bare process */
     int attempt; /* attempts started so far; the running one is `attempt` */
     enum job_state state;
     int64_t submit_ms;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/gpu_share.h"
+#include "core/image.h"
 
 #include "core/core_banned.h"
 
@@ -292,16 +293,70 @@ static int check_depends_on(json_t *v, const char *f, json_t *spec, struct job *
 
 INTEGER_FIELD(check_array, 1, JOB_SPEC_MAX_ARRAY, (void)x)
 
-/* Fields of the contract that this server cannot honour yet: refusing them
- * beats accepting and silently ignoring them. */
-static int check_not_supported(json_t *v, const char *f, json_t *spec, struct job *job,
-                               struct tide_err *err)
+/* Image references: registry/name[:tag][@digest], no spaces or controls. */
+static int check_image(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)
 {
-    (void)spec;
+    const char *s;
+    int rc = want_string(v, f, 1, JOB_SPEC_MAX_IMAGE, &s, err);
+    if (rc)
+        return rc;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("._-/:@+", *p))
+            return tide_err_set(err, TIDE_EINVAL, f,
+                                "%s: '%.64s' is not an image reference (letters, digits and "
+                                "._-/:@+ only, e.g. \"docker.io/library/python:3.12\")",
+                                f, s);
+    if (s[0] == '-' || s[0] == '/' || s[0] == ':')
+        return tide_err_set(err, TIDE_EINVAL, f, "%s: must start with a letter or digit", f);
+    job->image_key = image_key(s);
+    return keep_field(spec, f, v, err);
+}
+
+/* An absolute path without ".." components (n bytes of p). */
+static bool clean_absolute(const char *p, size_t n)
+{
+    if (n == 0 || p[0] != '/')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == '.' && i + 1 < n && p[i + 1] == '.' && p[i - 1] == '/' &&
+            (i + 2 == n || p[i + 2] == '/'))
+            return false;
+    return true;
+}
+
+static int check_mounts(json_t *v, const char *f, json_t *spec, struct job *job,
+                        struct tide_err *err)
+{
     (void)job;
-    if (json_is_null(v))
-        return 0;
-    return tide_err_set(err, TIDE_EINVAL, f, "%s: not supported by this server yet", f);
+    if (!json_is_array(v))
+        return tide_err_set(err, TIDE_EINVAL, f,
+                            "%s: must be an array of \"/host/path:/container/path[:ro]\"", f);
+    if (json_array_size(v) > JOB_SPEC_MAX_MOUNTS)
+        return tide_err_set(err, TIDE_EINVAL, f, "%s: at most %d mounts", f, JOB_SPEC_MAX_MOUNTS);
+    size_t i;
+    json_t *m;
+    json_array_foreach(v, i, m)
+    {
+        char field[32];
+        snprintf(field, sizeof field, "%s[%zu]", f, i);
+        const char *s;
+        int rc = want_string(m, field, 3, 4096, &s, err);
+        if (rc)
+            return rc;
+        const char *colon = strchr(s, ':');
+        const char *second = colon ? strchr(colon + 1, ':') : NULL;
+        size_t target_len = second ? (size_t)(second - colon - 1) : colon ? strlen(colon + 1) : 0;
+        if (!colon || !clean_absolute(s, (size_t)(colon - s)) ||
+            !clean_absolute(colon + 1, target_len))
+            return tide_err_set(err, TIDE_EINVAL, f,
+                                "%s: '%.64s' must be HOST:CONTAINER[:ro] with absolute paths "
+                                "and no '..'",
+                                field, s);
+        if (second && strcmp(second + 1, "ro") && strcmp(second + 1, "rw"))
+            return tide_err_set(err, TIDE_EINVAL, f, "%s: the option after the paths must be "
+                                "ro or rw, got '%.16s'", field, second + 1);
+    }
+    return keep_field(spec, f, v, err);
 }
 
 static const struct {
@@ -323,7 +378,8 @@ static const struct {
     {"env", check_env},
     {"workdir", check_workdir},
     {"user", check_user},
-    {"image", check_not_supported},
+    {"image", check_image},
+    {"mounts", check_mounts},
     {"max_runtime", check_max_runtime},
     {"est_runtime", check_est_runtime},
     {"retries", check_retries},
@@ -387,6 +443,11 @@ int job_spec_from_object(json_t *obj, json_t **spec_out, struct job *job, struct
         return tide_err_set(err, TIDE_EINVAL, "mig",
                             "mig: asks for one MIG instance, whose profile sets its memory; "
                             "use gpus: 1 and no gpu_memory");
+    }
+    if (json_object_get(spec, "mounts") && !job->image_key) {
+        json_decref(spec);
+        return tide_err_set(err, TIDE_EINVAL, "mounts",
+                            "mounts: only a job with an image (a container) has mounts");
     }
     json_t *command = json_object_get(spec, "command");
     if (!command) {

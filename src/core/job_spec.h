@@ -20,6 +20,8 @@
 #define JOB_SPEC_MAX_ARGS 4096
 #define JOB_SPEC_MAX_ENV 1024
 #define JOB_SPEC_MAX_ARRAY 1000
+#define JOB_SPEC_MAX_IMAGE 255
+#define JOB_SPEC_MAX_MOUNTS 64
 
 /* Parses body (len bytes, need not be NUL-terminated). On success returns 0,
  * sets *spec_out to a new canonical spec object (caller json_decref's it) and

@@ -23,6 +23,11 @@ int billing_kind_from_name(const char *name)
     return -1;
 }
 
+int64_t pool_boot_estimate_s(const struct pool *p)
+{
+    return p->boot_time_s + p->pull_time_s;
+}
+
 void pool_defaults(struct pool *p)
 {
     memset(p, 0, sizeof *p);

@@ -16,6 +16,8 @@
 
 #define POOL_MAX_WINDOWS 8
 #define POOL_MAX_STEPS 8
+#define POOL_MAX_IMAGES 8   /* images: a pool prewarms on each new node */
+#define POOL_IMAGE_MAX 256  /* bytes of one image reference, with its NUL */
 
 /* Scheduled capacity: on the days in `days` (bit 0 Monday ... bit 6
  * Sunday), from from_min to to_min (minutes after midnight UTC, to_min
@@ -53,6 +55,11 @@ struct pool {
     int min_nodes, max_nodes;
     int64_t boot_time_s;    /* expected; ranks pools of equal price */
     int64_t boot_timeout_s; /* not registered by then: deleted and replaced */
+    /* Container images every new node pulls before it registers (its agent's
+     * --prewarm-image), and how long that takes: part of the boot estimate. */
+    char images[POOL_MAX_IMAGES][POOL_IMAGE_MAX];
+    int nimages;
+    int64_t pull_time_s;
     int64_t price_per_node_hour_micros;
     int64_t spot_price_per_node_hour_micros; /* billing spot; 0: price_per_node_hour */
     int64_t pack_gpu_hours;                  /* billing pack: prepaid, drawn first */
@@ -73,6 +80,10 @@ struct pool {
     char health_command[256];
     int64_t health_interval_s; /* 0: the agent's default */
 };
+
+/* Seconds from asking for a node to it taking work: boot_time_s plus the
+ * pull of its prewarmed images (pull_time_s). */
+int64_t pool_boot_estimate_s(const struct pool *p);
 
 /* Fills p with the defaults of an unnamed local pool of 1 GPU. */
 void pool_defaults(struct pool *p);

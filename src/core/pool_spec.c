@@ -15,7 +15,8 @@ const char pool_spec_keys[] =
     "min_nodes, max_nodes, boot_time_s, boot_timeout_s, price_per_gpu_hour, "
     "price_per_node_hour, spot_price_per_node_hour, billing, pack_gpu_hours, scale_up_delay_s, "
     "scale_down_utilization, scale_down_window_s, cooldown_s, interruption_grace_s, schedule, "
-    "steps, predictive, forecast_alpha_pct, health_command, health_interval_s";
+    "steps, predictive, forecast_alpha_pct, health_command, health_interval_s, images, "
+    "pull_time_s";
 
 static int fail(char *why, size_t size, const char *fmt, ...)
 {
@@ -124,6 +125,7 @@ static const struct {
     {"max_nodes", 0, 10000, offsetof(struct pool, max_nodes), true, true},
     {"boot_time_s", 0, 86400, offsetof(struct pool, boot_time_s), false, true},
     {"boot_timeout_s", 1, 86400, offsetof(struct pool, boot_timeout_s), false, true},
+    {"pull_time_s", 0, 86400, offsetof(struct pool, pull_time_s), false, true},
     {"pack_gpu_hours", 0, 100000000, offsetof(struct pool, pack_gpu_hours), false, true},
     {"scale_up_delay_s", 0, 86400, offsetof(struct pool, scale_up_delay_s), false, true},
     {"scale_down_utilization", 0, 100, offsetof(struct pool, scale_down_utilization_pct), true,
@@ -229,6 +231,24 @@ int pool_spec_set(struct pool_spec *s, const char *key, const char *text, char *
         return rc;
     }
     return POOL_SPEC_UNKNOWN;
+}
+
+int pool_spec_image_add(struct pool_spec *s, const char *text, char *why, size_t why_size)
+{
+    struct pool *p = &s->pool;
+    if (!text || !*text || strlen(text) >= POOL_IMAGE_MAX)
+        return fail(why, why_size, "must be an image reference of 1 to %d characters",
+                    POOL_IMAGE_MAX - 1);
+    for (const char *c = text; *c; c++)
+        if ((unsigned char)*c <= ' ' || *c == 0x7f)
+            return fail(why, why_size, "must not contain spaces or control characters");
+    if (text[0] == '-')
+        return fail(why, why_size, "must not start with '-', got '%s'", text);
+    if (p->nimages == POOL_MAX_IMAGES)
+        return fail(why, why_size, "at most %d images", POOL_MAX_IMAGES);
+    snprintf(p->images[p->nimages++], POOL_IMAGE_MAX, "%s", text);
+    saw_elastic(s, "images");
+    return 0;
 }
 
 /* "09:00" into minutes after midnight (24:00 allowed as the end of a day). */
@@ -363,6 +383,11 @@ int pool_spec_finish(struct pool_spec *s, const char **key, char *why, size_t wh
     if (p->min_nodes > p->max_nodes) {
         *key = "min_nodes";
         return fail(why, why_size, "must not exceed max_nodes (%d)", p->max_nodes);
+    }
+    if (pool_boot_estimate_s(p) >= p->boot_timeout_s && p->pull_time_s) {
+        *key = "pull_time_s";
+        return fail(why, why_size, "with boot_time_s (%llds) must be under boot_timeout_s (%llds)",
+                    (long long)p->boot_time_s, (long long)p->boot_timeout_s);
     }
     if (p->boot_time_s >= p->boot_timeout_s) {
         *key = "boot_time_s";

@@ -44,6 +44,10 @@ void pool_spec_init(struct pool_spec *s);
 int pool_spec_set(struct pool_spec *s, const char *key, const char *text, char *why,
                   size_t why_size);
 
+/* One entry of an images: list (an image reference a new node pulls before
+ * it registers); TIDE_EINVAL with why for a bad or one too many. */
+int pool_spec_image_add(struct pool_spec *s, const char *text, char *why, size_t why_size);
+
 /* One key of a schedule: entry (days, from, to, min_nodes) or of a steps:
  * entry (queue_length, wait_s, add); as pool_spec_set. */
 int pool_spec_window_set(struct pool_window *w, const char *key, const char *text, char *why,

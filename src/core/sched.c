@@ -16,6 +16,7 @@
 #include "core/backfill.h"
 #include "core/gang.h"
 #include "core/gpu_share.h"
+#include "core/placement_image.h"
 #include "core/placement_index.h"
 #include "core/preempt.h"
 #include "core/queue.h"
@@ -523,6 +524,8 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
                 r = g;
         }
         if (r == PLACEMENT_FOUND) {
+            placement_prefer_image(&s->cfg.placement_cfg, c, job, &choice,
+                                   s->cfg.placement->node_order);
             if (push_start(s, c, job, &choice, now_ms, out) != 0) {
                 detach_index(s, c);
                 return TIDE_ENOMEM;

@@ -169,7 +169,8 @@ static json_t *answer_nodes(const char *prog, const char *text, struct tide_err 
 struct env_block {
     char server[200], token[200], pool[100], names[4200], fake[200], gpus[64], model[100],
         mem[64], region[100], node[100], health[300], health_interval[64];
-    char *list[13];
+    char images[POOL_MAX_IMAGES * POOL_IMAGE_MAX + 32];
+    char *list[14];
 };
 
 static void fill_env(struct env_block *e, struct provider *p, const struct pool *pool,
@@ -198,8 +199,14 @@ static void fill_env(struct env_block *e, struct provider *p, const struct pool 
     snprintf(e->health, sizeof e->health, "TIDE_HEALTH_COMMAND=%s", pool->health_command);
     snprintf(e->health_interval, sizeof e->health_interval, "TIDE_HEALTH_INTERVAL_S=%lld",
              (long long)(pool->health_interval_s > 0 ? pool->health_interval_s : 60));
+    /* the pool's images, space-separated: the nodes' agents get them as
+     * --prewarm-image flags */
+    size_t at = (size_t)snprintf(e->images, sizeof e->images, "TIDE_PREWARM_IMAGES=");
+    for (int i = 0; i < pool->nimages && at < sizeof e->images; i++)
+        at += (size_t)snprintf(e->images + at, sizeof e->images - at, "%s%s", i ? " " : "",
+                               pool->images[i]);
     char *list[] = {e->server, e->token, e->pool, e->names, e->fake, e->gpus, e->model,
-                    e->mem, e->region, e->node, e->health, e->health_interval, NULL};
+                    e->mem, e->region, e->node, e->health, e->health_interval, e->images, NULL};
     memcpy(e->list, list, sizeof list);
 }
 

@@ -70,23 +70,30 @@ static int start_agent(struct provider *p, const struct pool *pool, struct local
     char interval[24];
     snprintf(interval, sizeof interval, "%lld",
              (long long)(pool->health_interval_s > 0 ? pool->health_interval_s : 60));
-    /* local pool nodes stand in for machines of the server's own user, as
-     * tide up's agents do: their jobs run as that user, root too */
-    char *argv[32] = {"tide", "agent", "--server", p->env.server_url, "--token-file",
-                      p->env.join_token_path, "--name", (char *)name, "--work", work,
-                      "--fake-gpus", spec, "--pool", (char *)pool->name, "--fake-fault-file",
-                      faults, "--health-interval-s", interval};
-    int argc = 18;
+    /* the fixed flags; local pool nodes stand in for machines of the server's
+     * own user, as tide up's agents do (their jobs run as that user, root
+     * too); --prewarm-image IMAGE for each of the pool's images; then the
+     * pool's health probe (docs/health.md), when it has one */
+    char *argv[32 + 2 * POOL_MAX_IMAGES] = {
+        "tide", "agent", "--server", p->env.server_url, "--token-file",
+        p->env.join_token_path, "--name", (char *)name, "--work", work,
+        "--fake-gpus", spec, "--pool", (char *)pool->name, "--fake-fault-file", faults,
+        "--health-interval-s", interval};
+    int n = 18;
     if (geteuid() == 0) {
-        argv[argc++] = "--job-user";
-        argv[argc++] = "root";
-        argv[argc++] = "--allow-root-jobs";
+        argv[n++] = "--job-user";
+        argv[n++] = "root";
+        argv[n++] = "--allow-root-jobs";
     }
-    if (pool->health_command[0]) { /* the pool's health probe (docs/health.md) */
-        argv[argc++] = "--health-command";
-        argv[argc++] = (char *)pool->health_command;
+    for (int i = 0; i < pool->nimages; i++) {
+        argv[n++] = "--prewarm-image";
+        argv[n++] = (char *)pool->images[i];
     }
-    argv[argc] = NULL;
+    if (pool->health_command[0]) {
+        argv[n++] = "--health-command";
+        argv[n++] = (char *)pool->health_command;
+    }
+    argv[n] = NULL;
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "core/gpu_health.h"
 #include "core/gpu_share.h"
+#include "core/image.h"
 #include "core/job_spec.h"
 #include "core/reconcile.h"
 #include "server/agent_wake.h"
@@ -25,6 +26,7 @@
 #define AGENT_MAX_GPU_MEMORY_MIB (1LL << 24) /* 16 TiB per GPU */
 #define AGENT_MAX_GPU_INDEX 1023
 #define AGENT_MAX_GPU_POWER_W 100000
+#define AGENT_MAX_IMAGES 4096 /* names in one "images" list */
 
 static long long int_field(json_t *obj, const char *key, long long fallback)
 {
@@ -149,6 +151,33 @@ static int node_from_registration(json_t *body, struct node *node, struct api_re
     return 0;
 }
 
+/* The images the agent holds (optional "images": ["name:tag", ...]) into
+ * node's image cache; absent leaves the cache as it is. Names beyond
+ * TIDE_MAX_NODE_IMAGES are not kept (placement then just does not know). */
+static int read_images(struct node *node, json_t *images, struct api_reply *reply)
+{
+    if (!images || json_is_null(images))
+        return 0;
+    if (!json_is_array(images) || json_array_size(images) > AGENT_MAX_IMAGES)
+        return api_error_msg(reply, TIDE_EINVAL, "images",
+                             "images: must be an array of at most %d image names",
+                             AGENT_MAX_IMAGES), -1;
+    const char *names[TIDE_MAX_NODE_IMAGES];
+    int n = 0;
+    size_t i;
+    json_t *name;
+    json_array_foreach(images, i, name)
+    {
+        if (!json_is_string(name))
+            return api_error_msg(reply, TIDE_EINVAL, "images", "images[%zu]: must be a string",
+                                 i), -1;
+        if (n < TIDE_MAX_NODE_IMAGES)
+            names[n++] = json_string_value(name);
+    }
+    image_node_set(node, names, n);
+    return 0;
+}
+
 /* Heard from within the node timeout, and not given up on. */
 static bool node_is_alive(const struct server *srv, const struct node *node, int64_t now)
 {
@@ -165,7 +194,8 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
         return 0;
     struct node node;
     memset(&node, 0, sizeof node);
-    if (node_from_registration(body, &node, reply) != 0) {
+    if (node_from_registration(body, &node, reply) != 0 ||
+        read_images(&node, json_object_get(body, "images"), reply) != 0) {
         json_decref(body);
         return 0;
     }
@@ -446,6 +476,15 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
     if (msg && user)
         json_object_set(msg, "user", user);
     json_decref(user);
+    /* a container: the agent runs command in it (podman or docker) */
+    json_t *image = json_object_get(spec, "image"), *mounts = json_object_get(spec, "mounts");
+    if (msg && json_is_string(image)) {
+        json_object_set(msg, "image", image);
+        json_object_set_new(msg, "image_cached",
+                            json_boolean(image_node_holds(node, job->image_key)));
+        if (mounts)
+            json_object_set(msg, "mounts", mounts);
+    }
     int64_t limit = share_limit_mib(node, job);
     if (msg && limit > 0)
         json_object_set_new(msg, "gpu_memory_limit_mib", json_integer(limit));
@@ -500,7 +539,8 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(body);
         return 0;
     }
-    if (update_telemetry(node, json_object_get(body, "gpus"), reply) != 0) {
+    if (update_telemetry(node, json_object_get(body, "gpus"), reply) != 0 ||
+        read_images(node, json_object_get(body, "images"), reply) != 0) {
         agent_wake_delivered(srv, node->id);
         pthread_mutex_unlock(&srv->lock);
         json_decref(body);

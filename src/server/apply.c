@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "core/image.h"
 #include "server/agent_wake.h"
 #include "server/server.h"
 #include "store/store_health.h"
@@ -27,6 +28,16 @@ static json_t *gang_parts_json(const struct job *job)
         json_array_append_new(parts, json_pack("[I, o]", (json_int_t)job->parts[i].node_id, gpus));
     }
     return parts;
+}
+
+/* For a containerised job's start event: whether its node held the image. */
+static const char *image_words(struct server *srv, const struct job *job, int64_t node_id)
+{
+    if (!job || !job->image_key)
+        return "";
+    const struct node *node = cluster_find_node(&srv->cluster, node_id);
+    return node && image_node_holds(node, job->image_key) ? ", image cached"
+                                                          : ", image not cached (pulled on start)";
 }
 
 static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
@@ -52,8 +63,9 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         u.parts = parts;
         int rc = store_job_update(st, &u, err);
         json_decref(parts);
-        char msg[TIDE_REASON_MAX + 32];
-        snprintf(msg, sizeof msg, "%s (attempt %d)", a->reason, a->attempt);
+        char msg[TIDE_REASON_MAX + 64];
+        snprintf(msg, sizeof msg, "%s (attempt %d)%s", a->reason, a->attempt,
+                 image_words(srv, job, a->node_id));
         return rc ? rc : store_event_add(st, now_ms, "job_starting", a->job_id, a->node_id, msg, err);
     }
     case ACTION_RUNNING: {
@@ -185,6 +197,12 @@ const char *const failure_class_names[FAILURE_CLASS_COUNT] = {
  * state and queue (the job has left the cluster: its queue is read back). */
 static void count_for_metrics(struct server *srv, const struct action *a, int64_t now_ms)
 {
+    if (a->type == ACTION_START) {
+        const struct job *job = cluster_find_job(&srv->cluster, a->job_id);
+        const struct node *node = cluster_find_node(&srv->cluster, a->node_id);
+        if (job && job->image_key && node)
+            metrics_image_placed(&srv->metrics, image_node_holds(node, job->image_key));
+    }
     if (a->type == ACTION_START && a->attempt == 1) {
         const struct job *job = cluster_find_job(&srv->cluster, a->job_id);
         if (job)

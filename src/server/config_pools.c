@@ -68,9 +68,28 @@ static int pool_list(struct config_ctx *c, const char *key, const yaml_node_t *v
     return 0;
 }
 
+/* images: a list of image references. */
+static int pool_images(struct config_ctx *c, const char *key, const yaml_node_t *v)
+{
+    if (v->type != YAML_SEQUENCE_NODE)
+        return config_fail(c, v, key, "must be a list of image references%s", "");
+    int i = 0;
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++, i++) {
+        const yaml_node_t *item = yaml_document_get_node(c->doc, *it);
+        char where[160], why[200];
+        snprintf(where, sizeof where, "%s[%d]", key, i);
+        if (pool_spec_image_add(cur, config_scalar(item), why, sizeof why))
+            return config_fail(c, item, where, "%s", why);
+    }
+    return 0;
+}
+
 static int pool_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
 {
     const char *k = strrchr(key, '.') + 1;
+    if (!strcmp(k, "images"))
+        return pool_images(c, key, v);
     if (!strcmp(k, "schedule") || !strcmp(k, "steps"))
         return pool_list(c, key, v, k[1] == 'c');
     if (pool_spec_sim_only(k))

@@ -288,6 +288,12 @@ static void print_rest(FILE *out, const struct snapshot *s)
     for (int k = 0; k < GPU_FAULT_KIND_COUNT; k++)
         fprintf(out, "tide_gpu_faults_total{kind=\"%s\"} %lld\n", gpu_fault_kind_names[k],
                 s->gpu_faults[k]);
+    family(out, "tide_image_cache_hits_total", "counter",
+           "Containerised attempts placed on a node that already held their image.");
+    fprintf(out, "tide_image_cache_hits_total %lld\n", s->counts.image_cache_hits);
+    family(out, "tide_image_cache_misses_total", "counter",
+           "Containerised attempts placed on a node that had to pull their image.");
+    fprintf(out, "tide_image_cache_misses_total %lld\n", s->counts.image_cache_misses);
 }
 
 int api_metrics(struct server *srv, struct api_request *req, struct api_reply *reply)

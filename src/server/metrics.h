@@ -26,6 +26,7 @@ struct metrics_counts {
     char queues[METRICS_MAX_QUEUES][TIDE_NAME_MAX];
     struct histogram wait_seconds[METRICS_MAX_QUEUES]; /* submit to first start */
     long long finished[METRICS_MAX_QUEUES][JOB_STATE_COUNT];
+    long long image_cache_hits, image_cache_misses; /* containerised starts */
 };
 
 struct server_metrics {
@@ -43,6 +44,8 @@ void metrics_observe_snapshot(struct server_metrics *m, double seconds);
 void metrics_job_started(struct server_metrics *m, const char *queue, double wait_s);
 /* A job reached a final state. */
 void metrics_job_finished(struct server_metrics *m, const char *queue, enum job_state state);
+/* A containerised attempt was placed on a node that held its image (or not). */
+void metrics_image_placed(struct server_metrics *m, bool cached);
 /* Copies the counts (under the mutex) into out. */
 void metrics_copy(struct server_metrics *m, struct metrics_counts *out);
 

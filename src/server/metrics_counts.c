@@ -92,6 +92,16 @@ void metrics_job_finished(struct server_metrics *m, const char *queue, enum job_
     pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_image_placed(struct server_metrics *m, bool cached)
+{
+    pthread_mutex_lock(&m->mu);
+    if (cached)
+        m->c.image_cache_hits++;
+    else
+        m->c.image_cache_misses++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void metrics_copy(struct server_metrics *m, struct metrics_counts *out)
 {
     pthread_mutex_lock(&m->mu);

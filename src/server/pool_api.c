@@ -67,6 +67,11 @@ int api_pools_list(struct server *srv, struct api_request *req, struct api_reply
             "price_per_node_hour", price_s, "scale_down_window_s",
             (json_int_t)pool->scale_down_window_s, "nodes", by_state, "pending_jobs",
             pl->as.state[p].pending_jobs, "nodes_wanted", pl->as.state[p].nodes_wanted);
+        json_object_set_new(o, "pull_time_s", json_integer(pool->pull_time_s));
+        json_t *images = json_array();
+        for (int k = 0; k < pool->nimages; k++)
+            json_array_append_new(images, json_string(pool->images[k]));
+        json_object_set_new(o, "images", images);
         json_object_set_new(o, "cost_micros", json_integer(cost));
         json_object_set_new(o, "cost", json_string(cost_s));
         json_object_set_new(o, "idle_cost_micros", json_integer(idle_cost));
@@ -242,7 +247,7 @@ void pool_loop_metrics(struct server *srv, FILE *out)
             continue;
         const struct forecast *f = &pl->as.state[p].forecast;
         fprintf(out, "tide_pool_forecast_gpus{pool=\"%s\"} %.3f\n", pool->name,
-                forecast_predict(f, clock_now_ms() + (int64_t)pool->boot_time_s * 1000));
+                forecast_predict(f, clock_now_ms() + pool_boot_estimate_s(pool) * 1000));
         fprintf(out, "tide_pool_forecast_error_gpus{pool=\"%s\"} %.3f\n", pool->name,
                 forecast_error(f));
     }

@@ -292,6 +292,20 @@ static int pool_from_json(struct sim_pool *p, const json_t *obj, int i, struct t
             if (!spec.first_elastic)
                 spec.first_elastic = key[1] == 'c' ? "schedule" : "steps";
             rc = pool_list_from_json(&spec.pool, v, field, key[1] == 'c', err);
+        } else if (!strcmp(key, "images")) {
+            /* nothing is pulled in a simulation; pull_time_s is what it costs */
+            if (!json_is_array(v))
+                rc = tide_err_set(err, TIDE_EINVAL, field, "%s: must be a list of image references",
+                                  field);
+            size_t k;
+            json_t *img;
+            json_array_foreach(v, k, img)
+            {
+                if (rc)
+                    break;
+                if (pool_spec_image_add(&spec, json_string_value(img), why, sizeof why))
+                    rc = tide_err_set(err, TIDE_EINVAL, field, "%s[%zu]: %s", field, k, why);
+            }
         } else if (!strcmp(key, "gpu_model") || !strcmp(key, "gpu_memory")) {
             rc = tide_err_set(err, TIDE_EINVAL, field, "%s: is spelled %s, as in tide.yaml",
                               field, key[4] == 'm' ? "gpu" : "gpu_memory_mib");

@@ -824,7 +824,7 @@ static int elastic_decide(struct sim_state *st, int64_t t)
                 continue;
             }
             sim_spot_create_ok(st, a->pool);
-            int64_t boot_ms = el->pools[a->pool].boot_time_s * 1000;
+            int64_t boot_ms = pool_boot_estimate_s(&el->pools[a->pool]) * 1000;
             for (int k = 0; k < a->count; k++) {
                 if ((rc = add_pool_node(st, a->pool, NODE_PROVISIONING, t)))
                     return rc;

@@ -79,10 +79,11 @@ class Cluster:
         _clusters.append(self)
 
     # ---- processes -------------------------------------------------
-    def _spawn(self, name, args):
+    def _spawn(self, name, args, env=None):
         log = open(os.path.join(self.dir, f"{name}.log"), "ab")
         p = subprocess.Popen([TIDE] + args, stdout=log, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
+                             stdin=subprocess.DEVNULL, start_new_session=True,
+                             env=dict(os.environ, **env) if env else None)
         log.close()
         return p
 
@@ -124,9 +125,11 @@ class Cluster:
         except (urllib.error.URLError, ConnectionError, OSError):
             return False
 
-    def start_agent(self, name, fake_gpus=None, extra=(), run_as=None):
-        """run_as: the agent's user flags; by default, as root, jobs run as
-        root (they write into this cluster's private temp dir)."""
+    def start_agent(self, name, fake_gpus=None, extra=(), run_as=None, env=None):
+        """Starts agent name (extra flags in extra, extra environment in env)
+        and waits until its node is ready. run_as: the agent's user flags; by
+        default, as root, jobs run as root (they write into this cluster's
+        private temp dir)."""
         work = os.path.join(self.dir, "agents", name)
         os.makedirs(work, exist_ok=True)
         if run_as is None:
@@ -134,7 +137,7 @@ class Cluster:
         self.agents[name] = self._spawn(f"agent-{name}", [
             "agent", "--server", self.url, "--token-file", os.path.join(self.data, "join.token"),
             "--name", name, "--work", work, "--fake-gpus", fake_gpus or self.fake_gpus]
-            + self._agent_tls_args() + list(extra) + run_as)
+            + self._agent_tls_args() + list(extra) + run_as, env)
         wait_until(lambda: self.node(name) and self.node(name)["state"] == "ready", 20,
                    what=f"agent {name} registered")
 

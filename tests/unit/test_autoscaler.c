@@ -218,6 +218,23 @@ static void test_cheapest_pool_per_gpu_hour_wins_then_boot_time(void **state)
     fx_stop(&f);
 }
 
+static void test_a_pools_image_pull_time_counts_in_its_boot_time(void **state)
+{
+    (void)state;
+    /* same price; "fast" boots sooner but pulls a large image first */
+    struct fx f = {.pools = {fx_pool("fast", 8, 0, 10, 16000000), fx_pool("warm", 8, 0, 10, 16000000)},
+                   .npools = 2};
+    f.pools[0].boot_time_s = 10;
+    f.pools[0].pull_time_s = 120;
+    f.pools[1].boot_time_s = 60;
+    fx_start(&f);
+    add_jobs(&f, 1, 1, 0);
+    decide(&f, S);
+    assert_int_equal(created(&f.out, 1), 1);
+    assert_int_equal(created(&f.out, 0), 0);
+    fx_stop(&f);
+}
+
 static void test_falls_back_to_a_pool_that_fits_or_has_room(void **state)
 {
     (void)state;
@@ -726,6 +743,7 @@ int main(void)
         cmocka_unit_test(test_booting_nodes_count_as_capacity),
         cmocka_unit_test(test_waits_for_scale_up_delay),
         cmocka_unit_test(test_cheapest_pool_per_gpu_hour_wins_then_boot_time),
+        cmocka_unit_test(test_a_pools_image_pull_time_counts_in_its_boot_time),
         cmocka_unit_test(test_falls_back_to_a_pool_that_fits_or_has_room),
         cmocka_unit_test(test_keeps_min_nodes_from_zero),
         cmocka_unit_test(test_idle_node_is_released_only_after_the_window),

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/image.h"
 #include "core/job_spec.h"
 
 #define CMD "\"command\": [\"python3\", \"train.py\"]"
@@ -355,10 +356,49 @@ static void test_checkpoint_signal_refuses_what_is_not_a_signal(void **state)
                    "'SIGNOPE' is not a signal");
 }
 
-static void test_fields_not_supported_yet_are_refused_with_the_reason(void **state)
+static void test_image_and_mounts_are_kept_and_give_the_job_an_image_key(void **state)
 {
     (void)state;
-    assert_refused("{\"image\": \"pytorch:2\", " CMD "}", "image", "not supported");
+    struct parsed p = parse_ok("{\"image\": \"localhost/tide-test:1\", \"mounts\": "
+                               "[\"/data:/data:ro\", \"/scratch:/scratch\"], " CMD "}");
+    assert_spec_string(p.spec, "image", "localhost/tide-test:1");
+    assert_int_equal(json_array_size(json_object_get(p.spec, "mounts")), 2);
+    assert_true(p.job.image_key != 0);
+    assert_true(p.job.image_key == image_key("localhost/tide-test:1"));
+    json_decref(p.spec);
+    struct parsed bare = parse_ok("{" CMD "}");
+    assert_true(bare.job.image_key == 0);
+    assert_null(json_object_get(bare.spec, "image"));
+    json_decref(bare.spec);
+}
+
+static void test_image_without_tag_means_latest(void **state)
+{
+    (void)state;
+    assert_true(image_key("busybox") == image_key("busybox:latest"));
+    assert_true(image_key("localhost:5000/busybox") == image_key("localhost:5000/busybox:latest"));
+    assert_true(image_key("busybox:1") != image_key("busybox:2"));
+    assert_true(image_key("") == 0);
+}
+
+static void test_bad_images_and_mounts_are_refused_naming_the_field(void **state)
+{
+    (void)state;
+    assert_refused("{\"image\": \"\", " CMD "}", "image", "characters");
+    assert_refused("{\"image\": \"py torch\", " CMD "}", "image", "not an image reference");
+    assert_refused("{\"image\": \"--privileged\", " CMD "}", "image", "letter or digit");
+    assert_refused("{\"image\": 3, " CMD "}", "image", "string");
+    assert_refused("{\"image\": \"a:1\", \"mounts\": \"/a:/b\", " CMD "}", "mounts", "array");
+    assert_refused("{\"image\": \"a:1\", \"mounts\": [\"data:/data\"], " CMD "}", "mounts",
+                   "absolute");
+    assert_refused("{\"image\": \"a:1\", \"mounts\": [\"/data\"], " CMD "}", "mounts",
+                   "HOST:CONTAINER");
+    assert_refused("{\"image\": \"a:1\", \"mounts\": [\"/a/../etc:/b\"], " CMD "}", "mounts",
+                   "..");
+    assert_refused("{\"image\": \"a:1\", \"mounts\": [\"/a:/b/..\"], " CMD "}", "mounts", "..");
+    assert_refused("{\"image\": \"a:1\", \"mounts\": [\"/a:/b:rx\"], " CMD "}", "mounts",
+                   "ro or rw");
+    assert_refused("{\"mounts\": [\"/a:/b\"], " CMD "}", "mounts", "only a job with an image");
 }
 
 static void test_dependencies_hold_the_job_and_bad_ids_are_refused(void **state)
@@ -421,7 +461,9 @@ int main(void)
         cmocka_unit_test(test_relative_workdir_is_refused),
         cmocka_unit_test(test_checkpoint_signal_accepts_names_with_or_without_sig_and_numbers),
         cmocka_unit_test(test_checkpoint_signal_refuses_what_is_not_a_signal),
-        cmocka_unit_test(test_fields_not_supported_yet_are_refused_with_the_reason),
+        cmocka_unit_test(test_image_and_mounts_are_kept_and_give_the_job_an_image_key),
+        cmocka_unit_test(test_image_without_tag_means_latest),
+        cmocka_unit_test(test_bad_images_and_mounts_are_refused_naming_the_field),
         cmocka_unit_test(test_dependencies_hold_the_job_and_bad_ids_are_refused),
         cmocka_unit_test(test_refused_spec_without_err_leaves_spec_out_null),
     };

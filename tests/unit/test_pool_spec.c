@@ -144,6 +144,39 @@ static void test_schedule_and_step_entries_are_checked(void **state)
     assert_int_equal(pool_spec_step_set(&st, "add", "0", why, sizeof why), TIDE_EINVAL);
 }
 
+static void test_images_and_pull_time_are_part_of_the_boot_estimate(void **state)
+{
+    (void)state;
+    struct pool_spec s;
+    pool_spec_init(&s);
+    const char *kv[] = {"name", "p", "boot_time_s", "30", "pull_time_s", "45", NULL};
+    assert_int_equal(set_all(&s, kv), 0);
+    assert_int_equal(pool_spec_image_add(&s, "docker.io/library/python:3.12", why, sizeof why), 0);
+    assert_int_equal(pool_spec_image_add(&s, "localhost/tide-test:1", why, sizeof why), 0);
+    const char *key = NULL;
+    assert_int_equal(pool_spec_finish(&s, &key, why, sizeof why), 0);
+    assert_int_equal(s.pool.nimages, 2);
+    assert_string_equal(s.pool.images[1], "localhost/tide-test:1");
+    assert_int_equal(pool_boot_estimate_s(&s.pool), 75);
+    assert_string_equal(s.first_elastic, "boot_time_s");
+    /* bad entries say why; a pull that cannot finish before the boot
+     * timeout is refused with the key at fault */
+    assert_int_equal(pool_spec_image_add(&s, "", why, sizeof why), TIDE_EINVAL);
+    assert_int_equal(pool_spec_image_add(&s, "a b", why, sizeof why), TIDE_EINVAL);
+    assert_non_null(strstr(why, "spaces"));
+    assert_int_equal(pool_spec_image_add(&s, "--privileged", why, sizeof why), TIDE_EINVAL);
+    for (int i = 2; i < POOL_MAX_IMAGES; i++)
+        assert_int_equal(pool_spec_image_add(&s, "x:1", why, sizeof why), 0);
+    assert_int_equal(pool_spec_image_add(&s, "x:2", why, sizeof why), TIDE_EINVAL);
+    assert_non_null(strstr(why, "at most"));
+    struct pool_spec slow;
+    pool_spec_init(&slow);
+    const char *kv2[] = {"name", "p", "boot_time_s", "100", "pull_time_s", "250", NULL};
+    assert_int_equal(set_all(&slow, kv2), 0);
+    assert_int_equal(pool_spec_finish(&slow, &key, why, sizeof why), TIDE_EINVAL);
+    assert_string_equal(key, "pull_time_s");
+}
+
 static void test_only_the_simulated_clouds_keys_are_sim_only(void **state)
 {
     (void)state;
@@ -162,6 +195,7 @@ int main(void)
         cmocka_unit_test(test_bad_values_say_why_and_unknown_keys_are_told_apart),
         cmocka_unit_test(test_finish_names_the_key_at_fault),
         cmocka_unit_test(test_schedule_and_step_entries_are_checked),
+        cmocka_unit_test(test_images_and_pull_time_are_part_of_the_boot_estimate),
         cmocka_unit_test(test_only_the_simulated_clouds_keys_are_sim_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,408 @@
+/* Running tasks in containers with podman or docker (task_container.h). */
+#include "agent/task_container.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/task.h"
+#include "common/log.h"
+
+/* Most bytes read from `RUNTIME images` or a failed pull. */
+#define RUNTIME_OUTPUT_MAX (256 * 1024)
+/* A label filter: the prefix and an agent's work dir. */
+#define PATH_MAX_LABEL 4200
+
+void agent_container_name(int64_t job_id, int64_t attempt, char *out, size_t size)
+{
+    snprintf(out, size, "tide-%" PRId64 "-%" PRId64, job_id, attempt);
+}
+
+/* A growing argv; a failed allocation is remembered and reported at the end. */
+struct argv_buf {
+    char **v;
+    size_t n, cap;
+    bool failed;
+};
+
+static void add(struct argv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void add(struct argv_buf *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return;
+    if (b->n + 2 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64;
+        char **v = realloc(b->v, cap * sizeof *v);
+        if (!v) {
+            b->failed = true;
+            return;
+        }
+        b->v = v;
+        b->cap = cap;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int rc = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (rc < 0) {
+        b->failed = true;
+        return;
+    }
+    b->v[b->n++] = s;
+    b->v[b->n] = NULL;
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* True when an NVIDIA CDI spec is installed in one of dirs (':'-separated). */
+static bool nvidia_cdi_present(const char *dirs)
+{
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", dirs ? dirs : "/etc/cdi:/var/run/cdi");
+    char *save = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s/nvidia.yaml", d);
+        if (exists(path))
+            return true;
+        snprintf(path, sizeof path, "%s/nvidia.json", d);
+        if (exists(path))
+            return true;
+    }
+    return false;
+}
+
+static void add_gpu_devices(struct argv_buf *b, const struct agent_container_run *r)
+{
+    if (!r->ngpus)
+        return;
+    if (nvidia_cdi_present(r->cdi_dirs)) {
+        for (size_t i = 0; i < r->ngpus; i++)
+            add(b, "--device=nvidia.com/gpu=%d", r->gpus[i]);
+        return;
+    }
+    const char *dev = r->dev_dir ? r->dev_dir : "/dev";
+    char path[512];
+    bool any = false;
+    for (size_t i = 0; i < r->ngpus; i++) {
+        snprintf(path, sizeof path, "%s/nvidia%d", dev, r->gpus[i]);
+        if (exists(path)) {
+            add(b, "--device=%s", path);
+            any = true;
+        }
+    }
+    /* fake GPUs have no device nodes, and then neither is there a driver */
+    static const char *const control[] = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
+                                          "nvidia-modeset"};
+    for (size_t i = 0; any && i < sizeof control / sizeof control[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dev, control[i]);
+        if (exists(path))
+            add(b, "--device=%s", path);
+    }
+}
+
+char **agent_container_argv(const struct agent_container_run *r)
+{
+    struct argv_buf b = {0};
+    add(&b, "%s", r->runtime);
+    add(&b, "run");
+    add(&b, "--rm");
+    add(&b, "--name=%s", r->name);
+    /* a small init as PID 1 passes the stop signal on to the command and
+     * reaps what it leaves behind */
+    add(&b, "--init");
+    /* jobs reach each other (gang ranks, services) as bare processes do */
+    add(&b, "--network=host");
+    if (r->user)
+        add(&b, "--user=%s", r->user);
+    add(&b, "--label=tide.job=%s", r->name);
+    if (r->owner)
+        add(&b, "--label=tide.agent=%s", r->owner);
+    for (size_t i = 0; i < r->nenv; i++)
+        add(&b, "--env=%s", r->env_names[i]); /* the value comes from the runtime's env */
+    add(&b, "--volume=%s:%s", r->job_dir, r->job_dir);
+    if (r->checkpoint_dir)
+        add(&b, "--volume=%s:%s", r->checkpoint_dir, r->checkpoint_dir);
+    for (size_t i = 0; i < r->nmounts; i++)
+        add(&b, "--volume=%s", r->mounts[i]);
+    add(&b, "--workdir=%s", r->workdir ? r->workdir : r->job_dir);
+    if (r->memory_mib > 0)
+        add(&b, "--memory=%" PRId64 "m", r->memory_mib);
+    if (r->cpus > 0)
+        add(&b, "--cpus=%d", r->cpus);
+    add_gpu_devices(&b, r);
+    add(&b, "%s", r->image);
+    for (char **c = r->command; c && *c; c++)
+        add(&b, "%s", *c);
+    if (b.failed) {
+        agent_container_argv_free(b.v);
+        return NULL;
+    }
+    return b.v;
+}
+
+char **agent_container_task_argv(const struct agent_task_spec *spec, const char *runtime,
+                                 const char *name, const char *owner, const char *job_dir,
+                                 char **vars, size_t nvars)
+{
+    size_t total = spec->nenv + nvars;
+    char **names = calloc(total + 1, sizeof *names);
+    if (!names)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < total; i++) {
+        const char *entry = i < spec->nenv ? spec->env[i] : vars[i - spec->nenv];
+        const char *eq = strchr(entry, '=');
+        if (!(names[n++] = strndup(entry, eq ? (size_t)(eq - entry) : strlen(entry)))) {
+            agent_container_argv_free(names);
+            return NULL;
+        }
+    }
+    struct agent_container_run r = {
+        .runtime = runtime,
+        .name = name,
+        .owner = owner,
+        .image = spec->image,
+        .command = spec->command,
+        .env_names = names,
+        .nenv = n,
+        .mounts = spec->mounts,
+        .nmounts = spec->nmounts,
+        .job_dir = job_dir,
+        .checkpoint_dir = spec->checkpoint_dir,
+        .workdir = spec->workdir,
+        .gpus = spec->gpus,
+        .ngpus = spec->ngpus,
+        .memory_mib = spec->memory_mib,
+        .cpus = spec->cpus,
+    };
+    /* The runtime runs as the agent (a rootless runtime would need the job
+     * user's own setup); the job's processes run as its user inside. */
+    char user[48];
+    if (spec->run_as && spec->run_as->change) {
+        snprintf(user, sizeof user, "%u:%u", (unsigned)spec->run_as->uid,
+                 (unsigned)spec->run_as->gid);
+        r.user = user;
+    }
+    char **argv = agent_container_argv(&r);
+    agent_container_argv_free(names);
+    return argv;
+}
+
+void agent_container_argv_free(char **argv)
+{
+    if (!argv)
+        return;
+    for (char **p = argv; *p; p++)
+        free(*p);
+    free(argv);
+}
+
+/* Runs argv with stdin from /dev/null; stdout into *out (new, NUL-ended,
+ * at most RUNTIME_OUTPUT_MAX bytes) when out is not NULL, else discarded;
+ * stderr with stdout. Returns the exit status, or -1. */
+static int run_capture(char *const argv[], char **out)
+{
+    int pipefd[2] = {-1, -1};
+    if (out && pipe2(pipefd, O_CLOEXEC) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null_fd = open("/dev/null", O_RDWR);
+        if (null_fd >= 0) {
+            dup2(null_fd, 0);
+            dup2(out ? pipefd[1] : null_fd, 1);
+            dup2(out ? pipefd[1] : null_fd, 2);
+        }
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    if (out)
+        close(pipefd[1]);
+    if (pid < 0) {
+        if (out)
+            close(pipefd[0]);
+        return -1;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    if (out) {
+        buf = malloc(RUNTIME_OUTPUT_MAX + 1);
+        ssize_t r = 0;
+        while (buf && len < RUNTIME_OUTPUT_MAX &&
+               ((r = read(pipefd[0], buf + len, RUNTIME_OUTPUT_MAX - len)) > 0 ||
+                (r < 0 && errno == EINTR)))
+            if (r > 0)
+                len += (size_t)r;
+        /* drain what does not fit, so the child is not blocked on a full pipe */
+        char sink[4096];
+        while ((r = read(pipefd[0], sink, sizeof sink)) > 0 || (r < 0 && errno == EINTR))
+            ;
+        close(pipefd[0]);
+        if (buf)
+            buf[len] = '\0';
+        *out = buf;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Runs argv in the background: a child forks the command and exits at
+ * once, so the agent reaps the child now and init reaps the command. */
+static void run_detached(char *const argv[])
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setsid(); /* out of the agent's group: a kill of it spares the cleanup */
+        pid_t inner = fork();
+        if (inner == 0) {
+            int null_fd = open("/dev/null", O_RDWR);
+            if (null_fd >= 0) {
+                dup2(null_fd, 0);
+                dup2(null_fd, 1);
+                dup2(null_fd, 2);
+            }
+            execvp(argv[0], argv);
+            _exit(127);
+        }
+        _exit(inner < 0 ? 1 : 0);
+    }
+    if (pid < 0) {
+        log_warn("cannot run %s %s: %s", argv[0], argv[1], strerror(errno));
+        return;
+    }
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+bool agent_container_start_failure(const char *runtime, int exit_code, char *why, size_t n)
+{
+    const char *what = exit_code == 125   ? "could not create the container (see the job's log: "
+                                            "an image it cannot pull, a bad mount, ...)"
+                       : exit_code == 126 ? "the command cannot be run in the image"
+                       : exit_code == 127 ? "the command is not in the image"
+                                          : NULL;
+    if (!what)
+        return false;
+    snprintf(why, n, "start failed: %s exit %d: %s", runtime, exit_code, what);
+    return true;
+}
+
+void agent_container_signal(const char *runtime, const char *name, int sig)
+{
+    char signal_arg[32];
+    snprintf(signal_arg, sizeof signal_arg, "--signal=%d", sig);
+    char *argv[] = {(char *)runtime, "kill", signal_arg, (char *)name, NULL};
+    run_detached(argv);
+}
+
+void agent_container_remove(const char *runtime, const char *name)
+{
+    char *argv[] = {(char *)runtime, "rm", "--force", "--time=0", (char *)name, NULL};
+    run_detached(argv);
+}
+
+/* True when program runs (`PROGRAM --version` exits 0). */
+static bool runs(const char *program)
+{
+    char *argv[] = {(char *)program, "--version", NULL};
+    return run_capture(argv, NULL) == 0;
+}
+
+const char *agent_container_runtime_find(const char *given)
+{
+    if (given)
+        return runs(given) ? given : NULL;
+    if (runs("podman"))
+        return "podman";
+    if (runs("docker"))
+        return "docker";
+    return NULL;
+}
+
+char **agent_container_images(const char *runtime, size_t max)
+{
+    char *argv[] = {(char *)runtime, "images", "--format", "{{.Repository}}:{{.Tag}}", NULL};
+    char *text = NULL;
+    if (run_capture(argv, &text) != 0 || !text) {
+        free(text);
+        return NULL;
+    }
+    char **names = calloc(max + 1, sizeof *names);
+    size_t n = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); names && line && n < max;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (!*line || strstr(line, "<none>"))
+            continue; /* untagged layers are no image a job can name */
+        if (!(names[n] = strdup(line))) {
+            agent_container_argv_free(names);
+            names = NULL;
+            break;
+        }
+        n++;
+    }
+    free(text);
+    return names;
+}
+
+int agent_container_remove_leftovers(const char *runtime, const char *owner)
+{
+    char filter[PATH_MAX_LABEL];
+    snprintf(filter, sizeof filter, "label=tide.agent=%s", owner);
+    char *ps[] = {(char *)runtime, "ps", "--all", "--quiet", "--filter", filter, NULL};
+    char *text = NULL;
+    if (run_capture(ps, &text) != 0 || !text) {
+        free(text);
+        return -1;
+    }
+    int n = 0;
+    char *save = NULL;
+    for (char *id = strtok_r(text, " \n", &save); id; id = strtok_r(NULL, " \n", &save)) {
+        char *rm[] = {(char *)runtime, "rm", "--force", "--time=0", id, NULL};
+        if (run_capture(rm, NULL) != 0)
+            log_warn("cannot remove leftover container %s", id);
+        n++;
+    }
+    free(text);
+    return n;
+}
+
+int agent_container_prewarm(const char *runtime, const char *image, char *why, size_t n)
+{
+    char *inspect[] = {(char *)runtime, "image", "inspect", (char *)image, NULL};
+    if (run_capture(inspect, NULL) == 0)
+        return 0;
+    char *pull[] = {(char *)runtime, "pull", "--quiet", (char *)image, NULL};
+    char *text = NULL;
+    int rc = run_capture(pull, &text);
+    if (rc != 0) {
+        /* the runtime's last line says why */
+        size_t len = text ? strlen(text) : 0;
+        while (len && text[len - 1] == '\n')
+            text[--len] = '\0';
+        const char *last = text ? strrchr(text, '\n') : NULL;
+        snprintf(why, n, "%s pull %s: %s", runtime, image,
+                 last ? last + 1 : text && *text ? text : "failed");
+    }
+    free(text);
+    return rc == 0 ? 0 : -1;
+}

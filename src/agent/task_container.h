@@ -1,0 +1,100 @@
+/*
+ * Containerised tasks: the command line that runs a job's command in its
+ * image with podman or docker (both take the same flags used here), and the
+ * runtime calls around it: listing the images this node holds, pulling the
+ * images a pool prewarms, signalling and removing a task's container.
+ * The runtime process (`podman run`) is the task's process: its output is
+ * the task's log, it forwards signals to the container (--init makes them
+ * reach the command), and its exit status is the command's.
+ */
+#ifndef TIDE_AGENT_TASK_CONTAINER_H
+#define TIDE_AGENT_TASK_CONTAINER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest container name: "tide-<job>-<attempt>". */
+#define AGENT_CONTAINER_NAME_MAX 64
+
+/* What `RUNTIME run` needs beyond the task spec. */
+struct agent_container_run {
+    const char *runtime;        /* "podman", "docker" or a path to one */
+    const char *name;           /* the container's name */
+    const char *owner;          /* label tide.agent: the agent's work dir; NULL: none */
+    const char *image;
+    char **command;             /* NULL-terminated argv inside the container */
+    char **env_names;           /* variables passed through by name (--env NAME) */
+    size_t nenv;
+    char **mounts;              /* "HOST:CONTAINER[:ro|rw]" from the job spec */
+    size_t nmounts;
+    const char *job_dir;        /* mounted at the same path; the default workdir */
+    const char *checkpoint_dir; /* mounted at the same path; NULL: none */
+    const char *workdir;        /* inside the container; NULL: job_dir */
+    const int *gpus;            /* the task's GPU indices on this node */
+    size_t ngpus;
+    int64_t memory_mib; /* --memory; 0: none */
+    int cpus;           /* --cpus; 0: none */
+    const char *dev_dir; /* where NVIDIA device nodes would be ("/dev"; tests may differ) */
+    const char *cdi_dirs; /* ':'-separated CDI spec dirs; NULL: /etc/cdi:/var/run/cdi */
+    const char *user;     /* --user=UID:GID, the job's user (run_as.h); NULL: the image's */
+};
+
+/* "tide-<job>-<attempt>" into out (at least AGENT_CONTAINER_NAME_MAX bytes). */
+void agent_container_name(int64_t job_id, int64_t attempt, char *out, size_t size);
+
+/* The argv of `RUNTIME run --rm --name NAME --init --network host ...
+ * IMAGE COMMAND...`: the job's GPUs as CDI devices (nvidia.com/gpu=INDEX)
+ * when an NVIDIA CDI spec is installed, else as --device /dev/nvidiaN plus
+ * the control devices that exist; none for fake GPUs (no device nodes).
+ * Returns a new NULL-terminated array (agent_container_argv_free), or NULL
+ * when out of memory. */
+char **agent_container_argv(const struct agent_container_run *r);
+void agent_container_argv_free(char **argv);
+
+/* The runtime to use: the given one (checked to run), else podman, else
+ * docker, found on PATH; NULL when none is installed. Static string or
+ * `given`. */
+const char *agent_container_runtime_find(const char *given);
+
+struct agent_task_spec;
+/* The runtime's argv for a containerised task spec: the job's env and
+ * tide's vars ("NAME=VALUE", nvars of them) passed by name, the job
+ * directory and checkpoint dir mounted at their own paths. New array
+ * (agent_container_argv_free), or NULL when out of memory. */
+char **agent_container_task_argv(const struct agent_task_spec *spec, const char *runtime,
+                                 const char *name, const char *owner, const char *job_dir,
+                                 char **vars, size_t nvars);
+
+/* Removes (in the foreground) every container labelled tide.agent=owner:
+ * what an agent that died left running, since the runtime's monitor, not
+ * the agent's task, is the container's parent. Returns how many it found,
+ * or -1 when the runtime could not be asked. */
+int agent_container_remove_leftovers(const char *runtime, const char *owner);
+
+/* The reason for a containerised task that ended with exit_code and no
+ * stop: podman and docker exit 125 when they could not make the container
+ * (an image they cannot pull, a bad mount), 126 when the command cannot be
+ * run and 127 when it is not in the image; those become `start failed:
+ * ...` (written into why, size n) and true is returned. A command of the
+ * job's own that exits 125 to 127 reads the same. Other codes: false. */
+bool agent_container_start_failure(const char *runtime, int exit_code, char *why, size_t n);
+
+/* Sends sig to the container by name (`RUNTIME kill --signal`), and
+ * removes a container (`RUNTIME rm -f --time 0`), in the background: the
+ * agent's loop does not wait for the runtime. */
+void agent_container_signal(const char *runtime, const char *name, int sig);
+void agent_container_remove(const char *runtime, const char *name);
+
+/* The images this node holds ("repo:tag" lines of `RUNTIME images`), as a
+ * new NULL-terminated array of at most max names (agent_container_argv_free
+ * frees it); NULL when the runtime could not be asked. */
+char **agent_container_images(const char *runtime, size_t max);
+
+/* Makes sure image is here: pulls it unless the runtime already has it.
+ * image may be any reference the runtime pulls, including
+ * docker-archive:/path.tar. Returns 0, or -1 with the runtime's failure in
+ * why (size n). Blocking: for start-up prewarming. */
+int agent_container_prewarm(const char *runtime, const char *image, char *why, size_t n);
+
+#endif

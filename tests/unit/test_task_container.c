@@ -1,0 +1,182 @@
+/* Unit tests for the container command line of a task (src/agent/task_container.c):
+ * flags, env passed by name, mounts, limits, and GPU devices by CDI or
+ * device node, with device and CDI directories made for the test. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/task.h"
+#include "agent/task_container.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/tide-test-ctr-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    return 0;
+}
+
+static void touch(const char *sub)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+}
+
+static char *sub(const char *name)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return path;
+}
+
+/* Index of arg in argv, or -1. */
+static int find(char **argv, const char *arg)
+{
+    for (int i = 0; argv[i]; i++)
+        if (!strcmp(argv[i], arg))
+            return i;
+    return -1;
+}
+
+static int count_prefix(char **argv, const char *prefix)
+{
+    int n = 0;
+    for (int i = 0; argv[i]; i++)
+        n += !strncmp(argv[i], prefix, strlen(prefix));
+    return n;
+}
+
+static void test_the_command_runs_in_the_image_with_env_by_name_mounts_and_limits(void **state)
+{
+    (void)state;
+    char *command[] = {"python3", "train.py", "--lr", "0.1", NULL};
+    char *env[] = {"GREETING=hello", "SECRET=s3cr3t"};
+    char *vars[] = {"CUDA_VISIBLE_DEVICES=0,1", "TIDE_CHECKPOINT_DIR=/data/checkpoints/7"};
+    char *mounts[] = {"/datasets:/datasets:ro"};
+    int gpus[] = {0, 1};
+    struct agent_task_spec spec = {.job_id = 7, .attempt = 2, .command = command, .env = env,
+                                   .nenv = 2, .gpus = gpus, .ngpus = 2, .memory_mib = 2048,
+                                   .cpus = 4, .checkpoint_dir = "/data/checkpoints/7",
+                                   .image = "localhost/tide-test:1", .mounts = mounts,
+                                   .nmounts = 1};
+    char name[AGENT_CONTAINER_NAME_MAX];
+    agent_container_name(7, 2, name, sizeof name);
+    assert_string_equal(name, "tide-7-2");
+    char **argv =
+        agent_container_task_argv(&spec, "podman", name, "/work", "/work/jobs/7", vars, 2);
+    assert_non_null(argv);
+    assert_string_equal(argv[0], "podman");
+    assert_string_equal(argv[1], "run");
+    assert_true(find(argv, "--rm") > 0 && find(argv, "--init") > 0);
+    assert_true(find(argv, "--name=tide-7-2") > 0);
+    assert_true(find(argv, "--network=host") > 0);
+    assert_true(find(argv, "--label=tide.agent=/work") > 0);
+    /* values stay out of the command line (ps shows it): names only */
+    assert_true(find(argv, "--env=GREETING") > 0 && find(argv, "--env=SECRET") > 0);
+    assert_true(find(argv, "--env=CUDA_VISIBLE_DEVICES") > 0);
+    for (int i = 0; argv[i]; i++)
+        assert_null(strstr(argv[i], "s3cr3t"));
+    assert_true(find(argv, "--volume=/work/jobs/7:/work/jobs/7") > 0);
+    assert_true(find(argv, "--volume=/data/checkpoints/7:/data/checkpoints/7") > 0);
+    assert_true(find(argv, "--volume=/datasets:/datasets:ro") > 0);
+    assert_true(find(argv, "--workdir=/work/jobs/7") > 0);
+    assert_true(find(argv, "--memory=2048m") > 0 && find(argv, "--cpus=4") > 0);
+    /* the image, then the job's argv unchanged, last */
+    int image = find(argv, "localhost/tide-test:1");
+    assert_true(image > 0);
+    for (int i = 0; command[i]; i++)
+        assert_string_equal(argv[image + 1 + i], command[i]);
+    assert_null(argv[image + 5]);
+    /* everything before the image is a flag: nothing of the job's can be read as one */
+    for (int i = 2; i < image; i++)
+        assert_true(argv[i][0] == '-');
+    agent_container_argv_free(argv);
+}
+
+static void test_gpus_are_device_nodes_when_they_exist_and_none_for_fake_gpus(void **state)
+{
+    (void)state;
+    char *command[] = {"true", NULL};
+    int gpus[] = {1, 3};
+    struct agent_container_run r = {.runtime = "docker", .name = "tide-1-1", .image = "img:1",
+                                    .command = command, .job_dir = "/j", .gpus = gpus,
+                                    .ngpus = 2, .dev_dir = dir, .cdi_dirs = sub("cdi")};
+    char **argv = agent_container_argv(&r);
+    assert_non_null(argv);
+    assert_int_equal(count_prefix(argv, "--device"), 0); /* fake GPUs: no device nodes */
+    agent_container_argv_free(argv);
+
+    touch("nvidia0");
+    touch("nvidia1");
+    touch("nvidia3");
+    touch("nvidiactl");
+    touch("nvidia-uvm");
+    argv = agent_container_argv(&r);
+    char want[300];
+    snprintf(want, sizeof want, "--device=%s/nvidia1", dir);
+    assert_true(find(argv, want) > 0);
+    snprintf(want, sizeof want, "--device=%s/nvidia3", dir);
+    assert_true(find(argv, want) > 0);
+    snprintf(want, sizeof want, "--device=%s/nvidia0", dir);
+    assert_int_equal(find(argv, want), -1); /* not the job's */
+    snprintf(want, sizeof want, "--device=%s/nvidiactl", dir);
+    assert_true(find(argv, want) > 0);
+    assert_int_equal(count_prefix(argv, "--device"), 4);
+    agent_container_argv_free(argv);
+
+    /* with an NVIDIA CDI spec installed, the GPUs are CDI devices */
+    assert_int_equal(mkdir(sub("cdi"), 0755), 0);
+    touch("cdi/nvidia.yaml");
+    argv = agent_container_argv(&r);
+    assert_true(find(argv, "--device=nvidia.com/gpu=1") > 0);
+    assert_true(find(argv, "--device=nvidia.com/gpu=3") > 0);
+    assert_int_equal(count_prefix(argv, "--device"), 2);
+    agent_container_argv_free(argv);
+}
+
+static void test_runtime_exits_125_to_127_are_start_failures(void **state)
+{
+    (void)state;
+    char why[200];
+    assert_true(agent_container_start_failure("podman", 125, why, sizeof why));
+    assert_string_equal(why, "start failed: podman exit 125: could not create the container (see "
+                             "the job's log: an image it cannot pull, a bad mount, ...)");
+    assert_true(agent_container_start_failure("docker", 127, why, sizeof why));
+    assert_non_null(strstr(why, "not in the image"));
+    assert_false(agent_container_start_failure("podman", 0, why, sizeof why));
+    assert_false(agent_container_start_failure("podman", 1, why, sizeof why));
+    assert_false(agent_container_start_failure("podman", 137, why, sizeof why));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_the_command_runs_in_the_image_with_env_by_name_mounts_and_limits),
+        cmocka_unit_test(test_runtime_exits_125_to_127_are_start_failures),
+        cmocka_unit_test_setup_teardown(
+            test_gpus_are_device_nodes_when_they_exist_and_none_for_fake_gpus, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
