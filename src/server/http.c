@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/port_owner.h"
+#include "server/http_guard.h"
 #include "server/pool_loop.h"
 #include "server/server.h"
 
@@ -248,6 +249,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         up->arrived_s = metrics_now_s();
         *con_cls = up;
+        http_guard_headers_done(conn);
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -294,8 +296,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)conn;
-    (void)toe;
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        http_guard_request_done(conn);
     struct upload *up = *con_cls;
     if (up) {
         free(up->data);
@@ -316,9 +318,12 @@ int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
             MHD_USE_ERROR_LOG,
-        (uint16_t)srv->cfg.listen_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, &addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT, 2000u,
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
+        (uint16_t)srv->cfg.listen_port, http_guard_accept, NULL, on_request, srv,
+        MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        /* slowloris: per-address caps, short header timeouts (http_guard.h) */
+        MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, NULL, MHD_OPTION_CONNECTION_LIMIT,
+        http_guard_connection_limit(), MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)HTTP_GUARD_IDLE_TIMEOUT_S, MHD_OPTION_END);
     /* No SO_REUSEPORT: a second server on the port must fail, not share it. */
     if (!d) {
         char holder[320];
