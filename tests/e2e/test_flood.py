@@ -69,6 +69,26 @@ class Dribbler(threading.Thread):
                     pass
 
 
+RAW_ABUSE = [
+    b"\x00\x01\x02 not http at all\r\n\r\n",                       # malformed request line
+    b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200000 + b"\r\n\r\n",  # huge header
+    b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{\"comm",  # body cut
+    b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",  # bad chunk
+]
+
+
+def raw_abuse(port, payload):
+    """Sends payload on a new connection, reads what comes back (if anything)
+    and hangs up; returns the status line or b""."""
+    with socket.create_connection(("127.0.0.1", port), timeout=PROMPT_S) as s:
+        try:
+            s.sendall(payload)
+            s.shutdown(socket.SHUT_WR)
+            return s.recv(4096).split(b"\r\n")[0]
+        except OSError:
+            return b""
+
+
 def timed(fn):
     start = time.monotonic()
     out = fn()
@@ -115,6 +135,8 @@ def test_slowloris_of_2000_connections_and_bad_bodies_leave_the_api_and_agents_s
                 status, out = c.request("POST", "/v1/agent/register", raw=body,
                                         token=c.join)
                 assert status in (400, 413), (status, out)
+                line = raw_abuse(c.port, RAW_ABUSE[rounds % len(RAW_ABUSE)])
+                assert line == b"" or b" 4" in line, line  # a 4xx or a hang-up
                 assert c.node("node-1")["state"] == "ready", c.node("node-1")
                 rounds += 1
                 time.sleep(0.3)
