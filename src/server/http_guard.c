@@ -122,13 +122,10 @@ enum MHD_Result http_guard_accept(void *cls, const struct sockaddr *addr, sockle
     return ok ? MHD_YES : MHD_NO;
 }
 
-static void count_connection(struct MHD_Connection *conn, int delta)
+void http_guard_count(const struct sockaddr *addr, socklen_t len, int delta)
 {
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     uint8_t key[16];
-    if (!info || !addr_key(info->client_addr, sizeof(struct sockaddr_in6), key) ||
-        key_is_loopback(key))
+    if (!addr_key(addr, len, key) || key_is_loopback(key))
         return;
     pthread_mutex_lock(&slots_lock);
     struct guard_slot *s = find_slot(key);
@@ -141,6 +138,26 @@ static void count_connection(struct MHD_Connection *conn, int delta)
             free_slot(s);
     }
     pthread_mutex_unlock(&slots_lock);
+}
+
+unsigned http_guard_held(const struct sockaddr *addr, socklen_t len)
+{
+    uint8_t key[16];
+    if (!addr_key(addr, len, key))
+        return 0;
+    pthread_mutex_lock(&slots_lock);
+    struct guard_slot *s = find_slot(key);
+    unsigned n = s ? s->count : 0;
+    pthread_mutex_unlock(&slots_lock);
+    return n;
+}
+
+static void count_connection(struct MHD_Connection *conn, int delta)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info)
+        http_guard_count(info->client_addr, sizeof(struct sockaddr_in6), delta);
 }
 
 void http_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,

@@ -34,6 +34,13 @@ bool http_guard_is_loopback(const struct sockaddr *addr, socklen_t len);
  * already holds HTTP_GUARD_PER_IP_LIMIT connections. */
 enum MHD_Result http_guard_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
 
+/* Counts a connection from addr opened (delta +1) or closed (-1); loopback
+ * is not counted. http_guard_notify does this for every connection. */
+void http_guard_count(const struct sockaddr *addr, socklen_t len, int delta);
+
+/* Connections counted for addr now. */
+unsigned http_guard_held(const struct sockaddr *addr, socklen_t len);
+
 /* MHD_OPTION_NOTIFY_CONNECTION: counts connections per address and gives a
  * new one the header timeout. */
 void http_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
