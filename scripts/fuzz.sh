@@ -50,10 +50,12 @@ for t in $TARGETS; do
   mkdir -p "$BUILD/corpus/$t" "$BUILD/findings/$t"
   echo "fuzz: $t for ${SECONDS_EACH}s"
   log="$BUILD/findings/$t/last.log"
-  if nice -n 19 "$BUILD/tests/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" -max_len=65536 \
-      -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-      -artifact_prefix="$BUILD/findings/$t/" "$BUILD/corpus/$t" "$seeds" >"$log" 2>&1; then
-    grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$log" | tail -2 | sed "s/^/  /" || true
+  # the CPU seconds it got (the machine may be shared) go to the last line of the log
+  TIMEFORMAT="cpu_seconds: %U user + %S system"
+  if { time nice -n 19 "$BUILD/tests/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" \
+      -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$BUILD/findings/$t/" "$BUILD/corpus/$t" "$seeds" >"$log" 2>&1; } 2>>"$log"; then
+    grep -E '^#[0-9]+.*DONE|^cpu_seconds' "$log" | tail -2 | sed "s/^/  /" || true
   else
     echo "fuzz: $t FAILED; log: $log" >&2
     grep -E 'ERROR|SUMMARY|Test unit written to' "$log" | sed "s/^/  /" >&2 || true
