@@ -3,7 +3,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build run test asan bench fmt clean
+.PHONY: all deps build run test asan bench fuzz fmt clean
 
 all: build
 
@@ -29,8 +29,12 @@ asan: deps
 bench: build
 	@bash bench/run.sh $(BUILD)
 
+# libFuzzer harnesses (tests/fuzz/), FUZZ_SECONDS each; see scripts/fuzz.sh.
+fuzz: deps
+	@bash scripts/fuzz.sh
+
 fmt:
 	@clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'bench/*.c')
 
 clean:
-	@rm -rf $(BUILD) $(ASAN_BUILD)
+	@rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -389,6 +389,27 @@ static const struct {
     {"array", check_array},
 };
 
+/* The name a job gets when it has none: its program's basename, made one
+ * that check_name accepts, so the canonical spec (stored, and parsed again
+ * when the server reloads) is itself valid: control characters become '_',
+ * and it is cut to JOB_SPEC_MAX_NAME bytes on a UTF-8 boundary. */
+static json_t *default_name(const char *program)
+{
+    const char *base = strrchr(program, '/');
+    base = base && base[1] ? base + 1 : program;
+    char name[JOB_SPEC_MAX_NAME + 1];
+    size_t n = strlen(base);
+    if (n > JOB_SPEC_MAX_NAME) {
+        n = JOB_SPEC_MAX_NAME;
+        while (n > 0 && ((unsigned char)base[n] & 0xc0) == 0x80)
+            n--; /* base[n] continues a character: cut before that character */
+    }
+    for (size_t i = 0; i < n; i++)
+        name[i] = ((unsigned char)base[i] < 0x20 || base[i] == 0x7f) ? '_' : base[i];
+    name[n] = '\0';
+    return json_string(n ? name : "job");
+}
+
 static void set_default(json_t *spec, const char *key, json_t *value)
 {
     if (!json_object_get(spec, key))
@@ -455,9 +476,7 @@ int job_spec_from_object(json_t *obj, json_t **spec_out, struct job *job, struct
         return tide_err_set(err, TIDE_EINVAL, "command",
                             "command: required (an argv array such as [\"python3\", \"train.py\"])");
     }
-    const char *program = json_string_value(json_array_get(command, 0));
-    const char *base = strrchr(program, '/');
-    set_default(spec, "name", json_string(base && base[1] ? base + 1 : program));
+    set_default(spec, "name", default_name(json_string_value(json_array_get(command, 0))));
     set_default(spec, "project", json_string(job->project));
     set_default(spec, "queue", json_string(job->queue));
     set_default(spec, "priority", json_integer(job->priority));

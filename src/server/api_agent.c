@@ -617,3 +617,21 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
                             offsets, "node_timeout_ms", (json_int_t)srv->cfg.node_timeout_ms);
     return 0;
 }
+
+/* The body parsers above, callable without a server (server.h); the fuzz
+ * harnesses in tests/fuzz/ drive them. */
+int api_agent_parse_registration(json_t *body, struct node *node, struct api_reply *reply)
+{
+    return node_from_registration(body, node, reply);
+}
+
+int api_agent_parse_reports(json_t *tasks, struct task_report *out, size_t *n,
+                            struct api_reply *reply)
+{
+    return parse_reports(tasks, out, n, reply);
+}
+
+int api_agent_update_telemetry(struct node *node, json_t *gpus, struct api_reply *reply)
+{
+    return update_telemetry(node, gpus, reply);
+}

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/port_owner.h"
 #include "server/agent_wake.h"
+#include "server/http_guard.h"
 #include "server/http_tls.h"
 #include "server/pool_loop.h"
 #include "server/server.h"
@@ -257,6 +258,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         up->arrived_s = metrics_now_s();
         *con_cls = up;
+        http_guard_headers_done(conn);
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -303,8 +305,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)conn;
-    (void)toe;
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        http_guard_request_done(conn);
     struct upload *up = *con_cls;
     if (up) {
         free(up->data);
@@ -350,11 +352,13 @@ int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err
     if (tls.cert)
         flags |= MHD_USE_TLS;
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, (uint16_t)srv->cfg.listen_port, NULL, NULL, on_request, srv,
+        flags, (uint16_t)srv->cfg.listen_port, http_guard_accept, NULL, on_request, srv,
         MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, /* first, or MHD logs some itself */
         MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_CONNECTION_LIMIT, 2000u, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
-        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+        /* slowloris: per-address caps, short header timeouts (http_guard.h) */
+        MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, NULL, MHD_OPTION_CONNECTION_LIMIT,
+        http_guard_connection_limit(), MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)HTTP_GUARD_IDLE_TIMEOUT_S, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     http_tls_release(&tls); /* the daemon has its own copies */
     /* No SO_REUSEPORT: a second server on the port must fail, not share it. */
     if (!d) {

@@ -192,6 +192,15 @@ int api_jobs_cancel(struct server *srv, struct api_request *req, int64_t id, str
 int api_jobs_logs(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);
 int api_agent_register(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply);
+/* The agent protocol's body parsers, without a server (for tests/fuzz/):
+ * a registration into node; a heartbeat's tasks into out (at most 1024,
+ * *n set); its gpus telemetry into node, all checked before any is kept.
+ * 0, or -1 with reply holding the 400 that names the field. */
+struct task_report;
+int api_agent_parse_registration(json_t *body, struct node *node, struct api_reply *reply);
+int api_agent_parse_reports(json_t *tasks, struct task_report *out, size_t *n,
+                            struct api_reply *reply);
+int api_agent_update_telemetry(struct node *node, json_t *gpus, struct api_reply *reply);
 int api_nodes_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_events_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_tokens_create(struct server *srv, struct api_request *req, struct api_reply *reply);

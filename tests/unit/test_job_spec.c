@@ -98,6 +98,40 @@ static void test_default_name_is_the_programs_basename(void **state)
     json_decref(p.spec);
 }
 
+/* Found by tests/fuzz (job_spec): a program with a control character, or
+ * longer than a name may be, gave a default name the canonical spec then
+ * refused, so the stored job could not be read back at the next start. */
+static void test_default_name_from_an_odd_program_parses_again(void **state)
+{
+    (void)state;
+    char long_program[600] = "/bin/";
+    for (size_t i = strlen(long_program); i + 2 < sizeof long_program - 1; i += 2)
+        memcpy(long_program + i, "\xc3\xa9", 2); /* e-acute, two bytes */
+    const char *programs[] = {"py\x7f", "a\tb", long_program};
+    for (size_t i = 0; i < sizeof programs / sizeof programs[0]; i++) {
+        json_t *given = json_pack("{s:[s]}", "command", programs[i]);
+        json_t *spec = NULL, *again = NULL;
+        struct job job;
+        struct tide_err err;
+        assert_int_equal(job_spec_from_object(given, &spec, &job, &err), 0);
+        const char *name = json_string_value(json_object_get(spec, "name"));
+        assert_non_null(name);
+        assert_true(strlen(name) <= JOB_SPEC_MAX_NAME);
+        assert_int_equal(job_spec_from_object(spec, &again, &job, &err), 0);
+        assert_true(json_equal(spec, again));
+        json_decref(again);
+        json_decref(spec);
+        json_decref(given);
+    }
+    json_t *spec = NULL;
+    struct job job;
+    struct tide_err err;
+    const char *body = "{\"command\": [\"py\\u007f\"]}";
+    assert_int_equal(job_spec_parse(body, strlen(body), &spec, &job, &err), 0);
+    assert_string_equal(json_string_value(json_object_get(spec, "name")), "py_");
+    json_decref(spec);
+}
+
 static void test_given_values_fill_the_scheduling_fields_of_the_job(void **state)
 {
     (void)state;
@@ -433,6 +467,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_minimal_spec_gets_the_documented_defaults),
         cmocka_unit_test(test_default_name_is_the_programs_basename),
+        cmocka_unit_test(test_default_name_from_an_odd_program_parses_again),
         cmocka_unit_test(test_given_values_fill_the_scheduling_fields_of_the_job),
         cmocka_unit_test(test_canonical_spec_keeps_given_values),
         cmocka_unit_test(test_integer_fields_refuse_strings_and_fractions_naming_the_field),

@@ -1,0 +1,238 @@
+"""End to end: the API under a slowloris flood and bad bodies still answers
+others, agents keep heartbeating, and nothing accepted is lost."""
+import os
+import resource
+import socket
+import sys
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Cluster, run_tests, wait_until  # noqa: E402
+
+HALF_OPEN = 2000
+HEADER_TIMEOUT_S = 10  # src/server/http_guard.h
+PER_IP_LIMIT = 64      # src/server/http_guard.h
+# An answer within this is "prompt" here: far above any normal reply even
+# on a loaded 2-core machine, far below the node timeout x flood length.
+PROMPT_S = 8
+
+
+def raise_fd_limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def open_half(host, port, n):
+    """n connections that each sent the start of a request, never its end."""
+    socks = []
+    for i in range(n):
+        s = socket.create_connection((host, port), timeout=10)
+        s.sendall(f"GET /v1/jobs HTTP/1.1\r\nHost: x\r\nX-Slow-{i}: 1\r\n".encode())
+        socks.append(s)
+    return socks
+
+
+def still_open(s):
+    """True while the server has not closed s."""
+    s.setblocking(False)
+    try:
+        return s.recv(1, socket.MSG_PEEK) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        s.setblocking(True)
+
+
+class Dribbler(threading.Thread):
+    """Sends one more header line on every socket every few seconds, inside
+    the header timeout, so the server has no reason to drop them."""
+
+    def __init__(self, socks, every_s=3.0):
+        super().__init__(daemon=True)
+        self.socks, self.every_s = socks, every_s
+        self.stop = threading.Event()
+
+    def run(self):
+        k = 0
+        while not self.stop.wait(self.every_s):
+            k += 1
+            for s in self.socks:
+                try:
+                    s.sendall(f"X-More-{k}: 1\r\n".encode())
+                except OSError:
+                    pass
+
+
+RAW_ABUSE = [
+    b"\x00\x01\x02 not http at all\r\n\r\n",                       # malformed request line
+    b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200000 + b"\r\n\r\n",  # huge header
+    b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{\"comm",  # body cut
+    b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",  # bad chunk
+]
+
+
+def raw_abuse(port, payload):
+    """Sends payload on a new connection, reads what comes back (if anything)
+    and hangs up; returns the status line or b""."""
+    with socket.create_connection(("127.0.0.1", port), timeout=PROMPT_S) as s:
+        try:
+            s.sendall(payload)
+            s.shutdown(socket.SHUT_WR)
+            return s.recv(4096).split(b"\r\n")[0]
+        except OSError:
+            return b""
+
+
+def timed(fn):
+    start = time.monotonic()
+    out = fn()
+    return out, time.monotonic() - start
+
+
+def healthz(url):
+    with urllib.request.urlopen(url + "/healthz", timeout=PROMPT_S) as r:
+        return r.status
+
+
+def test_slowloris_of_2000_connections_and_bad_bodies_leave_the_api_and_agents_served():
+    assert raise_fd_limit() > HALF_OPEN + 200, "the test needs more open files"
+    with Cluster(agents=1, node_timeout_ms=3000, heartbeat_ms=300) as c:
+        job = c.submit(command=["sleep", "600"], gpus=1)
+        c.wait_state(job["id"], "running")
+        attempt = c.job(job["id"])["attempt"]
+        socks = open_half("127.0.0.1", c.port, HALF_OPEN)
+        dribbler = Dribbler(socks)
+        dribbler.start()
+        try:
+            deadline = time.monotonic() + 4 * c.node_timeout_ms / 1000
+            bad = [
+                (b'{"command": ["true"], "gpus": ', 400),                  # truncated
+                (b"[" * 100000 + b"]" * 100000, 400),                       # deeply nested
+                (b'{"a":' * 5000 + b"1" + b"}" * 5000, 400),                # nested objects
+                (b'{"command": ["' + b"x" * (2 << 20) + b'"]}', 413),       # oversized
+                (b"\xff\xfe{}", 400),                                        # not UTF-8
+                (b"", 400),                                                  # empty
+                (b'{"command": ["true"]} trailing', 400),                   # junk after
+            ]
+            rounds = 0
+            while time.monotonic() < deadline:
+                status, took = timed(lambda: healthz(c.url))
+                assert status == 200 and took < PROMPT_S, (status, took)
+                (status, out), took = timed(lambda: c.request("GET", "/v1/jobs"))
+                assert status == 200 and took < PROMPT_S, (status, took)
+                assert [j["id"] for j in out["jobs"]] == [job["id"]], out
+                body, want = bad[rounds % len(bad)]
+                status, out = c.request("POST", "/v1/jobs", raw=body)
+                assert status == want, (status, out, body[:40])
+                assert out["error"]["message"], out
+                # the agent protocol is refused the same way, not crashed
+                status, out = c.request("POST", "/v1/agent/register", raw=body,
+                                        token=c.join)
+                assert status in (400, 413), (status, out)
+                line = raw_abuse(c.port, RAW_ABUSE[rounds % len(RAW_ABUSE)])
+                assert line == b"" or b" 4" in line, line  # a 4xx or a hang-up
+                assert c.node("node-1")["state"] == "ready", c.node("node-1")
+                rounds += 1
+                time.sleep(0.3)
+            assert rounds >= len(bad)
+            # the flood was real: the server kept (nearly) every connection
+            alive = sum(still_open(s) for s in socks)
+            assert alive >= HALF_OPEN * 0.95, alive
+        finally:
+            dribbler.stop.set()
+            dribbler.join()
+            for s in socks:
+                s.close()
+        j = c.job(job["id"])
+        assert j["state"] == "running" and j["attempt"] == attempt, j
+        kinds = [e["kind"] for e in c.api("GET", "/v1/events")["events"]]
+        assert "node_lost" not in kinds, kinds
+        assert len(c.jobs()) == 1  # none of the bad bodies made a job
+
+
+def test_a_connection_that_stops_sending_its_headers_is_closed():
+    with Cluster(agents=0) as c:
+        slow = open_half("127.0.0.1", c.port, 1)[0]
+        idle = socket.create_connection(("127.0.0.1", c.port), timeout=10)
+        assert still_open(slow) and still_open(idle)
+        wait_until(lambda: not still_open(slow) and not still_open(idle),
+                   HEADER_TIMEOUT_S * 3, 0.5, what="the server to close silent connections")
+        slow.close()
+        idle.close()
+        # a keep-alive connection between requests has the same short timeout
+        s = socket.create_connection(("127.0.0.1", c.port), timeout=10)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert b"200" in s.recv(4096).split(b"\r\n")[0]
+        wait_until(lambda: not still_open(s), HEADER_TIMEOUT_S * 3, 0.5,
+                   what="the server to close an idle keep-alive connection")
+        s.close()
+        assert healthz(c.url) == 200
+
+
+def outward_address():
+    """This machine's address on its default route, or None (loopback only)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 9))
+            ip = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if ip.startswith("127.") else ip
+
+
+class OpenCluster(Cluster):
+    """A cluster whose server listens on every address, so that clients can
+    come from a non-loopback one."""
+
+    def start_server(self):
+        listen = f"0.0.0.0:{self.port}"
+        self.server = self._spawn("server", [
+            "server", "--listen", listen, "--data", self.data,
+            "--node-timeout-ms", str(self.node_timeout_ms),
+            "--heartbeat-ms", str(self.heartbeat_ms)])
+        wait_until(self._healthy, 20, what="server /healthz")
+        self.admin = open(os.path.join(self.data, "admin.token")).read().strip()
+        self.join = open(os.path.join(self.data, "join.token")).read().strip()
+
+
+def test_one_outside_address_holds_at_most_the_per_address_limit():
+    ip = outward_address()
+    if ip is None:
+        print("SKIP: no non-loopback address")
+        return
+    raise_fd_limit()
+    with OpenCluster(agents=0) as c:
+        held = open_half(ip, c.port, PER_IP_LIMIT)
+        extra = open_half(ip, c.port, 1)[0]
+        wait_until(lambda: not still_open(extra), 10, 0.2, what="the extra connection refused")
+        assert sum(still_open(s) for s in held) == PER_IP_LIMIT
+        # loopback is not limited, and others are still served
+        more = open_half("127.0.0.1", c.port, PER_IP_LIMIT + 10)
+        assert all(still_open(s) for s in more)
+        assert healthz(c.url) == 200
+        # a closed connection frees its place
+        for s in held[:5]:
+            s.close()
+
+        def replaced():
+            s = open_half(ip, c.port, 1)[0]
+            ok = (time.sleep(0.3), still_open(s))[1]
+            s.close()
+            return ok
+        wait_until(replaced, 10, 0.3, what="a place freed for the address")
+        for s in held[5:] + more + [extra]:
+            s.close()
+
+
+if __name__ == "__main__":
+    run_tests([
+        test_slowloris_of_2000_connections_and_bad_bodies_leave_the_api_and_agents_served,
+        test_a_connection_that_stops_sending_its_headers_is_closed,
+        test_one_outside_address_holds_at_most_the_per_address_limit,
+    ])
