@@ -36,7 +36,7 @@ static void finish(struct agent_probe *p, bool ok, const char *output, int inter
     p->pid = 0;
     p->has_result = true;
     p->ok = ok;
-    snprintf(p->output, sizeof p->output, "%s", output);
+    snprintf(p->output, sizeof p->output, "%.*s", (int)sizeof p->output - 1, output);
     p->next_ms = now_ms + (int64_t)interval_s * 1000;
     p->runs++;
     if (changed)

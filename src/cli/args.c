@@ -85,7 +85,7 @@ int cli_parse_ll(const char *flag, const char *s, long long *out, struct tide_er
 int cli_parse_range(const char *flag, const char *s, long long lo, long long hi, long long *out,
                     struct tide_err *err)
 {
-    long long n;
+    long long n = 0;
     if (cli_parse_ll(flag, s, &n, NULL) < 0 || n < lo || n > hi)
         return tide_err_set(err, TIDE_EINVAL, flag + strspn(flag, "-"),
                             "%s: '%s' is not a whole number from %lld to %lld", flag, s, lo, hi);

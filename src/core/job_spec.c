@@ -75,14 +75,14 @@ static int want_identifier(json_t *v, const char *field, const char **out, struc
 static int check_name(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)
 {
     (void)job;
-    const char *s;
+    const char *s = ""; /* set on success; -O3 cannot tell */
     int rc = want_string(v, f, 1, JOB_SPEC_MAX_NAME, &s, err);
     return rc ? rc : keep_field(spec, f, v, err);
 }
 
 static int check_queue(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)
 {
-    const char *s;
+    const char *s = ""; /* set on success; -O3 cannot tell */
     int rc = want_identifier(v, f, &s, err);
     if (rc)
         return rc;
@@ -93,7 +93,7 @@ static int check_queue(json_t *v, const char *f, json_t *spec, struct job *job, 
 static int check_project(json_t *v, const char *f, json_t *spec, struct job *job,
                          struct tide_err *err)
 {
-    const char *s;
+    const char *s = ""; /* set on success; -O3 cannot tell */
     int rc = want_identifier(v, f, &s, err);
     if (rc)
         return rc;
@@ -104,7 +104,7 @@ static int check_project(json_t *v, const char *f, json_t *spec, struct job *job
 #define INTEGER_FIELD(fn, lo, hi, assign)                                                          \
     static int fn(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)  \
     {                                                                                              \
-        long long x;                                                                               \
+        long long x = 0;                                                                           \
         int rc = want_integer(v, f, lo, hi, &x, err);                                              \
         if (rc)                                                                                    \
             return rc;                                                                             \
@@ -126,7 +126,7 @@ INTEGER_FIELD(check_retries, 0, JOB_SPEC_MAX_RETRIES, job->retries = (int)x)
 static int check_gpu_model(json_t *v, const char *f, json_t *spec, struct job *job,
                            struct tide_err *err)
 {
-    const char *s;
+    const char *s = ""; /* set on success; -O3 cannot tell */
     int rc = want_string(v, f, 0, sizeof job->gpu_model - 1, &s, err);
     if (rc)
         return rc;
@@ -136,7 +136,7 @@ static int check_gpu_model(json_t *v, const char *f, json_t *spec, struct job *j
 
 static int check_mig(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)
 {
-    const char *s;
+    const char *s = ""; /* set on success; -O3 cannot tell */
     int rc = want_string(v, f, 1, sizeof job->mig - 1, &s, err);
     if (rc)
         return rc;
@@ -199,7 +199,7 @@ static int check_workdir(json_t *v, const char *f, json_t *spec, struct job *job
                          struct tide_err *err)
 {
     (void)job;
-    const char *s;
+    const char *s = ""; /* set on success; -O3 cannot tell */
     int rc = want_string(v, f, 1, 1024, &s, err);
     if (rc)
         return rc;
@@ -214,7 +214,7 @@ static int check_user(json_t *v, const char *f, json_t *spec, struct job *job,
                       struct tide_err *err)
 {
     (void)job;
-    const char *s;
+    const char *s = ""; /* set on success; -O3 cannot tell */
     int rc = want_string(v, f, 1, 32, &s, err);
     if (rc)
         return rc;
@@ -260,7 +260,7 @@ static int check_checkpoint_signal(json_t *v, const char *f, json_t *spec, struc
                                    struct tide_err *err)
 {
     (void)job;
-    const char *s;
+    const char *s = ""; /* set on success; -O3 cannot tell */
     int rc = want_string(v, f, 1, 16, &s, err);
     if (rc)
         return rc;
@@ -296,7 +296,7 @@ INTEGER_FIELD(check_array, 1, JOB_SPEC_MAX_ARRAY, (void)x)
 /* Image references: registry/name[:tag][@digest], no spaces or controls. */
 static int check_image(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)
 {
-    const char *s;
+    const char *s = ""; /* set on success; -O3 cannot tell */
     int rc = want_string(v, f, 1, JOB_SPEC_MAX_IMAGE, &s, err);
     if (rc)
         return rc;

@@ -328,7 +328,7 @@ int pool_spec_step_set(struct pool_step *st, const char *key, const char *text, 
 {
     if (strcmp(key, "queue_length") && strcmp(key, "wait_s") && strcmp(key, "add"))
         return fail(why, why_size, "unknown key (known: queue_length, wait_s, add)");
-    long long n;
+    long long n = 0;
     int rc = want_int(text, key[0] == 'a' ? 1 : 0, 100000, &n, why, why_size);
     if (rc)
         return rc;

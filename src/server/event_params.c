@@ -134,7 +134,7 @@ int event_params_parse(const char *(*get)(void *ctx, const char *name), void *ct
                        struct event_filter *f, struct event_kinds_buf *kb, struct tide_err *err)
 {
     memset(f, 0, sizeof *f);
-    long long n;
+    long long n = 0;
     const char *v;
     if ((v = get(ctx, "since")) && parse_int("since", v, 0, INT64_MAX, &n, err) == 0)
         f->since_id = n;

@@ -148,7 +148,7 @@ static int interruptions_from_json(struct sim_pool *p, const json_t *v, const ch
         const json_t *node = json_object_get(e, "node_index"), *at = json_object_get(e, "at_s");
         if (!json_is_object(e) || !node || !at || json_object_size(e) != 2)
             return tide_err_set(err, TIDE_EINVAL, f, "%s must be {node_index: N, at_s: S}", f);
-        long long n, s;
+        long long n = 0, s = 0;
         char fn[144], fa[144];
         snprintf(fn, sizeof fn, "%s.node_index", f);
         snprintf(fa, sizeof fa, "%s.at_s", f);
@@ -209,7 +209,7 @@ static int cloud_key(struct sim_pool *p, const char *key, const json_t *v, const
     const json_t *e;
     json_array_foreach(v, i, e)
     {
-        long long n;
+        long long n = 0;
         int rc = get_int(e, field, 1, 1000000000, &n, err);
         if (rc)
             return rc;
@@ -275,7 +275,7 @@ static int pool_from_json(struct sim_pool *p, const json_t *obj, int i, struct t
     json_t *v;
     json_object_foreach((json_t *)obj, key, v)
     {
-        long long n;
+        long long n = 0;
         int rc = 0;
         snprintf(field, sizeof field, "pools[%d].%s", i, key);
         if (!strcmp(key, "cpus")) {
@@ -397,7 +397,7 @@ static int projects_from_json(struct sim_config *cfg, const json_t *v, struct ti
                 const json_t *a;
                 json_array_foreach(val, k, a)
                 {
-                    long long n;
+                    long long n = 0;
                     if ((rc = get_int(a, field, 1, 1000, &n, err)))
                         return rc;
                     if (b.nalerts && n <= b.alert_pct[b.nalerts - 1])
@@ -446,7 +446,7 @@ static int sim_section(struct sim_config *cfg, const json_t *sec, struct tide_er
     json_object_foreach((json_t *)sec, key, v)
     {
         char field[96];
-        long long n;
+        long long n = 0;
         int rc = 0;
         snprintf(field, sizeof field, "sim.%s", key);
         if (!strcmp(key, "name"))
@@ -522,7 +522,7 @@ static int scheduler_section(struct sim_config *cfg, const json_t *sec, struct t
                     continue;
                 known = true;
                 bool b;
-                long long n;
+                long long n = 0;
                 rc = not_simulated[i].lo > not_simulated[i].hi
                          ? get_bool(v, field, &b, err)
                          : get_int(v, field, not_simulated[i].lo, not_simulated[i].hi, &n, err);
