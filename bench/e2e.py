@@ -8,36 +8,13 @@ over LATENCY jobs submitted one at a time), and server and agent CPU per job
 (utime+stime from /proc). Never fails on speed.
 Usage: e2e.py TIDE_BIN [--agents N] [--jobs N] [--latency N] [--clients N]"""
 import argparse
-import json
 import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import urllib.request
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cpu_s(pid):
-    """CPU seconds (user + system) pid has used."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def pct(values, p):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_cluster import BenchCluster, cpu_s, pct  # noqa: E402
 
 
 def main():
@@ -49,37 +26,9 @@ def main():
     ap.add_argument("--latency", type=int, default=100)
     ap.add_argument("--clients", type=int, default=4)
     args = ap.parse_args()
-    tide = os.path.abspath(args.tide)
-    d = tempfile.mkdtemp(prefix="tide-bench-e2e-")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    procs = {}
-
-    def spawn(name, argv):
-        log = open(os.path.join(d, name + ".log"), "ab")
-        procs[name] = subprocess.Popen([tide] + argv, stdout=log, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, start_new_session=True)
-        log.close()
-
-    try:
-        spawn("server", ["server", "--listen", f"127.0.0.1:{port}", "--data", os.path.join(d, "data")])
-        token_file = os.path.join(d, "data", "admin.token")
-        for _ in range(200):
-            if os.path.exists(token_file):
-                break
-            time.sleep(0.05)
-        time.sleep(0.3)
-        token = open(token_file).read().strip()
-
-        def call(method, path, body=None):
-            req = urllib.request.Request(url + path, method=method,
-                                         data=json.dumps(body).encode() if body is not None else None)
-            req.add_header("Authorization", f"Bearer {token}")
-            if body is not None:
-                req.add_header("Content-Type", "application/json")
-            with urllib.request.urlopen(req, timeout=120) as r:
-                return json.loads(r.read().decode())
-
+    with BenchCluster(args.tide, "tide-bench-e2e-") as c:
+        c.start_server()
+        call = c.call
         spec = {"command": ["sleep", "1"], "gpus": 1, "name": "e2e"}
         ids = []
         lock = threading.Lock()
@@ -97,15 +46,10 @@ def main():
         for th in threads:
             th.join()
         submit_s = time.monotonic() - t
-        server_cpu0 = cpu_s(procs["server"].pid)
+        server_cpu0 = cpu_s(c.procs["server"].pid)
 
         t0 = time.time()
-        for i in range(args.agents):
-            work = os.path.join(d, f"agent-{i}")
-            os.makedirs(work)
-            spawn(f"agent-{i}", ["agent", "--server", url, "--token-file",
-                                 os.path.join(d, "data", "join.token"), "--name", f"node-{i:02d}",
-                                 "--work", work, "--fake-gpus", f"{args.gpus}xH200:141GB"])
+        c.start_agents(args.agents, args.gpus)
         final = {"succeeded", "failed", "cancelled", "timeout"}
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
@@ -114,16 +58,13 @@ def main():
             if len(mine) == len(ids) and all(j["state"] in final for j in mine):
                 break
             time.sleep(0.5)
-        metrics = urllib.request.Request(url + "/metrics")
-        metrics.add_header("Authorization", f"Bearer {token}")
-        with urllib.request.urlopen(metrics, timeout=60) as r:
-            text = r.read().decode()
+        text = call("GET", "/metrics", raw=True, timeout=60)
         passes = {k: float(v) for k, v in (line.split()[:2] for line in text.splitlines()
                                              if line.startswith(("tide_scheduler_passes_total ",
                                                                  "tide_scheduler_pass_seconds_sum ")))}
         run_s = time.time() - t0
-        agent_cpu = sum(cpu_s(p.pid) for n, p in procs.items() if n.startswith("agent-"))
-        server_cpu = cpu_s(procs["server"].pid) - server_cpu0
+        agent_cpu = sum(cpu_s(pid) for pid in c.agent_pids())
+        server_cpu = cpu_s(c.procs["server"].pid) - server_cpu0
         starts = [j["start_time"] for j in mine if j["start_time"]]
         ends = [j["end_time"] for j in mine if j["end_time"]]
         bad = [j for j in mine if j["state"] != "succeeded"]
@@ -171,18 +112,6 @@ def main():
                   f"p50 {pct(lat, 50):.0f} ms, p99 {pct(lat, 99):.0f} ms")
         print(f"  CPU per job: server {server_cpu / args.jobs * 1000:.2f} ms, "
               f"agents {agent_cpu / args.jobs * 1000:.2f} ms (all {args.agents})")
-    finally:
-        for p in procs.values():
-            try:
-                os.killpg(p.pid, 15)
-            except OSError:
-                pass
-        for p in procs.values():
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, 9)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":

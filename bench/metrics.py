@@ -9,24 +9,14 @@ scrapes cost everybody else. Prints numbers and the scheduler pass histogram's
 mean; never fails on speed. Usage: metrics.py TIDE_BIN [--pending N]
 [--agents N] [--scrapes N]."""
 import argparse
-import json
 import os
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_cluster import BenchCluster  # noqa: E402
 
 
 def main():
@@ -37,50 +27,13 @@ def main():
     ap.add_argument("--gpus", type=int, default=8)
     ap.add_argument("--scrapes", type=int, default=50)
     args = ap.parse_args()
-    tide = os.path.abspath(args.tide)
-    d = tempfile.mkdtemp(prefix="tide-bench-metrics-")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    procs = []
-
-    def spawn(name, argv):
-        log = open(os.path.join(d, name + ".log"), "ab")
-        p = subprocess.Popen([tide] + argv, stdout=log, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
-        procs.append(p)
-        return p
-
-    try:
-        spawn("server", ["server", "--listen", f"127.0.0.1:{port}", "--data", os.path.join(d, "data")])
-        token_file = os.path.join(d, "data", "admin.token")
-        for _ in range(100):
-            if os.path.exists(token_file):
-                break
-            time.sleep(0.1)
-        time.sleep(0.3)
-        token = open(token_file).read().strip()
+    with BenchCluster(args.tide, "tide-bench-metrics-") as c:
+        c.start_server()
 
         def call(method, path, body=None):
-            req = urllib.request.Request(url + path, method=method,
-                                         data=json.dumps(body).encode() if body is not None else None)
-            req.add_header("Authorization", f"Bearer {token}")
-            if body is not None:
-                req.add_header("Content-Type", "application/json")
-            with urllib.request.urlopen(req, timeout=120) as r:
-                return r.read().decode()
+            return c.call(method, path, body, raw=True)
 
-        for i in range(args.agents):
-            work = os.path.join(d, f"agent-{i}")
-            os.makedirs(work)
-            spawn(f"agent-{i}", ["agent", "--server", url, "--token-file",
-                                 os.path.join(d, "data", "join.token"), "--name", f"node-{i:02d}",
-                                 "--work", work, "--fake-gpus", f"{args.gpus}xH200:141GB"])
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            nodes = json.loads(call("GET", "/v1/nodes"))["nodes"]
-            if sum(n["state"] == "ready" for n in nodes) == args.agents:
-                break
-            time.sleep(0.2)
+        c.start_agents(args.agents, args.gpus)
         total_gpus = args.agents * args.gpus
         for i in range(total_gpus):
             call("POST", "/v1/jobs", {"name": f"run-{i}", "gpus": 1, "command": ["sleep", "3600"]})
@@ -145,18 +98,6 @@ def main():
               f"{ms(statistics.median(busy))} with a scraper running flat out "
               f"(p95 {ms(statistics.quantiles(quiet, n=20)[18])} / {ms(statistics.quantiles(busy, n=20)[18])})")
         print(f"scheduling pass: mean {ms(pass_mean)} over {passes:.0f} passes")
-    finally:
-        for p in reversed(procs):
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -5,32 +5,14 @@ tasks through POST /v1/jobs, `tide --help` and sequential `tide submit`
 processes (what a shell loop pays per job). Never fails on speed.
 Usage: submit.py TIDE_BIN [--size N] [--batches N] [--array N] [--cli N]"""
 import argparse
-import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
-import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_s(pid):
-    """CPU seconds (user + system) pid has used."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_cluster import BenchCluster, cpu_s  # noqa: E402
 
 
 def main():
@@ -41,31 +23,13 @@ def main():
     ap.add_argument("--array", type=int, default=1000)
     ap.add_argument("--cli", type=int, default=50)
     args = ap.parse_args()
-    tide = os.path.abspath(args.tide)
-    d = tempfile.mkdtemp(prefix="tide-bench-submit-")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = open(os.path.join(d, "server.log"), "ab")
-    server = subprocess.Popen([tide, "server", "--listen", f"127.0.0.1:{port}", "--data",
-                               os.path.join(d, "data")], stdout=log, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
-        token_file = os.path.join(d, "data", "admin.token")
-        for _ in range(200):
-            if os.path.exists(token_file):
-                break
-            time.sleep(0.05)
-        time.sleep(0.3)
-        token = open(token_file).read().strip()
+    with BenchCluster(args.tide, "tide-bench-submit-") as c:
+        c.start_server()
+        tide, d, url, token, server = c.tide, c.dir, c.url, c.token, c.procs["server"]
 
         def post(path, body):
-            data = json.dumps(body).encode()
-            req = urllib.request.Request(url + path, method="POST", data=data)
-            req.add_header("Authorization", f"Bearer {token}")
-            req.add_header("Content-Type", "application/json")
             t = time.monotonic()
-            with urllib.request.urlopen(req, timeout=300) as r:
-                out = json.loads(r.read().decode())
+            out = c.call("POST", path, body, timeout=300)
             return out, time.monotonic() - t
 
         spec = {"command": ["true"], "gpus": 1, "name": "bench"}
@@ -103,13 +67,6 @@ def main():
         cli_s = time.monotonic() - t
         print(f"  tide --help: {help_ms:.1f} ms; sequential tide submit: "
               f"{args.cli / cli_s:.0f} jobs/s ({cli_s / args.cli * 1000:.1f} ms each)")
-    finally:
-        os.killpg(server.pid, 15)
-        try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, 9)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
