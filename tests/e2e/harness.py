@@ -301,24 +301,34 @@ def install_exec_provider(tmp):
     return prog
 
 
-def processes_with_env(key, value):
-    """PIDs of live processes whose environment has key=value."""
-    needle = f"{key}={value}".encode()
+def _live_processes_whose(proc_file, item):
+    """PIDs of live (not zombie) processes whose /proc/PID/proc_file, split
+    at NULs, holds item (bytes)."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
+            with open(f"/proc/{pid}/{proc_file}", "rb") as f:
+                items = f.read().split(b"\0")
             with open(f"/proc/{pid}/stat") as f:
                 if f.read().split(") ")[-1].startswith("Z"):
                     continue
         except OSError:
             continue
-        if needle in env:
+        if item in items:
             found.append(int(pid))
     return found
+
+
+def processes_with_env(key, value):
+    """PIDs of live processes whose environment has key=value."""
+    return _live_processes_whose("environ", f"{key}={value}".encode())
+
+
+def processes_with_arg(arg):
+    """PIDs of live processes with arg among their command-line arguments."""
+    return _live_processes_whose("cmdline", arg.encode())
 
 
 def run_tests(tests):

@@ -9,7 +9,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Cluster, run_tests, wait_until  # noqa: E402
+from harness import Cluster, processes_with_arg, run_tests, wait_until  # noqa: E402
 
 # Agents started here by hand run jobs as root, as the harness's do: the
 # jobs' directories are under this test's private (0700) temp dir.
@@ -49,25 +49,6 @@ def passes_go_by(c, n=3):
     start = metric(c, "tide_scheduler_passes_total ")
     wait_until(lambda: metric(c, "tide_scheduler_passes_total ") >= start + n, 20,
                what=f"{n} scheduler passes")
-
-
-def agents_with_work_dir(work):
-    """PIDs of live processes whose command line names work (a pool agent's --work)."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().split(") ")[-1].startswith("Z"):
-                    continue
-        except OSError:
-            continue
-        if work.encode() in args:
-            found.append(int(pid))
-    return found
 
 
 def gpu(c, node, index):
@@ -219,7 +200,7 @@ def test_a_pool_node_failed_by_faults_is_deleted_and_replaced():
         a = c.submit(command=cmd, gpus=1, retries=0)
         first = c.wait_state(a["id"], "running", timeout=60)["node"]
         work = os.path.join(c.data, "pool-agents", first)
-        assert agents_with_work_dir(work), "the pool's agent is not running"
+        assert processes_with_arg(work), "the pool's agent is not running"
         path = os.path.join(work, "fake-faults")
         t0 = time.monotonic()
         inject(path, "0 xid 79")
@@ -231,7 +212,7 @@ def test_a_pool_node_failed_by_faults_is_deleted_and_replaced():
         failed = [e for e in events(c, "node_failed") if e.get("node") == first]
         assert failed and "faults" in failed[0]["message"], failed
         # Its provider deleted it: the local provider's agent for it is gone.
-        wait_until(lambda: not agents_with_work_dir(work), 30, 0.2, what="the failed node deleted")
+        wait_until(lambda: not processes_with_arg(work), 30, 0.2, what="the failed node deleted")
         open(gate, "w").close()
         assert c.wait_final([a["id"]])[a["id"]]["state"] == "succeeded"
 
