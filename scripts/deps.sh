@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config
   libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev
   libsqlite3-dev libpq-dev libcmocka-dev
+  postgresql
   python3 curl procps
   chromium
   prometheus
