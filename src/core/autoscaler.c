@@ -129,6 +129,14 @@ static int node_pool(const struct autoscaler *a, const struct node *n)
     return n->pool[0] ? pool_find(a->pools, a->npools, n->pool) : -1;
 }
 
+/* A condition that depends on time turns at t: a call before then on the
+ * same cluster decides the same (see quiet_until_ms). */
+static void turns_at(struct autoscaler *a, int64_t now_ms, int64_t t)
+{
+    if (t > now_ms && t < a->quiet_until_ms)
+        a->quiet_until_ms = t;
+}
+
 static bool node_has_tasks(const struct node *n)
 {
     if (n->cpus_allocated > 0 || n->memory_allocated_mib > 0)
@@ -175,6 +183,12 @@ static int fail_stuck_nodes(struct autoscaler *a, struct cluster *c, int64_t now
             continue;
         int64_t limit_ms = a->pools[p].boot_timeout_s * 1000;
         char why[TIDE_REASON_MAX];
+        if (n->state == NODE_PROVISIONING)
+            turns_at(a, now_ms, n->created_ms + limit_ms + 1);
+        else if (n->state == NODE_LOST)
+            turns_at(a, now_ms, n->last_heartbeat_ms + limit_ms + 1);
+        else if (n->probe_drained && n->state == NODE_DRAINING)
+            turns_at(a, now_ms, n->probe_drained_ms + limit_ms + 1);
         if (n->state == NODE_PROVISIONING && now_ms - n->created_ms > limit_ms)
             snprintf(why, sizeof why, "did not register within boot_timeout %llds",
                      (long long)a->pools[p].boot_timeout_s);
@@ -412,8 +426,10 @@ static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct
         }
         if (p >= 0) {
             note_waiting(u->unplaced, u->oldest_ms, p, now_ms - job->submit_ms);
-            if (now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000)
+            if (now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000) {
+                turns_at(a, now_ms, job->submit_ms + a->pools[p].scale_up_delay_s * 1000);
                 return 0; /* not yet: nothing is taken for it */
+            }
         }
         for (int t = 0; t < ntaken; t++) {
             int rc = take_bin(a, u, taken[t], job, share.gpus, now_ms, out);
@@ -450,8 +466,12 @@ static int scale_for_job(struct autoscaler *a, struct scale_up *u, const struct 
         return scale_for_gang(a, u, job, now_ms, out);
     if (p >= 0)
         note_waiting(u->unplaced, u->oldest_ms, p, now_ms - job->submit_ms);
-    if (p < 0 || now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000)
+    if (p < 0)
         return 0;
+    if (now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000) {
+        turns_at(a, now_ms, job->submit_ms + a->pools[p].scale_up_delay_s * 1000);
+        return 0;
+    }
     add_new_nodes(a, u, p, 1, job->gpus, job, now_ms);
     return 0;
 }
@@ -562,6 +582,8 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     size_t njobs = 0;
     for (size_t i = 0; i < c->njobs; i++) {
         struct job *j = &c->jobs[i];
+        if (j->state == JOB_PENDING && j->not_before_ms > now_ms)
+            turns_at(a, now_ms, j->not_before_ms);
         if (j->state == JOB_PENDING && !j->held && !j->on_hold && !j->cancel_requested && j->not_before_ms <= now_ms &&
             !(a->budgets && budget_holds_job(a->budgets, j, NULL)))
             a->jobs[njobs++] = j;
@@ -591,6 +613,10 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
          * while its own nodes boot. */
         int step = step_nodes(&a->pools[p], u.unplaced[p], u.oldest_ms[p]);
         int coming = u.create[p] + booting[p];
+        for (int i = 0; i < a->pools[p].nsteps && u.unplaced[p] > 0; i++)
+            turns_at(a, now_ms, now_ms - u.oldest_ms[p] + a->pools[p].steps[i].wait_s * 1000);
+        if (step > coming && a->state[p].last_scale_up_ms)
+            turns_at(a, now_ms, a->state[p].last_scale_up_ms + a->pools[p].cooldown_s * 1000);
         bool stepped = false;
         if (step > coming && (!a->state[p].last_scale_up_ms ||
                               now_ms - a->state[p].last_scale_up_ms >= a->pools[p].cooldown_s * 1000)) {
@@ -651,6 +677,8 @@ static int scale_down(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         }
         if (!n->idle_since_ms)
             n->idle_since_ms = now_ms;
+        turns_at(a, now_ms, n->idle_since_ms + pool->scale_down_window_s * 1000);
+        turns_at(a, now_ms, a->state[p].last_scale_up_ms + pool->cooldown_s * 1000);
         if (now_ms - n->idle_since_ms < pool->scale_down_window_s * 1000 ||
             live[p] <= wanted_min_nodes(a, p, now_ms) ||
             now_ms - a->state[p].last_scale_up_ms < pool->cooldown_s * 1000)
@@ -682,11 +710,21 @@ int autoscaler_decide(struct autoscaler *a, struct cluster *c, int64_t now_ms,
                       struct pool_action_list *out)
 {
     size_t before = out->len;
+    a->quiet_until_ms = INT64_MAX;
+    for (int p = 0; p < a->npools; p++) {
+        turns_at(a, now_ms, a->state[p].create_not_before_ms);
+        if (a->pools[p].nwindows > 0 || a->pools[p].predictive)
+            a->quiet_until_ms = now_ms; /* windows open and forecasts move with time */
+    }
+    if (a->budgets)
+        a->quiet_until_ms = now_ms; /* holds end as spending is metered */
     update_forecasts(a, c, now_ms);
     int rc = fail_stuck_nodes(a, c, now_ms, out);
     if (!rc)
         rc = scale_up(a, c, now_ms, out);
     if (!rc)
         rc = scale_down(a, c, now_ms, out);
+    if (rc || out->len != before)
+        a->quiet_until_ms = now_ms; /* what it did changes what the next call sees */
     return rc ? rc : (int)(out->len - before);
 }

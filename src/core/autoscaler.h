@@ -90,6 +90,13 @@ struct autoscaler {
     int npools;
     const struct budget_set *budgets; /* projects at a hard cap get no nodes; NULL: none */
     struct pool_scale_state state[TIDE_MAX_POOLS];
+    /* Set by each call: when it appended no action, no call before this
+     * time on the same cluster (nothing changed in it since) would append
+     * one or change anything either: the first moment a wait, window,
+     * cooldown or timeout it looked at runs out (INT64_MAX: none). now_ms
+     * when the call acted or cannot say (scheduled windows, predictive
+     * pools, budgets): the next look must be made. */
+    int64_t quiet_until_ms;
     /* scratch, grown as needed, freed by autoscaler_release */
     struct job **jobs;
     size_t jobs_cap;
