@@ -732,6 +732,128 @@ static void test_gang_job_starts_on_the_nodes_created_for_it_once_ready(void **s
     fx_stop(&f);
 }
 
+/* quiet_until_ms: a look that decided nothing says when the next one on
+ * the same cluster could decide something (the simulator skips the looks
+ * in between). */
+static void test_a_quiet_look_says_when_scale_up_delay_runs_out(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 10, 1000000)}, .npools = 1};
+    f.pools[0].scale_up_delay_s = 5;
+    fx_start(&f);
+    add_jobs(&f, 1, 1, 700);
+    decide(&f, 1 * S);
+    assert_int_equal(f.out.len, 0);
+    assert_int_equal(f.a.quiet_until_ms, 5 * S + 700);
+    decide(&f, 5 * S + 700);
+    assert_int_equal(created(&f.out, 0), 1);
+    assert_int_equal(f.a.quiet_until_ms, 5 * S + 700); /* it acted: look again */
+    fx_stop(&f);
+}
+
+static void test_a_quiet_look_says_when_an_idle_window_or_a_boot_timeout_runs_out(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node idle = fx_pool_node(100, &f.pools[0], NODE_READY, 0);
+    assert_non_null(cluster_put_node(&f.c, &idle));
+    decide(&f, 100 * S); /* idle from now: released at 160 s */
+    assert_int_equal(f.out.len, 0);
+    assert_int_equal(f.a.quiet_until_ms, 160 * S);
+    struct node booting = fx_pool_node(101, &f.pools[0], NODE_PROVISIONING, 0);
+    assert_non_null(cluster_put_node(&f.c, &booting));
+    decide(&f, 110 * S); /* failed once booting over 120 s */
+    assert_int_equal(f.out.len, 0);
+    assert_int_equal(f.a.quiet_until_ms, 120 * S + 1);
+    fx_stop(&f);
+}
+
+static void test_a_look_with_nothing_that_depends_on_time_is_quiet_for_ever(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 1, 1, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_READY, 0);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    add_jobs(&f, 3, 2, 0); /* too big for the pool: nothing to do, ever */
+    decide(&f, 10 * S); /* starts the idle clock: its window ends at 70 s */
+    decide(&f, 100 * S); /* at min_nodes: kept */
+    assert_int_equal(f.out.len, 0);
+    assert_true(f.a.quiet_until_ms == INT64_MAX);
+    fx_stop(&f);
+}
+
+static void test_scheduled_windows_make_every_look_count(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    f.pools[0].windows[0] = (struct pool_window){.days = 0x7f, .from_min = 9 * 60,
+                                                 .to_min = 18 * 60, .min_nodes = 1};
+    f.pools[0].nwindows = 1;
+    fx_start(&f);
+    decide(&f, 0);
+    assert_int_equal(f.out.len, 0);
+    assert_int_equal(f.a.quiet_until_ms, 0);
+    fx_stop(&f);
+}
+
+/* The promise itself: over 40 minutes of looks every second on a cluster
+ * that changes only at a few moments (jobs arrive, a node registers, a job
+ * ends), every look made before the last quiet look's quiet_until_ms, with
+ * no change in between, decides nothing. */
+static void test_no_look_before_quiet_until_decides_anything(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 4, 1, 6, 1000000), fx_pool("q", 8, 0, 2, 3000000)},
+                   .npools = 2};
+    f.pools[0].scale_up_delay_s = 45;
+    f.pools[0].scale_down_window_s = 300;
+    f.pools[0].cooldown_s = 200;
+    f.pools[0].steps[0] = (struct pool_step){.wait_s = 400, .add = 2};
+    f.pools[0].steps[1] = (struct pool_step){.queue_length = 6, .add = 1};
+    f.pools[0].nsteps = 2;
+    f.pools[1].scale_up_delay_s = 10;
+    fx_start(&f);
+    int64_t promise = -1; /* quiet_until_ms of the last quiet look since a change */
+    int acted = 0, quiet_checked = 0;
+    for (int64_t t = 0; t <= 2400 * S; t += S) {
+        bool change = true;
+        if (t == 30 * S)
+            add_jobs(&f, 5, 3, t);
+        else if (t == 100 * S)
+            add_jobs(&f, 2, 8, t);
+        else if (t == 700 * S) {
+            for (size_t i = 0; i < f.c.nnodes; i++)
+                if (f.c.nodes[i].state == NODE_PROVISIONING)
+                    f.c.nodes[i].state = NODE_READY; /* registered */
+        } else if (t == 900 * S) {
+            while (f.c.njobs > 0)
+                cluster_remove_job(&f.c, f.c.jobs[0].id); /* all ended */
+        } else
+            change = false;
+        if (change)
+            promise = -1;
+        /* Nodes the last look asked for come, booting, as the shell adds them. */
+        decide(&f, t);
+        if (promise >= 0 && t < promise) {
+            assert_int_equal(f.out.len, 0);
+            quiet_checked++;
+        }
+        for (size_t i = 0; i < f.out.len; i++)
+            for (int k = 0; f.out.items[i].type == POOL_CREATE && k < f.out.items[i].count; k++) {
+                struct node n = fx_pool_node(200 + (int64_t)f.c.nnodes,
+                                             &f.pools[f.out.items[i].pool], NODE_PROVISIONING, t);
+                assert_non_null(cluster_put_node(&f.c, &n));
+            }
+        acted += f.out.len > 0;
+        promise = f.out.len ? -1 : f.a.quiet_until_ms;
+    }
+    assert_true(acted >= 4); /* creates, steps, fails, releases happened */
+    assert_true(quiet_checked > 1000);
+    fx_stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -771,6 +893,11 @@ int main(void)
         cmocka_unit_test(test_gang_job_one_node_holds_gets_one_node),
         cmocka_unit_test(test_gang_job_waits_for_scale_up_delay),
         cmocka_unit_test(test_gang_job_starts_on_the_nodes_created_for_it_once_ready),
+        cmocka_unit_test(test_a_quiet_look_says_when_scale_up_delay_runs_out),
+        cmocka_unit_test(test_a_quiet_look_says_when_an_idle_window_or_a_boot_timeout_runs_out),
+        cmocka_unit_test(test_a_look_with_nothing_that_depends_on_time_is_quiet_for_ever),
+        cmocka_unit_test(test_scheduled_windows_make_every_look_count),
+        cmocka_unit_test(test_no_look_before_quiet_until_decides_anything),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
