@@ -9,6 +9,7 @@
 #include "common/tide_err.h"
 #include "core/gang.h"
 #include "core/gpu_share.h"
+#include "core/order_keep.h"
 
 #include "core/queue.h"
 
@@ -110,6 +111,7 @@ void autoscaler_release(struct autoscaler *a)
         return;
     free(a->jobs);
     free(a->bins);
+    order_keep_release(&a->kept);
     a->jobs = NULL;
     a->bins = NULL;
     a->jobs_cap = a->bins_cap = 0;
@@ -231,8 +233,9 @@ static int grow_scratch(struct autoscaler *a, size_t njobs, size_t nbins)
     return 0;
 }
 
-static int by_size_then_age(const void *x, const void *y)
+static int by_size_then_age(const void *x, const void *y, void *ctx)
 {
+    (void)ctx;
     const struct job *a = *(struct job *const *)x, *b = *(struct job *const *)y;
     if (a->gpus != b->gpus)
         return b->gpus - a->gpus;
@@ -491,6 +494,13 @@ static bool pool_could_hold(const struct pool *pool, const struct job *job)
     return false;
 }
 
+/* Whether two jobs fit the same pools (pool_could_hold reads no more). */
+static bool same_hold_shape(const struct job *a, const struct job *b)
+{
+    return a->gpus == b->gpus && a->gpu_memory_mib == b->gpu_memory_mib &&
+           a->max_nodes == b->max_nodes && !strcmp(a->gpu_model, b->gpu_model);
+}
+
 /* Job shapes that found no room and no pool in this call, since bins
  * last grew: bins only lose room and pools only fill until then, so one
  * more job of such a shape would find none either (a deep queue at
@@ -588,13 +598,22 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
             !(a->budgets && budget_holds_job(a->budgets, j, NULL)))
             a->jobs[njobs++] = j;
     }
-    qsort(a->jobs, njobs, sizeof *a->jobs, by_size_then_age);
+    /* A fixed order (size, age, id): the last call's is still right for
+     * the jobs still waiting, so only new ones are sorted. */
+    order_keep_sort(&a->kept, c, a->jobs, njobs, by_size_then_age, NULL);
 
     struct hopeless hopeless = {.n = 0};
+    const struct job *held_by = NULL; /* the last job whose pools were asked */
+    bool holds[TIDE_MAX_POOLS] = {false};
     for (size_t k = 0; k < njobs; k++) {
         const struct job *job = a->jobs[k];
+        if (!held_by || !same_hold_shape(held_by, job)) {
+            held_by = job;
+            for (int p = 0; p < a->npools; p++)
+                holds[p] = pool_could_hold(&a->pools[p], job);
+        }
         for (int p = 0; p < a->npools; p++)
-            a->state[p].pending_jobs += pool_could_hold(&a->pools[p], job);
+            a->state[p].pending_jobs += holds[p];
         if (job->max_nodes <= 1 && known_hopeless(&hopeless, job))
             continue;
         size_t nbins = u.nbins;

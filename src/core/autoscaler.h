@@ -39,6 +39,7 @@
 #include "core/budget.h"
 #include "core/cluster.h"
 #include "core/forecast.h"
+#include "core/order_keep.h"
 #include "core/pool.h"
 
 enum pool_action_type {
@@ -98,6 +99,7 @@ struct autoscaler {
      * pools, budgets): the next look must be made. */
     int64_t quiet_until_ms;
     /* scratch, grown as needed, freed by autoscaler_release */
+    struct order_keep kept; /* the last call's order of waiting jobs */
     struct job **jobs;
     size_t jobs_cap;
     struct scale_bin *bins;
