@@ -111,6 +111,9 @@ void autoscaler_release(struct autoscaler *a)
         return;
     free(a->jobs);
     free(a->bins);
+    free(a->walk);
+    a->walk = NULL;
+    a->walk_cap = 0;
     order_keep_release(&a->kept);
     a->jobs = NULL;
     a->bins = NULL;
@@ -342,8 +345,15 @@ static int undrain(struct autoscaler *a, struct scale_bin *bin, const struct job
     return push(out, POOL_UNDRAIN, bin->pool, 1, n->id, why);
 }
 
+/* A gang job that got no nodes for want of room under max_nodes. */
+struct held_back {
+    int64_t job_id; /* 0: none */
+    int need, m, share, room;
+};
+
 /* What one scale-up call has decided so far, per pool. */
 struct scale_up {
+    struct held_back held[TIDE_MAX_POOLS]; /* the last gang job held back */
     int alive[TIDE_MAX_POOLS];    /* nodes that exist, are coming or will be created */
     int create[TIDE_MAX_POOLS];   /* nodes to create for waiting jobs */
     int waited[TIDE_MAX_POOLS];   /* longest wait (s) of a job new nodes are for */
@@ -443,13 +453,11 @@ static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct
             add_new_nodes(a, u, p, need, share.gpus, job, now_ms);
         return 0;
     }
-    if (short_pool >= 0) {
-        const struct pool *pool = &a->pools[short_pool];
-        int room = pool->max_nodes - u->alive[short_pool];
-        snprintf(a->state[short_pool].held_back, sizeof a->state[short_pool].held_back,
-                 "gang job %lld needs %d more node%s (%d x %d GPUs), room for %d under max_nodes %d",
-                 (long long)job->id, short_need, short_need == 1 ? "" : "s", short_m, short_share,
-                 room > 0 ? room : 0, pool->max_nodes);
+    if (short_pool >= 0) { /* the last such job's words are kept (held_back_words) */
+        int room = a->pools[short_pool].max_nodes - u->alive[short_pool];
+        u->held[short_pool] = (struct held_back){.job_id = job->id, .need = short_need,
+                                                 .m = short_m, .share = short_share,
+                                                 .room = room > 0 ? room : 0};
     }
     return 0;
 }
@@ -527,6 +535,88 @@ static bool known_hopeless(const struct hopeless *h, const struct job *job)
     return false;
 }
 
+static int scale_steps(struct autoscaler *a, struct scale_up *up, const int *booting,
+                       int64_t now_ms, struct pool_action_list *out);
+
+/* One shape's place in the walk below. */
+struct shape_walk {
+    const struct demand_shape *s;
+    size_t at; /* its next slot */
+    bool parked; /* found nothing: left out until new nodes' room comes */
+};
+
+/* The jobs of a->demand in the order the scan below sorts them (most GPUs
+ * first, then oldest), each shape left out from its first job that found
+ * no room and no pool until new nodes' room comes, which the scan's
+ * hopeless shapes do too (without their limit of 8: a job of such a shape
+ * would find nothing and change nothing). A deep queue at max_nodes costs
+ * a few jobs per shape, not a sort of all. */
+static int scale_up_by_shape(struct autoscaler *a, struct cluster *c, struct scale_up *u,
+                             int64_t now_ms, struct pool_action_list *out)
+{
+    const struct demand *d = a->demand;
+    if (d->nshapes > a->walk_cap) {
+        struct shape_walk *w = realloc(a->walk, (size_t)d->nshapes * sizeof *w);
+        if (!w)
+            return TIDE_ENOMEM;
+        a->walk = w;
+        a->walk_cap = d->nshapes;
+    }
+    int m = 0;
+    for (int i = 0; i < d->nshapes; i++) {
+        const struct demand_shape *s = &d->shapes[i];
+        if (!s->live)
+            continue;
+        for (int p = 0; p < a->npools; p++)
+            a->state[p].pending_jobs += pool_could_hold(&a->pools[p], &s->key) ? (int)s->live : 0;
+        int at = m++;
+        while (at > 0 && a->walk[at - 1].s->key.gpus < s->key.gpus) { /* most GPUs first */
+            a->walk[at] = a->walk[at - 1];
+            at--;
+        }
+        a->walk[at] = (struct shape_walk){.s = s, .at = demand_next(s, 0, 0, 0)};
+    }
+    for (int g = 0, end; g < m; g = end) {
+        for (end = g; end < m && a->walk[end].s->key.gpus == a->walk[g].s->key.gpus; end++)
+            ;
+        for (;;) { /* the oldest next job among the group's shapes */
+            struct shape_walk *best = NULL;
+            for (int k = g; k < end; k++) {
+                struct shape_walk *w = &a->walk[k];
+                if (w->parked || w->at >= w->s->n)
+                    continue;
+                const struct demand_slot *x = &w->s->slots[w->at];
+                if (!best || x->submit_ms < best->s->slots[best->at].submit_ms ||
+                    (x->submit_ms == best->s->slots[best->at].submit_ms &&
+                     x->id < best->s->slots[best->at].id))
+                    best = w;
+            }
+            if (!best)
+                break;
+            struct demand_slot slot = best->s->slots[best->at];
+            best->at = demand_next(best->s, best->at + 1, 0, 0);
+            const struct job *job = cluster_find_job(c, slot.id);
+            if (!job || job->state != JOB_PENDING)
+                continue; /* the caller's list is behind: not waiting */
+            size_t nbins = u->nbins;
+            bool nothing;
+            int rc = scale_for_job(a, u, job, now_ms, out, &nothing);
+            if (rc)
+                return rc;
+            if (u->nbins != nbins) { /* new nodes' room: shapes may fit again */
+                for (int k = g; k < end; k++)
+                    if (a->walk[k].parked) {
+                        a->walk[k].parked = false;
+                        a->walk[k].at =
+                            demand_next(a->walk[k].s, a->walk[k].at, slot.submit_ms, slot.id);
+                    }
+            } else if (nothing && job->max_nodes <= 1)
+                best->parked = true;
+        }
+    }
+    return 0;
+}
+
 static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
                     struct pool_action_list *out)
 {
@@ -589,6 +679,12 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         }
     }
 
+    if (a->demand) {
+        int rc = scale_up_by_shape(a, c, &u, now_ms, out);
+        if (rc)
+            return rc;
+        return scale_steps(a, &u, booting, now_ms, out);
+    }
     size_t njobs = 0;
     for (size_t i = 0; i < c->njobs; i++) {
         struct job *j = &c->jobs[i];
@@ -625,6 +721,23 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
             hopeless.n = 0; /* new nodes' room: shapes may fit again */
         else if (nothing && hopeless.n < HOPELESS_SHAPES)
             hopeless.shapes[hopeless.n++] = job;
+    }
+    return scale_steps(a, &u, booting, now_ms, out);
+}
+
+/* Steps, then the creations decided, per pool. */
+static int scale_steps(struct autoscaler *a, struct scale_up *up, const int *booting,
+                       int64_t now_ms, struct pool_action_list *out)
+{
+    struct scale_up u = *up;
+    for (int p = 0; p < a->npools; p++) {
+        const struct held_back *h = &u.held[p];
+        if (h->job_id)
+            snprintf(a->state[p].held_back, sizeof a->state[p].held_back,
+                     "gang job %lld needs %d more node%s (%d x %d GPUs), room for %d under "
+                     "max_nodes %d",
+                     (long long)h->job_id, h->need, h->need == 1 ? "" : "s", h->m, h->share,
+                     h->room, a->pools[p].max_nodes);
     }
     for (int p = 0; p < a->npools; p++) {
         /* A step asks for that many nodes on their way: the ones still

@@ -38,6 +38,7 @@
 
 #include "core/budget.h"
 #include "core/cluster.h"
+#include "core/demand.h"
 #include "core/forecast.h"
 #include "core/order_keep.h"
 #include "core/pool.h"
@@ -90,6 +91,11 @@ struct autoscaler {
     const struct pool *pools; /* not owned */
     int npools;
     const struct budget_set *budgets; /* projects at a hard cap get no nodes; NULL: none */
+    /* The waiting jobs by shape (demand.h), kept by the caller: every job
+     * in it pending, not held, on hold, cancelled, backing off or over a
+     * budget, and every such job in it. NULL: each call scans the
+     * cluster's jobs (the same decisions, more work in deep queues). */
+    const struct demand *demand;
     struct pool_scale_state state[TIDE_MAX_POOLS];
     /* Set by each call: when it appended no action, no call before this
      * time on the same cluster (nothing changed in it since) would append
@@ -102,6 +108,8 @@ struct autoscaler {
     struct order_keep kept; /* the last call's order of waiting jobs */
     struct job **jobs;
     size_t jobs_cap;
+    struct shape_walk *walk;
+    int walk_cap;
     struct scale_bin *bins;
     size_t bins_cap;
 };

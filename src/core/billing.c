@@ -68,17 +68,21 @@ static int meter(struct billing *b, const struct cluster *c, const struct pool *
         if (p < 0 || !node_billed(n))
             continue;
         alive[p]++;
-        for (int g = 0; g < n->ngpus; g++) {
-            if (!n->gpus[g].job_id)
+        /* A job's GPUs on a node are metered together (the sums are the same). */
+        for (int g = 0, run; g < n->ngpus; g += run) {
+            int64_t job_id = n->gpus[g].job_id;
+            for (run = 1; g + run < n->ngpus && n->gpus[g + run].job_id == job_id; run++)
+                ;
+            if (!job_id)
                 continue;
-            const struct job *job = cluster_find_job((struct cluster *)c, n->gpus[g].job_id);
+            const struct job *job = cluster_find_job((struct cluster *)c, job_id);
             const char *project = job ? job->project : "?";
-            gpu_ms[p] += dt;
-            if (billing_add_usage(b, project, p, dt))
+            gpu_ms[p] += dt * run;
+            if (billing_add_usage(b, project, p, dt * run))
                 return TIDE_ENOMEM;
             if (b->ledger && usage_ledger_add_user_use(b->ledger, day, p, project,
                                                        job ? job->queue : "?",
-                                                       job ? job->user : "", dt))
+                                                       job ? job->user : "", dt * run))
                 return TIDE_ENOMEM;
         }
     }

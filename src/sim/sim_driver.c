@@ -279,6 +279,8 @@ void sim_waiting_list_add(struct sim_state *st, size_t i)
     st->waiting[st->nwaiting++] = (int64_t)i + 1;
     if (st->queue.on)
         sim_queue_add(&st->queue, cluster_find_job(&st->c, (int64_t)i + 1));
+    if (st->as.demand && demand_add(&st->demand, cluster_find_job(&st->c, (int64_t)i + 1)) != 0)
+        st->as.demand = NULL; /* out of memory: the autoscaler scans from now on */
 }
 
 void sim_waiting_list_remove(struct sim_state *st, size_t i)
@@ -287,6 +289,9 @@ void sim_waiting_list_remove(struct sim_state *st, size_t i)
     if (pos < 0)
         return;
     sim_queue_remove(&st->queue, (int64_t)i + 1);
+    const struct job *job = st->as.demand ? cluster_find_job(&st->c, (int64_t)i + 1) : NULL;
+    if (job)
+        demand_remove(&st->demand, job);
     int64_t last = st->waiting[--st->nwaiting];
     st->waiting[pos] = last;
     st->waiting_pos[last - 1] = pos;
@@ -893,6 +898,7 @@ static void state_release(struct sim_state *st)
     free(st->waiting_pos);
     sim_queue_release(&st->queue);
     autoscaler_release(&st->as);
+    demand_release(&st->demand);
     pool_action_list_release(&st->pactions);
     action_list_release(&st->spot_actions);
     sim_budget_release(st);
@@ -970,7 +976,8 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     if (st.bud) { /* hard caps hold jobs in passes and get no nodes, as in the server */
         st.s.cfg.budgets = &st.bud->set;
         st.as.budgets = &st.bud->set;
-    }
+    } else if (elastic) /* every waiting job may get nodes: kept by shape for the autoscaler */
+        st.as.demand = &st.demand;
     /* Passes may be given only the jobs that could start (sim_queue.h)
      * unless something looks past them: backfill, budgets, or ETAs (the
      * ETA plan reads the last pass's order of every waiting job). */

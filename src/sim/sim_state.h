@@ -76,6 +76,7 @@ struct sim_state {
     /* Elastic runs: the core's autoscaler and billing over el->pools. */
     struct sim_elastic *el;
     struct autoscaler as;
+    struct demand demand; /* the waiting jobs by shape, for as.demand (no budgets) */
     struct pool_action_list pactions;
     int gpus_alive; /* GPUs of nodes that exist; constant in fixed-size runs */
     int alive_by_pool[SIM_MAX_POOLS], gpus_alive_by_pool[SIM_MAX_POOLS];
