@@ -413,10 +413,11 @@ static void add_new_nodes(struct autoscaler *a, struct scale_up *u, int p, int c
 /* A gang job (nodes: k) that no one node can hold, split as gang_choose
  * will split it: the fewest nodes m (2..k, dividing its GPUs) that nodes
  * with room, and then new nodes of one pool under its max_nodes, can give
- * a share each. When no split can be had, nothing is created for it and
- * the cheapest pool whose nodes fit a share says why. */
+ * a share each. When no split can be had, nothing is created for it,
+ * *nothing is set, and the cheapest pool whose nodes fit a share says why
+ * (held_back: the first such job of the call). */
 static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct job *job,
-                          int64_t now_ms, struct pool_action_list *out)
+                          int64_t now_ms, struct pool_action_list *out, bool *nothing)
 {
     struct job share = *job;
     share.max_nodes = 1;
@@ -453,7 +454,8 @@ static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct
             add_new_nodes(a, u, p, need, share.gpus, job, now_ms);
         return 0;
     }
-    if (short_pool >= 0) { /* the last such job's words are kept (held_back_words) */
+    *nothing = true;
+    if (short_pool >= 0 && !u->held[short_pool].job_id) {
         int room = a->pools[short_pool].max_nodes - u->alive[short_pool];
         u->held[short_pool] = (struct held_back){.job_id = job->id, .need = short_need,
                                                  .m = short_m, .share = short_share,
@@ -463,7 +465,8 @@ static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct
 }
 
 /* Finds job room on an existing or coming node, or new nodes for it;
- * *nothing is set when a one-node job found no room and no pool. */
+ * *nothing is set when it found no room and no pool (a gang job: for no
+ * split either). */
 static int scale_for_job(struct autoscaler *a, struct scale_up *u, const struct job *job,
                          int64_t now_ms, struct pool_action_list *out, bool *nothing)
 {
@@ -474,7 +477,7 @@ static int scale_for_job(struct autoscaler *a, struct scale_up *u, const struct 
     int p = cheapest_pool_for(a, job, u->alive, 1, now_ms);
     *nothing = p < 0 && job->max_nodes <= 1;
     if (p < 0 && job->max_nodes > 1)
-        return scale_for_gang(a, u, job, now_ms, out);
+        return scale_for_gang(a, u, job, now_ms, out, nothing);
     if (p >= 0)
         note_waiting(u->unplaced, u->oldest_ms, p, now_ms - job->submit_ms);
     if (p < 0)
@@ -548,9 +551,10 @@ struct shape_walk {
 /* The jobs of a->demand in the order the scan below sorts them (most GPUs
  * first, then oldest), each shape left out from its first job that found
  * no room and no pool until new nodes' room comes, which the scan's
- * hopeless shapes do too (without their limit of 8: a job of such a shape
- * would find nothing and change nothing). A deep queue at max_nodes costs
- * a few jobs per shape, not a sort of all. */
+ * hopeless shapes do too (without their limit of 8, and gangs too: bins
+ * only lose room and pools only fill until then, so a job of such a shape
+ * would find nothing and change nothing; held_back names the first). A
+ * deep queue at max_nodes costs a few jobs per shape, not a sort of all. */
 static int scale_up_by_shape(struct autoscaler *a, struct cluster *c, struct scale_up *u,
                              int64_t now_ms, struct pool_action_list *out)
 {
@@ -610,7 +614,7 @@ static int scale_up_by_shape(struct autoscaler *a, struct cluster *c, struct sca
                         a->walk[k].at =
                             demand_next(a->walk[k].s, a->walk[k].at, slot.submit_ms, slot.id);
                     }
-            } else if (nothing && job->max_nodes <= 1)
+            } else if (nothing)
                 best->parked = true;
         }
     }
@@ -719,7 +723,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
             return rc;
         if (u.nbins != nbins)
             hopeless.n = 0; /* new nodes' room: shapes may fit again */
-        else if (nothing && hopeless.n < HOPELESS_SHAPES)
+        else if (nothing && job->max_nodes <= 1 && hopeless.n < HOPELESS_SHAPES)
             hopeless.shapes[hopeless.n++] = job;
     }
     return scale_steps(a, &u, booting, now_ms, out);

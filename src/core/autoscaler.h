@@ -81,7 +81,8 @@ struct pool_scale_state {
     int nodes_wanted;             /* nodes the last call asked for (set by each call) */
     /* Why the last call created no nodes here for a waiting job whose
      * shares this pool's nodes fit (a gang that needs more nodes than
-     * max_nodes leaves room for); "" when none. */
+     * max_nodes leaves room for; the first such job, most GPUs then
+     * oldest); "" when none. */
     char held_back[TIDE_REASON_MAX];
     struct forecast forecast;     /* predictive pools: demand per hour of the week */
     int predicted_nodes;          /* nodes the forecast wants ready now (set by each call) */

@@ -95,6 +95,7 @@ static void sweep(struct demand_shape *s)
         if (s->slots[i].id > 0)
             s->slots[out++] = s->slots[i];
     s->n = out;
+    s->head = 0;
 }
 
 int demand_add(struct demand *d, const struct job *job)
@@ -108,6 +109,8 @@ int demand_add(struct demand *d, const struct job *job)
         if (s->slots[at].id < 0) { /* back again (requeued) */
             s->slots[at].id = job->id;
             s->live++;
+            if (at < s->head)
+                s->head = at;
         }
         return 0;
     }
@@ -117,6 +120,8 @@ int demand_add(struct demand *d, const struct job *job)
     s->slots[at] = (struct demand_slot){.submit_ms = job->submit_ms, .id = job->id};
     s->n++;
     s->live++;
+    if (at < s->head)
+        s->head = at; /* after it, nothing before it moved */
     return 0;
 }
 
@@ -130,6 +135,8 @@ void demand_remove(struct demand *d, const struct job *job)
         return;
     s->slots[at].id = -job->id;
     s->live--;
+    while (s->head < s->n && s->slots[s->head].id < 0)
+        s->head++;
     sweep(s);
 }
 
@@ -146,6 +153,8 @@ size_t demand_next(const struct demand_shape *s, size_t from, int64_t submit_ms,
     size_t at = id ? lower_bound(s, submit_ms, id + 1) : 0;
     if (at < from)
         at = from;
+    if (at < s->head)
+        at = s->head;
     while (at < s->n && s->slots[at].id < 0)
         at++;
     return at;

@@ -31,6 +31,7 @@ struct demand_shape {
     struct job key;           /* the shape's fields (the rest zero): a stand-in job */
     struct demand_slot *slots; /* by (submit_ms, |id|) */
     size_t n, cap, live;
+    size_t head; /* no live slot before it */
 };
 
 struct demand {
