@@ -114,6 +114,9 @@ void autoscaler_release(struct autoscaler *a)
     free(a->walk);
     a->walk = NULL;
     a->walk_cap = 0;
+    free(a->pool_of);
+    a->pool_of = NULL;
+    a->pool_of_cap = a->pool_of_n = 0;
     order_keep_release(&a->kept);
     a->jobs = NULL;
     a->bins = NULL;
@@ -131,7 +134,27 @@ void autoscaler_count_nodes(const struct cluster *c, const struct pool *pool,
 
 static int node_pool(const struct autoscaler *a, const struct node *n)
 {
+    if (a->pool_of && n >= a->pool_of_nodes && n < a->pool_of_nodes + a->pool_of_n)
+        return a->pool_of[n - a->pool_of_nodes];
     return n->pool[0] ? pool_find(a->pools, a->npools, n->pool) : -1;
+}
+
+/* Each node's pool, looked up once per call (node_pool reads it). */
+static int note_node_pools(struct autoscaler *a, const struct cluster *c)
+{
+    a->pool_of_n = 0;
+    if (c->nnodes > a->pool_of_cap) {
+        int *grown = realloc(a->pool_of, c->nnodes * sizeof *grown);
+        if (!grown)
+            return TIDE_ENOMEM;
+        a->pool_of = grown;
+        a->pool_of_cap = c->nnodes;
+    }
+    for (size_t i = 0; i < c->nnodes; i++)
+        a->pool_of[i] = c->nodes[i].pool[0] ? pool_find(a->pools, a->npools, c->nodes[i].pool) : -1;
+    a->pool_of_nodes = c->nodes;
+    a->pool_of_n = c->nnodes;
+    return 0;
 }
 
 /* A condition that depends on time turns at t: a call before then on the
@@ -630,7 +653,10 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     int booting[TIDE_MAX_POOLS] = {0};
     for (int p = 0; p < a->npools; p++) {
         int counts[NODE_STATE_COUNT];
-        autoscaler_count_nodes(c, &a->pools[p], counts);
+        memset(counts, 0, sizeof counts);
+        for (size_t i = 0; i < c->nnodes; i++)
+            if (node_pool(a, &c->nodes[i]) == p)
+                counts[c->nodes[i].state]++;
         u.alive[p] = pool_alive(counts);
         booting[p] = counts[NODE_PROVISIONING];
         a->state[p].pending_jobs = 0;
@@ -660,7 +686,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     for (int p = 0; p < a->npools; p++) {
         int live = u.alive[p];
         for (size_t i = 0; i < c->nnodes; i++)
-            if (c->nodes[i].state == NODE_DRAINING && !strcmp(c->nodes[i].pool, a->pools[p].name))
+            if (c->nodes[i].state == NODE_DRAINING && node_pool(a, &c->nodes[i]) == p)
                 live--;
         int min_nodes = wanted_min_nodes(a, p, now_ms);
         int need = min_nodes - live;
@@ -855,11 +881,14 @@ int autoscaler_decide(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     if (a->budgets)
         a->quiet_until_ms = now_ms; /* holds end as spending is metered */
     update_forecasts(a, c, now_ms);
-    int rc = fail_stuck_nodes(a, c, now_ms, out);
+    int rc = note_node_pools(a, c);
+    if (!rc)
+        rc = fail_stuck_nodes(a, c, now_ms, out);
     if (!rc)
         rc = scale_up(a, c, now_ms, out);
     if (!rc)
         rc = scale_down(a, c, now_ms, out);
+    a->pool_of_n = 0; /* the nodes may move before the next call */
     if (rc || out->len != before)
         a->quiet_until_ms = now_ms; /* what it did changes what the next call sees */
     return rc ? rc : (int)(out->len - before);

@@ -111,6 +111,9 @@ struct autoscaler {
     size_t jobs_cap;
     struct shape_walk *walk;
     int walk_cap;
+    int *pool_of; /* per node of the call's cluster, its pool (-1: none) */
+    const struct node *pool_of_nodes;
+    size_t pool_of_n, pool_of_cap;
     struct scale_bin *bins;
     size_t bins_cap;
 };

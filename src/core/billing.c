@@ -33,9 +33,18 @@ static bool node_billed(const struct node *n)
 
 int billing_add_usage(struct billing *b, const char *project, int pool, int64_t gpu_ms)
 {
+    size_t h = ((uintptr_t)project >> 4 ^ (uintptr_t)pool * 7) % (sizeof b->hint / sizeof b->hint[0]);
+    size_t row = b->hint[h].row;
+    if (b->hint[h].project == project && row < b->nusage && b->usage[row].pool == pool &&
+        !strcmp(b->usage[row].project, project)) {
+        b->usage[row].gpu_ms += gpu_ms;
+        return 0;
+    }
     for (size_t i = 0; i < b->nusage; i++)
         if (b->usage[i].pool == pool && !strcmp(b->usage[i].project, project)) {
             b->usage[i].gpu_ms += gpu_ms;
+            b->hint[h].project = project;
+            b->hint[h].row = i;
             return 0;
         }
     if (b->nusage == b->usage_cap) {
