@@ -33,7 +33,9 @@ static bool node_billed(const struct node *n)
 
 int billing_add_usage(struct billing *b, const char *project, int pool, int64_t gpu_ms)
 {
-    size_t h = ((uintptr_t)project >> 4 ^ (uintptr_t)pool * 7) % (sizeof b->hint / sizeof b->hint[0]);
+    /* Names sit in jobs a few KiB apart: mix the address's bits. */
+    uint64_t mixed = ((uint64_t)(uintptr_t)project ^ (uint64_t)pool) * 0x9E3779B97F4A7C15ULL;
+    size_t h = (size_t)(mixed >> 58); /* one of 64 */
     size_t row = b->hint[h].row;
     if (b->hint[h].project == project && row < b->nusage && b->usage[row].pool == pool &&
         !strcmp(b->usage[row].project, project)) {
