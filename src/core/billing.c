@@ -75,8 +75,10 @@ static int meter(struct billing *b, const struct cluster *c, const struct pool *
     int64_t gpu_ms[TIDE_MAX_POOLS] = {0};
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct node *n = &c->nodes[i];
+        if (!node_billed(n))
+            continue; /* gone (released nodes stay in the array): no name to look up */
         int p = n->pool[0] ? pool_find(pools, npools, n->pool) : -1;
-        if (p < 0 || !node_billed(n))
+        if (p < 0)
             continue;
         alive[p]++;
         /* A job's GPUs on a node are metered together (the sums are the same). */
