@@ -9,6 +9,7 @@
 #include "common/tide_err.h"
 #include "core/gang.h"
 #include "core/gpu_share.h"
+#include "core/order_keep.h"
 
 #include "core/queue.h"
 
@@ -110,6 +111,13 @@ void autoscaler_release(struct autoscaler *a)
         return;
     free(a->jobs);
     free(a->bins);
+    free(a->walk);
+    a->walk = NULL;
+    a->walk_cap = 0;
+    free(a->pool_of);
+    a->pool_of = NULL;
+    a->pool_of_cap = a->pool_of_n = 0;
+    order_keep_release(&a->kept);
     a->jobs = NULL;
     a->bins = NULL;
     a->jobs_cap = a->bins_cap = 0;
@@ -126,7 +134,35 @@ void autoscaler_count_nodes(const struct cluster *c, const struct pool *pool,
 
 static int node_pool(const struct autoscaler *a, const struct node *n)
 {
+    if (a->pool_of && n >= a->pool_of_nodes && n < a->pool_of_nodes + a->pool_of_n)
+        return a->pool_of[n - a->pool_of_nodes];
     return n->pool[0] ? pool_find(a->pools, a->npools, n->pool) : -1;
+}
+
+/* Each node's pool, looked up once per call (node_pool reads it). */
+static int note_node_pools(struct autoscaler *a, const struct cluster *c)
+{
+    a->pool_of_n = 0;
+    if (c->nnodes > a->pool_of_cap) {
+        int *grown = realloc(a->pool_of, c->nnodes * sizeof *grown);
+        if (!grown)
+            return TIDE_ENOMEM;
+        a->pool_of = grown;
+        a->pool_of_cap = c->nnodes;
+    }
+    for (size_t i = 0; i < c->nnodes; i++)
+        a->pool_of[i] = c->nodes[i].pool[0] ? pool_find(a->pools, a->npools, c->nodes[i].pool) : -1;
+    a->pool_of_nodes = c->nodes;
+    a->pool_of_n = c->nnodes;
+    return 0;
+}
+
+/* A condition that depends on time turns at t: a call before then on the
+ * same cluster decides the same (see quiet_until_ms). */
+static void turns_at(struct autoscaler *a, int64_t now_ms, int64_t t)
+{
+    if (t > now_ms && t < a->quiet_until_ms)
+        a->quiet_until_ms = t;
 }
 
 static bool node_has_tasks(const struct node *n)
@@ -175,6 +211,12 @@ static int fail_stuck_nodes(struct autoscaler *a, struct cluster *c, int64_t now
             continue;
         int64_t limit_ms = a->pools[p].boot_timeout_s * 1000;
         char why[TIDE_REASON_MAX];
+        if (n->state == NODE_PROVISIONING)
+            turns_at(a, now_ms, n->created_ms + limit_ms + 1);
+        else if (n->state == NODE_LOST)
+            turns_at(a, now_ms, n->last_heartbeat_ms + limit_ms + 1);
+        else if (n->probe_drained && n->state == NODE_DRAINING)
+            turns_at(a, now_ms, n->probe_drained_ms + limit_ms + 1);
         if (n->state == NODE_PROVISIONING && now_ms - n->created_ms > limit_ms)
             snprintf(why, sizeof why, "did not register within boot_timeout %llds",
                      (long long)a->pools[p].boot_timeout_s);
@@ -217,8 +259,9 @@ static int grow_scratch(struct autoscaler *a, size_t njobs, size_t nbins)
     return 0;
 }
 
-static int by_size_then_age(const void *x, const void *y)
+static int by_size_then_age(const void *x, const void *y, void *ctx)
 {
+    (void)ctx;
     const struct job *a = *(struct job *const *)x, *b = *(struct job *const *)y;
     if (a->gpus != b->gpus)
         return b->gpus - a->gpus;
@@ -325,8 +368,15 @@ static int undrain(struct autoscaler *a, struct scale_bin *bin, const struct job
     return push(out, POOL_UNDRAIN, bin->pool, 1, n->id, why);
 }
 
+/* A gang job that got no nodes for want of room under max_nodes. */
+struct held_back {
+    int64_t job_id; /* 0: none */
+    int need, m, share, room;
+};
+
 /* What one scale-up call has decided so far, per pool. */
 struct scale_up {
+    struct held_back held[TIDE_MAX_POOLS]; /* the last gang job held back */
     int alive[TIDE_MAX_POOLS];    /* nodes that exist, are coming or will be created */
     int create[TIDE_MAX_POOLS];   /* nodes to create for waiting jobs */
     int waited[TIDE_MAX_POOLS];   /* longest wait (s) of a job new nodes are for */
@@ -386,10 +436,11 @@ static void add_new_nodes(struct autoscaler *a, struct scale_up *u, int p, int c
 /* A gang job (nodes: k) that no one node can hold, split as gang_choose
  * will split it: the fewest nodes m (2..k, dividing its GPUs) that nodes
  * with room, and then new nodes of one pool under its max_nodes, can give
- * a share each. When no split can be had, nothing is created for it and
- * the cheapest pool whose nodes fit a share says why. */
+ * a share each. When no split can be had, nothing is created for it,
+ * *nothing is set, and the cheapest pool whose nodes fit a share says why
+ * (held_back: the first such job of the call). */
 static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct job *job,
-                          int64_t now_ms, struct pool_action_list *out)
+                          int64_t now_ms, struct pool_action_list *out, bool *nothing)
 {
     struct job share = *job;
     share.max_nodes = 1;
@@ -412,8 +463,10 @@ static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct
         }
         if (p >= 0) {
             note_waiting(u->unplaced, u->oldest_ms, p, now_ms - job->submit_ms);
-            if (now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000)
+            if (now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000) {
+                turns_at(a, now_ms, job->submit_ms + a->pools[p].scale_up_delay_s * 1000);
                 return 0; /* not yet: nothing is taken for it */
+            }
         }
         for (int t = 0; t < ntaken; t++) {
             int rc = take_bin(a, u, taken[t], job, share.gpus, now_ms, out);
@@ -424,19 +477,19 @@ static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct
             add_new_nodes(a, u, p, need, share.gpus, job, now_ms);
         return 0;
     }
-    if (short_pool >= 0) {
-        const struct pool *pool = &a->pools[short_pool];
-        int room = pool->max_nodes - u->alive[short_pool];
-        snprintf(a->state[short_pool].held_back, sizeof a->state[short_pool].held_back,
-                 "gang job %lld needs %d more node%s (%d x %d GPUs), room for %d under max_nodes %d",
-                 (long long)job->id, short_need, short_need == 1 ? "" : "s", short_m, short_share,
-                 room > 0 ? room : 0, pool->max_nodes);
+    *nothing = true;
+    if (short_pool >= 0 && !u->held[short_pool].job_id) {
+        int room = a->pools[short_pool].max_nodes - u->alive[short_pool];
+        u->held[short_pool] = (struct held_back){.job_id = job->id, .need = short_need,
+                                                 .m = short_m, .share = short_share,
+                                                 .room = room > 0 ? room : 0};
     }
     return 0;
 }
 
 /* Finds job room on an existing or coming node, or new nodes for it;
- * *nothing is set when a one-node job found no room and no pool. */
+ * *nothing is set when it found no room and no pool (a gang job: for no
+ * split either). */
 static int scale_for_job(struct autoscaler *a, struct scale_up *u, const struct job *job,
                          int64_t now_ms, struct pool_action_list *out, bool *nothing)
 {
@@ -447,11 +500,15 @@ static int scale_for_job(struct autoscaler *a, struct scale_up *u, const struct 
     int p = cheapest_pool_for(a, job, u->alive, 1, now_ms);
     *nothing = p < 0 && job->max_nodes <= 1;
     if (p < 0 && job->max_nodes > 1)
-        return scale_for_gang(a, u, job, now_ms, out);
+        return scale_for_gang(a, u, job, now_ms, out, nothing);
     if (p >= 0)
         note_waiting(u->unplaced, u->oldest_ms, p, now_ms - job->submit_ms);
-    if (p < 0 || now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000)
+    if (p < 0)
         return 0;
+    if (now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000) {
+        turns_at(a, now_ms, job->submit_ms + a->pools[p].scale_up_delay_s * 1000);
+        return 0;
+    }
     add_new_nodes(a, u, p, 1, job->gpus, job, now_ms);
     return 0;
 }
@@ -469,6 +526,13 @@ static bool pool_could_hold(const struct pool *pool, const struct job *job)
             return true;
     }
     return false;
+}
+
+/* Whether two jobs fit the same pools (pool_could_hold reads no more). */
+static bool same_hold_shape(const struct job *a, const struct job *b)
+{
+    return a->gpus == b->gpus && a->gpu_memory_mib == b->gpu_memory_mib &&
+           a->max_nodes == b->max_nodes && !strcmp(a->gpu_model, b->gpu_model);
 }
 
 /* Job shapes that found no room and no pool in this call, since bins
@@ -497,6 +561,89 @@ static bool known_hopeless(const struct hopeless *h, const struct job *job)
     return false;
 }
 
+static int scale_steps(struct autoscaler *a, struct scale_up *up, const int *booting,
+                       int64_t now_ms, struct pool_action_list *out);
+
+/* One shape's place in the walk below. */
+struct shape_walk {
+    const struct demand_shape *s;
+    size_t at; /* its next slot */
+    bool parked; /* found nothing: left out until new nodes' room comes */
+};
+
+/* The jobs of a->demand in the order the scan below sorts them (most GPUs
+ * first, then oldest), each shape left out from its first job that found
+ * no room and no pool until new nodes' room comes, which the scan's
+ * hopeless shapes do too (without their limit of 8, and gangs too: bins
+ * only lose room and pools only fill until then, so a job of such a shape
+ * would find nothing and change nothing; held_back names the first). A
+ * deep queue at max_nodes costs a few jobs per shape, not a sort of all. */
+static int scale_up_by_shape(struct autoscaler *a, struct cluster *c, struct scale_up *u,
+                             int64_t now_ms, struct pool_action_list *out)
+{
+    const struct demand *d = a->demand;
+    if (d->nshapes > a->walk_cap) {
+        struct shape_walk *w = realloc(a->walk, (size_t)d->nshapes * sizeof *w);
+        if (!w)
+            return TIDE_ENOMEM;
+        a->walk = w;
+        a->walk_cap = d->nshapes;
+    }
+    int m = 0;
+    for (int i = 0; i < d->nshapes; i++) {
+        const struct demand_shape *s = &d->shapes[i];
+        if (!s->live)
+            continue;
+        for (int p = 0; p < a->npools; p++)
+            a->state[p].pending_jobs += pool_could_hold(&a->pools[p], &s->key) ? (int)s->live : 0;
+        int at = m++;
+        while (at > 0 && a->walk[at - 1].s->key.gpus < s->key.gpus) { /* most GPUs first */
+            a->walk[at] = a->walk[at - 1];
+            at--;
+        }
+        a->walk[at] = (struct shape_walk){.s = s, .at = demand_next(s, 0, 0, 0)};
+    }
+    for (int g = 0, end; g < m; g = end) {
+        for (end = g; end < m && a->walk[end].s->key.gpus == a->walk[g].s->key.gpus; end++)
+            ;
+        for (;;) { /* the oldest next job among the group's shapes */
+            struct shape_walk *best = NULL;
+            for (int k = g; k < end; k++) {
+                struct shape_walk *w = &a->walk[k];
+                if (w->parked || w->at >= w->s->n)
+                    continue;
+                const struct demand_slot *x = &w->s->slots[w->at];
+                if (!best || x->submit_ms < best->s->slots[best->at].submit_ms ||
+                    (x->submit_ms == best->s->slots[best->at].submit_ms &&
+                     x->id < best->s->slots[best->at].id))
+                    best = w;
+            }
+            if (!best)
+                break;
+            struct demand_slot slot = best->s->slots[best->at];
+            best->at = demand_next(best->s, best->at + 1, 0, 0);
+            const struct job *job = cluster_find_job(c, slot.id);
+            if (!job || job->state != JOB_PENDING)
+                continue; /* the caller's list is behind: not waiting */
+            size_t nbins = u->nbins;
+            bool nothing;
+            int rc = scale_for_job(a, u, job, now_ms, out, &nothing);
+            if (rc)
+                return rc;
+            if (u->nbins != nbins) { /* new nodes' room: shapes may fit again */
+                for (int k = g; k < end; k++)
+                    if (a->walk[k].parked) {
+                        a->walk[k].parked = false;
+                        a->walk[k].at =
+                            demand_next(a->walk[k].s, a->walk[k].at, slot.submit_ms, slot.id);
+                    }
+            } else if (nothing)
+                best->parked = true;
+        }
+    }
+    return 0;
+}
+
 static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
                     struct pool_action_list *out)
 {
@@ -506,7 +653,10 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     int booting[TIDE_MAX_POOLS] = {0};
     for (int p = 0; p < a->npools; p++) {
         int counts[NODE_STATE_COUNT];
-        autoscaler_count_nodes(c, &a->pools[p], counts);
+        memset(counts, 0, sizeof counts);
+        for (size_t i = 0; i < c->nnodes; i++)
+            if (node_pool(a, &c->nodes[i]) == p)
+                counts[c->nodes[i].state]++;
         u.alive[p] = pool_alive(counts);
         booting[p] = counts[NODE_PROVISIONING];
         a->state[p].pending_jobs = 0;
@@ -536,7 +686,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     for (int p = 0; p < a->npools; p++) {
         int live = u.alive[p];
         for (size_t i = 0; i < c->nnodes; i++)
-            if (c->nodes[i].state == NODE_DRAINING && !strcmp(c->nodes[i].pool, a->pools[p].name))
+            if (c->nodes[i].state == NODE_DRAINING && node_pool(a, &c->nodes[i]) == p)
                 live--;
         int min_nodes = wanted_min_nodes(a, p, now_ms);
         int need = min_nodes - live;
@@ -559,20 +709,37 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         }
     }
 
+    if (a->demand) {
+        int rc = scale_up_by_shape(a, c, &u, now_ms, out);
+        if (rc)
+            return rc;
+        return scale_steps(a, &u, booting, now_ms, out);
+    }
     size_t njobs = 0;
     for (size_t i = 0; i < c->njobs; i++) {
         struct job *j = &c->jobs[i];
+        if (j->state == JOB_PENDING && j->not_before_ms > now_ms)
+            turns_at(a, now_ms, j->not_before_ms);
         if (j->state == JOB_PENDING && !j->held && !j->on_hold && !j->cancel_requested && j->not_before_ms <= now_ms &&
             !(a->budgets && budget_holds_job(a->budgets, j, NULL)))
             a->jobs[njobs++] = j;
     }
-    qsort(a->jobs, njobs, sizeof *a->jobs, by_size_then_age);
+    /* A fixed order (size, age, id): the last call's is still right for
+     * the jobs still waiting, so only new ones are sorted. */
+    order_keep_sort(&a->kept, c, a->jobs, njobs, by_size_then_age, NULL);
 
     struct hopeless hopeless = {.n = 0};
+    const struct job *held_by = NULL; /* the last job whose pools were asked */
+    bool holds[TIDE_MAX_POOLS] = {false};
     for (size_t k = 0; k < njobs; k++) {
         const struct job *job = a->jobs[k];
+        if (!held_by || !same_hold_shape(held_by, job)) {
+            held_by = job;
+            for (int p = 0; p < a->npools; p++)
+                holds[p] = pool_could_hold(&a->pools[p], job);
+        }
         for (int p = 0; p < a->npools; p++)
-            a->state[p].pending_jobs += pool_could_hold(&a->pools[p], job);
+            a->state[p].pending_jobs += holds[p];
         if (job->max_nodes <= 1 && known_hopeless(&hopeless, job))
             continue;
         size_t nbins = u.nbins;
@@ -582,8 +749,25 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
             return rc;
         if (u.nbins != nbins)
             hopeless.n = 0; /* new nodes' room: shapes may fit again */
-        else if (nothing && hopeless.n < HOPELESS_SHAPES)
+        else if (nothing && job->max_nodes <= 1 && hopeless.n < HOPELESS_SHAPES)
             hopeless.shapes[hopeless.n++] = job;
+    }
+    return scale_steps(a, &u, booting, now_ms, out);
+}
+
+/* Steps, then the creations decided, per pool. */
+static int scale_steps(struct autoscaler *a, struct scale_up *up, const int *booting,
+                       int64_t now_ms, struct pool_action_list *out)
+{
+    struct scale_up u = *up;
+    for (int p = 0; p < a->npools; p++) {
+        const struct held_back *h = &u.held[p];
+        if (h->job_id)
+            snprintf(a->state[p].held_back, sizeof a->state[p].held_back,
+                     "gang job %lld needs %d more node%s (%d x %d GPUs), room for %d under "
+                     "max_nodes %d",
+                     (long long)h->job_id, h->need, h->need == 1 ? "" : "s", h->m, h->share,
+                     h->room, a->pools[p].max_nodes);
     }
     for (int p = 0; p < a->npools; p++) {
         /* A step asks for that many nodes on their way: the ones still
@@ -591,6 +775,10 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
          * while its own nodes boot. */
         int step = step_nodes(&a->pools[p], u.unplaced[p], u.oldest_ms[p]);
         int coming = u.create[p] + booting[p];
+        for (int i = 0; i < a->pools[p].nsteps && u.unplaced[p] > 0; i++)
+            turns_at(a, now_ms, now_ms - u.oldest_ms[p] + a->pools[p].steps[i].wait_s * 1000);
+        if (step > coming && a->state[p].last_scale_up_ms)
+            turns_at(a, now_ms, a->state[p].last_scale_up_ms + a->pools[p].cooldown_s * 1000);
         bool stepped = false;
         if (step > coming && (!a->state[p].last_scale_up_ms ||
                               now_ms - a->state[p].last_scale_up_ms >= a->pools[p].cooldown_s * 1000)) {
@@ -651,6 +839,8 @@ static int scale_down(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         }
         if (!n->idle_since_ms)
             n->idle_since_ms = now_ms;
+        turns_at(a, now_ms, n->idle_since_ms + pool->scale_down_window_s * 1000);
+        turns_at(a, now_ms, a->state[p].last_scale_up_ms + pool->cooldown_s * 1000);
         if (now_ms - n->idle_since_ms < pool->scale_down_window_s * 1000 ||
             live[p] <= wanted_min_nodes(a, p, now_ms) ||
             now_ms - a->state[p].last_scale_up_ms < pool->cooldown_s * 1000)
@@ -682,11 +872,24 @@ int autoscaler_decide(struct autoscaler *a, struct cluster *c, int64_t now_ms,
                       struct pool_action_list *out)
 {
     size_t before = out->len;
+    a->quiet_until_ms = INT64_MAX;
+    for (int p = 0; p < a->npools; p++) {
+        turns_at(a, now_ms, a->state[p].create_not_before_ms);
+        if (a->pools[p].nwindows > 0 || a->pools[p].predictive)
+            a->quiet_until_ms = now_ms; /* windows open and forecasts move with time */
+    }
+    if (a->budgets)
+        a->quiet_until_ms = now_ms; /* holds end as spending is metered */
     update_forecasts(a, c, now_ms);
-    int rc = fail_stuck_nodes(a, c, now_ms, out);
+    int rc = note_node_pools(a, c);
+    if (!rc)
+        rc = fail_stuck_nodes(a, c, now_ms, out);
     if (!rc)
         rc = scale_up(a, c, now_ms, out);
     if (!rc)
         rc = scale_down(a, c, now_ms, out);
+    a->pool_of_n = 0; /* the nodes may move before the next call */
+    if (rc || out->len != before)
+        a->quiet_until_ms = now_ms; /* what it did changes what the next call sees */
     return rc ? rc : (int)(out->len - before);
 }

@@ -38,7 +38,9 @@
 
 #include "core/budget.h"
 #include "core/cluster.h"
+#include "core/demand.h"
 #include "core/forecast.h"
+#include "core/order_keep.h"
 #include "core/pool.h"
 
 enum pool_action_type {
@@ -79,7 +81,8 @@ struct pool_scale_state {
     int nodes_wanted;             /* nodes the last call asked for (set by each call) */
     /* Why the last call created no nodes here for a waiting job whose
      * shares this pool's nodes fit (a gang that needs more nodes than
-     * max_nodes leaves room for); "" when none. */
+     * max_nodes leaves room for; the first such job, most GPUs then
+     * oldest); "" when none. */
     char held_back[TIDE_REASON_MAX];
     struct forecast forecast;     /* predictive pools: demand per hour of the week */
     int predicted_nodes;          /* nodes the forecast wants ready now (set by each call) */
@@ -89,10 +92,28 @@ struct autoscaler {
     const struct pool *pools; /* not owned */
     int npools;
     const struct budget_set *budgets; /* projects at a hard cap get no nodes; NULL: none */
+    /* The waiting jobs by shape (demand.h), kept by the caller: every job
+     * in it pending, not held, on hold, cancelled, backing off or over a
+     * budget, and every such job in it. NULL: each call scans the
+     * cluster's jobs (the same decisions, more work in deep queues). */
+    const struct demand *demand;
     struct pool_scale_state state[TIDE_MAX_POOLS];
+    /* Set by each call: when it appended no action, no call before this
+     * time on the same cluster (nothing changed in it since) would append
+     * one or change anything either: the first moment a wait, window,
+     * cooldown or timeout it looked at runs out (INT64_MAX: none). now_ms
+     * when the call acted or cannot say (scheduled windows, predictive
+     * pools, budgets): the next look must be made. */
+    int64_t quiet_until_ms;
     /* scratch, grown as needed, freed by autoscaler_release */
+    struct order_keep kept; /* the last call's order of waiting jobs */
     struct job **jobs;
     size_t jobs_cap;
+    struct shape_walk *walk;
+    int walk_cap;
+    int *pool_of; /* per node of the call's cluster, its pool (-1: none) */
+    const struct node *pool_of_nodes;
+    size_t pool_of_n, pool_of_cap;
     struct scale_bin *bins;
     size_t bins_cap;
 };

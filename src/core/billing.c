@@ -33,9 +33,20 @@ static bool node_billed(const struct node *n)
 
 int billing_add_usage(struct billing *b, const char *project, int pool, int64_t gpu_ms)
 {
+    /* Names sit in jobs a few KiB apart: mix the address's bits. */
+    uint64_t mixed = ((uint64_t)(uintptr_t)project ^ (uint64_t)pool) * 0x9E3779B97F4A7C15ULL;
+    size_t h = (size_t)(mixed >> 58); /* one of 64 */
+    size_t row = b->hint[h].row;
+    if (b->hint[h].project == project && row < b->nusage && b->usage[row].pool == pool &&
+        !strcmp(b->usage[row].project, project)) {
+        b->usage[row].gpu_ms += gpu_ms;
+        return 0;
+    }
     for (size_t i = 0; i < b->nusage; i++)
         if (b->usage[i].pool == pool && !strcmp(b->usage[i].project, project)) {
             b->usage[i].gpu_ms += gpu_ms;
+            b->hint[h].project = project;
+            b->hint[h].row = i;
             return 0;
         }
     if (b->nusage == b->usage_cap) {
@@ -64,21 +75,27 @@ static int meter(struct billing *b, const struct cluster *c, const struct pool *
     int64_t gpu_ms[TIDE_MAX_POOLS] = {0};
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct node *n = &c->nodes[i];
+        if (!node_billed(n))
+            continue; /* gone (released nodes stay in the array): no name to look up */
         int p = n->pool[0] ? pool_find(pools, npools, n->pool) : -1;
-        if (p < 0 || !node_billed(n))
+        if (p < 0)
             continue;
         alive[p]++;
-        for (int g = 0; g < n->ngpus; g++) {
-            if (!n->gpus[g].job_id)
+        /* A job's GPUs on a node are metered together (the sums are the same). */
+        for (int g = 0, run; g < n->ngpus; g += run) {
+            int64_t job_id = n->gpus[g].job_id;
+            for (run = 1; g + run < n->ngpus && n->gpus[g + run].job_id == job_id; run++)
+                ;
+            if (!job_id)
                 continue;
-            const struct job *job = cluster_find_job((struct cluster *)c, n->gpus[g].job_id);
+            const struct job *job = cluster_find_job((struct cluster *)c, job_id);
             const char *project = job ? job->project : "?";
-            gpu_ms[p] += dt;
-            if (billing_add_usage(b, project, p, dt))
+            gpu_ms[p] += dt * run;
+            if (billing_add_usage(b, project, p, dt * run))
                 return TIDE_ENOMEM;
             if (b->ledger && usage_ledger_add_user_use(b->ledger, day, p, project,
                                                        job ? job->queue : "?",
-                                                       job ? job->user : "", dt))
+                                                       job ? job->user : "", dt * run))
                 return TIDE_ENOMEM;
         }
     }

@@ -44,6 +44,13 @@ struct billing {
     struct billing_usage *usage;
     size_t nusage, usage_cap;
     struct usage_ledger *ledger; /* also fed per UTC day when not NULL (not owned) */
+    /* Where a project's row was last found, by the address of the name it
+     * was asked with (a hint, checked before use): metering asks for the
+     * same few rows every tick. */
+    struct {
+        const char *project;
+        size_t row;
+    } hint[64];
 };
 
 void billing_init(struct billing *b);

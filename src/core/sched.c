@@ -398,9 +398,43 @@ static void detach_index(struct scheduler *s, struct cluster *c)
         c->index = NULL;
 }
 
+/* The last shape of job passed over behind a failure (dominating_failure):
+ * whether a ready node could ever hold it and the reason it gets. Within
+ * a pass nodes keep their state, so a deep queue of one shape answers and
+ * words it once rather than once per job. */
+struct dominated_memo {
+    bool valid, fits;
+    int gpus, cpus;
+    int64_t memory_mib;
+    char reason[TIDE_REASON_MAX];
+    size_t len; /* of reason */
+};
+
+/* fits_a_ready_node for an unconstrained job, with its reason in
+ * memo->reason when it does. */
+static bool dominated_fits(struct dominated_memo *memo, const struct cluster *c,
+                           const struct job *job)
+{
+    if (memo->valid && memo->gpus == job->gpus && memo->cpus == job->cpus &&
+        memo->memory_mib == job->memory_mib)
+        return memo->fits;
+    memo->valid = true;
+    memo->gpus = job->gpus;
+    memo->cpus = job->cpus;
+    memo->memory_mib = job->memory_mib;
+    memo->fits = fits_a_ready_node(c, job);
+    char host[48];
+    placement_host_words(job, host, sizeof host);
+    snprintf(memo->reason, sizeof memo->reason, "waiting for %d free GPU%s%.38s on one node",
+             job->gpus, job->gpus == 1 ? "" : "s", host);
+    memo->len = strlen(memo->reason);
+    return memo->fits;
+}
+
 static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size_t nids,
                 int64_t now_ms, struct action_list *out)
 {
+    struct dominated_memo dominated = {.valid = false};
     struct failed_shape failed[FAILED_SHAPES];
     int nfailed = 0;
     size_t need = ids ? nids : c->njobs;
@@ -484,14 +518,9 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
         /* Without explanations the node check is moot: a dominated job that
          * no node could hold gets NEVER below, which ends the same way. */
         if (unconstrained(job) && dominating_failure(failed, nfailed, job) &&
-            (!explain || fits_a_ready_node(c, job))) {
-            if (explain) {
-                char host[48];
-                placement_host_words(job, host, sizeof host);
-                snprintf(job->wait_reason, sizeof job->wait_reason,
-                         "waiting for %d free GPU%s%.38s on one node", job->gpus,
-                         job->gpus == 1 ? "" : "s", host);
-            }
+            (!explain || dominated_fits(&dominated, c, job))) {
+            if (explain)
+                memcpy(job->wait_reason, dominated.reason, dominated.len + 1);
             if (strict && !reservation.active)
                 stopped_at = job;
             continue;

@@ -22,7 +22,6 @@
 
 /* Without an event, look again at most this long after the last change
  * (delays, windows and cooldowns are shorter). */
-#define SIM_POOL_HORIZON_MS (8LL * 86400 * 1000)
 
 /* --- projects: name -> index, in order of first appearance --- */
 
@@ -280,6 +279,8 @@ void sim_waiting_list_add(struct sim_state *st, size_t i)
     st->waiting[st->nwaiting++] = (int64_t)i + 1;
     if (st->queue.on)
         sim_queue_add(&st->queue, cluster_find_job(&st->c, (int64_t)i + 1));
+    if (st->as.demand && demand_add(&st->demand, cluster_find_job(&st->c, (int64_t)i + 1)) != 0)
+        st->as.demand = NULL; /* out of memory: the autoscaler scans from now on */
 }
 
 void sim_waiting_list_remove(struct sim_state *st, size_t i)
@@ -288,6 +289,9 @@ void sim_waiting_list_remove(struct sim_state *st, size_t i)
     if (pos < 0)
         return;
     sim_queue_remove(&st->queue, (int64_t)i + 1);
+    const struct job *job = st->as.demand ? cluster_find_job(&st->c, (int64_t)i + 1) : NULL;
+    if (job)
+        demand_remove(&st->demand, job);
     int64_t last = st->waiting[--st->nwaiting];
     st->waiting[pos] = last;
     st->waiting_pos[last - 1] = pos;
@@ -894,6 +898,7 @@ static void state_release(struct sim_state *st)
     free(st->waiting_pos);
     sim_queue_release(&st->queue);
     autoscaler_release(&st->as);
+    demand_release(&st->demand);
     pool_action_list_release(&st->pactions);
     action_list_release(&st->spot_actions);
     sim_budget_release(st);
@@ -971,7 +976,8 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     if (st.bud) { /* hard caps hold jobs in passes and get no nodes, as in the server */
         st.s.cfg.budgets = &st.bud->set;
         st.as.budgets = &st.bud->set;
-    }
+    } else if (elastic) /* every waiting job may get nodes: kept by shape for the autoscaler */
+        st.as.demand = &st.demand;
     /* Passes may be given only the jobs that could start (sim_queue.h)
      * unless something looks past them: backfill, budgets, or ETAs (the
      * ETA plan reads the last pass's order of every waiting job). */
@@ -984,11 +990,14 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
     size_t next = 0;
     for (;;) {
         const struct sim_event *top = sim_heap_peek(&st.heap);
-        if ((next >= n && !top) || (elastic && st.finished == n))
+        bool look_planned = st.pool_tick_pending && st.pool_wake_ms != INT64_MAX;
+        if ((next >= n && !top && !look_planned) || (elastic && st.finished == n))
             break; /* elastic: metering ends with the last job */
         int64_t t = next < n ? trace->jobs[next].submit_ms : INT64_MAX;
         if (top && top->t_ms < t)
             t = top->t_ms;
+        if (look_planned && st.pool_wake_ms < t)
+            t = st.pool_wake_ms;
         integrate(&st, t);
         if (elastic && billing_tick(&st.el->billing, &st.c, st.el->pools, st.el->npools, t)) {
             rc = TIDE_ENOMEM;
@@ -996,7 +1005,8 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         }
         /* passive: budget events and interruptions of nodes gone since,
          * which, like a pool look, need no sample when nothing changed. */
-        bool changed = false, tick = false, pool_tick = false, passive = false;
+        bool changed = false, tick = false, passive = false;
+        bool pool_tick = elastic && sim_looks_until(&st, t);
         if (st.bud && st.bud->event_at == t)
             sim_budget_tick(&st, t); /* a hold ended: st.bud->unheld, below */
         struct sim_event ev;
@@ -1006,11 +1016,6 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
             if (ev.kind == SIM_EV_TICK) {
                 tick = true;
                 st.tick_pending = false;
-                continue;
-            }
-            if (ev.kind == SIM_EV_POOL) {
-                pool_tick = true;
-                st.pool_tick_pending = false;
                 continue;
             }
             if (ev.kind == SIM_EV_BUDGET) { /* metered above */
@@ -1108,15 +1113,8 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
             goto out;
         if (st.bud && (rc = sim_budget_schedule(&st, t)))
             goto out;
-        if (elastic && !st.pool_tick_pending && st.finished < n &&
-            (st.nrunning > 0 || t - st.last_activity_ms < SIM_POOL_HORIZON_MS)) {
-            struct sim_event pt = {.t_ms = t + cfg->autoscale_interval_ms, .kind = SIM_EV_POOL};
-            if (sim_heap_push(&st.heap, pt) != 0) {
-                rc = TIDE_ENOMEM;
-                goto out;
-            }
-            st.pool_tick_pending = true;
-        }
+        if (elastic)
+            sim_looks_plan(&st, t);
         if (cfg->preempt && st.npending > 0 && st.nrunning > 0 && !st.tick_pending) {
             struct sim_event tk = {.t_ms = t + cfg->preempt_interval_ms, .kind = SIM_EV_TICK};
             if (sim_heap_push(&st.heap, tk) != 0) {

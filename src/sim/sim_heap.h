@@ -9,15 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* BOOT: node (id in job) of an elastic pool is ready; POOL: the autoscaler's
- * periodic look while something may change without an event; INTERRUPT: a
+/* BOOT: node (id in job) of an elastic pool is ready; INTERRUPT: a
  * spot node is reclaimed; SPOT: an interrupted node's deadline; BUDGET: a
- * budget threshold is crossed or a budget period ends. */
+ * budget threshold is crossed or a budget period ends. (The autoscaler's
+ * periodic looks are planned by sim_looks.c, not queued here.) */
 enum sim_event_kind {
     SIM_EV_FINISH = 0,
     SIM_EV_TICK = 1,
     SIM_EV_BOOT = 2,
-    SIM_EV_POOL = 3,
     SIM_EV_INTERRUPT = 4,
     SIM_EV_SPOT = 5,
     SIM_EV_BUDGET = 6,

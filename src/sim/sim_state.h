@@ -76,11 +76,16 @@ struct sim_state {
     /* Elastic runs: the core's autoscaler and billing over el->pools. */
     struct sim_elastic *el;
     struct autoscaler as;
+    struct demand demand; /* the waiting jobs by shape, for as.demand (no budgets) */
     struct pool_action_list pactions;
     int gpus_alive; /* GPUs of nodes that exist; constant in fixed-size runs */
     int alive_by_pool[SIM_MAX_POOLS], gpus_alive_by_pool[SIM_MAX_POOLS];
     int node_seq[SIM_MAX_POOLS];
+    /* The chain of autoscaler looks (sim_looks.c): the next look's time
+     * while one is planned, and when the next is made (the looks in
+     * between decide nothing). */
     bool pool_tick_pending;
+    int64_t pool_next_ms, pool_wake_ms;
     int64_t last_activity_ms;
     int32_t touched[TIDE_MAX_GANG_NODES + 1]; /* nodes a stopped job was on */
     int ntouched;
@@ -159,6 +164,20 @@ void sim_eta_finished(struct sim_state *st, const struct job *job, int64_t t);
 /* After the pass at t: the ETAs of trace jobs [from, to), which arrived at
  * t, into the result. 0 or TIDE_ENOMEM. */
 int sim_eta_arrivals(struct sim_state *st, size_t from, size_t to, int64_t t);
+
+/* --- sim_looks.c --- */
+
+/* Elastic runs look every autoscale_interval while jobs run, and this long
+ * after the last change when none do. */
+#define SIM_POOL_HORIZON_MS (8LL * 86400 * 1000)
+
+/* At the start of the batch at t: counts the planned looks before t that
+ * were not made (they decided nothing) and returns whether the batch
+ * makes one. */
+bool sim_looks_until(struct sim_state *st, int64_t t);
+/* At the end of the batch at t (after its looks): plans the next look as
+ * the server's pool loop would and sets pool_wake_ms, when it is made. */
+void sim_looks_plan(struct sim_state *st, int64_t t);
 
 /* --- sim_spot.c --- */
 

@@ -732,6 +732,271 @@ static void test_gang_job_starts_on_the_nodes_created_for_it_once_ready(void **s
     fx_stop(&f);
 }
 
+/* quiet_until_ms: a look that decided nothing says when the next one on
+ * the same cluster could decide something (the simulator skips the looks
+ * in between). */
+static void test_a_quiet_look_says_when_scale_up_delay_runs_out(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 10, 1000000)}, .npools = 1};
+    f.pools[0].scale_up_delay_s = 5;
+    fx_start(&f);
+    add_jobs(&f, 1, 1, 700);
+    decide(&f, 1 * S);
+    assert_int_equal(f.out.len, 0);
+    assert_int_equal(f.a.quiet_until_ms, 5 * S + 700);
+    decide(&f, 5 * S + 700);
+    assert_int_equal(created(&f.out, 0), 1);
+    assert_int_equal(f.a.quiet_until_ms, 5 * S + 700); /* it acted: look again */
+    fx_stop(&f);
+}
+
+static void test_a_quiet_look_says_when_an_idle_window_or_a_boot_timeout_runs_out(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node idle = fx_pool_node(100, &f.pools[0], NODE_READY, 0);
+    assert_non_null(cluster_put_node(&f.c, &idle));
+    decide(&f, 100 * S); /* idle from now: released at 160 s */
+    assert_int_equal(f.out.len, 0);
+    assert_int_equal(f.a.quiet_until_ms, 160 * S);
+    struct node booting = fx_pool_node(101, &f.pools[0], NODE_PROVISIONING, 0);
+    assert_non_null(cluster_put_node(&f.c, &booting));
+    decide(&f, 110 * S); /* failed once booting over 120 s */
+    assert_int_equal(f.out.len, 0);
+    assert_int_equal(f.a.quiet_until_ms, 120 * S + 1);
+    fx_stop(&f);
+}
+
+static void test_a_look_with_nothing_that_depends_on_time_is_quiet_for_ever(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 1, 1, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_READY, 0);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    add_jobs(&f, 3, 2, 0); /* too big for the pool: nothing to do, ever */
+    decide(&f, 10 * S); /* starts the idle clock: its window ends at 70 s */
+    decide(&f, 100 * S); /* at min_nodes: kept */
+    assert_int_equal(f.out.len, 0);
+    assert_true(f.a.quiet_until_ms == INT64_MAX);
+    fx_stop(&f);
+}
+
+static void test_scheduled_windows_make_every_look_count(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    f.pools[0].windows[0] = (struct pool_window){.days = 0x7f, .from_min = 9 * 60,
+                                                 .to_min = 18 * 60, .min_nodes = 1};
+    f.pools[0].nwindows = 1;
+    fx_start(&f);
+    decide(&f, 0);
+    assert_int_equal(f.out.len, 0);
+    assert_int_equal(f.a.quiet_until_ms, 0);
+    fx_stop(&f);
+}
+
+/* The promise itself: over 40 minutes of looks every second on a cluster
+ * that changes only at a few moments (jobs arrive, a node registers, a job
+ * ends), every look made before the last quiet look's quiet_until_ms, with
+ * no change in between, decides nothing. */
+static void test_no_look_before_quiet_until_decides_anything(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 4, 1, 6, 1000000), fx_pool("q", 8, 0, 2, 3000000)},
+                   .npools = 2};
+    f.pools[0].scale_up_delay_s = 45;
+    f.pools[0].scale_down_window_s = 300;
+    f.pools[0].cooldown_s = 200;
+    f.pools[0].steps[0] = (struct pool_step){.wait_s = 400, .add = 2};
+    f.pools[0].steps[1] = (struct pool_step){.queue_length = 6, .add = 1};
+    f.pools[0].nsteps = 2;
+    f.pools[1].scale_up_delay_s = 10;
+    fx_start(&f);
+    int64_t promise = -1; /* quiet_until_ms of the last quiet look since a change */
+    int acted = 0, quiet_checked = 0;
+    for (int64_t t = 0; t <= 2400 * S; t += S) {
+        bool change = true;
+        if (t == 30 * S)
+            add_jobs(&f, 5, 3, t);
+        else if (t == 100 * S)
+            add_jobs(&f, 2, 8, t);
+        else if (t == 700 * S) {
+            for (size_t i = 0; i < f.c.nnodes; i++)
+                if (f.c.nodes[i].state == NODE_PROVISIONING)
+                    f.c.nodes[i].state = NODE_READY; /* registered */
+        } else if (t == 900 * S) {
+            while (f.c.njobs > 0)
+                cluster_remove_job(&f.c, f.c.jobs[0].id); /* all ended */
+        } else
+            change = false;
+        if (change)
+            promise = -1;
+        /* Nodes the last look asked for come, booting, as the shell adds them. */
+        decide(&f, t);
+        if (promise >= 0 && t < promise) {
+            assert_int_equal(f.out.len, 0);
+            quiet_checked++;
+        }
+        for (size_t i = 0; i < f.out.len; i++)
+            for (int k = 0; f.out.items[i].type == POOL_CREATE && k < f.out.items[i].count; k++) {
+                struct node n = fx_pool_node(200 + (int64_t)f.c.nnodes,
+                                             &f.pools[f.out.items[i].pool], NODE_PROVISIONING, t);
+                assert_non_null(cluster_put_node(&f.c, &n));
+            }
+        acted += f.out.len > 0;
+        promise = f.out.len ? -1 : f.a.quiet_until_ms;
+    }
+    assert_true(acted >= 4); /* creates, steps, fails, releases happened */
+    assert_true(quiet_checked > 1000);
+    fx_stop(&f);
+}
+
+/* A demand index (demand.h) kept beside the cluster: the same decisions as
+ * the scan, look after look, while jobs of many shapes (gangs, a model no
+ * pool has, spot-only pools) come and go and new nodes register. */
+struct twin {
+    struct fx scan, by_shape;
+    struct demand d;
+};
+
+static void twin_add_job(struct twin *t, struct job j)
+{
+    assert_non_null(cluster_add_job(&t->scan.c, &j));
+    const struct job *in = cluster_add_job(&t->by_shape.c, &j);
+    assert_non_null(in);
+    assert_int_equal(demand_add(&t->d, in), 0);
+}
+
+static void twin_remove_job(struct twin *t, int64_t id)
+{
+    const struct job *j = cluster_find_job(&t->by_shape.c, id);
+    if (!j)
+        return;
+    demand_remove(&t->d, j);
+    cluster_remove_job(&t->by_shape.c, id);
+    cluster_remove_job(&t->scan.c, id);
+}
+
+static void assert_same_actions(const struct twin *t)
+{
+    const struct pool_action_list *a = &t->scan.out, *b = &t->by_shape.out;
+    assert_int_equal(a->len, b->len);
+    for (size_t i = 0; i < a->len; i++) {
+        assert_int_equal(a->items[i].type, b->items[i].type);
+        assert_int_equal(a->items[i].pool, b->items[i].pool);
+        assert_int_equal(a->items[i].count, b->items[i].count);
+        assert_int_equal(a->items[i].node_id, b->items[i].node_id);
+        assert_string_equal(a->items[i].reason, b->items[i].reason);
+    }
+    for (int p = 0; p < t->scan.npools; p++) {
+        assert_int_equal(t->scan.a.state[p].pending_jobs, t->by_shape.a.state[p].pending_jobs);
+        assert_int_equal(t->scan.a.state[p].nodes_wanted, t->by_shape.a.state[p].nodes_wanted);
+        assert_string_equal(t->scan.a.state[p].held_back, t->by_shape.a.state[p].held_back);
+    }
+    assert_true(t->scan.a.quiet_until_ms == t->by_shape.a.quiet_until_ms);
+}
+
+static void test_a_demand_index_gives_the_scans_decisions(void **state)
+{
+    (void)state;
+    static struct twin t; /* large: off the stack */
+    memset(&t, 0, sizeof t);
+    struct pool pools[3] = {fx_pool("big", 8, 0, 3, 8000000), fx_pool("small", 4, 0, 2, 3000000),
+                            fx_pool("spot", 8, 0, 2, 2000000)};
+    pools[0].scale_up_delay_s = 20;
+    pools[2].billing = BILLING_SPOT;
+    for (int k = 0; k < 2; k++) {
+        struct fx *f = k ? &t.by_shape : &t.scan;
+        memcpy(f->pools, pools, sizeof pools);
+        f->npools = 3;
+        fx_start(f);
+    }
+    demand_init(&t.d);
+    t.by_shape.a.demand = &t.d;
+    unsigned seed = 7;
+    int64_t id = 1, node_id = 100;
+    int looks_that_acted = 0;
+    for (int round = 0; round < 60; round++) {
+        int64_t now = round * 10 * S;
+        for (int k = 0; k < 6; k++) { /* arrivals: mixed shapes */
+            seed = seed * 1103515245 + 12345;
+            static const int gpus[] = {1, 1, 2, 4, 8, 16, 3, 32};
+            struct job j = fx_job(id++, gpus[(seed >> 16) % 8]);
+            j.submit_ms = now - (int64_t)((seed >> 8) % 5000);
+            j.max_nodes = j.gpus > 8 ? (int)((seed >> 4) % 4) + 1 : 0;
+            j.preemptible = (seed >> 12) % 3 == 0;
+            if ((seed >> 20) % 11 == 0)
+                snprintf(j.gpu_model, sizeof j.gpu_model, "A100"); /* no pool has it */
+            twin_add_job(&t, j);
+        }
+        for (int k = 0; k < 3; k++) { /* some leave (started elsewhere, cancelled) */
+            seed = seed * 1103515245 + 12345;
+            twin_remove_job(&t, 1 + (int64_t)((seed >> 16) % (uint64_t)id));
+        }
+        decide(&t.scan, now);
+        decide(&t.by_shape, now);
+        assert_same_actions(&t);
+        looks_that_acted += t.scan.out.len > 0;
+        /* What was created registers at once, in both. */
+        for (size_t i = 0; i < t.scan.out.len; i++)
+            for (int k = 0; t.scan.out.items[i].type == POOL_CREATE && k < t.scan.out.items[i].count;
+                 k++) {
+                struct node n = fx_pool_node(node_id++, &pools[t.scan.out.items[i].pool], NODE_READY,
+                                             now);
+                assert_non_null(cluster_put_node(&t.scan.c, &n));
+                assert_non_null(cluster_put_node(&t.by_shape.c, &n));
+            }
+    }
+    assert_true(looks_that_acted >= 3);
+    assert_true(demand_count(&t.d) > 100); /* a deep queue by the end */
+    demand_release(&t.d);
+    fx_stop(&t.scan);
+    fx_stop(&t.by_shape);
+}
+
+/* A shape left out after its first hopeless job comes back when new nodes
+ * come: a non-preemptible job finds no room (its pool at max_nodes), a
+ * preemptible one gets a new spot node, and the next non-preemptible job
+ * is counted on that node's room as the scan counts it (here through a
+ * step that two jobs waiting for the spot pool trigger). */
+static void test_a_demand_index_takes_a_left_out_shape_back_when_nodes_come(void **state)
+{
+    (void)state;
+    static struct twin t;
+    memset(&t, 0, sizeof t);
+    struct pool pools[2] = {fx_pool("od", 2, 0, 1, 8000000), fx_pool("spot", 8, 0, 4, 2000000)};
+    pools[1].billing = BILLING_SPOT;
+    pools[1].steps[0] = (struct pool_step){.queue_length = 2, .add = 3};
+    pools[1].nsteps = 1;
+    for (int k = 0; k < 2; k++) {
+        struct fx *f = k ? &t.by_shape : &t.scan;
+        memcpy(f->pools, pools, sizeof pools);
+        f->npools = 2;
+        fx_start(f);
+        struct node n = fx_pool_node(100, &pools[0], NODE_READY, 0);
+        n.gpus[0].job_id = n.gpus[1].job_id = 999; /* full */
+        assert_non_null(cluster_put_node(&f->c, &n));
+    }
+    demand_init(&t.d);
+    t.by_shape.a.demand = &t.d;
+    struct job j = fx_job(1, 1);
+    twin_add_job(&t, j);
+    j = fx_job(2, 1);
+    j.preemptible = true;
+    twin_add_job(&t, j);
+    twin_add_job(&t, fx_job(3, 1));
+    decide(&t.scan, 10 * S);
+    decide(&t.by_shape, 10 * S);
+    assert_same_actions(&t);
+    assert_int_equal(created(&t.scan.out, 1), 3); /* 1 for job 2, then the step */
+    demand_release(&t.d);
+    fx_stop(&t.scan);
+    fx_stop(&t.by_shape);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -771,6 +1036,13 @@ int main(void)
         cmocka_unit_test(test_gang_job_one_node_holds_gets_one_node),
         cmocka_unit_test(test_gang_job_waits_for_scale_up_delay),
         cmocka_unit_test(test_gang_job_starts_on_the_nodes_created_for_it_once_ready),
+        cmocka_unit_test(test_a_quiet_look_says_when_scale_up_delay_runs_out),
+        cmocka_unit_test(test_a_quiet_look_says_when_an_idle_window_or_a_boot_timeout_runs_out),
+        cmocka_unit_test(test_a_look_with_nothing_that_depends_on_time_is_quiet_for_ever),
+        cmocka_unit_test(test_scheduled_windows_make_every_look_count),
+        cmocka_unit_test(test_no_look_before_quiet_until_decides_anything),
+        cmocka_unit_test(test_a_demand_index_gives_the_scans_decisions),
+        cmocka_unit_test(test_a_demand_index_takes_a_left_out_shape_back_when_nodes_come),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -199,6 +199,38 @@ static void test_reason_of_a_job_behind_one_of_its_shape_names_only_what_it_aske
     assert_non_null(strstr(why, "4 CPUs"));
 }
 
+/* Jobs passed over behind a failure get their own shape's words even when
+ * shapes alternate in the queue, and one that no node could ever hold is
+ * not told it waits for free GPUs. */
+static void test_jobs_behind_a_failure_get_their_own_shapes_reason_in_any_order(void **state)
+{
+    (void)state;
+    struct node n = fx_h200_node(1, 2);
+    n.gpus[0].job_id = n.gpus[1].job_id = 999;
+    add_node(n);
+    add_job(fx_job(1, 1)); /* fails: 1 GPU is the shape behind it */
+    struct job cpus = fx_job(2, 1);
+    cpus.cpus = 4;
+    add_job(cpus);
+    add_job(fx_job(3, 1));
+    cpus.id = cpus.submit_ms = 4;
+    add_job(cpus);
+    struct job mem = fx_job(5, 2);
+    mem.memory_mib = 100;
+    add_job(mem);
+    add_job(fx_job(6, 3)); /* more than any node has */
+    assert_int_equal(pass(), 0);
+    assert_string_equal(cluster_find_job(&c, 2)->wait_reason,
+                        "waiting for 1 free GPU and 4 CPUs on one node");
+    assert_string_equal(cluster_find_job(&c, 3)->wait_reason, "waiting for 1 free GPU on one node");
+    assert_string_equal(cluster_find_job(&c, 4)->wait_reason,
+                        "waiting for 1 free GPU and 4 CPUs on one node");
+    assert_string_equal(cluster_find_job(&c, 5)->wait_reason,
+                        "waiting for 2 free GPUs and 100 MiB memory on one node");
+    assert_string_not_equal(cluster_find_job(&c, 6)->wait_reason,
+                            "waiting for 3 free GPUs on one node");
+}
+
 static void test_wait_reason_is_cleared_once_placed(void **state)
 {
     (void)state;
@@ -770,6 +802,7 @@ int main(void)
         T(test_requeued_job_starts_its_next_attempt),
         T(test_job_that_fits_nowhere_waits_with_a_reason),
         T(test_reason_of_a_job_behind_one_of_its_shape_names_only_what_it_asked),
+        T(test_jobs_behind_a_failure_get_their_own_shapes_reason_in_any_order),
         T(test_wait_reason_is_cleared_once_placed),
         T(test_big_job_that_does_not_fit_does_not_block_a_smaller_later_one),
         T(test_a_blocked_head_job_stops_the_pass_under_strict_fifo),
