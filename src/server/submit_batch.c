@@ -9,6 +9,7 @@
 #include "common/sha256.h"
 #include "core/feasible.h"
 #include "core/job_spec.h"
+#include "store/store_events.h"
 #include "store/store_idempotency.h"
 
 struct submit_batch {
@@ -38,24 +39,28 @@ static int check_dependencies(struct server *srv, const struct api_request *req,
     return 0;
 }
 
-/* Member i of an array job: its own name and TIDE_ARRAY_INDEX (new reference). */
+/* Member i of an array job: its own name and TIDE_ARRAY_INDEX (new
+ * reference, NULL when out of memory). A shallow copy: what members share
+ * (command, mounts, ...) is never changed once checked, so only the top
+ * level and env are their own. */
 static json_t *array_member_spec(json_t *spec, int i)
 {
-    json_t *member = json_deep_copy(spec);
-    if (!member)
-        return NULL;
-    json_object_del(member, "array");
+    json_t *member = json_copy(spec);
+    json_t *given_env = json_object_get(spec, "env");
+    json_t *env = given_env ? json_copy(given_env) : json_object();
     char name[JOB_SPEC_MAX_NAME + 16], index[16];
     snprintf(name, sizeof name, "%.*s[%d]", JOB_SPEC_MAX_NAME - 8,
              json_string_value(json_object_get(spec, "name")), i);
     snprintf(index, sizeof index, "%d", i);
-    json_object_set_new(member, "name", json_string(name));
-    json_t *env = json_object_get(member, "env");
-    if (!env) {
-        env = json_object();
-        json_object_set_new(member, "env", env);
+    if (!member || !env || json_object_del(member, "array") != 0 ||
+        json_object_set_new(member, "name", json_string(name)) != 0 ||
+        json_object_set_new(env, "TIDE_ARRAY_INDEX", json_string(index)) != 0 ||
+        json_object_set(member, "env", env) != 0) {
+        json_decref(env);
+        json_decref(member);
+        return NULL;
     }
-    json_object_set_new(env, "TIDE_ARRAY_INDEX", json_string(index));
+    json_decref(env);
     return member;
 }
 
@@ -154,9 +159,11 @@ static int insert_work(struct server *srv, struct submit_work *w, int64_t *ids, 
         struct job copy = w->job;
         rc = member ? store_job_insert(srv->store, &copy, member, owner, now, err)
                     : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-        if (!rc)
-            rc = store_event_add(srv->store, now, "job_submitted", copy.id, 0,
-                                 count > 1 ? "submitted as part of an array" : "submitted", err);
+        if (!rc) /* the project given: no lookup of the row just inserted */
+            rc = store_event_add_in(srv->store, now, "job_submitted", copy.id, 0, NULL,
+                                    copy.project,
+                                    count > 1 ? "submitted as part of an array" : "submitted",
+                                    err);
         if (!rc && w->rows &&
             json_array_append_new(w->rows, inserted_job_json(&copy, member, owner, now)) != 0)
             rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
