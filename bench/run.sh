@@ -3,8 +3,9 @@
 # agent's CPU and memory (bench/agent.sh), GET /metrics under a 10,000-job
 # queue (bench/metrics.py), the dashboard's API calls under a 10k-job queue
 # (bench/dashboard.py), event listings (bench/events.py), the end-to-end row
-# (bench/e2e.py: 1,000 jobs on 16 agents) and the API submit
-# rate over loopback (wrk, 1 and 8 connections). Prints numbers; never fails on speed.
+# (bench/e2e.py: 1,000 jobs on 16 agents), the submit paths (bench/submit.py:
+# POST /v1/jobs from 1 and 8 connections with wrk, batches, arrays, the CLI)
+# and containers. Prints numbers; never fails on speed.
 set -euo pipefail
 build=${1:-build}
 tide="$build/tide"
@@ -39,7 +40,9 @@ echo "== end to end: 16 agents x 8 fake GPUs, 1,000 jobs of sleep 1 (bench/e2e.p
 python3 "$(dirname "$0")/e2e.py" "$tide" || echo "end-to-end bench failed; skipping"
 
 echo
-echo "== submit: batches, a 1,000-task array, the CLI (bench/submit.py)"
+echo "== submit: POST /v1/jobs from 1 and 8 connections (wrk; SQLite WAL, synchronous=FULL),"
+echo "   batches, 1,000-task arrays, the CLI (bench/submit.py)"
+command -v wrk >/dev/null 2>&1 || apt-get install -y -qq wrk >/dev/null 2>&1 || true
 python3 "$(dirname "$0")/submit.py" "$tide" || echo "submit bench failed; skipping"
 
 echo
@@ -50,24 +53,3 @@ echo
 echo "== /metrics: 16 agents x 8 fake GPUs, 128 running and 10,000 pending jobs"
 python3 "$(dirname "$0")/metrics.py" "$tide" || echo "metrics bench failed; skipping"
 
-echo
-echo "== API: POST /v1/jobs accepted per second (SQLite WAL, synchronous=FULL)"
-if ! command -v wrk >/dev/null 2>&1; then
-  apt-get install -y -qq wrk >/dev/null 2>&1 || { echo "wrk not installed; skipping"; exit 0; }
-fi
-dir=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$tide" server --listen "127.0.0.1:$port" --data "$dir/data" >"$dir/server.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 50); do [ -f "$dir/data/admin.token" ] && curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
-cat >"$dir/post.lua" <<LUA
-wrk.method = "POST"
-wrk.body = '{"command":["true"],"gpus":1,"name":"bench"}'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer $(cat "$dir/data/admin.token")"
-LUA
-for conns in 1 8; do
-  rate=$(wrk -t1 -c"$conns" -d5s -s "$dir/post.lua" "http://127.0.0.1:$port/v1/jobs" | awk '/Requests\/sec/ {print $2}')
-  printf '%-2d client(s): %s jobs/s\n' "$conns" "$rate"
-done

@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
-"""make bench, submit section: the paths that are not one POST per job.
-POST /v1/jobs:batch (BATCHES requests of SIZE specs), one array of ARRAY
-tasks through POST /v1/jobs, `tide --help` and sequential `tide submit`
-processes (what a shell loop pays per job). Never fails on speed.
-Usage: submit.py TIDE_BIN [--size N] [--batches N] [--array N] [--cli N]"""
+"""make bench, submit section: POST /v1/jobs one job per request from 1
+and 8 keep-alive connections (wrk, SECONDS each), on an empty queue and
+again once the batches have queued theirs; POST /v1/jobs:batch (BATCHES
+requests of SIZE specs); arrays of ARRAY tasks through POST /v1/jobs
+(ARRAYS of them); `tide --help` and sequential `tide submit` processes
+(what a shell loop pays per job). Every row also says the server's CPU
+per job: on a shared machine that is the steadier number. Never fails on
+speed.
+Usage: submit.py TIDE_BIN [--size N] [--batches N] [--array N] [--arrays N]
+                 [--cli N] [--seconds S]"""
 import argparse
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -15,17 +22,57 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_cluster import BenchCluster, cpu_s  # noqa: E402
 
 
+def wrk_rows(c, server, seconds, label):
+    """POST /v1/jobs from 1 and 8 connections for seconds each (wrk)."""
+    if not shutil.which("wrk"):
+        print("  POST /v1/jobs: wrk not installed; skipping")
+        return
+    script = os.path.join(c.dir, "post.lua")
+    with open(script, "w") as f:
+        f.write('wrk.method = "POST"\n'
+                'wrk.body = \'{"command":["true"],"gpus":1,"name":"bench"}\'\n'
+                'wrk.headers["Content-Type"] = "application/json"\n'
+                f'wrk.headers["Authorization"] = "Bearer {c.token}"\n')
+    for conns in (1, 8):
+        before = c.call("GET", "/metrics", raw=True)
+        cpu0 = cpu_s(server.pid)
+        out = subprocess.run(["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "-s", script,
+                              c.url + "/v1/jobs"], capture_output=True, text=True).stdout
+        cpu = cpu_s(server.pid) - cpu0
+        rate = re.search(r"Requests/sec:\s*([\d.]+)", out)
+        bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+        after = c.call("GET", "/metrics", raw=True)
+        made = metric(after, "tide_jobs_submitted_total") - metric(before, "tide_jobs_submitted_total")
+        passes = (metric(after, "tide_scheduler_pass_seconds_count") -
+                  metric(before, "tide_scheduler_pass_seconds_count"))
+        pass_s = (metric(after, "tide_scheduler_pass_seconds_sum") -
+                  metric(before, "tide_scheduler_pass_seconds_sum"))
+        print(f"  POST /v1/jobs, {conns} client{'s' if conns > 1 else ' '} {label}: "
+              f"{float(rate.group(1)) if rate else 0:,.0f} jobs/s"
+              f"{f' ({bad.group(1)} not 201!)' if bad else ''}; server CPU "
+              f"{cpu / max(made, 1) * 1e6:.0f} us per job; {passes:.0f} passes of "
+              f"{pass_s / max(passes, 1) * 1000:.1f} ms mean")
+
+
+def metric(metrics_text, name):
+    m = re.search(r"^" + name + r" ([\d.e+-]+)", metrics_text, re.M)
+    return float(m.group(1)) if m else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("tide")
     ap.add_argument("--size", type=int, default=5000)
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--array", type=int, default=1000)
+    ap.add_argument("--arrays", type=int, default=5)
     ap.add_argument("--cli", type=int, default=50)
+    ap.add_argument("--seconds", type=int, default=5)
     args = ap.parse_args()
     with BenchCluster(args.tide, "tide-bench-submit-") as c:
         c.start_server()
         tide, d, url, token, server = c.tide, c.dir, c.url, c.token, c.procs["server"]
+        wrk_rows(c, server, args.seconds, "(queue empty)")
 
         def post(path, body):
             t = time.monotonic()
@@ -49,11 +96,19 @@ def main():
                   f"{max(rates):,.0f} jobs/s best, {sorted(rates)[len(rates) // 2]:,.0f} median "
                   f"(request round trip, JSON both ways); server CPU "
                   f"{cpu / (args.size * len(rates)) * 1e6:.0f} us per job")
-        cpu0 = cpu_s(server.pid)
-        out, took = post("/v1/jobs", dict(spec, array=args.array))
-        cpu = cpu_s(server.pid) - cpu0
-        print(f"  array of {args.array} tasks (one POST /v1/jobs): {took * 1000:.0f} ms "
-              f"({args.array / took:,.0f} tasks/s); server CPU {cpu * 1000:.0f} ms")
+        queued = len(c.call("GET", "/v1/jobs?state=pending&limit=100000")["jobs"])
+        wrk_rows(c, server, args.seconds, f"({queued:,} queued)")
+        times, cpus = [], []
+        for _ in range(args.arrays):
+            cpu0 = cpu_s(server.pid)
+            out, took = post("/v1/jobs", dict(spec, array=args.array))
+            cpus.append(cpu_s(server.pid) - cpu0)
+            times.append(took)
+            assert len(out["jobs"]) == args.array, out
+        print(f"  array of {args.array} tasks (one POST /v1/jobs), {args.arrays} of them: "
+              f"{min(times) * 1000:.0f}-{max(times) * 1000:.0f} ms "
+              f"({args.array / max(times):,.0f}-{args.array / min(times):,.0f} tasks/s); "
+              f"server CPU {min(cpus) * 1000:.0f}-{max(cpus) * 1000:.0f} ms each")
 
         env = dict(os.environ, TIDE_SERVER=url, TIDE_TOKEN=token)
         t = time.monotonic()

@@ -137,6 +137,7 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
         rc = store_commit(srv->store, &err);
     else
         store_rollback(srv->store);
+    auth_cache_invalidate(&srv->auth_cache); /* the expiry, set after the issue */
     pthread_mutex_unlock(&srv->lock);
     if (rc) {
         json_decref(body);
@@ -275,6 +276,7 @@ int api_tokens_revoke(struct server *srv, struct api_request *req, const char *n
     int count = 0;
     pthread_mutex_lock(&srv->lock);
     int rc = store_tokens_revoke(srv->store, name, &count, &err);
+    auth_cache_invalidate(&srv->auth_cache); /* the next request with it fails */
     pthread_mutex_unlock(&srv->lock);
     if (rc)
         return api_error(reply, &err);

@@ -7,7 +7,6 @@
 
 #include "common/fsutil.h"
 #include "common/sha256.h"
-#include "core/feasible.h"
 #include "core/job_spec.h"
 #include "server/agent_wake.h"
 #include "server/server.h"
@@ -83,13 +82,6 @@ int api_jobs_check_spec(struct server *srv, const struct api_request *req, json_
     if (!rc && !auth_project_allowed(req, job->project))
         rc = tide_err_set(err, TIDE_EPERM, "project",
                           "project: this token may not submit to project '%s'", job->project);
-    if (!rc) {
-        /* A job no node or pool could ever hold is refused now, not left
-         * to wait forever (feasible.h). */
-        pthread_mutex_lock(&srv->lock);
-        rc = feasible_check(&srv->cluster, srv->cfg.pools, srv->cfg.npools, job, err);
-        pthread_mutex_unlock(&srv->lock);
-    }
     if (rc) {
         json_decref(*spec);
         *spec = NULL;

@@ -1,7 +1,8 @@
 /*
  * Bearer tokens: bootstrapping the admin and join tokens into files of mode
- * 0600, checking a request's token against the store (by SHA-256), and
- * project scoping of user tokens.
+ * 0600, checking a request's token against the store (by SHA-256; recent
+ * admin and user tokens from auth_cache.h), and project scoping of user
+ * tokens.
  */
 #include <errno.h>
 #include <microhttpd.h>
@@ -21,7 +22,9 @@ int auth_issue(struct server *srv, enum token_kind kind, const char *name, json_
         return tide_err_set(err, TIDE_EIO, NULL, "no randomness for a token");
     char hash[65];
     sha256_hex(out, strlen(out), hash);
-    return store_token_put(srv->store, hash, kind, name, projects, node_id, clock_now_ms(), err);
+    int rc = store_token_put(srv->store, hash, kind, name, projects, node_id, clock_now_ms(), err);
+    auth_cache_invalidate(&srv->auth_cache);
+    return rc;
 }
 
 /* Reads DATA/file if it exists (re-storing its hash, so a database restored
@@ -44,7 +47,9 @@ static int bootstrap_one(struct server *srv, const char *file, enum token_kind k
         char hash[65];
         sha256_hex(existing, len, hash);
         free(existing);
-        return store_token_put(srv->store, hash, kind, name, NULL, 0, clock_now_ms(), err);
+        rc = store_token_put(srv->store, hash, kind, name, NULL, 0, clock_now_ms(), err);
+        auth_cache_invalidate(&srv->auth_cache);
+        return rc;
     }
     if (rc != -ENOENT)
         return tide_err_set(err, TIDE_EIO, NULL, "cannot read %s: %s", path, strerror(-rc));
@@ -87,9 +92,15 @@ static int check_token(struct server *srv, struct api_request *req, int64_t now,
         return tide_err_set(err, TIDE_EAUTH, NULL, "invalid token");
     char hash[65];
     sha256_hex(token, n, hash);
-    pthread_mutex_lock(&srv->lock);
-    int rc = store_token_get(srv->store, hash, &req->token, err);
-    pthread_mutex_unlock(&srv->lock);
+    uint64_t generation;
+    int rc = 0;
+    if (!auth_cache_get(&srv->auth_cache, hash, now, &req->token, &generation)) {
+        pthread_mutex_lock(&srv->lock);
+        rc = store_token_get(srv->store, hash, &req->token, err);
+        pthread_mutex_unlock(&srv->lock);
+        if (!rc)
+            auth_cache_put(&srv->auth_cache, hash, &req->token, generation, now);
+    }
     if (rc == TIDE_ENOENT)
         return tide_err_set(err, TIDE_EAUTH, NULL, "invalid token");
     if (!rc && req->token.expires_ms && req->token.expires_ms <= now) {

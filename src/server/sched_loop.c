@@ -5,6 +5,7 @@
  * wakes their parked POST /v1/agent/wait (agent_wake.h), and they heartbeat.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <time.h>
 
 #include "common/fsutil.h"
@@ -19,31 +20,56 @@ void sched_loop_kick(struct server *srv)
     pthread_cond_signal(&srv->wake);
 }
 
-static struct timespec realtime_in(int64_t ms)
+void sched_loop_kick_submitted(struct server *srv)
+{
+    srv->sched_submitted = true;
+    pthread_cond_signal(&srv->wake);
+}
+
+static struct timespec realtime_in_us(int64_t us)
 {
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
-    int64_t ns = t.tv_nsec + ms * 1000000;
+    int64_t ns = t.tv_nsec + us * 1000;
     t.tv_sec += ns / 1000000000;
     t.tv_nsec = ns % 1000000000;
     return t;
 }
 
-/* Waits (lock held, released while waiting) for a kick or the interval.
- * Kicks are not taken before rest_ms has passed: a pass is followed by a
- * rest as long as itself, so that under a storm of submits (each one a
- * kick) passes over a long queue take at most half the lock, not all of it. */
-static void wait_for_work(struct server *srv, int64_t rest_ms)
+static bool before(const struct timespec *a, const struct timespec *b)
 {
-    struct timespec rest = realtime_in(rest_ms);
-    while (rest_ms > 0 && !srv->stopping)
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* Waits (lock held, released while waiting) for a kick or the interval.
+ * Kicks are not taken before pass_us has passed: a pass is followed by a
+ * rest as long as itself, so that passes over a long queue take at most
+ * half the lock, not all of it. New submissions alone wait for a rest of
+ * SCHED_SUBMIT_REST passes: under a storm of submits (each batch a kick)
+ * the committer then holds the lock most of the time and the pass, whose
+ * cost grows with the queue, at most 1 / (1 + SCHED_SUBMIT_REST) of it. */
+static void wait_for_work(struct server *srv, int64_t pass_us)
+{
+    struct timespec rest = realtime_in_us(pass_us);
+    while (pass_us > 0 && !srv->stopping)
         if (pthread_cond_timedwait(&srv->wake, &srv->lock, &rest) == ETIMEDOUT)
             break;
-    struct timespec deadline = realtime_in(srv->cfg.sched_interval_ms);
-    while (!srv->sched_wanted && !srv->stopping)
-        if (pthread_cond_timedwait(&srv->wake, &srv->lock, &deadline) == ETIMEDOUT)
+    struct timespec submits_due = realtime_in_us(pass_us * (SCHED_SUBMIT_REST - 1));
+    struct timespec deadline = realtime_in_us((int64_t)srv->cfg.sched_interval_ms * 1000);
+    while (!srv->sched_wanted && !srv->stopping) {
+        const struct timespec *until = &deadline;
+        if (srv->sched_submitted) {
+            struct timespec now = realtime_in_us(0);
+            if (!before(&now, &submits_due))
+                break;
+            if (before(&submits_due, &deadline))
+                until = &submits_due;
+        }
+        if (pthread_cond_timedwait(&srv->wake, &srv->lock, until) == ETIMEDOUT && until == &deadline)
             break;
+    }
     srv->sched_wanted = false;
+    srv->sched_submitted = false;
 }
 
 /* Final state of a job that left the cluster, for deps_resolve. */
@@ -63,9 +89,9 @@ static void *sched_thread(void *arg)
     struct action_list actions;
     action_list_init(&actions);
     pthread_mutex_lock(&srv->lock);
-    int64_t rest_ms = 0;
+    int64_t pass_us = 0;
     while (!srv->stopping) {
-        wait_for_work(srv, rest_ms);
+        wait_for_work(srv, pass_us);
         if (srv->stopping)
             break;
         int64_t now = clock_now_ms();
@@ -83,8 +109,9 @@ static void *sched_thread(void *arg)
         struct tide_err err;
         if (apply_actions(srv, &actions, now, &err) != 0)
             log_error("scheduling pass not persisted: %s", err.message);
-        metrics_observe_pass(&srv->metrics, metrics_now_s() - pass_start);
-        rest_ms = clock_now_ms() - now;
+        double pass_s = metrics_now_s() - pass_start;
+        metrics_observe_pass(&srv->metrics, pass_s);
+        pass_us = (int64_t)(pass_s * 1e6);
     }
     pthread_mutex_unlock(&srv->lock);
     action_list_release(&actions);

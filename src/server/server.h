@@ -20,6 +20,7 @@
 #include "core/queue.h"
 #include "core/sched.h"
 #include "server/metrics.h"
+#include "server/auth_cache.h"
 #include "server/auth_limit.h"
 #include "store/store.h"
 
@@ -112,6 +113,7 @@ struct server {
     pthread_mutex_t lock;
     pthread_cond_t wake; /* signalled when the scheduler has work */
     bool sched_wanted;
+    bool sched_submitted; /* new jobs since the last pass (sched_loop_kick_submitted) */
     /* agent_wake.c: broadcast when something is decided for a node whose
      * agent may be parked in POST /v1/agent/wait; slots indexed by node id. */
     pthread_cond_t agent_wake;
@@ -125,6 +127,7 @@ struct server {
     struct action_list actions; /* scratch, under lock */
     struct pool_loop *pool_loop; /* elastic pools (pool_loop.h); NULL without pools */
     struct auth_limit auth_limit; /* failed authentications per address */
+    struct auth_cache auth_cache; /* recently seen admin and user tokens (auth_cache.h) */
     struct retention *retention;  /* the sweeper (retention.h); NULL when all is kept */
     struct submit_batch *submits; /* group commit of submissions (submit_batch.h); NULL: inline */
     struct usage_meter *usage; /* the usage ledger (usage_meter.h); NULL before start */
@@ -177,8 +180,9 @@ const char *api_query_unknown(const struct api_request *req, const char *const *
 /* Handlers: 0 when reply is filled (even with an error status). */
 int api_jobs_submit(struct server *srv, struct api_request *req, struct api_reply *reply);
 /* api_jobs.c: checks a submitted spec (given, not consumed) as POST /v1/jobs
- * does: its fields, its queue, the token's project, whether it could ever
- * run. 0 with *spec (new reference) and job filled, or an error in err. */
+ * does, without the lock: its fields, its queue, the token's project
+ * (whether it could ever run is the committer's check, submit_batch.c).
+ * 0 with *spec (new reference) and job filled, or an error in err. */
 int api_jobs_check_spec(struct server *srv, const struct api_request *req, json_t *given,
                         json_t **spec, struct job *job, struct tide_err *err);
 #define IDEMPOTENCY_KEY_MAX 128
@@ -243,6 +247,10 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
 int sched_loop_start(struct server *srv, pthread_t *thread);
 /* Asks the scheduler thread for a pass soon (caller holds the lock). */
 void sched_loop_kick(struct server *srv);
+/* The same for new submissions: the pass comes after a longer rest, as
+ * long as SCHED_SUBMIT_REST passes, unless something else kicks. */
+#define SCHED_SUBMIT_REST 4
+void sched_loop_kick_submitted(struct server *srv);
 
 /* eta_refresh.c: pending jobs' ETAs, refreshed at most this often. */
 #define ETA_REFRESH_MS 1000

@@ -354,6 +354,7 @@ int server_main(int argc, char **argv)
     log_set_prefix("server");
     pthread_mutex_init(&srv.lock, NULL);
     auth_limit_init(&srv.auth_limit);
+    auth_cache_init(&srv.auth_cache);
     pthread_cond_init(&srv.wake, NULL);
     pthread_cond_init(&srv.agent_wake, NULL);
     server_metrics_init(&srv.metrics);
@@ -426,6 +427,7 @@ out:
     eta_plan_release(&srv.eta_plan);
     eta_estimator_release(&srv.eta_est);
     auth_limit_release(&srv.auth_limit);
+    auth_cache_release(&srv.auth_cache);
     cluster_release(&srv.cluster);
     agent_wake_release(&srv);
     action_list_release(&srv.actions);

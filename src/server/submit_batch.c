@@ -7,7 +7,9 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "core/feasible.h"
 #include "core/job_spec.h"
+#include "store/store_events.h"
 #include "store/store_idempotency.h"
 
 struct submit_batch {
@@ -37,24 +39,28 @@ static int check_dependencies(struct server *srv, const struct api_request *req,
     return 0;
 }
 
-/* Member i of an array job: its own name and TIDE_ARRAY_INDEX (new reference). */
+/* Member i of an array job: its own name and TIDE_ARRAY_INDEX (new
+ * reference, NULL when out of memory). A shallow copy: what members share
+ * (command, mounts, ...) is never changed once checked, so only the top
+ * level and env are their own. */
 static json_t *array_member_spec(json_t *spec, int i)
 {
-    json_t *member = json_deep_copy(spec);
-    if (!member)
-        return NULL;
-    json_object_del(member, "array");
+    json_t *member = json_copy(spec);
+    json_t *given_env = json_object_get(spec, "env");
+    json_t *env = given_env ? json_copy(given_env) : json_object();
     char name[JOB_SPEC_MAX_NAME + 16], index[16];
     snprintf(name, sizeof name, "%.*s[%d]", JOB_SPEC_MAX_NAME - 8,
              json_string_value(json_object_get(spec, "name")), i);
     snprintf(index, sizeof index, "%d", i);
-    json_object_set_new(member, "name", json_string(name));
-    json_t *env = json_object_get(member, "env");
-    if (!env) {
-        env = json_object();
-        json_object_set_new(member, "env", env);
+    if (!member || !env || json_object_del(member, "array") != 0 ||
+        json_object_set_new(member, "name", json_string(name)) != 0 ||
+        json_object_set_new(env, "TIDE_ARRAY_INDEX", json_string(index)) != 0 ||
+        json_object_set(member, "env", env) != 0) {
+        json_decref(env);
+        json_decref(member);
+        return NULL;
     }
-    json_object_set_new(env, "TIDE_ARRAY_INDEX", json_string(index));
+    json_decref(env);
     return member;
 }
 
@@ -101,8 +107,8 @@ static int check_idempotency(struct server *srv, struct submit_work *list, struc
     return 0;
 }
 
-/* The checks that read state: an idempotency key, dependencies and a budget
- * that refuses. */
+/* The checks that read state: an idempotency key, whether the job could
+ * ever run, dependencies and a budget that refuses. */
 static void check_work(struct server *srv, struct submit_work *list, struct submit_work *w,
                        int64_t now)
 {
@@ -111,27 +117,57 @@ static void check_work(struct server *srv, struct submit_work *list, struct subm
         if (w->rc || w->replay_ids || w->replay_of)
             return;
     }
-    w->rc = check_dependencies(srv, w->req, &w->job, &w->err);
+    /* A job no node or pool could ever hold is refused now, not left to
+     * wait forever (feasible.h). Here, under the lock the batch holds
+     * anyway, rather than in the HTTP thread, which then needs no lock. */
+    w->rc = feasible_check(&srv->cluster, srv->cfg.pools, srv->cfg.npools, &w->job, &w->err);
+    if (!w->rc)
+        w->rc = check_dependencies(srv, w->req, &w->job, &w->err);
     char why[TIDE_REASON_MAX];
     if (!w->rc && budget_rejects_submit(&srv->cfg.budgets, w->job.project, why))
         w->rc = tide_err_set(&w->err, TIDE_EPERM, "project",
                              "project: %s; its budget refuses new jobs until the period ends", why);
 }
 
-/* Inserts w's rows in the open transaction; fills ids (count of them). */
+/* The row just inserted for job as GET /v1/jobs/{id} reads it back
+ * (store_job_get's columns, in its order): the answer needs no second
+ * trip to the store (new reference, NULL when out of memory). */
+static json_t *inserted_job_json(const struct job *job, json_t *spec, const char *owner,
+                                 int64_t now)
+{
+    return json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:O, s:n, s:[], s:n, s:n,"
+                     " s:f, s:n, s:n, s:b, s:s, s:b}",
+                     "id", (json_int_t)job->id, "name",
+                     json_string_value(json_object_get(spec, "name")), "project", job->project,
+                     "queue", job->queue, "priority", job->priority, "state", "pending",
+                     "reason", "submitted", "attempt", 0, "spec", spec, "node", "gpus",
+                     "exit_code", "signal", "submit_time", (double)now / 1000.0, "start_time",
+                     "end_time", "cancel_requested", 0, "owner", owner, "held", 0);
+}
+
+/* Inserts w's rows in the open transaction; fills ids (count of them) and,
+ * unless ids_only, w->rows with the jobs as stored. */
 static int insert_work(struct server *srv, struct submit_work *w, int64_t *ids, int count,
                        int64_t now, struct tide_err *err)
 {
     int rc = 0;
+    const char *owner = w->req->token.name;
+    if (!w->ids_only && !(w->rows = json_array()))
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     for (int i = 0; !rc && i < count; i++) {
         json_t *member = count > 1 ? array_member_spec(w->spec, i) : json_incref(w->spec);
         struct job copy = w->job;
-        rc = member ? store_job_insert(srv->store, &copy, member, w->req->token.name, now, err)
+        rc = member ? store_job_insert(srv->store, &copy, member, owner, now, err)
                     : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        if (!rc) /* the project given: no lookup of the row just inserted */
+            rc = store_event_add_in(srv->store, now, "job_submitted", copy.id, 0, NULL,
+                                    copy.project,
+                                    count > 1 ? "submitted as part of an array" : "submitted",
+                                    err);
+        if (!rc && w->rows &&
+            json_array_append_new(w->rows, inserted_job_json(&copy, member, owner, now)) != 0)
+            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
         json_decref(member);
-        if (!rc)
-            rc = store_event_add(srv->store, now, "job_submitted", copy.id, 0,
-                                 count > 1 ? "submitted as part of an array" : "submitted", err);
         ids[i] = copy.id;
     }
     if (!rc && w->idempotency_key)
@@ -164,9 +200,17 @@ static void finish_work(struct server *srv, struct submit_work *w, const int64_t
     answer(srv, w, ids, count);
 }
 
-/* w's answer: its job as stored, or {"jobs": [...]} for an array. */
+/* w's answer: its job as stored, or {"jobs": [...]} for an array; from
+ * w->rows when it was just inserted, else read from the store. */
 static void answer(struct server *srv, struct submit_work *w, const int64_t *ids, int count)
 {
+    if (w->rows && !w->ids_only) {
+        w->out = count == 1 ? json_incref(json_array_get(w->rows, 0))
+                            : json_pack("{s:O}", "jobs", w->rows);
+        if (!w->out)
+            w->rc = tide_err_set(&w->err, TIDE_ENOMEM, NULL, "out of memory");
+        return;
+    }
     if (w->ids_only) {
         w->out = json_pack("{s:I}", "id", (json_int_t)(count > 0 ? ids[0] : 0));
         if (w->out && count > 1) {
@@ -275,9 +319,11 @@ static void commit_batch(struct server *srv, struct submit_work *list)
         w->ids = NULL;
         json_decref(w->replay_ids);
         w->replay_ids = NULL;
+        json_decref(w->rows);
+        w->rows = NULL;
     }
     if (inserts && !rc)
-        sched_loop_kick(srv);
+        sched_loop_kick_submitted(srv);
 }
 
 static void *committer(void *arg)
@@ -357,6 +403,7 @@ static void work_reset(struct submit_work *w)
     w->replay_of = NULL;
     w->ids = NULL;
     w->nids = 0;
+    w->rows = NULL;
     w->next = NULL;
     w->done = false;
 }

@@ -33,6 +33,7 @@ struct submit_work {
     /* The batch's: */
     int64_t *ids; /* the job ids inserted for it, nids of them */
     int nids;
+    json_t *rows; /* those jobs as stored, for the answer (NULL when ids_only) */
     struct submit_work *next;
     bool done;
     bool ids_only; /* out is {"id": N} (and "ids" for an array), not the stored job */

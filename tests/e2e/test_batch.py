@@ -38,6 +38,25 @@ def test_each_spec_gets_its_own_id_or_error_in_order():
         assert members == ["arr[0]", "arr[1]", "arr[2]"], members
 
 
+def test_a_spec_no_node_could_hold_fails_alone_in_its_transaction():
+    """Whether a job could ever run is checked where the batch is written:
+    the refused spec gets its own 400, the others are stored."""
+    with Cluster(agents=1, fake_gpus="4xH200:141GB") as c:
+        out = batch(c, [
+            {"command": ["sleep", "30"], "gpus": 4, "name": "fits"},
+            {"command": ["true"], "gpus": 8, "name": "never"},
+            {"command": ["true"], "gpus": 1, "name": "waits", "array": 2},
+        ])
+        r = out["jobs"]
+        assert out["created"] == 2 and out["failed"] == 1, out
+        assert r[1]["status"] == 400 and r[1]["error"]["field"] == "gpus", r[1]
+        assert "the largest has 4" in r[1]["error"]["message"], r[1]
+        names = sorted(j["name"] for j in c.jobs())
+        assert names == ["fits", "waits[0]", "waits[1]"], names
+        c.cli("cancel", "--state", "pending", check=True)
+        c.cli("cancel", "--state", "running", check=True)
+
+
 def test_a_bad_body_is_refused_naming_jobs():
     with Cluster(agents=0) as c:
         for body in ({"jobs": []}, {"jobs": {}}, {"job": []}, [], {"jobs": [{}] * 10001}):
@@ -126,6 +145,7 @@ def test_submit_file_json_and_wait():
 if __name__ == "__main__":
     run_tests([
         test_each_spec_gets_its_own_id_or_error_in_order,
+        test_a_spec_no_node_could_hold_fails_alone_in_its_transaction,
         test_a_bad_body_is_refused_naming_jobs,
         test_answered_jobs_survive_a_kill_9_right_after_the_answer,
         test_an_idempotency_key_replays_job_by_job,

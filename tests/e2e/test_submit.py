@@ -152,6 +152,39 @@ def test_nothing_is_refused_before_any_node_registers_and_a_pool_may_grow_to_fit
         expect_refused(c, "gpu_model", ["V100*", "A100", "H200"], gpus=1, gpu_model="V100*")
 
 
+# What only the in-memory queue knows; GET adds it, the submit answer does not.
+LIVE_FIELDS = {"pending_reason", "effective_priority", "escalated", "reservation", "preemptions",
+               "eta", "gang_nodes"}
+
+
+def as_stored(job):
+    return {k: v for k, v in job.items() if k not in LIVE_FIELDS}
+
+
+def test_the_submit_answer_is_the_job_as_stored():
+    """The 201 is built from the job just inserted, not read back: it must
+    say what GET /v1/jobs/{id} then reads from the database."""
+    with Cluster(agents=0) as c:
+        user = c.api("POST", "/v1/tokens", {"name": "dana", "projects": ["vision"]},
+                     expect=201)["token"]
+        spec = {"command": ["python3", "-c", "print(1)"], "gpus": 1, "name": "one",
+                "project": "vision", "priority": 7, "env": {"A": "b c"}, "est_runtime": 60}
+        one = c.submit(token=user, **spec)
+        assert one["owner"] == "dana" and one["state"] == "pending", one
+        assert as_stored(c.job(one["id"])) == one, (c.job(one["id"]), one)
+        arr = c.submit(token=user, **dict(spec, name="arr", array=3))["jobs"]
+        assert [j["name"] for j in arr] == ["arr[0]", "arr[1]", "arr[2]"], arr
+        assert [j["spec"]["env"]["TIDE_ARRAY_INDEX"] for j in arr] == ["0", "1", "2"], arr
+        for j in arr:
+            assert as_stored(c.job(j["id"])) == j, (c.job(j["id"]), j)
+        # A replayed key answers from the database: the same jobs.
+        key = {"Idempotency-Key": "answer-1"}
+        body = json.dumps(dict(spec, name="keyed")).encode()
+        first = c.request("POST", "/v1/jobs", raw=body, token=user, headers=key)
+        again = c.request("POST", "/v1/jobs", raw=body, token=user, headers=key)
+        assert first[0] == 201 and again[0] == 201 and first[1] == again[1], (first, again)
+
+
 def test_submit_wait_json_prints_only_the_json_and_exits_with_the_jobs_status():
     with Cluster(agents=1, kill_grace_s=1) as c:
         p = c.cli("submit", "--wait", "--json", "--", "sh", "-c", "echo out; exit 3")
@@ -236,6 +269,7 @@ if __name__ == "__main__":
         test_job_whose_directory_is_missing_on_the_node_fails_saying_so,
         test_jobs_that_could_never_run_are_refused_at_submit_naming_the_field,
         test_nothing_is_refused_before_any_node_registers_and_a_pool_may_grow_to_fit,
+        test_the_submit_answer_is_the_job_as_stored,
         test_submit_wait_json_prints_only_the_json_and_exits_with_the_jobs_status,
         test_nodes_flag_runs_a_gang_over_several_nodes,
         test_cancel_takes_ranges_lists_and_project_and_state_filters,
