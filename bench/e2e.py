@@ -99,6 +99,16 @@ def main():
               f"({args.jobs / submit_s:.0f} jobs/s)")
         print(f"  all started: {max(starts) - t0:.2f} s   all done: {max(ends) - t0:.2f} s "
               f"(ideal {waves - 1} s / {waves} s)   not succeeded: {len(bad)}")
+        # Where the time beyond the ideal goes: before the first start (the
+        # agents' own start and registration), and the waves' drift (each
+        # GPU's n-th job starts later than (n-1) s after its first).
+        firsts = [min(r)[0] for r in per_gpu.values()] if per_gpu else []
+        if firsts:
+            drift = [(sorted(r)[-1][0] - sorted(r)[0][0] - (len(r) - 1)) * 1000
+                     for r in per_gpu.values() if len(r) > 1]
+            print(f"  first start: {min(firsts) - t0:.2f} s after the agents' start (every GPU's "
+                  f"first by {max(firsts) - t0:.2f} s); drift over a GPU's jobs beyond 1 s each: "
+                  f"p50 {pct(drift, 50):.0f} ms, max {max(drift):.0f} ms")
         if passes:
             n = passes.get("tide_scheduler_passes_total", 0)
             took = passes.get("tide_scheduler_pass_seconds_sum", 0)
