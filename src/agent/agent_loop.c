@@ -163,18 +163,18 @@ static bool confirm_starts(struct agent *a)
 }
 
 /* The handshakes still open: their descriptors into fds, their number
- * returned, and when the first of those tasks was forked in *oldest_ms. */
-static size_t open_starts(const struct agent *a, int *fds, int64_t *oldest_ms)
+ * returned. *since_ms is when the loop first saw some open (now, when
+ * none were), 0 once none are. */
+static size_t open_starts(const struct agent *a, int *fds, int64_t now, int64_t *since_ms)
 {
     size_t n = 0;
-    for (size_t i = 0; i < a->ntasks; i++) {
-        const struct agent_task *t = a->tasks[i];
-        if (!agent_task_starting(t))
-            continue;
-        if (!n || t->started_ms < *oldest_ms)
-            *oldest_ms = t->started_ms;
-        fds[n++] = agent_task_start_fd(t);
-    }
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (agent_task_starting(a->tasks[i]))
+            fds[n++] = agent_task_start_fd(a->tasks[i]);
+    if (!n)
+        *since_ms = 0;
+    else if (!*since_ms)
+        *since_ms = now;
     return n;
 }
 
@@ -285,7 +285,7 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
     s.next_heartbeat_ms = now;
     s.next_register_ms = now;
     static int start_fds[AGENT_MAX_TASKS]; /* handshakes still open */
-    int64_t oldest_start_ms = 0;
+    int64_t starting_since_ms = 0;
     while (!*signals) {
         now = clock_mono_ms();
         bool changed = fence_if_cut_off(a, now);
@@ -294,8 +294,8 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         changed |= probe(a, now);
         /* The tasks of one reply start side by side and are reported
          * together, once each runs or has failed with its reason. */
-        bool hold = open_starts(a, start_fds, &oldest_start_ms) &&
-                    now - oldest_start_ms < START_HOLD_MS;
+        bool hold = open_starts(a, start_fds, now, &starting_since_ms) &&
+                    now - starting_since_ms < START_HOLD_MS;
         /* A node with a health probe registers once the first one is in,
          * so it never takes work before its health is known. */
         bool probe_first = a->opts->health_command && !a->probe.has_result;
@@ -314,9 +314,9 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
             wait = probe_first ? LOOP_TICK_MS : s.next_register_ms - now;
         /* the heartbeat may have started tasks: wait for their answers
          * (or the end of the hold) rather than for the heartbeat's time */
-        size_t starting = open_starts(a, start_fds, &oldest_start_ms);
-        if (starting && a->registered && now - oldest_start_ms < START_HOLD_MS)
-            wait = START_HOLD_MS - (now - oldest_start_ms);
+        size_t starting = open_starts(a, start_fds, now, &starting_since_ms);
+        if (starting && a->registered && now - starting_since_ms < START_HOLD_MS)
+            wait = START_HOLD_MS - (now - starting_since_ms);
         if (agent_wake_wait(s.wake, wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS, start_fds,
                             starting) &&
             a->registered)
