@@ -95,11 +95,14 @@ static int run(const char *mode, bool serial, int rounds, int wave, const char *
         double t0 = now_ms(), c0 = cpu_ms();
         for (int i = 0; i < wave; i++) {
             gpu[i] = i;
-            struct agent_task_spec spec = {
-                .job_id = (*next_job)++, .attempt = 1, .command = argv, .gpus = &gpu[i],
-                .ngpus = 1, .kill_grace_s = 0};
-            struct agent_task_site site = {.work_dir = work, .visible_by_index = true,
-                                           .cgroups = cg};
+            struct agent_task_spec spec = {.job_id = (*next_job)++,
+                                           .attempt = 1,
+                                           .command = argv,
+                                           .gpus = &gpu[i],
+                                           .ngpus = 1,
+                                           .kill_grace_s = 0};
+            struct agent_task_site site = {
+                .work_dir = work, .visible_by_index = true, .cgroups = cg};
             struct tide_err err;
             tide_err_clear(&err);
             began[i] = now_ms();
@@ -121,8 +124,8 @@ static int run(const char *mode, bool serial, int rounds, int wave, const char *
                 size_t np = 0;
                 for (int i = 0; i < wave; i++)
                     if (!done[i] && agent_task_starting(tasks[i]))
-                        p[np++] = (struct pollfd){.fd = agent_task_start_fd(tasks[i]),
-                                                  .events = POLLIN};
+                        p[np++] =
+                            (struct pollfd){.fd = agent_task_start_fd(tasks[i]), .events = POLLIN};
                 if (np && poll(p, (nfds_t)np, 5000) <= 0)
                     break;
                 for (int i = 0; i < wave; i++) {

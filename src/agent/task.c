@@ -299,8 +299,8 @@ static void child_failed(struct agent_task *t, const struct child_failure *f)
     else if (f->stage == STAGE_USER)
         snprintf(why, sizeof why, "cannot run as user %s: %s", t->start_user, strerror(f->err));
     else if (f->stage == STAGE_CGROUP)
-        snprintf(why, sizeof why, "cannot join cgroup %s: %s",
-                 t->cgroup ? t->cgroup->path : "?", strerror(f->err));
+        snprintf(why, sizeof why, "cannot join cgroup %s: %s", t->cgroup ? t->cgroup->path : "?",
+                 strerror(f->err));
     else
         snprintf(why, sizeof why, "%s", strerror(f->err));
     fail_start(t, why);

@@ -108,8 +108,8 @@ static void test_a_program_that_cannot_exec_fails_with_its_reason(void **state)
     struct agent_task *t = start(2, argv, NULL);
     confirm(t);
     assert_int_equal(t->state, AGENT_TASK_EXITED);
-    assert_string_equal(t->reason,
-                        "start failed: /nonexistent/tide-no-such-program: No such file or directory");
+    assert_string_equal(
+        t->reason, "start failed: /nonexistent/tide-no-such-program: No such file or directory");
     assert_true(t->has_exit_code);
     assert_int_equal(t->exit_code, 127);
     char *log = log_of(t);
@@ -126,8 +126,8 @@ static void test_a_failed_start_found_by_poll_keeps_its_reason(void **state)
     struct agent_task *t = start(3, argv, NULL);
     /* only the reaping path: the exit must not read as a plain `exit 127` */
     reap(t);
-    assert_string_equal(t->reason,
-                        "start failed: /nonexistent/tide-never-confirmed: No such file or directory");
+    assert_string_equal(
+        t->reason, "start failed: /nonexistent/tide-never-confirmed: No such file or directory");
     assert_int_equal(t->exit_code, 127);
     agent_task_destroy(t);
 }
