@@ -80,6 +80,23 @@ def main():
             runs.sort()
             held += [(e - s) * 1000 for s, e in runs]
             idle += [(runs[i + 1][0] - runs[i][1]) * 1000 for i in range(len(runs) - 1)]
+        # The idle gap in two: the previous job's end recorded -> the next
+        # one placed (its job_starting event: the server's pass), and placed
+        # -> running recorded (the wake, the agent's heartbeat that takes the
+        # start, the exec and the heartbeat that reports it).
+        placed = {e["job_id"]: e["time"] for e in
+                  call("GET", f"/v1/events?kind=job_starting&limit={args.jobs * 2 + 100}",
+                       timeout=60)["events"] if e["job_id"] in set(ids)}
+        to_place, to_run, gpu_jobs = [], [], {}
+        for j in mine:
+            if j["start_time"] and j["end_time"] and j["gpus"]:
+                gpu_jobs.setdefault((j["node"], j["gpus"][0]), []).append(j)
+        for js in gpu_jobs.values():
+            js.sort(key=lambda j: j["start_time"])
+            for a, b in zip(js, js[1:]):
+                if b["id"] in placed:
+                    to_place.append((placed[b["id"]] - a["end_time"]) * 1000)
+                    to_run.append((b["start_time"] - placed[b["id"]]) * 1000)
 
         # Start latency on an idle cluster: one job at a time.
         lat = []
@@ -99,6 +116,16 @@ def main():
               f"({args.jobs / submit_s:.0f} jobs/s)")
         print(f"  all started: {max(starts) - t0:.2f} s   all done: {max(ends) - t0:.2f} s "
               f"(ideal {waves - 1} s / {waves} s)   not succeeded: {len(bad)}")
+        # Where the time beyond the ideal goes: before the first start (the
+        # agents' own start and registration), and the waves' drift (each
+        # GPU's n-th job starts later than (n-1) s after its first).
+        firsts = [min(r)[0] for r in per_gpu.values()] if per_gpu else []
+        if firsts:
+            drift = [(sorted(r)[-1][0] - sorted(r)[0][0] - (len(r) - 1)) * 1000
+                     for r in per_gpu.values() if len(r) > 1]
+            print(f"  first start: {min(firsts) - t0:.2f} s after the agents' start (every GPU's "
+                  f"first by {max(firsts) - t0:.2f} s); drift over a GPU's jobs beyond 1 s each: "
+                  f"p50 {pct(drift, 50):.0f} ms, max {max(drift):.0f} ms")
         if passes:
             n = passes.get("tide_scheduler_passes_total", 0)
             took = passes.get("tide_scheduler_pass_seconds_sum", 0)
@@ -107,6 +134,10 @@ def main():
         if held and idle:
             print(f"  per GPU: running -> done p50 {pct(held, 50):.0f} ms; idle between jobs "
                   f"p50 {pct(idle, 50):.0f} ms, p99 {pct(idle, 99):.0f} ms")
+        if to_place:
+            print(f"  idle between jobs, in two: done recorded -> next placed p50 "
+                  f"{pct(to_place, 50):.0f} ms, p99 {pct(to_place, 99):.0f} ms; placed -> running "
+                  f"recorded p50 {pct(to_run, 50):.0f} ms, p99 {pct(to_run, 99):.0f} ms")
         if lat:
             print(f"  start latency on an idle cluster (submit -> running, {len(lat)} jobs): "
                   f"p50 {pct(lat, 50):.0f} ms, p99 {pct(lat, 99):.0f} ms")

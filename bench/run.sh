@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: the scheduler pass benchmark, simulator replay times, an idle
-# agent's CPU and memory (bench/agent.sh), GET /metrics under a 10,000-job
+# agent's CPU and memory (bench/agent.sh), the agent's start of a wave of
+# tasks (bench/bench_task_start.c), GET /metrics under a 10,000-job
 # queue (bench/metrics.py), the dashboard's API calls under a 10k-job queue
 # (bench/dashboard.py), event listings (bench/events.py), the end-to-end row
 # (bench/e2e.py: 1,000 jobs on 16 agents), the submit paths (bench/submit.py:
@@ -26,6 +27,10 @@ bash "$(dirname "$0")/sim.sh" "$build"
 
 echo
 bash "$(dirname "$0")/agent.sh" "$build" bench/results.json
+
+echo
+echo "== agent: starting a wave of 8 tasks, one by one against side by side (bench/bench_task_start.c)"
+"$build/bench/bench_task_start" || echo "task start bench failed; skipping"
 
 echo
 python3 "$(dirname "$0")/tls.py" "$build" || echo "tls bench failed; skipping"

@@ -1,7 +1,10 @@
 /* The agent's runtime, prewarmed images and image list (agent_images.h). */
 #include "agent/agent_images.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "agent/task_container.h"
 #include "common/fsutil.h"
@@ -38,8 +41,16 @@ void agent_images_start(struct agent *a, int64_t now_ms)
         return;
     }
     log_info("containers run with %s", a->container_runtime);
-    /* this agent's tasks died with its last run; their containers did not */
-    int left = agent_container_remove_leftovers(a->container_runtime, a->work_dir);
+    /* this agent's tasks died with its last run; their containers did not.
+     * Every task's directory is made under WORK/jobs before it starts: a
+     * work dir without one never ran a task, and the runtime is asked
+     * nothing (one call fewer before registering; a runtime's calls take a
+     * lock that the agents of one machine queue on). */
+    char jobs[PATH_MAX];
+    struct stat st;
+    int w = snprintf(jobs, sizeof jobs, "%s/jobs", a->work_dir);
+    bool ran = w < 0 || (size_t)w >= sizeof jobs || lstat(jobs, &st) == 0 || errno != ENOENT;
+    int left = ran ? agent_container_remove_leftovers(a->container_runtime, a->work_dir) : 0;
     if (left > 0)
         log_info("removed %d container(s) left by an earlier run of this agent", left);
     else if (left < 0)

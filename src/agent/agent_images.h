@@ -12,10 +12,12 @@
 
 #include "agent/agent.h"
 
-/* Finds the runtime (--container-runtime, else podman, else docker), pulls
- * the prewarm images it lacks (blocking: the node registers with them
- * held) and lists the images. Without a runtime, containerised tasks fail
- * to start with the reason and no images are reported. */
+/* Finds the runtime (--container-runtime, else podman, else docker),
+ * removes the containers an earlier run of this agent left (only where
+ * WORK/jobs exists: a work dir without it never ran a task), pulls the
+ * prewarm images it lacks (blocking: the node registers with them held)
+ * and lists the images. Without a runtime, containerised tasks fail to
+ * start with the reason and no images are reported. */
 void agent_images_start(struct agent *a, int64_t now_ms);
 
 /* Lists the images again when due (see struct agent). */

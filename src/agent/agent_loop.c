@@ -19,6 +19,11 @@
 #define HEARTBEAT_MIN_GAP_MS 2
 #define HEARTBEAT_LOGS_GAP_MS 100
 #define DEFAULT_HEARTBEAT_MS 1000
+/* How long a heartbeat waits for tasks still between fork and exec, so it
+ * reports them running only once they run (or failed, with the reason).
+ * Children normally answer within milliseconds, side by side; one stuck
+ * before exec (a hung workdir) is reported running after this. */
+#define START_HOLD_MS 100
 #define REGISTER_BACKOFF_MAX_MS 30000
 #define FINAL_HEARTBEAT_TRIES 3
 
@@ -141,6 +146,38 @@ static bool reap(struct agent *a, int64_t now)
     return changed;
 }
 
+/* Reads the start handshakes of tasks between fork and exec (task.h); true
+ * when one was answered. */
+static bool confirm_starts(struct agent *a)
+{
+    bool changed = false;
+    for (size_t i = 0; i < a->ntasks; i++) {
+        struct agent_task *t = a->tasks[i];
+        if (!agent_task_starting(t) || !agent_task_confirm(t))
+            continue;
+        if (t->state == AGENT_TASK_EXITED)
+            log_warn("job %" PRId64 ".%" PRId64 ": %s", t->job_id, t->attempt, t->reason);
+        changed = true;
+    }
+    return changed;
+}
+
+/* The handshakes still open: their descriptors into fds, their number
+ * returned. *since_ms is when the loop first saw some open (now, when
+ * none were), 0 once none are. */
+static size_t open_starts(const struct agent *a, int *fds, int64_t now, int64_t *since_ms)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (agent_task_starting(a->tasks[i]))
+            fds[n++] = agent_task_start_fd(a->tasks[i]);
+    if (!n)
+        *since_ms = 0;
+    else if (!*since_ms)
+        *since_ms = now;
+    return n;
+}
+
 /* Fencing: once the server has not heard from this node for its node
  * timeout, it has declared the node lost and requeued the tasks elsewhere;
  * running them on would run each job twice. Checked before every heartbeat,
@@ -247,18 +284,25 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
     int64_t now = clock_mono_ms();
     s.next_heartbeat_ms = now;
     s.next_register_ms = now;
+    static int start_fds[AGENT_MAX_TASKS]; /* handshakes still open */
+    int64_t starting_since_ms = 0;
     while (!*signals) {
         now = clock_mono_ms();
         bool changed = fence_if_cut_off(a, now);
+        changed |= confirm_starts(a);
         changed |= reap(a, now);
         changed |= probe(a, now);
+        /* The tasks of one reply start side by side and are reported
+         * together, once each runs or has failed with its reason. */
+        bool hold = open_starts(a, start_fds, now, &starting_since_ms) &&
+                    now - starting_since_ms < START_HOLD_MS;
         /* A node with a health probe registers once the first one is in,
          * so it never takes work before its health is known. */
         bool probe_first = a->opts->health_command && !a->probe.has_result;
         if (!a->registered && !probe_first && now >= s.next_register_ms &&
             !try_register(a, &s, now))
             return 1;
-        if (a->registered && !*signals &&
+        if (a->registered && !*signals && !hold &&
             (now >= s.next_heartbeat_ms ||
              (changed && now - s.last_heartbeat_ms >= HEARTBEAT_MIN_GAP_MS)))
             heartbeat(a, &s, clock_mono_ms());
@@ -268,7 +312,14 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         int64_t wait = s.next_heartbeat_ms - now;
         if (!a->registered)
             wait = probe_first ? LOOP_TICK_MS : s.next_register_ms - now;
-        if (agent_wake_wait(s.wake, wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS) && a->registered)
+        /* the heartbeat may have started tasks: wait for their answers
+         * (or the end of the hold) rather than for the heartbeat's time */
+        size_t starting = open_starts(a, start_fds, now, &starting_since_ms);
+        if (starting && a->registered && now - starting_since_ms < START_HOLD_MS)
+            wait = START_HOLD_MS - (now - starting_since_ms);
+        if (agent_wake_wait(s.wake, wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS, start_fds,
+                            starting) &&
+            a->registered)
             s.next_heartbeat_ms = clock_mono_ms(); /* the server has something for us */
     }
     log_info("signal received, shutting down");

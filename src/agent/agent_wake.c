@@ -141,17 +141,19 @@ void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms)
     pthread_mutex_unlock(&w->mu);
 }
 
-bool agent_wake_wait(struct agent_wake *w, int64_t ms)
+bool agent_wake_wait(struct agent_wake *w, int64_t ms, const int *fds, size_t nfds)
 {
     if (ms < 0)
         ms = 0;
-    if (!w || !w->started) {
-        struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-        nanosleep(&ts, NULL); /* as before: a signal cuts it short */
-        return false;
-    }
-    struct pollfd p = {.fd = w->fds[0], .events = POLLIN};
-    if (poll(&p, 1, (int)ms) <= 0)
+    struct pollfd p[1 + AGENT_WAKE_MAX_FDS];
+    size_t n = 0;
+    bool wake = w && w->started;
+    if (wake)
+        p[n++] = (struct pollfd){.fd = w->fds[0], .events = POLLIN};
+    for (size_t i = 0; i < nfds && n < sizeof p / sizeof p[0]; i++)
+        p[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    /* without descriptors this is a sleep, and a signal still cuts it short */
+    if (poll(p, (nfds_t)n, (int)ms) <= 0 || !wake || !p[0].revents)
         return false;
     char buf[64];
     while (read(w->fds[0], buf, sizeof buf) > 0)

@@ -15,6 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Most extra descriptors agent_wake_wait watches; more are not watched. */
+#define AGENT_WAKE_MAX_FDS 1024
+
 struct agent_wake {
     int fds[2];        /* the thread writes a byte to fds[1] per wake */
     pthread_mutex_t mu; /* guards token and wait_ms */
@@ -32,8 +35,9 @@ struct agent_wake *agent_wake_start(const char *server_url);
 /* Gives the thread the node token (after registering) and how long a wait
  * may be held; an empty token pauses it. */
 void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms);
-/* Waits up to ms for a wake (the server's, or a child's exit); true when
- * one came (all pending are taken). */
-bool agent_wake_wait(struct agent_wake *w, int64_t ms);
+/* Waits up to ms for a wake (the server's, or a child's exit), or until
+ * one of the nfds descriptors in fds is readable (a task's start
+ * handshake, task.h); true when a wake came (all pending are taken). */
+bool agent_wake_wait(struct agent_wake *w, int64_t ms, const int *fds, size_t nfds);
 
 #endif

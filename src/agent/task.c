@@ -208,10 +208,19 @@ fail:;
     _exit(127);
 }
 
-/* Forks and execs; on return t is running or exited with `start failed`. */
+/* Forks; on return t is running (and starting: its child answers through
+ * t->start_fd) or exited with `start failed`. */
 static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const char *cwd,
                  char **envp, int64_t now_ms)
 {
+    /* what a failure the child reports later will name */
+    t->start_cwd = strdup(cwd);
+    t->start_program = strdup(spec->command[0]);
+    if (!t->start_cwd || !t->start_program)
+        return TIDE_ENOMEM;
+    t->start_in_workdir = spec->workdir != NULL;
+    if (spec->run_as && spec->run_as->change)
+        snprintf(t->start_user, sizeof t->start_user, "%s", spec->run_as->name);
     int log_fd = open(t->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (log_fd < 0) {
         char why[256];
@@ -226,7 +235,9 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
                  spec->run_as->name, strerror(errno));
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int report[2] = {-1, -1};
-    if (null_fd < 0 || pipe2(report, O_CLOEXEC) != 0) {
+    /* non-blocking: the loop reads it among other work; the child's one
+     * write fits in the empty pipe */
+    if (null_fd < 0 || pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) {
         char why[128];
         snprintf(why, sizeof why, "%s", strerror(errno));
         close(log_fd);
@@ -242,6 +253,8 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
                   parent, envp);
     int fork_errno = errno;
     agent_cgroup_close_procs(t->cgroup);
+    /* closed before anything else is forked, so only this child holds the
+     * write end and its exec (or death) is the pipe's end */
     close(report[1]);
     close(log_fd);
     close(null_fd);
@@ -258,43 +271,80 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
         log_warn("job %" PRId64 ": setpgid: %s", t->job_id, strerror(errno));
     t->pid = pid;
     t->started_ms = now_ms;
+    t->start_fd = report[0];
     if (t->guard)
         agent_task_guard_add(t->guard, pid);
+    return 0;
+}
 
-    struct child_failure f;
-    ssize_t r;
-    do
-        r = read(report[0], &f, sizeof f);
-    while (r < 0 && errno == EINTR);
-    close(report[0]);
-    if (r != (ssize_t)sizeof f)
-        return 0; /* exec succeeded: the pipe closed empty */
-
+/* The child failed before exec (f): reaps it and marks t exited with the
+ * reason. */
+static void child_failed(struct agent_task *t, const struct child_failure *f)
+{
     int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    while (waitpid(t->pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (t->guard)
-        agent_task_guard_remove(t->guard, pid);
+        agent_task_guard_remove(t->guard, t->pid);
     char why[PATH_MAX + 128];
-    if (f.stage == STAGE_CHDIR && spec->workdir)
+    if (f->stage == STAGE_CHDIR && t->start_in_workdir)
         snprintf(why, sizeof why,
                  "workdir %s: %s on this node (jobs run in the directory they were submitted "
                  "from, or --workdir)",
-                 cwd, strerror(f.err));
-    else if (f.stage == STAGE_CHDIR)
-        snprintf(why, sizeof why, "job directory %s: %s", cwd, strerror(f.err));
-    else if (f.stage == STAGE_EXEC)
-        snprintf(why, sizeof why, "%s: %s", spec->command[0], strerror(f.err));
-    else if (f.stage == STAGE_USER)
-        snprintf(why, sizeof why, "cannot run as user %s: %s", spec->run_as->name, strerror(f.err));
-    else if (f.stage == STAGE_CGROUP)
-        snprintf(why, sizeof why, "cannot join cgroup %s: %s", t->cgroup->path, strerror(f.err));
+                 t->start_cwd, strerror(f->err));
+    else if (f->stage == STAGE_CHDIR)
+        snprintf(why, sizeof why, "job directory %s: %s", t->start_cwd, strerror(f->err));
+    else if (f->stage == STAGE_EXEC)
+        snprintf(why, sizeof why, "%s: %s", t->start_program, strerror(f->err));
+    else if (f->stage == STAGE_USER)
+        snprintf(why, sizeof why, "cannot run as user %s: %s", t->start_user, strerror(f->err));
+    else if (f->stage == STAGE_CGROUP)
+        snprintf(why, sizeof why, "cannot join cgroup %s: %s", t->cgroup ? t->cgroup->path : "?",
+                 strerror(f->err));
     else
-        snprintf(why, sizeof why, "%s", strerror(f.err));
+        snprintf(why, sizeof why, "%s", strerror(f->err));
     fail_start(t, why);
     t->has_exit_code = true;
     t->exit_code = 127;
-    return 0;
+    if (t->cgroup && agent_cgroup_remove(t->cgroup) != 0)
+        log_warn("job %" PRId64 ": cannot remove cgroup %s yet", t->job_id, t->cgroup->path);
+}
+
+/* Reads the handshake; ended says the child is known to be gone, so an
+ * empty pipe cannot be an answer still to come. True when answered. */
+static bool read_handshake(struct agent_task *t, bool ended)
+{
+    if (t->start_fd < 0)
+        return false;
+    struct child_failure f;
+    ssize_t r;
+    do
+        r = read(t->start_fd, &f, sizeof f);
+    while (r < 0 && errno == EINTR);
+    if (r < 0 && errno == EAGAIN && !ended)
+        return false; /* still between fork and exec */
+    close(t->start_fd);
+    t->start_fd = -1;
+    /* an empty pipe closed by exec (or by a child that died before it
+     * could write, whose wait status then tells) */
+    if (r == (ssize_t)sizeof f)
+        child_failed(t, &f);
+    return true;
+}
+
+bool agent_task_starting(const struct agent_task *t)
+{
+    return t->start_fd >= 0;
+}
+
+int agent_task_start_fd(const struct agent_task *t)
+{
+    return t->start_fd;
+}
+
+bool agent_task_confirm(struct agent_task *t)
+{
+    return t->state == AGENT_TASK_RUNNING && read_handshake(t, false);
 }
 
 /* For a containerised task: the runtime's argv into *argv, or t failed to
@@ -336,6 +386,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     t->guard = site->guard;
     t->started_ms = now_ms;
     t->gpu_memory_limit_mib = spec->gpu_memory_limit_mib;
+    t->start_fd = -1;
 
     char *job_dir = path_join("%s/jobs/%" PRId64, site->work_dir, spec->job_id);
     char *logs_dir = path_join("%s/logs", site->work_dir);
@@ -420,7 +471,8 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
             goto done;
         run.run_as = NULL; /* the runtime stays the agent's; --user switches inside */
     }
-    rc = spawn(t, &run, spec->workdir && !spec->image ? spec->workdir : job_dir, envp, now_ms);
+    if (spawn(t, &run, spec->workdir && !spec->image ? spec->workdir : job_dir, envp, now_ms) != 0)
+        rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
 done:
     if (run.command != spec->command)
         agent_container_argv_free(run.command);
@@ -484,6 +536,9 @@ bool agent_task_poll(struct agent_task *t, int64_t now_ms)
     /* WNOWAIT keeps the leader a zombie, so its pid cannot be reused as a
      * process group id before the group is killed below */
     if (waitid(P_PID, (id_t)t->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid) {
+        /* a child that failed before exec wrote why before it exited */
+        if (read_handshake(t, true) && t->state == AGENT_TASK_EXITED)
+            return true;
         kill(-t->pid, SIGKILL);
         /* what escaped the group (its own session); a cgroup is emptied
          * whole by finish_cgroup below */
@@ -553,6 +608,10 @@ void agent_task_destroy(struct agent_task *t)
     if (!t)
         return;
     agent_cgroup_destroy(t->cgroup);
+    if (t->start_fd >= 0)
+        close(t->start_fd);
+    free(t->start_cwd);
+    free(t->start_program);
     free(t->gpus);
     free(t->log_path);
     free(t->telemetry_file);

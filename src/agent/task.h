@@ -2,6 +2,9 @@
  * One task: one attempt of a job, run as its own process group with output
  * appended to WORK/logs/<job>.<attempt>.log. The agent's loop polls it,
  * stops it on request or at its deadline, and reports how it ended.
+ * Starting does not wait for the child to exec: the child answers through a
+ * close-on-exec pipe that the loop reads (agent_task_confirm), so the tasks
+ * of one heartbeat reply start side by side.
  */
 #ifndef TIDE_AGENT_TASK_H
 #define TIDE_AGENT_TASK_H
@@ -103,6 +106,15 @@ struct agent_task {
      * it (the site's), so stops and cleanup reach the container too */
     char container_name[AGENT_CONTAINER_NAME_MAX];
     const char *container_runtime; /* NULL: a bare process */
+
+    /* The start handshake: the read end of the child's report pipe until
+     * the child has exec'd (the pipe closed empty) or said why it could
+     * not; -1 after. The rest is what a failure's reason names. */
+    int start_fd;
+    char *start_cwd;
+    char *start_program;
+    bool start_in_workdir; /* start_cwd is the spec's workdir */
+    char start_user[64];   /* the run-as user's name, empty without a switch */
 };
 
 /* Creates the task and starts its process: fork, a new process group,
@@ -111,20 +123,41 @@ struct agent_task {
  * Where site->cgroups has a backend the process runs in its own cgroup with
  * the spec's memory (and CPU) limit, joined before exec; a group that cannot
  * be made is a start failure.
- * When the process cannot be started the task is still created, already
- * exited, with reason `start failed: ...` (the same text goes to its log).
+ * Returns once the child is forked, without waiting for its exec: the task
+ * is then running and starting (agent_task_starting) until
+ * agent_task_confirm or agent_task_poll reads the child's answer. When the
+ * process cannot be started (before the fork, or the child's setup or exec
+ * fails) the task is exited with reason `start failed: ...` (the same text
+ * goes to its log) and exit code 127 where a child ran.
  * Returns 0 with a new task in *out (agent_task_destroy frees it), or
  * TIDE_ENOMEM / TIDE_EIO when not even that could be done. */
 int agent_task_start(const struct agent_task_spec *spec, const struct agent_task_site *site,
                      int64_t now_ms, struct agent_task **out, struct tide_err *err);
+
+/* Whether the task's child has not yet exec'd or failed as far as the
+ * agent knows (its start handshake is open). */
+bool agent_task_starting(const struct agent_task *t);
+
+/* The start handshake's descriptor to poll for reading while the task is
+ * starting, else -1. */
+int agent_task_start_fd(const struct agent_task *t);
+
+/* Reads the start handshake without blocking. Returns true when it has just
+ * been answered: the child exec'd (the task stays running), or it failed
+ * before exec, in which case it is reaped and the task has exited with
+ * `start failed: <why>` (a workdir, user, cgroup or exec error). False while
+ * the child is still setting up, and for a task that is not starting. */
+bool agent_task_confirm(struct agent_task *t);
 
 /* Reaps the process if it ended and enforces max_runtime and the kill
  * deadline. Once the group leader has exited the whole group is SIGKILLed,
  * so nothing it forked survives it, and its cgroup is emptied and removed
  * (without a cgroup, processes that left the group, e.g. by setsid, are
  * found by their TIDE_WORK_DIR and killed: leftovers.h);
- * when the kernel's OOM killer ended it the reason is `oom`. Returns true
- * when the task just exited. */
+ * when the kernel's OOM killer ended it the reason is `oom`. A starting
+ * task that ended is confirmed first, so a child that failed before exec
+ * is reported with its reason, not as `exit 127`. Returns true when the
+ * task just exited. */
 bool agent_task_poll(struct agent_task *t, int64_t now_ms);
 
 /* Asks a running task to stop: SIGTERM to its group now, SIGKILL after

@@ -1,0 +1,211 @@
+/* Unit tests for starting tasks (src/agent/task.c): real children, started
+ * without waiting for their exec, whose answers come through the start
+ * handshake (agent_task_confirm) or are found when the child is reaped
+ * (agent_task_poll). No cgroups and no user switch: those have their own
+ * tests (test_cgroup, test_run_as) and e2e suites. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/task.h"
+#include "common/fsutil.h"
+
+static char work[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(work, sizeof work, "/tmp/tide-test-start-XXXXXX");
+    return mkdtemp(work) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Starts job_id's task running argv (in workdir when not NULL). */
+static struct agent_task *start(int64_t job_id, char **argv, const char *workdir)
+{
+    struct agent_task_spec spec = {
+        .job_id = job_id, .attempt = 1, .command = argv, .workdir = workdir, .kill_grace_s = 0};
+    struct agent_task_site site = {.work_dir = work};
+    struct agent_task *t = NULL;
+    struct tide_err err;
+    tide_err_clear(&err);
+    assert_int_equal(agent_task_start(&spec, &site, 1, &t, &err), 0);
+    assert_non_null(t);
+    return t;
+}
+
+/* Waits (at most 10 s) until t's handshake is answered. */
+static void confirm(struct agent_task *t)
+{
+    for (int i = 0; i < 1000 && agent_task_starting(t) && !agent_task_confirm(t); i++) {
+        struct pollfd p = {.fd = agent_task_start_fd(t), .events = POLLIN};
+        poll(&p, 1, 10);
+    }
+    assert_false(agent_task_starting(t));
+}
+
+/* Polls t (at most 10 s) until it has exited. */
+static void reap(struct agent_task *t)
+{
+    for (int i = 0; i < 1000 && !agent_task_poll(t, 1); i++)
+        usleep(10000);
+    assert_int_equal(t->state, AGENT_TASK_EXITED);
+}
+
+static void kill_and_destroy(struct agent_task *t)
+{
+    agent_task_stop(t, "test over", 0, SIGKILL, 1);
+    if (t->state == AGENT_TASK_RUNNING)
+        reap(t);
+    agent_task_destroy(t);
+}
+
+/* The task's log, as a new string. */
+static char *log_of(const struct agent_task *t)
+{
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(fs_read_file(t->log_path, 1 << 16, &text, &len), 0);
+    return text;
+}
+
+static void test_a_task_that_execs_stays_running_once_confirmed(void **state)
+{
+    (void)state;
+    char *argv[] = {"sleep", "1000", NULL};
+    struct agent_task *t = start(1, argv, NULL);
+    assert_int_equal(t->state, AGENT_TASK_RUNNING);
+    assert_true(t->pid > 0);
+    confirm(t);
+    assert_int_equal(t->state, AGENT_TASK_RUNNING);
+    assert_int_equal(agent_task_start_fd(t), -1);
+    assert_false(agent_task_confirm(t)); /* answered once only */
+    assert_int_equal(kill(t->pid, 0), 0);
+    kill_and_destroy(t);
+}
+
+static void test_a_program_that_cannot_exec_fails_with_its_reason(void **state)
+{
+    (void)state;
+    char *argv[] = {"/nonexistent/tide-no-such-program", NULL};
+    struct agent_task *t = start(2, argv, NULL);
+    confirm(t);
+    assert_int_equal(t->state, AGENT_TASK_EXITED);
+    assert_string_equal(
+        t->reason, "start failed: /nonexistent/tide-no-such-program: No such file or directory");
+    assert_true(t->has_exit_code);
+    assert_int_equal(t->exit_code, 127);
+    char *log = log_of(t);
+    assert_non_null(strstr(log, "tide: start failed: /nonexistent/tide-no-such-program"));
+    free(log);
+    assert_false(agent_task_poll(t, 1)); /* the child was reaped with the answer */
+    agent_task_destroy(t);
+}
+
+static void test_a_failed_start_found_by_poll_keeps_its_reason(void **state)
+{
+    (void)state;
+    char *argv[] = {"/nonexistent/tide-never-confirmed", NULL};
+    struct agent_task *t = start(3, argv, NULL);
+    /* only the reaping path: the exit must not read as a plain `exit 127` */
+    reap(t);
+    assert_string_equal(
+        t->reason, "start failed: /nonexistent/tide-never-confirmed: No such file or directory");
+    assert_int_equal(t->exit_code, 127);
+    agent_task_destroy(t);
+}
+
+static void test_a_missing_workdir_fails_naming_the_workdir(void **state)
+{
+    (void)state;
+    char *argv[] = {"true", NULL};
+    struct agent_task *t = start(4, argv, "/nonexistent/tide-no-such-dir");
+    confirm(t);
+    assert_int_equal(t->state, AGENT_TASK_EXITED);
+    assert_non_null(strstr(t->reason, "start failed: workdir /nonexistent/tide-no-such-dir: No "
+                                      "such file or directory on this node"));
+    agent_task_destroy(t);
+}
+
+static void test_a_task_that_ends_at_once_reports_its_exit_not_a_start_failure(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "exit 3", NULL};
+    struct agent_task *t = start(5, argv, NULL);
+    reap(t); /* exec'd and exited before anyone read the handshake */
+    assert_string_equal(t->reason, "exit 3");
+    assert_int_equal(t->exit_code, 3);
+    agent_task_destroy(t);
+}
+
+static void test_tasks_started_back_to_back_each_get_their_own_answer(void **state)
+{
+    (void)state;
+    enum { N = 8 };
+    struct agent_task *tasks[N];
+    char names[N][64];
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "/nonexistent/tide-program-%d", i);
+        char *bad[] = {names[i], NULL};
+        char *good[] = {"sleep", "1000", NULL};
+        /* every task is forked before any answer is read */
+        tasks[i] = start(10 + i, i % 2 ? bad : good, NULL);
+    }
+    for (int i = 0; i < N; i++) {
+        confirm(tasks[i]);
+        if (i % 2 == 0) {
+            assert_int_equal(tasks[i]->state, AGENT_TASK_RUNNING);
+            continue;
+        }
+        char want[640];
+        snprintf(want, sizeof want, "start failed: %s: No such file or directory", names[i]);
+        assert_int_equal(tasks[i]->state, AGENT_TASK_EXITED);
+        assert_string_equal(tasks[i]->reason, want);
+    }
+    for (int i = 0; i < N; i++)
+        kill_and_destroy(tasks[i]);
+}
+
+static void test_a_task_stopped_before_its_answer_is_read_ends_with_the_stop(void **state)
+{
+    (void)state;
+    char *argv[] = {"sleep", "1000", NULL};
+    struct agent_task *t = start(30, argv, NULL);
+    /* at once: the child may not have exec'd yet; its group exists */
+    agent_task_stop(t, "cancelled", 0, SIGKILL, 1);
+    reap(t);
+    assert_string_equal(t->reason, "cancelled");
+    assert_false(agent_task_starting(t));
+    agent_task_destroy(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_task_that_execs_stays_running_once_confirmed),
+        cmocka_unit_test(test_a_program_that_cannot_exec_fails_with_its_reason),
+        cmocka_unit_test(test_a_failed_start_found_by_poll_keeps_its_reason),
+        cmocka_unit_test(test_a_missing_workdir_fails_naming_the_workdir),
+        cmocka_unit_test(test_a_task_that_ends_at_once_reports_its_exit_not_a_start_failure),
+        cmocka_unit_test(test_tasks_started_back_to_back_each_get_their_own_answer),
+        cmocka_unit_test(test_a_task_stopped_before_its_answer_is_read_ends_with_the_stop),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
