@@ -2,12 +2,15 @@
 #include "cli/client.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/plain_http.h"
 #include "common/fsutil.h"
 
 #define CLI_SMALL_FILE_MAX (64 * 1024)
@@ -109,7 +112,8 @@ static int is_loopback_url(const char *url)
     return 0;
 }
 
-static int resolve_server(struct cli_client *c, const struct cli_common *co)
+static int resolve_server(struct cli_client *c, const struct cli_common *co,
+                          struct tide_err *err)
 {
     char *raw = NULL;
     const char *env = getenv("TIDE_SERVER");
@@ -128,21 +132,24 @@ static int resolve_server(struct cli_client *c, const struct cli_common *co)
         c->server_from = "the default";
     }
     if (!raw)
-        return TIDE_ENOMEM;
-    size_t n = strlen(raw);
-    while (n && raw[n - 1] == '/')
-        raw[--n] = '\0';
-    if (strstr(raw, "://")) {
-        c->server = raw;
-        return 0;
-    }
-    /* "127.0.0.1:8080" means plain HTTP. */
-    size_t len = n + sizeof "http://";
-    c->server = malloc(len);
-    if (c->server)
-        snprintf(c->server, len, "http://%s", raw);
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    /* "127.0.0.1:8080" means plain HTTP (cli_server_list_parse). */
+    int rc = cli_server_list_parse(&c->servers, raw, c->server_from, err);
     free(raw);
-    return c->server ? 0 : TIDE_ENOMEM;
+    if (rc != 0)
+        return rc;
+    c->current = 0;
+    c->server = c->servers.urls[0];
+    return 0;
+}
+
+/* Whether every configured server is on this machine. */
+static int all_loopback(const struct cli_client *c)
+{
+    for (size_t i = 0; i < c->servers.n; i++)
+        if (!is_loopback_url(c->servers.urls[i]))
+            return 0;
+    return c->servers.n > 0;
 }
 
 static void resolve_token(struct cli_client *c, const struct cli_common *co)
@@ -160,8 +167,7 @@ static void resolve_token(struct cli_client *c, const struct cli_common *co)
         c->token_from = "TIDE_TOKEN";
     } else if ((c->token = config_value("token"))) {
         c->token_from = "~/.config/tide/config";
-    } else if (is_loopback_url(c->server) &&
-               (c->token = read_trimmed_file(".tide/data/admin.token"))) {
+    } else if (all_loopback(c) && (c->token = read_trimmed_file(".tide/data/admin.token"))) {
         c->token_from = ".tide/data/admin.token";
     } else {
         c->token_from = "nowhere";
@@ -190,10 +196,9 @@ int cli_client_init(struct cli_client *c, const struct cli_common *co, struct ti
 {
     memset(c, 0, sizeof *c);
     c->json = co->json;
-    if (http_client_global_init() != 0)
-        return tide_err_set(err, TIDE_EIO, NULL, "cannot initialise libcurl");
-    if (resolve_server(c, co) != 0)
-        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    int rc = resolve_server(c, co, err);
+    if (rc != 0)
+        return rc;
     resolve_token(c, co);
     resolve_ca(c, co);
     if (c->ca && http_client_set_ca(c->ca, c->ca_from, err) != 0) {
@@ -207,10 +212,11 @@ void cli_client_release(struct cli_client *c)
 {
     if (!c)
         return;
-    free(c->server);
+    cli_server_list_release(&c->servers);
     free(c->token);
     free(c->ca);
-    c->server = c->token = c->ca = NULL;
+    c->server = NULL;
+    c->token = c->ca = NULL;
 }
 
 static int code_for_status(long status)
@@ -267,47 +273,198 @@ static int is_tls_failure(const char *why)
     return strstr(why, "SSL") || strstr(why, "certificate") || strstr(why, "TLS");
 }
 
+/* The error for a request that reached no server, when only one is set. */
+static int unreachable_one(struct cli_client *c, const char *why, struct tide_err *err)
+{
+    if (is_tls_failure(why))
+        return tide_err_set(err, TIDE_EIO, NULL,
+                            "cannot verify the tide server at %s (from %s): %s; %s", c->server,
+                            c->server_from, why,
+                            c->ca ? "is that the CA that signed its certificate?"
+                                  : "give the CA that signed its certificate with --ca "
+                                    "(or TIDE_CA)");
+    return tide_err_set(err, TIDE_EIO, NULL,
+                        "cannot reach the tide server at %s (from %s): %s; start one with "
+                        "'tide up' or point --server / TIDE_SERVER at it",
+                        c->server, c->server_from, why);
+}
+
+/* One request to one URL. 0 with resp filled when an answer came; else
+ * TIDE_EIO (or another code) with err, and *unsent when nothing left. */
+static int send_to(struct cli_client *c, const char *base, const char *method, const char *path,
+                   const char *body, const char *key, long timeout_ms, char *leader,
+                   size_t leader_size, struct http_response *resp, int *unsent,
+                   struct tide_err *err)
+{
+    size_t n = strlen(base) + strlen(path) + 1;
+    char *url = malloc(n);
+    if (!url)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    snprintf(url, n, "%s%s", base, path);
+    int rc;
+    leader[0] = '\0';
+    if (plain_http_handles(url)) {
+        struct plain_http_extra x = {.idempotency_key = key};
+        rc = plain_http_request(method, url, c->token, body, timeout_ms, &x, resp, err);
+        *unsent = rc < 0 && x.sent == 0;
+        snprintf(leader, leader_size, "%s", x.leader);
+    } else {
+        struct http_request_extra x = {.idempotency_key = key};
+        rc = http_request_ex(method, url, c->token, body, timeout_ms, &x, resp, err);
+        *unsent = rc < 0 && x.unsent;
+    }
+    free(url);
+    return rc;
+}
+
+/* When resp is a follower's 503 "not the leader": 1, with the leader it
+ * names (header or body) in leader ("" when it names none). */
+static int is_not_leader(const struct http_response *resp, char *leader, size_t leader_size)
+{
+    if (resp->status != 503)
+        return 0;
+    json_t *root = json_loadb(resp->body, resp->len, 0, NULL);
+    const char *e = json_string_value(json_object_get(root, "error"));
+    int yes = (e && !strcmp(e, "not the leader")) || leader[0];
+    const char *named = json_string_value(json_object_get(root, "leader"));
+    if (yes && !leader[0] && named)
+        snprintf(leader, leader_size, "%s", named);
+    json_decref(root);
+    return yes;
+}
+
+/* Appends "; URL: what" to the failover log. */
+static void note(char *log, size_t size, const char *url, const char *what)
+{
+    size_t n = strlen(log);
+    if (n < size)
+        snprintf(log + n, size - n, "%s%s: %s", n ? "; " : "", url, what);
+}
+
+/* The part of "METHOD URL: reason" after the URL. */
+static const char *reason_of(const struct tide_err *e)
+{
+    const char *why = strstr(e->message, ": ");
+    return why ? why + 2 : e->message;
+}
+
+int cli_client_send(struct cli_client *c, const char *method, const char *path,
+                    const char *body, const char *idempotency_key, long timeout_ms,
+                    struct http_response *resp, struct tide_err *err)
+{
+    size_t n = c->servers.n;
+    int repeatable = idempotency_key || !strcmp(method, "GET") || !strcmp(method, "DELETE");
+    int hinted[CLI_SERVERS_MAX] = {0};
+    char log[1024] = "";
+    struct tide_err last = {0};
+    size_t round = 0; /* the round's next step: c->current + round, modulo n */
+    int next_hint = -1;
+    memset(resp, 0, sizeof *resp);
+    while (next_hint >= 0 || round < n) {
+        size_t i;
+        if (next_hint >= 0) {
+            i = (size_t)next_hint;
+            next_hint = -1;
+        } else {
+            i = (c->current + round++) % n;
+        }
+        const char *base = c->servers.urls[i];
+        char leader[256];
+        int unsent = 0;
+        struct tide_err one = {0};
+        int rc = send_to(c, base, method, path, body, idempotency_key, timeout_ms, leader,
+                         sizeof leader, resp, &unsent, &one);
+        if (rc < 0) {
+            last = one;
+            note(log, sizeof log, base, reason_of(&one));
+            if (rc != TIDE_EIO || !(unsent || repeatable)) {
+                c->current = i;
+                c->server = base;
+                break; /* the request may have been acted on: do not repeat it */
+            }
+            continue;
+        }
+        if (!is_not_leader(resp, leader, sizeof leader)) {
+            c->current = i;
+            c->server = base;
+            if (resp->status >= 200 && resp->status < 300)
+                return 0;
+            rc = cli_client_http_error(c, resp->status, resp->body, err);
+            http_response_release(resp);
+            return rc;
+        }
+        http_response_release(resp);
+        int at = cli_server_list_find(&c->servers, leader);
+        char what[400];
+        if (!leader[0])
+            snprintf(what, sizeof what, "not the leader (it knows no leader yet)");
+        else if (at < 0)
+            snprintf(what, sizeof what, "not the leader (it names %.250s, not in the list)",
+                     leader);
+        else
+            snprintf(what, sizeof what, "not the leader (it names %.250s)", leader);
+        note(log, sizeof log, base, what);
+        tide_err_set(&last, TIDE_EIO, NULL, "%s", what);
+        if (at >= 0 && (size_t)at != i && !hinted[at]) {
+            hinted[at] = 1;
+            next_hint = at;
+        }
+    }
+    if (n == 1 && !strstr(log, "not the leader"))
+        return last.code == TIDE_EIO ? unreachable_one(c, reason_of(&last), err)
+                                     : tide_err_set(err, last.code, last.field, "%s",
+                                                    last.message);
+    if (last.code != TIDE_EIO)
+        return tide_err_set(err, last.code, last.field, "%s", last.message);
+    return tide_err_set(err, TIDE_EIO, NULL, "no leading tide server answered %s %s (servers "
+                                             "from %s): %s",
+                        method, path, c->server_from, log);
+}
+
 int cli_client_request(struct cli_client *c, const char *method, const char *path,
                        const char *body, long timeout_ms, struct http_response *resp,
                        struct tide_err *err)
 {
-    size_t n = strlen(c->server) + strlen(path) + 1;
-    char *url = malloc(n);
-    if (!url)
-        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    snprintf(url, n, "%s%s", c->server, path);
-    struct tide_err net = {0};
-    int rc = http_request(method, url, c->token, body, timeout_ms, resp, &net);
-    free(url);
-    if (rc < 0) {
-        /* net.message is "METHOD URL: reason"; the reason may hold ':' too. */
-        const char *why = strstr(net.message, ": ");
-        why = why ? why + 2 : net.message;
-        if (is_tls_failure(why))
-            return tide_err_set(err, TIDE_EIO, NULL,
-                                "cannot verify the tide server at %s (from %s): %s; %s", c->server,
-                                c->server_from, why,
-                                c->ca ? "is that the CA that signed its certificate?"
-                                      : "give the CA that signed its certificate with --ca "
-                                        "(or TIDE_CA)");
-        return tide_err_set(err, TIDE_EIO, NULL,
-                            "cannot reach the tide server at %s (from %s): %s; start one with "
-                            "'tide up' or point --server / TIDE_SERVER at it",
-                            c->server, c->server_from, why);
+    return cli_client_send(c, method, path, body, NULL, timeout_ms, resp, err);
+}
+
+void cli_idempotency_key_new(char *key)
+{
+    unsigned char raw[16];
+    size_t got = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, raw, sizeof raw);
+        got = n > 0 ? (size_t)n : 0;
+        close(fd);
     }
-    if (resp->status >= 200 && resp->status < 300)
-        return 0;
-    rc = cli_client_http_error(c, resp->status, resp->body, err);
-    http_response_release(resp);
-    return rc;
+    if (got < sizeof raw) { /* no /dev/urandom: time and pid still differ per call */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned long long mix = (unsigned long long)ts.tv_nsec ^
+                                 ((unsigned long long)ts.tv_sec << 20) ^
+                                 ((unsigned long long)getpid() << 44);
+        for (size_t i = 0; i < sizeof raw; i++)
+            raw[i] = (unsigned char)(mix >> (8 * (i % 8))) ^ (unsigned char)(i * 37);
+    }
+    strcpy(key, "tide-cli-");
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(key + 9 + 2 * i, 3, "%02x", raw[i]);
 }
 
 int cli_client_request_json(struct cli_client *c, const char *method, const char *path,
                             const char *body, json_t **out, struct tide_err *err)
 {
+    return cli_client_request_json_keyed(c, method, path, body, NULL, out, err);
+}
+
+int cli_client_request_json_keyed(struct cli_client *c, const char *method, const char *path,
+                                  const char *body, const char *idempotency_key, json_t **out,
+                                  struct tide_err *err)
+{
     *out = NULL;
     struct http_response resp;
-    int rc = cli_client_request(c, method, path, body, CLI_TIMEOUT_MS, &resp, err);
+    int rc = cli_client_send(c, method, path, body, idempotency_key, CLI_TIMEOUT_MS, &resp, err);
     if (rc < 0)
         return rc;
     json_error_t jerr;

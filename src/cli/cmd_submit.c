@@ -156,7 +156,9 @@ static int submit_and_report(struct cli_client *c, json_t *spec, json_t *overrid
         return cli_fail("submit", &err);
     }
     struct http_response resp;
-    int rc = cli_client_request(c, "POST", "/v1/jobs", body, CLI_TIMEOUT_MS, &resp, &err);
+    char key[CLI_IDEMPOTENCY_KEY_SIZE]; /* a retry on another server must not submit twice */
+    cli_idempotency_key_new(key);
+    int rc = cli_client_send(c, "POST", "/v1/jobs", body, key, CLI_TIMEOUT_MS, &resp, &err);
     free(body);
     if (rc < 0)
         return submit_fail(overrides, &err);
