@@ -25,11 +25,14 @@ static int normalise(const char *s, size_t n, const char *field, char **out,
         s++;
         n--;
     }
-    while (n && (isspace((unsigned char)s[n - 1]) || s[n - 1] == '/'))
+    while (n && isspace((unsigned char)s[n - 1]))
         n--;
     if (n == 0)
         return tide_err_set(err, TIDE_EINVAL, field, "%s: an empty URL in the list", field);
     const char *sep = memmem(s, n, "://", 3);
+    size_t keep = sep ? (size_t)(sep - s) + 3 : 0; /* trailing '/' of the path only */
+    while (n > keep && s[n - 1] == '/')
+        n--;
     const char *prefix = "";
     if (!sep) {
         prefix = "http://";
