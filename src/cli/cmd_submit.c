@@ -169,20 +169,26 @@ static int submit_and_report(struct cli_client *c, json_t *spec, json_t *overrid
     }
     json_t *root = json_loadb(resp.body, resp.len, 0, NULL);
     http_response_release(&resp);
-    long long ids[4096];
-    size_t n = root ? answer_ids(root, ids, sizeof ids / sizeof ids[0]) : 0;
+    json_t *list = json_is_array(root) ? root : json_object_get(root, "jobs");
+    size_t max = json_array_size(list) ? json_array_size(list) : 1;
+    long long *ids = malloc(max * sizeof *ids); /* an array answers one entry per task */
+    size_t n = root && ids ? answer_ids(root, ids, max) : 0;
     json_decref(root);
     if (n == 0) {
+        free(ids);
         tide_err_set(&err, TIDE_EIO, NULL, "the server accepted the job but its answer has "
                                            "no job id");
         return cli_fail("submit", &err);
     }
     if (!c->json)
         print_submitted(ids, n);
-    if (!wait)
+    if (!wait) {
+        free(ids);
         return 0;
+    }
     json_t *final;
     int failed = cli_wait_jobs(c, ids, n, &final, &err);
+    free(ids);
     if (failed < 0)
         return cli_fail("submit", &err);
     size_t i;

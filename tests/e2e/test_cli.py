@@ -1,9 +1,10 @@
-"""End to end: the CLI with several servers (--server URL,URL...). A dead
+"""End to end: the CLI. With several servers (--server URL,URL...), a dead
 first URL is skipped; a follower's 503 "not the leader" hint is followed
 only to a URL in the list (the token never goes elsewhere); when every URL
 fails the error says what each answered; a submit whose answer was lost is
 retried on the next server with the same Idempotency-Key and makes one job.
-The followers and the lossy proxy are small Python servers in this file."""
+The followers and the lossy proxy are small Python servers in this file.
+Also `--array 0-M`, Slurm's spelling of M+1 tasks."""
 import http.server
 import json
 import os
@@ -192,6 +193,18 @@ def test_a_bad_server_list_is_refused_naming_its_source():
         assert env_p.returncode != 0 and "only http:// and https://" in env_p.stderr
 
 
+def test_an_array_range_from_zero_is_that_many_tasks():
+    with Cluster(agents=0) as c:
+        p = c.cli("submit", "--array", "0-2", "--gpus", "0", "--", "true", check=True)
+        jobs = c.jobs()
+        assert sorted(j["name"] for j in jobs) == ["true[0]", "true[1]", "true[2]"], jobs
+        ids = sorted(j["id"] for j in jobs)
+        assert p.stdout.strip() == f"submitted jobs {ids[0]}-{ids[-1]}", p.stdout
+        p = c.cli("submit", "--array", "1-3", "--", "true")
+        assert p.returncode == 2 and "--array" in p.stderr and "starts at 0" in p.stderr
+        assert len(c.jobs()) == 3
+
+
 if __name__ == "__main__":
     run_tests([
         test_a_dead_first_server_is_skipped,
@@ -200,4 +213,5 @@ if __name__ == "__main__":
         test_when_every_server_fails_the_error_says_what_each_answered,
         test_a_submit_whose_answer_was_lost_is_retried_without_a_duplicate,
         test_a_bad_server_list_is_refused_naming_its_source,
+        test_an_array_range_from_zero_is_that_many_tasks,
     ])
