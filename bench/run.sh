@@ -3,7 +3,7 @@
 # agent's CPU and memory (bench/agent.sh), GET /metrics under a 10,000-job
 # queue (bench/metrics.py), the dashboard's API calls under a 10k-job queue
 # (bench/dashboard.py), event listings (bench/events.py), the end-to-end row
-# (bench/e2e.py: 1,000 jobs on 16 agents) and the API submit
+# (bench/e2e.py: 1,000 jobs on 16 agents), the CLI per call (bench/cli.sh) and the API submit
 # rate over loopback (wrk, 1 and 8 connections). Prints numbers; never fails on speed.
 set -euo pipefail
 build=${1:-build}
@@ -41,6 +41,9 @@ python3 "$(dirname "$0")/e2e.py" "$tide" || echo "end-to-end bench failed; skipp
 echo
 echo "== submit: batches, a 1,000-task array, the CLI (bench/submit.py)"
 python3 "$(dirname "$0")/submit.py" "$tide" || echo "submit bench failed; skipping"
+
+echo
+bash "$(dirname "$0")/cli.sh" "$build" || echo "cli bench failed; skipping"
 
 echo
 echo "== containers: a containerised job's start overhead against a bare process (bench/containers.py)"
