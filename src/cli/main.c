@@ -46,7 +46,9 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(out, "\nRun 'tide COMMAND --help' for a command's options. Every client command\n"
-                 "also takes --ca FILE (or TIDE_CA): the CA an https server is verified with.\n");
+                 "also takes --ca FILE (or TIDE_CA): the CA an https server is verified with,\n"
+                 "and --server URL[,URL...] (or TIDE_SERVER): servers tried in order, the\n"
+                 "leader among them followed (docs/cli.md).\n");
 }
 
 /* Runs role name from tide-roles.so, found beside /proc/self/exe. */
