@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #define HEADERS_MAX (64 * 1024)
+#define PLAIN_HTTP_CONNECT_MS 5000
 
 struct target {
     char host[256]; /* without brackets */
@@ -452,7 +453,9 @@ int plain_http_request(const char *method, const char *url, const char *token,
     if (!req)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     int why = 0, rc = 0;
-    int fd = connect_target(&t, deadline, &why);
+    /* a server that drops SYNs should not hold up the next one for long */
+    long long connect_by = now_ms() + PLAIN_HTTP_CONNECT_MS;
+    int fd = connect_target(&t, connect_by < deadline ? connect_by : deadline, &why);
     if (fd >= 0 && extra)
         extra->sent = 1;
     if (fd < 0 || send_all(fd, req, req_len, deadline, &why) != 0 ||
@@ -465,6 +468,10 @@ int plain_http_request(const char *method, const char *url, const char *token,
                      PLAIN_HTTP_BODY_MAX >> 20);
         else if (why == ECONNRESET)
             snprintf(text, sizeof text, "the server closed the connection before answering");
+        else if (why == ETIMEDOUT && fd < 0)
+            snprintf(text, sizeof text, "could not connect within %lld ms",
+                     timeout_ms > 0 && timeout_ms < PLAIN_HTTP_CONNECT_MS ? (long long)timeout_ms
+                                                                          : PLAIN_HTTP_CONNECT_MS);
         else if (why == ETIMEDOUT)
             snprintf(text, sizeof text, "no answer within %ld ms", timeout_ms);
         else

@@ -28,7 +28,7 @@ int plain_http_handles(const char *url);
 
 /* Sends method to url (http://HOST[:PORT]/PATH; HOST a name, an IPv4
  * address or [IPv6]) with an optional bearer token and JSON body, and waits
- * at most timeout_ms in all. On any answer fills resp (release with
+ * at most timeout_ms in all (and at most 5 s to connect). On any answer fills resp (release with
  * http_response_release) whatever the status and returns 0. Returns
  * TIDE_EIO with err->message "METHOD URL: reason" when no answer came
  * (refused, unreachable, timed out, closed early, not HTTP), TIDE_EINVAL for
