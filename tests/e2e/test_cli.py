@@ -4,17 +4,22 @@ only to a URL in the list (the token never goes elsewhere); when every URL
 fails the error says what each answered; a submit whose answer was lost is
 retried on the next server with the same Idempotency-Key and makes one job.
 The followers and the lossy proxy are small Python servers in this file.
-Also `--array 0-M`, Slurm's spelling of M+1 tasks."""
+Also `--array 0-M`, Slurm's spelling of M+1 tasks, and that the client
+commands run from the executable alone while server/agent/up need
+tide-roles.so beside it."""
 import http.server
 import json
 import os
+import shutil
 import socket
 import struct
+import subprocess
 import sys
+import tempfile
 import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Cluster, free_port, run_tests  # noqa: E402
+from harness import TIDE, Cluster, free_port, run_tests  # noqa: E402
 
 
 class Fake:
@@ -205,6 +210,24 @@ def test_an_array_range_from_zero_is_that_many_tasks():
         assert len(c.jobs()) == 3
 
 
+def test_client_commands_need_only_the_executable_and_roles_say_what_is_missing():
+    with Cluster(agents=0) as c:
+        alone = tempfile.mkdtemp(prefix="tide-alone-")
+        try:
+            shutil.copy(TIDE, os.path.join(alone, "tide"))
+            env = dict(os.environ, TIDE_SERVER=c.url, TIDE_TOKEN=c.admin)
+            p = subprocess.run([os.path.join(alone, "tide"), "submit", "--gpus", "0", "--", "true"],
+                               env=env, capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0 and "submitted job" in p.stdout, p.stderr
+            p = subprocess.run([os.path.join(alone, "tide"), "server", "--help"], env=env,
+                               capture_output=True, text=True, timeout=60)
+            assert p.returncode == 1, (p.returncode, p.stdout)
+            assert os.path.join(alone, "tide-roles.so") in p.stderr, p.stderr
+            assert "beside the tide executable" in p.stderr, p.stderr
+        finally:
+            shutil.rmtree(alone)
+
+
 if __name__ == "__main__":
     run_tests([
         test_a_dead_first_server_is_skipped,
@@ -214,4 +237,5 @@ if __name__ == "__main__":
         test_a_submit_whose_answer_was_lost_is_retried_without_a_duplicate,
         test_a_bad_server_list_is_refused_naming_its_source,
         test_an_array_range_from_zero_is_that_many_tasks,
+        test_client_commands_need_only_the_executable_and_roles_say_what_is_missing,
     ])
