@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CLI's cost per call, as a shell loop pays it: N sequential
 # `tide submit` processes against a running server (per-call ms and calls
-# per second), `tide --help` alone, and a 1,000-task array end to end.
+# per second), `tide --help` alone, /bin/true (what any process costs at the
+# machine's current load), and a 1,000-task array end to end.
 # TIDE_BEFORE=/path/to/an/older/tide adds the same rows for that binary
 # (same server), for before/after numbers. Prints numbers; never fails on speed.
 # Usage: bench/cli.sh [BUILD_DIR] [N]
@@ -60,16 +61,23 @@ loop() {
     }'
 }
 
-rows() {
-  local name=$1 bin=$2
-  loop "$name --help" "$n" "$bin" --help
-  loop "$name submit" "$n" "$bin" submit --gpus 0 -- true
-  loop "$name submit --array 0-999" 5 "$bin" submit --gpus 0 --array 1000 -- true
-}
-
 echo "== CLI: sequential processes against one server (load now: $(cut -d' ' -f1-3 /proc/loadavg))"
+# The server's work per submit grows with its queue, so every binary's
+# single submits run before any array fills the queue.
+names=(tide)
+bins=("$tide")
 if [ -n "${TIDE_BEFORE:-}" ]; then
-  rows before "$TIDE_BEFORE"
+  names=(before tide)
+  bins=("$TIDE_BEFORE" "$tide")
 fi
-rows tide "$tide"
+loop "/bin/true (the floor)" "$n" /bin/true
+for i in "${!bins[@]}"; do
+  loop "${names[$i]} --help" "$n" "${bins[$i]}" --help
+done
+for i in "${!bins[@]}"; do
+  loop "${names[$i]} submit" "$n" "${bins[$i]}" submit --gpus 0 -- true
+done
+for i in "${!bins[@]}"; do
+  loop "${names[$i]} submit --array 0-999" 5 "${bins[$i]}" submit --gpus 0 --array 1000 -- true
+done
 echo "  (issue 11: sbatch 124 submits/s on this machine; goal: >= 250 tide submits/s)"
