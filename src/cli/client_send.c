@@ -4,10 +4,10 @@
  * "not the leader", which requests may be repeated, and the one error that
  * says what each server answered. Also the submissions' idempotency keys.
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -178,14 +178,8 @@ int cli_client_request(struct cli_client *c, const char *method, const char *pat
 void cli_idempotency_key_new(char *key)
 {
     unsigned char raw[16];
-    size_t got = 0;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, raw, sizeof raw);
-        got = n > 0 ? (size_t)n : 0;
-        close(fd);
-    }
-    if (got < sizeof raw) { /* no /dev/urandom: time and pid still differ per call */
+    ssize_t got = getrandom(raw, sizeof raw, 0);
+    if (got != (ssize_t)sizeof raw) { /* no entropy source: time and pid still differ */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         unsigned long long mix = (unsigned long long)ts.tv_nsec ^
