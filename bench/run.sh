@@ -5,7 +5,7 @@
 # queue (bench/metrics.py), the dashboard's API calls under a 10k-job queue
 # (bench/dashboard.py), event listings (bench/events.py), the end-to-end row
 # (bench/e2e.py: 1,000 jobs on 16 agents), the submit paths (bench/submit.py:
-# POST /v1/jobs from 1 and 8 connections with wrk, batches, arrays, the CLI)
+# POST /v1/jobs from 1 and 8 connections with wrk, batches, arrays, the CLI), the CLI per call (bench/cli.sh)
 # and containers. Prints numbers; never fails on speed.
 set -euo pipefail
 build=${1:-build}
@@ -49,6 +49,9 @@ echo "== submit: POST /v1/jobs from 1 and 8 connections (wrk; SQLite WAL, synchr
 echo "   batches, 1,000-task arrays, the CLI (bench/submit.py)"
 command -v wrk >/dev/null 2>&1 || apt-get install -y -qq wrk >/dev/null 2>&1 || true
 python3 "$(dirname "$0")/submit.py" "$tide" || echo "submit bench failed; skipping"
+
+echo
+bash "$(dirname "$0")/cli.sh" "$build" || echo "cli bench failed; skipping"
 
 echo
 echo "== containers: a containerised job's start overhead against a bare process (bench/containers.py)"

@@ -1,4 +1,5 @@
-/* Finding the server and token, and calling the REST API (see client.h). */
+/* Finding the server and token, and the REST API's errors and JSON (see client.h;
+ * sending through the server list is client_send.c). */
 #include "cli/client.h"
 
 #include <ctype.h>
@@ -109,7 +110,8 @@ static int is_loopback_url(const char *url)
     return 0;
 }
 
-static int resolve_server(struct cli_client *c, const struct cli_common *co)
+static int resolve_server(struct cli_client *c, const struct cli_common *co,
+                          struct tide_err *err)
 {
     char *raw = NULL;
     const char *env = getenv("TIDE_SERVER");
@@ -128,21 +130,24 @@ static int resolve_server(struct cli_client *c, const struct cli_common *co)
         c->server_from = "the default";
     }
     if (!raw)
-        return TIDE_ENOMEM;
-    size_t n = strlen(raw);
-    while (n && raw[n - 1] == '/')
-        raw[--n] = '\0';
-    if (strstr(raw, "://")) {
-        c->server = raw;
-        return 0;
-    }
-    /* "127.0.0.1:8080" means plain HTTP. */
-    size_t len = n + sizeof "http://";
-    c->server = malloc(len);
-    if (c->server)
-        snprintf(c->server, len, "http://%s", raw);
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    /* "127.0.0.1:8080" means plain HTTP (cli_server_list_parse). */
+    int rc = cli_server_list_parse(&c->servers, raw, c->server_from, err);
     free(raw);
-    return c->server ? 0 : TIDE_ENOMEM;
+    if (rc != 0)
+        return rc;
+    c->current = 0;
+    c->server = c->servers.urls[0];
+    return 0;
+}
+
+/* Whether every configured server is on this machine. */
+static int all_loopback(const struct cli_client *c)
+{
+    for (size_t i = 0; i < c->servers.n; i++)
+        if (!is_loopback_url(c->servers.urls[i]))
+            return 0;
+    return c->servers.n > 0;
 }
 
 static void resolve_token(struct cli_client *c, const struct cli_common *co)
@@ -160,8 +165,7 @@ static void resolve_token(struct cli_client *c, const struct cli_common *co)
         c->token_from = "TIDE_TOKEN";
     } else if ((c->token = config_value("token"))) {
         c->token_from = "~/.config/tide/config";
-    } else if (is_loopback_url(c->server) &&
-               (c->token = read_trimmed_file(".tide/data/admin.token"))) {
+    } else if (all_loopback(c) && (c->token = read_trimmed_file(".tide/data/admin.token"))) {
         c->token_from = ".tide/data/admin.token";
     } else {
         c->token_from = "nowhere";
@@ -190,10 +194,9 @@ int cli_client_init(struct cli_client *c, const struct cli_common *co, struct ti
 {
     memset(c, 0, sizeof *c);
     c->json = co->json;
-    if (http_client_global_init() != 0)
-        return tide_err_set(err, TIDE_EIO, NULL, "cannot initialise libcurl");
-    if (resolve_server(c, co) != 0)
-        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    int rc = resolve_server(c, co, err);
+    if (rc != 0)
+        return rc;
     resolve_token(c, co);
     resolve_ca(c, co);
     if (c->ca && http_client_set_ca(c->ca, c->ca_from, err) != 0) {
@@ -207,10 +210,11 @@ void cli_client_release(struct cli_client *c)
 {
     if (!c)
         return;
-    free(c->server);
+    cli_server_list_release(&c->servers);
     free(c->token);
     free(c->ca);
-    c->server = c->token = c->ca = NULL;
+    c->server = NULL;
+    c->token = c->ca = NULL;
 }
 
 static int code_for_status(long status)
@@ -261,53 +265,19 @@ int cli_client_http_error(struct cli_client *c, long status, const char *body,
     return code;
 }
 
-/* Whether curl's reason is about the server's certificate or the handshake. */
-static int is_tls_failure(const char *why)
-{
-    return strstr(why, "SSL") || strstr(why, "certificate") || strstr(why, "TLS");
-}
-
-int cli_client_request(struct cli_client *c, const char *method, const char *path,
-                       const char *body, long timeout_ms, struct http_response *resp,
-                       struct tide_err *err)
-{
-    size_t n = strlen(c->server) + strlen(path) + 1;
-    char *url = malloc(n);
-    if (!url)
-        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    snprintf(url, n, "%s%s", c->server, path);
-    struct tide_err net = {0};
-    int rc = http_request(method, url, c->token, body, timeout_ms, resp, &net);
-    free(url);
-    if (rc < 0) {
-        /* net.message is "METHOD URL: reason"; the reason may hold ':' too. */
-        const char *why = strstr(net.message, ": ");
-        why = why ? why + 2 : net.message;
-        if (is_tls_failure(why))
-            return tide_err_set(err, TIDE_EIO, NULL,
-                                "cannot verify the tide server at %s (from %s): %s; %s", c->server,
-                                c->server_from, why,
-                                c->ca ? "is that the CA that signed its certificate?"
-                                      : "give the CA that signed its certificate with --ca "
-                                        "(or TIDE_CA)");
-        return tide_err_set(err, TIDE_EIO, NULL,
-                            "cannot reach the tide server at %s (from %s): %s; start one with "
-                            "'tide up' or point --server / TIDE_SERVER at it",
-                            c->server, c->server_from, why);
-    }
-    if (resp->status >= 200 && resp->status < 300)
-        return 0;
-    rc = cli_client_http_error(c, resp->status, resp->body, err);
-    http_response_release(resp);
-    return rc;
-}
-
 int cli_client_request_json(struct cli_client *c, const char *method, const char *path,
                             const char *body, json_t **out, struct tide_err *err)
 {
+    return cli_client_request_json_keyed(c, method, path, body, NULL, out, err);
+}
+
+int cli_client_request_json_keyed(struct cli_client *c, const char *method, const char *path,
+                                  const char *body, const char *idempotency_key, json_t **out,
+                                  struct tide_err *err)
+{
     *out = NULL;
     struct http_response resp;
-    int rc = cli_client_request(c, method, path, body, CLI_TIMEOUT_MS, &resp, err);
+    int rc = cli_client_send(c, method, path, body, idempotency_key, CLI_TIMEOUT_MS, &resp, err);
     if (rc < 0)
         return rc;
     json_error_t jerr;

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "cli/server_list.h"
 #include "common/http_client.h"
 #include "common/tide_err.h"
 
@@ -30,7 +31,10 @@ struct cli_common {
 int cli_common_apply(struct cli_common *co, int id, const char *value);
 
 struct cli_client {
-    char *server;            /* base URL without a trailing '/' */
+    const char *server;      /* the server requests go to first: the one that
+                              * answered last (one of servers.urls) */
+    struct cli_server_list servers; /* every configured URL, in order */
+    size_t current;          /* index of server in servers.urls */
     char *token;             /* NULL when none was found */
     const char *server_from; /* where server came from, for messages */
     const char *token_from;
@@ -41,13 +45,15 @@ struct cli_client {
 
 /* Resolves server and token. Server: --server, $TIDE_SERVER, server= in
  * $XDG_CONFIG_HOME/tide/config (or ~/.config/tide/config),
- * ./.tide/server.url, CLI_DEFAULT_SERVER. Token: --token, $TIDE_TOKEN,
- * token= in that config, then ./.tide/data/admin.token but only when the
+ * ./.tide/server.url, CLI_DEFAULT_SERVER; each may be a comma-separated
+ * list of URLs (see cli_client_send); a bad list is a TIDE_EINVAL naming
+ * where it came from. Token: --token, $TIDE_TOKEN,
+ * token= in that config, then ./.tide/data/admin.token but only when every
  * server is on loopback, so a local admin token never travels elsewhere.
  * CA for an https server: --ca, $TIDE_CA, ca= in that config, then
  * ./.tide/tls/ca.crt when the server came from ./.tide/server.url; a CA
  * file that cannot be read is a TIDE_EINVAL naming where it came from.
- * Also initialises libcurl. Release with cli_client_release. */
+ * Release with cli_client_release. */
 int cli_client_init(struct cli_client *c, const struct cli_common *co, struct tide_err *err);
 
 /* Frees what cli_client_init allocated; accepts a zeroed client. */
@@ -58,15 +64,40 @@ void cli_client_release(struct cli_client *c);
  * returns 0. Otherwise resp is released and the return is a negative code:
  * TIDE_EIO with a "cannot reach" message when no answer came, or the code
  * matching the HTTP status with the server's error.message (prefixed by
- * error.field) in err->message and the field in err->field. */
+ * error.field) in err->message and the field in err->field.
+ *
+ * With several servers: the request goes to c->server first. When it
+ * cannot connect there, or the request is safe to repeat (GET, DELETE, or
+ * an idempotency_key is given) and the answer was lost, the next URL in the
+ * list is tried. A 503 "not the leader" moves to the leader it names when
+ * that URL is in the list (once per URL; a hint elsewhere is never
+ * followed, so the token does not travel there), else to the next URL.
+ * After one round the error lists what each URL answered. The server that
+ * answered becomes c->server. http:// goes over plain_http.h, https:// over
+ * libcurl. idempotency_key (NULL for none) is sent as Idempotency-Key. */
+int cli_client_send(struct cli_client *c, const char *method, const char *path,
+                    const char *body, const char *idempotency_key, long timeout_ms,
+                    struct http_response *resp, struct tide_err *err);
+
+/* cli_client_send without an idempotency key. */
 int cli_client_request(struct cli_client *c, const char *method, const char *path,
                        const char *body, long timeout_ms, struct http_response *resp,
                        struct tide_err *err);
+
+/* Fills key (at least CLI_IDEMPOTENCY_KEY_SIZE bytes) with a new random
+ * Idempotency-Key: one per submission, the same for its retries. */
+#define CLI_IDEMPOTENCY_KEY_SIZE 48
+void cli_idempotency_key_new(char *key);
 
 /* cli_client_request, then parses the answer as a JSON object or array into
  * *out (a new reference the caller releases). */
 int cli_client_request_json(struct cli_client *c, const char *method, const char *path,
                             const char *body, json_t **out, struct tide_err *err);
+
+/* cli_client_request_json with an Idempotency-Key (NULL for none). */
+int cli_client_request_json_keyed(struct cli_client *c, const char *method, const char *path,
+                                  const char *body, const char *idempotency_key, json_t **out,
+                                  struct tide_err *err);
 
 /* Turns a non-2xx answer into err (used for streamed answers too). */
 int cli_client_http_error(struct cli_client *c, long status, const char *body,

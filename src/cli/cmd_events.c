@@ -38,7 +38,8 @@ static const char events_usage[] =
     "  --limit N      at most N events (server default 1000)\n"
     "  -f, --follow   keep polling and print new events as they come (Ctrl-C stops)\n"
     "  --json         print the API's JSON (with -f: one event object a line)\n"
-    "  --server URL   tide server (else $TIDE_SERVER, ~/.config/tide/config,\n"
+    "  --server URL[,URL...]  tide server(s), tried in order, the leader followed\n"
+    "                 (else $TIDE_SERVER, ~/.config/tide/config,\n"
     "                 ./.tide/server.url, " CLI_DEFAULT_SERVER ")\n"
     "  --token T      API token (else $TIDE_TOKEN, the config, ./.tide/data/admin.token)\n"
     "  --token-file PATH read the API token from a file (--token shows in ps)\n";

@@ -26,7 +26,8 @@ static const char jobs_usage[] =
     "  --limit N     at most N jobs (server default 1000)\n"
     "  -q, --quiet   print only job ids, one a line\n"
     "  --json        print the API's JSON\n"
-    "  --server URL  tide server (else $TIDE_SERVER, ~/.config/tide/config,\n"
+    "  --server URL[,URL...]  tide server(s), tried in order, the leader followed\n"
+    "                (else $TIDE_SERVER, ~/.config/tide/config,\n"
     "                ./.tide/server.url, " CLI_DEFAULT_SERVER ")\n"
     "  --token T     API token (else $TIDE_TOKEN, the config, ./.tide/data/admin.token)\n"
     "  --token-file PATH read the API token from a file (--token shows in ps)\n";

@@ -46,7 +46,9 @@ static void submit_usage(void)
            "                         without an exit code (an array: its first such job)\n"
            "  --json                 print only the API's JSON (with --wait: the finished\n"
            "                         job, or {\"jobs\": [...]} for an array)\n"
-           "  --server URL           tide server (else $TIDE_SERVER, ~/.config/tide/config,\n"
+           "  --server URL[,URL...]  tide server(s), tried in order, the leader followed;\n"
+           "                         a retried submit never makes a second job (else\n"
+           "                         $TIDE_SERVER, ~/.config/tide/config,\n"
            "                         ./.tide/server.url, " CLI_DEFAULT_SERVER ")\n"
            "  --token T              API token (else $TIDE_TOKEN, the config,\n"
            "                         ./.tide/data/admin.token); seen in ps: prefer\n"
@@ -156,7 +158,9 @@ static int submit_and_report(struct cli_client *c, json_t *spec, json_t *overrid
         return cli_fail("submit", &err);
     }
     struct http_response resp;
-    int rc = cli_client_request(c, "POST", "/v1/jobs", body, CLI_TIMEOUT_MS, &resp, &err);
+    char key[CLI_IDEMPOTENCY_KEY_SIZE]; /* a retry on another server must not submit twice */
+    cli_idempotency_key_new(key);
+    int rc = cli_client_send(c, "POST", "/v1/jobs", body, key, CLI_TIMEOUT_MS, &resp, &err);
     free(body);
     if (rc < 0)
         return submit_fail(overrides, &err);
@@ -167,20 +171,26 @@ static int submit_and_report(struct cli_client *c, json_t *spec, json_t *overrid
     }
     json_t *root = json_loadb(resp.body, resp.len, 0, NULL);
     http_response_release(&resp);
-    long long ids[4096];
-    size_t n = root ? answer_ids(root, ids, sizeof ids / sizeof ids[0]) : 0;
+    json_t *list = json_is_array(root) ? root : json_object_get(root, "jobs");
+    size_t max = json_array_size(list) ? json_array_size(list) : 1;
+    long long *ids = malloc(max * sizeof *ids); /* an array answers one entry per task */
+    size_t n = root && ids ? answer_ids(root, ids, max) : 0;
     json_decref(root);
     if (n == 0) {
+        free(ids);
         tide_err_set(&err, TIDE_EIO, NULL, "the server accepted the job but its answer has "
                                            "no job id");
         return cli_fail("submit", &err);
     }
     if (!c->json)
         print_submitted(ids, n);
-    if (!wait)
+    if (!wait) {
+        free(ids);
         return 0;
+    }
     json_t *final;
     int failed = cli_wait_jobs(c, ids, n, &final, &err);
+    free(ids);
     if (failed < 0)
         return cli_fail("submit", &err);
     size_t i;

@@ -1,19 +1,27 @@
-/* `tide`: dispatches to the subcommand named by argv[1]. */
+/*
+ * `tide`: dispatches to the subcommand named by argv[1]. The client
+ * commands are linked in; server, agent and up live in tide-roles.so beside
+ * this executable and are loaded only when run (see roles_module.h).
+ */
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/roles.h"
+#include "cli/roles_module.h"
 
 struct subcommand {
     const char *name;
-    int (*run)(int argc, char **argv);
+    int (*run)(int argc, char **argv); /* NULL: in tide-roles.so */
     const char *summary;
 };
 
 static const struct subcommand subcommands[] = {
-    {"up", cli_up_main, "start a server and two local agents with fake GPUs under ./.tide/"},
-    {"server", server_main, "run the scheduler and REST API"},
-    {"agent", agent_main, "run a node agent that registers GPUs and runs tasks"},
+    {"up", NULL, "start a server and two local agents with fake GPUs under ./.tide/"},
+    {"server", NULL, "run the scheduler and REST API"},
+    {"agent", NULL, "run a node agent that registers GPUs and runs tasks"},
     {"submit", cli_submit_main, "submit a job (flags -- CMD ARGS..., or a YAML/JSON file)"},
     {"jobs", cli_jobs_main, "list jobs"},
     {"show", cli_show_main, "show one job"},
@@ -38,7 +46,40 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(out, "\nRun 'tide COMMAND --help' for a command's options. Every client command\n"
-                 "also takes --ca FILE (or TIDE_CA): the CA an https server is verified with.\n");
+                 "also takes --ca FILE (or TIDE_CA): the CA an https server is verified with,\n"
+                 "and --server URL[,URL...] (or TIDE_SERVER): servers tried in order, the\n"
+                 "leader among them followed (docs/cli.md).\n");
+}
+
+/* Runs role name from tide-roles.so, found beside /proc/self/exe. */
+static int run_from_module(const char *name, int argc, char **argv)
+{
+    char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0) {
+        fprintf(stderr, "tide %s: cannot find this executable (/proc/self/exe)\n", name);
+        return 1;
+    }
+    path[n] = '\0';
+    char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+    if (dir + sizeof TIDE_ROLES_MODULE_FILE > sizeof path) {
+        fprintf(stderr, "tide %s: the path of this executable is too long\n", name);
+        return 1;
+    }
+    memcpy(path + dir, TIDE_ROLES_MODULE_FILE, sizeof TIDE_ROLES_MODULE_FILE);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    const struct tide_role *roles = h ? dlsym(h, TIDE_ROLES_SYMBOL) : NULL;
+    if (!roles) {
+        fprintf(stderr, "tide %s: cannot load %s (it belongs beside the tide executable): %s\n",
+                name, path, dlerror());
+        return 1;
+    }
+    for (; roles->name; roles++)
+        if (!strcmp(roles->name, name))
+            return roles->run(argc, argv);
+    fprintf(stderr, "tide %s: %s has no such role\n", name, path);
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -53,7 +94,8 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         if (!strcmp(argv[1], subcommands[i].name))
-            return subcommands[i].run(argc - 1, argv + 1);
+            return subcommands[i].run ? subcommands[i].run(argc - 1, argv + 1)
+                                      : run_from_module(argv[1], argc - 1, argv + 1);
     fprintf(stderr, "tide: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

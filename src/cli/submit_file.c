@@ -45,7 +45,9 @@ static int send_chunk(struct cli_client *c, const char *path, struct pending *p,
     if (!text)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     json_t *out = NULL;
-    int rc = cli_client_request_json(c, "POST", "/v1/jobs:batch", text, &out, err);
+    char key[CLI_IDEMPOTENCY_KEY_SIZE]; /* a retry on another server must not submit twice */
+    cli_idempotency_key_new(key);
+    int rc = cli_client_request_json_keyed(c, "POST", "/v1/jobs:batch", text, key, &out, err);
     free(text);
     if (rc < 0)
         return rc;

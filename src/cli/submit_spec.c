@@ -12,7 +12,7 @@
 /* Server refuses bodies over 1 MiB, so a bigger file cannot be a job. */
 #define CLI_SPEC_FILE_MAX (1024 * 1024)
 
-enum spec_type { SPEC_STRING, SPEC_INT, SPEC_BOOL, SPEC_ENV, SPEC_IDS, SPEC_LIST };
+enum spec_type { SPEC_STRING, SPEC_INT, SPEC_BOOL, SPEC_ENV, SPEC_IDS, SPEC_LIST, SPEC_ARRAY };
 
 struct spec_flag {
     const char *flag;
@@ -42,7 +42,7 @@ static const struct spec_flag spec_flags[] = {
     {"--preemptible", "preemptible", SPEC_BOOL},
     {"--checkpoint-signal", "checkpoint_signal", SPEC_STRING},
     {"--depends-on", "depends_on", SPEC_IDS},
-    {"--array", "array", SPEC_INT},
+    {"--array", "array", SPEC_ARRAY},
     {"--nodes", "nodes", SPEC_INT},
 };
 
@@ -87,7 +87,8 @@ const char *cli_spec_flag_help(void)
            "  --preemptible[=BOOL]   may be preempted by higher-priority work\n"
            "  --checkpoint-signal S  signal sent before preemption, e.g. SIGUSR1\n"
            "  --depends-on ID        start after job ID succeeds (repeatable)\n"
-           "  --array N              submit N copies as an array job\n"
+           "  --array N|0-M          submit N (or M+1) copies as an array job; each gets\n"
+           "                         TIDE_ARRAY_INDEX 0, 1, ...\n"
            "  --nodes K              may run as a gang over up to K nodes, GPUs split evenly\n";
 }
 
@@ -152,6 +153,38 @@ static int add_string(json_t *overrides, const struct spec_flag *f, const char *
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     return 0;
 }
+/* --array N, or Slurm's --array 0-M (M+1 tasks, numbered from 0 as the
+ * server numbers them); the task count in *count. */
+static int parse_array(const char *flag, const char *value, long long *count,
+                       struct tide_err *err)
+{
+    const char *dash = strchr(value, '-');
+    if (!dash || dash == value)
+        return cli_parse_ll(flag, value, count, err);
+    char first[32];
+    size_t n = (size_t)(dash - value);
+    long long lo, hi;
+    if (n >= sizeof first)
+        return tide_err_set(err, TIDE_EINVAL, flag, "%s: '%s' is not N or 0-M", flag, value);
+    memcpy(first, value, n);
+    first[n] = '\0';
+    int rc = cli_parse_ll(flag, first, &lo, err);
+    if (rc == 0)
+        rc = cli_parse_ll(flag, dash + 1, &hi, err);
+    if (rc < 0)
+        return tide_err_set(err, TIDE_EINVAL, flag, "%s: '%s' is not N or 0-M", flag, value);
+    if (lo != 0)
+        return tide_err_set(err, TIDE_EINVAL, flag,
+                            "%s: '%s': a range starts at 0 (tasks are numbered from 0; "
+                            "TIDE_ARRAY_INDEX tells each its number)",
+                            flag, value);
+    if (hi < lo)
+        return tide_err_set(err, TIDE_EINVAL, flag, "%s: '%s': the range is empty", flag,
+                            value);
+    *count = hi - lo + 1;
+    return 0;
+}
+
 
 int cli_spec_apply_flag(json_t *overrides, int id, const char *value, struct tide_err *err)
 {
@@ -172,6 +205,11 @@ int cli_spec_apply_flag(json_t *overrides, int id, const char *value, struct tid
         break;
     case SPEC_INT:
         if ((rc = cli_parse_ll(f->flag, value, &n, err)) < 0)
+            return rc;
+        v = json_integer(n);
+        break;
+    case SPEC_ARRAY:
+        if ((rc = parse_array(f->flag, value, &n, err)) < 0)
             return rc;
         v = json_integer(n);
         break;

@@ -1,8 +1,14 @@
-/* libcurl glue for http_client.h. */
+/*
+ * libcurl glue for http_client.h. libcurl is loaded with dlopen on first
+ * use, not linked: mapping it and the ~30 libraries it needs costs a few ms
+ * per process, which every short `tide` command would pay for nothing.
+ */
 #include "common/http_client.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +16,75 @@
 /* Set once at start-up, before threads; read by every request. */
 static char *tls_ca_path, *tls_cert_path, *tls_key_path;
 
+/* The libcurl functions used here, found in libcurl.so.4 by load_curl. */
+static struct {
+    CURLcode (*global_init)(long flags);
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *c, CURLoption opt, ...);
+    CURLcode (*easy_perform)(CURL *c);
+    CURLcode (*easy_getinfo)(CURL *c, CURLINFO info, ...);
+    void (*easy_cleanup)(CURL *c);
+    const char *(*easy_strerror)(CURLcode rc);
+    struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+    void (*slist_free_all)(struct curl_slist *l);
+} curl;
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static int curl_loaded; /* 1 loaded and initialised, -1 failed */
+static char curl_load_error[256];
+
+static void load_curl(void)
+{
+    void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        snprintf(curl_load_error, sizeof curl_load_error, "cannot load libcurl: %s",
+                 why ? why : "dlopen failed");
+        curl_loaded = -1;
+        return;
+    }
+    struct {
+        void **slot;
+        const char *name;
+    } syms[] = {
+        {(void **)&curl.global_init, "curl_global_init"},
+        {(void **)&curl.easy_init, "curl_easy_init"},
+        {(void **)&curl.easy_setopt, "curl_easy_setopt"},
+        {(void **)&curl.easy_perform, "curl_easy_perform"},
+        {(void **)&curl.easy_getinfo, "curl_easy_getinfo"},
+        {(void **)&curl.easy_cleanup, "curl_easy_cleanup"},
+        {(void **)&curl.easy_strerror, "curl_easy_strerror"},
+        {(void **)&curl.slist_append, "curl_slist_append"},
+        {(void **)&curl.slist_free_all, "curl_slist_free_all"},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        *syms[i].slot = dlsym(h, syms[i].name);
+        if (!*syms[i].slot) {
+            snprintf(curl_load_error, sizeof curl_load_error, "libcurl has no %s",
+                     syms[i].name);
+            curl_loaded = -1;
+            return; /* h stays open: harmless, and a process exits soon after */
+        }
+    }
+    if (curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        snprintf(curl_load_error, sizeof curl_load_error, "cannot initialise libcurl");
+        curl_loaded = -1;
+        return;
+    }
+    curl_loaded = 1;
+}
+
+/* Loads libcurl once per process; 0, or TIDE_EIO with err set. */
+static int need_curl(struct tide_err *err)
+{
+    pthread_once(&curl_once, load_curl);
+    if (curl_loaded == 1)
+        return 0;
+    return tide_err_set(err, TIDE_EIO, NULL, "%s", curl_load_error);
+}
+
 int http_client_global_init(void)
 {
-    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : TIDE_EIO;
+    return need_curl(NULL) == 0 ? 0 : TIDE_EIO;
 }
 
 /* Checks that path is a readable file holding the PEM block named marker
@@ -74,23 +146,23 @@ int http_client_set_identity(const char *cert_path, const char *key_path, const 
 static void apply_tls(CURL *c, char *errbuf)
 {
     errbuf[0] = '\0';
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl.easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
     if (tls_ca_path) {
-        curl_easy_setopt(c, CURLOPT_CAINFO, tls_ca_path);
-        curl_easy_setopt(c, CURLOPT_CAPATH, NULL);
+        curl.easy_setopt(c, CURLOPT_CAINFO, tls_ca_path);
+        curl.easy_setopt(c, CURLOPT_CAPATH, NULL);
     }
     if (tls_cert_path && tls_key_path) {
-        curl_easy_setopt(c, CURLOPT_SSLCERT, tls_cert_path);
-        curl_easy_setopt(c, CURLOPT_SSLKEY, tls_key_path);
+        curl.easy_setopt(c, CURLOPT_SSLCERT, tls_cert_path);
+        curl.easy_setopt(c, CURLOPT_SSLKEY, tls_key_path);
     }
 }
 
 /* curl's detailed reason when it left one, else its generic text. */
 static const char *curl_reason(CURLcode rc, const char *errbuf)
 {
-    return errbuf[0] ? errbuf : curl_easy_strerror(rc);
+    return errbuf[0] ? errbuf : curl.easy_strerror(rc);
 }
 
 struct body_buffer {
@@ -121,60 +193,87 @@ static size_t collect_body(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-static struct curl_slist *request_headers(const char *token, int json)
+static struct curl_slist *request_headers(const char *token, int json, const char *idem_key)
 {
     struct curl_slist *h = NULL;
     if (json)
-        h = curl_slist_append(h, "Content-Type: application/json");
-    h = curl_slist_append(h, "Expect:");
+        h = curl.slist_append(h, "Content-Type: application/json");
+    h = curl.slist_append(h, "Expect:");
+    if (idem_key) {
+        char line[200];
+        snprintf(line, sizeof line, "Idempotency-Key: %.128s", idem_key);
+        h = curl.slist_append(h, line);
+    }
     if (token && *token) {
         size_t n = strlen(token) + 32;
         char *line = malloc(n);
         if (line) {
             snprintf(line, n, "Authorization: Bearer %s", token);
-            h = curl_slist_append(h, line);
+            h = curl.slist_append(h, line);
             free(line);
         }
     }
     return h;
 }
 
+/* Whether curl gave up before any of the request could have left. */
+static int is_unsent(CURLcode rc)
+{
+    return rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_CONNECT ||
+           rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION ||
+           rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_UNSUPPORTED_PROTOCOL;
+}
+
 int http_request(const char *method, const char *url, const char *token, const char *json_body,
                  long timeout_ms, struct http_response *resp, struct tide_err *err)
 {
+    return http_request_ex(method, url, token, json_body, timeout_ms, NULL, resp, err);
+}
+
+int http_request_ex(const char *method, const char *url, const char *token,
+                    const char *json_body, long timeout_ms, struct http_request_extra *extra,
+                    struct http_response *resp, struct tide_err *err)
+{
     memset(resp, 0, sizeof *resp);
-    CURL *c = curl_easy_init();
+    if (extra)
+        extra->unsent = 1;
+    if (need_curl(err) != 0)
+        return TIDE_EIO;
+    CURL *c = curl.easy_init();
     if (!c)
         return tide_err_set(err, TIDE_EIO, NULL, "cannot create an HTTP handle");
     struct body_buffer b = {0};
-    struct curl_slist *headers = request_headers(token, json_body != NULL);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 5000 ? timeout_ms : 5000);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    struct curl_slist *headers =
+        request_headers(token, json_body != NULL, extra ? extra->idempotency_key : NULL);
+    curl.easy_setopt(c, CURLOPT_URL, url);
+    curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl.easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
+    curl.easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 5000 ? timeout_ms : 5000);
+    curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     char errbuf[CURL_ERROR_SIZE];
     apply_tls(c, errbuf);
     if (json_body) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, json_body);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(json_body));
+        curl.easy_setopt(c, CURLOPT_POSTFIELDS, json_body);
+        curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(json_body));
     }
-    CURLcode rc = curl_easy_perform(c);
+    CURLcode rc = curl.easy_perform(c);
     int ret = 0;
+    if (extra)
+        extra->unsent = rc != CURLE_OK && is_unsent(rc);
     if (rc != CURLE_OK || b.failed) {
         ret = tide_err_set(err, TIDE_EIO, NULL, "%s %s: %s", method, url,
                            b.failed ? "out of memory" : curl_reason(rc, errbuf));
         free(b.data);
     } else {
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+        curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
         resp->body = b.data ? b.data : calloc(1, 1);
         resp->len = b.len;
     }
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(c);
+    curl.slist_free_all(headers);
+    curl.easy_cleanup(c);
     return ret;
 }
 
@@ -195,26 +294,28 @@ int http_stream(const char *url, const char *token, long *status,
                 struct tide_err *err)
 {
     *status = 0;
-    CURL *c = curl_easy_init();
+    if (need_curl(err) != 0)
+        return TIDE_EIO;
+    CURL *c = curl.easy_init();
     if (!c)
         return tide_err_set(err, TIDE_EIO, NULL, "cannot create an HTTP handle");
     struct stream_ctx s = {on_data, ctx};
-    struct curl_slist *headers = request_headers(token, 0);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, forward_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    struct curl_slist *headers = request_headers(token, 0, NULL);
+    curl.easy_setopt(c, CURLOPT_URL, url);
+    curl.easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, forward_body);
+    curl.easy_setopt(c, CURLOPT_WRITEDATA, &s);
+    curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     char errbuf[CURL_ERROR_SIZE];
     apply_tls(c, errbuf);
-    CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    CURLcode rc = curl.easy_perform(c);
+    curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     int ret = 0;
     if (rc != CURLE_OK && rc != CURLE_WRITE_ERROR)
         ret = tide_err_set(err, TIDE_EIO, NULL, "GET %s: %s", url, curl_reason(rc, errbuf));
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(c);
+    curl.slist_free_all(headers);
+    curl.easy_cleanup(c);
     return ret;
 }
 

@@ -1,6 +1,8 @@
 /*
  * A small blocking HTTP/JSON client over libcurl, shared by the CLI and the
  * agent. One call, one request; thread-safe after http_client_global_init().
+ * libcurl is loaded on first use (dlopen), so a process that makes no
+ * request through here does not pay for mapping it.
  */
 #ifndef TIDE_HTTP_CLIENT_H
 #define TIDE_HTTP_CLIENT_H
@@ -15,7 +17,9 @@ struct http_response {
     size_t len;
 };
 
-/* Call once per process before any request. */
+/* Loads and initialises libcurl. Call once per process before starting
+ * threads; a request made without it loads libcurl itself. Returns 0 or
+ * TIDE_EIO (libcurl.so.4 missing or failing to start). */
 int http_client_global_init(void);
 
 /* Makes every later request of this process verify an https:// server
@@ -39,6 +43,19 @@ int http_client_set_identity(const char *cert_path, const char *key_path, const 
  * when the server could not be reached or timed out. */
 int http_request(const char *method, const char *url, const char *token, const char *json_body,
                  long timeout_ms, struct http_response *resp, struct tide_err *err);
+
+/* Optional extras of http_request_ex. */
+struct http_request_extra {
+    const char *idempotency_key; /* sent as Idempotency-Key when not NULL */
+    int unsent; /* out: 1 when it failed before any of the request left
+                 * (no connection, TLS refused), so another server may be
+                 * tried without risk of doing it twice */
+};
+
+/* http_request with extras (may be NULL). */
+int http_request_ex(const char *method, const char *url, const char *token,
+                    const char *json_body, long timeout_ms, struct http_request_extra *extra,
+                    struct http_response *resp, struct tide_err *err);
 
 /* Streams a GET response body to on_data as it arrives (logs -f). Stops when
  * the server closes or on_data returns non-zero. Returns 0 or TIDE_EIO; the
