@@ -41,8 +41,10 @@ void agent_drop_task(struct agent *a, size_t i)
 void agent_note_server(struct agent *a, bool ok, const char *what, int64_t now_ms)
 {
     if (ok) {
+        char url[512];
         if (a->server_down)
-            log_info("server %s reachable again after %lld s", a->opts->server_url,
+            log_info("server %s reachable again after %lld s",
+                     agent_servers_current(&a->servers, url, sizeof url),
                      (long long)((now_ms - a->down_since_ms) / 1000));
         a->server_down = false;
         return;
