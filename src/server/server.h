@@ -21,6 +21,7 @@
 #include "core/sched.h"
 #include "server/metrics.h"
 #include "server/auth_limit.h"
+#include "server/lead.h"
 #include "store/store.h"
 
 #define SERVER_MAX_BODY_BYTES (1024 * 1024)
@@ -56,6 +57,7 @@ struct server_config {
     char tls_cert[512], tls_key[512];
     char tls_client_ca[512];  /* agents must present a certificate this CA signed */
     bool insecure_plain_http; /* allow plain HTTP on an address other than loopback */
+    char advertise_url[256];  /* --advertise-url; "" derives it from the listener */
 };
 
 /* How attempts end other than in success, counted for /metrics. */
@@ -119,6 +121,7 @@ struct server {
     size_t wake_nslots;
     volatile int stopping;
     struct store *store;
+    struct server_lead lead; /* leader or follower (lead.h, docs/ha.md) */
     int data_lock_fd; /* data_lock.h: held while the server runs; 0 before */
     struct cluster cluster;
     struct scheduler sched;

@@ -22,6 +22,7 @@
 #include "server/config.h"
 #include "server/data_lock.h"
 #include "server/http_tls.h"
+#include "server/lead.h"
 #include "server/pool_loop.h"
 #include "server/retention.h"
 #include "server/submit_batch.h"
@@ -55,10 +56,15 @@ static const char server_usage[] =
     "  --tls-key FILE           ... and its PEM private key\n"
     "  --tls-client-ca FILE     agents must present a client certificate this CA signed\n"
     "  --insecure-plain-http    allow plain HTTP on an address other than 127.x.x.x\n"
+    "  --advertise-url URL      the URL agents and clients reach this server by, told to\n"
+    "                           them by followers (default: from --listen; docs/ha.md)\n"
     "  --help                   this text\n\n"
     "On first start the server writes DIR/admin.token and DIR/join.token (mode 0600).\n"
     "Without --tls-cert the server speaks plain HTTP, which it only does on loopback\n"
-    "unless --insecure-plain-http is given (docs/api.md, \"TLS\").\n";
+    "unless --insecure-plain-http is given (docs/api.md, \"TLS\").\n"
+    "With a store that several servers share, a server follows until the store makes\n"
+    "it the leader; a leader that loses its store connection exits with status 3\n"
+    "(docs/ha.md).\n";
 
 enum {
     OPT_LISTEN = 1,
@@ -75,6 +81,7 @@ enum {
     OPT_TLS_KEY,
     OPT_TLS_CLIENT_CA,
     OPT_PLAIN,
+    OPT_ADVERTISE,
     OPT_COUNT
 };
 
@@ -93,6 +100,7 @@ static const struct cli_opt server_opts[] = {
     {"--tls-key", CLI_OPT_VALUE, OPT_TLS_KEY},
     {"--tls-client-ca", CLI_OPT_VALUE, OPT_TLS_CLIENT_CA},
     {"--insecure-plain-http", CLI_OPT_FLAG, OPT_PLAIN},
+    {"--advertise-url", CLI_OPT_VALUE, OPT_ADVERTISE},
     {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
     {NULL, 0, 0},
@@ -192,6 +200,11 @@ static int apply_flags(const struct server_flags *f, struct server_config *cfg,
         return TIDE_EINVAL;
     if (f->plain)
         cfg->insecure_plain_http = true;
+    if (v[OPT_ADVERTISE]) {
+        if (lead_check_url(v[OPT_ADVERTISE], err) != 0)
+            return TIDE_EINVAL;
+        snprintf(cfg->advertise_url, sizeof cfg->advertise_url, "%s", v[OPT_ADVERTISE]);
+    }
     if (v[OPT_DATA]) {
         if (strlen(v[OPT_DATA]) >= sizeof cfg->data_dir - 64)
             return tide_err_set(err, TIDE_EINVAL, "data", "--data: path too long");
@@ -289,7 +302,14 @@ static int server_open(struct server *srv, struct tide_err *err)
     snprintf(path, sizeof path, "%s/tide.db", srv->cfg.data_dir);
     rc = store_open_sqlite(path, &srv->store, err);
     if (!rc)
-        rc = store_idempotency_init(srv->store, err);
+        rc = store_lead_init(srv->store, err);
+    return rc;
+}
+
+/* Once leading: what a start (or a restart after kill -9) loads. */
+static int server_load(struct server *srv, struct tide_err *err)
+{
+    int rc = store_idempotency_init(srv->store, err);
     if (!rc)
         rc = store_tokens_init(srv->store, err);
     if (!rc)
@@ -369,8 +389,52 @@ int server_main(int argc, char **argv)
     struct MHD_Daemon *daemon = NULL;
     pthread_t sched_thread;
     bool sched_started = false;
-    if (server_open(&srv, &err) != 0 || submit_batch_start(&srv, &err) != 0 ||
-        http_start(&srv, &daemon, &err) != 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    char advertise[sizeof srv.cfg.advertise_url];
+    snprintf(advertise, sizeof advertise, "%s://%s:%d", srv.cfg.tls_cert[0] ? "https" : "http",
+             srv.cfg.listen_host, srv.cfg.listen_port);
+    lead_init(&srv.lead, srv.cfg.advertise_url[0] ? srv.cfg.advertise_url : advertise);
+    if (server_open(&srv, &err) != 0) {
+        log_error("%s", err.message);
+        goto out;
+    }
+    /* Leadership (docs/ha.md): granted at once (always with SQLite), the
+     * server loads its state before it listens, as it always has; else it
+     * listens as a follower, answering who leads, until the store grants. */
+    int64_t epoch = 0;
+    int lead = store_try_lead(srv.store, srv.lead.url, clock_now_ms(), &epoch, &err);
+    if (lead < 0) {
+        log_error("%s", err.message);
+        goto out;
+    }
+    if (lead == 0) {
+        if (http_start(&srv, &daemon, &err) != 0) {
+            log_error("%s", err.message);
+            goto out;
+        }
+        lead = lead_acquire(&srv, &stop_requested, &err);
+        if (lead < 0) {
+            log_error("%s", err.message);
+            goto out;
+        }
+        if (lead == 1) {
+            exit_code = 0;
+            goto out; /* stopped while following */
+        }
+    } else {
+        srv.lead.role = LEAD_STARTING;
+        srv.lead.epoch = epoch;
+    }
+    if (server_load(&srv, &err) != 0 || submit_batch_start(&srv, &err) != 0) {
+        log_error("%s", err.message);
+        goto out;
+    }
+    lead_set_leader(&srv.lead); /* requests are served from here on */
+    if (!daemon && http_start(&srv, &daemon, &err) != 0) {
         log_error("%s", err.message);
         goto out;
     }
@@ -389,16 +453,22 @@ int server_main(int argc, char **argv)
         exit_code = 1;
         goto out;
     }
+    log_info("leader (epoch %lld, advertised as %s)", (long long)srv.lead.epoch, srv.lead.url);
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     /* Polling the flag (not pause()) cannot miss a signal that lands just
-     * before the wait. */
-    while (!stop_requested)
-        usleep(100 * 1000);
+     * before the wait; the same poll notices a lost store connection. */
+    while (!stop_requested) {
+        usleep(50 * 1000);
+        if (store_lead_lost(srv.store)) {
+            /* Another server may lead already: nothing more may be decided
+             * or answered here, and shutting down cleanly would write. */
+            log_error("lost the store connection and with it the leadership (epoch %lld): "
+                      "stopping at once; restart this server to have it follow",
+                      (long long)srv.lead.epoch);
+            fflush(NULL);
+            _exit(3);
+        }
+    }
     log_info("stopping");
     exit_code = 0;
 
@@ -430,5 +500,6 @@ out:
     agent_wake_release(&srv);
     action_list_release(&srv.actions);
     server_metrics_release(&srv.metrics);
+    lead_release(&srv.lead);
     return exit_code;
 }
