@@ -58,6 +58,7 @@ struct server_config {
     char tls_client_ca[512];  /* agents must present a certificate this CA signed */
     bool insecure_plain_http; /* allow plain HTTP on an address other than loopback */
     char advertise_url[256];  /* --advertise-url; "" derives it from the listener */
+    char agent_servers[1024]; /* --agent-servers: TIDE_SERVER for providers' agents; "": ours */
 };
 
 /* How attempts end other than in success, counted for /metrics. */

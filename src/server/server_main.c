@@ -58,6 +58,8 @@ static const char server_usage[] =
     "  --insecure-plain-http    allow plain HTTP on an address other than 127.x.x.x\n"
     "  --advertise-url URL      the URL agents and clients reach this server by, told to\n"
     "                           them by followers (default: from --listen; docs/ha.md)\n"
+    "  --agent-servers URL[,URL...]  TIDE_SERVER for the agents of pool providers: every\n"
+    "                           server sharing the store (default: this server's URL)\n"
     "  --help                   this text\n\n"
     "On first start the server writes DIR/admin.token and DIR/join.token (mode 0600).\n"
     "Without --tls-cert the server speaks plain HTTP, which it only does on loopback\n"
@@ -82,6 +84,7 @@ enum {
     OPT_TLS_CLIENT_CA,
     OPT_PLAIN,
     OPT_ADVERTISE,
+    OPT_AGENT_SERVERS,
     OPT_COUNT
 };
 
@@ -101,6 +104,7 @@ static const struct cli_opt server_opts[] = {
     {"--tls-client-ca", CLI_OPT_VALUE, OPT_TLS_CLIENT_CA},
     {"--insecure-plain-http", CLI_OPT_FLAG, OPT_PLAIN},
     {"--advertise-url", CLI_OPT_VALUE, OPT_ADVERTISE},
+    {"--agent-servers", CLI_OPT_VALUE, OPT_AGENT_SERVERS},
     {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
     {NULL, 0, 0},
@@ -204,6 +208,15 @@ static int apply_flags(const struct server_flags *f, struct server_config *cfg,
         if (lead_check_url(v[OPT_ADVERTISE], err) != 0)
             return TIDE_EINVAL;
         snprintf(cfg->advertise_url, sizeof cfg->advertise_url, "%s", v[OPT_ADVERTISE]);
+    }
+    if (v[OPT_AGENT_SERVERS]) {
+        const char *a = v[OPT_AGENT_SERVERS];
+        if (!*a || strlen(a) >= sizeof cfg->agent_servers ||
+            (strncmp(a, "http://", 7) && strncmp(a, "https://", 8)))
+            return tide_err_set(err, TIDE_EINVAL, "agent_servers",
+                                "--agent-servers '%s': expected URL[,URL...] (http:// or "
+                                "https://), under %zu characters", a, sizeof cfg->agent_servers);
+        snprintf(cfg->agent_servers, sizeof cfg->agent_servers, "%s", a);
     }
     if (v[OPT_DATA]) {
         if (strlen(v[OPT_DATA]) >= sizeof cfg->data_dir - 64)
