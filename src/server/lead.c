@@ -128,6 +128,31 @@ bool lead_answer_unless_leader(struct server_lead *l, const char *method, const 
     return true;
 }
 
+bool lead_deposed(struct server *srv, char *why, size_t n)
+{
+    int64_t ours = srv->lead.epoch; /* set before leading, never changed after */
+    struct store_leader who;
+    struct tide_err err;
+    tide_err_clear(&err);
+    pthread_mutex_lock(&srv->lock);
+    bool lost = store_lead_lost(srv->store);
+    int rc = lost ? 0 : store_leader_get(srv->store, &who, &err);
+    if (!lost && rc != 0)
+        lost = store_lead_lost(srv->store); /* the read may have found out */
+    pthread_mutex_unlock(&srv->lock);
+    if (lost) {
+        snprintf(why, n, "lost the store connection and with it the leadership (epoch %" PRId64 ")",
+                 ours);
+        return true;
+    }
+    if (rc == 0 && who.epoch != ours) {
+        snprintf(why, n, "deposed: the store names %s the leader with epoch %" PRId64
+                 " (ours was %" PRId64 ")", who.url, who.epoch, ours);
+        return true;
+    }
+    return false; /* a failed read alone is not a lost lead: the next check tells */
+}
+
 void lead_health_fields(struct server_lead *l, json_t *body)
 {
     pthread_mutex_lock(&l->mu);

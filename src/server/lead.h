@@ -65,6 +65,13 @@ int64_t lead_epoch(struct server_lead *l);
 bool lead_answer_unless_leader(struct server_lead *l, const char *method, const char *path,
                                struct api_reply *reply, char *leader, size_t n);
 
+/* Every LEAD_CHECK_MS, while leading: whether this server must stop at once
+ * because it no longer leads (its store connection, and with it the lock,
+ * is lost; or the store names a newer epoch). Takes the server lock; on
+ * true, why says what happened. */
+#define LEAD_CHECK_MS 200
+bool lead_deposed(struct server *srv, char *why, size_t n);
+
 /* Adds "role", "epoch" and "leader" to a leader's /healthz body. */
 void lead_health_fields(struct server_lead *l, json_t *body);
 

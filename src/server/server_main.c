@@ -470,14 +470,17 @@ int server_main(int argc, char **argv)
 
     /* Polling the flag (not pause()) cannot miss a signal that lands just
      * before the wait; the same poll notices a lost store connection. */
+    int64_t next_check = clock_mono_ms() + LEAD_CHECK_MS;
     while (!stop_requested) {
         usleep(50 * 1000);
-        if (store_lead_lost(srv.store)) {
+        char why[STORE_LEADER_URL_MAX + 160];
+        if (clock_mono_ms() < next_check)
+            continue;
+        next_check = clock_mono_ms() + LEAD_CHECK_MS;
+        if (lead_deposed(&srv, why, sizeof why)) {
             /* Another server may lead already: nothing more may be decided
              * or answered here, and shutting down cleanly would write. */
-            log_error("lost the store connection and with it the leadership (epoch %lld): "
-                      "stopping at once; restart this server to have it follow",
-                      (long long)srv.lead.epoch);
+            log_error("%s: stopping at once; restart this server to have it follow", why);
             fflush(NULL);
             _exit(3);
         }
