@@ -56,6 +56,8 @@ struct server_config {
     char tls_cert[512], tls_key[512];
     char tls_client_ca[512];  /* agents must present a certificate this CA signed */
     bool insecure_plain_http; /* allow plain HTTP on an address other than loopback */
+    /* --store / server.store: a PostgreSQL URL or a SQLite path; "": DATA/tide.db */
+    char store[1024];
 };
 
 /* How attempts end other than in success, counted for /metrics. */
