@@ -730,9 +730,7 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
         prov->env.stopping = &srv->stopping;
     }
     pthread_mutex_lock(&srv->lock);
-    int rc = store_pools_init(srv->store, err);
-    if (!rc)
-        rc = store_pool_nodes_load(srv->store, &srv->cluster, on_loaded_node, pl, err);
+    int rc = store_pool_nodes_load(srv->store, &srv->cluster, on_loaded_node, pl, err);
     if (!rc)
         rc = store_pool_meters_load(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, err);
     if (!rc)

@@ -59,6 +59,8 @@ struct server_config {
     bool insecure_plain_http; /* allow plain HTTP on an address other than loopback */
     char advertise_url[256];  /* --advertise-url; "" derives it from the listener */
     char agent_servers[1024]; /* --agent-servers: TIDE_SERVER for providers' agents; "": ours */
+    /* --store / server.store: a PostgreSQL URL or a SQLite path; "": DATA/tide.db */
+    char store[1024];
 };
 
 /* How attempts end other than in success, counted for /metrics. */

@@ -43,6 +43,8 @@ static const char server_usage[] =
     "usage: tide server [options]\n\n"
     "  --listen HOST:PORT       address to serve on (default 127.0.0.1:8080)\n"
     "  --data DIR               state directory: database, tokens, logs (default ./tide-data)\n"
+    "  --store URL|PATH         database: postgres://USER[:PASSWORD]@HOST[:PORT]/DB for\n"
+    "                           PostgreSQL, or a SQLite file (default DATA/tide.db)\n"
     "  --config FILE            tide.yaml with server and scheduler settings (flags win)\n"
     "  --check-config           read --config and the flags, say what they set, and exit\n"
     "                           (0: the server would start with them; nothing is created)\n"
@@ -85,6 +87,7 @@ enum {
     OPT_PLAIN,
     OPT_ADVERTISE,
     OPT_AGENT_SERVERS,
+    OPT_STORE,
     OPT_COUNT
 };
 
@@ -105,6 +108,7 @@ static const struct cli_opt server_opts[] = {
     {"--insecure-plain-http", CLI_OPT_FLAG, OPT_PLAIN},
     {"--advertise-url", CLI_OPT_VALUE, OPT_ADVERTISE},
     {"--agent-servers", CLI_OPT_VALUE, OPT_AGENT_SERVERS},
+    {"--store", CLI_OPT_VALUE, OPT_STORE},
     {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
     {NULL, 0, 0},
@@ -223,6 +227,13 @@ static int apply_flags(const struct server_flags *f, struct server_config *cfg,
             return tide_err_set(err, TIDE_EINVAL, "data", "--data: path too long");
         snprintf(cfg->data_dir, sizeof cfg->data_dir, "%s", v[OPT_DATA]);
     }
+    if (v[OPT_STORE]) {
+        if (!v[OPT_STORE][0] || strlen(v[OPT_STORE]) >= sizeof cfg->store)
+            return tide_err_set(err, TIDE_EINVAL, "store", "--store: %s",
+                                v[OPT_STORE][0] ? "URL or path too long"
+                                                : "expected a postgres:// URL or a SQLite path");
+        snprintf(cfg->store, sizeof cfg->store, "%s", v[OPT_STORE]);
+    }
     if (v[OPT_NODE_TIMEOUT]) {
         if (cli_parse_range("--node-timeout-ms", v[OPT_NODE_TIMEOUT], 100, 86400000, &n, err))
             return TIDE_EINVAL;
@@ -265,6 +276,9 @@ static void print_check(const struct server_flags *f, const struct server_config
     printf("tide server: %s: ok\n", f->value[OPT_CONFIG] ? f->value[OPT_CONFIG] : "(no --config)");
     printf("listen %s://%s:%d, data %s, policy %s, placement %s\n",
            cfg->tls_cert[0] ? "https" : "http", cfg->listen_host, cfg->listen_port, cfg->data_dir, sc->order->name, sc->placement->name);
+    char store[512];
+    store_url_shown(cfg->store[0] ? cfg->store : "DATA/tide.db", store, sizeof store);
+    printf("store %s\n", store);
     printf("%d queues, %d projects with fair share, %d with budgets, %d pools\n",
            cfg->queues.count, cfg->fairshare.count, cfg->budgets.count, cfg->npools);
     for (int i = 0; i < cfg->npools; i++) {
@@ -313,20 +327,13 @@ static int server_open(struct server *srv, struct tide_err *err)
         return rc;
     char path[1024];
     snprintf(path, sizeof path, "%s/tide.db", srv->cfg.data_dir);
-    rc = store_open_sqlite(path, &srv->store, err);
-    if (!rc)
-        rc = store_lead_init(srv->store, err);
-    return rc;
+    return store_open(srv->cfg.store[0] ? srv->cfg.store : path, &srv->store, err);
 }
 
 /* Once leading: what a start (or a restart after kill -9) loads. */
 static int server_load(struct server *srv, struct tide_err *err)
 {
-    int rc = store_idempotency_init(srv->store, err);
-    if (!rc)
-        rc = store_tokens_init(srv->store, err);
-    if (!rc)
-        rc = auth_bootstrap(srv, err);
+    int rc = auth_bootstrap(srv, err);
     if (!rc)
         rc = server_reload_cluster(srv, clock_now_ms(), err);
     if (!rc)

@@ -10,9 +10,6 @@
 #include "core/cluster.h"
 #include "store/store.h"
 
-/* Creates the table if needed. */
-int store_health_init(struct store *s, struct tide_err *err);
-
 /* Replaces node's rows with its GPUs' health (those with a fault seen). */
 int store_gpu_faults_save(struct store *s, const struct node *node, struct tide_err *err);
 

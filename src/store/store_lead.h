@@ -25,7 +25,8 @@ struct store_leader {
     int64_t since_ms;
 };
 
-/* Creates the leader table if needed. */
+/* Nothing left to do: the schema's migrations make the leader table
+ * (store_schema.c). Kept for callers. */
 int store_lead_init(struct store *s, struct tide_err *err);
 
 /* Tries to become the leader, advertising url. Returns 1 with *epoch the

@@ -10,9 +10,6 @@
 #include "core/usage_ledger.h"
 #include "store/store.h"
 
-/* Creates the tables if needed. */
-int store_usage_init(struct store *s, struct tide_err *err);
-
 /* Writes the rows of l changed since the last save (the caller calls
  * usage_ledger_clean() once the transaction commits). */
 int store_usage_save(struct store *s, const struct usage_ledger *l, const struct pool *pools,
