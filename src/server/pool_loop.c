@@ -548,7 +548,7 @@ static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_nod
          * twice, until it registers (adopted by name) or boot_timeout_s
          * fails and deletes it as for any create. */
         if (now - node->created_ms <= pool->boot_timeout_s * 1000) {
-            char msg[200];
+            char msg[TIDE_NAME_MAX * 2 + 160];
             snprintf(msg, sizeof msg,
                      "pool %s: %s is not listed yet; its create may still be running: "
                      "waiting for it up to boot_timeout %llds",
