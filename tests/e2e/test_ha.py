@@ -160,16 +160,27 @@ class HA:
                 out.append(f"===== {f}\n{self.log(f[:-4])[-6000:]}")
         return "\n".join(out)
 
+    def sanitizer_reports(self):
+        """ASan/UBSan/LSan findings in any process log."""
+        markers = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+        return "\n".join(f"----- {f} -----\n{self.log(f[:-4])[-8000:]}"
+                         for f in sorted(os.listdir(self.dir)) if f.endswith(".log")
+                         and any(m in self.log(f[:-4]) for m in markers))
+
     def close(self):
-        for p in list(self.agents.values()) + [p for p in self.procs if p]:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                pass
+        """Agents, then servers: SIGTERM (so sanitizers report), SIGKILL after 15 s."""
+        for group in (list(self.agents.values()), [p for p in self.procs if p]):
+            for p in group:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            for p in group:
+                try:
+                    p.wait(15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait(15)
         self.agents = {}
         self.procs = [None] * len(self.procs)
         if self in _live:
@@ -183,6 +194,9 @@ class HA:
             sys.stderr.write(self.logs())
         self.close()
         if exc_type is None:
+            reports = self.sanitizer_reports()
+            if reports:
+                raise AssertionError("sanitizer reports in process logs:\n" + reports)
             shutil.rmtree(self.dir, ignore_errors=True)
         return False
 
