@@ -592,24 +592,28 @@ int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
     *out = NULL;
     struct db_stmt *st = prepare(s, "SELECT " JOB_COLUMNS
                                   " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
-                                  " WHERE (?1 IS NULL OR j.state=?1) AND (?2 IS NULL OR j.queue=?2)"
-                                  " AND (?3 IS NULL OR j.project=?3) ORDER BY j.id DESC",
+                                  " WHERE (CAST(?1 AS TEXT) IS NULL OR j.state=?1)"
+                                  " AND (CAST(?2 AS TEXT) IS NULL OR j.queue=?2)"
+                                  " AND (CAST(?3 AS TEXT) IS NULL OR j.project=?3)"
+                                  " ORDER BY j.id DESC LIMIT ?4",
                                err);
     if (!st)
         return TIDE_EIO;
+    int limit = f->limit > 0 ? f->limit : 1000;
     db_bind_text(st, 1, f->state);
     db_bind_text(st, 2, f->queue);
     db_bind_text(st, 3, f->project);
+    /* A token's project list is applied here, past the database's limit. */
+    db_bind_int64(st, 4, f->projects ? INT64_MAX : limit);
     json_t *jobs = json_array();
-    int r, rc = 0, n = 0;
-    int limit = f->limit > 0 ? f->limit : 1000;
+    int r = DB_DONE, rc = 0, n = 0;
     while (n < limit && (r = db_step(st, "list jobs", err)) == DB_ROW) {
         if (!project_allowed(f->projects, db_column_text(st, 2)))
             continue;
         json_array_append_new(jobs, job_row_to_json(st));
         n++;
     }
-    if (n < limit && r != DB_DONE)
+    if (n < limit && r < 0)
         rc = r;
     db_finalize(st);
     if (rc)

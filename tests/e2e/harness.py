@@ -25,18 +25,21 @@ TIDE = os.environ.get("TIDE_BIN")
 STORE = os.environ.get("TIDE_TEST_STORE", "sqlite")
 _clusters = []
 
-if STORE == "postgres":
-    import pg_server
-    _why_not = pg_server.available()
-    if _why_not:
-        print(f"skipped: TIDE_TEST_STORE=postgres but PostgreSQL is not available: {_why_not}")
-        sys.exit(77)
 
 
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# After free_port: pg_server imports it from here.
+if STORE == "postgres":
+    import pg_server
+    _why_not = pg_server.available()
+    if _why_not:
+        print(f"skipped: TIDE_TEST_STORE=postgres but PostgreSQL is not available: {_why_not}")
+        sys.exit(77)
 
 
 def wait_until(predicate, timeout=30.0, interval=0.1, what="condition"):
