@@ -389,6 +389,29 @@ def test_kill_9_of_the_leader_loses_and_repeats_no_job():
         assert not unacked, f"jobs ran that no submission was acknowledged for: {unacked}"
 
 
+def kill_processes_naming(path):
+    """SIGKILLs every process whose command line names path: the provider's
+    programs (even a create still waiting for `go`, which would start an
+    agent later) and the agents they started, with their task guards."""
+    for _ in range(3):
+        found = []
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if path.encode() in f.read():
+                        found.append(int(pid))
+            except (OSError, ValueError):
+                continue
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if not found:
+            return
+        time.sleep(0.2)
+
+
 def test_a_create_in_flight_at_the_failover_is_adopted_not_repeated():
     tmp = tempfile.mkdtemp(prefix="tide-ha-exec-")
     os.chmod(tmp, 0o755)
@@ -429,12 +452,7 @@ def test_a_create_in_flight_at_the_failover_is_adopted_not_repeated():
             kinds = [e["kind"] for e in ha.api("GET", "/v1/events")["events"]]
             assert "node_adopting" in kinds, kinds
     finally:
-        for f in os.listdir(tmp):
-            if f.endswith(".pid"):
-                try:
-                    os.kill(int(open(os.path.join(tmp, f)).read()), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
+        kill_processes_naming(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
