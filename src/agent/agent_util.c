@@ -68,6 +68,8 @@ const char *agent_server_message(const struct http_response *resp, char *buf, si
     const char *msg = NULL;
     if (root && json_unpack(root, "{s:{s:s}}", "error", "message", &msg) == 0 && msg)
         snprintf(buf, n, "HTTP %ld: %s", resp->status, msg);
+    else if ((msg = json_string_value(json_object_get(root, "error")))) /* "not the leader" */
+        snprintf(buf, n, "HTTP %ld: %s", resp->status, msg);
     json_decref(root);
     return buf;
 }
