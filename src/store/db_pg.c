@@ -94,6 +94,11 @@ static int pg_exec(struct db *db, const char *sql, struct tide_err *err)
         ExecStatusType s = PQresultStatus(res);
         if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
             rc = fail(d, res, err, "run");
+        /* COMMIT of a transaction that an error aborted rolls it back and
+         * says so only in its command tag: that is no commit. */
+        else if (!strcmp(sql, "COMMIT") && !strcmp(PQcmdStatus(res), "ROLLBACK"))
+            rc = tide_err_set(err, TIDE_EIO, NULL,
+                              "database: commit: rolled back after an earlier error");
         PQclear(res);
     }
     pthread_mutex_unlock(&d->mu);
@@ -354,9 +359,14 @@ int db_pg_open(const char *url, const char *shown_url, struct db **out, struct t
     pthread_mutex_init(&d->mu, NULL);
     d->conn = PQconnectdb(url);
     if (!d->conn || PQstatus(d->conn) != CONNECTION_OK) {
-        const char *msg = d->conn ? PQerrorMessage(d->conn) : "out of memory";
+        /* libpq's message, on one line */
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s", d->conn ? PQerrorMessage(d->conn) : "out of memory");
+        for (char *p = msg; *p; p++)
+            if (*p == '\n' || *p == '\t')
+                *p = ' ';
         int len = (int)strlen(msg);
-        while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+        while (len > 0 && msg[len - 1] == ' ')
             len--;
         int rc = tide_err_set(err, TIDE_EIO, "store", "cannot connect to the database %s: %.*s",
                               shown_url, len, msg);

@@ -444,6 +444,24 @@ static void test_a_postgres_leader_that_loses_its_connection_knows_it(void **sta
     store_close(other);
 }
 
+/* PostgreSQL turns the COMMIT of a transaction an error aborted into a
+ * ROLLBACK: the store must not report it as committed. */
+static void test_a_postgres_commit_after_a_failed_statement_fails(void **state)
+{
+    struct fixture *f = *state;
+    if (!test_store_target_is_pg(&f->t))
+        skip();
+    f->s = test_store_target_open(&f->t);
+    assert_int_equal(store_begin(f->s, NULL), 0);
+    assert_int_equal(store_token_put(f->s, "h", TOKEN_USER, "u", NULL, 0, 1, NULL), 0);
+    struct tide_err err = {0};
+    assert_int_not_equal(db_exec(store_db(f->s), "SELECT * FROM no_such_table", &err), 0);
+    assert_int_equal(store_commit(f->s, &err), TIDE_EIO);
+    assert_non_null(strstr(err.message, "rolled back"));
+    struct token_info t;
+    assert_int_equal(store_token_get(f->s, "h", &t, NULL), TIDE_ENOENT);
+}
+
 static void test_a_store_url_is_shown_without_its_password(void **state)
 {
     (void)state;
@@ -495,6 +513,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_a_postgres_leader_that_loses_its_connection_knows_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_postgres_commit_after_a_failed_statement_fails,
+                                        setup, teardown),
         cmocka_unit_test(test_a_store_url_is_shown_without_its_password),
         cmocka_unit_test(test_an_unreachable_database_is_named_without_its_password),
     };
