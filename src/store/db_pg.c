@@ -375,8 +375,8 @@ int db_pg_open(const char *url, const char *shown_url, struct db **out, struct t
     }
     PQsetNoticeProcessor(d->conn, quiet, NULL);
     /* A commit returns once PostgreSQL has flushed it: a job is durable before its 201. */
-    int rc = pg_exec(&d->base, "SET synchronous_commit = on; SET client_min_messages = warning",
-                     err);
+    int rc =
+        pg_exec(&d->base, "SET synchronous_commit = on; SET client_min_messages = warning", err);
     if (rc) {
         pg_close(&d->base);
         return rc;

@@ -162,8 +162,8 @@ static int restrict_db_files(const char *path, struct tide_err *err)
 {
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0 || fchmod(fd, 0600) != 0) {
-        int rc = tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s: %s", path,
-                              strerror(errno));
+        int rc =
+            tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
         return rc;
@@ -174,7 +174,8 @@ static int restrict_db_files(const char *path, struct tide_err *err)
         char other[4096];
         if ((size_t)snprintf(other, sizeof other, "%s%s", path, companions[i]) < sizeof other &&
             chmod(other, 0600) != 0 && errno != ENOENT)
-            return tide_err_set(err, TIDE_EIO, NULL, "cannot restrict %s: %s", other, strerror(errno));
+            return tide_err_set(err, TIDE_EIO, NULL, "cannot restrict %s: %s", other,
+                                strerror(errno));
     }
     return 0;
 }
@@ -203,9 +204,9 @@ int db_sqlite_open(const char *path, bool read_only, struct db **out, struct tid
     }
     sqlite3_busy_timeout(d->h, 5000);
     if (!read_only) {
-        int rc = sq_exec(&d->base,
-                         "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
-                         err);
+        int rc = sq_exec(
+            &d->base, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
+            err);
         if (rc) {
             sq_close(&d->base);
             return rc;

@@ -26,11 +26,12 @@ int store_lead_init(struct store *s, struct tide_err *err)
 static int bump_epoch(struct store *s, const char *url, int64_t now_ms, int64_t *epoch,
                       struct tide_err *err)
 {
-    struct db_stmt *st = db_prepare(store_db(s),
-                                    "INSERT INTO leader(id, epoch, url, since_ms) VALUES (1, 1, ?1, ?2)"
-                                    " ON CONFLICT(id) DO UPDATE SET epoch = leader.epoch + 1,"
-                                    " url = ?1, since_ms = ?2 RETURNING epoch",
-                                    err);
+    struct db_stmt *st =
+        db_prepare(store_db(s),
+                   "INSERT INTO leader(id, epoch, url, since_ms) VALUES (1, 1, ?1, ?2)"
+                   " ON CONFLICT(id) DO UPDATE SET epoch = leader.epoch + 1,"
+                   " url = ?1, since_ms = ?2 RETURNING epoch",
+                   err);
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, url ? url : "");

@@ -124,15 +124,16 @@ static void test_jobs_nodes_and_tokens_come_back_after_a_reopen_with_big_ids(voi
     assert_non_null(n);
     snprintf(n->name, sizeof n->name, "node-a");
     n->state = NODE_READY;
-    json_t *info = json_pack("{s:i, s:i, s:[{s:i, s:s, s:s, s:i}]}", "cpus", 8, "memory_mib", 4096,
-                             "gpus", "index", 0, "uuid", "GPU-0", "name", "H200",
-                             "memory_total_mib", 1000);
+    json_t *info =
+        json_pack("{s:i, s:i, s:[{s:i, s:s, s:s, s:i}]}", "cpus", 8, "memory_mib", 4096, "gpus",
+                  "index", 0, "uuid", "GPU-0", "name", "H200", "memory_total_mib", 1000);
     assert_int_equal(store_node_upsert(f->s, n, info, 1000, NULL), 0);
     json_decref(info);
     struct job *j = calloc(1, sizeof *j);
     assert_non_null(j);
     json_t *spec = spec_of("{\"name\": \"train\", \"command\": [\"true\"], \"gpus\": 1,"
-                           " \"project\": \"vision\"}", j);
+                           " \"project\": \"vision\"}",
+                           j);
     int64_t now_ms = 1764680000123LL; /* a time past 32 bits too */
     assert_int_equal(store_begin(f->s, NULL), 0);
     assert_int_equal(store_job_insert(f->s, j, spec, "alice", now_ms, NULL), 0);
@@ -140,14 +141,23 @@ static void test_jobs_nodes_and_tokens_come_back_after_a_reopen_with_big_ids(voi
     json_decref(spec);
     assert_int_equal(j->id, 5000000000LL);
     int gpus[] = {0};
-    struct job_update u = {.job_id = j->id, .state = JOB_RUNNING, .reason = "placed",
-                           .attempt = 1, .node_id = n->id, .gpus = gpus, .ngpus = 1,
-                           .exit_code = -2, .signal = -1, .start_ms = now_ms + 5, .end_ms = 0,
+    struct job_update u = {.job_id = j->id,
+                           .state = JOB_RUNNING,
+                           .reason = "placed",
+                           .attempt = 1,
+                           .node_id = n->id,
+                           .gpus = gpus,
+                           .ngpus = 1,
+                           .exit_code = -2,
+                           .signal = -1,
+                           .start_ms = now_ms + 5,
+                           .end_ms = 0,
                            .cancel_requested = -1};
     assert_int_equal(store_job_update(f->s, &u, NULL), 0);
     assert_int_equal(store_event_add(f->s, now_ms, "job_running", j->id, n->id, "up", NULL), 0);
     assert_int_equal(store_token_put(f->s, "abc123", TOKEN_USER, "alice",
-                                     json_pack("[s]", "vision"), 0, now_ms, NULL), 0);
+                                     json_pack("[s]", "vision"), 0, now_ms, NULL),
+                     0);
     assert_int_equal(store_token_set_expiry(f->s, "abc123", now_ms + 1000, NULL), 0);
     store_close(f->s);
 
@@ -466,7 +476,8 @@ static void test_a_store_url_is_shown_without_its_password(void **state)
 {
     (void)state;
     static const char *const cases[][2] = {
-        {"postgres://tide:hunter2@db.example:5432/tide", "postgres://tide:***@db.example:5432/tide"},
+        {"postgres://tide:hunter2@db.example:5432/tide",
+         "postgres://tide:***@db.example:5432/tide"},
         {"postgresql://tide@db/tide?sslmode=require&password=hunter2&x=1",
          "postgresql://tide@db/tide?sslmode=require&password=***&x=1"},
         {"postgres://db/tide", "postgres://db/tide"},
@@ -511,8 +522,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_stores_on_one_postgres_lead_one_at_a_time, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_postgres_leader_that_loses_its_connection_knows_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_postgres_leader_that_loses_its_connection_knows_it,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_postgres_commit_after_a_failed_statement_fails,
                                         setup, teardown),
         cmocka_unit_test(test_a_store_url_is_shown_without_its_password),
