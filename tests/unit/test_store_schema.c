@@ -155,9 +155,10 @@ static void test_jobs_nodes_and_tokens_come_back_after_a_reopen_with_big_ids(voi
                            .cancel_requested = -1};
     assert_int_equal(store_job_update(f->s, &u, NULL), 0);
     assert_int_equal(store_event_add(f->s, now_ms, "job_running", j->id, n->id, "up", NULL), 0);
-    assert_int_equal(store_token_put(f->s, "abc123", TOKEN_USER, "alice",
-                                     json_pack("[s]", "vision"), 0, now_ms, NULL),
+    json_t *projects = json_pack("[s]", "vision");
+    assert_int_equal(store_token_put(f->s, "abc123", TOKEN_USER, "alice", projects, 0, now_ms, NULL),
                      0);
+    json_decref(projects);
     assert_int_equal(store_token_set_expiry(f->s, "abc123", now_ms + 1000, NULL), 0);
     store_close(f->s);
 
