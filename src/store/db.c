@@ -109,3 +109,13 @@ bool db_lost(struct db *db)
 {
     return db->ops->lost(db);
 }
+
+int db_reconnect(struct db *db, struct tide_err *err)
+{
+    return db->ops->reconnect(db, err);
+}
+
+void db_pin(struct db *db)
+{
+    db->ops->pin(db);
+}

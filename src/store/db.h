@@ -40,6 +40,8 @@ struct db_ops {
     void (*reset)(struct db_stmt *st);
     void (*finalize)(struct db_stmt *st);
     bool (*lost)(struct db *db);
+    int (*reconnect)(struct db *db, struct tide_err *err);
+    void (*pin)(struct db *db);
 };
 
 /* What every backend's connection and statement start with. */
@@ -99,7 +101,16 @@ void db_reset(struct db_stmt *st);
 void db_finalize(struct db_stmt *st);
 
 /* True once the connection to the database server is gone (PostgreSQL);
- * a lost connection is never reopened. Always false for SQLite. */
+ * nothing reopens it behind the caller's back. Always false for SQLite. */
 bool db_lost(struct db *db);
+
+/* Opens a lost connection again (kept statements are prepared again on
+ * their next step); 0 when it was not lost. Refused (TIDE_EIO) once the
+ * connection is pinned: a session that held a session lock must not come
+ * back as a new session that looks as if it still held it. */
+int db_reconnect(struct db *db, struct tide_err *err);
+
+/* Pins db's session: from now on db_reconnect refuses. */
+void db_pin(struct db *db);
 
 #endif

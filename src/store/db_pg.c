@@ -4,9 +4,10 @@
  * one connection serves several threads one call at a time (a mutex each).
  * `?N` and `?` placeholders become $N. Kept statements are prepared on the
  * server once, the others sent with their parameters each time. A connection
- * that breaks is never reopened: db_lost turns true and every later call
- * fails, so a server that held a session lock on it learns that it has lost
- * the lock instead of writing on a new session.
+ * that breaks is not reopened by itself: db_lost turns true and every later
+ * call fails until db_reconnect, which a pinned connection refuses, so a
+ * server that held a session lock on it learns that it has lost the lock
+ * instead of writing on a new session.
  */
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -24,7 +25,9 @@ struct db_pg {
     PGconn *conn;
     pthread_mutex_t mu;
     bool lost;
-    unsigned kept; /* names of kept statements */
+    bool pinned;      /* a session lock was taken on it: never reconnected */
+    unsigned session; /* counts reconnections: kept statements are per session */
+    unsigned kept;    /* names of kept statements */
 };
 
 struct stmt_pg {
@@ -34,6 +37,7 @@ struct stmt_pg {
     char **values; /* owned; NULL: SQL NULL */
     unsigned *types;
     bool keep, prepared;
+    unsigned session; /* the connection's session it was prepared on */
     char name[24];
     PGresult *res;
     int row;
@@ -215,6 +219,8 @@ static int run(struct stmt_pg *s, const char *what, struct tide_err *err)
         goto out;
     }
     const char *const *values = (const char *const *)s->values;
+    if (s->keep && s->prepared && s->session != d->session)
+        s->prepared = false; /* made on a session that is gone */
     if (s->keep && !s->prepared) {
         PGresult *p = PQprepare(d->conn, s->name, s->sql, s->nparams, s->types);
         if (PQresultStatus(p) != PGRES_COMMAND_OK)
@@ -223,6 +229,7 @@ static int run(struct stmt_pg *s, const char *what, struct tide_err *err)
         if (rc)
             goto out;
         s->prepared = true;
+        s->session = d->session;
     }
     s->res = s->keep ? PQexecPrepared(d->conn, s->name, s->nparams, values, NULL, NULL, 0)
                      : PQexecParams(d->conn, s->sql, s->nparams, s->types, values, NULL, NULL, 0);
@@ -305,7 +312,7 @@ static void pg_finalize(struct db_stmt *st)
         char sql[48];
         snprintf(sql, sizeof sql, "DEALLOCATE %s", s->name);
         pthread_mutex_lock(&d->mu);
-        if (!d->lost)
+        if (!d->lost && s->session == d->session)
             PQclear(PQexec(d->conn, sql));
         pthread_mutex_unlock(&d->mu);
     }
@@ -324,6 +331,49 @@ static bool pg_lost(struct db *db)
     return lost;
 }
 
+/* What every session of ours starts with. Called with the mutex held. */
+static int session_setup(struct db_pg *d, struct tide_err *err)
+{
+    /* A commit returns once PostgreSQL has flushed it: a job is durable before its 201. */
+    PGresult *res =
+        PQexec(d->conn, "SET synchronous_commit = on; SET client_min_messages = warning");
+    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : fail(d, res, err, "set up the session");
+    PQclear(res);
+    return rc;
+}
+
+static int pg_reconnect(struct db *db, struct tide_err *err)
+{
+    struct db_pg *d = pg(db);
+    pthread_mutex_lock(&d->mu);
+    int rc = 0;
+    if (!d->lost && PQstatus(d->conn) == CONNECTION_OK) {
+        rc = 0;
+    } else if (d->pinned) {
+        rc = tide_err_set(err, TIDE_EIO, NULL,
+                          "database: the connection that held the leader lock was lost and is"
+                          " not reopened");
+    } else {
+        PQreset(d->conn);
+        if (PQstatus(d->conn) != CONNECTION_OK) {
+            rc = fail(d, NULL, err, "reconnect");
+        } else {
+            d->lost = false;
+            d->session++;
+            rc = session_setup(d, err);
+        }
+    }
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+}
+
+static void pg_pin(struct db *db)
+{
+    pthread_mutex_lock(&pg(db)->mu);
+    pg(db)->pinned = true;
+    pthread_mutex_unlock(&pg(db)->mu);
+}
+
 static const struct db_ops pg_ops = {
     .close = pg_close,
     .exec = pg_exec,
@@ -339,6 +389,8 @@ static const struct db_ops pg_ops = {
     .reset = pg_reset,
     .finalize = pg_finalize,
     .lost = pg_lost,
+    .reconnect = pg_reconnect,
+    .pin = pg_pin,
 };
 
 /* PostgreSQL's notices ("relation already exists, skipping") are not ours to print. */
@@ -374,9 +426,9 @@ int db_pg_open(const char *url, const char *shown_url, struct db **out, struct t
         return rc;
     }
     PQsetNoticeProcessor(d->conn, quiet, NULL);
-    /* A commit returns once PostgreSQL has flushed it: a job is durable before its 201. */
-    int rc =
-        pg_exec(&d->base, "SET synchronous_commit = on; SET client_min_messages = warning", err);
+    pthread_mutex_lock(&d->mu);
+    int rc = session_setup(d, err);
+    pthread_mutex_unlock(&d->mu);
     if (rc) {
         pg_close(&d->base);
         return rc;

@@ -138,6 +138,18 @@ static bool sq_lost(struct db *db)
     return false;
 }
 
+static int sq_reconnect(struct db *db, struct tide_err *err)
+{
+    (void)db;
+    (void)err;
+    return 0;
+}
+
+static void sq_pin(struct db *db)
+{
+    (void)db;
+}
+
 static const struct db_ops sqlite_ops = {
     .close = sq_close,
     .exec = sq_exec,
@@ -153,6 +165,8 @@ static const struct db_ops sqlite_ops = {
     .reset = sq_reset,
     .finalize = sq_finalize,
     .lost = sq_lost,
+    .reconnect = sq_reconnect,
+    .pin = sq_pin,
 };
 
 /* The database holds tokens' hashes and jobs' env secrets: only the server's

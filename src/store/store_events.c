@@ -205,6 +205,8 @@ int store_events_query(struct store *s, const struct event_filter *f, json_t **e
     int rc = 0;
     if (q->overflow)
         rc = tide_err_set(err, TIDE_EINVAL, NULL, "event filter too long");
+    else if ((rc = db_reconnect(db, err)) != 0) /* the reader holds no lock: reopen freely */
+        ;
     else if (!(st = db_prepare(db, q->sql, err)))
         rc = TIDE_EIO;
     for (int i = 0; !rc && i < q->nbind; i++) {

@@ -156,8 +156,8 @@ static void test_jobs_nodes_and_tokens_come_back_after_a_reopen_with_big_ids(voi
     assert_int_equal(store_job_update(f->s, &u, NULL), 0);
     assert_int_equal(store_event_add(f->s, now_ms, "job_running", j->id, n->id, "up", NULL), 0);
     json_t *projects = json_pack("[s]", "vision");
-    assert_int_equal(store_token_put(f->s, "abc123", TOKEN_USER, "alice", projects, 0, now_ms, NULL),
-                     0);
+    assert_int_equal(
+        store_token_put(f->s, "abc123", TOKEN_USER, "alice", projects, 0, now_ms, NULL), 0);
     json_decref(projects);
     assert_int_equal(store_token_set_expiry(f->s, "abc123", now_ms + 1000, NULL), 0);
     store_close(f->s);
@@ -450,8 +450,44 @@ static void test_a_postgres_leader_that_loses_its_connection_knows_it(void **sta
     assert_true(store_lead_lost(f->s));
     assert_int_not_equal(store_begin(f->s, &err), 0);
     assert_true(store_lead_lost(f->s));
+    int64_t again = 0;
+    assert_true(store_try_lead(f->s, "http://first:8080", 300, &again, &err) < 0);
+    assert_non_null(strstr(err.message, "not reopened"));
+    assert_true(store_lead_lost(f->s));
     assert_int_equal(lead_when_free(other, "http://second:8080"), 2);
     assert_false(store_lead_lost(other));
+    store_close(other);
+}
+
+static void test_a_postgres_follower_that_loses_its_connection_comes_back(void **state)
+{
+    struct fixture *f = *state;
+    if (!test_store_target_is_pg(&f->t))
+        skip();
+    f->s = test_store_target_open(&f->t);
+    struct store *other = test_store_target_open(&f->t);
+    int64_t epoch = 0;
+    assert_int_equal(store_try_lead(f->s, "http://first:8080", 100, &epoch, NULL), 1);
+    assert_int_equal(store_try_lead(other, "http://second:8080", 100, &epoch, NULL), 0);
+    /* The follower's write session is ended from outside. */
+    char sql[96];
+    int64_t other_pid = query_int(other, "SELECT pg_backend_pid()");
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%lld)", (long long)other_pid);
+    exec_ok(f->s, sql);
+    struct tide_err err = {0};
+    assert_int_not_equal(store_node_set_state(other, 1, NODE_READY, &err), 0);
+    assert_true(store_lead_lost(other));
+    /* Trying to lead reconnects it: still a follower, and working again. */
+    assert_int_equal(store_try_lead(other, "http://second:8080", 200, &epoch, &err), 0);
+    assert_false(store_lead_lost(other));
+    struct store_leader who;
+    assert_int_equal(store_leader_get(other, &who, NULL), 0);
+    assert_string_equal(who.url, "http://first:8080");
+    struct event_filter flt = {0};
+    json_t *evs = NULL;
+    bool more;
+    assert_int_equal(store_events_query(other, &flt, &evs, &more, NULL), 0);
+    json_decref(evs);
     store_close(other);
 }
 
@@ -525,6 +561,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_postgres_leader_that_loses_its_connection_knows_it,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_postgres_follower_that_loses_its_connection_comes_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_postgres_commit_after_a_failed_statement_fails,
                                         setup, teardown),
         cmocka_unit_test(test_a_store_url_is_shown_without_its_password),
