@@ -37,6 +37,7 @@ struct stmt_pg {
     char **values; /* owned; NULL: SQL NULL */
     unsigned *types;
     bool keep, prepared;
+    bool oom; /* a binding's copy failed: the step says so */
     unsigned session; /* the connection's session it was prepared on */
     char name[24];
     PGresult *res;
@@ -186,6 +187,8 @@ static void set_param(struct db_stmt *st, int i, char *v, unsigned type)
         free(v);
         return;
     }
+    if (!v && type)
+        s->oom = true;
     free(s->values[i - 1]);
     s->values[i - 1] = v;
     s->types[i - 1] = type;
@@ -218,6 +221,10 @@ static int run(struct stmt_pg *s, const char *what, struct tide_err *err)
         rc = lost_error(err, what);
         goto out;
     }
+    if (s->oom) {
+        rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
     const char *const *values = (const char *const *)s->values;
     if (s->keep && s->prepared && s->session != d->session)
         s->prepared = false; /* made on a session that is gone */
@@ -234,10 +241,7 @@ static int run(struct stmt_pg *s, const char *what, struct tide_err *err)
     s->res = s->keep ? PQexecPrepared(d->conn, s->name, s->nparams, values, NULL, NULL, 0)
                      : PQexecParams(d->conn, s->sql, s->nparams, s->types, values, NULL, NULL, 0);
     ExecStatusType status = PQresultStatus(s->res);
-    if (status == PGRES_COMMAND_OK) {
-        const char *n = PQcmdTuples(s->res);
-        s->changes = n[0] ? strtoll(n, NULL, 10) : 0;
-    } else if (status == PGRES_TUPLES_OK) {
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
         const char *n = PQcmdTuples(s->res);
         s->changes = n[0] ? strtoll(n, NULL, 10) : 0;
     } else {
@@ -296,6 +300,7 @@ static void pg_reset(struct db_stmt *st)
     s->res = NULL;
     s->row = -1;
     s->changes = 0;
+    s->oom = false;
     for (int i = 0; i < s->nparams; i++) {
         free(s->values[i]);
         s->values[i] = NULL;
