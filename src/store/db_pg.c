@@ -37,7 +37,7 @@ struct stmt_pg {
     char **values; /* owned; NULL: SQL NULL */
     unsigned *types;
     bool keep, prepared;
-    bool oom; /* a binding's copy failed: the step says so */
+    bool oom;         /* a binding's copy failed: the step says so */
     unsigned session; /* the connection's session it was prepared on */
     char name[24];
     PGresult *res;
