@@ -31,6 +31,7 @@ struct db_ops {
     struct db_stmt *(*prepare)(struct db *db, const char *sql, bool keep, struct tide_err *err);
     void (*bind_int64)(struct db_stmt *st, int i, int64_t v);
     void (*bind_text)(struct db_stmt *st, int i, const char *v);
+    void (*bind_text_take)(struct db_stmt *st, int i, char *v);
     void (*bind_null)(struct db_stmt *st, int i);
     int (*step)(struct db_stmt *st, const char *what, struct tide_err *err);
     bool (*column_is_null)(struct db_stmt *st, int i);
@@ -80,6 +81,9 @@ struct db_stmt *db_prepare_kept(struct db *db, const char *sql, struct tide_err 
 void db_bind_int64(struct db_stmt *st, int i, int64_t v);
 void db_bind_text(struct db_stmt *st, int i, const char *v);
 void db_bind_null(struct db_stmt *st, int i);
+/* Binds text that the statement takes over (it frees v; NULL binds NULL):
+ * no copy, for large values such as a job's spec. */
+void db_bind_text_take(struct db_stmt *st, int i, char *v);
 
 /* DB_ROW when a row is ready, DB_DONE when there are no more, <0 with err
  * ("database: what: ...") on failure. */

@@ -206,6 +206,11 @@ static void pg_bind_text(struct db_stmt *st, int i, const char *v)
     set_param(st, i, strdup(v), PG_TEXT_OID);
 }
 
+static void pg_bind_text_take(struct db_stmt *st, int i, char *v)
+{
+    set_param(st, i, v, PG_TEXT_OID);
+}
+
 static void pg_bind_null(struct db_stmt *st, int i)
 {
     set_param(st, i, NULL, 0);
@@ -385,6 +390,7 @@ static const struct db_ops pg_ops = {
     .prepare = pg_prepare,
     .bind_int64 = pg_bind_int64,
     .bind_text = pg_bind_text,
+    .bind_text_take = pg_bind_text_take,
     .bind_null = pg_bind_null,
     .step = pg_step,
     .column_is_null = pg_column_is_null,

@@ -85,6 +85,11 @@ static void sq_bind_text(struct db_stmt *st, int i, const char *v)
     sqlite3_bind_text(stmt(st), i, v, -1, SQLITE_TRANSIENT);
 }
 
+static void sq_bind_text_take(struct db_stmt *st, int i, char *v)
+{
+    sqlite3_bind_text(stmt(st), i, v, -1, free); /* frees v even on failure */
+}
+
 static void sq_bind_null(struct db_stmt *st, int i)
 {
     sqlite3_bind_null(stmt(st), i);
@@ -156,6 +161,7 @@ static const struct db_ops sqlite_ops = {
     .prepare = sq_prepare,
     .bind_int64 = sq_bind_int64,
     .bind_text = sq_bind_text,
+    .bind_text_take = sq_bind_text_take,
     .bind_null = sq_bind_null,
     .step = sq_step,
     .column_is_null = sq_column_is_null,

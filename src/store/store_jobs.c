@@ -27,9 +27,7 @@ static int step_done(struct db_stmt *st, struct tide_err *err, const char *what)
 
 static void bind_json(struct db_stmt *st, int i, json_t *v)
 {
-    char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
-    db_bind_text(st, i, text);
-    free(text);
+    db_bind_text_take(st, i, v ? json_dumps(v, JSON_COMPACT) : NULL);
 }
 
 static json_t *column_json(struct db_stmt *st, int i)
