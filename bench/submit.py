@@ -3,7 +3,9 @@
 POST /v1/jobs:batch (BATCHES requests of SIZE specs), one array of ARRAY
 tasks through POST /v1/jobs, `tide --help` and sequential `tide submit`
 processes (what a shell loop pays per job). Never fails on speed.
-Usage: submit.py TIDE_BIN [--size N] [--batches N] [--array N] [--cli N]"""
+--store URL runs the server on that database (a PostgreSQL URL, say through
+tests/e2e/with_pg.py, which puts one in $TIDE_TEST_STORE_URL).
+Usage: submit.py TIDE_BIN [--size N] [--batches N] [--array N] [--cli N] [--store URL]"""
 import argparse
 import os
 import subprocess
@@ -22,9 +24,10 @@ def main():
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--array", type=int, default=1000)
     ap.add_argument("--cli", type=int, default=50)
+    ap.add_argument("--store", help="the server's --store (default: SQLite in its data dir)")
     args = ap.parse_args()
     with BenchCluster(args.tide, "tide-bench-submit-") as c:
-        c.start_server()
+        c.start_server(["--store", args.store] if args.store else [])
         tide, d, url, token, server = c.tide, c.dir, c.url, c.token, c.procs["server"]
 
         def post(path, body):

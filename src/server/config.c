@@ -81,10 +81,12 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
             return config_fail(c, v, key, "must be true or false, got '%s'", s ? s : "?");
         c->cfg->insecure_plain_http = yes;
         rc = 0;
-    } else if (!strcmp(key, "server.store")) {
+    } else if (!strcmp(key, "server.store")) { /* "": DATA/tide.db */
         const char *s = config_scalar(v);
-        if (!s || !s[0])
-            return config_fail(c, v, key, "must be a postgres:// URL or a SQLite path%s", "");
+        if (!s)
+            return config_fail(c, v, key,
+                               "must be a postgres:// URL or a SQLite path (\"\": DATA/tide.db)%s",
+                               "");
         if (strlen(s) >= sizeof c->cfg->store)
             return config_fail(c, v, key, "URL or path too long%s", "");
         memcpy(c->cfg->store, s, strlen(s) + 1);

@@ -48,13 +48,25 @@ static void nap_ms(int ms)
 int lead_acquire(struct server *srv, volatile sig_atomic_t *stop, struct tide_err *err)
 {
     struct server_lead *l = &srv->lead;
-    bool said = false;
+    bool said = false, failing = false;
     char last_leader[STORE_LEADER_URL_MAX] = "";
+    (void)err;
     while (!*stop) {
         int64_t epoch = 0;
-        int rc = store_try_lead(srv->store, l->url, clock_now_ms(), &epoch, err);
-        if (rc < 0)
-            return rc;
+        struct tide_err terr;
+        tide_err_clear(&terr);
+        int rc = store_try_lead(srv->store, l->url, clock_now_ms(), &epoch, &terr);
+        if (rc < 0) {
+            /* the store reopens a follower's connection at its next try */
+            if (!failing)
+                log_warn("cannot reach the store (%s); still following, retrying", terr.message);
+            failing = true;
+            nap_ms(LEAD_TRY_MS);
+            continue;
+        }
+        if (failing)
+            log_info("the store answers again");
+        failing = false;
         if (rc == 1) {
             pthread_mutex_lock(&l->mu);
             l->role = LEAD_STARTING;
@@ -69,8 +81,8 @@ int lead_acquire(struct server *srv, volatile sig_atomic_t *stop, struct tide_er
         tide_err_clear(&gerr);
         rc = store_leader_get(srv->store, &who, &gerr);
         if (rc != 0 && rc != TIDE_ENOENT) {
-            *err = gerr;
-            return rc;
+            nap_ms(LEAD_TRY_MS); /* the next try tells more */
+            continue;
         }
         pthread_mutex_lock(&l->mu);
         l->epoch = rc == 0 ? who.epoch : 0;

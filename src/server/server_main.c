@@ -464,9 +464,13 @@ int server_main(int argc, char **argv)
     }
     sched_started = true;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
-    log_info("listening on %s://%s:%u%s (data in %s, %zu nodes and %zu unfinished jobs loaded)",
+    char store_shown[512] = "";
+    if (srv.cfg.store[0]) /* the password masked */
+        store_url_shown(srv.cfg.store, store_shown, sizeof store_shown);
+    log_info("listening on %s://%s:%u%s (data in %s%s%s, %zu nodes and %zu unfinished jobs loaded)",
              srv.cfg.tls_cert[0] ? "https" : "http", srv.cfg.listen_host, info ? info->port : (unsigned)srv.cfg.listen_port,
-             srv.cfg.tls_client_ca[0] ? ", agents need a client certificate" : "", srv.cfg.data_dir, srv.cluster.nnodes, srv.cluster.njobs);
+             srv.cfg.tls_client_ca[0] ? ", agents need a client certificate" : "", srv.cfg.data_dir,
+             store_shown[0] ? ", store " : "", store_shown, srv.cluster.nnodes, srv.cluster.njobs);
     if (retention_start(&srv, &err) != 0 ||
         pool_loop_start(&srv, info ? (int)info->port : srv.cfg.listen_port, &err) != 0) {
         log_error("%s", err.message);

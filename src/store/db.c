@@ -62,6 +62,14 @@ void db_bind_null(struct db_stmt *st, int i)
     st->db->ops->bind_null(st, i);
 }
 
+void db_bind_text_take(struct db_stmt *st, int i, char *v)
+{
+    if (v)
+        st->db->ops->bind_text_take(st, i, v);
+    else
+        st->db->ops->bind_null(st, i);
+}
+
 int db_step(struct db_stmt *st, const char *what, struct tide_err *err)
 {
     return st->db->ops->step(st, what, err);
@@ -108,4 +116,14 @@ void db_finalize(struct db_stmt *st)
 bool db_lost(struct db *db)
 {
     return db->ops->lost(db);
+}
+
+int db_reconnect(struct db *db, struct tide_err *err)
+{
+    return db->ops->reconnect(db, err);
+}
+
+void db_pin(struct db *db)
+{
+    db->ops->pin(db);
 }

@@ -31,6 +31,7 @@ struct db_ops {
     struct db_stmt *(*prepare)(struct db *db, const char *sql, bool keep, struct tide_err *err);
     void (*bind_int64)(struct db_stmt *st, int i, int64_t v);
     void (*bind_text)(struct db_stmt *st, int i, const char *v);
+    void (*bind_text_take)(struct db_stmt *st, int i, char *v);
     void (*bind_null)(struct db_stmt *st, int i);
     int (*step)(struct db_stmt *st, const char *what, struct tide_err *err);
     bool (*column_is_null)(struct db_stmt *st, int i);
@@ -40,6 +41,8 @@ struct db_ops {
     void (*reset)(struct db_stmt *st);
     void (*finalize)(struct db_stmt *st);
     bool (*lost)(struct db *db);
+    int (*reconnect)(struct db *db, struct tide_err *err);
+    void (*pin)(struct db *db);
 };
 
 /* What every backend's connection and statement start with. */
@@ -78,6 +81,9 @@ struct db_stmt *db_prepare_kept(struct db *db, const char *sql, struct tide_err 
 void db_bind_int64(struct db_stmt *st, int i, int64_t v);
 void db_bind_text(struct db_stmt *st, int i, const char *v);
 void db_bind_null(struct db_stmt *st, int i);
+/* Binds text that the statement takes over (it frees v; NULL binds NULL):
+ * no copy, for large values such as a job's spec. */
+void db_bind_text_take(struct db_stmt *st, int i, char *v);
 
 /* DB_ROW when a row is ready, DB_DONE when there are no more, <0 with err
  * ("database: what: ...") on failure. */
@@ -99,7 +105,16 @@ void db_reset(struct db_stmt *st);
 void db_finalize(struct db_stmt *st);
 
 /* True once the connection to the database server is gone (PostgreSQL);
- * a lost connection is never reopened. Always false for SQLite. */
+ * nothing reopens it behind the caller's back. Always false for SQLite. */
 bool db_lost(struct db *db);
+
+/* Opens a lost connection again (kept statements are prepared again on
+ * their next step); 0 when it was not lost. Refused (TIDE_EIO) once the
+ * connection is pinned: a session that held a session lock must not come
+ * back as a new session that looks as if it still held it. */
+int db_reconnect(struct db *db, struct tide_err *err);
+
+/* Pins db's session: from now on db_reconnect refuses. */
+void db_pin(struct db *db);
 
 #endif

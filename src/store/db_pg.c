@@ -4,9 +4,10 @@
  * one connection serves several threads one call at a time (a mutex each).
  * `?N` and `?` placeholders become $N. Kept statements are prepared on the
  * server once, the others sent with their parameters each time. A connection
- * that breaks is never reopened: db_lost turns true and every later call
- * fails, so a server that held a session lock on it learns that it has lost
- * the lock instead of writing on a new session.
+ * that breaks is not reopened by itself: db_lost turns true and every later
+ * call fails until db_reconnect, which a pinned connection refuses, so a
+ * server that held a session lock on it learns that it has lost the lock
+ * instead of writing on a new session.
  */
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -24,7 +25,9 @@ struct db_pg {
     PGconn *conn;
     pthread_mutex_t mu;
     bool lost;
-    unsigned kept; /* names of kept statements */
+    bool pinned;      /* a session lock was taken on it: never reconnected */
+    unsigned session; /* counts reconnections: kept statements are per session */
+    unsigned kept;    /* names of kept statements */
 };
 
 struct stmt_pg {
@@ -34,6 +37,8 @@ struct stmt_pg {
     char **values; /* owned; NULL: SQL NULL */
     unsigned *types;
     bool keep, prepared;
+    bool oom;         /* a binding's copy failed: the step says so */
+    unsigned session; /* the connection's session it was prepared on */
     char name[24];
     PGresult *res;
     int row;
@@ -94,6 +99,11 @@ static int pg_exec(struct db *db, const char *sql, struct tide_err *err)
         ExecStatusType s = PQresultStatus(res);
         if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
             rc = fail(d, res, err, "run");
+        /* COMMIT of a transaction that an error aborted rolls it back and
+         * says so only in its command tag: that is no commit. */
+        else if (!strcmp(sql, "COMMIT") && !strcmp(PQcmdStatus(res), "ROLLBACK"))
+            rc = tide_err_set(err, TIDE_EIO, NULL,
+                              "database: commit: rolled back after an earlier error");
         PQclear(res);
     }
     pthread_mutex_unlock(&d->mu);
@@ -177,6 +187,8 @@ static void set_param(struct db_stmt *st, int i, char *v, unsigned type)
         free(v);
         return;
     }
+    if (!v && type)
+        s->oom = true;
     free(s->values[i - 1]);
     s->values[i - 1] = v;
     s->types[i - 1] = type;
@@ -194,6 +206,11 @@ static void pg_bind_text(struct db_stmt *st, int i, const char *v)
     set_param(st, i, strdup(v), PG_TEXT_OID);
 }
 
+static void pg_bind_text_take(struct db_stmt *st, int i, char *v)
+{
+    set_param(st, i, v, PG_TEXT_OID);
+}
+
 static void pg_bind_null(struct db_stmt *st, int i)
 {
     set_param(st, i, NULL, 0);
@@ -209,7 +226,13 @@ static int run(struct stmt_pg *s, const char *what, struct tide_err *err)
         rc = lost_error(err, what);
         goto out;
     }
+    if (s->oom) {
+        rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
     const char *const *values = (const char *const *)s->values;
+    if (s->keep && s->prepared && s->session != d->session)
+        s->prepared = false; /* made on a session that is gone */
     if (s->keep && !s->prepared) {
         PGresult *p = PQprepare(d->conn, s->name, s->sql, s->nparams, s->types);
         if (PQresultStatus(p) != PGRES_COMMAND_OK)
@@ -218,14 +241,12 @@ static int run(struct stmt_pg *s, const char *what, struct tide_err *err)
         if (rc)
             goto out;
         s->prepared = true;
+        s->session = d->session;
     }
     s->res = s->keep ? PQexecPrepared(d->conn, s->name, s->nparams, values, NULL, NULL, 0)
                      : PQexecParams(d->conn, s->sql, s->nparams, s->types, values, NULL, NULL, 0);
     ExecStatusType status = PQresultStatus(s->res);
-    if (status == PGRES_COMMAND_OK) {
-        const char *n = PQcmdTuples(s->res);
-        s->changes = n[0] ? strtoll(n, NULL, 10) : 0;
-    } else if (status == PGRES_TUPLES_OK) {
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
         const char *n = PQcmdTuples(s->res);
         s->changes = n[0] ? strtoll(n, NULL, 10) : 0;
     } else {
@@ -284,6 +305,7 @@ static void pg_reset(struct db_stmt *st)
     s->res = NULL;
     s->row = -1;
     s->changes = 0;
+    s->oom = false;
     for (int i = 0; i < s->nparams; i++) {
         free(s->values[i]);
         s->values[i] = NULL;
@@ -300,7 +322,7 @@ static void pg_finalize(struct db_stmt *st)
         char sql[48];
         snprintf(sql, sizeof sql, "DEALLOCATE %s", s->name);
         pthread_mutex_lock(&d->mu);
-        if (!d->lost)
+        if (!d->lost && s->session == d->session)
             PQclear(PQexec(d->conn, sql));
         pthread_mutex_unlock(&d->mu);
     }
@@ -319,12 +341,56 @@ static bool pg_lost(struct db *db)
     return lost;
 }
 
+/* What every session of ours starts with. Called with the mutex held. */
+static int session_setup(struct db_pg *d, struct tide_err *err)
+{
+    /* A commit returns once PostgreSQL has flushed it: a job is durable before its 201. */
+    PGresult *res =
+        PQexec(d->conn, "SET synchronous_commit = on; SET client_min_messages = warning");
+    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : fail(d, res, err, "set up the session");
+    PQclear(res);
+    return rc;
+}
+
+static int pg_reconnect(struct db *db, struct tide_err *err)
+{
+    struct db_pg *d = pg(db);
+    pthread_mutex_lock(&d->mu);
+    int rc = 0;
+    if (!d->lost && PQstatus(d->conn) == CONNECTION_OK) {
+        rc = 0;
+    } else if (d->pinned) {
+        rc = tide_err_set(err, TIDE_EIO, NULL,
+                          "database: the connection that held the leader lock was lost and is"
+                          " not reopened");
+    } else {
+        PQreset(d->conn);
+        if (PQstatus(d->conn) != CONNECTION_OK) {
+            rc = fail(d, NULL, err, "reconnect");
+        } else {
+            d->lost = false;
+            d->session++;
+            rc = session_setup(d, err);
+        }
+    }
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+}
+
+static void pg_pin(struct db *db)
+{
+    pthread_mutex_lock(&pg(db)->mu);
+    pg(db)->pinned = true;
+    pthread_mutex_unlock(&pg(db)->mu);
+}
+
 static const struct db_ops pg_ops = {
     .close = pg_close,
     .exec = pg_exec,
     .prepare = pg_prepare,
     .bind_int64 = pg_bind_int64,
     .bind_text = pg_bind_text,
+    .bind_text_take = pg_bind_text_take,
     .bind_null = pg_bind_null,
     .step = pg_step,
     .column_is_null = pg_column_is_null,
@@ -334,6 +400,8 @@ static const struct db_ops pg_ops = {
     .reset = pg_reset,
     .finalize = pg_finalize,
     .lost = pg_lost,
+    .reconnect = pg_reconnect,
+    .pin = pg_pin,
 };
 
 /* PostgreSQL's notices ("relation already exists, skipping") are not ours to print. */
@@ -354,9 +422,14 @@ int db_pg_open(const char *url, const char *shown_url, struct db **out, struct t
     pthread_mutex_init(&d->mu, NULL);
     d->conn = PQconnectdb(url);
     if (!d->conn || PQstatus(d->conn) != CONNECTION_OK) {
-        const char *msg = d->conn ? PQerrorMessage(d->conn) : "out of memory";
+        /* libpq's message, on one line */
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s", d->conn ? PQerrorMessage(d->conn) : "out of memory");
+        for (char *p = msg; *p; p++)
+            if (*p == '\n' || *p == '\t')
+                *p = ' ';
         int len = (int)strlen(msg);
-        while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+        while (len > 0 && msg[len - 1] == ' ')
             len--;
         int rc = tide_err_set(err, TIDE_EIO, "store", "cannot connect to the database %s: %.*s",
                               shown_url, len, msg);
@@ -364,9 +437,9 @@ int db_pg_open(const char *url, const char *shown_url, struct db **out, struct t
         return rc;
     }
     PQsetNoticeProcessor(d->conn, quiet, NULL);
-    /* A commit returns once PostgreSQL has flushed it: a job is durable before its 201. */
-    int rc = pg_exec(&d->base, "SET synchronous_commit = on; SET client_min_messages = warning",
-                     err);
+    pthread_mutex_lock(&d->mu);
+    int rc = session_setup(d, err);
+    pthread_mutex_unlock(&d->mu);
     if (rc) {
         pg_close(&d->base);
         return rc;

@@ -85,6 +85,11 @@ static void sq_bind_text(struct db_stmt *st, int i, const char *v)
     sqlite3_bind_text(stmt(st), i, v, -1, SQLITE_TRANSIENT);
 }
 
+static void sq_bind_text_take(struct db_stmt *st, int i, char *v)
+{
+    sqlite3_bind_text(stmt(st), i, v, -1, free); /* frees v even on failure */
+}
+
 static void sq_bind_null(struct db_stmt *st, int i)
 {
     sqlite3_bind_null(stmt(st), i);
@@ -138,12 +143,25 @@ static bool sq_lost(struct db *db)
     return false;
 }
 
+static int sq_reconnect(struct db *db, struct tide_err *err)
+{
+    (void)db;
+    (void)err;
+    return 0;
+}
+
+static void sq_pin(struct db *db)
+{
+    (void)db;
+}
+
 static const struct db_ops sqlite_ops = {
     .close = sq_close,
     .exec = sq_exec,
     .prepare = sq_prepare,
     .bind_int64 = sq_bind_int64,
     .bind_text = sq_bind_text,
+    .bind_text_take = sq_bind_text_take,
     .bind_null = sq_bind_null,
     .step = sq_step,
     .column_is_null = sq_column_is_null,
@@ -153,6 +171,8 @@ static const struct db_ops sqlite_ops = {
     .reset = sq_reset,
     .finalize = sq_finalize,
     .lost = sq_lost,
+    .reconnect = sq_reconnect,
+    .pin = sq_pin,
 };
 
 /* The database holds tokens' hashes and jobs' env secrets: only the server's
@@ -162,8 +182,8 @@ static int restrict_db_files(const char *path, struct tide_err *err)
 {
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0 || fchmod(fd, 0600) != 0) {
-        int rc = tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s: %s", path,
-                              strerror(errno));
+        int rc =
+            tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
         return rc;
@@ -174,7 +194,8 @@ static int restrict_db_files(const char *path, struct tide_err *err)
         char other[4096];
         if ((size_t)snprintf(other, sizeof other, "%s%s", path, companions[i]) < sizeof other &&
             chmod(other, 0600) != 0 && errno != ENOENT)
-            return tide_err_set(err, TIDE_EIO, NULL, "cannot restrict %s: %s", other, strerror(errno));
+            return tide_err_set(err, TIDE_EIO, NULL, "cannot restrict %s: %s", other,
+                                strerror(errno));
     }
     return 0;
 }
@@ -203,9 +224,9 @@ int db_sqlite_open(const char *path, bool read_only, struct db **out, struct tid
     }
     sqlite3_busy_timeout(d->h, 5000);
     if (!read_only) {
-        int rc = sq_exec(&d->base,
-                         "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
-                         err);
+        int rc = sq_exec(
+            &d->base, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
+            err);
         if (rc) {
             sq_close(&d->base);
             return rc;

@@ -20,16 +20,18 @@ static void bind_id(struct db_stmt *st, int i, int64_t id)
 }
 
 int store_event_add_in(struct store *s, int64_t now_ms, const char *kind, int64_t job_id,
-                       int64_t node_id, const char *pool, const char *project,
-                       const char *message, struct tide_err *err)
+                       int64_t node_id, const char *pool, const char *project, const char *message,
+                       struct tide_err *err)
 {
     /* Primary-key lookups in the open transaction: no extra commit or fsync.
      * Prepared once: a submission of thousands of jobs writes as many events. */
-    struct db_stmt *st = store_cached(s, STORE_STMT_EVENT_ADD,
-            "INSERT INTO events(time_ms, kind, job_id, node_id, message, node, pool, project)"
-            " VALUES(?1, ?2, ?3, ?4, ?5, (SELECT name FROM nodes WHERE id = ?4),"
-            " COALESCE(?6, (SELECT pool FROM pool_nodes WHERE node_id = ?4)),"
-            " COALESCE(?7, (SELECT project FROM jobs WHERE id = ?3)))", err);
+    struct db_stmt *st = store_cached(
+        s, STORE_STMT_EVENT_ADD,
+        "INSERT INTO events(time_ms, kind, job_id, node_id, message, node, pool, project)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, (SELECT name FROM nodes WHERE id = ?4),"
+        " COALESCE(?6, (SELECT pool FROM pool_nodes WHERE node_id = ?4)),"
+        " COALESCE(?7, (SELECT project FROM jobs WHERE id = ?3)))",
+        err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, now_ms);
@@ -165,15 +167,12 @@ static json_t *text_or_null(struct db_stmt *st, int i)
 
 static json_t *event_json(struct db_stmt *st)
 {
-    return json_pack("{s:I, s:f, s:s, s:o, s:o, s:o, s:o, s:s}",
-                     "id", (json_int_t)db_column_int64(st, 0),
-                     "time", (double)db_column_int64(st, 1) / 1000.0,
-                     "kind", db_column_text(st, 2),
-                     "job_id", db_column_is_null(st, 3)
-                                   ? json_null() : json_integer(db_column_int64(st, 3)),
-                     "node", text_or_null(st, 4), "pool", text_or_null(st, 5),
-                     "project", text_or_null(st, 6),
-                     "message", db_column_text(st, 7));
+    return json_pack(
+        "{s:I, s:f, s:s, s:o, s:o, s:o, s:o, s:s}", "id", (json_int_t)db_column_int64(st, 0),
+        "time", (double)db_column_int64(st, 1) / 1000.0, "kind", db_column_text(st, 2), "job_id",
+        db_column_is_null(st, 3) ? json_null() : json_integer(db_column_int64(st, 3)), "node",
+        text_or_null(st, 4), "pool", text_or_null(st, 5), "project", text_or_null(st, 6), "message",
+        db_column_text(st, 7));
 }
 
 /* Reverses a in place (the tail is read newest first). */
@@ -187,8 +186,8 @@ static void reverse(json_t *a)
     }
 }
 
-int store_events_query(struct store *s, const struct event_filter *f, json_t **events,
-                       bool *more, struct tide_err *err)
+int store_events_query(struct store *s, const struct event_filter *f, json_t **events, bool *more,
+                       struct tide_err *err)
 {
     *events = NULL;
     *more = false;
@@ -206,6 +205,8 @@ int store_events_query(struct store *s, const struct event_filter *f, json_t **e
     int rc = 0;
     if (q->overflow)
         rc = tide_err_set(err, TIDE_EINVAL, NULL, "event filter too long");
+    else if ((rc = db_reconnect(db, err)) != 0) /* the reader holds no lock: reopen freely */
+        ;
     else if (!(st = db_prepare(db, q->sql, err)))
         rc = TIDE_EIO;
     for (int i = 0; !rc && i < q->nbind; i++) {

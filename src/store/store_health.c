@@ -10,8 +10,10 @@ int store_gpu_faults_save(struct store *s, const struct node *node, struct tide_
 {
     struct db *db = store_db(s);
     struct db_stmt *del = db_prepare(db, "DELETE FROM gpu_faults WHERE node_id=?", err);
-    struct db_stmt *ins = del ? db_prepare(db, "INSERT INTO gpu_faults(node_id, gpu_index, faulty,"
-                                               " fault, seq) VALUES(?,?,?,?,?)", err)
+    struct db_stmt *ins = del ? db_prepare(db,
+                                           "INSERT INTO gpu_faults(node_id, gpu_index, faulty,"
+                                           " fault, seq) VALUES(?,?,?,?,?)",
+                                           err)
                               : NULL;
     int rc = ins ? 0 : TIDE_EIO;
     if (!rc) {
@@ -37,8 +39,8 @@ int store_gpu_faults_save(struct store *s, const struct node *node, struct tide_
 
 int store_gpu_faults_load(struct store *s, struct cluster *c, struct tide_err *err)
 {
-    struct db_stmt *st =
-        db_prepare(store_db(s), "SELECT node_id, gpu_index, faulty, fault, seq FROM gpu_faults", err);
+    struct db_stmt *st = db_prepare(
+        store_db(s), "SELECT node_id, gpu_index, faulty, fault, seq FROM gpu_faults", err);
     if (!st)
         return TIDE_EIO;
     int r;

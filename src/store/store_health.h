@@ -1,5 +1,5 @@
 /*
- * GPU health in the SQLite store (core/gpu_health.h): per GPU, whether it
+ * GPU health in the store (core/gpu_health.h): per GPU, whether it
  * is faulty, its last fault and the agent's fault count the server has
  * seen, so faults survive a server restart and an operator's clear is not
  * undone by an agent reporting the same old fault again.

@@ -23,9 +23,10 @@ int store_idempotency_get(struct store *s, const char *owner, const char *key, i
     if (r == DB_ROW) {
         snprintf(request_hash, 65, "%s", db_column_text(st, 0));
         *job_ids = json_loads(db_column_text(st, 1), 0, NULL);
-        rc = json_is_array(*job_ids) ? 0
-                                     : tide_err_set(err, TIDE_EIO, NULL,
-                                                    "idempotency key '%s' has unreadable job ids", key);
+        rc = json_is_array(*job_ids)
+                 ? 0
+                 : tide_err_set(err, TIDE_EIO, NULL, "idempotency key '%s' has unreadable job ids",
+                                key);
     } else if (r < 0) {
         rc = r;
     }

@@ -27,9 +27,7 @@ static int step_done(struct db_stmt *st, struct tide_err *err, const char *what)
 
 static void bind_json(struct db_stmt *st, int i, json_t *v)
 {
-    char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
-    db_bind_text(st, i, text);
-    free(text);
+    db_bind_text_take(st, i, v ? json_dumps(v, JSON_COMPACT) : NULL);
 }
 
 static json_t *column_json(struct db_stmt *st, int i)
@@ -42,11 +40,13 @@ static json_t *column_json(struct db_stmt *st, int i)
 int store_token_put(struct store *s, const char *hash, enum token_kind kind, const char *name,
                     json_t *projects, int64_t node_id, int64_t now_ms, struct tide_err *err)
 {
-    struct db_stmt *st = prepare(s,
+    struct db_stmt *st = prepare(
+        s,
         "INSERT INTO tokens(hash, kind, name, projects, node_id, created_ms) VALUES(?,?,?,?,?,?)"
         " ON CONFLICT(hash) DO UPDATE SET kind=excluded.kind, name=excluded.name,"
         " projects=excluded.projects, node_id=excluded.node_id, created_ms=excluded.created_ms,"
-        " expires_ms=NULL", err);
+        " expires_ms=NULL",
+        err);
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, hash);
@@ -61,12 +61,11 @@ int store_token_put(struct store *s, const char *hash, enum token_kind kind, con
     return step_done(st, err, "store token");
 }
 
-int store_token_get(struct store *s, const char *hash, struct token_info *out,
-                    struct tide_err *err)
+int store_token_get(struct store *s, const char *hash, struct token_info *out, struct tide_err *err)
 {
     memset(out, 0, sizeof *out);
-    struct db_stmt *st =
-        prepare(s, "SELECT kind, name, projects, node_id, expires_ms FROM tokens WHERE hash=?", err);
+    struct db_stmt *st = prepare(
+        s, "SELECT kind, name, projects, node_id, expires_ms FROM tokens WHERE hash=?", err);
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, hash);
@@ -108,9 +107,11 @@ void token_info_release(struct token_info *t)
 int store_node_upsert(struct store *s, struct node *node, json_t *info, int64_t now_ms,
                       struct tide_err *err)
 {
-    struct db_stmt *st = prepare(s,
-        "INSERT INTO nodes(name, state, info, registered_ms) VALUES(?1, ?2, ?3, ?4)"
-        " ON CONFLICT(name) DO UPDATE SET state=?2, info=?3, registered_ms=?4 RETURNING id", err);
+    struct db_stmt *st =
+        prepare(s,
+                "INSERT INTO nodes(name, state, info, registered_ms) VALUES(?1, ?2, ?3, ?4)"
+                " ON CONFLICT(name) DO UPDATE SET state=?2, info=?3, registered_ms=?4 RETURNING id",
+                err);
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, node->name);
@@ -156,8 +157,8 @@ int store_node_delete(struct store *s, int64_t node_id, struct tide_err *err)
 {
     /* A tombstone, so finished jobs and events still name the node; an agent
      * that registers the name again brings the row back. */
-    struct db_stmt *st = prepare(s, "UPDATE nodes SET state='deleted', drain_reason=NULL WHERE id=?",
-                               err);
+    struct db_stmt *st =
+        prepare(s, "UPDATE nodes SET state='deleted', drain_reason=NULL WHERE id=?", err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, node_id);
@@ -167,7 +168,8 @@ int store_node_delete(struct store *s, int64_t node_id, struct tide_err *err)
 
 int store_job_count_free_attempt(struct store *s, int64_t job_id, struct tide_err *err)
 {
-    struct db_stmt *st = prepare(s, "UPDATE jobs SET free_attempts = free_attempts + 1 WHERE id=?", err);
+    struct db_stmt *st =
+        prepare(s, "UPDATE jobs SET free_attempts = free_attempts + 1 WHERE id=?", err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, job_id);
@@ -215,8 +217,10 @@ static void node_from_info(struct node *n, json_t *info)
 
 int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct tide_err *err)
 {
-    struct db_stmt *st = prepare(s, "SELECT id, name, state, info, drain_reason FROM nodes"
-                                  " WHERE state != 'deleted' ORDER BY id", err);
+    struct db_stmt *st = prepare(s,
+                                 "SELECT id, name, state, info, drain_reason FROM nodes"
+                                 " WHERE state != 'deleted' ORDER BY id",
+                                 err);
     if (!st)
         return TIDE_EIO;
     int rc = 0, r;
@@ -233,8 +237,7 @@ int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct 
         json_decref(info);
         if (!db_column_is_null(st, 4)) {
             n.drained = true;
-            snprintf(n.drain_reason, sizeof n.drain_reason, "%s",
-                     db_column_text(st, 4));
+            snprintf(n.drain_reason, sizeof n.drain_reason, "%s", db_column_text(st, 4));
         }
         if (!cluster_put_node(c, &n)) {
             rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
@@ -251,9 +254,11 @@ int store_job_insert(struct store *s, struct job *job, json_t *spec, const char 
                      int64_t now_ms, struct tide_err *err)
 {
     /* Prepared once: a batch or an array inserts thousands in one go. */
-    struct db_stmt *st = store_cached(s, STORE_STMT_JOB_INSERT,
+    struct db_stmt *st = store_cached(
+        s, STORE_STMT_JOB_INSERT,
         "INSERT INTO jobs(name, project, queue, priority, state, reason, spec, owner, submit_ms)"
-        " VALUES(?,?,?,?,'pending','submitted',?,?,?) RETURNING id", err);
+        " VALUES(?,?,?,?,'pending','submitted',?,?,?) RETURNING id",
+        err);
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, json_string_value(json_object_get(spec, "name")));
@@ -278,18 +283,23 @@ int store_job_insert(struct store *s, struct job *job, json_t *spec, const char 
 
 int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err)
 {
-    struct db_stmt *st = prepare(s,
-        "UPDATE jobs SET state=?2, reason=?3,"
-        " attempt=CASE WHEN ?4 < 0 THEN attempt ELSE ?4 END,"
-        " node_id=CASE WHEN ?5 < 0 THEN node_id WHEN ?5 = 0 THEN NULL ELSE ?5 END,"
-        " gpus=CASE WHEN ?5 = 0 THEN NULL WHEN CAST(?6 AS TEXT) IS NULL THEN gpus ELSE CAST(?6 AS TEXT) END,"
-        " exit_code=CASE WHEN ?7 = -2 THEN exit_code WHEN ?7 = -1 THEN NULL ELSE ?7 END,"
-        " signal=CASE WHEN ?8 < 0 THEN signal WHEN ?8 = 0 THEN NULL ELSE ?8 END,"
-        " start_ms=CASE WHEN ?9 = 0 THEN start_ms WHEN ?9 < 0 THEN COALESCE(start_ms, -?9) ELSE ?9 END,"
-        " end_ms=CASE WHEN ?10 = 0 THEN end_ms ELSE ?10 END,"
-        " cancel_requested=CASE WHEN ?11 < 0 THEN cancel_requested ELSE ?11 END,"
-        " parts=CASE WHEN ?5 = 0 THEN NULL WHEN CAST(?12 AS TEXT) IS NULL THEN parts ELSE CAST(?12 AS TEXT) END"
-        " WHERE id=?1", err);
+    struct db_stmt *st =
+        prepare(s,
+                "UPDATE jobs SET state=?2, reason=?3,"
+                " attempt=CASE WHEN ?4 < 0 THEN attempt ELSE ?4 END,"
+                " node_id=CASE WHEN ?5 < 0 THEN node_id WHEN ?5 = 0 THEN NULL ELSE ?5 END,"
+                " gpus=CASE WHEN ?5 = 0 THEN NULL WHEN CAST(?6 AS TEXT) IS NULL THEN gpus ELSE "
+                "CAST(?6 AS TEXT) END,"
+                " exit_code=CASE WHEN ?7 = -2 THEN exit_code WHEN ?7 = -1 THEN NULL ELSE ?7 END,"
+                " signal=CASE WHEN ?8 < 0 THEN signal WHEN ?8 = 0 THEN NULL ELSE ?8 END,"
+                " start_ms=CASE WHEN ?9 = 0 THEN start_ms WHEN ?9 < 0 THEN COALESCE(start_ms, -?9) "
+                "ELSE ?9 END,"
+                " end_ms=CASE WHEN ?10 = 0 THEN end_ms ELSE ?10 END,"
+                " cancel_requested=CASE WHEN ?11 < 0 THEN cancel_requested ELSE ?11 END,"
+                " parts=CASE WHEN ?5 = 0 THEN NULL WHEN CAST(?12 AS TEXT) IS NULL THEN parts ELSE "
+                "CAST(?12 AS TEXT) END"
+                " WHERE id=?1",
+                err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, u->job_id);
@@ -344,10 +354,13 @@ static void restore_parts(struct cluster *c, struct job *job, struct db_stmt *st
 
 int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *err)
 {
-    struct db_stmt *st = prepare(s,
-        "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, start_ms, parts,"
-        " hold_reason, owner, free_attempts FROM jobs"
-        " WHERE state NOT IN ('succeeded','failed','cancelled','timeout') ORDER BY id", err);
+    struct db_stmt *st =
+        prepare(s,
+                "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, "
+                "start_ms, parts,"
+                " hold_reason, owner, free_attempts FROM jobs"
+                " WHERE state NOT IN ('succeeded','failed','cancelled','timeout') ORDER BY id",
+                err);
     if (!st)
         return TIDE_EIO;
     int rc = 0, r;
@@ -425,43 +438,33 @@ static json_t *int_or_null(struct db_stmt *st, int i)
 }
 
 #define JOB_COLUMNS                                                                                \
-    "j.id, j.name, j.project, j.queue, j.priority, j.state, j.reason, j.attempt, j.spec,"         \
-    " n.name, j.gpus, j.exit_code, j.signal, j.submit_ms, j.start_ms, j.end_ms,"                  \
+    "j.id, j.name, j.project, j.queue, j.priority, j.state, j.reason, j.attempt, j.spec,"          \
+    " n.name, j.gpus, j.exit_code, j.signal, j.submit_ms, j.start_ms, j.end_ms,"                   \
     " j.cancel_requested, j.owner, j.hold_reason"
 
 static json_t *job_row_to_json(struct db_stmt *st)
 {
     json_t *gpus = column_json(st, 10);
     json_t *spec = column_json(st, 8);
-    json_t *j = json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:o, s:o, s:o, s:o, s:o,"
-                          " s:o, s:o, s:o, s:b, s:s}",
-                          "id", (json_int_t)db_column_int64(st, 0),
-                          "name", db_column_text(st, 1),
-                          "project", db_column_text(st, 2),
-                          "queue", db_column_text(st, 3),
-                          "priority", (int)db_column_int64(st, 4),
-                          "state", db_column_text(st, 5),
-                          "reason", db_column_text(st, 6),
-                          "attempt", (int)db_column_int64(st, 7),
-                          "spec", spec ? spec : json_object(),
-                          "node", db_column_is_null(st, 9)
-                                      ? json_null() : json_string(db_column_text(st, 9)),
-                          "gpus", gpus ? gpus : json_array(),
-                          "exit_code", int_or_null(st, 11),
-                          "signal", int_or_null(st, 12),
-                          "submit_time", time_or_null(st, 13),
-                          "start_time", time_or_null(st, 14),
-                          "end_time", time_or_null(st, 15),
-                          "cancel_requested", (int)db_column_int64(st, 16) != 0,
-                          "owner", db_column_text(st, 17));
+    json_t *j =
+        json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:o, s:o, s:o, s:o, s:o,"
+                  " s:o, s:o, s:o, s:b, s:s}",
+                  "id", (json_int_t)db_column_int64(st, 0), "name", db_column_text(st, 1),
+                  "project", db_column_text(st, 2), "queue", db_column_text(st, 3), "priority",
+                  (int)db_column_int64(st, 4), "state", db_column_text(st, 5), "reason",
+                  db_column_text(st, 6), "attempt", (int)db_column_int64(st, 7), "spec",
+                  spec ? spec : json_object(), "node",
+                  db_column_is_null(st, 9) ? json_null() : json_string(db_column_text(st, 9)),
+                  "gpus", gpus ? gpus : json_array(), "exit_code", int_or_null(st, 11), "signal",
+                  int_or_null(st, 12), "submit_time", time_or_null(st, 13), "start_time",
+                  time_or_null(st, 14), "end_time", time_or_null(st, 15), "cancel_requested",
+                  (int)db_column_int64(st, 16) != 0, "owner", db_column_text(st, 17));
     if (j) {
         /* A hold matters only while the job waits (cancelling a held job keeps the column). */
-        bool held = !db_column_is_null(st, 18) &&
-                    !strcmp(db_column_text(st, 5), "pending");
+        bool held = !db_column_is_null(st, 18) && !strcmp(db_column_text(st, 5), "pending");
         json_object_set_new(j, "held", json_boolean(held));
         if (held)
-            json_object_set_new(j, "hold_reason",
-                                json_string(db_column_text(st, 18)));
+            json_object_set_new(j, "hold_reason", json_string(db_column_text(st, 18)));
     }
     return j;
 }
@@ -491,7 +494,8 @@ int store_job_state(struct store *s, int64_t id, enum job_state *state, char pro
 int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int *attempt,
                              struct tide_err *err)
 {
-    struct db_stmt *st = prepare(s, "SELECT COALESCE(node_id, 0), attempt FROM jobs WHERE id=?", err);
+    struct db_stmt *st =
+        prepare(s, "SELECT COALESCE(node_id, 0), attempt FROM jobs WHERE id=?", err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, id);
@@ -528,9 +532,9 @@ int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], stru
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err)
 {
     *out = NULL;
-    struct db_stmt *st = prepare(s, "SELECT " JOB_COLUMNS
-                                  " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id WHERE j.id=?",
-                               err);
+    struct db_stmt *st = prepare(
+        s, "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id WHERE j.id=?",
+        err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, id);
@@ -551,9 +555,11 @@ int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *er
 int store_jobs_get_range(struct store *s, int64_t first, int64_t last, json_t *out,
                          struct tide_err *err)
 {
-    struct db_stmt *st = prepare(s, "SELECT " JOB_COLUMNS
-                                  " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
-                                  " WHERE j.id BETWEEN ? AND ? ORDER BY j.id", err);
+    struct db_stmt *st =
+        prepare(s,
+                "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
+                " WHERE j.id BETWEEN ? AND ? ORDER BY j.id",
+                err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, first);
@@ -586,17 +592,17 @@ static int project_allowed(json_t *projects, const char *project)
     return 0;
 }
 
-int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
-                    struct tide_err *err)
+int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out, struct tide_err *err)
 {
     *out = NULL;
-    struct db_stmt *st = prepare(s, "SELECT " JOB_COLUMNS
-                                  " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
-                                  " WHERE (CAST(?1 AS TEXT) IS NULL OR j.state=?1)"
-                                  " AND (CAST(?2 AS TEXT) IS NULL OR j.queue=?2)"
-                                  " AND (CAST(?3 AS TEXT) IS NULL OR j.project=?3)"
-                                  " ORDER BY j.id DESC LIMIT ?4",
-                               err);
+    struct db_stmt *st =
+        prepare(s,
+                "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
+                " WHERE (CAST(?1 AS TEXT) IS NULL OR j.state=?1)"
+                " AND (CAST(?2 AS TEXT) IS NULL OR j.queue=?2)"
+                " AND (CAST(?3 AS TEXT) IS NULL OR j.project=?3)"
+                " ORDER BY j.id DESC LIMIT ?4",
+                err);
     if (!st)
         return TIDE_EIO;
     int limit = f->limit > 0 ? f->limit : 1000;
@@ -627,13 +633,13 @@ int store_jobs_count(struct store *s,
                      void (*fn)(const char *state, const char *queue, long long n, void *ctx),
                      void *ctx, struct tide_err *err)
 {
-    struct db_stmt *st = prepare(s, "SELECT state, queue, count(*) FROM jobs GROUP BY state, queue", err);
+    struct db_stmt *st =
+        prepare(s, "SELECT state, queue, count(*) FROM jobs GROUP BY state, queue", err);
     if (!st)
         return TIDE_EIO;
     int r;
     while ((r = db_step(st, "count jobs", err)) == DB_ROW)
-        fn(db_column_text(st, 0), db_column_text(st, 1),
-           db_column_int64(st, 2), ctx);
+        fn(db_column_text(st, 0), db_column_text(st, 1), db_column_int64(st, 2), ctx);
     int rc = r == DB_DONE ? 0 : r;
     db_finalize(st);
     return rc;

@@ -1,8 +1,9 @@
 /*
  * Leadership in the store (store_lead.h). PostgreSQL: the leader lock is a
  * session advisory lock taken on the write connection, so only the session
- * that holds it writes, and losing that connection loses the lock (the
- * connection layer never reopens it). SQLite: always granted.
+ * that holds it writes, and losing that connection loses the lock (once the
+ * lock is taken the connection is pinned: never reopened). A follower's lost
+ * connection is reopened when it next tries to lead. SQLite: always granted.
  */
 #include "store/store_lead.h"
 
@@ -26,11 +27,12 @@ int store_lead_init(struct store *s, struct tide_err *err)
 static int bump_epoch(struct store *s, const char *url, int64_t now_ms, int64_t *epoch,
                       struct tide_err *err)
 {
-    struct db_stmt *st = db_prepare(store_db(s),
-                                    "INSERT INTO leader(id, epoch, url, since_ms) VALUES (1, 1, ?1, ?2)"
-                                    " ON CONFLICT(id) DO UPDATE SET epoch = leader.epoch + 1,"
-                                    " url = ?1, since_ms = ?2 RETURNING epoch",
-                                    err);
+    struct db_stmt *st =
+        db_prepare(store_db(s),
+                   "INSERT INTO leader(id, epoch, url, since_ms) VALUES (1, 1, ?1, ?2)"
+                   " ON CONFLICT(id) DO UPDATE SET epoch = leader.epoch + 1,"
+                   " url = ?1, since_ms = ?2 RETURNING epoch",
+                   err);
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, url ? url : "");
@@ -65,9 +67,14 @@ int store_try_lead(struct store *s, const char *url, int64_t now_ms, int64_t *ep
         int rc = bump_epoch(s, url, now_ms, epoch, err);
         return rc ? rc : 1;
     }
-    int got = take_lock(s, err);
+    /* A follower may come back on a new session; a leader's lost session
+     * stays lost (its connection is pinned). */
+    int got = db_reconnect(db, err);
+    if (!got)
+        got = take_lock(s, err);
     if (got <= 0)
         return got;
+    db_pin(db); /* from now on, losing this session loses the lead */
     int rc = db_begin(db, err);
     if (!rc)
         rc = bump_epoch(s, url, now_ms, epoch, err);

@@ -30,7 +30,8 @@ struct store_leader {
 int store_lead_init(struct store *s, struct tide_err *err);
 
 /* Tries to become the leader, advertising url. Returns 1 with *epoch the
- * new epoch when granted, 0 when another server leads, <0 on error. */
+ * new epoch when granted, 0 when another server leads, <0 on error. A
+ * follower whose connection was lost is reconnected first; a leader's never. */
 int store_try_lead(struct store *s, const char *url, int64_t now_ms, int64_t *epoch,
                    struct tide_err *err);
 

@@ -17,11 +17,13 @@ static void bind_ms(struct db_stmt *st, int i, int64_t ms)
 int store_pool_node_put(struct store *s, const struct node *node, const char *provider_id,
                         struct tide_err *err)
 {
-    struct db_stmt *st = db_prepare(store_db(s),
-            "INSERT INTO pool_nodes(node_id, pool, created_ms, ready_ms, ended_ms, provider_id,"
-            " interrupt_deadline_ms) VALUES(?1,?2,?3,?4,?5,?6,?7) ON CONFLICT(node_id) DO UPDATE"
-            " SET pool=?2, created_ms=?3, ready_ms=?4, ended_ms=?5,"
-            " provider_id=COALESCE(?6, pool_nodes.provider_id), interrupt_deadline_ms=?7", err);
+    struct db_stmt *st = db_prepare(
+        store_db(s),
+        "INSERT INTO pool_nodes(node_id, pool, created_ms, ready_ms, ended_ms, provider_id,"
+        " interrupt_deadline_ms) VALUES(?1,?2,?3,?4,?5,?6,?7) ON CONFLICT(node_id) DO UPDATE"
+        " SET pool=?2, created_ms=?3, ready_ms=?4, ended_ms=?5,"
+        " provider_id=COALESCE(?6, pool_nodes.provider_id), interrupt_deadline_ms=?7",
+        err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, node->id);
@@ -43,9 +45,11 @@ int store_pool_nodes_load(struct store *s, struct cluster *c,
                           void (*fn)(int64_t node_id, const char *provider_id, void *ctx),
                           void *ctx, struct tide_err *err)
 {
-    struct db_stmt *st = db_prepare(store_db(s),
-            "SELECT node_id, pool, created_ms, ready_ms, ended_ms, provider_id, interrupt_deadline_ms"
-            " FROM pool_nodes", err);
+    struct db_stmt *st = db_prepare(
+        store_db(s),
+        "SELECT node_id, pool, created_ms, ready_ms, ended_ms, provider_id, interrupt_deadline_ms"
+        " FROM pool_nodes",
+        err);
     if (!st)
         return TIDE_EIO;
     int r;
@@ -69,10 +73,12 @@ int store_pool_nodes_load(struct store *s, struct cluster *c,
 static int put_meter(struct store *s, const char *pool, const char *project, int64_t node_ms,
                      int64_t gpu_ms, struct tide_err *err)
 {
-    struct db_stmt *st = db_prepare(store_db(s),
-            "INSERT INTO pool_meters(pool, project, node_ms, gpu_ms) VALUES(?,?,?,?)"
-            " ON CONFLICT(pool, project) DO UPDATE SET node_ms=excluded.node_ms,"
-            " gpu_ms=excluded.gpu_ms", err);
+    struct db_stmt *st =
+        db_prepare(store_db(s),
+                   "INSERT INTO pool_meters(pool, project, node_ms, gpu_ms) VALUES(?,?,?,?)"
+                   " ON CONFLICT(pool, project) DO UPDATE SET node_ms=excluded.node_ms,"
+                   " gpu_ms=excluded.gpu_ms",
+                   err);
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, pool);
@@ -92,16 +98,16 @@ int store_pool_meters_save(struct store *s, const struct billing *b, const struc
     for (int p = 0; !rc && p < npools; p++)
         rc = put_meter(s, pools[p].name, "", b->pools[p].node_ms, b->pools[p].gpu_ms, err);
     for (size_t i = 0; !rc && i < b->nusage; i++)
-        rc = put_meter(s, pools[b->usage[i].pool].name, b->usage[i].project, 0,
-                       b->usage[i].gpu_ms, err);
+        rc = put_meter(s, pools[b->usage[i].pool].name, b->usage[i].project, 0, b->usage[i].gpu_ms,
+                       err);
     return rc;
 }
 
-int store_pool_meters_load(struct store *s, struct billing *b, const struct pool *pools,
-                           int npools, struct tide_err *err)
+int store_pool_meters_load(struct store *s, struct billing *b, const struct pool *pools, int npools,
+                           struct tide_err *err)
 {
-    struct db_stmt *st = db_prepare(store_db(s),
-            "SELECT pool, project, node_ms, gpu_ms FROM pool_meters", err);
+    struct db_stmt *st =
+        db_prepare(store_db(s), "SELECT pool, project, node_ms, gpu_ms FROM pool_meters", err);
     if (!st)
         return TIDE_EIO;
     int r, rc = 0;
@@ -125,11 +131,13 @@ int store_pool_meters_load(struct store *s, struct billing *b, const struct pool
 
 int store_budgets_save(struct store *s, const struct budget_set *bs, struct tide_err *err)
 {
-    struct db_stmt *st = db_prepare(store_db(s),
-            "INSERT INTO budget_state(project, period_kind, period, spent_micros,"
-            " spent_rem, alerted_pct) VALUES(?,?,?,?,?,?) ON CONFLICT(project, period_kind)"
-            " DO UPDATE SET period=excluded.period, spent_micros=excluded.spent_micros,"
-            " spent_rem=excluded.spent_rem, alerted_pct=excluded.alerted_pct", err);
+    struct db_stmt *st =
+        db_prepare(store_db(s),
+                   "INSERT INTO budget_state(project, period_kind, period, spent_micros,"
+                   " spent_rem, alerted_pct) VALUES(?,?,?,?,?,?) ON CONFLICT(project, period_kind)"
+                   " DO UPDATE SET period=excluded.period, spent_micros=excluded.spent_micros,"
+                   " spent_rem=excluded.spent_rem, alerted_pct=excluded.alerted_pct",
+                   err);
     if (!st)
         return TIDE_EIO;
     int rc = 0;
@@ -151,9 +159,11 @@ int store_budgets_save(struct store *s, const struct budget_set *bs, struct tide
 
 int store_budgets_load(struct store *s, struct budget_set *bs, struct tide_err *err)
 {
-    struct db_stmt *st = db_prepare(store_db(s),
-            "SELECT project, period_kind, period, spent_micros, spent_rem, alerted_pct"
-            " FROM budget_state", err);
+    struct db_stmt *st =
+        db_prepare(store_db(s),
+                   "SELECT project, period_kind, period, spent_micros, spent_rem, alerted_pct"
+                   " FROM budget_state",
+                   err);
     if (!st)
         return TIDE_EIO;
     int r;

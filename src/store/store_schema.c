@@ -122,8 +122,7 @@ static const char v1_postgres[] =
 /* 1 when SQLite's table has column, 0 when not, <0 on error. */
 static int has_column(struct db *db, const char *table, const char *column, struct tide_err *err)
 {
-    struct db_stmt *st =
-        db_prepare(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", err);
+    struct db_stmt *st = db_prepare(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", err);
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, table);
@@ -141,7 +140,8 @@ static const struct {
     {"jobs", "parts", "ALTER TABLE jobs ADD COLUMN parts TEXT"},
     {"jobs", "hold_reason", "ALTER TABLE jobs ADD COLUMN hold_reason TEXT"},
     {"nodes", "drain_reason", "ALTER TABLE nodes ADD COLUMN drain_reason TEXT"},
-    {"jobs", "free_attempts", "ALTER TABLE jobs ADD COLUMN free_attempts INTEGER NOT NULL DEFAULT 0"},
+    {"jobs", "free_attempts",
+     "ALTER TABLE jobs ADD COLUMN free_attempts INTEGER NOT NULL DEFAULT 0"},
     {"tokens", "expires_ms", "ALTER TABLE tokens ADD COLUMN expires_ms INTEGER"},
     {"pool_nodes", "interrupt_deadline_ms",
      "ALTER TABLE pool_nodes ADD COLUMN interrupt_deadline_ms INTEGER"},
@@ -210,7 +210,8 @@ static int apply(struct db *db, const struct migration *m, struct tide_err *err)
 /* The database's version: 0 when it has none yet. */
 static int read_version(struct db *db, int *version, struct tide_err *err)
 {
-    struct db_stmt *st = db_prepare(db, "SELECT COALESCE(MAX(version), 0) FROM schema_version", err);
+    struct db_stmt *st =
+        db_prepare(db, "SELECT COALESCE(MAX(version), 0) FROM schema_version", err);
     if (!st)
         return TIDE_EIO;
     int r = db_step(st, "read the schema version", err);
@@ -240,7 +241,8 @@ static int migrate(struct db *db, struct tide_err *err)
             rc = apply(db, &migrations[i], err);
     if (!rc && version < KNOWN_VERSION) {
         char sql[96];
-        snprintf(sql, sizeof sql, "DELETE FROM schema_version; INSERT INTO schema_version VALUES(%d)",
+        snprintf(sql, sizeof sql,
+                 "DELETE FROM schema_version; INSERT INTO schema_version VALUES(%d)",
                  KNOWN_VERSION);
         rc = db_exec(db, sql, err);
     }

@@ -7,8 +7,8 @@
 int store_token_set_expiry(struct store *s, const char *hash, int64_t expires_ms,
                            struct tide_err *err)
 {
-    struct db_stmt *st = db_prepare(store_db(s),
-            "UPDATE tokens SET expires_ms=?2 WHERE hash=?1", err);
+    struct db_stmt *st =
+        db_prepare(store_db(s), "UPDATE tokens SET expires_ms=?2 WHERE hash=?1", err);
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, hash);
@@ -24,9 +24,11 @@ int store_token_set_expiry(struct store *s, const char *hash, int64_t expires_ms
 int store_tokens_list(struct store *s, json_t **out, struct tide_err *err)
 {
     *out = NULL;
-    struct db_stmt *st = db_prepare(store_db(s),
-            "SELECT name, projects, created_ms, expires_ms, kind FROM tokens"
-                           " WHERE kind IN (?1, ?2) ORDER BY name, created_ms", err);
+    struct db_stmt *st =
+        db_prepare(store_db(s),
+                   "SELECT name, projects, created_ms, expires_ms, kind FROM tokens"
+                   " WHERE kind IN (?1, ?2) ORDER BY name, created_ms",
+                   err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, TOKEN_USER);
@@ -37,8 +39,7 @@ int store_tokens_list(struct store *s, json_t **out, struct tide_err *err)
         const char *projects = db_column_text(st, 1);
         json_t *p = projects ? json_loads(projects, 0, NULL) : NULL;
         json_array_append_new(
-            list, json_pack("{s:s, s:s, s:o, s:f, s:o}", "name",
-                            db_column_text(st, 0), "kind",
+            list, json_pack("{s:s, s:s, s:o, s:f, s:o}", "name", db_column_text(st, 0), "kind",
                             (int)db_column_int64(st, 4) == TOKEN_METRICS ? "metrics" : "user",
                             "projects", p ? p : json_null(), "created",
                             (double)db_column_int64(st, 2) / 1000.0, "expires",
@@ -58,8 +59,8 @@ int store_tokens_list(struct store *s, json_t **out, struct tide_err *err)
 int store_tokens_revoke(struct store *s, const char *name, int *count, struct tide_err *err)
 {
     *count = 0;
-    struct db_stmt *st = db_prepare(store_db(s),
-            "DELETE FROM tokens WHERE kind IN (?1, ?3) AND name=?2", err);
+    struct db_stmt *st =
+        db_prepare(store_db(s), "DELETE FROM tokens WHERE kind IN (?1, ?3) AND name=?2", err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, TOKEN_USER);

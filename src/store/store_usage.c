@@ -8,14 +8,18 @@ int store_usage_save(struct store *s, const struct usage_ledger *l, const struct
 {
     struct db *db = store_db(s);
     struct db_stmt *day_st =
-        db_prepare(db, "INSERT INTO usage_pool_days(day, pool, node_ms, gpu_ms) VALUES(?,?,?,?)"
-                       " ON CONFLICT(day, pool) DO UPDATE SET node_ms=excluded.node_ms,"
-                       " gpu_ms=excluded.gpu_ms", err);
+        db_prepare(db,
+                   "INSERT INTO usage_pool_days(day, pool, node_ms, gpu_ms) VALUES(?,?,?,?)"
+                   " ON CONFLICT(day, pool) DO UPDATE SET node_ms=excluded.node_ms,"
+                   " gpu_ms=excluded.gpu_ms",
+                   err);
     /* "user" is quoted: PostgreSQL reserves the word. */
     struct db_stmt *use_st =
-        day_st ? db_prepare(db, "INSERT INTO usage_uses(day, pool, project, queue, \"user\", gpu_ms)"
-                                " VALUES(?,?,?,?,?,?) ON CONFLICT(day, pool, project, queue, \"user\")"
-                                " DO UPDATE SET gpu_ms=excluded.gpu_ms", err)
+        day_st ? db_prepare(db,
+                            "INSERT INTO usage_uses(day, pool, project, queue, \"user\", gpu_ms)"
+                            " VALUES(?,?,?,?,?,?) ON CONFLICT(day, pool, project, queue, \"user\")"
+                            " DO UPDATE SET gpu_ms=excluded.gpu_ms",
+                            err)
                : NULL;
     if (!use_st) {
         db_finalize(day_st);
@@ -53,8 +57,8 @@ int store_usage_save(struct store *s, const struct usage_ledger *l, const struct
 
 /* Runs sql (day, pool, ...) and hands each row of a configured pool to fn. */
 static int load_rows(struct store *s, const char *sql, const struct pool *pools, int npools,
-                     int (*fn)(struct usage_ledger *, struct db_stmt *, int), struct usage_ledger *l,
-                     struct tide_err *err)
+                     int (*fn)(struct usage_ledger *, struct db_stmt *, int),
+                     struct usage_ledger *l, struct tide_err *err)
 {
     struct db_stmt *st = db_prepare(store_db(s), sql, err);
     if (!st)
@@ -79,10 +83,8 @@ static int add_day(struct usage_ledger *l, struct db_stmt *st, int pool)
 
 static int add_use(struct usage_ledger *l, struct db_stmt *st, int pool)
 {
-    return usage_ledger_add_user_use(l, db_column_int64(st, 0), pool,
-                                     db_column_text(st, 2),
-                                     db_column_text(st, 3),
-                                     db_column_text(st, 4),
+    return usage_ledger_add_user_use(l, db_column_int64(st, 0), pool, db_column_text(st, 2),
+                                     db_column_text(st, 3), db_column_text(st, 4),
                                      db_column_int64(st, 5));
 }
 
@@ -92,8 +94,9 @@ int store_usage_load(struct store *s, struct usage_ledger *l, const struct pool 
     int rc = load_rows(s, "SELECT day, pool, node_ms, gpu_ms FROM usage_pool_days ORDER BY day",
                        pools, npools, add_day, l, err);
     if (!rc)
-        rc = load_rows(s, "SELECT day, pool, project, queue, \"user\", gpu_ms FROM usage_uses"
-                                  " ORDER BY day",
+        rc = load_rows(s,
+                       "SELECT day, pool, project, queue, \"user\", gpu_ms FROM usage_uses"
+                       " ORDER BY day",
                        pools, npools, add_use, l, err);
     if (!rc)
         usage_ledger_clean(l);

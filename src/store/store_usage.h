@@ -1,5 +1,5 @@
 /*
- * The usage ledger's tables (core/usage_ledger.h) in the SQLite store:
+ * The usage ledger's tables (core/usage_ledger.h) in the store:
  * one row per pool day and one per (day, pool, project, queue). Called
  * under the server's lock, inside the caller's transaction.
  */

@@ -1,6 +1,7 @@
 """End to end: bad input gets a 4xx naming the field; tokens and project isolation."""
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -368,6 +369,26 @@ def test_server_refuses_a_bad_config_with_line_and_key():
         assert not os.path.exists(os.path.join(d, "data")), "nothing is created for a refused config"
 
 
+def test_an_unreachable_store_stops_the_server_naming_it_without_its_password():
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        with socket.socket() as s:  # a port nothing listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            url = f"postgres://tide:hunter2@127.0.0.1:{port}/tide"
+            p = subprocess.run([TIDE, "server", "--store", url, "--data", os.path.join(d, "data"),
+                                "--listen", "127.0.0.1:0"], capture_output=True, text=True,
+                               timeout=30)
+        assert p.returncode != 0, p.stderr
+        assert f"cannot connect to the database postgres://tide:***@127.0.0.1:{port}/tide" in p.stderr, \
+            p.stderr
+        assert "hunter2" not in p.stderr, p.stderr
+        p = subprocess.run([TIDE, "server", "--store", "", "--data", os.path.join(d, "data")],
+                           capture_output=True, text=True, timeout=10)
+        assert p.returncode == 2 and "--store" in p.stderr, (p.returncode, p.stderr)
+
+
 if __name__ == "__main__":
     run_tests([
         test_bad_job_specs_get_400_naming_the_field_and_nothing_is_lost,
@@ -384,4 +405,5 @@ if __name__ == "__main__":
         test_project_tokens_cannot_see_or_touch_other_projects,
         test_metrics_count_jobs_nodes_and_gpus,
         test_server_refuses_a_bad_config_with_line_and_key,
+        test_an_unreachable_store_stops_the_server_naming_it_without_its_password,
     ])

@@ -254,6 +254,13 @@ def test_a_leader_whose_database_session_is_cut_stops_at_once():
         start_pair(ha, agents=1)
         pids = pg.psql("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted").split()
         assert len(pids) == 1, pids  # the leader's write session holds the lock
+        # Every other session first (the follower's among them): a follower
+        # reconnects at its next try and can still take over.
+        pg.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'tide'"
+                f" AND pid <> pg_backend_pid() AND pid <> {pids[0]}")
+        time.sleep(1)
+        assert (ha.health(1) or {}).get("role") == "follower", ha.log("server-1")
+        assert ha.procs[0].poll() is None, ha.log("server-0")
         cut = time.monotonic()
         pg.psql(f"SELECT pg_terminate_backend({pids[0]})")
         rc = ha.procs[0].wait(10)

@@ -124,15 +124,16 @@ static void test_jobs_nodes_and_tokens_come_back_after_a_reopen_with_big_ids(voi
     assert_non_null(n);
     snprintf(n->name, sizeof n->name, "node-a");
     n->state = NODE_READY;
-    json_t *info = json_pack("{s:i, s:i, s:[{s:i, s:s, s:s, s:i}]}", "cpus", 8, "memory_mib", 4096,
-                             "gpus", "index", 0, "uuid", "GPU-0", "name", "H200",
-                             "memory_total_mib", 1000);
+    json_t *info =
+        json_pack("{s:i, s:i, s:[{s:i, s:s, s:s, s:i}]}", "cpus", 8, "memory_mib", 4096, "gpus",
+                  "index", 0, "uuid", "GPU-0", "name", "H200", "memory_total_mib", 1000);
     assert_int_equal(store_node_upsert(f->s, n, info, 1000, NULL), 0);
     json_decref(info);
     struct job *j = calloc(1, sizeof *j);
     assert_non_null(j);
     json_t *spec = spec_of("{\"name\": \"train\", \"command\": [\"true\"], \"gpus\": 1,"
-                           " \"project\": \"vision\"}", j);
+                           " \"project\": \"vision\"}",
+                           j);
     int64_t now_ms = 1764680000123LL; /* a time past 32 bits too */
     assert_int_equal(store_begin(f->s, NULL), 0);
     assert_int_equal(store_job_insert(f->s, j, spec, "alice", now_ms, NULL), 0);
@@ -140,14 +141,24 @@ static void test_jobs_nodes_and_tokens_come_back_after_a_reopen_with_big_ids(voi
     json_decref(spec);
     assert_int_equal(j->id, 5000000000LL);
     int gpus[] = {0};
-    struct job_update u = {.job_id = j->id, .state = JOB_RUNNING, .reason = "placed",
-                           .attempt = 1, .node_id = n->id, .gpus = gpus, .ngpus = 1,
-                           .exit_code = -2, .signal = -1, .start_ms = now_ms + 5, .end_ms = 0,
+    struct job_update u = {.job_id = j->id,
+                           .state = JOB_RUNNING,
+                           .reason = "placed",
+                           .attempt = 1,
+                           .node_id = n->id,
+                           .gpus = gpus,
+                           .ngpus = 1,
+                           .exit_code = -2,
+                           .signal = -1,
+                           .start_ms = now_ms + 5,
+                           .end_ms = 0,
                            .cancel_requested = -1};
     assert_int_equal(store_job_update(f->s, &u, NULL), 0);
     assert_int_equal(store_event_add(f->s, now_ms, "job_running", j->id, n->id, "up", NULL), 0);
-    assert_int_equal(store_token_put(f->s, "abc123", TOKEN_USER, "alice",
-                                     json_pack("[s]", "vision"), 0, now_ms, NULL), 0);
+    json_t *projects = json_pack("[s]", "vision");
+    assert_int_equal(
+        store_token_put(f->s, "abc123", TOKEN_USER, "alice", projects, 0, now_ms, NULL), 0);
+    json_decref(projects);
     assert_int_equal(store_token_set_expiry(f->s, "abc123", now_ms + 1000, NULL), 0);
     store_close(f->s);
 
@@ -439,16 +450,71 @@ static void test_a_postgres_leader_that_loses_its_connection_knows_it(void **sta
     assert_true(store_lead_lost(f->s));
     assert_int_not_equal(store_begin(f->s, &err), 0);
     assert_true(store_lead_lost(f->s));
+    int64_t again = 0;
+    assert_true(store_try_lead(f->s, "http://first:8080", 300, &again, &err) < 0);
+    assert_non_null(strstr(err.message, "not reopened"));
+    assert_true(store_lead_lost(f->s));
     assert_int_equal(lead_when_free(other, "http://second:8080"), 2);
     assert_false(store_lead_lost(other));
     store_close(other);
+}
+
+static void test_a_postgres_follower_that_loses_its_connection_comes_back(void **state)
+{
+    struct fixture *f = *state;
+    if (!test_store_target_is_pg(&f->t))
+        skip();
+    f->s = test_store_target_open(&f->t);
+    struct store *other = test_store_target_open(&f->t);
+    int64_t epoch = 0;
+    assert_int_equal(store_try_lead(f->s, "http://first:8080", 100, &epoch, NULL), 1);
+    assert_int_equal(store_try_lead(other, "http://second:8080", 100, &epoch, NULL), 0);
+    /* The follower's write session is ended from outside. */
+    char sql[96];
+    int64_t other_pid = query_int(other, "SELECT pg_backend_pid()");
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%lld)", (long long)other_pid);
+    exec_ok(f->s, sql);
+    struct tide_err err = {0};
+    assert_int_not_equal(store_node_set_state(other, 1, NODE_READY, &err), 0);
+    assert_true(store_lead_lost(other));
+    /* Trying to lead reconnects it: still a follower, and working again. */
+    assert_int_equal(store_try_lead(other, "http://second:8080", 200, &epoch, &err), 0);
+    assert_false(store_lead_lost(other));
+    struct store_leader who;
+    assert_int_equal(store_leader_get(other, &who, NULL), 0);
+    assert_string_equal(who.url, "http://first:8080");
+    struct event_filter flt = {0};
+    json_t *evs = NULL;
+    bool more;
+    assert_int_equal(store_events_query(other, &flt, &evs, &more, NULL), 0);
+    json_decref(evs);
+    store_close(other);
+}
+
+/* PostgreSQL turns the COMMIT of a transaction an error aborted into a
+ * ROLLBACK: the store must not report it as committed. */
+static void test_a_postgres_commit_after_a_failed_statement_fails(void **state)
+{
+    struct fixture *f = *state;
+    if (!test_store_target_is_pg(&f->t))
+        skip();
+    f->s = test_store_target_open(&f->t);
+    assert_int_equal(store_begin(f->s, NULL), 0);
+    assert_int_equal(store_token_put(f->s, "h", TOKEN_USER, "u", NULL, 0, 1, NULL), 0);
+    struct tide_err err = {0};
+    assert_int_not_equal(db_exec(store_db(f->s), "SELECT * FROM no_such_table", &err), 0);
+    assert_int_equal(store_commit(f->s, &err), TIDE_EIO);
+    assert_non_null(strstr(err.message, "rolled back"));
+    struct token_info t;
+    assert_int_equal(store_token_get(f->s, "h", &t, NULL), TIDE_ENOENT);
 }
 
 static void test_a_store_url_is_shown_without_its_password(void **state)
 {
     (void)state;
     static const char *const cases[][2] = {
-        {"postgres://tide:hunter2@db.example:5432/tide", "postgres://tide:***@db.example:5432/tide"},
+        {"postgres://tide:hunter2@db.example:5432/tide",
+         "postgres://tide:***@db.example:5432/tide"},
         {"postgresql://tide@db/tide?sslmode=require&password=hunter2&x=1",
          "postgresql://tide@db/tide?sslmode=require&password=***&x=1"},
         {"postgres://db/tide", "postgres://db/tide"},
@@ -493,8 +559,12 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_stores_on_one_postgres_lead_one_at_a_time, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_a_postgres_leader_that_loses_its_connection_knows_it,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(
-            test_a_postgres_leader_that_loses_its_connection_knows_it, setup, teardown),
+            test_a_postgres_follower_that_loses_its_connection_comes_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_postgres_commit_after_a_failed_statement_fails,
+                                        setup, teardown),
         cmocka_unit_test(test_a_store_url_is_shown_without_its_password),
         cmocka_unit_test(test_an_unreachable_database_is_named_without_its_password),
     };
