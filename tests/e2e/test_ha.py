@@ -202,13 +202,14 @@ class HA:
 
 
 def start_pair(ha, agents=2):
-    """Server 0 leads (it starts first), server 1 follows; agents join."""
+    """Server 0 leads (it starts first), the others follow; agents join."""
     ha.start_server(0)
     assert ha.health(0)["role"] == "leader", ha.health(0)
     ha.tokens(0)
-    ha.start_server(1)
-    wait_until(lambda: (ha.health(1) or {}).get("role") == "follower", 20, 0.05,
-               what="server 1 following")
+    for i in range(1, len(ha.urls)):
+        ha.start_server(i)
+        wait_until(lambda: (ha.health(i) or {}).get("role") == "follower", 20, 0.05,
+                   what=f"server {i} following")
     for k in range(agents):
         ha.start_agent(f"node-{k + 1}", 0)
     if agents:
@@ -334,7 +335,8 @@ class Submitter(threading.Thread):
 
 def test_kill_9_of_the_leader_loses_and_repeats_no_job():
     rounds = int(os.environ.get("TIDE_HA_ROUNDS", "4"))
-    with pg_server.PgServer() as pg, HA(pg) as ha:
+    servers = int(os.environ.get("TIDE_HA_SERVERS", "2"))
+    with pg_server.PgServer() as pg, HA(pg, servers=servers) as ha:
         start_pair(ha, agents=2)
         evidence = os.path.join(ha.dir, "evidence")
         open(evidence, "w").close()
@@ -385,7 +387,7 @@ def test_kill_9_of_the_leader_loses_and_repeats_no_job():
         lost = [i for i in acked if i not in runs]
         duplicated = {i: nodes for i, nodes in runs.items() if len(nodes) > 1}
         failed = [i for i in acked if jobs[i]["state"] != "succeeded"]
-        print(f"kill -9 of the leader x{rounds}: takeover {', '.join(f'{t:.2f}' for t in takeovers)} s"
+        print(f"kill -9 of the leader x{rounds} ({servers} servers): takeover {', '.join(f'{t:.2f}' for t in takeovers)} s"
               f" (median {statistics.median(takeovers):.2f} s, max {max(takeovers):.2f} s); "
               f"{len(acked)} jobs acknowledged, {len(lost)} lost (never ran), "
               f"{len(duplicated)} ran more than once, {len(failed)} did not succeed", flush=True)
