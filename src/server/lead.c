@@ -45,12 +45,11 @@ static void nap_ms(int ms)
     nanosleep(&ts, NULL); /* a signal cuts it short, which stopping wants */
 }
 
-int lead_acquire(struct server *srv, volatile sig_atomic_t *stop, struct tide_err *err)
+int lead_acquire(struct server *srv, volatile sig_atomic_t *stop)
 {
     struct server_lead *l = &srv->lead;
     bool said = false, failing = false;
     char last_leader[STORE_LEADER_URL_MAX] = "";
-    (void)err;
     while (!*stop) {
         int64_t epoch = 0;
         struct tide_err terr;

@@ -49,10 +49,9 @@ int lead_check_url(const char *url, struct tide_err *err);
 /* Tries for the leadership every LEAD_TRY_MS, noting who leads meanwhile,
  * until the store grants it (0: the role is LEAD_STARTING, with our new
  * epoch) or *stop is set (1). A store that cannot be reached is logged and
- * tried again (it reopens a follower's connection). err is kept for
- * failures that cannot be retried (none today). Only the calling thread
- * uses the store meanwhile. */
-int lead_acquire(struct server *srv, volatile sig_atomic_t *stop, struct tide_err *err);
+ * tried again (it reopens a follower's connection). Only the calling
+ * thread uses the store meanwhile. */
+int lead_acquire(struct server *srv, volatile sig_atomic_t *stop);
 
 /* Once state is loaded: from now on requests are served. */
 void lead_set_leader(struct server_lead *l);

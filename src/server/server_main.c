@@ -436,12 +436,7 @@ int server_main(int argc, char **argv)
             log_error("%s", err.message);
             goto out;
         }
-        lead = lead_acquire(&srv, &stop_requested, &err);
-        if (lead < 0) {
-            log_error("%s", err.message);
-            goto out;
-        }
-        if (lead == 1) {
+        if (lead_acquire(&srv, &stop_requested) == 1) {
             exit_code = 0;
             goto out; /* stopped while following */
         }
