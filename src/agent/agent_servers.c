@@ -32,8 +32,7 @@ void agent_servers_release(struct agent_servers *s)
         memset(s, 0, sizeof *s);
 }
 
-size_t agent_servers_next(const char *const *urls, size_t count, size_t current,
-                          const char *leader)
+size_t agent_servers_next(const char *const *urls, size_t count, size_t current, const char *leader)
 {
     if (count == 0)
         return 0;

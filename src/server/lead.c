@@ -157,8 +157,10 @@ bool lead_deposed(struct server *srv, char *why, size_t n)
         return true;
     }
     if (rc == 0 && who.epoch != ours) {
-        snprintf(why, n, "deposed: the store names %s the leader with epoch %" PRId64
-                 " (ours was %" PRId64 ")", who.url, who.epoch, ours);
+        snprintf(why, n,
+                 "deposed: the store names %s the leader with epoch %" PRId64 " (ours was %" PRId64
+                 ")",
+                 who.url, who.epoch, ours);
         return true;
     }
     return false; /* a failed read alone is not a lost lead: the next check tells */

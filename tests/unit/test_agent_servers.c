@@ -88,7 +88,8 @@ static int request(struct agent_servers *s, long *status)
     struct http_response resp;
     struct tide_err err;
     tide_err_clear(&err);
-    int rc = agent_servers_request(s, "POST", "/v1/agent/heartbeat", "tok", "{}", 3000, &resp, &err);
+    int rc =
+        agent_servers_request(s, "POST", "/v1/agent/heartbeat", "tok", "{}", 3000, &resp, &err);
     *status = rc == 0 ? resp.status : 0;
     if (rc == 0)
         http_response_release(&resp);
