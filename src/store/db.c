@@ -113,6 +113,11 @@ void db_finalize(struct db_stmt *st)
         st->db->ops->finalize(st);
 }
 
+int64_t db_last_insert_id(struct db_stmt *st)
+{
+    return st->db->ops->last_insert_id(st);
+}
+
 bool db_lost(struct db *db)
 {
     return db->ops->lost(db);

@@ -41,6 +41,7 @@ struct db_ops {
     void (*reset)(struct db_stmt *st);
     void (*finalize)(struct db_stmt *st);
     bool (*lost)(struct db *db);
+    int64_t (*last_insert_id)(struct db_stmt *st);
     int (*reconnect)(struct db *db, struct tide_err *err);
     void (*pin)(struct db *db);
 };
@@ -99,6 +100,11 @@ const char *db_column_text(struct db_stmt *st, int i);
 
 /* Rows changed by the last step of an INSERT, UPDATE or DELETE. */
 int64_t db_changes(struct db_stmt *st);
+
+/* SQLite only: the id its last INSERT made on st's connection (0 on
+ * PostgreSQL, where an INSERT says RETURNING id). Cheaper than RETURNING on
+ * SQLite, which runs a RETURNING clause through a temporary table. */
+int64_t db_last_insert_id(struct db_stmt *st);
 
 /* Ready to bind and step again (bindings cleared); NULL is fine. */
 void db_reset(struct db_stmt *st);

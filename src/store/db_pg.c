@@ -384,6 +384,12 @@ static void pg_pin(struct db *db)
     pthread_mutex_unlock(&pg(db)->mu);
 }
 
+static int64_t pg_last_insert_id(struct db_stmt *st)
+{
+    (void)st;
+    return 0;
+}
+
 static const struct db_ops pg_ops = {
     .close = pg_close,
     .exec = pg_exec,
@@ -400,6 +406,7 @@ static const struct db_ops pg_ops = {
     .reset = pg_reset,
     .finalize = pg_finalize,
     .lost = pg_lost,
+    .last_insert_id = pg_last_insert_id,
     .reconnect = pg_reconnect,
     .pin = pg_pin,
 };

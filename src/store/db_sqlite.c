@@ -143,6 +143,11 @@ static bool sq_lost(struct db *db)
     return false;
 }
 
+static int64_t sq_last_insert_id(struct db_stmt *st)
+{
+    return sqlite3_last_insert_rowid(handle(st->db));
+}
+
 static int sq_reconnect(struct db *db, struct tide_err *err)
 {
     (void)db;
@@ -171,6 +176,7 @@ static const struct db_ops sqlite_ops = {
     .reset = sq_reset,
     .finalize = sq_finalize,
     .lost = sq_lost,
+    .last_insert_id = sq_last_insert_id,
     .reconnect = sq_reconnect,
     .pin = sq_pin,
 };

@@ -253,11 +253,15 @@ int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct 
 int store_job_insert(struct store *s, struct job *job, json_t *spec, const char *owner,
                      int64_t now_ms, struct tide_err *err)
 {
-    /* Prepared once: a batch or an array inserts thousands in one go. */
+    /* Prepared once: a batch or an array inserts thousands in one go. The
+     * new id: RETURNING on PostgreSQL, the cheaper last rowid on SQLite. */
+    bool lite = db_dialect(store_db(s)) == DB_SQLITE;
     struct db_stmt *st = store_cached(
         s, STORE_STMT_JOB_INSERT,
-        "INSERT INTO jobs(name, project, queue, priority, state, reason, spec, owner, submit_ms)"
-        " VALUES(?,?,?,?,'pending','submitted',?,?,?) RETURNING id",
+        lite ? "INSERT INTO jobs(name, project, queue, priority, state, reason, spec, owner,"
+               " submit_ms) VALUES(?,?,?,?,'pending','submitted',?,?,?)"
+             : "INSERT INTO jobs(name, project, queue, priority, state, reason, spec, owner,"
+               " submit_ms) VALUES(?,?,?,?,'pending','submitted',?,?,?) RETURNING id",
         err);
     if (!st)
         return TIDE_EIO;
@@ -269,7 +273,9 @@ int store_job_insert(struct store *s, struct job *job, json_t *spec, const char 
     db_bind_text(st, 6, owner);
     db_bind_int64(st, 7, now_ms);
     int r = db_step(st, "insert job", err), rc = 0;
-    if (r == DB_ROW)
+    if (lite && r == DB_DONE)
+        job->id = db_last_insert_id(st);
+    else if (r == DB_ROW)
         job->id = db_column_int64(st, 0);
     else
         rc = r < 0 ? r : tide_err_set(err, TIDE_EIO, NULL, "database: insert job: no id returned");
