@@ -396,6 +396,11 @@ def test_kill_9_of_the_leader_loses_and_repeats_no_job():
         assert not failed, [(i, jobs[i]["state"], jobs[i].get("reason")) for i in failed]
         unacked = [i for i in runs if i not in set(acked)]
         assert not unacked, f"jobs ran that no submission was acknowledged for: {unacked}"
+        # The agents followed every new leader within the node timeout: no
+        # node was lost, no task fenced.
+        lost_nodes = ha.api("GET", "/v1/events?kind=node_lost,node_back")["events"]
+        assert not lost_nodes, lost_nodes
+        assert all(n["state"] == "ready" for n in ha.api("GET", "/v1/nodes")["nodes"])
 
 
 def kill_processes_naming(path):
