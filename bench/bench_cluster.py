@@ -55,8 +55,9 @@ class BenchCluster:
         self.procs[name] = p
         return p
 
-    def start_server(self):
-        self.spawn("server", ["server", "--listen", f"127.0.0.1:{self.port}", "--data", self.data])
+    def start_server(self, extra=()):
+        self.spawn("server", ["server", "--listen", f"127.0.0.1:{self.port}", "--data", self.data]
+                   + list(extra))
         token_file = os.path.join(self.data, "admin.token")
         for _ in range(200):
             if os.path.exists(token_file):

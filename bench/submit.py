@@ -6,9 +6,10 @@ requests of SIZE specs); arrays of ARRAY tasks through POST /v1/jobs
 (ARRAYS of them); `tide --help` and sequential `tide submit` processes
 (what a shell loop pays per job). Every row also says the server's CPU
 per job: on a shared machine that is the steadier number. Never fails on
-speed.
+speed. --store URL runs the server on that database (a PostgreSQL URL, say
+through tests/e2e/with_pg.py, which puts one in $TIDE_TEST_STORE_URL).
 Usage: submit.py TIDE_BIN [--size N] [--batches N] [--array N] [--arrays N]
-                 [--cli N] [--seconds S]"""
+                 [--cli N] [--seconds S] [--store URL]"""
 import argparse
 import os
 import re
@@ -68,9 +69,10 @@ def main():
     ap.add_argument("--arrays", type=int, default=5)
     ap.add_argument("--cli", type=int, default=50)
     ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--store", help="the server's --store (default: SQLite in its data dir)")
     args = ap.parse_args()
     with BenchCluster(args.tide, "tide-bench-submit-") as c:
-        c.start_server()
+        c.start_server(["--store", args.store] if args.store else [])
         tide, d, url, token, server = c.tide, c.dir, c.url, c.token, c.procs["server"]
         wrk_rows(c, server, args.seconds, "(queue empty)")
 

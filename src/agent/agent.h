@@ -13,6 +13,7 @@
 
 #include "agent/agent_opts.h"
 #include "agent/agent_probe.h"
+#include "agent/agent_servers.h"
 #include "agent/cgroup.h"
 #include "agent/gpu.h"
 #include "agent/task.h"
@@ -34,6 +35,7 @@ struct agent_node {
 
 struct agent {
     const struct agent_opts *opts;
+    struct agent_servers servers; /* opts' --server list and the leader among them */
     char *work_dir; /* absolute */
     struct gpu_backend gpus;
     struct gpu_telemetry *telemetry; /* one per GPU */

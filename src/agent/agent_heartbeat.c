@@ -217,6 +217,13 @@ int agent_heartbeat_apply_reply(struct agent *a, const char *body, int64_t now_m
         json_decref(root);
         return TIDE_EINVAL;
     }
+    /* A deposed leader's reply (docs/ha.md): neither its acks nor its
+     * actions count; the current leader will say again what it wants. */
+    json_t *epoch = json_object_get(root, "epoch");
+    if (json_is_integer(epoch) && !agent_servers_epoch_ok(&a->servers, json_integer_value(epoch))) {
+        json_decref(root);
+        return TIDE_ECONFLICT;
+    }
     int64_t before[AGENT_MAX_TASKS];
     for (size_t i = 0; i < a->ntasks; i++)
         before[i] = a->tasks[i]->log_acked;
@@ -257,11 +264,8 @@ int agent_heartbeat_send(struct agent *a, int64_t now_ms, bool *changed, bool *m
 {
     *changed = false;
     char *body = agent_heartbeat_body(a, more_logs);
-    char *url = NULL;
-    if (!body || asprintf(&url, "%s/v1/agent/heartbeat", a->opts->server_url) < 0) {
-        free(body);
+    if (!body)
         return tide_err_set(err, TIDE_EIO, NULL, "heartbeat: out of memory");
-    }
     /* Never wait past the moment this node must fence itself (agent_loop.c). */
     int64_t timeout_ms = HEARTBEAT_TIMEOUT_MS;
     if (a->node.node_timeout_ms && a->last_contact_ms) {
@@ -270,9 +274,9 @@ int agent_heartbeat_send(struct agent *a, int64_t now_ms, bool *changed, bool *m
             timeout_ms = left > HEARTBEAT_MIN_TIMEOUT_MS ? left : HEARTBEAT_MIN_TIMEOUT_MS;
     }
     struct http_response resp;
-    int rc = http_request("POST", url, a->node.node_token, body, (int)timeout_ms, &resp, err);
+    int rc = agent_servers_request(&a->servers, "POST", "/v1/agent/heartbeat", a->node.node_token,
+                                   body, (int)timeout_ms, &resp, err);
     free(body);
-    free(url);
     if (rc != 0)
         return TIDE_EIO;
     char msg[512];
@@ -281,7 +285,9 @@ int agent_heartbeat_send(struct agent *a, int64_t now_ms, bool *changed, bool *m
     } else if (resp.status != 200) {
         rc = tide_err_set(err, TIDE_EIO, NULL, "heartbeat: %s",
                           agent_server_message(&resp, msg, sizeof msg));
-    } else if (agent_heartbeat_apply_reply(a, resp.body, now_ms, changed) != 0) {
+    } else if ((rc = agent_heartbeat_apply_reply(a, resp.body, now_ms, changed)) == TIDE_ECONFLICT) {
+        rc = tide_err_set(err, TIDE_EIO, NULL, "heartbeat: answered by a deposed leader; ignored");
+    } else if (rc != 0) {
         rc = tide_err_set(err, TIDE_EIO, NULL, "heartbeat: the reply is not a JSON object");
     }
     http_response_release(&resp);

@@ -20,9 +20,10 @@
 char *agent_heartbeat_body(struct agent *a, bool *more_logs);
 
 /* Applies a heartbeat reply: log_offsets, then ack (forgetting finished
- * tasks whose logs the server holds), then actions. Returns 0 or
- * TIDE_EINVAL when the reply is not the expected JSON; *changed is set when
- * tasks were started. */
+ * tasks whose logs the server holds), then actions. Returns 0,
+ * TIDE_EINVAL when the reply is not the expected JSON, or TIDE_ECONFLICT
+ * when its "epoch" is lower than one already seen (a deposed leader's:
+ * nothing of it is applied); *changed is set when tasks were started. */
 int agent_heartbeat_apply_reply(struct agent *a, const char *body, int64_t now_ms, bool *changed);
 
 /* Sends one heartbeat and applies its reply. Returns 0; TIDE_EAUTH when the

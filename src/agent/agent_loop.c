@@ -268,7 +268,7 @@ static void final_heartbeat(struct agent *a)
 int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
 {
     struct loop_state s = {0};
-    s.wake = agent_wake_start(a->opts->server_url); /* without it: polling only */
+    s.wake = agent_wake_start(&a->servers); /* without it: polling only */
     struct tide_err err;
     tide_err_clear(&err);
     if (agent_node_load(a, &err) == 0) {

@@ -175,6 +175,11 @@ int agent_main(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.opts = &opts;
     a.guard.fd = -1;
+    if (agent_servers_init(&a.servers, opts.server_urls, opts.nservers) != 0) {
+        log_error("cannot set up the server list");
+        agent_opts_release(&opts);
+        return 1;
+    }
     /* GPUs first: a bad --fake-gpus should not leave a work dir behind */
     int rc = open_gpus(&a);
     if (rc == 0)
@@ -202,15 +207,18 @@ int agent_main(int argc, char **argv)
         log_info("node %s, work dir %s, %zu GPU(s) (%s), server %s%s%s", opts.name, a.work_dir,
                  a.gpus.count, a.gpus.driver, opts.server_url, opts.ca ? ", CA " : "",
                  opts.ca ? opts.ca : "");
-        if (!strncmp(opts.server_url, "http://", 7) && !agent_server_is_local(opts.server_url))
-            log_warn("%s is plain HTTP: the join and node tokens and job commands cross the "
-                     "network in clear text; use an https:// server (docs/api.md, \"TLS\")",
-                     opts.server_url);
+        for (size_t i = 0; i < opts.nservers; i++)
+            if (!strncmp(opts.server_urls[i], "http://", 7) &&
+                !agent_server_is_local(opts.server_urls[i]))
+                log_warn("%s is plain HTTP: the join and node tokens and job commands cross the "
+                         "network in clear text; use an https:// server (docs/api.md, \"TLS\")",
+                         opts.server_urls[i]);
         rc = agent_loop_run(&a, &agent_signals);
         /* no curl_global_cleanup: the long-poll thread (agent_wake.h) may
          * still be inside a request, and the process is about to exit */
     }
     agent_release(&a);
+    agent_servers_release(&a.servers);
     agent_opts_release(&opts);
     return rc;
 }

@@ -46,7 +46,9 @@ int agent_node_load(struct agent *a, struct tide_err *err)
         json_unpack(root, "{s:s, s:s, s:I, s:s, s?:i}", "server", &server, "name", &name, "node_id",
                     &id, "node_token", &token, "heartbeat_interval_ms", &interval) != 0) {
         rc = tide_err_set(err, TIDE_ENOENT, NULL, "%s is not a node file; registering anew", path);
-    } else if (strcmp(server, a->opts->server_url) != 0 || strcmp(name, a->opts->name) != 0) {
+    } else if ((strcmp(server, a->opts->server_url) != 0 &&
+                !agent_servers_has(&a->servers, server)) ||
+               strcmp(name, a->opts->name) != 0) {
         rc = tide_err_set(err, TIDE_ENOENT, NULL, "%s belongs to node '%s' of %s; registering anew",
                           path, name, server);
     } else {
@@ -67,7 +69,8 @@ int agent_node_load(struct agent *a, struct tide_err *err)
 
 static int node_save(const struct agent *a, struct tide_err *err)
 {
-    json_t *root = json_pack("{s:s, s:s, s:I, s:s, s:i}", "server", a->opts->server_url, "name",
+    /* the first URL: any of the list finds it again (agent_node_load) */
+    json_t *root = json_pack("{s:s, s:s, s:I, s:s, s:i}", "server", a->opts->server_urls[0], "name",
                              a->opts->name, "node_id", (json_int_t)a->node.node_id, "node_token",
                              a->node.node_token, "heartbeat_interval_ms", a->node.heartbeat_ms);
     char *text = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
@@ -157,15 +160,12 @@ int agent_node_register(struct agent *a, struct tide_err *err)
     }
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    char *url = NULL;
-    if (!text || asprintf(&url, "%s/v1/agent/register", a->opts->server_url) < 0) {
-        free(text);
+    if (!text)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    }
     struct http_response resp;
-    int rc = http_request("POST", url, a->opts->join_token, text, REGISTER_TIMEOUT_MS, &resp, err);
+    int rc = agent_servers_request(&a->servers, "POST", "/v1/agent/register", a->opts->join_token,
+                                   text, REGISTER_TIMEOUT_MS, &resp, err);
     free(text);
-    free(url);
     if (rc != 0)
         return TIDE_EIO;
     char msg[512];
@@ -180,6 +180,9 @@ int agent_node_register(struct agent *a, struct tide_err *err)
                           agent_server_message(&resp, msg, sizeof msg));
     } else {
         json_t *root = json_loads(resp.body, 0, NULL);
+        json_t *epoch = json_object_get(root, "epoch");
+        if (json_is_integer(epoch))
+            agent_servers_epoch_ok(&a->servers, json_integer_value(epoch));
         json_int_t id = 0;
         const char *token = NULL;
         int interval = 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/agent_servers.h"
 #include "cli/args.h"
 #include "common/fsutil.h"
 
@@ -16,9 +17,12 @@
 
 void agent_opts_usage(FILE *out)
 {
-    fprintf(out, "usage: tide agent --server URL (--token TOKEN | --token-file PATH) [options]\n"
+    fprintf(out, "usage: tide agent --server URL[,URL...] (--token TOKEN | --token-file PATH)\n"
+                 "                  [options]\n"
                  "\n"
-                 "  --server URL        tide server (or TIDE_SERVER)\n"
+                 "  --server URL[,URL...]  tide server (or TIDE_SERVER); several servers that\n"
+                 "                      share one store (docs/ha.md): the agent follows the\n"
+                 "                      leader among them\n"
                  "  --token TOKEN       join token (or TIDE_JOIN_TOKEN); optional once the\n"
                  "                      node is registered (WORK/node.json); shows in ps:\n"
                  "                      prefer --token-file or TIDE_JOIN_TOKEN\n"
@@ -105,6 +109,46 @@ static int read_token_file(const char *path, char **dst, struct tide_err *err)
     free(*dst);
     *dst = text;
     return 0;
+}
+
+/* Splits o->server_url at commas into o->server_urls, each without a
+ * trailing '/', refusing empty entries, non-http(s) ones and repeats. */
+static int split_servers(struct agent_opts *o, struct tide_err *err)
+{
+    const char *p = o->server_url;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        while (n > 1 && p[n - 1] == '/')
+            n--;
+        if (n == 0)
+            return tide_err_set(err, TIDE_EINVAL, "--server",
+                                "--server '%s': an empty URL in the list", o->server_url);
+        if (strncmp(p, "http://", 7) && strncmp(p, "https://", 8))
+            return tide_err_set(err, TIDE_EINVAL, "--server",
+                                "--server '%.*s': must start with http:// or https://", (int)n, p);
+        if (o->nservers == AGENT_SERVERS_MAX)
+            return tide_err_set(err, TIDE_EINVAL, "--server", "--server: at most %d URLs",
+                                AGENT_SERVERS_MAX);
+        char *url = strndup(p, n);
+        char **list = url ? realloc(o->server_urls, (o->nservers + 1) * sizeof *list) : NULL;
+        if (!list) {
+            free(url);
+            return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        }
+        o->server_urls = list;
+        for (size_t i = 0; i < o->nservers; i++)
+            if (!strcmp(list[i], url)) {
+                int rc = tide_err_set(err, TIDE_EINVAL, "--server",
+                                      "--server: %s is listed twice", url);
+                free(url);
+                return rc;
+            }
+        list[o->nservers++] = url;
+        if (!comma)
+            return 0;
+        p = comma + 1;
+    }
 }
 
 static int check_name(const char *name, struct tide_err *err)
@@ -253,6 +297,9 @@ static int fill_defaults(struct agent_opts *o, struct tide_err *err)
     size_t n = strlen(o->server_url);
     while (n > 1 && o->server_url[n - 1] == '/')
         o->server_url[--n] = '\0';
+    int rc = split_servers(o, err);
+    if (rc != 0)
+        return rc;
     if (!o->ca && (env = getenv("TIDE_CA")) && *env && set_str(&o->ca, env, err))
         return TIDE_ENOMEM;
     if (!o->tls_cert && (env = getenv("TIDE_TLS_CERT")) && *env && set_str(&o->tls_cert, env, err))
@@ -275,7 +322,7 @@ static int fill_defaults(struct agent_opts *o, struct tide_err *err)
         if (set_str(&o->name, host, err))
             return TIDE_ENOMEM;
     }
-    int rc = check_name(o->name, err);
+    rc = check_name(o->name, err);
     if (rc != 0)
         return rc;
     if (!o->work_dir && set_str(&o->work_dir, "./tide-agent", err))
@@ -341,6 +388,9 @@ void agent_opts_release(struct agent_opts *o)
     if (!o)
         return;
     free(o->server_url);
+    for (size_t i = 0; i < o->nservers; i++)
+        free(o->server_urls[i]);
+    free(o->server_urls);
     free(o->join_token);
     free(o->name);
     free(o->work_dir);

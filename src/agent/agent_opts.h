@@ -16,7 +16,9 @@
 #define AGENT_NAME_MAX 63
 
 struct agent_opts {
-    char *server_url; /* without a trailing '/' */
+    char *server_url; /* as given: one URL or several, comma-separated */
+    char **server_urls; /* server_url split, each without a trailing '/' */
+    size_t nservers;    /* 1..AGENT_SERVERS_MAX (agent_servers.h) */
     char *join_token; /* NULL when none was given (a saved node.json may do) */
     char *name;
     char *work_dir;   /* as given; the agent makes it absolute */

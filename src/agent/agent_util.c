@@ -41,8 +41,10 @@ void agent_drop_task(struct agent *a, size_t i)
 void agent_note_server(struct agent *a, bool ok, const char *what, int64_t now_ms)
 {
     if (ok) {
+        char url[512];
         if (a->server_down)
-            log_info("server %s reachable again after %lld s", a->opts->server_url,
+            log_info("server %s reachable again after %lld s",
+                     agent_servers_current(&a->servers, url, sizeof url),
                      (long long)((now_ms - a->down_since_ms) / 1000));
         a->server_down = false;
         return;
@@ -65,6 +67,8 @@ const char *agent_server_message(const struct http_response *resp, char *buf, si
     json_t *root = resp->body ? json_loads(resp->body, 0, NULL) : NULL;
     const char *msg = NULL;
     if (root && json_unpack(root, "{s:{s:s}}", "error", "message", &msg) == 0 && msg)
+        snprintf(buf, n, "HTTP %ld: %s", resp->status, msg);
+    else if ((msg = json_string_value(json_object_get(root, "error")))) /* "not the leader" */
         snprintf(buf, n, "HTTP %ld: %s", resp->status, msg);
     json_decref(root);
     return buf;

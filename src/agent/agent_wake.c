@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/agent_servers.h"
 #include "common/http_client.h"
 #include "common/log.h"
 
@@ -64,7 +65,8 @@ static void *wake_thread(void *arg)
         struct http_response resp;
         struct tide_err err;
         tide_err_clear(&err);
-        if (http_request("POST", w->url, token, body, wait_ms + WAKE_SLACK_MS, &resp, &err) != 0) {
+        if (agent_servers_request(w->servers, "POST", "/v1/agent/wait", token, body,
+                                  wait_ms + WAKE_SLACK_MS, &resp, &err) != 0) {
             nap_ms(WAKE_RETRY_MS);
             continue;
         }
@@ -95,7 +97,7 @@ static void *wake_thread(void *arg)
 /* Static: the detached thread outlives agent_loop_run's frame. */
 static struct agent_wake the_wake;
 
-struct agent_wake *agent_wake_start(const char *server_url)
+struct agent_wake *agent_wake_start(struct agent_servers *servers)
 {
     struct agent_wake *w = &the_wake;
     if (w->started)
@@ -104,7 +106,8 @@ struct agent_wake *agent_wake_start(const char *server_url)
     w->fds[0] = w->fds[1] = -1;
     if (pthread_mutex_init(&w->mu, NULL) != 0)
         return NULL;
-    if (pipe(w->fds) != 0 || asprintf(&w->url, "%s/v1/agent/wait", server_url) < 0) {
+    w->servers = servers;
+    if (pipe(w->fds) != 0) {
         log_warn("agent wake: %s; heartbeats on the interval only", strerror(errno));
         return NULL;
     }

@@ -18,10 +18,12 @@
 /* Most extra descriptors agent_wake_wait watches; more are not watched. */
 #define AGENT_WAKE_MAX_FDS 1024
 
+struct agent_servers;
+
 struct agent_wake {
     int fds[2];        /* the thread writes a byte to fds[1] per wake */
     pthread_mutex_t mu; /* guards token and wait_ms */
-    char *url;          /* SERVER/v1/agent/wait */
+    struct agent_servers *servers; /* where the waits go (the current leader) */
     char token[128];    /* the node token; empty while unregistered */
     int wait_ms;        /* how long the server may hold each wait */
     bool started;
@@ -31,7 +33,7 @@ struct agent_wake {
  * one wake, which lives until exit (the thread may still be in a request
  * when the agent's loop returns), or NULL when it could not start (the
  * agent then only polls; the functions below accept NULL). */
-struct agent_wake *agent_wake_start(const char *server_url);
+struct agent_wake *agent_wake_start(struct agent_servers *servers);
 /* Gives the thread the node token (after registering) and how long a wait
  * may be held; an empty token pauses it. */
 void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms);

@@ -23,7 +23,7 @@
 #include "core/pool.h"
 
 struct provider_env {
-    char server_url[128];
+    char server_url[1024]; /* one URL, or several comma-separated (docs/ha.md) */
     char join_token_path[600];
     char data_dir[512];
     /* The server's stop flag: once it is set, a blocking call in progress

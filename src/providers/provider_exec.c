@@ -167,7 +167,7 @@ static json_t *answer_nodes(const char *prog, const char *text, struct tide_err 
 }
 
 struct env_block {
-    char server[200], token[200], pool[100], names[4200], fake[200], gpus[64], model[100],
+    char server[1040], token[200], pool[100], names[4200], fake[200], gpus[64], model[100],
         mem[64], region[100], node[100], health[300], health_interval[64];
     char images[POOL_MAX_IMAGES * POOL_IMAGE_MAX + 32];
     char *list[14];

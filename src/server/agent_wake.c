@@ -120,6 +120,6 @@ int api_agent_wait(struct server *srv, struct api_request *req, struct api_reply
     pthread_mutex_unlock(&srv->lock);
     if (!known)
         return api_error_msg(reply, TIDE_EAUTH, NULL, "unknown node: register again");
-    reply->json = json_pack("{s:b}", "wake", wake);
+    reply->json = json_pack("{s:b, s:I}", "wake", wake, "epoch", (json_int_t)lead_epoch(&srv->lead));
     return 0;
 }

@@ -290,8 +290,9 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     if (rc)
         return api_error(reply, &err);
     log_info("node %s (id %lld) registered with %d GPUs", node.name, (long long)node.id, node.ngpus);
-    reply->json = json_pack("{s:I, s:s, s:i}", "node_id", (json_int_t)node.id, "node_token", token,
-                            "heartbeat_interval_ms", srv->cfg.heartbeat_interval_ms);
+    reply->json = json_pack("{s:I, s:s, s:i, s:I}", "node_id", (json_int_t)node.id, "node_token",
+                            token, "heartbeat_interval_ms", srv->cfg.heartbeat_interval_ms,
+                            "epoch", (json_int_t)lead_epoch(&srv->lead));
     return 0;
 }
 
@@ -613,8 +614,11 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(offsets);
         return api_error(reply, &err);
     }
-    reply->json = json_pack("{s:o, s:o, s:o, s:I}", "actions", actions, "ack", acks, "log_offsets",
-                            offsets, "node_timeout_ms", (json_int_t)srv->cfg.node_timeout_ms);
+    /* epoch: agents ignore replies of a deposed leader (docs/ha.md) */
+    reply->json = json_pack("{s:o, s:o, s:o, s:I, s:I}", "actions", actions, "ack", acks,
+                            "log_offsets", offsets, "node_timeout_ms",
+                            (json_int_t)srv->cfg.node_timeout_ms, "epoch",
+                            (json_int_t)lead_epoch(&srv->lead));
     return 0;
 }
 

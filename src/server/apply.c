@@ -136,13 +136,7 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
     cluster_init(&srv->cluster);
     int rc = store_nodes_load(srv->store, &srv->cluster, now_ms, err);
     if (!rc) /* which pool each node belongs to */
-        rc = store_pools_init(srv->store, err);
-    if (!rc) /* after the pool tables: an older events table is filled from them */
-        rc = store_events_init(srv->store, err);
-    if (!rc)
         rc = store_pool_nodes_load(srv->store, &srv->cluster, NULL, NULL, err);
-    if (!rc)
-        rc = store_health_init(srv->store, err);
     if (!rc)
         rc = store_gpu_faults_load(srv->store, &srv->cluster, err);
     if (!rc)

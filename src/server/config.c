@@ -81,6 +81,16 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
             return config_fail(c, v, key, "must be true or false, got '%s'", s ? s : "?");
         c->cfg->insecure_plain_http = yes;
         rc = 0;
+    } else if (!strcmp(key, "server.store")) { /* "": DATA/tide.db */
+        const char *s = config_scalar(v);
+        if (!s)
+            return config_fail(c, v, key,
+                               "must be a postgres:// URL or a SQLite path (\"\": DATA/tide.db)%s",
+                               "");
+        if (strlen(s) >= sizeof c->cfg->store)
+            return config_fail(c, v, key, "URL or path too long%s", "");
+        memcpy(c->cfg->store, s, strlen(s) + 1);
+        rc = 0;
     } else if (!strcmp(key, "server.node_fault_limit")) {
         if (!(rc = config_want_int(c, v, key, 0, 1000, &n)))
             c->cfg->node_fault_limit = (int)n;
@@ -90,7 +100,7 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
     } else {
         rc = config_fail(c, v, key,
                          "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s, "
-                         "tls_cert, tls_key, tls_client_ca, insecure_plain_http, "
+                         "tls_cert, tls_key, tls_client_ca, insecure_plain_http, store, "
                          "node_fault_limit, node_fault_window_s)%s", "");
     }
     return rc;

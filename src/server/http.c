@@ -148,6 +148,8 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
     if (!strcmp(p, "/healthz") && get) {
         reply->status = 200;
         reply->json = json_pack("{s:s}", "status", "ok");
+        if (reply->json)
+            lead_health_fields(&srv->lead, reply->json);
         return 0;
     }
     if (get && (!strcmp(p, "/") || !strncmp(p, "/static/", 8)))
@@ -211,7 +213,9 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
     return api_error_msg(reply, TIDE_ENOENT, NULL, "no route for %s %s", m, p);
 }
 
-static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply *reply)
+/* leader: the X-Tide-Leader header's value, "" for none. */
+static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply *reply,
+                                  const char *leader)
 {
     struct MHD_Response *resp = reply->response;
     if (!resp && reply->text) {
@@ -237,6 +241,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply 
     }
     if (!resp)
         return MHD_NO;
+    if (leader[0])
+        MHD_add_response_header(resp, "X-Tide-Leader", leader);
     enum MHD_Result r = MHD_queue_response(conn, (unsigned)reply->status, resp);
     MHD_destroy_response(resp);
     json_decref(reply->json);
@@ -290,7 +296,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                               .body = up->data ? up->data : "", .body_len = up->len};
     /* Counted without the lock: /healthz must answer while a long request holds it. */
     __atomic_fetch_add(&srv->http_requests, 1, __ATOMIC_RELAXED);
-    if (up->too_large)
+    char leader[STORE_LEADER_URL_MAX];
+    if (lead_answer_unless_leader(&srv->lead, method, url, &reply, leader, sizeof leader))
+        ; /* a follower serves nobody but says who does (docs/ha.md) */
+    else if (up->too_large)
         api_error_msg(&reply, TIDE_ETOOBIG, NULL, "request body over %d bytes",
                       SERVER_MAX_BODY_BYTES);
     else
@@ -298,7 +307,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (reply.status == 201 && !strcmp(method, "POST") && !strcmp(url, "/v1/jobs"))
         metrics_observe_submit(&srv->metrics, metrics_now_s() - up->arrived_s);
     token_info_release(&req.token);
-    return send_reply(conn, &reply);
+    return send_reply(conn, &reply, leader);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -542,6 +542,21 @@ static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_nod
                    (r && r->provider_id[0] && !strcmp(listed[i].id, r->provider_id));
         if (held)
             continue;
+        /* A create on its way when the last leader stopped short (kill -9,
+         * a failover: docs/ha.md) may still bring the node up: it stays
+         * provisioning, counted as coming capacity so it is not asked for
+         * twice, until it registers (adopted by name) or boot_timeout_s
+         * fails and deletes it as for any create. */
+        if (now - node->created_ms <= pool->boot_timeout_s * 1000) {
+            char msg[TIDE_NAME_MAX * 2 + 160];
+            snprintf(msg, sizeof msg,
+                     "pool %s: %s is not listed yet; its create may still be running: "
+                     "waiting for it up to boot_timeout %llds",
+                     pool->name, node->name, (long long)pool->boot_timeout_s);
+            log_info("%s", msg);
+            rc = store_event_add(srv->store, now, "node_adopting", 0, node->id, msg, err);
+            continue;
+        }
         node->state = NODE_FAILED;
         node->ended_ms = now;
         pl->nodes_failed[p]++;
@@ -705,15 +720,17 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
         snprintf(prov->env.server_url, sizeof prov->env.server_url, "%s://%s:%d",
                  srv->cfg.tls_cert[0] ? "https" : "http",
                  any && srv->cfg.tls_cert[0] ? "127.0.0.1" : srv->cfg.listen_host, port);
+        /* several servers (docs/ha.md): the node must find whichever leads */
+        if (srv->cfg.agent_servers[0])
+            snprintf(prov->env.server_url, sizeof prov->env.server_url, "%s",
+                     srv->cfg.agent_servers);
         snprintf(prov->env.join_token_path, sizeof prov->env.join_token_path, "%s/join.token",
                  srv->cfg.data_dir);
         snprintf(prov->env.data_dir, sizeof prov->env.data_dir, "%s", srv->cfg.data_dir);
         prov->env.stopping = &srv->stopping;
     }
     pthread_mutex_lock(&srv->lock);
-    int rc = store_pools_init(srv->store, err);
-    if (!rc)
-        rc = store_pool_nodes_load(srv->store, &srv->cluster, on_loaded_node, pl, err);
+    int rc = store_pool_nodes_load(srv->store, &srv->cluster, on_loaded_node, pl, err);
     if (!rc)
         rc = store_pool_meters_load(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, err);
     if (!rc)

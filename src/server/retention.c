@@ -90,11 +90,6 @@ int retention_start(struct server *srv, struct tide_err *err)
 {
     if (srv->cfg.retention_jobs_s <= 0 && srv->cfg.retention_events_s <= 0)
         return 0;
-    pthread_mutex_lock(&srv->lock);
-    int rc = store_retention_init(srv->store, err);
-    pthread_mutex_unlock(&srv->lock);
-    if (rc)
-        return rc;
     struct retention *r = calloc(1, sizeof *r);
     if (!r)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");

@@ -22,6 +22,7 @@
 #include "server/metrics.h"
 #include "server/auth_cache.h"
 #include "server/auth_limit.h"
+#include "server/lead.h"
 #include "store/store.h"
 
 #define SERVER_MAX_BODY_BYTES (1024 * 1024)
@@ -57,6 +58,10 @@ struct server_config {
     char tls_cert[512], tls_key[512];
     char tls_client_ca[512];  /* agents must present a certificate this CA signed */
     bool insecure_plain_http; /* allow plain HTTP on an address other than loopback */
+    char advertise_url[256];  /* --advertise-url; "" derives it from the listener */
+    char agent_servers[1024]; /* --agent-servers: TIDE_SERVER for providers' agents; "": ours */
+    /* --store / server.store: a PostgreSQL URL or a SQLite path; "": DATA/tide.db */
+    char store[1024];
 };
 
 /* How attempts end other than in success, counted for /metrics. */
@@ -121,6 +126,7 @@ struct server {
     size_t wake_nslots;
     volatile int stopping;
     struct store *store;
+    struct server_lead lead; /* leader or follower (lead.h, docs/ha.md) */
     int data_lock_fd; /* data_lock.h: held while the server runs; 0 before */
     struct cluster cluster;
     struct scheduler sched;

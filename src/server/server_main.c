@@ -22,6 +22,7 @@
 #include "server/config.h"
 #include "server/data_lock.h"
 #include "server/http_tls.h"
+#include "server/lead.h"
 #include "server/pool_loop.h"
 #include "server/retention.h"
 #include "server/submit_batch.h"
@@ -42,6 +43,8 @@ static const char server_usage[] =
     "usage: tide server [options]\n\n"
     "  --listen HOST:PORT       address to serve on (default 127.0.0.1:8080)\n"
     "  --data DIR               state directory: database, tokens, logs (default ./tide-data)\n"
+    "  --store URL|PATH         database: postgres://USER[:PASSWORD]@HOST[:PORT]/DB for\n"
+    "                           PostgreSQL, or a SQLite file (default DATA/tide.db)\n"
     "  --config FILE            tide.yaml with server and scheduler settings (flags win)\n"
     "  --check-config           read --config and the flags, say what they set, and exit\n"
     "                           (0: the server would start with them; nothing is created)\n"
@@ -55,10 +58,17 @@ static const char server_usage[] =
     "  --tls-key FILE           ... and its PEM private key\n"
     "  --tls-client-ca FILE     agents must present a client certificate this CA signed\n"
     "  --insecure-plain-http    allow plain HTTP on an address other than 127.x.x.x\n"
+    "  --advertise-url URL      the URL agents and clients reach this server by, told to\n"
+    "                           them by followers (default: from --listen; docs/ha.md)\n"
+    "  --agent-servers URL[,URL...]  TIDE_SERVER for the agents of pool providers: every\n"
+    "                           server sharing the store (default: this server's URL)\n"
     "  --help                   this text\n\n"
     "On first start the server writes DIR/admin.token and DIR/join.token (mode 0600).\n"
     "Without --tls-cert the server speaks plain HTTP, which it only does on loopback\n"
-    "unless --insecure-plain-http is given (docs/api.md, \"TLS\").\n";
+    "unless --insecure-plain-http is given (docs/api.md, \"TLS\").\n"
+    "With a store that several servers share, a server follows until the store makes\n"
+    "it the leader; a leader that loses its store connection exits with status 3\n"
+    "(docs/ha.md).\n";
 
 enum {
     OPT_LISTEN = 1,
@@ -75,6 +85,9 @@ enum {
     OPT_TLS_KEY,
     OPT_TLS_CLIENT_CA,
     OPT_PLAIN,
+    OPT_ADVERTISE,
+    OPT_AGENT_SERVERS,
+    OPT_STORE,
     OPT_COUNT
 };
 
@@ -93,6 +106,9 @@ static const struct cli_opt server_opts[] = {
     {"--tls-key", CLI_OPT_VALUE, OPT_TLS_KEY},
     {"--tls-client-ca", CLI_OPT_VALUE, OPT_TLS_CLIENT_CA},
     {"--insecure-plain-http", CLI_OPT_FLAG, OPT_PLAIN},
+    {"--advertise-url", CLI_OPT_VALUE, OPT_ADVERTISE},
+    {"--agent-servers", CLI_OPT_VALUE, OPT_AGENT_SERVERS},
+    {"--store", CLI_OPT_VALUE, OPT_STORE},
     {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
     {NULL, 0, 0},
@@ -192,10 +208,31 @@ static int apply_flags(const struct server_flags *f, struct server_config *cfg,
         return TIDE_EINVAL;
     if (f->plain)
         cfg->insecure_plain_http = true;
+    if (v[OPT_ADVERTISE]) {
+        if (lead_check_url(v[OPT_ADVERTISE], err) != 0)
+            return TIDE_EINVAL;
+        snprintf(cfg->advertise_url, sizeof cfg->advertise_url, "%s", v[OPT_ADVERTISE]);
+    }
+    if (v[OPT_AGENT_SERVERS]) {
+        const char *a = v[OPT_AGENT_SERVERS];
+        if (!*a || strlen(a) >= sizeof cfg->agent_servers ||
+            (strncmp(a, "http://", 7) && strncmp(a, "https://", 8)))
+            return tide_err_set(err, TIDE_EINVAL, "agent_servers",
+                                "--agent-servers '%s': expected URL[,URL...] (http:// or "
+                                "https://), under %zu characters", a, sizeof cfg->agent_servers);
+        snprintf(cfg->agent_servers, sizeof cfg->agent_servers, "%s", a);
+    }
     if (v[OPT_DATA]) {
         if (strlen(v[OPT_DATA]) >= sizeof cfg->data_dir - 64)
             return tide_err_set(err, TIDE_EINVAL, "data", "--data: path too long");
         snprintf(cfg->data_dir, sizeof cfg->data_dir, "%s", v[OPT_DATA]);
+    }
+    if (v[OPT_STORE]) {
+        if (!v[OPT_STORE][0] || strlen(v[OPT_STORE]) >= sizeof cfg->store)
+            return tide_err_set(err, TIDE_EINVAL, "store", "--store: %s",
+                                v[OPT_STORE][0] ? "URL or path too long"
+                                                : "expected a postgres:// URL or a SQLite path");
+        snprintf(cfg->store, sizeof cfg->store, "%s", v[OPT_STORE]);
     }
     if (v[OPT_NODE_TIMEOUT]) {
         if (cli_parse_range("--node-timeout-ms", v[OPT_NODE_TIMEOUT], 100, 86400000, &n, err))
@@ -239,6 +276,9 @@ static void print_check(const struct server_flags *f, const struct server_config
     printf("tide server: %s: ok\n", f->value[OPT_CONFIG] ? f->value[OPT_CONFIG] : "(no --config)");
     printf("listen %s://%s:%d, data %s, policy %s, placement %s\n",
            cfg->tls_cert[0] ? "https" : "http", cfg->listen_host, cfg->listen_port, cfg->data_dir, sc->order->name, sc->placement->name);
+    char store[512];
+    store_url_shown(cfg->store[0] ? cfg->store : "DATA/tide.db", store, sizeof store);
+    printf("store %s\n", store);
     printf("%d queues, %d projects with fair share, %d with budgets, %d pools\n",
            cfg->queues.count, cfg->fairshare.count, cfg->budgets.count, cfg->npools);
     for (int i = 0; i < cfg->npools; i++) {
@@ -287,13 +327,13 @@ static int server_open(struct server *srv, struct tide_err *err)
         return rc;
     char path[1024];
     snprintf(path, sizeof path, "%s/tide.db", srv->cfg.data_dir);
-    rc = store_open_sqlite(path, &srv->store, err);
-    if (!rc)
-        rc = store_idempotency_init(srv->store, err);
-    if (!rc)
-        rc = store_tokens_init(srv->store, err);
-    if (!rc)
-        rc = auth_bootstrap(srv, err);
+    return store_open(srv->cfg.store[0] ? srv->cfg.store : path, &srv->store, err);
+}
+
+/* Once leading: what a start (or a restart after kill -9) loads. */
+static int server_load(struct server *srv, struct tide_err *err)
+{
+    int rc = auth_bootstrap(srv, err);
     if (!rc)
         rc = server_reload_cluster(srv, clock_now_ms(), err);
     if (!rc)
@@ -370,8 +410,47 @@ int server_main(int argc, char **argv)
     struct MHD_Daemon *daemon = NULL;
     pthread_t sched_thread;
     bool sched_started = false;
-    if (server_open(&srv, &err) != 0 || submit_batch_start(&srv, &err) != 0 ||
-        http_start(&srv, &daemon, &err) != 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    char advertise[sizeof srv.cfg.advertise_url];
+    snprintf(advertise, sizeof advertise, "%s://%s:%d", srv.cfg.tls_cert[0] ? "https" : "http",
+             srv.cfg.listen_host, srv.cfg.listen_port);
+    lead_init(&srv.lead, srv.cfg.advertise_url[0] ? srv.cfg.advertise_url : advertise);
+    if (server_open(&srv, &err) != 0) {
+        log_error("%s", err.message);
+        goto out;
+    }
+    /* Leadership (docs/ha.md): granted at once (always with SQLite), the
+     * server loads its state before it listens, as it always has; else it
+     * listens as a follower, answering who leads, until the store grants. */
+    int64_t epoch = 0;
+    int lead = store_try_lead(srv.store, srv.lead.url, clock_now_ms(), &epoch, &err);
+    if (lead < 0) {
+        log_error("%s", err.message);
+        goto out;
+    }
+    if (lead == 0) {
+        if (http_start(&srv, &daemon, &err) != 0) {
+            log_error("%s", err.message);
+            goto out;
+        }
+        if (lead_acquire(&srv, &stop_requested) == 1) {
+            exit_code = 0;
+            goto out; /* stopped while following */
+        }
+    } else {
+        srv.lead.role = LEAD_STARTING;
+        srv.lead.epoch = epoch;
+    }
+    if (server_load(&srv, &err) != 0 || submit_batch_start(&srv, &err) != 0) {
+        log_error("%s", err.message);
+        goto out;
+    }
+    lead_set_leader(&srv.lead); /* requests are served from here on */
+    if (!daemon && http_start(&srv, &daemon, &err) != 0) {
         log_error("%s", err.message);
         goto out;
     }
@@ -381,25 +460,38 @@ int server_main(int argc, char **argv)
     }
     sched_started = true;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
-    log_info("listening on %s://%s:%u%s (data in %s, %zu nodes and %zu unfinished jobs loaded)",
+    char store_shown[512] = "";
+    if (srv.cfg.store[0]) /* the password masked */
+        store_url_shown(srv.cfg.store, store_shown, sizeof store_shown);
+    log_info("listening on %s://%s:%u%s (data in %s%s%s, %zu nodes and %zu unfinished jobs loaded)",
              srv.cfg.tls_cert[0] ? "https" : "http", srv.cfg.listen_host, info ? info->port : (unsigned)srv.cfg.listen_port,
-             srv.cfg.tls_client_ca[0] ? ", agents need a client certificate" : "", srv.cfg.data_dir, srv.cluster.nnodes, srv.cluster.njobs);
+             srv.cfg.tls_client_ca[0] ? ", agents need a client certificate" : "", srv.cfg.data_dir,
+             store_shown[0] ? ", store " : "", store_shown, srv.cluster.nnodes, srv.cluster.njobs);
     if (retention_start(&srv, &err) != 0 ||
         pool_loop_start(&srv, info ? (int)info->port : srv.cfg.listen_port, &err) != 0) {
         log_error("%s", err.message);
         exit_code = 1;
         goto out;
     }
+    log_info("leader (epoch %lld, advertised as %s)", (long long)srv.lead.epoch, srv.lead.url);
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     /* Polling the flag (not pause()) cannot miss a signal that lands just
-     * before the wait. */
-    while (!stop_requested)
-        usleep(100 * 1000);
+     * before the wait; the same poll notices a lost store connection. */
+    int64_t next_check = clock_mono_ms() + LEAD_CHECK_MS;
+    while (!stop_requested) {
+        usleep(50 * 1000);
+        char why[STORE_LEADER_URL_MAX + 160];
+        if (clock_mono_ms() < next_check)
+            continue;
+        next_check = clock_mono_ms() + LEAD_CHECK_MS;
+        if (lead_deposed(&srv, why, sizeof why)) {
+            /* Another server may lead already: nothing more may be decided
+             * or answered here, and shutting down cleanly would write. */
+            log_error("%s: stopping at once; restart this server to have it follow", why);
+            fflush(NULL);
+            _exit(3);
+        }
+    }
     log_info("stopping");
     exit_code = 0;
 
@@ -432,5 +524,6 @@ out:
     agent_wake_release(&srv);
     action_list_release(&srv.actions);
     server_metrics_release(&srv.metrics);
+    lead_release(&srv.lead);
     return exit_code;
 }

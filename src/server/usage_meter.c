@@ -24,9 +24,7 @@ int usage_meter_start(struct server *srv, struct tide_err *err)
     snprintf(st->name, sizeof st->name, "%s", USAGE_METER_STATIC_POOL);
     st->gpus_per_node = 1; /* node-ms of the pseudo-pool are GPU-ms */
     st->billing = BILLING_ON_DEMAND;
-    int rc = store_usage_init(srv->store, err);
-    if (!rc)
-        rc = store_usage_load(srv->store, &m->ledger, m->pools, m->npools, err);
+    int rc = store_usage_load(srv->store, &m->ledger, m->pools, m->npools, err);
     if (rc) {
         usage_ledger_release(&m->ledger);
         free(m);

@@ -1,8 +1,10 @@
 /*
  * Durable state: jobs, nodes, tokens and the event log. The server calls
  * these under its lock; every change that a client or agent is told about
- * is committed first. A backend is a struct of function pointers
- * (store_sqlite.c now; PostgreSQL for HA later).
+ * is committed first. The same code runs on SQLite (one file, the default)
+ * or PostgreSQL (shared by several servers for HA): SQL goes through a
+ * small connection layer (db.h), and only src/store knows which one runs.
+ * The tables follow versioned migrations (store_schema.c, docs/store.md).
  *
  * Times are Unix milliseconds. JSON values are jansson objects: functions
  * that return one give the caller a new reference to json_decref.
@@ -12,6 +14,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/tide_err.h"
@@ -56,8 +59,17 @@ struct job_update {
 
 struct store;
 
-/* Opens (creating if needed) the database at path. */
-int store_open_sqlite(const char *path, struct store **out, struct tide_err *err);
+/* Opens the store: a postgres:// or postgresql:// URL is a PostgreSQL
+ * database (libpq's URL syntax), anything else the path of a SQLite file,
+ * created if needed. Migrates the tables to this binary's schema version,
+ * refusing a database whose version is newer. Errors name the database with
+ * its password masked. */
+int store_open(const char *url_or_path, struct store **out, struct tide_err *err);
+/* True for the URLs store_open takes as PostgreSQL. */
+bool store_is_url(const char *url_or_path);
+/* url_or_path fit to show: a URL's password (user:PASSWORD@, password=)
+ * becomes ***. Truncated to size. */
+void store_url_shown(const char *url_or_path, char *out, size_t size);
 void store_close(struct store *s);
 
 int store_begin(struct store *s, struct tide_err *err);

@@ -32,11 +32,6 @@ struct event_filter {
                            project-less events (nodes, pools) */
 };
 
-/* Creates the events table and its indexes, or brings an older table up to
- * date (adds the node, pool and project columns and fills them from the
- * nodes, pool_nodes and jobs rows). Call after store_pools_init. */
-int store_events_init(struct store *s, struct tide_err *err);
-
 /* store_event_add with the pool and project given (NULL: taken from the
  * node's and the job's rows, as store_event_add does), for events about a
  * pool or a project without a node or job (budget alerts, provider

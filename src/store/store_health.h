@@ -1,5 +1,5 @@
 /*
- * GPU health in the SQLite store (core/gpu_health.h): per GPU, whether it
+ * GPU health in the store (core/gpu_health.h): per GPU, whether it
  * is faulty, its last fault and the agent's fault count the server has
  * seen, so faults survive a server restart and an operator's clear is not
  * undone by an agent reporting the same old fault again.
@@ -9,9 +9,6 @@
 
 #include "core/cluster.h"
 #include "store/store.h"
-
-/* Creates the table if needed. */
-int store_health_init(struct store *s, struct tide_err *err);
 
 /* Replaces node's rows with its GPUs' health (those with a fault seen). */
 int store_gpu_faults_save(struct store *s, const struct node *node, struct tide_err *err);

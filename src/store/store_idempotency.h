@@ -18,9 +18,6 @@ struct store;
  * a client that was down for a while. */
 #define IDEMPOTENCY_KEEP_MS (24LL * 3600 * 1000)
 
-/* Creates the table when missing. */
-int store_idempotency_init(struct store *s, struct tide_err *err);
-
 /* What (owner, key) made since now_ms - IDEMPOTENCY_KEEP_MS: 0 with
  * *job_ids (a new array the caller frees) and request_hash (65 bytes)
  * filled, TIDE_ENOENT when unknown or expired, or TIDE_EIO. */

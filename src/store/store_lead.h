@@ -25,11 +25,13 @@ struct store_leader {
     int64_t since_ms;
 };
 
-/* Creates the leader table if needed. */
+/* Nothing left to do: the schema's migrations make the leader table
+ * (store_schema.c). Kept for callers. */
 int store_lead_init(struct store *s, struct tide_err *err);
 
 /* Tries to become the leader, advertising url. Returns 1 with *epoch the
- * new epoch when granted, 0 when another server leads, <0 on error. */
+ * new epoch when granted, 0 when another server leads, <0 on error. A
+ * follower whose connection was lost is reconnected first; a leader's never. */
 int store_try_lead(struct store *s, const char *url, int64_t now_ms, int64_t *epoch,
                    struct tide_err *err);
 

@@ -8,33 +8,10 @@
 #ifndef TIDE_STORE_POOLS_H
 #define TIDE_STORE_POOLS_H
 
-#include <sqlite3.h>
-
 #include "core/billing.h"
 #include "core/budget.h"
 #include "core/pool.h"
 #include "store/store.h"
-
-/* For modules with their own tables (store_sqlite.c): the SQLite handle of
- * s; TIDE_EIO with "database: what: <SQLite's message>" in err; running sql
- * (statements separated by ';'), TIDE_EIO with SQLite's message on error.
- * store_sqlite_reader: the read-only connection, for listings read without
- * the server's lock (SQLite serializes its callers). */
-sqlite3 *store_sqlite_db(struct store *s);
-sqlite3 *store_sqlite_reader(struct store *s);
-
-/* Statements on hot paths, prepared once per store and kept until
- * store_close: store_sqlite_cached returns slot's statement (preparing sql
- * the first time) reset and with its bindings cleared, ready to bind and
- * step; NULL with err on failure. Reset it after stepping. */
-enum store_stmt_slot { STORE_STMT_EVENT_ADD, STORE_STMT_JOB_INSERT, STORE_STMT_COUNT };
-sqlite3_stmt *store_sqlite_cached(struct store *s, enum store_stmt_slot slot, const char *sql,
-                                  struct tide_err *err);
-int store_sqlite_fail(struct store *s, struct tide_err *err, const char *what);
-int store_sqlite_exec(struct store *s, const char *sql, struct tide_err *err);
-
-/* Creates the pool tables if needed. */
-int store_pools_init(struct store *s, struct tide_err *err);
 
 /* Inserts or updates node's pool row (pool, created/ready/ended times) and
  * its provider id (NULL: keep). */

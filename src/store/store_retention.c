@@ -1,48 +1,45 @@
-/* Retention deletes in the SQLite store (see store_retention.h). */
+/* Retention deletes in the store (see store_retention.h). */
 #include "store/store_retention.h"
 
-#include <sqlite3.h>
-
 #include "store/store.h"
-#include "store/store_pools.h"
-
-int store_retention_init(struct store *s, struct tide_err *err)
-{
-    return store_sqlite_exec(s, "CREATE INDEX IF NOT EXISTS jobs_by_end ON jobs(end_ms);", err);
-}
+#include "store/store_db.h"
 
 int store_retention_drop_jobs(struct store *s, int64_t before_ms, size_t max, int64_t *ids,
                               size_t *n, struct tide_err *err)
 {
     *n = 0;
-    sqlite3 *db = store_sqlite_db(s);
-    sqlite3_stmt *pick = NULL, *job = NULL, *events = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT id FROM jobs WHERE end_ms IS NOT NULL AND end_ms < ?1"
-                           " AND state IN ('succeeded','failed','cancelled','timeout')"
-                           " ORDER BY end_ms LIMIT ?2",
-                           -1, &pick, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "DELETE FROM jobs WHERE id=?", -1, &job, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "DELETE FROM events WHERE job_id=?", -1, &events, NULL) != SQLITE_OK) {
-        int rc = store_sqlite_fail(s, err, "prepare job retention");
-        sqlite3_finalize(pick);
-        sqlite3_finalize(job);
-        return rc;
+    struct db *db = store_db(s);
+    struct db_stmt *pick = db_prepare(db,
+                                      "SELECT id FROM jobs WHERE end_ms IS NOT NULL AND end_ms < ?1"
+                                      " AND state IN ('succeeded','failed','cancelled','timeout')"
+                                      " ORDER BY end_ms LIMIT ?2",
+                                      err);
+    struct db_stmt *job = pick ? db_prepare(db, "DELETE FROM jobs WHERE id=?", err) : NULL;
+    struct db_stmt *events = job ? db_prepare(db, "DELETE FROM events WHERE job_id=?", err) : NULL;
+    if (!events) {
+        db_finalize(pick);
+        db_finalize(job);
+        return TIDE_EIO;
     }
-    sqlite3_bind_int64(pick, 1, before_ms);
-    sqlite3_bind_int64(pick, 2, (sqlite3_int64)max);
-    int r;
-    while (*n < max && (r = sqlite3_step(pick)) == SQLITE_ROW)
-        ids[(*n)++] = sqlite3_column_int64(pick, 0);
-    sqlite3_finalize(pick);
-    int rc = *n ? store_begin(s, err) : 0;
+    db_bind_int64(pick, 1, before_ms);
+    db_bind_int64(pick, 2, (int64_t)max);
+    int r = DB_DONE;
+    while (*n < max && (r = db_step(pick, "pick old jobs", err)) == DB_ROW)
+        ids[(*n)++] = db_column_int64(pick, 0);
+    db_finalize(pick);
+    int rc = r < 0 ? r : 0;
+    if (rc)
+        *n = 0;
+    if (*n)
+        rc = store_begin(s, err);
     for (size_t i = 0; !rc && i < *n; i++) {
-        sqlite3_bind_int64(job, 1, ids[i]);
-        sqlite3_bind_int64(events, 1, ids[i]);
-        if (sqlite3_step(job) != SQLITE_DONE || sqlite3_step(events) != SQLITE_DONE)
-            rc = store_sqlite_fail(s, err, "delete an old job");
-        sqlite3_reset(job);
-        sqlite3_reset(events);
+        db_bind_int64(job, 1, ids[i]);
+        db_bind_int64(events, 1, ids[i]);
+        rc = db_step_done(job, "delete an old job", err);
+        if (!rc)
+            rc = db_step_done(events, "delete an old job", err);
+        db_reset(job);
+        db_reset(events);
     }
     if (*n && !rc)
         rc = store_commit(s, err);
@@ -50,8 +47,8 @@ int store_retention_drop_jobs(struct store *s, int64_t before_ms, size_t max, in
         store_rollback(s);
     if (rc)
         *n = 0;
-    sqlite3_finalize(job);
-    sqlite3_finalize(events);
+    db_finalize(job);
+    db_finalize(events);
     return rc;
 }
 
@@ -59,18 +56,18 @@ int store_retention_drop_events(struct store *s, int64_t before_ms, size_t max, 
                                 struct tide_err *err)
 {
     *n = 0;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store_sqlite_db(s),
-                           /* ids follow time: only the oldest rows are looked at */
-                           "DELETE FROM events WHERE id IN (SELECT id FROM events"
-                           " ORDER BY id LIMIT ?2) AND time_ms < ?1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return store_sqlite_fail(s, err, "prepare event retention");
-    sqlite3_bind_int64(st, 1, before_ms);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "delete old events");
+    struct db_stmt *st = db_prepare(store_db(s),
+                                    /* ids follow time: only the oldest rows are looked at */
+                                    "DELETE FROM events WHERE id IN (SELECT id FROM events"
+                                    " ORDER BY id LIMIT ?2) AND time_ms < ?1",
+                                    err);
+    if (!st)
+        return TIDE_EIO;
+    db_bind_int64(st, 1, before_ms);
+    db_bind_int64(st, 2, (int64_t)max);
+    int rc = db_step_done(st, "delete old events", err);
     if (!rc)
-        *n = (size_t)sqlite3_changes(store_sqlite_db(s));
-    sqlite3_finalize(st);
+        *n = (size_t)db_changes(st);
+    db_finalize(st);
     return rc;
 }

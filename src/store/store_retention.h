@@ -13,9 +13,6 @@
 
 struct store;
 
-/* Creates the index the job deletes look through. */
-int store_retention_init(struct store *s, struct tide_err *err);
-
 /* Deletes up to max jobs that ended before before_ms, and their events, in
  * one transaction; their ids go to ids (room for max), their count to *n. */
 int store_retention_drop_jobs(struct store *s, int64_t before_ms, size_t max, int64_t *ids,

@@ -1,64 +1,54 @@
-/* Token expiry, listing and revocation in the SQLite store (store_tokens.h). */
+/* Token expiry, listing and revocation in the store (store_tokens.h). */
 #include "store/store_tokens.h"
 
-#include <sqlite3.h>
-
 #include "store/store.h"
-#include "store/store_pools.h"
-
-int store_tokens_init(struct store *s, struct tide_err *err)
-{
-    /* Databases made before expiry lack the column; adding it twice fails harmlessly. */
-    sqlite3_exec(store_sqlite_db(s), "ALTER TABLE tokens ADD COLUMN expires_ms INTEGER", NULL, NULL,
-                 NULL);
-    return store_sqlite_exec(s, "CREATE INDEX IF NOT EXISTS tokens_by_name ON tokens(name);", err);
-}
+#include "store/store_db.h"
 
 int store_token_set_expiry(struct store *s, const char *hash, int64_t expires_ms,
                            struct tide_err *err)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store_sqlite_db(s), "UPDATE tokens SET expires_ms=?2 WHERE hash=?1", -1,
-                           &st, NULL) != SQLITE_OK)
-        return store_sqlite_fail(s, err, "prepare token expiry");
-    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    struct db_stmt *st =
+        db_prepare(store_db(s), "UPDATE tokens SET expires_ms=?2 WHERE hash=?1", err);
+    if (!st)
+        return TIDE_EIO;
+    db_bind_text(st, 1, hash);
     if (expires_ms)
-        sqlite3_bind_int64(st, 2, expires_ms);
+        db_bind_int64(st, 2, expires_ms);
     else
-        sqlite3_bind_null(st, 2);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "set token expiry");
-    sqlite3_finalize(st);
+        db_bind_null(st, 2);
+    int rc = db_step_done(st, "set token expiry", err);
+    db_finalize(st);
     return rc;
 }
 
 int store_tokens_list(struct store *s, json_t **out, struct tide_err *err)
 {
     *out = NULL;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store_sqlite_db(s),
-                           "SELECT name, projects, created_ms, expires_ms, kind FROM tokens"
-                           " WHERE kind IN (?1, ?2) ORDER BY name, created_ms",
-                           -1, &st, NULL) != SQLITE_OK)
-        return store_sqlite_fail(s, err, "prepare token list");
-    sqlite3_bind_int(st, 1, TOKEN_USER);
-    sqlite3_bind_int(st, 2, TOKEN_METRICS);
+    struct db_stmt *st =
+        db_prepare(store_db(s),
+                   "SELECT name, projects, created_ms, expires_ms, kind FROM tokens"
+                   " WHERE kind IN (?1, ?2) ORDER BY name, created_ms",
+                   err);
+    if (!st)
+        return TIDE_EIO;
+    db_bind_int64(st, 1, TOKEN_USER);
+    db_bind_int64(st, 2, TOKEN_METRICS);
     json_t *list = json_array();
     int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *projects = (const char *)sqlite3_column_text(st, 1);
+    while ((r = db_step(st, "list tokens", err)) == DB_ROW) {
+        const char *projects = db_column_text(st, 1);
         json_t *p = projects ? json_loads(projects, 0, NULL) : NULL;
         json_array_append_new(
-            list, json_pack("{s:s, s:s, s:o, s:f, s:o}", "name",
-                            (const char *)sqlite3_column_text(st, 0), "kind",
-                            sqlite3_column_int(st, 4) == TOKEN_METRICS ? "metrics" : "user",
+            list, json_pack("{s:s, s:s, s:o, s:f, s:o}", "name", db_column_text(st, 0), "kind",
+                            (int)db_column_int64(st, 4) == TOKEN_METRICS ? "metrics" : "user",
                             "projects", p ? p : json_null(), "created",
-                            (double)sqlite3_column_int64(st, 2) / 1000.0, "expires",
-                            sqlite3_column_type(st, 3) == SQLITE_NULL
+                            (double)db_column_int64(st, 2) / 1000.0, "expires",
+                            db_column_is_null(st, 3)
                                 ? json_null()
-                                : json_real((double)sqlite3_column_int64(st, 3) / 1000.0)));
+                                : json_real((double)db_column_int64(st, 3) / 1000.0)));
     }
-    int rc = r == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "list tokens");
-    sqlite3_finalize(st);
+    int rc = r == DB_DONE ? 0 : r;
+    db_finalize(st);
     if (rc)
         json_decref(list);
     else
@@ -69,17 +59,16 @@ int store_tokens_list(struct store *s, json_t **out, struct tide_err *err)
 int store_tokens_revoke(struct store *s, const char *name, int *count, struct tide_err *err)
 {
     *count = 0;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store_sqlite_db(s),
-                           "DELETE FROM tokens WHERE kind IN (?1, ?3) AND name=?2", -1, &st,
-                           NULL) != SQLITE_OK)
-        return store_sqlite_fail(s, err, "prepare token revoke");
-    sqlite3_bind_int(st, 1, TOKEN_USER);
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 3, TOKEN_METRICS);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : store_sqlite_fail(s, err, "revoke token");
+    struct db_stmt *st =
+        db_prepare(store_db(s), "DELETE FROM tokens WHERE kind IN (?1, ?3) AND name=?2", err);
+    if (!st)
+        return TIDE_EIO;
+    db_bind_int64(st, 1, TOKEN_USER);
+    db_bind_text(st, 2, name);
+    db_bind_int64(st, 3, TOKEN_METRICS);
+    int rc = db_step_done(st, "revoke token", err);
     if (!rc)
-        *count = sqlite3_changes(store_sqlite_db(s));
-    sqlite3_finalize(st);
+        *count = (int)db_changes(st);
+    db_finalize(st);
     return rc;
 }

@@ -12,9 +12,6 @@
 
 struct store;
 
-/* Adds the expiry column to databases made before it. */
-int store_tokens_init(struct store *s, struct tide_err *err);
-
 /* Sets when the token with this hash stops working (0: never). */
 int store_token_set_expiry(struct store *s, const char *hash, int64_t expires_ms,
                            struct tide_err *err);

@@ -1,5 +1,5 @@
 /*
- * The usage ledger's tables (core/usage_ledger.h) in the SQLite store:
+ * The usage ledger's tables (core/usage_ledger.h) in the store:
  * one row per pool day and one per (day, pool, project, queue). Called
  * under the server's lock, inside the caller's transaction.
  */
@@ -9,9 +9,6 @@
 #include "core/pool.h"
 #include "core/usage_ledger.h"
 #include "store/store.h"
-
-/* Creates the tables if needed. */
-int store_usage_init(struct store *s, struct tide_err *err);
 
 /* Writes the rows of l changed since the last save (the caller calls
  * usage_ledger_clean() once the transaction commits). */

@@ -3,6 +3,10 @@ End-to-end harness: starts a real `tide server` and real `tide agent`
 processes with fake GPUs on free loopback ports in a temporary directory,
 talks to the REST API with urllib, and tears everything down (whole process
 groups) even when a test fails. Standard library only.
+
+With TIDE_TEST_STORE=postgres each Cluster starts its own throwaway
+PostgreSQL (pg_server.py) and gives the server `--store URL`; it is stopped
+when the cluster closes. Otherwise the server keeps its SQLite file in DATA.
 """
 import atexit
 import json
@@ -18,13 +22,24 @@ import urllib.error
 import urllib.request
 
 TIDE = os.environ.get("TIDE_BIN")
+STORE = os.environ.get("TIDE_TEST_STORE", "sqlite")
 _clusters = []
+
 
 
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# After free_port: pg_server imports it from here.
+if STORE == "postgres":
+    import pg_server
+    _why_not = pg_server.available()
+    if _why_not:
+        print(f"skipped: TIDE_TEST_STORE=postgres but PostgreSQL is not available: {_why_not}")
+        sys.exit(77)
 
 
 def wait_until(predicate, timeout=30.0, interval=0.1, what="condition"):
@@ -72,6 +87,7 @@ class Cluster:
         self.n_agents = agents
         self.fake_gpus = fake_gpus
         self.config = None
+        self.pg = None  # the PgServer when STORE is postgres, started with the server
         if config is not None:
             self.config = os.path.join(self.dir, "tide.yaml")
             with open(self.config, "w") as f:
@@ -87,9 +103,25 @@ class Cluster:
         log.close()
         return p
 
+    def store_args(self):
+        """--store URL on PostgreSQL (its server started on first use), else nothing."""
+        if STORE != "postgres":
+            return []
+        if self.pg is None:
+            from pg_server import PgServer
+            pg = PgServer()
+            try:
+                pg.start()
+            except Exception:
+                pg.stop()
+                raise
+            self.pg = pg
+        return ["--store", self.pg.url]
+
     def start_server(self):
         self.server = self._spawn("server", [
-            "server", "--listen", f"127.0.0.1:{self.port}", "--data", self.data,
+            "server", "--listen", f"127.0.0.1:{self.port}", "--data", self.data]
+            + self.store_args() + [
             "--node-timeout-ms", str(self.node_timeout_ms),
             "--heartbeat-ms", str(self.heartbeat_ms),
             "--kill-grace-s", str(self.kill_grace_s)]
@@ -200,6 +232,9 @@ class Cluster:
                 p.wait(5)
         self.agents = {}
         self.server = None
+        if self.pg is not None:
+            self.pg.stop()
+            self.pg = None
         if remove:
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -352,5 +387,5 @@ def run_tests(tests):
 @atexit.register
 def _cleanup():
     for c in _clusters:
-        if c.server or c.agents:
+        if c.server or c.agents or c.pg:
             c.close(remove=not c.keep)

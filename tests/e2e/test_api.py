@@ -1,13 +1,14 @@
 """End to end: bad input gets a 4xx naming the field; tokens and project isolation."""
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import TIDE, Cluster, free_port, run_tests, wait_until  # noqa: E402
+from harness import STORE, TIDE, Cluster, free_port, run_tests, wait_until  # noqa: E402
 
 
 def expect_error(c, status, field, body=None, raw=None, path="/v1/jobs", method="POST", token=None):
@@ -136,7 +137,10 @@ def test_requests_without_a_valid_token_get_401_and_nothing_else():
 def test_token_files_and_the_database_are_private():
     with Cluster(agents=0) as c:
         c.submit(command=["true"], gpus=0)  # something written: the WAL files exist
-        for name in ("admin.token", "join.token", "tide.db", "tide.db-wal", "tide.db-shm"):
+        names = ["admin.token", "join.token"]
+        if STORE == "sqlite":  # PostgreSQL keeps the database elsewhere
+            names += ["tide.db", "tide.db-wal", "tide.db-shm"]
+        for name in names:
             mode = os.stat(os.path.join(c.data, name)).st_mode & 0o777
             assert mode == 0o600, (name, oct(mode))
 
@@ -365,6 +369,26 @@ def test_server_refuses_a_bad_config_with_line_and_key():
         assert not os.path.exists(os.path.join(d, "data")), "nothing is created for a refused config"
 
 
+def test_an_unreachable_store_stops_the_server_naming_it_without_its_password():
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        with socket.socket() as s:  # a port nothing listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            url = f"postgres://tide:hunter2@127.0.0.1:{port}/tide"
+            p = subprocess.run([TIDE, "server", "--store", url, "--data", os.path.join(d, "data"),
+                                "--listen", "127.0.0.1:0"], capture_output=True, text=True,
+                               timeout=30)
+        assert p.returncode != 0, p.stderr
+        assert f"cannot connect to the database postgres://tide:***@127.0.0.1:{port}/tide" in p.stderr, \
+            p.stderr
+        assert "hunter2" not in p.stderr, p.stderr
+        p = subprocess.run([TIDE, "server", "--store", "", "--data", os.path.join(d, "data")],
+                           capture_output=True, text=True, timeout=10)
+        assert p.returncode == 2 and "--store" in p.stderr, (p.returncode, p.stderr)
+
+
 if __name__ == "__main__":
     run_tests([
         test_bad_job_specs_get_400_naming_the_field_and_nothing_is_lost,
@@ -381,4 +405,5 @@ if __name__ == "__main__":
         test_project_tokens_cannot_see_or_touch_other_projects,
         test_metrics_count_jobs_nodes_and_gpus,
         test_server_refuses_a_bad_config_with_line_and_key,
+        test_an_unreachable_store_stops_the_server_naming_it_without_its_password,
     ])

@@ -48,11 +48,15 @@ def test_wait_answers_false_at_its_time_and_refuses_other_tokens():
         c.start_agent("node-1")
         token = None
         import json
-        with open(os.path.join(c.dir, "agents", "node-1", "node.json")) as f:
+        # the node is ready once the server has it; the agent saves the file after
+        node_file = os.path.join(c.dir, "agents", "node-1", "node.json")
+        wait_until(lambda: os.path.exists(node_file), 10, 0.02, what="node.json")
+        with open(node_file) as f:
             token = json.load(f)["node_token"]
         start = time.monotonic()
         status, out = c.request("POST", "/v1/agent/wait", {"wait_ms": 200}, token=token)
-        assert status == 200 and out == {"wake": False}, (status, out)
+        # the leader's epoch comes with it (docs/ha.md): 1 on a first start
+        assert status == 200 and out == {"wake": False, "epoch": 1}, (status, out)
         assert time.monotonic() - start >= 0.15
         status, out = c.request("POST", "/v1/agent/wait", {"wait_ms": "soon"}, token=token)
         assert status == 400 and out["error"]["field"] == "wait_ms", (status, out)

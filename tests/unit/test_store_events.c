@@ -1,6 +1,7 @@
 /*
  * The event log (src/store/store_events.c) on a real SQLite file in a
- * temporary directory, and GET /v1/events's parameter rules
+ * temporary directory or on PostgreSQL (test_store_target.h), and GET
+ * /v1/events's parameter rules
  * (src/server/event_params.c): filters, tail, project limits, the
  * migration of an older events table, and bad parameters named.
  */
@@ -19,24 +20,13 @@
 #include "server/event_params.h"
 #include "store/store_events.h"
 #include "store/store_pools.h"
+#include "test_store_target.h"
 
 struct fixture {
-    char dir[64];
-    char path[128];
+    struct test_store_target t;
     struct store *s;
     int64_t node_a, node_b, job_vision, job_speech;
 };
-
-static void remove_db(struct fixture *f)
-{
-    const char *suffixes[] = {"", "-wal", "-shm"};
-    char p[160];
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s%s", f->path, suffixes[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
-}
 
 static int64_t add_node(struct store *s, const char *name, const char *pool)
 {
@@ -75,12 +65,8 @@ static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/tide-test-events-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof f->path, "%s/tide.db", f->dir);
-    assert_int_equal(store_open_sqlite(f->path, &f->s, NULL), 0);
-    assert_int_equal(store_pools_init(f->s, NULL), 0);
-    assert_int_equal(store_events_init(f->s, NULL), 0);
+    test_store_target_make(&f->t);
+    f->s = test_store_target_open(&f->t);
     f->node_a = add_node(f->s, "node-a", NULL);
     f->node_b = add_node(f->s, "elastic-1", "elastic");
     f->job_vision = add_job(f->s, "vision");
@@ -93,7 +79,7 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     store_close(f->s);
-    remove_db(f);
+    test_store_target_remove(&f->t);
     free(f);
     return 0;
 }
@@ -218,16 +204,19 @@ static void test_a_project_limited_list_hides_other_projects_and_projectless_eve
     json_decref(flt.projects);
 }
 
-/* An events table as it was before node, pool and project were stored. */
+/* An events table as it was before node, pool and project were stored, in
+ * a SQLite database from before schema versions. */
 static void test_an_older_events_table_is_migrated_and_filled(void **state)
 {
     struct fixture *f = *state;
+    if (test_store_target_is_pg(&f->t))
+        skip();
     store_close(f->s);
     sqlite3 *db;
-    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_open(f->t.path, &db), SQLITE_OK);
     char sql[512];
     snprintf(sql, sizeof sql,
-             "DROP TABLE events;"
+             "DROP TABLE schema_version; DROP TABLE events;"
              "CREATE TABLE events(id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL,"
              "  kind TEXT NOT NULL, job_id INTEGER, node_id INTEGER, message TEXT NOT NULL);"
              "INSERT INTO events(time_ms, kind, job_id, node_id, message)"
@@ -235,10 +224,9 @@ static void test_an_older_events_table_is_migrated_and_filled(void **state)
              (long long)f->job_speech, (long long)f->node_b);
     assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
-    assert_int_equal(store_open_sqlite(f->path, &f->s, NULL), 0);
-    assert_int_equal(store_pools_init(f->s, NULL), 0);
-    assert_int_equal(store_events_init(f->s, NULL), 0);
-    assert_int_equal(store_events_init(f->s, NULL), 0); /* a second start changes nothing */
+    f->s = test_store_target_open(&f->t);
+    store_close(f->s);
+    f->s = test_store_target_open(&f->t); /* a second start changes nothing */
     struct event_filter flt = {0};
     flt.pool = "elastic";
     flt.project = "speech";

@@ -1,0 +1,243 @@
+/*
+ * SQLite under the connection layer (db.h): one database file in WAL mode
+ * with synchronous=FULL, so a commit survives a crash of the process and of
+ * the machine. Connections are FULLMUTEX, so a read-only one may be shared
+ * by threads (WAL lets it read committed data while the writer writes).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/db.h"
+
+struct db_sqlite {
+    struct db base;
+    sqlite3 *h;
+};
+
+struct stmt_sqlite {
+    struct db_stmt base;
+    sqlite3_stmt *st;
+};
+
+static sqlite3 *handle(struct db *db)
+{
+    return ((struct db_sqlite *)db)->h;
+}
+
+static sqlite3_stmt *stmt(struct db_stmt *st)
+{
+    return ((struct stmt_sqlite *)st)->st;
+}
+
+static int fail(struct db *db, struct tide_err *err, const char *what)
+{
+    return tide_err_set(err, TIDE_EIO, NULL, "database: %s: %s", what, sqlite3_errmsg(handle(db)));
+}
+
+static void sq_close(struct db *db)
+{
+    sqlite3_close(handle(db));
+    free(db);
+}
+
+static int sq_exec(struct db *db, const char *sql, struct tide_err *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(handle(db), sql, NULL, NULL, &msg) != SQLITE_OK) {
+        int rc = tide_err_set(err, TIDE_EIO, NULL, "database: %s", msg ? msg : "error");
+        sqlite3_free(msg);
+        return rc;
+    }
+    return 0;
+}
+
+static struct db_stmt *sq_prepare(struct db *db, const char *sql, bool keep, struct tide_err *err)
+{
+    struct stmt_sqlite *s = calloc(1, sizeof *s);
+    if (!s) {
+        tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    if (sqlite3_prepare_v3(handle(db), sql, -1, keep ? SQLITE_PREPARE_PERSISTENT : 0, &s->st,
+                           NULL) != SQLITE_OK) {
+        fail(db, err, "prepare");
+        sqlite3_finalize(s->st);
+        free(s);
+        return NULL;
+    }
+    s->base.db = db;
+    return &s->base;
+}
+
+static void sq_bind_int64(struct db_stmt *st, int i, int64_t v)
+{
+    sqlite3_bind_int64(stmt(st), i, v);
+}
+
+static void sq_bind_text(struct db_stmt *st, int i, const char *v)
+{
+    sqlite3_bind_text(stmt(st), i, v, -1, SQLITE_TRANSIENT);
+}
+
+static void sq_bind_text_take(struct db_stmt *st, int i, char *v)
+{
+    sqlite3_bind_text(stmt(st), i, v, -1, free); /* frees v even on failure */
+}
+
+static void sq_bind_null(struct db_stmt *st, int i)
+{
+    sqlite3_bind_null(stmt(st), i);
+}
+
+static int sq_step(struct db_stmt *st, const char *what, struct tide_err *err)
+{
+    int r = sqlite3_step(stmt(st));
+    if (r == SQLITE_ROW)
+        return DB_ROW;
+    if (r == SQLITE_DONE)
+        return DB_DONE;
+    return fail(st->db, err, what);
+}
+
+static bool sq_column_is_null(struct db_stmt *st, int i)
+{
+    return sqlite3_column_type(stmt(st), i) == SQLITE_NULL;
+}
+
+static int64_t sq_column_int64(struct db_stmt *st, int i)
+{
+    return sqlite3_column_int64(stmt(st), i);
+}
+
+static const char *sq_column_text(struct db_stmt *st, int i)
+{
+    return (const char *)sqlite3_column_text(stmt(st), i);
+}
+
+static int64_t sq_changes(struct db_stmt *st)
+{
+    return sqlite3_changes(handle(st->db));
+}
+
+static void sq_reset(struct db_stmt *st)
+{
+    sqlite3_reset(stmt(st));
+    sqlite3_clear_bindings(stmt(st));
+}
+
+static void sq_finalize(struct db_stmt *st)
+{
+    sqlite3_finalize(stmt(st));
+    free(st);
+}
+
+static bool sq_lost(struct db *db)
+{
+    (void)db;
+    return false;
+}
+
+static int64_t sq_last_insert_id(struct db_stmt *st)
+{
+    return sqlite3_last_insert_rowid(handle(st->db));
+}
+
+static int sq_reconnect(struct db *db, struct tide_err *err)
+{
+    (void)db;
+    (void)err;
+    return 0;
+}
+
+static void sq_pin(struct db *db)
+{
+    (void)db;
+}
+
+static const struct db_ops sqlite_ops = {
+    .close = sq_close,
+    .exec = sq_exec,
+    .prepare = sq_prepare,
+    .bind_int64 = sq_bind_int64,
+    .bind_text = sq_bind_text,
+    .bind_text_take = sq_bind_text_take,
+    .bind_null = sq_bind_null,
+    .step = sq_step,
+    .column_is_null = sq_column_is_null,
+    .column_int64 = sq_column_int64,
+    .column_text = sq_column_text,
+    .changes = sq_changes,
+    .reset = sq_reset,
+    .finalize = sq_finalize,
+    .lost = sq_lost,
+    .last_insert_id = sq_last_insert_id,
+    .reconnect = sq_reconnect,
+    .pin = sq_pin,
+};
+
+/* The database holds tokens' hashes and jobs' env secrets: only the server's
+ * user may read it. SQLite gives its -wal and -shm files the database's mode,
+ * so creating it 0600 covers them; older databases are tightened too. */
+static int restrict_db_files(const char *path, struct tide_err *err)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, 0600) != 0) {
+        int rc =
+            tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    close(fd);
+    static const char *const companions[] = {"-wal", "-shm"};
+    for (size_t i = 0; i < sizeof companions / sizeof companions[0]; i++) {
+        char other[4096];
+        if ((size_t)snprintf(other, sizeof other, "%s%s", path, companions[i]) < sizeof other &&
+            chmod(other, 0600) != 0 && errno != ENOENT)
+            return tide_err_set(err, TIDE_EIO, NULL, "cannot restrict %s: %s", other,
+                                strerror(errno));
+    }
+    return 0;
+}
+
+int db_sqlite_open(const char *path, bool read_only, struct db **out, struct tide_err *err)
+{
+    *out = NULL;
+    if (!read_only && strcmp(path, ":memory:") != 0) {
+        int rc = restrict_db_files(path, err);
+        if (rc)
+            return rc;
+    }
+    struct db_sqlite *d = calloc(1, sizeof *d);
+    if (!d)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    d->base.ops = &sqlite_ops;
+    d->base.dialect = DB_SQLITE;
+    int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                SQLITE_OPEN_FULLMUTEX;
+    if (sqlite3_open_v2(path, &d->h, flags, NULL) != SQLITE_OK) {
+        int rc = tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s%s: %s", path,
+                              read_only ? " for reading" : "",
+                              d->h ? sqlite3_errmsg(d->h) : "out of memory");
+        sq_close(&d->base);
+        return rc;
+    }
+    sqlite3_busy_timeout(d->h, 5000);
+    if (!read_only) {
+        int rc = sq_exec(
+            &d->base, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
+            err);
+        if (rc) {
+            sq_close(&d->base);
+            return rc;
+        }
+    }
+    *out = &d->base;
+    return 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * For the store's own modules (src/store/store_*.c): the connections under
+ * a store and its statements kept for hot paths. Nothing outside src/store
+ * includes this header, so only the store knows which database runs.
+ */
+#ifndef TIDE_STORE_DB_H_INTERNAL
+#define TIDE_STORE_DB_H_INTERNAL
+
+#include "store/db.h"
+#include "store/store.h"
+
+/* The connection for writes and for reads under the server's lock. */
+struct db *store_db(struct store *s);
+
+/* A second connection for listings read without the server's lock
+ * (committed data only); its calls are serialized by the layer. */
+struct db *store_reader(struct store *s);
+
+/* Statements on hot paths, prepared once per store and kept until
+ * store_close: store_cached returns slot's statement (preparing sql the
+ * first time) reset and with its bindings cleared, ready to bind and step;
+ * NULL with err on failure. Reset it after stepping. */
+enum store_stmt_slot { STORE_STMT_EVENT_ADD, STORE_STMT_JOB_INSERT, STORE_STMT_COUNT };
+struct db_stmt *store_cached(struct store *s, enum store_stmt_slot slot, const char *sql,
+                             struct tide_err *err);
+
+/* Brings the database's tables up to this binary's schema version
+ * (store_schema.c); refuses a newer one. */
+int store_schema_migrate(struct store *s, struct tide_err *err);
+
+#endif

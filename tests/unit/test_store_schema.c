@@ -1,0 +1,572 @@
+/*
+ * The store on SQLite and on PostgreSQL (test_store_target.h): versioned
+ * migrations (a new database, a newer one refused, a SQLite file made by
+ * tide before schema versions upgraded), the core rows surviving a reopen
+ * with ids past 32 bits, leadership (SQLite always grants; on PostgreSQL one
+ * store of two leads, the other takes over with the next epoch), and store
+ * URLs shown without their password.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "core/job_spec.h"
+#include "store/store_db.h"
+#include "store/store_events.h"
+#include "store/store_health.h"
+#include "store/store_lead.h"
+#include "store/store_pools.h"
+#include "store/store_tokens.h"
+#include "store/store_usage.h"
+#include "test_store_target.h"
+
+struct fixture {
+    struct test_store_target t;
+    struct store *s;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    test_store_target_make(&f->t);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    store_close(f->s);
+    test_store_target_remove(&f->t);
+    free(f);
+    return 0;
+}
+
+/* The first column of the first row of sql, as an integer. */
+static int64_t query_int(struct store *s, const char *sql)
+{
+    struct tide_err err = {0};
+    struct db_stmt *st = db_prepare(store_db(s), sql, &err);
+    if (!st)
+        fail_msg("%s: %s", sql, err.message);
+    int r = db_step(st, "test query", &err);
+    if (r != DB_ROW)
+        fail_msg("%s: %s", sql, r < 0 ? err.message : "no row");
+    int64_t v = db_column_int64(st, 0);
+    db_finalize(st);
+    return v;
+}
+
+static void exec_ok(struct store *s, const char *sql)
+{
+    struct tide_err err = {0};
+    if (db_exec(store_db(s), sql, &err) != 0)
+        fail_msg("%s: %s", sql, err.message);
+}
+
+static void test_a_new_store_is_at_the_latest_schema_version(void **state)
+{
+    struct fixture *f = *state;
+    f->s = test_store_target_open(&f->t);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 1);
+    assert_int_equal(query_int(f->s, "SELECT COUNT(*) FROM schema_version"), 1);
+    store_close(f->s);
+    f->s = test_store_target_open(&f->t); /* opening again changes nothing */
+    assert_int_equal(query_int(f->s, "SELECT COUNT(*) FROM schema_version"), 1);
+}
+
+static void test_a_database_newer_than_this_tide_is_refused(void **state)
+{
+    struct fixture *f = *state;
+    f->s = test_store_target_open(&f->t);
+    exec_ok(f->s, "UPDATE schema_version SET version = 7");
+    store_close(f->s);
+    f->s = NULL;
+    struct tide_err err = {0};
+    assert_int_equal(store_open(f->t.path, &f->s, &err), TIDE_EINVAL);
+    assert_null(f->s);
+    assert_string_equal(err.message,
+                        "database schema is version 7, this tide knows up to 1: upgrade tide");
+    assert_string_equal(err.field, "store");
+}
+
+/* A valid stored spec: job_spec's canonical form of body. */
+static json_t *spec_of(const char *body, struct job *job)
+{
+    json_t *spec = NULL;
+    struct tide_err err = {0};
+    if (job_spec_parse(body, strlen(body), &spec, job, &err) != 0)
+        fail_msg("spec %s: %s", body, err.message);
+    return spec;
+}
+
+static void test_jobs_nodes_and_tokens_come_back_after_a_reopen_with_big_ids(void **state)
+{
+    struct fixture *f = *state;
+    f->s = test_store_target_open(&f->t);
+    /* Ids past 32 bits: the next job gets 5000000000. */
+    if (test_store_target_is_pg(&f->t))
+        exec_ok(f->s, "ALTER TABLE jobs ALTER COLUMN id RESTART WITH 5000000000");
+    else
+        exec_ok(f->s, "INSERT INTO jobs(id, name, project, queue, priority, state, reason, spec,"
+                      " owner, submit_ms) VALUES(4999999999, 'x', 'p', 'q', 0, 'succeeded', '',"
+                      " '{}', 'o', 1)");
+    struct node *n = calloc(1, sizeof *n);
+    assert_non_null(n);
+    snprintf(n->name, sizeof n->name, "node-a");
+    n->state = NODE_READY;
+    json_t *info =
+        json_pack("{s:i, s:i, s:[{s:i, s:s, s:s, s:i}]}", "cpus", 8, "memory_mib", 4096, "gpus",
+                  "index", 0, "uuid", "GPU-0", "name", "H200", "memory_total_mib", 1000);
+    assert_int_equal(store_node_upsert(f->s, n, info, 1000, NULL), 0);
+    json_decref(info);
+    struct job *j = calloc(1, sizeof *j);
+    assert_non_null(j);
+    json_t *spec = spec_of("{\"name\": \"train\", \"command\": [\"true\"], \"gpus\": 1,"
+                           " \"project\": \"vision\"}",
+                           j);
+    int64_t now_ms = 1764680000123LL; /* a time past 32 bits too */
+    assert_int_equal(store_begin(f->s, NULL), 0);
+    assert_int_equal(store_job_insert(f->s, j, spec, "alice", now_ms, NULL), 0);
+    assert_int_equal(store_commit(f->s, NULL), 0);
+    json_decref(spec);
+    assert_int_equal(j->id, 5000000000LL);
+    int gpus[] = {0};
+    struct job_update u = {.job_id = j->id,
+                           .state = JOB_RUNNING,
+                           .reason = "placed",
+                           .attempt = 1,
+                           .node_id = n->id,
+                           .gpus = gpus,
+                           .ngpus = 1,
+                           .exit_code = -2,
+                           .signal = -1,
+                           .start_ms = now_ms + 5,
+                           .end_ms = 0,
+                           .cancel_requested = -1};
+    assert_int_equal(store_job_update(f->s, &u, NULL), 0);
+    assert_int_equal(store_event_add(f->s, now_ms, "job_running", j->id, n->id, "up", NULL), 0);
+    json_t *projects = json_pack("[s]", "vision");
+    assert_int_equal(
+        store_token_put(f->s, "abc123", TOKEN_USER, "alice", projects, 0, now_ms, NULL), 0);
+    json_decref(projects);
+    assert_int_equal(store_token_set_expiry(f->s, "abc123", now_ms + 1000, NULL), 0);
+    store_close(f->s);
+
+    f->s = test_store_target_open(&f->t);
+    struct cluster c;
+    cluster_init(&c);
+    assert_int_equal(store_nodes_load(f->s, &c, now_ms, NULL), 0);
+    assert_int_equal(store_jobs_load_active(f->s, &c, NULL), 0);
+    struct job *back = cluster_find_job(&c, 5000000000LL);
+    assert_non_null(back);
+    assert_int_equal(back->state, JOB_RUNNING);
+    assert_int_equal(back->submit_ms, now_ms);
+    assert_int_equal(back->start_ms, now_ms + 5);
+    assert_string_equal(back->project, "vision");
+    assert_string_equal(back->user, "alice");
+    assert_int_equal(c.nnodes, 1);
+    assert_string_equal(c.nodes[0].name, "node-a");
+    assert_int_equal(c.nodes[0].ngpus, 1);
+    cluster_release(&c);
+    json_t *job = NULL;
+    assert_int_equal(store_job_get(f->s, 5000000000LL, &job, NULL), 0);
+    assert_string_equal(json_string_value(json_object_get(job, "node")), "node-a");
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(job, "gpus"), 0)), 0);
+    assert_true(json_is_null(json_object_get(job, "exit_code")));
+    json_decref(job);
+    struct token_info t;
+    assert_int_equal(store_token_get(f->s, "abc123", &t, NULL), 0);
+    assert_string_equal(t.name, "alice");
+    assert_int_equal(t.expires_ms, now_ms + 1000);
+    assert_string_equal(json_string_value(json_array_get(t.projects, 0)), "vision");
+    token_info_release(&t);
+    struct event_filter flt = {0};
+    flt.job_id = 5000000000LL;
+    json_t *evs = NULL;
+    bool more;
+    assert_int_equal(store_events_query(f->s, &flt, &evs, &more, NULL), 0);
+    assert_int_equal(json_array_size(evs), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(evs, 0), "project")),
+                        "vision");
+    json_decref(evs);
+    free(n);
+    free(j);
+}
+
+/* What tide made before schema versions: its CREATE TABLE IF NOT EXISTS
+ * statements, as the oldest of them stood (no columns added since). */
+static const char old_tables[] =
+    "CREATE TABLE tokens(hash TEXT PRIMARY KEY, kind INTEGER NOT NULL,"
+    "  name TEXT NOT NULL, projects TEXT, node_id INTEGER, created_ms INTEGER NOT NULL);"
+    "CREATE TABLE nodes(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+    "  state TEXT NOT NULL, info TEXT NOT NULL, registered_ms INTEGER NOT NULL);"
+    "CREATE TABLE jobs(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+    "  project TEXT NOT NULL, queue TEXT NOT NULL, priority INTEGER NOT NULL,"
+    "  state TEXT NOT NULL, reason TEXT NOT NULL, attempt INTEGER NOT NULL DEFAULT 0,"
+    "  spec TEXT NOT NULL, owner TEXT NOT NULL, node_id INTEGER, gpus TEXT,"
+    "  exit_code INTEGER, signal INTEGER, cancel_requested INTEGER NOT NULL DEFAULT 0,"
+    "  submit_ms INTEGER NOT NULL, start_ms INTEGER, end_ms INTEGER);"
+    "CREATE INDEX jobs_by_state ON jobs(state);"
+    "CREATE INDEX jobs_by_project ON jobs(project);"
+    "CREATE TABLE pool_nodes(node_id INTEGER PRIMARY KEY, pool TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL, ready_ms INTEGER, ended_ms INTEGER, provider_id TEXT);"
+    "CREATE TABLE pool_meters(pool TEXT NOT NULL, project TEXT NOT NULL,"
+    "  node_ms INTEGER NOT NULL, gpu_ms INTEGER NOT NULL, PRIMARY KEY(pool, project));"
+    "CREATE TABLE budget_state(project TEXT NOT NULL, period_kind INTEGER NOT NULL,"
+    "  period INTEGER NOT NULL, spent_micros INTEGER NOT NULL, spent_rem INTEGER NOT NULL,"
+    "  alerted_pct INTEGER NOT NULL, PRIMARY KEY(project, period_kind));"
+    "CREATE TABLE events(id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL,"
+    "  kind TEXT NOT NULL, job_id INTEGER, node_id INTEGER, message TEXT NOT NULL);"
+    "CREATE TABLE idempotency(owner TEXT NOT NULL, key TEXT NOT NULL,"
+    "  request_hash TEXT NOT NULL, job_ids TEXT NOT NULL, created_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY(owner, key));"
+    "CREATE TABLE usage_pool_days(day INTEGER NOT NULL, pool TEXT NOT NULL,"
+    "  node_ms INTEGER NOT NULL, gpu_ms INTEGER NOT NULL, PRIMARY KEY(day, pool));"
+    "CREATE TABLE usage_uses(day INTEGER NOT NULL, pool TEXT NOT NULL,"
+    "  project TEXT NOT NULL, queue TEXT NOT NULL, gpu_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY(day, pool, project, queue));";
+
+/* ... and what the current main added at each start since: its ALTER TABLE
+ * calls, the events' columns and the newer tables. */
+static const char main_additions[] =
+    "ALTER TABLE jobs ADD COLUMN parts TEXT;"
+    "ALTER TABLE jobs ADD COLUMN hold_reason TEXT;"
+    "ALTER TABLE nodes ADD COLUMN drain_reason TEXT;"
+    "ALTER TABLE jobs ADD COLUMN free_attempts INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE pool_nodes ADD COLUMN interrupt_deadline_ms INTEGER;"
+    "ALTER TABLE tokens ADD COLUMN expires_ms INTEGER;"
+    "CREATE INDEX tokens_by_name ON tokens(name);"
+    "ALTER TABLE events ADD COLUMN node TEXT;"
+    "ALTER TABLE events ADD COLUMN pool TEXT;"
+    "ALTER TABLE events ADD COLUMN project TEXT;"
+    "UPDATE events SET node = (SELECT name FROM nodes WHERE id = events.node_id),"
+    "  pool = (SELECT pool FROM pool_nodes WHERE node_id = events.node_id),"
+    "  project = (SELECT project FROM jobs WHERE id = events.job_id);"
+    "CREATE INDEX events_by_job ON events(job_id);"
+    "CREATE INDEX events_by_node ON events(node);"
+    "CREATE INDEX events_by_pool ON events(pool);"
+    "CREATE INDEX events_by_project ON events(project);"
+    "CREATE INDEX events_by_time ON events(time_ms);"
+    "CREATE INDEX idempotency_by_age ON idempotency(created_ms);"
+    "CREATE TABLE gpu_faults(node_id INTEGER NOT NULL,"
+    "  gpu_index INTEGER NOT NULL, faulty INTEGER NOT NULL, fault TEXT,"
+    "  seq INTEGER NOT NULL, PRIMARY KEY(node_id, gpu_index));"
+    "CREATE INDEX jobs_by_end ON jobs(end_ms);"
+    "CREATE TABLE usage_uses_by_user(day INTEGER NOT NULL, pool TEXT NOT NULL,"
+    "  project TEXT NOT NULL, queue TEXT NOT NULL, user TEXT NOT NULL DEFAULT '',"
+    "  gpu_ms INTEGER NOT NULL, PRIMARY KEY(day, pool, project, queue, user));"
+    "INSERT INTO usage_uses_by_user SELECT day, pool, project, queue, '', gpu_ms FROM usage_uses;"
+    "DROP TABLE usage_uses;"
+    "ALTER TABLE usage_uses_by_user RENAME TO usage_uses;"
+    "CREATE TABLE leader(id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  epoch INTEGER NOT NULL, url TEXT NOT NULL, since_ms INTEGER NOT NULL);";
+
+/* A node, a pool node, a job on it, a token, an event and usage, as the
+ * old tables hold them. */
+static const char old_rows[] =
+    "INSERT INTO nodes(id, name, state, info, registered_ms) VALUES(3, 'old-node', 'ready',"
+    "  '{\"cpus\": 4, \"gpus\": [{\"index\": 0, \"name\": \"H200\"}]}', 10);"
+    "INSERT INTO pool_nodes(node_id, pool, created_ms) VALUES(3, 'elastic', 10);"
+    "INSERT INTO jobs(id, name, project, queue, priority, state, reason, spec, owner, node_id,"
+    "  gpus, submit_ms, start_ms) VALUES(41, 'old', 'speech', 'default', 0, 'running', 'placed',"
+    "  '{\"name\": \"old\", \"command\": [\"true\"], \"gpus\": 1, \"project\": \"speech\"}',"
+    "  'bob', 3, '[0]', 20, 30);"
+    "INSERT INTO tokens(hash, kind, name, projects, created_ms) VALUES('h1', 1, 'bob', NULL, 5);"
+    "INSERT INTO events(time_ms, kind, job_id, node_id, message) VALUES(30, 'job_running', 41, 3,"
+    "  'up');"
+    "INSERT INTO usage_pool_days(day, pool, node_ms, gpu_ms) VALUES(20000, 'elastic', 7, 9);";
+
+/* Makes the SQLite file at path as tide made it before versions: the old
+ * tables with their rows, then (with_main) main's additions at a start. */
+static void make_old_database(const char *path, bool with_main)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, old_tables, NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(db, old_rows, NULL, NULL, &msg) != SQLITE_OK ||
+        (with_main && sqlite3_exec(db, main_additions, NULL, NULL, &msg) != SQLITE_OK))
+        fail_msg("old database: %s", msg);
+    sqlite3_close(db);
+}
+
+/* The old rows read back through the store, and new rows written. */
+static void check_upgraded(struct store *s)
+{
+    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), 1);
+    struct cluster c;
+    cluster_init(&c);
+    assert_int_equal(store_nodes_load(s, &c, 100, NULL), 0);
+    assert_int_equal(store_pool_nodes_load(s, &c, NULL, NULL, NULL), 0);
+    assert_int_equal(store_gpu_faults_load(s, &c, NULL), 0);
+    assert_int_equal(store_jobs_load_active(s, &c, NULL), 0);
+    struct job *job = cluster_find_job(&c, 41);
+    assert_non_null(job);
+    assert_int_equal(job->state, JOB_RUNNING);
+    assert_string_equal(c.nodes[0].pool, "elastic");
+    cluster_release(&c);
+    /* The old event got its node, pool and project from the rows it names. */
+    struct event_filter flt = {0};
+    flt.project = "speech";
+    flt.pool = "elastic";
+    flt.node = "old-node";
+    json_t *evs = NULL;
+    bool more;
+    assert_int_equal(store_events_query(s, &flt, &evs, &more, NULL), 0);
+    assert_int_equal(json_array_size(evs), 1);
+    json_decref(evs);
+    /* Columns that came later work on the old rows. */
+    assert_int_equal(store_job_set_hold(s, 41, "wait", NULL), 0);
+    assert_int_equal(store_job_count_free_attempt(s, 41, NULL), 0);
+    assert_int_equal(store_node_set_drain(s, 3, NODE_READY, "fix", NULL), 0);
+    assert_int_equal(store_token_set_expiry(s, "h1", 99, NULL), 0);
+    struct token_info t;
+    assert_int_equal(store_token_get(s, "h1", &t, NULL), 0);
+    assert_int_equal(t.expires_ms, 99);
+    token_info_release(&t);
+    assert_int_equal(query_int(s, "SELECT free_attempts FROM jobs WHERE id = 41"), 1);
+    assert_int_equal(query_int(s, "SELECT COUNT(*) FROM usage_uses WHERE \"user\" = ''"), 0);
+    /* New ids follow the old ones. */
+    struct job *j = calloc(1, sizeof *j);
+    assert_non_null(j);
+    json_t *spec = spec_of("{\"command\": [\"true\"], \"gpus\": 1}", j);
+    assert_int_equal(store_job_insert(s, j, spec, "carol", 200, NULL), 0);
+    assert_int_equal(j->id, 42);
+    json_decref(spec);
+    free(j);
+}
+
+static void test_a_sqlite_database_made_by_tide_before_versions_upgrades(void **state)
+{
+    struct fixture *f = *state;
+    if (test_store_target_is_pg(&f->t))
+        skip();
+    make_old_database(f->t.path, true);
+    f->s = test_store_target_open(&f->t);
+    check_upgraded(f->s);
+    store_close(f->s);
+    f->s = test_store_target_open(&f->t); /* a second start changes nothing */
+    assert_int_equal(query_int(f->s, "SELECT hold_reason IS NOT NULL FROM jobs WHERE id = 41"), 1);
+}
+
+static void test_a_sqlite_database_from_before_the_added_columns_upgrades(void **state)
+{
+    struct fixture *f = *state;
+    if (test_store_target_is_pg(&f->t))
+        skip();
+    make_old_database(f->t.path, false);
+    f->s = test_store_target_open(&f->t);
+    check_upgraded(f->s);
+}
+
+static void test_sqlite_always_grants_leadership_with_a_new_epoch(void **state)
+{
+    struct fixture *f = *state;
+    if (test_store_target_is_pg(&f->t))
+        skip();
+    f->s = test_store_target_open(&f->t);
+    struct store_leader who;
+    struct tide_err err = {0};
+    assert_int_equal(store_leader_get(f->s, &who, &err), TIDE_ENOENT);
+    int64_t epoch = 0;
+    assert_int_equal(store_try_lead(f->s, "http://a:1", 10, &epoch, NULL), 1);
+    assert_int_equal(epoch, 1);
+    assert_int_equal(store_try_lead(f->s, "http://a:2", 20, &epoch, NULL), 1);
+    assert_int_equal(epoch, 2);
+    assert_int_equal(store_leader_get(f->s, &who, NULL), 0);
+    assert_string_equal(who.url, "http://a:2");
+    assert_int_equal(who.since_ms, 20);
+    assert_false(store_lead_lost(f->s));
+}
+
+/* store_try_lead until it grants (a closed session's lock goes when its
+ * server process has ended, just after the close). */
+static int64_t lead_when_free(struct store *s, const char *url)
+{
+    int64_t epoch = 0;
+    for (int i = 0; i < 200; i++) {
+        int r = store_try_lead(s, url, 1000 + i, &epoch, NULL);
+        assert_true(r >= 0);
+        if (r == 1)
+            return epoch;
+        usleep(50 * 1000);
+    }
+    fail_msg("the leader lock never came free");
+    return 0;
+}
+
+static void test_two_stores_on_one_postgres_lead_one_at_a_time(void **state)
+{
+    struct fixture *f = *state;
+    if (!test_store_target_is_pg(&f->t))
+        skip();
+    f->s = test_store_target_open(&f->t);
+    struct store *other = test_store_target_open(&f->t);
+    int64_t epoch = 0, other_epoch = 0;
+    assert_int_equal(store_try_lead(f->s, "http://first:8080", 100, &epoch, NULL), 1);
+    assert_int_equal(epoch, 1);
+    assert_int_equal(store_try_lead(other, "http://second:8080", 200, &other_epoch, NULL), 0);
+    struct store_leader who;
+    assert_int_equal(store_leader_get(other, &who, NULL), 0); /* a follower reads who leads */
+    assert_int_equal(who.epoch, 1);
+    assert_string_equal(who.url, "http://first:8080");
+    assert_int_equal(who.since_ms, 100);
+    assert_false(store_lead_lost(f->s));
+    store_close(f->s);
+    f->s = NULL;
+    assert_int_equal(lead_when_free(other, "http://second:8080"), 2);
+    assert_int_equal(store_leader_get(other, &who, NULL), 0);
+    assert_string_equal(who.url, "http://second:8080");
+    store_close(other);
+}
+
+static void test_a_postgres_leader_that_loses_its_connection_knows_it(void **state)
+{
+    struct fixture *f = *state;
+    if (!test_store_target_is_pg(&f->t))
+        skip();
+    f->s = test_store_target_open(&f->t);
+    struct store *other = test_store_target_open(&f->t);
+    int64_t epoch = 0;
+    assert_int_equal(store_try_lead(f->s, "http://first:8080", 100, &epoch, NULL), 1);
+    int64_t pid = query_int(f->s, "SELECT pg_backend_pid()");
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%lld)", (long long)pid);
+    assert_int_equal(query_int(other, "SELECT 1"), 1);
+    exec_ok(other, sql);
+    /* The next write fails, and from then on the store says so and stays down. */
+    struct tide_err err = {0};
+    assert_int_not_equal(store_node_set_state(f->s, 1, NODE_READY, &err), 0);
+    assert_true(store_lead_lost(f->s));
+    assert_int_not_equal(store_begin(f->s, &err), 0);
+    assert_true(store_lead_lost(f->s));
+    int64_t again = 0;
+    assert_true(store_try_lead(f->s, "http://first:8080", 300, &again, &err) < 0);
+    assert_non_null(strstr(err.message, "not reopened"));
+    assert_true(store_lead_lost(f->s));
+    assert_int_equal(lead_when_free(other, "http://second:8080"), 2);
+    assert_false(store_lead_lost(other));
+    store_close(other);
+}
+
+static void test_a_postgres_follower_that_loses_its_connection_comes_back(void **state)
+{
+    struct fixture *f = *state;
+    if (!test_store_target_is_pg(&f->t))
+        skip();
+    f->s = test_store_target_open(&f->t);
+    struct store *other = test_store_target_open(&f->t);
+    int64_t epoch = 0;
+    assert_int_equal(store_try_lead(f->s, "http://first:8080", 100, &epoch, NULL), 1);
+    assert_int_equal(store_try_lead(other, "http://second:8080", 100, &epoch, NULL), 0);
+    /* The follower's write session is ended from outside. */
+    char sql[96];
+    int64_t other_pid = query_int(other, "SELECT pg_backend_pid()");
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%lld)", (long long)other_pid);
+    exec_ok(f->s, sql);
+    struct tide_err err = {0};
+    assert_int_not_equal(store_node_set_state(other, 1, NODE_READY, &err), 0);
+    assert_true(store_lead_lost(other));
+    /* Trying to lead reconnects it: still a follower, and working again. */
+    assert_int_equal(store_try_lead(other, "http://second:8080", 200, &epoch, &err), 0);
+    assert_false(store_lead_lost(other));
+    struct store_leader who;
+    assert_int_equal(store_leader_get(other, &who, NULL), 0);
+    assert_string_equal(who.url, "http://first:8080");
+    struct event_filter flt = {0};
+    json_t *evs = NULL;
+    bool more;
+    assert_int_equal(store_events_query(other, &flt, &evs, &more, NULL), 0);
+    json_decref(evs);
+    store_close(other);
+}
+
+/* PostgreSQL turns the COMMIT of a transaction an error aborted into a
+ * ROLLBACK: the store must not report it as committed. */
+static void test_a_postgres_commit_after_a_failed_statement_fails(void **state)
+{
+    struct fixture *f = *state;
+    if (!test_store_target_is_pg(&f->t))
+        skip();
+    f->s = test_store_target_open(&f->t);
+    assert_int_equal(store_begin(f->s, NULL), 0);
+    assert_int_equal(store_token_put(f->s, "h", TOKEN_USER, "u", NULL, 0, 1, NULL), 0);
+    struct tide_err err = {0};
+    assert_int_not_equal(db_exec(store_db(f->s), "SELECT * FROM no_such_table", &err), 0);
+    assert_int_equal(store_commit(f->s, &err), TIDE_EIO);
+    assert_non_null(strstr(err.message, "rolled back"));
+    struct token_info t;
+    assert_int_equal(store_token_get(f->s, "h", &t, NULL), TIDE_ENOENT);
+}
+
+static void test_a_store_url_is_shown_without_its_password(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"postgres://tide:hunter2@db.example:5432/tide",
+         "postgres://tide:***@db.example:5432/tide"},
+        {"postgresql://tide@db/tide?sslmode=require&password=hunter2&x=1",
+         "postgresql://tide@db/tide?sslmode=require&password=***&x=1"},
+        {"postgres://db/tide", "postgres://db/tide"},
+        {"/var/lib/tide/tide.db", "/var/lib/tide/tide.db"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char shown[256];
+        store_url_shown(cases[i][0], shown, sizeof shown);
+        assert_string_equal(shown, cases[i][1]);
+    }
+    assert_true(store_is_url("postgresql://x/y"));
+    assert_false(store_is_url("postgres.db"));
+}
+
+static void test_an_unreachable_database_is_named_without_its_password(void **state)
+{
+    (void)state;
+    struct store *s = NULL;
+    struct tide_err err = {0};
+    assert_int_equal(store_open("postgres://tide:hunter2@127.0.0.1:1/none", &s, &err), TIDE_EIO);
+    assert_null(s);
+    assert_non_null(strstr(err.message, "postgres://tide:***@127.0.0.1:1/none"));
+    assert_null(strstr(err.message, "hunter2"));
+    assert_int_equal(store_open("postgres://[broken", &s, &err), TIDE_EIO);
+    assert_non_null(strstr(err.message, "postgres://[broken"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_a_new_store_is_at_the_latest_schema_version, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_database_newer_than_this_tide_is_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_jobs_nodes_and_tokens_come_back_after_a_reopen_with_big_ids, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_sqlite_database_made_by_tide_before_versions_upgrades, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_sqlite_database_from_before_the_added_columns_upgrades, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sqlite_always_grants_leadership_with_a_new_epoch,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_stores_on_one_postgres_lead_one_at_a_time, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_postgres_leader_that_loses_its_connection_knows_it,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_postgres_follower_that_loses_its_connection_comes_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_postgres_commit_after_a_failed_statement_fails,
+                                        setup, teardown),
+        cmocka_unit_test(test_a_store_url_is_shown_without_its_password),
+        cmocka_unit_test(test_an_unreachable_database_is_named_without_its_password),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
