@@ -74,12 +74,16 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
     } else if (!strcmp(key, "server.tls_cert") || !strcmp(key, "server.tls_key") ||
                !strcmp(key, "server.tls_client_ca")) {
         rc = tls_path_key(c, key, v);
-    } else if (!strcmp(key, "server.insecure_plain_http")) {
+    } else if (!strcmp(key, "server.insecure_plain_http") ||
+               !strcmp(key, "server.shared_join_token")) {
         const char *s = config_scalar(v);
         bool yes = s && (!strcmp(s, "true") || !strcmp(s, "yes"));
         if (!s || (!yes && strcmp(s, "false") && strcmp(s, "no")))
             return config_fail(c, v, key, "must be true or false, got '%s'", s ? s : "?");
-        c->cfg->insecure_plain_http = yes;
+        if (!strcmp(key, "server.insecure_plain_http"))
+            c->cfg->insecure_plain_http = yes;
+        else
+            c->cfg->shared_join_token_off = !yes;
         rc = 0;
     } else if (!strcmp(key, "server.node_fault_limit")) {
         if (!(rc = config_want_int(c, v, key, 0, 1000, &n)))
@@ -91,7 +95,8 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
         rc = config_fail(c, v, key,
                          "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s, "
                          "tls_cert, tls_key, tls_client_ca, insecure_plain_http, "
-                         "node_fault_limit, node_fault_window_s)%s", "");
+                         "shared_join_token, agent_listen, node_fault_limit, "
+                         "node_fault_window_s)%s", "");
     }
     return rc;
 }

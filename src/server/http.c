@@ -161,7 +161,8 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
     if (agent_route && srv->cfg.tls_client_ca[0] && http_tls_check_client(req->conn, &err) != 0)
         return api_error(reply, &err);
     /* Join and node tokens are for the agent protocol only, and user tokens never are. */
-    bool agent_token = req->token.kind == TOKEN_JOIN || req->token.kind == TOKEN_NODE;
+    bool agent_token = req->token.kind == TOKEN_JOIN || req->token.kind == TOKEN_JOIN_BOUND ||
+                       req->token.kind == TOKEN_NODE;
     if (agent_route != agent_token)
         return api_error_msg(reply, TIDE_EPERM, NULL, "this token may not call %s", p);
     if (req->token.kind == TOKEN_METRICS && !(get && !strcmp(p, "/metrics")))

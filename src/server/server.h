@@ -56,6 +56,9 @@ struct server_config {
     char tls_cert[512], tls_key[512];
     char tls_client_ca[512];  /* agents must present a certificate this CA signed */
     bool insecure_plain_http; /* allow plain HTTP on an address other than loopback */
+    /* server.shared_join_token: false (--no-shared-join-token): DATA/join.token
+     * registers nothing; only node-bound join tokens do (auth.c). */
+    bool shared_join_token_off;
 };
 
 /* How attempts end other than in success, counted for /metrics. */
@@ -151,6 +154,7 @@ struct api_request {
     const char *body;
     size_t body_len;
     struct token_info token; /* valid once authenticated */
+    char token_hash[65];     /* its SHA-256 hex, to use up a node-bound join token */
 };
 
 /* What a handler answers: JSON (status + body), plain text, or a ready
@@ -191,6 +195,8 @@ int api_jobs_get(struct server *srv, struct api_request *req, int64_t id, struct
 int api_jobs_cancel(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);
 int api_jobs_logs(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);
 int api_agent_register(struct server *srv, struct api_request *req, struct api_reply *reply);
+/* Whether name may name a node: 1 to TIDE_NAME_MAX - 1 letters, digits, '-', '_', '.'. */
+bool api_agent_node_name_valid(const char *name);
 int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply);
 /* The agent protocol's body parsers, without a server (for tests/fuzz/):
  * a registration into node; a heartbeat's tasks into out (at most 1024,

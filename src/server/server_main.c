@@ -55,6 +55,8 @@ static const char server_usage[] =
     "  --tls-key FILE           ... and its PEM private key\n"
     "  --tls-client-ca FILE     agents must present a client certificate this CA signed\n"
     "  --insecure-plain-http    allow plain HTTP on an address other than 127.x.x.x\n"
+    "  --no-shared-join-token   DIR/join.token registers no node: only join tokens bound\n"
+    "                           to one node do (tide token create --join --node NAME)\n"
     "  --help                   this text\n\n"
     "On first start the server writes DIR/admin.token and DIR/join.token (mode 0600).\n"
     "Without --tls-cert the server speaks plain HTTP, which it only does on loopback\n"
@@ -75,6 +77,7 @@ enum {
     OPT_TLS_KEY,
     OPT_TLS_CLIENT_CA,
     OPT_PLAIN,
+    OPT_NO_SHARED_JOIN,
     OPT_COUNT
 };
 
@@ -93,6 +96,7 @@ static const struct cli_opt server_opts[] = {
     {"--tls-key", CLI_OPT_VALUE, OPT_TLS_KEY},
     {"--tls-client-ca", CLI_OPT_VALUE, OPT_TLS_CLIENT_CA},
     {"--insecure-plain-http", CLI_OPT_FLAG, OPT_PLAIN},
+    {"--no-shared-join-token", CLI_OPT_FLAG, OPT_NO_SHARED_JOIN},
     {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
     {NULL, 0, 0},
@@ -106,7 +110,7 @@ struct server_flags {
     const char *value[OPT_COUNT];
     const char *configs[SERVER_MAX_CONFIGS]; /* --config may be repeated: read in order */
     int nconfigs;
-    bool check, help, plain;
+    bool check, help, plain, no_shared_join;
 };
 
 static int read_flags(int argc, char **argv, struct server_flags *f, struct tide_err *err)
@@ -127,6 +131,8 @@ static int read_flags(int argc, char **argv, struct server_flags *f, struct tide
             f->check = true;
         else if (id == OPT_PLAIN)
             f->plain = true;
+        else if (id == OPT_NO_SHARED_JOIN)
+            f->no_shared_join = true;
         else if (id == OPT_CONFIG && f->nconfigs == SERVER_MAX_CONFIGS)
             return tide_err_set(err, TIDE_EINVAL, "config", "--config: at most %d files",
                                 SERVER_MAX_CONFIGS);
@@ -192,6 +198,13 @@ static int apply_flags(const struct server_flags *f, struct server_config *cfg,
         return TIDE_EINVAL;
     if (f->plain)
         cfg->insecure_plain_http = true;
+    if (f->no_shared_join)
+        cfg->shared_join_token_off = true;
+    /* Pools' providers start their nodes' agents with DATA/join.token. */
+    if (cfg->shared_join_token_off && cfg->npools)
+        return tide_err_set(err, TIDE_EINVAL, "shared_join_token",
+                            "shared_join_token: pools start their nodes with the shared join "
+                            "token, so it cannot be turned off while pools are configured");
     if (v[OPT_DATA]) {
         if (strlen(v[OPT_DATA]) >= sizeof cfg->data_dir - 64)
             return tide_err_set(err, TIDE_EINVAL, "data", "--data: path too long");

@@ -17,8 +17,11 @@
 #include "common/tide_err.h"
 #include "core/cluster.h"
 
-/* Stored as integers: append new kinds. TOKEN_METRICS may read /metrics only. */
-enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE, TOKEN_METRICS };
+/* Stored as integers: append new kinds. TOKEN_METRICS may read /metrics only.
+ * TOKEN_JOIN_BOUND registers only the node its name names, once; it then
+ * becomes TOKEN_JOIN_USED, which nothing accepts (store_tokens.h). */
+enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE, TOKEN_METRICS,
+                  TOKEN_JOIN_BOUND, TOKEN_JOIN_USED };
 
 struct token_info {
     enum token_kind kind;

@@ -49,7 +49,8 @@ class Cluster:
     """A server plus agents under one temp dir. Use as a context manager."""
 
     def __init__(self, agents=2, fake_gpus="4xH200:141GB", node_timeout_ms=3000,
-                 kill_grace_s=2, heartbeat_ms=300, keep=False, config=None, tls=None):
+                 kill_grace_s=2, heartbeat_ms=300, keep=False, config=None, tls=None,
+                 server_args=()):
         if not TIDE or not os.access(TIDE, os.X_OK):
             raise SystemExit("set TIDE_BIN to the tide binary")
         self.dir = tempfile.mkdtemp(prefix="tide-e2e-")
@@ -70,6 +71,7 @@ class Cluster:
         self.agents = {}
         self.keep = keep
         self.n_agents = agents
+        self.server_args = list(server_args)  # more `tide server` flags
         self.fake_gpus = fake_gpus
         self.config = None
         if config is not None:
@@ -94,7 +96,7 @@ class Cluster:
             "--heartbeat-ms", str(self.heartbeat_ms),
             "--kill-grace-s", str(self.kill_grace_s)]
             + (["--config", self.config] if self.config else [])
-            + self._server_tls_args())
+            + self._server_tls_args() + self.server_args)
         wait_until(self._healthy, 20, what="server /healthz")
         self.admin = open(os.path.join(self.data, "admin.token")).read().strip()
         self.join = open(os.path.join(self.data, "join.token")).read().strip()
@@ -125,17 +127,20 @@ class Cluster:
         except (urllib.error.URLError, ConnectionError, OSError):
             return False
 
-    def start_agent(self, name, fake_gpus=None, extra=(), run_as=None, env=None):
+    def start_agent(self, name, fake_gpus=None, extra=(), run_as=None, env=None,
+                    token_file=None):
         """Starts agent name (extra flags in extra, extra environment in env)
         and waits until its node is ready. run_as: the agent's user flags; by
         default, as root, jobs run as root (they write into this cluster's
-        private temp dir)."""
+        private temp dir). token_file: its join token (default the shared
+        DATA/join.token)."""
         work = os.path.join(self.dir, "agents", name)
         os.makedirs(work, exist_ok=True)
         if run_as is None:
             run_as = ["--job-user", "root", "--allow-root-jobs"] if os.geteuid() == 0 else []
         self.agents[name] = self._spawn(f"agent-{name}", [
-            "agent", "--server", self.url, "--token-file", os.path.join(self.data, "join.token"),
+            "agent", "--server", self.url,
+            "--token-file", token_file or os.path.join(self.data, "join.token"),
             "--name", name, "--work", work, "--fake-gpus", fake_gpus or self.fake_gpus]
             + self._agent_tls_args() + list(extra) + run_as, env)
         wait_until(lambda: self.node(name) and self.node(name)["state"] == "ready", 20,
