@@ -190,6 +190,11 @@ int api_jobs_check_spec(struct server *srv, const struct api_request *req, json_
 bool api_idempotency_key_valid(const char *key);
 /* api_jobs_batch.c: POST /v1/jobs:batch, many specs in one transaction. */
 int api_jobs_submit_batch(struct server *srv, struct api_request *req, struct api_reply *reply);
+/* GET /v1/jobs: pages of JOBS_PAGE_DEFAULT jobs (limit up to
+ * JOBS_PAGE_MAX, what tide cancel --project asks for in one page), newest
+ * first, the next page from the reply's "next". */
+#define JOBS_PAGE_DEFAULT 1000
+#define JOBS_PAGE_MAX 100000
 int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_jobs_get(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);
 int api_jobs_cancel(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);

@@ -36,7 +36,8 @@ struct job_filter {
     const char *queue;
     const char *project;
     json_t *projects;    /* allowed projects, NULL = all */
-    int limit;
+    int limit;           /* 0: 1000 */
+    int64_t after_id;    /* > 0: only jobs listed after this one (lower ids) */
 };
 
 /* A job row change. Fields set to their "keep" values are not written. */
@@ -120,6 +121,9 @@ int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *er
  * Returns 0, TIDE_ENOENT when one of them is missing, or an error. */
 int store_jobs_get_range(struct store *s, int64_t first, int64_t last, json_t *out,
                          struct tide_err *err);
+/* Up to f->limit jobs matching f, newest (highest id) first, as
+ * store_job_get makes them; read on the read-only connection, so the
+ * caller need not hold the server's lock (and sees only committed rows). */
 int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
                     struct tide_err *err);
 /* {"state|queue": count} rows for /metrics: calls fn for each group. */

@@ -772,18 +772,23 @@ int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
                     struct tide_err *err)
 {
     *out = NULL;
-    sqlite3_stmt *st = prepare(s, "SELECT " JOB_COLUMNS
-                                  " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
-                                  " WHERE (?1 IS NULL OR j.state=?1) AND (?2 IS NULL OR j.queue=?2)"
-                                  " AND (?3 IS NULL OR j.project=?3) ORDER BY j.id DESC",
-                               err);
-    if (!st)
-        return TIDE_EIO;
+    sqlite3_stmt *st = NULL;
+    /* The read-only connection: callers need not hold the server's lock. */
+    if (sqlite3_prepare_v2(s->reader,
+                           "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
+                           " WHERE (?1 IS NULL OR j.state=?1) AND (?2 IS NULL OR j.queue=?2)"
+                           " AND (?3 IS NULL OR j.project=?3) AND j.id < ?4 ORDER BY j.id DESC",
+                           -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return tide_err_set(err, TIDE_EIO, NULL, "database: prepare job list: %s",
+                            sqlite3_errmsg(s->reader));
+    }
     sqlite3_bind_text(st, 1, f->state, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, f->queue, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, f->project, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, f->after_id > 0 ? f->after_id : INT64_MAX);
     json_t *jobs = json_array();
-    int r, rc = 0, n = 0;
+    int r = SQLITE_DONE, rc = 0, n = 0;
     int limit = f->limit > 0 ? f->limit : 1000;
     while (n < limit && (r = sqlite3_step(st)) == SQLITE_ROW) {
         if (!project_allowed(f->projects, (const char *)sqlite3_column_text(st, 2)))
@@ -792,7 +797,7 @@ int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
         n++;
     }
     if (n < limit && r != SQLITE_DONE)
-        rc = db_error(s, err, "list jobs");
+        rc = tide_err_set(err, TIDE_EIO, NULL, "database: list jobs: %s", sqlite3_errmsg(s->reader));
     sqlite3_finalize(st);
     if (rc)
         json_decref(jobs);
