@@ -58,6 +58,23 @@ static int tls_path_key(struct config_ctx *c, const char *key, const yaml_node_t
     return 0;
 }
 
+int config_host_port(const char *field, const char *flag, const char *v, char *host, size_t size,
+                     int *port, struct tide_err *err)
+{
+    const char *colon = strrchr(v, ':');
+    char *end;
+    long n = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || colon == v || (size_t)(colon - v) >= size || !colon[1] || *end || n < 0 ||
+        n > 65535)
+        return tide_err_set(err, TIDE_EINVAL, field, "%s: expected HOST:PORT, got '%s'", flag, v);
+    memcpy(host, v, (size_t)(colon - v));
+    host[colon - v] = '\0';
+    if (!strcmp(host, "localhost"))
+        snprintf(host, size, "127.0.0.1");
+    *port = (int)n;
+    return 0;
+}
+
 static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
 {
     long n;
@@ -84,6 +101,17 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
             c->cfg->insecure_plain_http = yes;
         else
             c->cfg->shared_join_token_off = !yes;
+        rc = 0;
+    } else if (!strcmp(key, "server.agent_listen")) {
+        const char *s = config_scalar(v);
+        struct tide_err why;
+        if (!s)
+            return config_fail(c, v, key, "must be HOST:PORT%s", "");
+        c->cfg->agent_listen = s[0] != '\0'; /* "": none */
+        if (c->cfg->agent_listen &&
+            config_host_port("agent_listen", key, s, c->cfg->agent_listen_host,
+                             sizeof c->cfg->agent_listen_host, &c->cfg->agent_listen_port, &why))
+            return config_fail(c, v, key, "must be HOST:PORT (\"\" for none), got '%s'", s);
         rc = 0;
     } else if (!strcmp(key, "server.node_fault_limit")) {
         if (!(rc = config_want_int(c, v, key, 0, 1000, &n)))

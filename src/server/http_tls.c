@@ -87,6 +87,13 @@ int http_tls_load(const struct server_config *cfg, struct http_tls *t, struct ti
                             "network in clear text; give --tls-cert and --tls-key (or "
                             "--insecure-plain-http to accept that, e.g. behind a TLS proxy)",
                             cfg->listen_host);
+    if (!cert && !cfg->insecure_plain_http && cfg->agent_listen &&
+        !http_tls_is_loopback(cfg->agent_listen_host))
+        return tide_err_set(err, TIDE_EINVAL, "agent_listen",
+                            "refusing plain HTTP on %s (agent_listen): tokens and job commands "
+                            "would cross the network in clear text; give --tls-cert and "
+                            "--tls-key (or --insecure-plain-http)",
+                            cfg->agent_listen_host);
     if (!cert)
         return 0;
     int rc = read_pem("--tls-cert", cfg->tls_cert, "CERTIFICATE", &t->cert, err);

@@ -29,6 +29,12 @@
 struct server_config {
     char listen_host[64];
     int listen_port;
+    /* server.agent_listen (--agent-listen): a second listener serving only
+     * the agent protocol and /healthz, with its own connection budget;
+     * the main one then refuses the agent routes (http.c). */
+    bool agent_listen;
+    char agent_listen_host[64];
+    int agent_listen_port;
     char data_dir[512];
     int64_t node_timeout_ms;
     int heartbeat_interval_ms;
@@ -96,6 +102,14 @@ struct health_notes {
 
 struct api_reply;
 struct server;
+
+/* The listeners (http.c): the main one serves everything (but the agent
+ * routes when an agent listener exists), the agent one only those. */
+enum http_role { HTTP_MAIN, HTTP_AGENT, HTTP_ROLE_COUNT };
+struct http_front {
+    struct server *srv;
+    enum http_role role;
+};
 /* Under the lock, before the heartbeat's reconcile: reads the GPU faults
  * ("gpus"[].fault, fault_seq, node_wide) and the probe result
  * ("health_probe") of body, applies the new ones to node (core/gpu_health.h)
@@ -131,6 +145,7 @@ struct server {
     struct retention *retention;  /* the sweeper (retention.h); NULL when all is kept */
     struct submit_batch *submits; /* group commit of submissions (submit_batch.h); NULL: inline */
     struct usage_meter *usage; /* the usage ledger (usage_meter.h); NULL before start */
+    struct http_front fronts[HTTP_ROLE_COUNT]; /* what each listener's requests carry (http.c) */
     /* Counters for /metrics, under lock. */
     long long http_requests; /* atomic (__atomic builtins), not under lock */
     long long sched_passes;
@@ -278,8 +293,10 @@ int64_t log_store_size(const char *data_dir, int64_t job_id, int attempt);
 int64_t log_store_read(const char *data_dir, int64_t job_id, int attempt, int64_t offset, char *buf,
                        size_t max);
 
-/* http.c */
+/* http.c: starts the listener for role (HTTP_AGENT only with
+ * cfg.agent_listen) on its address from cfg, TLS as configured. */
 struct MHD_Daemon;
-int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err);
+int http_start(struct server *srv, enum http_role role, struct MHD_Daemon **out,
+               struct tide_err *err);
 
 #endif

@@ -41,6 +41,8 @@ static void on_signal(int sig)
 static const char server_usage[] =
     "usage: tide server [options]\n\n"
     "  --listen HOST:PORT       address to serve on (default 127.0.0.1:8080)\n"
+    "  --agent-listen HOST:PORT serve the agent protocol (and /healthz) here, with its own\n"
+    "                           connections, and no longer on --listen (docs/api.md)\n"
     "  --data DIR               state directory: database, tokens, logs (default ./tide-data)\n"
     "  --config FILE            tide.yaml with server and scheduler settings (flags win)\n"
     "  --check-config           read --config and the flags, say what they set, and exit\n"
@@ -64,6 +66,7 @@ static const char server_usage[] =
 
 enum {
     OPT_LISTEN = 1,
+    OPT_AGENT_LISTEN,
     OPT_DATA,
     OPT_CONFIG,
     OPT_CHECK,
@@ -83,6 +86,7 @@ enum {
 
 static const struct cli_opt server_opts[] = {
     {"--listen", CLI_OPT_VALUE, OPT_LISTEN},
+    {"--agent-listen", CLI_OPT_VALUE, OPT_AGENT_LISTEN},
     {"--data", CLI_OPT_VALUE, OPT_DATA},
     {"--config", CLI_OPT_VALUE, OPT_CONFIG},
     {"--check-config", CLI_OPT_FLAG, OPT_CHECK},
@@ -146,22 +150,6 @@ static int read_flags(int argc, char **argv, struct server_flags *f, struct tide
     return 0;
 }
 
-static int apply_listen(const char *v, struct server_config *cfg, struct tide_err *err)
-{
-    const char *colon = strrchr(v, ':');
-    long long port;
-    if (!colon || colon == v || (size_t)(colon - v) >= sizeof cfg->listen_host ||
-        cli_parse_range("--listen", colon + 1, 0, 65535, &port, NULL) != 0)
-        return tide_err_set(err, TIDE_EINVAL, "listen", "--listen: expected HOST:PORT, got '%s'",
-                            v);
-    memcpy(cfg->listen_host, v, (size_t)(colon - v));
-    cfg->listen_host[colon - v] = '\0';
-    if (!strcmp(cfg->listen_host, "localhost"))
-        snprintf(cfg->listen_host, sizeof cfg->listen_host, "127.0.0.1");
-    cfg->listen_port = (int)port;
-    return 0;
-}
-
 /* Copies a file path option into dst, refusing an empty or too long one;
  * the error's field is the tide.yaml key ("tls_cert" for --tls-cert). */
 static int apply_path(const char *flag, const char *v, char *dst, size_t size,
@@ -185,8 +173,20 @@ static int apply_flags(const struct server_flags *f, struct server_config *cfg,
 {
     const char *const *v = f->value;
     long long n;
-    if (v[OPT_LISTEN] && apply_listen(v[OPT_LISTEN], cfg, err))
+    if (v[OPT_LISTEN] && config_host_port("listen", "--listen", v[OPT_LISTEN], cfg->listen_host,
+                                          sizeof cfg->listen_host, &cfg->listen_port, err))
         return TIDE_EINVAL;
+    if (v[OPT_AGENT_LISTEN]) {
+        cfg->agent_listen = true;
+        if (config_host_port("agent_listen", "--agent-listen", v[OPT_AGENT_LISTEN],
+                             cfg->agent_listen_host, sizeof cfg->agent_listen_host,
+                             &cfg->agent_listen_port, err))
+            return TIDE_EINVAL;
+    }
+    if (cfg->agent_listen && cfg->agent_listen_port && cfg->agent_listen_port == cfg->listen_port)
+        return tide_err_set(err, TIDE_EINVAL, "agent_listen",
+                            "agent_listen: port %d is the --listen port; the agent listener "
+                            "needs a port of its own", cfg->agent_listen_port);
     if (v[OPT_TLS_CERT] &&
         apply_path("--tls-cert", v[OPT_TLS_CERT], cfg->tls_cert, sizeof cfg->tls_cert, err))
         return TIDE_EINVAL;
@@ -252,6 +252,11 @@ static void print_check(const struct server_flags *f, const struct server_config
     printf("tide server: %s: ok\n", f->value[OPT_CONFIG] ? f->value[OPT_CONFIG] : "(no --config)");
     printf("listen %s://%s:%d, data %s, policy %s, placement %s\n",
            cfg->tls_cert[0] ? "https" : "http", cfg->listen_host, cfg->listen_port, cfg->data_dir, sc->order->name, sc->placement->name);
+    if (cfg->agent_listen)
+        printf("agents on %s://%s:%d\n", cfg->tls_cert[0] ? "https" : "http",
+               cfg->agent_listen_host, cfg->agent_listen_port);
+    if (cfg->shared_join_token_off)
+        printf("shared join token off: only node-bound join tokens register nodes\n");
     printf("%d queues, %d projects with fair share, %d with budgets, %d pools\n",
            cfg->queues.count, cfg->fairshare.count, cfg->budgets.count, cfg->npools);
     for (int i = 0; i < cfg->npools; i++) {
@@ -379,11 +384,12 @@ int server_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     int exit_code = 1;
-    struct MHD_Daemon *daemon = NULL;
+    struct MHD_Daemon *daemon = NULL, *agent_daemon = NULL;
     pthread_t sched_thread;
     bool sched_started = false;
     if (server_open(&srv, &err) != 0 || submit_batch_start(&srv, &err) != 0 ||
-        http_start(&srv, &daemon, &err) != 0) {
+        http_start(&srv, HTTP_MAIN, &daemon, &err) != 0 ||
+        (srv.cfg.agent_listen && http_start(&srv, HTTP_AGENT, &agent_daemon, &err) != 0)) {
         log_error("%s", err.message);
         goto out;
     }
@@ -396,8 +402,13 @@ int server_main(int argc, char **argv)
     log_info("listening on %s://%s:%u%s (data in %s, %zu nodes and %zu unfinished jobs loaded)",
              srv.cfg.tls_cert[0] ? "https" : "http", srv.cfg.listen_host, info ? info->port : (unsigned)srv.cfg.listen_port,
              srv.cfg.tls_client_ca[0] ? ", agents need a client certificate" : "", srv.cfg.data_dir, srv.cluster.nnodes, srv.cluster.njobs);
-    if (retention_start(&srv, &err) != 0 ||
-        pool_loop_start(&srv, info ? (int)info->port : srv.cfg.listen_port, &err) != 0) {
+    int agent_port = info ? (int)info->port : srv.cfg.listen_port;
+    if (agent_daemon) {
+        agent_port = srv.cfg.agent_listen_port;
+        log_info("agents on %s://%s:%d (the agent protocol is served only there)",
+                 srv.cfg.tls_cert[0] ? "https" : "http", srv.cfg.agent_listen_host, agent_port);
+    }
+    if (retention_start(&srv, &err) != 0 || pool_loop_start(&srv, agent_port, &err) != 0) {
         log_error("%s", err.message);
         exit_code = 1;
         goto out;
@@ -420,6 +431,8 @@ out:
     pthread_mutex_lock(&srv.lock);
     agent_wake_all(&srv); /* parked waits answer now, or MHD_stop_daemon waits for them */
     pthread_mutex_unlock(&srv.lock);
+    if (agent_daemon)
+        MHD_stop_daemon(agent_daemon);
     if (daemon)
         MHD_stop_daemon(daemon);
     submit_batch_stop(&srv); /* no HTTP thread submits any more */
