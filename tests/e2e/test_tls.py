@@ -259,6 +259,36 @@ def test_plain_http_off_loopback_needs_the_explicit_flag():
         shutil.rmtree(data, ignore_errors=True)
 
 
+def test_the_agent_listener_speaks_https_and_wants_client_certificates_too():
+    with Cluster(agents=1, tls=certs(client_ca=True), agent_listen=True) as c:
+        assert c.agent_url.startswith("https://") and c.agent_url != c.url
+        job = c.submit(command=["sh", "-c", "echo hello-agent-listener"], gpus=1)
+        assert c.wait_final([job["id"]])[job["id"]]["state"] == "succeeded"
+        assert "hello-agent-listener" in c.logs(job["id"])
+        assert f"agents on https://127.0.0.1:{c.agent_port}" in c.log("server"), c.log("server")
+        work = os.path.join(c.dir, "agents", "nocert")
+        p = tide("agent", "--server", c.agent_url, "--ca", c.tls["ca"], "--token-file",
+                 os.path.join(c.data, "join.token"), "--name", "nocert", "--work", work,
+                 "--fake-gpus", "1xH200:141GB", env=clean_env(), timeout=60)
+        assert p.returncode != 0 and "client certificate" in p.stderr, p.stderr
+        assert c.node("nocert") is None
+    # plain HTTP off loopback is refused on the agent listener as on --listen
+    data = tempfile.mkdtemp(prefix="tide-e2e-tls-")
+    try:
+        p = tide("server", "--listen", f"127.0.0.1:{free_port()}", "--data", data,
+                 "--agent-listen", f"0.0.0.0:{free_port()}", "--check-config", timeout=30)
+        assert p.returncode == 2 and "refusing plain HTTP on 0.0.0.0 (agent_listen)" in p.stderr, \
+            p.stderr
+        port = free_port()
+        p = tide("server", "--listen", f"127.0.0.1:{port}", "--agent-listen",
+                 f"127.0.0.1:{port}", "--data", data, "--check-config", timeout=30)
+        assert p.returncode == 2 and "port of its own" in p.stderr, p.stderr
+        p = tide("server", "--agent-listen", "nocolon", "--check-config", timeout=30)
+        assert p.returncode == 2 and "--agent-listen: expected HOST:PORT" in p.stderr, p.stderr
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
 if __name__ == "__main__":
     run_tests([
         test_tide_up_tls_runs_a_job_over_https_and_the_cli_finds_the_ca_by_itself,
@@ -267,4 +297,5 @@ if __name__ == "__main__":
         test_the_cli_checks_the_ca_and_the_host_name,
         test_host_names_not_in_the_certificate_are_refused,
         test_plain_http_off_loopback_needs_the_explicit_flag,
+        test_the_agent_listener_speaks_https_and_wants_client_certificates_too,
     ])
