@@ -15,6 +15,7 @@
 #include "core/job_spec.h"
 #include "core/reconcile.h"
 #include "server/agent_wake.h"
+#include "server/http_tls.h"
 #include "server/pool_loop.h"
 #include "server/server.h"
 #include "store/store_tokens.h"
@@ -219,6 +220,11 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     }
     struct tide_err err;
     tide_err_clear(&err);
+    if (!bound && srv->cfg.tls_client_cn_is_node &&
+        http_tls_client_name_is(req->conn, node.name, &err) != 0) {
+        json_decref(body);
+        return api_error(reply, &err);
+    }
     char token[65];
     int64_t now = clock_now_ms();
     pthread_mutex_lock(&srv->lock);

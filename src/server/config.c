@@ -92,13 +92,16 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
                !strcmp(key, "server.tls_client_ca")) {
         rc = tls_path_key(c, key, v);
     } else if (!strcmp(key, "server.insecure_plain_http") ||
-               !strcmp(key, "server.shared_join_token")) {
+               !strcmp(key, "server.shared_join_token") ||
+               !strcmp(key, "server.tls_client_cn_is_node")) {
         const char *s = config_scalar(v);
         bool yes = s && (!strcmp(s, "true") || !strcmp(s, "yes"));
         if (!s || (!yes && strcmp(s, "false") && strcmp(s, "no")))
             return config_fail(c, v, key, "must be true or false, got '%s'", s ? s : "?");
         if (!strcmp(key, "server.insecure_plain_http"))
             c->cfg->insecure_plain_http = yes;
+        else if (!strcmp(key, "server.tls_client_cn_is_node"))
+            c->cfg->tls_client_cn_is_node = yes;
         else
             c->cfg->shared_join_token_off = !yes;
         rc = 0;
@@ -122,7 +125,7 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
     } else {
         rc = config_fail(c, v, key,
                          "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s, "
-                         "tls_cert, tls_key, tls_client_ca, insecure_plain_http, "
+                         "tls_cert, tls_key, tls_client_ca, tls_client_cn_is_node, insecure_plain_http, "
                          "shared_join_token, agent_listen, node_fault_limit, "
                          "node_fault_window_s)%s", "");
     }

@@ -168,16 +168,22 @@ static int route(struct server *srv, enum http_role role, struct api_request *re
         return api_web_static(srv, req, reply);
     struct tide_err err;
     tide_err_clear(&err);
-    bool agent_route = !strncmp(p, "/v1/agent/", 10);
     if (auth_check(srv, req, &err) != 0)
         return api_error(reply, &err);
     /* With a client CA, the agent protocol also needs a certificate it signed. */
-    if (agent_route && srv->cfg.tls_client_ca[0] && http_tls_check_client(req->conn, &err) != 0)
+    if (agent_path && srv->cfg.tls_client_ca[0] && http_tls_check_client(req->conn, &err) != 0)
+        return api_error(reply, &err);
+    /* ... and, if asked, one of the node's own: a node token and a bound join
+     * token name it (the shared join token is checked against the name it
+     * registers, api_agent.c). */
+    if (agent_path && srv->cfg.tls_client_cn_is_node &&
+        (req->token.kind == TOKEN_NODE || req->token.kind == TOKEN_JOIN_BOUND) &&
+        http_tls_client_name_is(req->conn, req->token.name, &err) != 0)
         return api_error(reply, &err);
     /* Join and node tokens are for the agent protocol only, and user tokens never are. */
     bool agent_token = req->token.kind == TOKEN_JOIN || req->token.kind == TOKEN_JOIN_BOUND ||
                        req->token.kind == TOKEN_NODE;
-    if (agent_route != agent_token)
+    if (agent_path != agent_token)
         return api_error_msg(reply, TIDE_EPERM, NULL, "this token may not call %s", p);
     if (req->token.kind == TOKEN_METRICS && !(get && !strcmp(p, "/metrics")))
         return api_error_msg(reply, TIDE_EPERM, NULL, "a metrics token may only read /metrics");

@@ -61,6 +61,7 @@ struct server_config {
     /* TLS (http_tls.c): PEM files, "" for none */
     char tls_cert[512], tls_key[512];
     char tls_client_ca[512];  /* agents must present a certificate this CA signed */
+    bool tls_client_cn_is_node; /* ... whose common name is their node's name */
     bool insecure_plain_http; /* allow plain HTTP on an address other than loopback */
     /* server.shared_join_token: false (--no-shared-join-token): DATA/join.token
      * registers nothing; only node-bound join tokens do (auth.c). */

@@ -56,6 +56,7 @@ static const char server_usage[] =
     "  --tls-cert FILE          serve HTTPS with this PEM certificate (chain)\n"
     "  --tls-key FILE           ... and its PEM private key\n"
     "  --tls-client-ca FILE     agents must present a client certificate this CA signed\n"
+    "  --tls-client-cn-is-node  ... whose common name (CN) is their node's name\n"
     "  --insecure-plain-http    allow plain HTTP on an address other than 127.x.x.x\n"
     "  --no-shared-join-token   DIR/join.token registers no node: only join tokens bound\n"
     "                           to one node do (tide token create --join --node NAME)\n"
@@ -81,6 +82,7 @@ enum {
     OPT_TLS_CLIENT_CA,
     OPT_PLAIN,
     OPT_NO_SHARED_JOIN,
+    OPT_CN_IS_NODE,
     OPT_COUNT
 };
 
@@ -101,6 +103,7 @@ static const struct cli_opt server_opts[] = {
     {"--tls-client-ca", CLI_OPT_VALUE, OPT_TLS_CLIENT_CA},
     {"--insecure-plain-http", CLI_OPT_FLAG, OPT_PLAIN},
     {"--no-shared-join-token", CLI_OPT_FLAG, OPT_NO_SHARED_JOIN},
+    {"--tls-client-cn-is-node", CLI_OPT_FLAG, OPT_CN_IS_NODE},
     {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
     {NULL, 0, 0},
@@ -114,7 +117,7 @@ struct server_flags {
     const char *value[OPT_COUNT];
     const char *configs[SERVER_MAX_CONFIGS]; /* --config may be repeated: read in order */
     int nconfigs;
-    bool check, help, plain, no_shared_join;
+    bool check, help, plain, no_shared_join, cn_is_node;
 };
 
 static int read_flags(int argc, char **argv, struct server_flags *f, struct tide_err *err)
@@ -137,6 +140,8 @@ static int read_flags(int argc, char **argv, struct server_flags *f, struct tide
             f->plain = true;
         else if (id == OPT_NO_SHARED_JOIN)
             f->no_shared_join = true;
+        else if (id == OPT_CN_IS_NODE)
+            f->cn_is_node = true;
         else if (id == OPT_CONFIG && f->nconfigs == SERVER_MAX_CONFIGS)
             return tide_err_set(err, TIDE_EINVAL, "config", "--config: at most %d files",
                                 SERVER_MAX_CONFIGS);
@@ -200,6 +205,8 @@ static int apply_flags(const struct server_flags *f, struct server_config *cfg,
         cfg->insecure_plain_http = true;
     if (f->no_shared_join)
         cfg->shared_join_token_off = true;
+    if (f->cn_is_node)
+        cfg->tls_client_cn_is_node = true;
     /* Pools' providers start their nodes' agents with DATA/join.token. */
     if (cfg->shared_join_token_off && cfg->npools)
         return tide_err_set(err, TIDE_EINVAL, "shared_join_token",
