@@ -109,15 +109,18 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
                             "name: a join token is named for its node; leave name out") + 1;
     else if (join && projects)
         bad = api_error_msg(reply, TIDE_EINVAL, "projects",
-                            "projects: a join token only registers its node; leave projects out") + 1;
+                            "projects: a join token only registers its node; leave projects "
+                            "out") + 1;
     else if (!join && node)
         bad = api_error_msg(reply, TIDE_EINVAL, "node",
                             "node: only a join token (\"kind\": \"join\") is bound to a node") + 1;
     else if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) >= TIDE_NAME_MAX)
         bad = api_error_msg(reply, TIDE_EINVAL, "name", "name: must be a string of 1 to %d characters",
                             TIDE_NAME_MAX - 1) + 1;
-    else if (kind && !metrics && !join && !(json_is_string(kind) && !strcmp(json_string_value(kind), "user")))
-        bad = api_error_msg(reply, TIDE_EINVAL, "kind", "kind: must be \"user\", \"metrics\" or \"join\"") + 1;
+    else if (kind && !metrics && !join &&
+             !(json_is_string(kind) && !strcmp(json_string_value(kind), "user")))
+        bad = api_error_msg(reply, TIDE_EINVAL, "kind",
+                            "kind: must be \"user\", \"metrics\" or \"join\"") + 1;
     else if (join)
         ;
     else if (metrics && projects)

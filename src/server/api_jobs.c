@@ -177,9 +177,9 @@ int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply 
     json_t *next = json_null();
     if (json_array_size(jobs) > (size_t)limit) {
         json_array_remove(jobs, (size_t)limit);
+        json_t *last = json_array_get(jobs, (size_t)limit - 1);
         char id[24];
-        snprintf(id, sizeof id, "%lld",
-                 (long long)json_integer_value(json_object_get(json_array_get(jobs, limit - 1), "id")));
+        snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(last, "id")));
         next = json_string(id);
     }
     pthread_mutex_lock(&srv->lock);

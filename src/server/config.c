@@ -125,9 +125,9 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
     } else {
         rc = config_fail(c, v, key,
                          "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s, "
-                         "tls_cert, tls_key, tls_client_ca, tls_client_cn_is_node, insecure_plain_http, "
-                         "shared_join_token, agent_listen, node_fault_limit, "
-                         "node_fault_window_s)%s", "");
+                         "tls_cert, tls_key, tls_client_ca, tls_client_cn_is_node, "
+                         "insecure_plain_http, shared_join_token, agent_listen, "
+                         "node_fault_limit, node_fault_window_s)%s", "");
     }
     return rc;
 }

@@ -702,7 +702,8 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
         prov->ops = provider_by_name(srv->cfg.pools[p].provider);
         /* Local agents reach a TLS server by a name its certificate can hold;
          * with an agent listener, they use it. */
-        const char *host = srv->cfg.agent_listen ? srv->cfg.agent_listen_host : srv->cfg.listen_host;
+        const char *host =
+            srv->cfg.agent_listen ? srv->cfg.agent_listen_host : srv->cfg.listen_host;
         bool any = !strcmp(host, "0.0.0.0");
         snprintf(prov->env.server_url, sizeof prov->env.server_url, "%s://%s:%d",
                  srv->cfg.tls_cert[0] ? "https" : "http",

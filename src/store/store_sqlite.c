@@ -775,7 +775,8 @@ int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
     sqlite3_stmt *st = NULL;
     /* The read-only connection: callers need not hold the server's lock. */
     if (sqlite3_prepare_v2(s->reader,
-                           "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
+                           "SELECT " JOB_COLUMNS
+                           " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
                            " WHERE (?1 IS NULL OR j.state=?1) AND (?2 IS NULL OR j.queue=?2)"
                            " AND (?3 IS NULL OR j.project=?3) AND j.id < ?4 ORDER BY j.id DESC",
                            -1, &st, NULL) != SQLITE_OK) {
@@ -797,7 +798,8 @@ int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
         n++;
     }
     if (n < limit && r != SQLITE_DONE)
-        rc = tide_err_set(err, TIDE_EIO, NULL, "database: list jobs: %s", sqlite3_errmsg(s->reader));
+        rc = tide_err_set(err, TIDE_EIO, NULL, "database: list jobs: %s",
+                          sqlite3_errmsg(s->reader));
     sqlite3_finalize(st);
     if (rc)
         json_decref(jobs);
