@@ -16,6 +16,7 @@ packages=(
   podman
   runc
   busybox-static
+  openssl
 )
 
 missing=()

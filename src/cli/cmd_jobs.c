@@ -1,4 +1,5 @@
-/* `tide jobs`: the job list as a table (or the API's JSON). */
+/* `tide jobs`: the job list as a table (or the API's JSON), fetched a page
+ * at a time (GET /v1/jobs?cursor=) up to --limit or, with --all, to the end. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 #include "cli/wait.h"
 
 static const char jobs_usage[] =
-    "usage: tide jobs [--state S] [--queue Q] [--project P] [--limit N] [-q]\n"
+    "usage: tide jobs [--state S] [--queue Q] [--project P] [--limit N | --all] [-q]\n"
     "                 [--json] [--server URL] [--token T]\n"
     "\n"
     "Lists jobs, newest first. AGE/RUNTIME is how long a pending job has waited,\n"
@@ -23,7 +24,8 @@ static const char jobs_usage[] =
     "  --state S     only jobs in state S (pending, running, succeeded, ...)\n"
     "  --queue Q     only jobs in queue Q\n"
     "  --project P   only jobs of project P\n"
-    "  --limit N     at most N jobs (server default 1000)\n"
+    "  --limit N     at most N jobs (default 1000), fetched in pages of 1000\n"
+    "  --all         every job that matches, page by page\n"
     "  -q, --quiet   print only job ids, one a line\n"
     "  --json        print the API's JSON\n"
     "  --server URL[,URL...]  tide server(s), tried in order, the leader followed\n"
@@ -32,13 +34,17 @@ static const char jobs_usage[] =
     "  --token T     API token (else $TIDE_TOKEN, the config, ./.tide/data/admin.token)\n"
     "  --token-file PATH read the API token from a file (--token shows in ps)\n";
 
-enum { OPT_STATE = 1, OPT_QUEUE, OPT_PROJECT, OPT_LIMIT, OPT_QUIET };
+enum { OPT_STATE = 1, OPT_QUEUE, OPT_PROJECT, OPT_LIMIT, OPT_QUIET, OPT_ALL };
+
+/* Jobs asked for per request: the server's default page. */
+#define JOBS_PAGE 1000
 
 static const struct cli_opt jobs_opts[] = {
     {"--state", CLI_OPT_VALUE, OPT_STATE},
     {"--queue", CLI_OPT_VALUE, OPT_QUEUE},
     {"--project", CLI_OPT_VALUE, OPT_PROJECT},
     {"--limit", CLI_OPT_VALUE, OPT_LIMIT},
+    {"--all", CLI_OPT_FLAG, OPT_ALL},
     {"-q", CLI_OPT_FLAG, OPT_QUIET},
     {"--quiet", CLI_OPT_FLAG, OPT_QUIET},
     CLI_COMMON_OPTS,
@@ -125,13 +131,57 @@ static int print_jobs(json_t *root, int quiet)
     return rc;
 }
 
+/* Fetches up to want jobs (-1: all) a page at a time into a new
+ * {"jobs": [...], "next": cursor or null} in *out; next is where a later
+ * call would go on. 0, or -1 with err. */
+static int fetch_jobs(struct cli_client *c, const char *state, const char *queue,
+                      const char *project, long long want, json_t **out, struct tide_err *err)
+{
+    json_t *all = json_array(), *next = json_null();
+    char cursor[32] = "", page[24];
+    int rc = 0;
+    while (want < 0 || (long long)json_array_size(all) < want) {
+        long long left = want < 0 ? JOBS_PAGE : want - (long long)json_array_size(all);
+        snprintf(page, sizeof page, "%lld", left < JOBS_PAGE ? left : JOBS_PAGE);
+        const char *query[] = {"state", state, "queue", queue, "project", project, "limit", page,
+                               "cursor", cursor[0] ? cursor : NULL, NULL};
+        char *path = cli_path_with_query("/v1/jobs", query);
+        json_t *root = NULL;
+        if (!path) {
+            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        } else if (cli_client_request_json(c, "GET", path, NULL, &root, err) < 0) {
+            rc = -1;
+        } else if (!json_is_array(json_object_get(root, "jobs"))) {
+            rc = tide_err_set(err, TIDE_EIO, NULL, "the server's answer has no \"jobs\" list");
+        } else {
+            json_array_extend(all, json_object_get(root, "jobs"));
+            json_decref(next);
+            next = json_incref(json_object_get(root, "next"));
+            if (!next)
+                next = json_null(); /* a server from before paging: one page is all */
+        }
+        free(path);
+        json_decref(root);
+        if (rc || !json_is_string(next))
+            break;
+        snprintf(cursor, sizeof cursor, "%.31s", json_string_value(next));
+    }
+    if (rc) {
+        json_decref(all);
+        json_decref(next);
+        return -1;
+    }
+    *out = json_pack("{s:o, s:o}", "jobs", all, "next", next);
+    return *out ? 0 : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+}
+
 int cli_jobs_main(int argc, char **argv)
 {
     struct cli_common co = {0};
     struct cli_args a;
     struct tide_err err = {0};
     const char *state = NULL, *queue = NULL, *project = NULL, *limit = NULL;
-    int quiet = 0, id, r;
+    int quiet = 0, all = 0, id, r;
     const char *v;
     cli_args_init(&a, argc, argv);
     while ((r = cli_args_next(&a, jobs_opts, &id, &v, &err)) != CLI_ARGS_END) {
@@ -149,6 +199,7 @@ int cli_jobs_main(int argc, char **argv)
         case OPT_PROJECT: project = v; break;
         case OPT_LIMIT: limit = v; break;
         case OPT_QUIET: quiet = 1; break;
+        case OPT_ALL: all = 1; break;
         }
     }
     if (co.help) {
@@ -159,32 +210,29 @@ int cli_jobs_main(int argc, char **argv)
         tide_err_set(&err, TIDE_EINVAL, NULL, "unexpected argument '%s'", argv[a.next]);
         return cli_usage_fail("jobs", &err);
     }
-    long long n;
-    if (limit && cli_parse_ll("--limit", limit, &n, &err) < 0)
+    long long want = all ? -1 : JOBS_PAGE;
+    if (all && limit) {
+        tide_err_set(&err, TIDE_EINVAL, "limit", "--limit and --all: give one of them");
+        return cli_usage_fail("jobs", &err);
+    }
+    if (limit && cli_parse_range("--limit", limit, 1, 1000000000, &want, &err) < 0)
         return cli_usage_fail("jobs", &err);
 
     struct cli_client c;
     if (cli_client_init(&c, &co, &err) < 0)
         return cli_fail("jobs", &err);
-    const char *query[] = {"state", state, "queue", queue, "project", project, "limit", limit,
-                           NULL};
-    char *path = cli_path_with_query("/v1/jobs", query);
-    int rc = 1;
-    if (!path) {
-        tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
+    json_t *root = NULL;
+    int rc;
+    if (fetch_jobs(&c, state, queue, project, want, &root, &err) < 0) {
         rc = cli_fail("jobs", &err);
     } else if (c.json && !quiet) {
-        rc = cli_request_and_print(&c, "GET", path, NULL, &err) < 0 ? cli_fail("jobs", &err) : 0;
+        char *text = json_dumps(root, JSON_COMPACT);
+        rc = text && cli_print_body(text, strlen(text)) == 0 ? 0 : 1;
+        free(text);
     } else {
-        json_t *root;
-        if (cli_client_request_json(&c, "GET", path, NULL, &root, &err) < 0) {
-            rc = cli_fail("jobs", &err);
-        } else {
-            rc = print_jobs(root, quiet);
-            json_decref(root);
-        }
+        rc = print_jobs(root, quiet);
     }
-    free(path);
+    json_decref(root);
     cli_client_release(&c);
     return rc;
 }

@@ -1,6 +1,6 @@
-/* `tide token create|list|revoke`: API tokens limited to some projects, or
- * that may only read /metrics (for Prometheus); listing (never the secret)
- * and revoking them by name. */
+/* `tide token create|list|revoke`: API tokens limited to some projects, that
+ * may only read /metrics (for Prometheus), or that register one named node
+ * once; listing (never the secret) and revoking them by name. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 static const char token_usage[] =
     "usage: tide token create --name NAME --project P [--project P2 ...] [--expires D]\n"
     "       tide token create --name NAME --metrics [--expires D]\n"
+    "       tide token create --join --node NODE [--expires D]\n"
     "       tide token list\n"
     "       tide token revoke NAME\n"
     "                         [--json] [--server URL] [--token ADMIN_TOKEN]\n"
@@ -23,17 +24,21 @@ static const char token_usage[] =
     "create makes an API token that can submit, list, show, cancel and read logs\n"
     "of the given projects' jobs only, and prints it (it is not shown again).\n"
     "With --metrics the token may read GET /metrics and nothing else: give that\n"
-    "one to Prometheus (docs/metrics.md). --expires D (like 3600, 90m, 12h, 30d)\n"
+    "one to Prometheus (docs/metrics.md). With --join --node NODE it is a join\n"
+    "token that registers only the node called NODE, once (tide agent --token-file\n"
+    "on that node); it is named NODE. --expires D (like 3600, 90m, 12h, 30d)\n"
     "makes it stop working after D. list shows the tokens (never their secrets);\n"
     "revoke NAME stops every token of that name at once. Needs an admin token.\n";
 
-enum { OPT_NAME = 1, OPT_PROJECT, OPT_METRICS, OPT_EXPIRES };
+enum { OPT_NAME = 1, OPT_PROJECT, OPT_METRICS, OPT_EXPIRES, OPT_JOIN, OPT_NODE };
 
 static const struct cli_opt token_opts[] = {
     {"--name", CLI_OPT_VALUE, OPT_NAME},
     {"--project", CLI_OPT_VALUE, OPT_PROJECT},
     {"--metrics", CLI_OPT_FLAG, OPT_METRICS},
     {"--expires", CLI_OPT_VALUE, OPT_EXPIRES},
+    {"--join", CLI_OPT_FLAG, OPT_JOIN},
+    {"--node", CLI_OPT_VALUE, OPT_NODE},
     CLI_COMMON_OPTS,
     {NULL, 0, 0},
 };
@@ -61,7 +66,7 @@ static int token_create(struct cli_client *c, json_t *req)
         } else {
             puts(token);
             fprintf(stderr, "token '%s' created; keep it safe, it is not shown again\n",
-                    cli_json_text(json_object_get(req, "name"), ""));
+                    cli_json_text(json_object_get(answer, "name"), ""));
             rc = fflush(stdout) == 0 ? 0 : 1;
         }
         json_decref(answer);
@@ -112,8 +117,10 @@ static int token_list(struct cli_client *c)
         cli_fmt_time(json_object_get(tok, "created"), created, sizeof created);
         if (json_is_number(json_object_get(tok, "expires")))
             cli_fmt_time(json_object_get(tok, "expires"), expires, sizeof expires);
-        const char *row[] = {cli_json_text(json_object_get(tok, "name"), "?"),
-                             cli_json_text(json_object_get(tok, "kind"), "user"),
+        const char *kind = cli_json_text(json_object_get(tok, "kind"), "user");
+        if (json_is_true(json_object_get(tok, "used")))
+            kind = "join (used)";
+        const char *row[] = {cli_json_text(json_object_get(tok, "name"), "?"), kind,
                              projects[0] ? projects : "-", created, expires};
         cli_table_add(t, row);
     }
@@ -146,8 +153,8 @@ int cli_token_main(int argc, char **argv)
     struct cli_common co = {0};
     struct cli_args a;
     struct tide_err err = {0};
-    const char *name = NULL, *action = NULL, *target = NULL, *v;
-    bool metrics = false;
+    const char *name = NULL, *node = NULL, *action = NULL, *target = NULL, *v;
+    bool metrics = false, join = false;
     long long expires_s = 0;
     int id, r, rc = 2;
     json_t *projects = json_array();
@@ -173,6 +180,10 @@ int cli_token_main(int argc, char **argv)
             name = v;
         else if (id == OPT_METRICS)
             metrics = true;
+        else if (id == OPT_JOIN)
+            join = true;
+        else if (id == OPT_NODE)
+            node = v;
         else if (id == OPT_PROJECT) {
             json_t *p = json_string(v);
             if (!p || json_array_append_new(projects, p) != 0) {
@@ -208,20 +219,29 @@ int cli_token_main(int argc, char **argv)
         }
         goto out;
     }
-    if (metrics && json_array_size(projects) != 0) {
+    if (join || node) {
+        if (!join || !node || name || metrics || json_array_size(projects) != 0) {
+            tide_err_set(&err, TIDE_EINVAL, join ? "node" : "join",
+                         "a join token needs --join and --node NODE, and takes no --name, "
+                         "--project or --metrics (it is named for its node)");
+            goto usage;
+        }
+    } else if (metrics && json_array_size(projects) != 0) {
         tide_err_set(&err, TIDE_EINVAL, "project",
                      "--project: a --metrics token reads every project's metrics; leave --project out");
         goto usage;
     }
-    if (!name || (!metrics && json_array_size(projects) == 0)) {
+    if (!join && (!name || (!metrics && json_array_size(projects) == 0))) {
         tide_err_set(&err, TIDE_EINVAL, NULL,
                      "create needs --name and at least one --project (or --metrics)");
         goto usage;
     }
-    json_t *req = metrics ? json_pack("{s:s, s:s}", "name", name, "kind", "metrics")
+    json_t *req = join      ? json_pack("{s:s, s:s}", "kind", "join", "node", node)
+                  : metrics ? json_pack("{s:s, s:s}", "name", name, "kind", "metrics")
                           : json_pack("{s:s, s:O}", "name", name, "projects", projects);
     if (!req) {
-        tide_err_set(&err, TIDE_EINVAL, "name", "--name: not valid UTF-8");
+        tide_err_set(&err, TIDE_EINVAL, join ? "node" : "name", "%s: not valid UTF-8",
+                     join ? "--node" : "--name");
         goto usage;
     }
     if (expires_s)

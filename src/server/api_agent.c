@@ -15,8 +15,10 @@
 #include "core/job_spec.h"
 #include "core/reconcile.h"
 #include "server/agent_wake.h"
+#include "server/http_tls.h"
 #include "server/pool_loop.h"
 #include "server/server.h"
+#include "store/store_tokens.h"
 
 #define MAX_TASKS_PER_HEARTBEAT 1024
 /* Bounds on what an agent may claim: far above any real machine, far
@@ -82,6 +84,18 @@ static json_t *parse_body(struct api_request *req, struct api_reply *reply)
     return body;
 }
 
+bool api_agent_node_name_valid(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n >= TIDE_NAME_MAX)
+        return false;
+    for (const char *p = name; *p; p++)
+        if (!(*p == '-' || *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') ||
+              (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+            return false;
+    return true;
+}
+
 /* Fills node's static description from a registration body. */
 static int node_from_registration(json_t *body, struct node *node, struct api_reply *reply)
 {
@@ -90,11 +104,9 @@ static int node_from_registration(json_t *body, struct node *node, struct api_re
     if (n == 0 || n >= sizeof node->name)
         return api_error_msg(reply, TIDE_EINVAL, "name", "name: must be 1 to %zu characters",
                              sizeof node->name - 1), -1;
-    for (const char *p = name; *p; p++)
-        if (!(*p == '-' || *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') ||
-              (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
-            return api_error_msg(reply, TIDE_EINVAL, "name",
-                                 "name: may contain only letters, digits, '-', '_' and '.'"), -1;
+    if (!api_agent_node_name_valid(name))
+        return api_error_msg(reply, TIDE_EINVAL, "name",
+                             "name: may contain only letters, digits, '-', '_' and '.'"), -1;
     snprintf(node->name, sizeof node->name, "%s", name);
     long long v;
     if (bounded_field(body, "cpus", 0, AGENT_MAX_CPUS, 0, "", &v, reply))
@@ -187,8 +199,9 @@ static bool node_is_alive(const struct server *srv, const struct node *node, int
 
 int api_agent_register(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
-    if (req->token.kind != TOKEN_JOIN)
-        return api_error_msg(reply, TIDE_EPERM, NULL, "registering needs the join token");
+    bool bound = req->token.kind == TOKEN_JOIN_BOUND;
+    if (req->token.kind != TOKEN_JOIN && !bound)
+        return api_error_msg(reply, TIDE_EPERM, NULL, "registering needs a join token");
     json_t *body = parse_body(req, reply);
     if (!body)
         return 0;
@@ -199,8 +212,19 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
         json_decref(body);
         return 0;
     }
+    if (bound && strcmp(req->token.name, node.name) != 0) {
+        json_decref(body);
+        return api_error_msg(reply, TIDE_EPERM, "name",
+                             "name: this join token registers only node '%s', not '%s'",
+                             req->token.name, node.name);
+    }
     struct tide_err err;
     tide_err_clear(&err);
+    if (!bound && srv->cfg.tls_client_cn_is_node &&
+        http_tls_client_name_is(req->conn, node.name, &err) != 0) {
+        json_decref(body);
+        return api_error(reply, &err);
+    }
     char token[65];
     int64_t now = clock_now_ms();
     pthread_mutex_lock(&srv->lock);
@@ -257,6 +281,8 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
                                         string_field(probe, "output", ""), now);
     node.last_heartbeat_ms = now;
     int rc = store_begin(srv->store, &err);
+    if (!rc && bound) /* used up with the registration it makes, or not at all */
+        rc = store_token_use_join(srv->store, req->token_hash, &err);
     if (!rc)
         rc = store_node_upsert(srv->store, &node, body, now, &err);
     if (!rc)

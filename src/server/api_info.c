@@ -1,9 +1,11 @@
-/* Read-mostly endpoints: nodes, queues, projects, and creating user tokens. */
+/* Read-mostly endpoints: nodes, queues, projects, and creating user, metrics and
+ * node-bound join tokens. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/fsutil.h"
+#include "common/log.h"
 #include "common/sha256.h"
 #include "core/gpu_share.h"
 #include "core/operator.h"
@@ -84,21 +86,43 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v) if (strcmp(key, "name") && strcmp(key, "projects") &&
-                                          strcmp(key, "kind") && strcmp(key, "expires_in_s"))
+                                          strcmp(key, "kind") && strcmp(key, "expires_in_s") &&
+                                          strcmp(key, "node"))
     {
         json_decref(body);
         return api_error_msg(reply, TIDE_EINVAL, key, "%.64s: unknown field", key);
     }
-    json_t *name = json_object_get(body, "name");
     json_t *projects = json_object_get(body, "projects");
     json_t *kind = json_object_get(body, "kind");
+    json_t *node = json_object_get(body, "node");
     bool metrics = json_is_string(kind) && !strcmp(json_string_value(kind), "metrics");
+    bool join = json_is_string(kind) && !strcmp(json_string_value(kind), "join");
+    /* A join token is named for the node it registers. */
+    json_t *name = join && !json_object_get(body, "name") ? node : json_object_get(body, "name");
     int bad = 0;
-    if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) >= TIDE_NAME_MAX)
+    if (join && (!json_is_string(node) || !api_agent_node_name_valid(json_string_value(node))))
+        bad = api_error_msg(reply, TIDE_EINVAL, "node",
+                            "node: must name the node, 1 to %d letters, digits, '-', '_' or '.'",
+                            TIDE_NAME_MAX - 1) + 1;
+    else if (join && !json_equal(name, node))
+        bad = api_error_msg(reply, TIDE_EINVAL, "name",
+                            "name: a join token is named for its node; leave name out") + 1;
+    else if (join && projects)
+        bad = api_error_msg(reply, TIDE_EINVAL, "projects",
+                            "projects: a join token only registers its node; leave projects "
+                            "out") + 1;
+    else if (!join && node)
+        bad = api_error_msg(reply, TIDE_EINVAL, "node",
+                            "node: only a join token (\"kind\": \"join\") is bound to a node") + 1;
+    else if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) >= TIDE_NAME_MAX)
         bad = api_error_msg(reply, TIDE_EINVAL, "name", "name: must be a string of 1 to %d characters",
                             TIDE_NAME_MAX - 1) + 1;
-    else if (kind && !metrics && !(json_is_string(kind) && !strcmp(json_string_value(kind), "user")))
-        bad = api_error_msg(reply, TIDE_EINVAL, "kind", "kind: must be \"user\" or \"metrics\"") + 1;
+    else if (kind && !metrics && !join &&
+             !(json_is_string(kind) && !strcmp(json_string_value(kind), "user")))
+        bad = api_error_msg(reply, TIDE_EINVAL, "kind",
+                            "kind: must be \"user\", \"metrics\" or \"join\"") + 1;
+    else if (join)
+        ;
     else if (metrics && projects)
         bad = api_error_msg(reply, TIDE_EINVAL, "projects",
                             "projects: a metrics token reads every project's metrics; leave projects out") + 1;
@@ -127,8 +151,8 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
     pthread_mutex_lock(&srv->lock);
     int rc = store_begin(srv->store, &err);
     if (!rc)
-        rc = auth_issue(srv, metrics ? TOKEN_METRICS : TOKEN_USER, json_string_value(name),
-                        metrics ? NULL : projects, 0, token, &err);
+        rc = auth_issue(srv, join ? TOKEN_JOIN_BOUND : metrics ? TOKEN_METRICS : TOKEN_USER,
+                        json_string_value(name), metrics || join ? NULL : projects, 0, token, &err);
     if (!rc && expires_ms) {
         sha256_hex(token, strlen(token), hash);
         rc = store_token_set_expiry(srv->store, hash, expires_ms, &err);
@@ -145,7 +169,11 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
     }
     reply->status = 201;
     json_t *expires = expires_ms ? json_real((double)expires_ms / 1000.0) : json_null();
-    reply->json = metrics ? json_pack("{s:s, s:O, s:s, s:o}", "token", token, "name", name, "kind",
+    if (join)
+        log_info("join token created for node '%s'", json_string_value(node));
+    reply->json = join ? json_pack("{s:s, s:O, s:s, s:O, s:o}", "token", token, "name", name, "kind",
+                                   "join", "node", node, "expires", expires)
+                : metrics ? json_pack("{s:s, s:O, s:s, s:o}", "token", token, "name", name, "kind",
                                       "metrics", "expires", expires)
                           : json_pack("{s:s, s:O, s:O, s:s, s:o}", "token", token, "name", name,
                                       "projects", projects, "kind", "user", "expires", expires);

@@ -1,4 +1,5 @@
-/* Job endpoints: submit, list, show, cancel, logs (with follow). */
+/* Job endpoints: submit, list (paged, read off the lock), show, cancel, logs
+ * (with follow). */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,27 +137,49 @@ int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply 
     enum job_state ignored;
     if (f.state && job_state_parse(f.state, &ignored) != 0)
         return api_error_msg(reply, TIDE_EINVAL, "state", "state: unknown state '%.64s'", f.state);
-    const char *limit = api_query(req, "limit");
-    if (limit) {
+    int limit = JOBS_PAGE_DEFAULT;
+    const char *given = api_query(req, "limit");
+    if (given) {
         char *end;
-        long n = strtol(limit, &end, 10);
-        if (!*limit || *end || n < 1 || n > 100000)
-            return api_error_msg(reply, TIDE_EINVAL, "limit", "limit: must be 1 to 100000");
-        f.limit = (int)n;
+        long n = strtol(given, &end, 10);
+        if (!*given || *end || n < 1 || n > JOBS_PAGE_MAX)
+            return api_error_msg(reply, TIDE_EINVAL, "limit",
+                                 "limit: must be 1 to %d; page through more with cursor "
+                                 "(each reply's next)", JOBS_PAGE_MAX);
+        limit = (int)n;
     }
+    /* The cursor is the id of the last job listed (opaque to clients). */
+    const char *cursor = api_query(req, "cursor");
+    if (cursor) {
+        char *end;
+        long long id = strtoll(cursor, &end, 10);
+        if (!*cursor || *end || id < 1)
+            return api_error_msg(reply, TIDE_EINVAL, "cursor",
+                                 "cursor: '%.32s' is not a previous reply's next", cursor);
+        f.after_id = id;
+    }
+    f.limit = limit + 1; /* one more tells whether there is a next page */
     struct tide_err err;
     json_t *jobs = NULL;
-    pthread_mutex_lock(&srv->lock);
-    int rc = store_jobs_list(srv->store, &f, &jobs, &err);
-    if (!rc) {
-        size_t i;
-        json_t *j;
-        json_array_foreach(jobs, i, j) add_live_fields(srv, j);
-    }
-    pthread_mutex_unlock(&srv->lock);
-    if (rc)
+    /* The rows come from the read-only connection without the lock, so a
+     * long listing holds up neither the scheduler nor /healthz; only the
+     * page's live fields (ETA, why it waits) are read under it. */
+    if (store_jobs_list(srv->store, &f, &jobs, &err) != 0)
         return api_error(reply, &err);
-    reply->json = json_pack("{s:o}", "jobs", jobs);
+    json_t *next = json_null();
+    if (json_array_size(jobs) > (size_t)limit) {
+        json_array_remove(jobs, (size_t)limit);
+        json_t *last = json_array_get(jobs, (size_t)limit - 1);
+        char id[24];
+        snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(last, "id")));
+        next = json_string(id);
+    }
+    pthread_mutex_lock(&srv->lock);
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j) add_live_fields(srv, j);
+    pthread_mutex_unlock(&srv->lock);
+    reply->json = json_pack("{s:o, s:o}", "jobs", jobs, "next", next);
     return 0;
 }
 

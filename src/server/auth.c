@@ -1,8 +1,9 @@
 /*
  * Bearer tokens: bootstrapping the admin and join tokens into files of mode
  * 0600, checking a request's token against the store (by SHA-256; recent
- * admin and user tokens from auth_cache.h), and project scoping of user
- * tokens.
+ * admin and user tokens from auth_cache.h), refusing used-up node-bound
+ * join tokens (and the shared one when it is turned off), and project
+ * scoping of user tokens.
  */
 #include <errno.h>
 #include <microhttpd.h>
@@ -103,10 +104,23 @@ static int check_token(struct server *srv, struct api_request *req, int64_t now,
     }
     if (rc == TIDE_ENOENT)
         return tide_err_set(err, TIDE_EAUTH, NULL, "invalid token");
-    if (!rc && req->token.expires_ms && req->token.expires_ms <= now) {
+    if (rc)
+        return rc;
+    memcpy(req->token_hash, hash, sizeof hash);
+    if (req->token.expires_ms && req->token.expires_ms <= now)
+        rc = tide_err_set(err, TIDE_EAUTH, NULL, "token '%s' expired", req->token.name);
+    else if (req->token.kind == TOKEN_JOIN_USED)
+        rc = tide_err_set(err, TIDE_EAUTH, NULL,
+                          "this join token already registered node '%s' and cannot be used "
+                          "again; make a new one (tide token create --join --node %s)",
+                          req->token.name, req->token.name);
+    else if (req->token.kind == TOKEN_JOIN && srv->cfg.shared_join_token_off)
+        rc = tide_err_set(err, TIDE_EAUTH, NULL,
+                          "the shared join token is turned off on this server "
+                          "(server.shared_join_token: false); register with a join token bound "
+                          "to this node (tide token create --join --node NAME)");
+    if (rc)
         token_info_release(&req->token);
-        return tide_err_set(err, TIDE_EAUTH, NULL, "token '%s' expired", req->token.name);
-    }
     return rc;
 }
 

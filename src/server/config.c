@@ -58,6 +58,23 @@ static int tls_path_key(struct config_ctx *c, const char *key, const yaml_node_t
     return 0;
 }
 
+int config_host_port(const char *field, const char *flag, const char *v, char *host, size_t size,
+                     int *port, struct tide_err *err)
+{
+    const char *colon = strrchr(v, ':');
+    char *end;
+    long n = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || colon == v || (size_t)(colon - v) >= size || !colon[1] || *end || n < 0 ||
+        n > 65535)
+        return tide_err_set(err, TIDE_EINVAL, field, "%s: expected HOST:PORT, got '%s'", flag, v);
+    memcpy(host, v, (size_t)(colon - v));
+    host[colon - v] = '\0';
+    if (!strcmp(host, "localhost"))
+        snprintf(host, size, "127.0.0.1");
+    *port = (int)n;
+    return 0;
+}
+
 static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
 {
     long n;
@@ -74,12 +91,30 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
     } else if (!strcmp(key, "server.tls_cert") || !strcmp(key, "server.tls_key") ||
                !strcmp(key, "server.tls_client_ca")) {
         rc = tls_path_key(c, key, v);
-    } else if (!strcmp(key, "server.insecure_plain_http")) {
+    } else if (!strcmp(key, "server.insecure_plain_http") ||
+               !strcmp(key, "server.shared_join_token") ||
+               !strcmp(key, "server.tls_client_cn_is_node")) {
         const char *s = config_scalar(v);
         bool yes = s && (!strcmp(s, "true") || !strcmp(s, "yes"));
         if (!s || (!yes && strcmp(s, "false") && strcmp(s, "no")))
             return config_fail(c, v, key, "must be true or false, got '%s'", s ? s : "?");
-        c->cfg->insecure_plain_http = yes;
+        if (!strcmp(key, "server.insecure_plain_http"))
+            c->cfg->insecure_plain_http = yes;
+        else if (!strcmp(key, "server.tls_client_cn_is_node"))
+            c->cfg->tls_client_cn_is_node = yes;
+        else
+            c->cfg->shared_join_token_off = !yes;
+        rc = 0;
+    } else if (!strcmp(key, "server.agent_listen")) {
+        const char *s = config_scalar(v);
+        struct tide_err why;
+        if (!s)
+            return config_fail(c, v, key, "must be HOST:PORT%s", "");
+        c->cfg->agent_listen = s[0] != '\0'; /* "": none */
+        if (c->cfg->agent_listen &&
+            config_host_port("agent_listen", key, s, c->cfg->agent_listen_host,
+                             sizeof c->cfg->agent_listen_host, &c->cfg->agent_listen_port, &why))
+            return config_fail(c, v, key, "must be HOST:PORT (\"\" for none), got '%s'", s);
         rc = 0;
     } else if (!strcmp(key, "server.store")) { /* "": DATA/tide.db */
         const char *s = config_scalar(v);
@@ -100,7 +135,8 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
     } else {
         rc = config_fail(c, v, key,
                          "unknown key (known: node_timeout_ms, heartbeat_ms, kill_grace_s, "
-                         "tls_cert, tls_key, tls_client_ca, insecure_plain_http, store, "
+                         "tls_cert, tls_key, tls_client_ca, tls_client_cn_is_node, "
+                         "insecure_plain_http, shared_join_token, agent_listen, store, "
                          "node_fault_limit, node_fault_window_s)%s", "");
     }
     return rc;

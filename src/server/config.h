@@ -49,6 +49,11 @@ int config_section_retention(struct config_ctx *c, const char *name, const yaml_
 /* tide.yaml `pools:` (config_pools.c). */
 int config_section_pools(struct config_ctx *c, const char *name, const yaml_node_t *v);
 
+/* "HOST:PORT" (localhost is 127.0.0.1) into host (size bytes) and port;
+ * err names field and flag ("--listen", "--agent-listen" or the key). */
+int config_host_port(const char *field, const char *flag, const char *v, char *host, size_t size,
+                     int *port, struct tide_err *err);
+
 /* Reads path and overrides the fields of cfg and sc it sets. */
 int config_load(const char *path, struct server_config *cfg, struct sched_config *sc,
                 struct tide_err *err);

@@ -1,7 +1,9 @@
 /*
  * The HTTP front: libmicrohttpd with a thread per connection, request
  * bodies collected up to SERVER_MAX_BODY_BYTES, bearer-token checks, the
- * route table, and JSON error bodies for everything that goes wrong.
+ * route table, and JSON error bodies for everything that goes wrong. With
+ * an agent listener (server.agent_listen) a second daemon serves the agent
+ * protocol alone, with its own share of the connection budget.
  */
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -141,7 +143,8 @@ static int route_node(struct server *srv, struct api_request *req, const char *r
     return api_error_msg(reply, TIDE_ENOENT, NULL, "no route for %s %s", req->method, req->path);
 }
 
-static int route(struct server *srv, struct api_request *req, struct api_reply *reply)
+static int route(struct server *srv, enum http_role role, struct api_request *req,
+                 struct api_reply *reply)
 {
     const char *m = req->method, *p = req->path;
     bool get = !strcmp(m, "GET"), post = !strcmp(m, "POST");
@@ -152,19 +155,37 @@ static int route(struct server *srv, struct api_request *req, struct api_reply *
             lead_health_fields(&srv->lead, reply->json);
         return 0;
     }
+    /* Each listener its own routes, refused before any token is looked at. */
+    bool agent_path = !strncmp(p, "/v1/agent/", 10);
+    if (role == HTTP_AGENT && !agent_path)
+        return api_error_msg(reply, TIDE_ENOENT, NULL,
+                             "the agent listener serves only /v1/agent/* and /healthz; the API "
+                             "is on %s:%d", srv->cfg.listen_host, srv->cfg.listen_port);
+    if (role == HTTP_MAIN && agent_path && srv->cfg.agent_listen)
+        return api_error_msg(reply, TIDE_ENOENT, NULL,
+                             "agents use the agent listener %s:%d (server.agent_listen), not "
+                             "this address: point tide agent --server there",
+                             srv->cfg.agent_listen_host, srv->cfg.agent_listen_port);
     if (get && (!strcmp(p, "/") || !strncmp(p, "/static/", 8)))
         return api_web_static(srv, req, reply);
     struct tide_err err;
     tide_err_clear(&err);
-    bool agent_route = !strncmp(p, "/v1/agent/", 10);
     if (auth_check(srv, req, &err) != 0)
         return api_error(reply, &err);
     /* With a client CA, the agent protocol also needs a certificate it signed. */
-    if (agent_route && srv->cfg.tls_client_ca[0] && http_tls_check_client(req->conn, &err) != 0)
+    if (agent_path && srv->cfg.tls_client_ca[0] && http_tls_check_client(req->conn, &err) != 0)
+        return api_error(reply, &err);
+    /* ... and, if asked, one of the node's own: a node token and a bound join
+     * token name it (the shared join token is checked against the name it
+     * registers, api_agent.c). */
+    if (agent_path && srv->cfg.tls_client_cn_is_node &&
+        (req->token.kind == TOKEN_NODE || req->token.kind == TOKEN_JOIN_BOUND) &&
+        http_tls_client_name_is(req->conn, req->token.name, &err) != 0)
         return api_error(reply, &err);
     /* Join and node tokens are for the agent protocol only, and user tokens never are. */
-    bool agent_token = req->token.kind == TOKEN_JOIN || req->token.kind == TOKEN_NODE;
-    if (agent_route != agent_token)
+    bool agent_token = req->token.kind == TOKEN_JOIN || req->token.kind == TOKEN_JOIN_BOUND ||
+                       req->token.kind == TOKEN_NODE;
+    if (agent_path != agent_token)
         return api_error_msg(reply, TIDE_EPERM, NULL, "this token may not call %s", p);
     if (req->token.kind == TOKEN_METRICS && !(get && !strcmp(p, "/metrics")))
         return api_error_msg(reply, TIDE_EPERM, NULL, "a metrics token may only read /metrics");
@@ -256,7 +277,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   void **con_cls)
 {
     (void)version;
-    struct server *srv = cls;
+    const struct http_front *front = cls;
+    struct server *srv = front->srv;
     struct upload *up = *con_cls;
     if (!up) {
         up = calloc(1, sizeof *up);
@@ -303,7 +325,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         api_error_msg(&reply, TIDE_ETOOBIG, NULL, "request body over %d bytes",
                       SERVER_MAX_BODY_BYTES);
     else
-        route(srv, &req, &reply);
+        route(srv, front->role, &req, &reply);
     if (reply.status == 201 && !strcmp(method, "POST") && !strcmp(url, "/v1/jobs"))
         metrics_observe_submit(&srv->metrics, metrics_now_s() - up->arrived_s);
     token_info_release(&req.token);
@@ -336,15 +358,33 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
     log_warn("http: %s", line);
 }
 
-int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err)
+/* The connection budget of role's listener: all of it, or with an agent
+ * listener HTTP_AGENT_SHARE_DIV-th of it for the agents and the rest for
+ * the rest, so that a flood of the API leaves agents room. */
+#define HTTP_AGENT_SHARE_DIV 4
+static unsigned connection_limit(const struct server *srv, enum http_role role)
 {
+    unsigned total = http_guard_connection_limit();
+    if (!srv->cfg.agent_listen)
+        return total;
+    unsigned agents = total / HTTP_AGENT_SHARE_DIV ? total / HTTP_AGENT_SHARE_DIV : 1;
+    return role == HTTP_AGENT ? agents : total - agents;
+}
+
+int http_start(struct server *srv, enum http_role role, struct MHD_Daemon **out,
+               struct tide_err *err)
+{
+    bool agent = role == HTTP_AGENT;
+    const char *host = agent ? srv->cfg.agent_listen_host : srv->cfg.listen_host;
+    int port = agent ? srv->cfg.agent_listen_port : srv->cfg.listen_port;
+    const char *field = agent ? "agent_listen" : "listen";
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
-    addr.sin_port = htons((uint16_t)srv->cfg.listen_port);
-    if (inet_pton(AF_INET, srv->cfg.listen_host, &addr.sin_addr) != 1)
-        return tide_err_set(err, TIDE_EINVAL, "listen", "listen address '%s' is not an IPv4 address",
-                            srv->cfg.listen_host);
+    addr.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
+        return tide_err_set(err, TIDE_EINVAL, field, "%s address '%s' is not an IPv4 address",
+                            field, host);
     struct http_tls tls;
     int rc = http_tls_load(&srv->cfg, &tls, err);
     if (rc)
@@ -360,30 +400,32 @@ int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err
     };
     if (tls.cert)
         flags |= MHD_USE_TLS;
+    srv->fronts[role] = (struct http_front){.srv = srv, .role = role};
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, (uint16_t)srv->cfg.listen_port, http_guard_accept, NULL, on_request, srv,
+        flags, (uint16_t)port, http_guard_accept, NULL, on_request, &srv->fronts[role],
         MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, /* first, or MHD logs some itself */
         MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         /* slowloris: per-address caps, short header timeouts (http_guard.h) */
         MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, NULL, MHD_OPTION_CONNECTION_LIMIT,
-        http_guard_connection_limit(), MHD_OPTION_CONNECTION_TIMEOUT,
+        connection_limit(srv, role), MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)HTTP_GUARD_IDLE_TIMEOUT_S, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     http_tls_release(&tls); /* the daemon has its own copies */
     /* No SO_REUSEPORT: a second server on the port must fail, not share it. */
     if (!d) {
         char holder[320];
-        if (srv->cfg.listen_port && port_owner_describe(srv->cfg.listen_port, holder, sizeof holder) == 0)
-            return tide_err_set(err, TIDE_ECONFLICT, "listen", "cannot listen on %s:%d: in use by %s",
-                                srv->cfg.listen_host, srv->cfg.listen_port, holder);
+        if (port && port_owner_describe(port, holder, sizeof holder) == 0)
+            return tide_err_set(err, TIDE_ECONFLICT, field, "cannot listen on %s:%d: in use by %s",
+                                host, port, holder);
         if (srv->cfg.tls_cert[0])
             return tide_err_set(err, TIDE_EINVAL, "tls_cert",
                                 "cannot serve HTTPS on %s:%d: the port is in use, or %s and %s "
                                 "are not a certificate and its matching key (see the log above)",
-                                srv->cfg.listen_host, srv->cfg.listen_port, srv->cfg.tls_cert,
-                                srv->cfg.tls_key);
-        return tide_err_set(err, TIDE_EIO, "listen", "cannot listen on %s:%d (in use?)",
-                            srv->cfg.listen_host, srv->cfg.listen_port);
+                                host, port, srv->cfg.tls_cert, srv->cfg.tls_key);
+        return tide_err_set(err, TIDE_EIO, field, "cannot listen on %s:%d (in use?)", host, port);
     }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    if (!port && info) /* port 0: the one the kernel gave, for logs and error messages */
+        *(agent ? &srv->cfg.agent_listen_port : &srv->cfg.listen_port) = info->port;
     *out = d;
     return 0;
 }

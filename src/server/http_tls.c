@@ -81,12 +81,23 @@ int http_tls_load(const struct server_config *cfg, struct http_tls *t, struct ti
     if (!cert && cfg->tls_client_ca[0])
         return tide_err_set(err, TIDE_EINVAL, "tls_client_ca",
                             "--tls-client-ca needs HTTPS: give --tls-cert and --tls-key too");
+    if (cfg->tls_client_cn_is_node && !cfg->tls_client_ca[0])
+        return tide_err_set(err, TIDE_EINVAL, "tls_client_cn_is_node",
+                            "--tls-client-cn-is-node needs client certificates: give "
+                            "--tls-client-ca too");
     if (!cert && !cfg->insecure_plain_http && !http_tls_is_loopback(cfg->listen_host))
         return tide_err_set(err, TIDE_EINVAL, "listen",
                             "refusing plain HTTP on %s: tokens and job commands would cross the "
                             "network in clear text; give --tls-cert and --tls-key (or "
                             "--insecure-plain-http to accept that, e.g. behind a TLS proxy)",
                             cfg->listen_host);
+    if (!cert && !cfg->insecure_plain_http && cfg->agent_listen &&
+        !http_tls_is_loopback(cfg->agent_listen_host))
+        return tide_err_set(err, TIDE_EINVAL, "agent_listen",
+                            "refusing plain HTTP on %s (agent_listen): tokens and job commands "
+                            "would cross the network in clear text; give --tls-cert and "
+                            "--tls-key (or --insecure-plain-http)",
+                            cfg->agent_listen_host);
     if (!cert)
         return 0;
     int rc = read_pem("--tls-cert", cfg->tls_cert, "CERTIFICATE", &t->cert, err);
@@ -142,5 +153,39 @@ int http_tls_check_client(struct MHD_Connection *conn, struct tide_err *err)
         gnutls_free(why.data);
         return TIDE_EAUTH;
     }
+    return 0;
+}
+
+int http_tls_client_name_is(struct MHD_Connection *conn, const char *name, struct tide_err *err)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    unsigned npeers = 0;
+    const gnutls_datum_t *peers =
+        info && info->tls_session
+            ? gnutls_certificate_get_peers((gnutls_session_t)info->tls_session, &npeers)
+            : NULL;
+    if (!peers || npeers == 0)
+        return tide_err_set(err, TIDE_EAUTH, "client_certificate",
+                            "this server requires a client certificate on the agent protocol");
+    gnutls_x509_crt_t crt;
+    char cn[256] = "";
+    size_t size = sizeof cn;
+    int rc = gnutls_x509_crt_init(&crt);
+    if (rc >= 0) {
+        rc = gnutls_x509_crt_import(crt, &peers[0], GNUTLS_X509_FMT_DER);
+        if (rc >= 0)
+            rc = gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, cn, &size);
+        gnutls_x509_crt_deinit(crt);
+    }
+    if (rc < 0)
+        return tide_err_set(err, TIDE_EPERM, "client_certificate",
+                            "the client certificate names no node (no common name: %s); this "
+                            "server wants its CN to be the node's name",
+                            gnutls_strerror(rc));
+    if (strlen(cn) != size || strcmp(cn, name) != 0)
+        return tide_err_set(err, TIDE_EPERM, "client_certificate",
+                            "the client certificate is for '%.64s' (its CN), not for node '%s'",
+                            cn, name);
     return 0;
 }

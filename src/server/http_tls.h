@@ -38,4 +38,9 @@ bool http_tls_is_loopback(const char *host);
  * certificate that the CA signed, else TIDE_EAUTH with err saying why. */
 int http_tls_check_client(struct MHD_Connection *conn, struct tide_err *err);
 
+/* For a server with tls_client_cn_is_node, after http_tls_check_client: 0
+ * when the client certificate's common name is name (a node's), else
+ * TIDE_EPERM (TIDE_EAUTH without a certificate) with err saying whose it is. */
+int http_tls_client_name_is(struct MHD_Connection *conn, const char *name, struct tide_err *err);
+
 #endif

@@ -715,11 +715,14 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
     for (int p = 0; p < srv->cfg.npools; p++) {
         struct provider *prov = &pl->providers[p];
         prov->ops = provider_by_name(srv->cfg.pools[p].provider);
-        /* Local agents reach a TLS server by a name its certificate can hold. */
-        bool any = !strcmp(srv->cfg.listen_host, "0.0.0.0");
+        /* Local agents reach a TLS server by a name its certificate can hold;
+         * with an agent listener, they use it. */
+        const char *host =
+            srv->cfg.agent_listen ? srv->cfg.agent_listen_host : srv->cfg.listen_host;
+        bool any = !strcmp(host, "0.0.0.0");
         snprintf(prov->env.server_url, sizeof prov->env.server_url, "%s://%s:%d",
                  srv->cfg.tls_cert[0] ? "https" : "http",
-                 any && srv->cfg.tls_cert[0] ? "127.0.0.1" : srv->cfg.listen_host, port);
+                 any && srv->cfg.tls_cert[0] ? "127.0.0.1" : host, port);
         /* several servers (docs/ha.md): the node must find whichever leads */
         if (srv->cfg.agent_servers[0])
             snprintf(prov->env.server_url, sizeof prov->env.server_url, "%s",

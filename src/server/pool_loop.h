@@ -14,7 +14,8 @@
 #include "server/server.h"
 
 /* Loads pool state and starts the thread (no-op without pools). port is the
- * port the API listens on, for the agents providers start. */
+ * port agents use (the agent listener's when there is one), for the agents
+ * providers start. */
 int pool_loop_start(struct server *srv, int port, struct tide_err *err);
 /* Stops the thread and what the local provider started; frees the state. */
 void pool_loop_stop(struct server *srv);

@@ -31,6 +31,12 @@
 struct server_config {
     char listen_host[64];
     int listen_port;
+    /* server.agent_listen (--agent-listen): a second listener serving only
+     * the agent protocol and /healthz, with its own connection budget;
+     * the main one then refuses the agent routes (http.c). */
+    bool agent_listen;
+    char agent_listen_host[64];
+    int agent_listen_port;
     char data_dir[512];
     int64_t node_timeout_ms;
     int heartbeat_interval_ms;
@@ -57,11 +63,15 @@ struct server_config {
     /* TLS (http_tls.c): PEM files, "" for none */
     char tls_cert[512], tls_key[512];
     char tls_client_ca[512];  /* agents must present a certificate this CA signed */
+    bool tls_client_cn_is_node; /* ... whose common name is their node's name */
     bool insecure_plain_http; /* allow plain HTTP on an address other than loopback */
     char advertise_url[256];  /* --advertise-url; "" derives it from the listener */
     char agent_servers[1024]; /* --agent-servers: TIDE_SERVER for providers' agents; "": ours */
     /* --store / server.store: a PostgreSQL URL or a SQLite path; "": DATA/tide.db */
     char store[1024];
+    /* server.shared_join_token: false (--no-shared-join-token): DATA/join.token
+     * registers nothing; only node-bound join tokens do (auth.c). */
+    bool shared_join_token_off;
 };
 
 /* How attempts end other than in success, counted for /metrics. */
@@ -99,6 +109,14 @@ struct health_notes {
 
 struct api_reply;
 struct server;
+
+/* The listeners (http.c): the main one serves everything (but the agent
+ * routes when an agent listener exists), the agent one only those. */
+enum http_role { HTTP_MAIN, HTTP_AGENT, HTTP_ROLE_COUNT };
+struct http_front {
+    struct server *srv;
+    enum http_role role;
+};
 /* Under the lock, before the heartbeat's reconcile: reads the GPU faults
  * ("gpus"[].fault, fault_seq, node_wide) and the probe result
  * ("health_probe") of body, applies the new ones to node (core/gpu_health.h)
@@ -137,6 +155,7 @@ struct server {
     struct retention *retention;  /* the sweeper (retention.h); NULL when all is kept */
     struct submit_batch *submits; /* group commit of submissions (submit_batch.h); NULL: inline */
     struct usage_meter *usage; /* the usage ledger (usage_meter.h); NULL before start */
+    struct http_front fronts[HTTP_ROLE_COUNT]; /* what each listener's requests carry (http.c) */
     /* Counters for /metrics, under lock. */
     long long http_requests; /* atomic (__atomic builtins), not under lock */
     long long sched_passes;
@@ -160,6 +179,7 @@ struct api_request {
     const char *body;
     size_t body_len;
     struct token_info token; /* valid once authenticated */
+    char token_hash[65];     /* its SHA-256 hex, to use up a node-bound join token */
 };
 
 /* What a handler answers: JSON (status + body), plain text, or a ready
@@ -196,11 +216,18 @@ int api_jobs_check_spec(struct server *srv, const struct api_request *req, json_
 bool api_idempotency_key_valid(const char *key);
 /* api_jobs_batch.c: POST /v1/jobs:batch, many specs in one transaction. */
 int api_jobs_submit_batch(struct server *srv, struct api_request *req, struct api_reply *reply);
+/* GET /v1/jobs: pages of JOBS_PAGE_DEFAULT jobs (limit up to
+ * JOBS_PAGE_MAX, what tide cancel --project asks for in one page), newest
+ * first, the next page from the reply's "next". */
+#define JOBS_PAGE_DEFAULT 1000
+#define JOBS_PAGE_MAX 100000
 int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply *reply);
 int api_jobs_get(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);
 int api_jobs_cancel(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);
 int api_jobs_logs(struct server *srv, struct api_request *req, int64_t id, struct api_reply *reply);
 int api_agent_register(struct server *srv, struct api_request *req, struct api_reply *reply);
+/* Whether name may name a node: 1 to TIDE_NAME_MAX - 1 letters, digits, '-', '_', '.'. */
+bool api_agent_node_name_valid(const char *name);
 int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply);
 /* The agent protocol's body parsers, without a server (for tests/fuzz/):
  * a registration into node; a heartbeat's tasks into out (at most 1024,
@@ -281,8 +308,10 @@ int64_t log_store_size(const char *data_dir, int64_t job_id, int attempt);
 int64_t log_store_read(const char *data_dir, int64_t job_id, int attempt, int64_t offset, char *buf,
                        size_t max);
 
-/* http.c */
+/* http.c: starts the listener for role (HTTP_AGENT only with
+ * cfg.agent_listen) on its address from cfg, TLS as configured. */
 struct MHD_Daemon;
-int http_start(struct server *srv, struct MHD_Daemon **out, struct tide_err *err);
+int http_start(struct server *srv, enum http_role role, struct MHD_Daemon **out,
+               struct tide_err *err);
 
 #endif

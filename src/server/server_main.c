@@ -42,6 +42,8 @@ static void on_signal(int sig)
 static const char server_usage[] =
     "usage: tide server [options]\n\n"
     "  --listen HOST:PORT       address to serve on (default 127.0.0.1:8080)\n"
+    "  --agent-listen HOST:PORT serve the agent protocol (and /healthz) here, with its own\n"
+    "                           connections, and no longer on --listen (docs/api.md)\n"
     "  --data DIR               state directory: database, tokens, logs (default ./tide-data)\n"
     "  --store URL|PATH         database: postgres://USER[:PASSWORD]@HOST[:PORT]/DB for\n"
     "                           PostgreSQL, or a SQLite file (default DATA/tide.db)\n"
@@ -57,11 +59,14 @@ static const char server_usage[] =
     "  --tls-cert FILE          serve HTTPS with this PEM certificate (chain)\n"
     "  --tls-key FILE           ... and its PEM private key\n"
     "  --tls-client-ca FILE     agents must present a client certificate this CA signed\n"
+    "  --tls-client-cn-is-node  ... whose common name (CN) is their node's name\n"
     "  --insecure-plain-http    allow plain HTTP on an address other than 127.x.x.x\n"
     "  --advertise-url URL      the URL agents and clients reach this server by, told to\n"
     "                           them by followers (default: from --listen; docs/ha.md)\n"
     "  --agent-servers URL[,URL...]  TIDE_SERVER for the agents of pool providers: every\n"
     "                           server sharing the store (default: this server's URL)\n"
+    "  --no-shared-join-token   DIR/join.token registers no node: only join tokens bound\n"
+    "                           to one node do (tide token create --join --node NAME)\n"
     "  --help                   this text\n\n"
     "On first start the server writes DIR/admin.token and DIR/join.token (mode 0600).\n"
     "Without --tls-cert the server speaks plain HTTP, which it only does on loopback\n"
@@ -72,6 +77,7 @@ static const char server_usage[] =
 
 enum {
     OPT_LISTEN = 1,
+    OPT_AGENT_LISTEN,
     OPT_DATA,
     OPT_CONFIG,
     OPT_CHECK,
@@ -88,11 +94,14 @@ enum {
     OPT_ADVERTISE,
     OPT_AGENT_SERVERS,
     OPT_STORE,
+    OPT_NO_SHARED_JOIN,
+    OPT_CN_IS_NODE,
     OPT_COUNT
 };
 
 static const struct cli_opt server_opts[] = {
     {"--listen", CLI_OPT_VALUE, OPT_LISTEN},
+    {"--agent-listen", CLI_OPT_VALUE, OPT_AGENT_LISTEN},
     {"--data", CLI_OPT_VALUE, OPT_DATA},
     {"--config", CLI_OPT_VALUE, OPT_CONFIG},
     {"--check-config", CLI_OPT_FLAG, OPT_CHECK},
@@ -109,6 +118,8 @@ static const struct cli_opt server_opts[] = {
     {"--advertise-url", CLI_OPT_VALUE, OPT_ADVERTISE},
     {"--agent-servers", CLI_OPT_VALUE, OPT_AGENT_SERVERS},
     {"--store", CLI_OPT_VALUE, OPT_STORE},
+    {"--no-shared-join-token", CLI_OPT_FLAG, OPT_NO_SHARED_JOIN},
+    {"--tls-client-cn-is-node", CLI_OPT_FLAG, OPT_CN_IS_NODE},
     {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},
     {NULL, 0, 0},
@@ -122,7 +133,7 @@ struct server_flags {
     const char *value[OPT_COUNT];
     const char *configs[SERVER_MAX_CONFIGS]; /* --config may be repeated: read in order */
     int nconfigs;
-    bool check, help, plain;
+    bool check, help, plain, no_shared_join, cn_is_node;
 };
 
 static int read_flags(int argc, char **argv, struct server_flags *f, struct tide_err *err)
@@ -143,6 +154,10 @@ static int read_flags(int argc, char **argv, struct server_flags *f, struct tide
             f->check = true;
         else if (id == OPT_PLAIN)
             f->plain = true;
+        else if (id == OPT_NO_SHARED_JOIN)
+            f->no_shared_join = true;
+        else if (id == OPT_CN_IS_NODE)
+            f->cn_is_node = true;
         else if (id == OPT_CONFIG && f->nconfigs == SERVER_MAX_CONFIGS)
             return tide_err_set(err, TIDE_EINVAL, "config", "--config: at most %d files",
                                 SERVER_MAX_CONFIGS);
@@ -153,22 +168,6 @@ static int read_flags(int argc, char **argv, struct server_flags *f, struct tide
     }
     if (a.next < argc)
         return tide_err_set(err, TIDE_EINVAL, NULL, "unexpected argument '%s'", argv[a.next]);
-    return 0;
-}
-
-static int apply_listen(const char *v, struct server_config *cfg, struct tide_err *err)
-{
-    const char *colon = strrchr(v, ':');
-    long long port;
-    if (!colon || colon == v || (size_t)(colon - v) >= sizeof cfg->listen_host ||
-        cli_parse_range("--listen", colon + 1, 0, 65535, &port, NULL) != 0)
-        return tide_err_set(err, TIDE_EINVAL, "listen", "--listen: expected HOST:PORT, got '%s'",
-                            v);
-    memcpy(cfg->listen_host, v, (size_t)(colon - v));
-    cfg->listen_host[colon - v] = '\0';
-    if (!strcmp(cfg->listen_host, "localhost"))
-        snprintf(cfg->listen_host, sizeof cfg->listen_host, "127.0.0.1");
-    cfg->listen_port = (int)port;
     return 0;
 }
 
@@ -195,8 +194,20 @@ static int apply_flags(const struct server_flags *f, struct server_config *cfg,
 {
     const char *const *v = f->value;
     long long n;
-    if (v[OPT_LISTEN] && apply_listen(v[OPT_LISTEN], cfg, err))
+    if (v[OPT_LISTEN] && config_host_port("listen", "--listen", v[OPT_LISTEN], cfg->listen_host,
+                                          sizeof cfg->listen_host, &cfg->listen_port, err))
         return TIDE_EINVAL;
+    if (v[OPT_AGENT_LISTEN]) {
+        cfg->agent_listen = true;
+        if (config_host_port("agent_listen", "--agent-listen", v[OPT_AGENT_LISTEN],
+                             cfg->agent_listen_host, sizeof cfg->agent_listen_host,
+                             &cfg->agent_listen_port, err))
+            return TIDE_EINVAL;
+    }
+    if (cfg->agent_listen && cfg->agent_listen_port && cfg->agent_listen_port == cfg->listen_port)
+        return tide_err_set(err, TIDE_EINVAL, "agent_listen",
+                            "agent_listen: port %d is the --listen port; the agent listener "
+                            "needs a port of its own", cfg->agent_listen_port);
     if (v[OPT_TLS_CERT] &&
         apply_path("--tls-cert", v[OPT_TLS_CERT], cfg->tls_cert, sizeof cfg->tls_cert, err))
         return TIDE_EINVAL;
@@ -222,6 +233,15 @@ static int apply_flags(const struct server_flags *f, struct server_config *cfg,
                                 "https://), under %zu characters", a, sizeof cfg->agent_servers);
         snprintf(cfg->agent_servers, sizeof cfg->agent_servers, "%s", a);
     }
+    if (f->no_shared_join)
+        cfg->shared_join_token_off = true;
+    if (f->cn_is_node)
+        cfg->tls_client_cn_is_node = true;
+    /* Pools' providers start their nodes' agents with DATA/join.token. */
+    if (cfg->shared_join_token_off && cfg->npools)
+        return tide_err_set(err, TIDE_EINVAL, "shared_join_token",
+                            "shared_join_token: pools start their nodes with the shared join "
+                            "token, so it cannot be turned off while pools are configured");
     if (v[OPT_DATA]) {
         if (strlen(v[OPT_DATA]) >= sizeof cfg->data_dir - 64)
             return tide_err_set(err, TIDE_EINVAL, "data", "--data: path too long");
@@ -279,6 +299,11 @@ static void print_check(const struct server_flags *f, const struct server_config
     char store[512];
     store_url_shown(cfg->store[0] ? cfg->store : "DATA/tide.db", store, sizeof store);
     printf("store %s\n", store);
+    if (cfg->agent_listen)
+        printf("agents on %s://%s:%d\n", cfg->tls_cert[0] ? "https" : "http",
+               cfg->agent_listen_host, cfg->agent_listen_port);
+    if (cfg->shared_join_token_off)
+        printf("shared join token off: only node-bound join tokens register nodes\n");
     printf("%d queues, %d projects with fair share, %d with budgets, %d pools\n",
            cfg->queues.count, cfg->fairshare.count, cfg->budgets.count, cfg->npools);
     for (int i = 0; i < cfg->npools; i++) {
@@ -341,6 +366,17 @@ static int server_load(struct server *srv, struct tide_err *err)
     if (!rc)
         eta_refresh_seed(srv);
     return rc;
+}
+
+/* The main listener and, with --agent-listen, the agent one. */
+static int http_start_all(struct server *srv, struct MHD_Daemon **daemon,
+                          struct MHD_Daemon **agent_daemon, struct tide_err *err)
+{
+    if (http_start(srv, HTTP_MAIN, daemon, err) != 0)
+        return TIDE_EIO;
+    if (srv->cfg.agent_listen && http_start(srv, HTTP_AGENT, agent_daemon, err) != 0)
+        return TIDE_EIO;
+    return 0;
 }
 
 int server_main(int argc, char **argv)
@@ -407,7 +443,7 @@ int server_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     int exit_code = 1;
-    struct MHD_Daemon *daemon = NULL;
+    struct MHD_Daemon *daemon = NULL, *agent_daemon = NULL;
     pthread_t sched_thread;
     bool sched_started = false;
     struct sigaction sa;
@@ -433,7 +469,7 @@ int server_main(int argc, char **argv)
         goto out;
     }
     if (lead == 0) {
-        if (http_start(&srv, &daemon, &err) != 0) {
+        if (http_start_all(&srv, &daemon, &agent_daemon, &err) != 0) {
             log_error("%s", err.message);
             goto out;
         }
@@ -450,7 +486,7 @@ int server_main(int argc, char **argv)
         goto out;
     }
     lead_set_leader(&srv.lead); /* requests are served from here on */
-    if (!daemon && http_start(&srv, &daemon, &err) != 0) {
+    if (!daemon && http_start_all(&srv, &daemon, &agent_daemon, &err) != 0) {
         log_error("%s", err.message);
         goto out;
     }
@@ -467,8 +503,13 @@ int server_main(int argc, char **argv)
              srv.cfg.tls_cert[0] ? "https" : "http", srv.cfg.listen_host, info ? info->port : (unsigned)srv.cfg.listen_port,
              srv.cfg.tls_client_ca[0] ? ", agents need a client certificate" : "", srv.cfg.data_dir,
              store_shown[0] ? ", store " : "", store_shown, srv.cluster.nnodes, srv.cluster.njobs);
-    if (retention_start(&srv, &err) != 0 ||
-        pool_loop_start(&srv, info ? (int)info->port : srv.cfg.listen_port, &err) != 0) {
+    int agent_port = info ? (int)info->port : srv.cfg.listen_port;
+    if (agent_daemon) {
+        agent_port = srv.cfg.agent_listen_port;
+        log_info("agents on %s://%s:%d (the agent protocol is served only there)",
+                 srv.cfg.tls_cert[0] ? "https" : "http", srv.cfg.agent_listen_host, agent_port);
+    }
+    if (retention_start(&srv, &err) != 0 || pool_loop_start(&srv, agent_port, &err) != 0) {
         log_error("%s", err.message);
         exit_code = 1;
         goto out;
@@ -500,6 +541,8 @@ out:
     pthread_mutex_lock(&srv.lock);
     agent_wake_all(&srv); /* parked waits answer now, or MHD_stop_daemon waits for them */
     pthread_mutex_unlock(&srv.lock);
+    if (agent_daemon)
+        MHD_stop_daemon(agent_daemon);
     if (daemon)
         MHD_stop_daemon(daemon);
     submit_batch_stop(&srv); /* no HTTP thread submits any more */

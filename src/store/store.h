@@ -20,8 +20,11 @@
 #include "common/tide_err.h"
 #include "core/cluster.h"
 
-/* Stored as integers: append new kinds. TOKEN_METRICS may read /metrics only. */
-enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE, TOKEN_METRICS };
+/* Stored as integers: append new kinds. TOKEN_METRICS may read /metrics only.
+ * TOKEN_JOIN_BOUND registers only the node its name names, once; it then
+ * becomes TOKEN_JOIN_USED, which nothing accepts (store_tokens.h). */
+enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE, TOKEN_METRICS,
+                  TOKEN_JOIN_BOUND, TOKEN_JOIN_USED };
 
 struct token_info {
     enum token_kind kind;
@@ -36,7 +39,8 @@ struct job_filter {
     const char *queue;
     const char *project;
     json_t *projects;    /* allowed projects, NULL = all */
-    int limit;
+    int limit;           /* 0: 1000 */
+    int64_t after_id;    /* > 0: only jobs listed after this one (lower ids) */
 };
 
 /* A job row change. Fields set to their "keep" values are not written. */
@@ -129,6 +133,9 @@ int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *er
  * Returns 0, TIDE_ENOENT when one of them is missing, or an error. */
 int store_jobs_get_range(struct store *s, int64_t first, int64_t last, json_t *out,
                          struct tide_err *err);
+/* Up to f->limit jobs matching f, newest (highest id) first, as
+ * store_job_get makes them; read on the read-only connection, so the
+ * caller need not hold the server's lock (and sees only committed rows). */
 int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out,
                     struct tide_err *err);
 /* {"state|queue": count} rows for /metrics: calls fn for each group. */

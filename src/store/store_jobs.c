@@ -601,14 +601,19 @@ static int project_allowed(json_t *projects, const char *project)
 int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out, struct tide_err *err)
 {
     *out = NULL;
+    /* The read-only connection: callers need not hold the server's lock. */
+    struct db *db = store_reader(s);
+    int rc = db_reconnect(db, err); /* the reader holds no lock: reopen freely */
+    if (rc)
+        return rc;
     struct db_stmt *st =
-        prepare(s,
-                "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
-                " WHERE (CAST(?1 AS TEXT) IS NULL OR j.state=?1)"
-                " AND (CAST(?2 AS TEXT) IS NULL OR j.queue=?2)"
-                " AND (CAST(?3 AS TEXT) IS NULL OR j.project=?3)"
-                " ORDER BY j.id DESC LIMIT ?4",
-                err);
+        db_prepare(db,
+                   "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
+                   " WHERE (CAST(?1 AS TEXT) IS NULL OR j.state=?1)"
+                   " AND (CAST(?2 AS TEXT) IS NULL OR j.queue=?2)"
+                   " AND (CAST(?3 AS TEXT) IS NULL OR j.project=?3)"
+                   " AND j.id < ?5 ORDER BY j.id DESC LIMIT ?4",
+                   err);
     if (!st)
         return TIDE_EIO;
     int limit = f->limit > 0 ? f->limit : 1000;
@@ -617,8 +622,9 @@ int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out, s
     db_bind_text(st, 3, f->project);
     /* A token's project list is applied here, past the database's limit. */
     db_bind_int64(st, 4, f->projects ? INT64_MAX : limit);
+    db_bind_int64(st, 5, f->after_id > 0 ? f->after_id : INT64_MAX);
     json_t *jobs = json_array();
-    int r = DB_DONE, rc = 0, n = 0;
+    int r = DB_DONE, n = 0;
     while (n < limit && (r = db_step(st, "list jobs", err)) == DB_ROW) {
         if (!project_allowed(f->projects, db_column_text(st, 2)))
             continue;

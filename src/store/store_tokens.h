@@ -16,11 +16,19 @@ struct store;
 int store_token_set_expiry(struct store *s, const char *hash, int64_t expires_ms,
                            struct tide_err *err);
 
-/* The user and metrics tokens as a new array of {name, kind, projects,
- * created, expires}. */
+/* The user, metrics and node-bound join tokens as a new array of {name,
+ * kind, projects, created, expires}; a join token's name is its node's and
+ * it also has "used" (true once it registered the node). */
 int store_tokens_list(struct store *s, json_t **out, struct tide_err *err);
 
-/* Deletes every user or metrics token named name; *count says how many. */
+/* Uses up the node-bound join token with this hash (TOKEN_JOIN_BOUND
+ * becomes TOKEN_JOIN_USED), inside the caller's transaction so that a
+ * registration that fails leaves it usable. TIDE_EAUTH when it is not an
+ * unused bound join token (already used: a second registration lost). */
+int store_token_use_join(struct store *s, const char *hash, struct tide_err *err);
+
+/* Deletes every user, metrics or node-bound join token named name; *count
+ * says how many. */
 int store_tokens_revoke(struct store *s, const char *name, int *count, struct tide_err *err);
 
 #endif

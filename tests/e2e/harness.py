@@ -64,7 +64,8 @@ class Cluster:
     """A server plus agents under one temp dir. Use as a context manager."""
 
     def __init__(self, agents=2, fake_gpus="4xH200:141GB", node_timeout_ms=3000,
-                 kill_grace_s=2, heartbeat_ms=300, keep=False, config=None, tls=None):
+                 kill_grace_s=2, heartbeat_ms=300, keep=False, config=None, tls=None,
+                 server_args=(), agent_listen=False, server_nofile=None):
         if not TIDE or not os.access(TIDE, os.X_OK):
             raise SystemExit("set TIDE_BIN to the tide binary")
         self.dir = tempfile.mkdtemp(prefix="tide-e2e-")
@@ -77,6 +78,12 @@ class Cluster:
             import ssl
             self.ssl_context = ssl.create_default_context(cafile=tls["ca"])
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        # agent_listen: the server serves agents on a port of their own
+        # (--agent-listen), where this cluster's agents connect.
+        self.agent_port = free_port() if agent_listen else None
+        self.agent_url = (f"{'https' if tls else 'http'}://127.0.0.1:{self.agent_port}"
+                          if agent_listen else self.url)
+        self.server_nofile = server_nofile  # the server's open-file limit, when given
         self.data = os.path.join(self.dir, "data")
         self.node_timeout_ms = node_timeout_ms
         self.kill_grace_s = kill_grace_s
@@ -85,6 +92,7 @@ class Cluster:
         self.agents = {}
         self.keep = keep
         self.n_agents = agents
+        self.server_args = list(server_args)  # more `tide server` flags
         self.fake_gpus = fake_gpus
         self.config = None
         self.pg = None  # the PgServer when STORE is postgres, started with the server
@@ -95,11 +103,16 @@ class Cluster:
         _clusters.append(self)
 
     # ---- processes -------------------------------------------------
-    def _spawn(self, name, args, env=None):
+    def _spawn(self, name, args, env=None, nofile=None):
         log = open(os.path.join(self.dir, f"{name}.log"), "ab")
+
+        def limit_files():
+            import resource
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
         p = subprocess.Popen([TIDE] + args, stdout=log, stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL, start_new_session=True,
-                             env=dict(os.environ, **env) if env else None)
+                             env=dict(os.environ, **env) if env else None,
+                             preexec_fn=limit_files if nofile else None)
         log.close()
         return p
 
@@ -126,7 +139,9 @@ class Cluster:
             "--heartbeat-ms", str(self.heartbeat_ms),
             "--kill-grace-s", str(self.kill_grace_s)]
             + (["--config", self.config] if self.config else [])
-            + self._server_tls_args())
+            + self._server_tls_args() + self.server_args
+            + (["--agent-listen", f"127.0.0.1:{self.agent_port}"] if self.agent_port else []),
+            nofile=self.server_nofile)
         wait_until(self._healthy, 20, what="server /healthz")
         self.admin = open(os.path.join(self.data, "admin.token")).read().strip()
         self.join = open(os.path.join(self.data, "join.token")).read().strip()
@@ -157,21 +172,25 @@ class Cluster:
         except (urllib.error.URLError, ConnectionError, OSError):
             return False
 
-    def start_agent(self, name, fake_gpus=None, extra=(), run_as=None, env=None):
+    def start_agent(self, name, fake_gpus=None, extra=(), run_as=None, env=None,
+                    token_file=None, wait=True):
         """Starts agent name (extra flags in extra, extra environment in env)
         and waits until its node is ready. run_as: the agent's user flags; by
         default, as root, jobs run as root (they write into this cluster's
-        private temp dir)."""
+        private temp dir). token_file: its join token (default the shared
+        DATA/join.token). wait=False: returns once it is started."""
         work = os.path.join(self.dir, "agents", name)
         os.makedirs(work, exist_ok=True)
         if run_as is None:
             run_as = ["--job-user", "root", "--allow-root-jobs"] if os.geteuid() == 0 else []
         self.agents[name] = self._spawn(f"agent-{name}", [
-            "agent", "--server", self.url, "--token-file", os.path.join(self.data, "join.token"),
+            "agent", "--server", self.agent_url,
+            "--token-file", token_file or os.path.join(self.data, "join.token"),
             "--name", name, "--work", work, "--fake-gpus", fake_gpus or self.fake_gpus]
             + self._agent_tls_args() + list(extra) + run_as, env)
-        wait_until(lambda: self.node(name) and self.node(name)["state"] == "ready", 20,
-                   what=f"agent {name} registered")
+        if wait:
+            wait_until(lambda: self.node(name) and self.node(name)["state"] == "ready", 20,
+                       what=f"agent {name} registered")
 
     def kill_server(self, sig=signal.SIGKILL):
         os.killpg(self.server.pid, sig)

@@ -387,6 +387,57 @@ def test_an_unreachable_store_stops_the_server_naming_it_without_its_password():
         p = subprocess.run([TIDE, "server", "--store", "", "--data", os.path.join(d, "data")],
                            capture_output=True, text=True, timeout=10)
         assert p.returncode == 2 and "--store" in p.stderr, (p.returncode, p.stderr)
+def test_job_listings_come_in_pages_with_a_cursor_and_the_cli_pages_through():
+    with Cluster(agents=0) as c:
+        a = c.api("POST", "/v1/tokens", {"name": "alice", "projects": ["vision"]}, expect=201)["token"]
+        # 1,300 pending jobs (no node): two projects interleaved
+        specs = [{"command": ["true"], "gpus": 0, "array": 650, "project": "vision"},
+                 {"command": ["true"], "gpus": 0, "array": 650, "project": "speech"}]
+        out = c.api("POST", "/v1/jobs:batch", {"jobs": specs})
+        assert out["created"] == 2, out
+        everything = sorted((i for e in out["jobs"] for i in e["ids"]), reverse=True)
+        assert len(everything) == 1300
+        # pages of 400 through a cursor: disjoint, newest first, then next is null
+        seen, cursor, pages = [], None, 0
+        while True:
+            page = c.api("GET", "/v1/jobs?limit=400" + (f"&cursor={cursor}" if cursor else ""))
+            seen += [j["id"] for j in page["jobs"]]
+            pages += 1
+            # live fields still come with a page: why each one waits, its ETA
+            assert all(j["state"] == "pending" and "eta" in j and j.get("pending_reason")
+                       for j in page["jobs"]), page["jobs"][:1]
+            cursor = page["next"]
+            if cursor is None:
+                break
+            assert isinstance(cursor, str) and len(page["jobs"]) == 400, page["next"]
+        assert pages == 4 and seen == everything, (pages, len(seen))
+        # the default page is 1000; filters and a project token page the same way
+        first = c.api("GET", "/v1/jobs")
+        assert len(first["jobs"]) == 1000 and first["next"] == str(everything[999]), first["next"]
+        mine = []
+        cursor = ""
+        while cursor is not None:
+            page = c.api("GET", "/v1/jobs?limit=250" + (f"&cursor={cursor}" if cursor else ""),
+                         token=a)
+            mine += [j["id"] for j in page["jobs"]]
+            cursor = page["next"]
+        vision = sorted(out["jobs"][0]["ids"], reverse=True)
+        assert mine == vision, (len(mine), len(vision))
+        expect_error(c, 400, "limit", path="/v1/jobs?limit=100001", method="GET")
+        expect_error(c, 400, "limit", path="/v1/jobs?limit=0", method="GET")
+        expect_error(c, 400, "cursor", path="/v1/jobs?cursor=abc", method="GET")
+        expect_error(c, 400, "cursor", path="/v1/jobs?cursor=-5", method="GET")
+        # the CLI: 1000 by default, --limit past one page, --all to the end
+        ids = lambda p: [int(x) for x in p.stdout.split()]  # noqa: E731
+        assert ids(c.cli("jobs", "-q", check=True)) == everything[:1000]
+        assert ids(c.cli("jobs", "-q", "--limit", "1111", check=True)) == everything[:1111]
+        assert ids(c.cli("jobs", "-q", "--all", check=True)) == everything
+        assert ids(c.cli("jobs", "-q", "--all", token=a, check=True)) == vision
+        listed = json.loads(c.cli("jobs", "--json", "--limit", "1001", check=True).stdout)
+        assert [j["id"] for j in listed["jobs"]] == everything[:1001], len(listed["jobs"])
+        assert listed["next"] == str(everything[1000]), listed["next"]
+        p = c.cli("jobs", "--all", "--limit", "5")
+        assert p.returncode == 2 and "--all" in p.stderr, p.stderr
 
 
 if __name__ == "__main__":
@@ -403,6 +454,7 @@ if __name__ == "__main__":
         test_guessing_tokens_is_cut_off_after_repeated_failures,
         test_a_live_nodes_name_cannot_be_taken_with_the_join_token,
         test_project_tokens_cannot_see_or_touch_other_projects,
+        test_job_listings_come_in_pages_with_a_cursor_and_the_cli_pages_through,
         test_metrics_count_jobs_nodes_and_gpus,
         test_server_refuses_a_bad_config_with_line_and_key,
         test_an_unreachable_store_stops_the_server_naming_it_without_its_password,

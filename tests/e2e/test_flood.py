@@ -6,6 +6,7 @@ import socket
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -208,9 +209,76 @@ def test_one_outside_address_holds_at_most_the_per_address_limit():
             s.close()
 
 
+# With an agent listener the connection budget is split (src/server/http.c):
+# a quarter for agents, the rest for the API. The budget is the server's
+# open-file limit less 256 (src/server/http_guard.c), so a server started
+# with 1024 files has 768: 576 for the API, 192 for agents.
+SERVER_NOFILE = 1024
+API_BUDGET = (SERVER_NOFILE - 256) - (SERVER_NOFILE - 256) // 4
+
+
+def get_status(url, path, timeout=PROMPT_S):
+    try:
+        with urllib.request.urlopen(url + path, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_agents_on_their_own_listener_keep_heartbeating_while_the_api_is_flooded_full():
+    raise_fd_limit()
+    with Cluster(agents=1, agent_listen=True, server_nofile=SERVER_NOFILE,
+                 node_timeout_ms=3000, heartbeat_ms=300) as c:
+        job = c.submit(command=["sleep", "600"], gpus=1)
+        c.wait_state(job["id"], "running")
+        attempt = c.job(job["id"])["attempt"]
+        # each listener serves its own routes only, and says where the others are
+        status, out = c.request("POST", "/v1/agent/register", {"name": "x"}, token=c.join)
+        assert status == 404 and "agent listener" in out["error"]["message"], (status, out)
+        status, body = get_status(c.agent_url, "/v1/jobs")
+        assert status == 404 and b"only /v1/agent/* and /healthz" in body, (status, body)
+        assert get_status(c.agent_url, "/healthz")[0] == 200
+        # fill the API's whole connection budget (127.0.0.1 has no per-address cap)
+        socks = open_half("127.0.0.1", c.port, API_BUDGET + 20)
+        dribbler = Dribbler(socks)
+        dribbler.start()
+        try:
+            # the flood is real: the main listener answers nobody now
+            try:
+                status = get_status(c.url, "/healthz", timeout=3)[0]
+            except OSError:
+                status = None
+            assert status is None, f"the API still answered ({status}) with its budget full"
+            # a new agent needs new connections: it registers all the same
+            c.start_agent("node-2", wait=False)
+            wait_until(lambda: "registered as node" in c.log("agent-node-2"), 20, 0.3,
+                       what="node-2 to register during the flood")
+            # for 4 node timeouts the agent listener answers, and heartbeats go on
+            deadline = time.monotonic() + 4 * c.node_timeout_ms / 1000
+            while time.monotonic() < deadline:
+                status, took = timed(lambda: get_status(c.agent_url, "/healthz")[0])
+                assert status == 200 and took < PROMPT_S, (status, took)
+                assert all(p.poll() is None for p in c.agents.values()), c.all_logs()
+                time.sleep(0.5)
+        finally:
+            dribbler.stop.set()
+            dribbler.join()
+            for s in socks:
+                s.close()
+        wait_until(lambda: c._healthy(), 30, 0.5, what="the API to answer again")
+        # had heartbeats stopped, the node would have been lost and the job requeued
+        j = c.job(job["id"])
+        assert j["state"] == "running" and j["attempt"] == attempt, j
+        assert c.node("node-1")["state"] == "ready", c.node("node-1")
+        assert c.node("node-2")["state"] == "ready", c.node("node-2")
+        kinds = [e["kind"] for e in c.api("GET", "/v1/events")["events"]]
+        assert "node_lost" not in kinds, kinds
+
+
 if __name__ == "__main__":
     run_tests([
         test_slowloris_of_2000_connections_and_bad_bodies_leave_the_api_and_agents_served,
         test_a_connection_that_stops_sending_its_headers_is_closed,
         test_one_outside_address_holds_at_most_the_per_address_limit,
+        test_agents_on_their_own_listener_keep_heartbeating_while_the_api_is_flooded_full,
     ])

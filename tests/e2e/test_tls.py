@@ -5,12 +5,16 @@ verify it with --ca (host name included) and fail with a clear reason
 without it; agents without a client certificate are refused when the server
 asks for one; plain HTTP is refused off loopback unless asked for."""
 import atexit
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import ssl
 import tempfile
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import TIDE, Cluster, free_port, run_tests, wait_until  # noqa: E402
@@ -98,7 +102,7 @@ def test_tide_up_tls_runs_a_job_over_https_and_the_cli_finds_the_ca_by_itself():
         p = tide("nodes", "--ca", os.path.join(tls, "ca.crt"), cwd="/",
                  env=clean_env(TIDE_SERVER=url, TIDE_TOKEN=token))
         assert p.returncode == 0 and "local-1" in p.stdout, p.stderr
-        for name in ("ca.crt", "server.crt", "server.key", "agent.crt", "agent.key"):
+        for name in ("ca.crt", "ca.key", "server.crt", "server.key", "agent.crt", "agent.key"):
             CERTS[name] = os.path.join(work, name)
             shutil.copy(os.path.join(tls, name), CERTS[name])
     finally:
@@ -259,6 +263,89 @@ def test_plain_http_off_loopback_needs_the_explicit_flag():
         shutil.rmtree(data, ignore_errors=True)
 
 
+def test_the_agent_listener_speaks_https_and_wants_client_certificates_too():
+    with Cluster(agents=1, tls=certs(client_ca=True), agent_listen=True) as c:
+        assert c.agent_url.startswith("https://") and c.agent_url != c.url
+        job = c.submit(command=["sh", "-c", "echo hello-agent-listener"], gpus=1)
+        assert c.wait_final([job["id"]])[job["id"]]["state"] == "succeeded"
+        assert "hello-agent-listener" in c.logs(job["id"])
+        assert f"agents on https://127.0.0.1:{c.agent_port}" in c.log("server"), c.log("server")
+        work = os.path.join(c.dir, "agents", "nocert")
+        p = tide("agent", "--server", c.agent_url, "--ca", c.tls["ca"], "--token-file",
+                 os.path.join(c.data, "join.token"), "--name", "nocert", "--work", work,
+                 "--fake-gpus", "1xH200:141GB", env=clean_env(), timeout=60)
+        assert p.returncode != 0 and "client certificate" in p.stderr, p.stderr
+        assert c.node("nocert") is None
+    # plain HTTP off loopback is refused on the agent listener as on --listen
+    data = tempfile.mkdtemp(prefix="tide-e2e-tls-")
+    try:
+        p = tide("server", "--listen", f"127.0.0.1:{free_port()}", "--data", data,
+                 "--agent-listen", f"0.0.0.0:{free_port()}", "--check-config", timeout=30)
+        assert p.returncode == 2 and "refusing plain HTTP on 0.0.0.0 (agent_listen)" in p.stderr, \
+            p.stderr
+        port = free_port()
+        p = tide("server", "--listen", f"127.0.0.1:{port}", "--agent-listen",
+                 f"127.0.0.1:{port}", "--data", data, "--check-config", timeout=30)
+        assert p.returncode == 2 and "port of its own" in p.stderr, p.stderr
+        p = tide("server", "--agent-listen", "nocolon", "--check-config", timeout=30)
+        assert p.returncode == 2 and "--agent-listen: expected HOST:PORT" in p.stderr, p.stderr
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def node_certificate(tmp, name):
+    """A client certificate whose CN is name, signed by the tide up CA
+    (openssl); returns (cert, key) paths."""
+    key, csr, crt = (os.path.join(tmp, f"{name}.{x}") for x in ("key", "csr", "crt"))
+    ext = os.path.join(tmp, "client.ext")
+    with open(ext, "w") as f:
+        f.write("extendedKeyUsage = clientAuth\nkeyUsage = digitalSignature\n")
+    for argv in (["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                  "-nodes", "-keyout", key, "-subj", f"/CN={name}", "-out", csr],
+                 ["x509", "-req", "-in", csr, "-CA", CERTS["ca.crt"], "-CAkey", CERTS["ca.key"],
+                  "-set_serial", str(abs(hash(name)) % 10 ** 9 + 1), "-days", "1",
+                  "-extfile", ext, "-out", crt]):
+        p = subprocess.run(["openssl"] + argv, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+    return crt, key
+
+
+def test_client_certificates_can_be_bound_to_node_names():
+    tls = dict(certs(client_ca=True))
+    with Cluster(agents=0, tls=tls, agent_listen=True,
+                 server_args=["--tls-client-cn-is-node"]) as c:
+        crt, key = node_certificate(c.dir, "gpu-a")
+        # the certificate named gpu-a registers gpu-a (shared join token) and runs its jobs
+        c.start_agent("gpu-a", extra=["--tls-cert", crt, "--tls-key", key])
+        job = c.submit(command=["sh", "-c", "echo bound"], gpus=1)
+        assert c.wait_final([job["id"]])[job["id"]]["state"] == "succeeded"
+        # ... and no other name
+        p = tide("agent", "--server", c.agent_url, "--ca", c.tls["ca"], "--token-file",
+                 os.path.join(c.data, "join.token"), "--name", "gpu-b", "--work",
+                 os.path.join(c.dir, "agents", "gpu-b"), "--fake-gpus", "1xH200:141GB",
+                 "--tls-cert", crt, "--tls-key", key, env=clean_env(), timeout=60)
+        assert p.returncode != 0, p.stderr
+        assert "is for 'gpu-a' (its CN), not for node 'gpu-b'" in p.stderr, p.stderr
+        assert c.node("gpu-b") is None
+        # gpu-a's node token with tide up's shared agent certificate ("tide agent"): refused
+        with open(os.path.join(c.dir, "agents", "gpu-a", "node.json")) as f:
+            node_token = json.load(f)["node_token"]
+        ctx = ssl.create_default_context(cafile=c.tls["ca"])
+        ctx.load_cert_chain(CERTS["agent.crt"], CERTS["agent.key"])
+        req = urllib.request.Request(c.agent_url + "/v1/agent/heartbeat", data=b"{}",
+                                     method="POST",
+                                     headers={"Authorization": f"Bearer {node_token}"})
+        try:
+            urllib.request.urlopen(req, timeout=30, context=ctx)
+            raise AssertionError("a heartbeat with another node's certificate was accepted")
+        except urllib.error.HTTPError as e:
+            body = json.loads(e.read())
+            assert e.code == 403 and body["error"]["field"] == "client_certificate", body
+            assert "'tide agent'" in body["error"]["message"], body
+    p = tide("server", "--tls-client-cn-is-node", "--check-config", timeout=30)
+    assert p.returncode == 2 and "--tls-client-ca" in p.stderr, p.stderr
+
+
 if __name__ == "__main__":
     run_tests([
         test_tide_up_tls_runs_a_job_over_https_and_the_cli_finds_the_ca_by_itself,
@@ -267,4 +354,6 @@ if __name__ == "__main__":
         test_the_cli_checks_the_ca_and_the_host_name,
         test_host_names_not_in_the_certificate_are_refused,
         test_plain_http_off_loopback_needs_the_explicit_flag,
+        test_the_agent_listener_speaks_https_and_wants_client_certificates_too,
+        test_client_certificates_can_be_bound_to_node_names,
     ])
