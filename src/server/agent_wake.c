@@ -1,7 +1,8 @@
 /*
  * Per-node wake counters for the agents' long-poll (agent_wake.h). A
  * node's counter moves when something is decided for it and is marked
- * delivered by each heartbeat reply; a wait returns while the two differ.
+ * delivered by each heartbeat reply and wait answer; a wait returns while
+ * the two differ.
  * One condition variable, broadcast: waits are few (one per agent) and
  * each rechecks only its own node.
  */
