@@ -17,6 +17,25 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_cluster import BenchCluster, cpu_s, pct  # noqa: E402
 
 
+def agent_starts(c):
+    """{job_id: when its first attempt's task was started (epoch s)} from the
+    agents' logs."""
+    import calendar
+    import re
+    pat = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z .*job (\d+)\.(\d+): started pid")
+    out = {}
+    for name in c.procs:
+        if not name.startswith("agent-"):
+            continue
+        with open(os.path.join(c.dir, name + ".log"), errors="replace") as f:
+            for line in f:
+                m = pat.match(line)
+                if m:
+                    t = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
+                    out.setdefault(int(m.group(3)), t + int(m.group(2)) / 1000)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("tide")
@@ -87,6 +106,11 @@ def main():
         placed = {e["job_id"]: e["time"] for e in
                   call("GET", f"/v1/events?kind=job_starting&limit={args.jobs * 2 + 100}",
                        timeout=60)["events"] if e["job_id"] in set(ids)}
+        # ... and placed -> running recorded in two by the agents' logs
+        # ("job J.A: started pid P", stamped to the ms): placed -> exec'd on
+        # the node, then exec'd -> running recorded (the report's trip).
+        started = agent_starts(c)
+        to_start, to_record = [], []
         to_place, to_run, gpu_jobs = [], [], {}
         for j in mine:
             if j["start_time"] and j["end_time"] and j["gpus"]:
@@ -97,6 +121,9 @@ def main():
                 if b["id"] in placed:
                     to_place.append((placed[b["id"]] - a["end_time"]) * 1000)
                     to_run.append((b["start_time"] - placed[b["id"]]) * 1000)
+                    if b["id"] in started:
+                        to_start.append((started[b["id"]] - placed[b["id"]]) * 1000)
+                        to_record.append((b["start_time"] - started[b["id"]]) * 1000)
 
         # Start latency on an idle cluster: one job at a time.
         lat = []
@@ -138,6 +165,10 @@ def main():
             print(f"  idle between jobs, in two: done recorded -> next placed p50 "
                   f"{pct(to_place, 50):.0f} ms, p99 {pct(to_place, 99):.0f} ms; placed -> running "
                   f"recorded p50 {pct(to_run, 50):.0f} ms, p99 {pct(to_run, 99):.0f} ms")
+        if to_start:
+            print(f"  placed -> running, in two: placed -> started on the node (agent log) p50 "
+                  f"{pct(to_start, 50):.0f} ms, p99 {pct(to_start, 99):.0f} ms; started -> running "
+                  f"recorded p50 {pct(to_record, 50):.0f} ms, p99 {pct(to_record, 99):.0f} ms")
         if lat:
             print(f"  start latency on an idle cluster (submit -> running, {len(lat)} jobs): "
                   f"p50 {pct(lat, 50):.0f} ms, p99 {pct(lat, 99):.0f} ms")

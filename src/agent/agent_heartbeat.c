@@ -259,6 +259,31 @@ int agent_heartbeat_apply_reply(struct agent *a, const char *body, int64_t now_m
     return 0;
 }
 
+int agent_heartbeat_apply_actions(struct agent *a, const char *body, int64_t now_ms,
+                                  bool *changed)
+{
+    *changed = false;
+    json_t *root = json_loads(body, 0, NULL);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return TIDE_EINVAL;
+    }
+    json_t *epoch = json_object_get(root, "epoch");
+    if (json_is_integer(epoch) && !agent_servers_epoch_ok(&a->servers, json_integer_value(epoch))) {
+        json_decref(root);
+        return TIDE_ECONFLICT;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(root, "actions"), i, e)
+    {
+        if (agent_actions_apply(a, e, now_ms))
+            *changed = true;
+    }
+    json_decref(root);
+    return 0;
+}
+
 int agent_heartbeat_send(struct agent *a, int64_t now_ms, bool *changed, bool *more_logs,
                          struct tide_err *err)
 {

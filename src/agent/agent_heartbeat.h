@@ -25,6 +25,10 @@ char *agent_heartbeat_body(struct agent *a, bool *more_logs);
  * when its "epoch" is lower than one already seen (a deposed leader's:
  * nothing of it is applied); *changed is set when tasks were started. */
 int agent_heartbeat_apply_reply(struct agent *a, const char *body, int64_t now_ms, bool *changed);
+/* Applies the "actions" of a wait answer (POST /v1/agent/wait) the same
+ * way, and nothing else of it: the same returns, the same epoch check. */
+int agent_heartbeat_apply_actions(struct agent *a, const char *body, int64_t now_ms,
+                                  bool *changed);
 
 /* Sends one heartbeat and applies its reply. Returns 0; TIDE_EAUTH when the
  * node token was refused (register again); TIDE_EIO when the server could

@@ -3,6 +3,8 @@
 
 #include <inttypes.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "agent/agent_heartbeat.h"
@@ -203,6 +205,27 @@ static bool fence_if_cut_off(struct agent *a, int64_t now)
     return stopped;
 }
 
+/* Acts on the starts and stops a wait answer carried (agent_wake.h), as a
+ * heartbeat reply's: at once, rather than after the heartbeat the wake
+ * asks for (which follows and reports them). Not when the answer was for
+ * another registration, nor once cut off from the server (fencing). */
+static bool take_wait_answer(struct agent *a, struct loop_state *s, int64_t now)
+{
+    char token[sizeof s->wake->answer_token];
+    char *answer = agent_wake_take(s->wake, token, sizeof token);
+    if (!answer)
+        return false;
+    bool changed = false;
+    bool cut_off = a->node.node_timeout_ms && a->last_contact_ms &&
+                   now - a->last_contact_ms > a->node.node_timeout_ms;
+    if (a->registered && !a->shutting_down && !cut_off && a->node.node_token &&
+        !strcmp(token, a->node.node_token) &&
+        agent_heartbeat_apply_actions(a, answer, now, &changed) == TIDE_ECONFLICT)
+        log_warn("wait: answered by a deposed leader; ignored");
+    free(answer);
+    return changed;
+}
+
 /* The health probe; a new result goes to the server soon. */
 static bool probe(struct agent *a, int64_t now)
 {
@@ -319,8 +342,12 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
             wait = START_HOLD_MS - (now - starting_since_ms);
         if (agent_wake_wait(s.wake, wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS, start_fds,
                             starting) &&
-            a->registered)
-            s.next_heartbeat_ms = clock_mono_ms(); /* the server has something for us */
+            a->registered) {
+            /* the server has something for us: do what its answer carried
+             * now, and heartbeat (once those tasks run) for the rest */
+            take_wait_answer(a, &s, clock_mono_ms());
+            s.next_heartbeat_ms = clock_mono_ms();
+        }
     }
     log_info("signal received, shutting down");
     shutdown_tasks(a, signals);

@@ -73,6 +73,16 @@ static void *wake_thread(void *arg)
         long status = resp.status;
         json_t *root = status == 200 ? json_loads(resp.body, 0, NULL) : NULL;
         bool wake = json_is_true(json_object_get(root, "wake"));
+        if (wake && json_array_size(json_object_get(root, "actions")) > 0) {
+            /* the main loop acts on it (agent_wake_take); a newer answer
+             * replaces an older one, as both are derived from the state */
+            char *answer = resp.body ? strdup(resp.body) : NULL;
+            pthread_mutex_lock(&w->mu);
+            free(w->answer);
+            w->answer = answer;
+            memcpy(w->answer_token, token, sizeof w->answer_token);
+            pthread_mutex_unlock(&w->mu);
+        }
         json_decref(root);
         http_response_release(&resp);
         if (status == 404) {
@@ -87,8 +97,8 @@ static void *wake_thread(void *arg)
             char byte = 1;
             if (write(w->fds[1], &byte, 1) < 0 && errno != EAGAIN)
                 log_warn("agent wake pipe: %s", strerror(errno));
-            /* let the heartbeat it asks for reach the server first */
-            nap_ms(2);
+            /* no pause: the server marked what it answered as delivered,
+             * so the next wait parks until something new is decided */
         }
     }
     return NULL;
@@ -142,6 +152,19 @@ void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms)
      * its node timeout anyway */
     w->wait_ms = wait_ms <= 0 ? 1000 : wait_ms > WAKE_MAX_WAIT_MS ? WAKE_MAX_WAIT_MS : wait_ms;
     pthread_mutex_unlock(&w->mu);
+}
+
+char *agent_wake_take(struct agent_wake *w, char *token, size_t n)
+{
+    if (!w || !w->started)
+        return NULL;
+    pthread_mutex_lock(&w->mu);
+    char *answer = w->answer;
+    w->answer = NULL;
+    if (n)
+        snprintf(token, n, "%s", w->answer_token);
+    pthread_mutex_unlock(&w->mu);
+    return answer;
 }
 
 bool agent_wake_wait(struct agent_wake *w, int64_t ms, const int *fds, size_t nfds)

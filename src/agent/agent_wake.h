@@ -2,9 +2,10 @@
  * The agent's side of push (docs/api.md "Agent protocol"): a thread that
  * keeps one long-poll (POST /v1/agent/wait) parked at the server and, when
  * the server says there is something for this node, makes the main loop
- * heartbeat at once through a pipe. It carries no actions itself: starts
- * and stops still come in heartbeat replies, so fencing, acks and logs stay
- * where they were. Against a server without /v1/agent/wait it gives up and
+ * heartbeat at once through a pipe. The answer may carry the node's
+ * starts and stops, which it hands to the main loop to act on at once
+ * (agent_wake_take); the heartbeat that follows reports them and carries
+ * the rest (acks, logs), so fencing stays where it was. Against a server without /v1/agent/wait it gives up and
  * the agent heartbeats on its interval as before. The same pipe carries
  * SIGCHLD, so a task's exit wakes the loop to reap and report it at once.
  */
@@ -22,10 +23,12 @@ struct agent_servers;
 
 struct agent_wake {
     int fds[2];        /* the thread writes a byte to fds[1] per wake */
-    pthread_mutex_t mu; /* guards token and wait_ms */
+    pthread_mutex_t mu; /* guards token, wait_ms and the answer */
     struct agent_servers *servers; /* where the waits go (the current leader) */
     char token[128];    /* the node token; empty while unregistered */
     int wait_ms;        /* how long the server may hold each wait */
+    char *answer;       /* the last answer that carried actions, not yet taken */
+    char answer_token[128]; /* the token that answer was for */
     bool started;
 };
 
@@ -37,6 +40,10 @@ struct agent_wake *agent_wake_start(struct agent_servers *servers);
 /* Gives the thread the node token (after registering) and how long a wait
  * may be held; an empty token pauses it. */
 void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms);
+/* The last wait answer that carried actions (malloc'd JSON text, the
+ * caller frees it) and, in token (n bytes), the node token it was asked
+ * with; NULL when none came since the last take. */
+char *agent_wake_take(struct agent_wake *w, char *token, size_t n);
 /* Waits up to ms for a wake (the server's, or a child's exit), or until
  * one of the nfds descriptors in fds is readable (a task's start
  * handshake, task.h); true when a wake came (all pending are taken). */

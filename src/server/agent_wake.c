@@ -1,7 +1,8 @@
 /*
  * Per-node wake counters for the agents' long-poll (agent_wake.h). A
  * node's counter moves when something is decided for it and is marked
- * delivered by each heartbeat reply; a wait returns while the two differ.
+ * delivered by each heartbeat reply and wait answer; a wait returns while
+ * the two differ.
  * One condition variable, broadcast: waits are few (one per agent) and
  * each rechecks only its own node.
  */
@@ -116,10 +117,21 @@ int api_agent_wait(struct server *srv, struct api_request *req, struct api_reply
     while (known && !srv->stopping && !undelivered(srv, node_id))
         if (pthread_cond_timedwait(&srv->agent_wake, &srv->lock, &deadline) == ETIMEDOUT)
             break;
-    bool wake = known && undelivered(srv, node_id);
+    const struct node *node = cluster_find_node(&srv->cluster, node_id);
+    bool wake = node && undelivered(srv, node_id);
+    /* The answer carries what the node is to do now, derived from state as
+     * a heartbeat reply's is: a lost answer loses nothing (the next
+     * heartbeat derives it again) and a start the agent already has is
+     * ignored by it, so nothing runs twice. */
+    json_t *actions = wake ? api_agent_node_actions(srv, node) : NULL;
+    if (wake)
+        agent_wake_delivered(srv, node_id);
     pthread_mutex_unlock(&srv->lock);
     if (!known)
         return api_error_msg(reply, TIDE_EAUTH, NULL, "unknown node: register again");
     reply->json = json_pack("{s:b, s:I}", "wake", wake, "epoch", (json_int_t)lead_epoch(&srv->lead));
+    if (reply->json && json_array_size(actions) > 0)
+        json_object_set(reply->json, "actions", actions);
+    json_decref(actions);
     return 0;
 }

@@ -1,9 +1,11 @@
 /*
  * Push to agents: a long-poll (POST /v1/agent/wait) parks until something
  * for its node is decided that its last heartbeat reply did not carry (a
- * start, a stop, a cancel), then tells the agent to heartbeat now. Every
- * message still travels in a heartbeat reply, derived from state as before;
- * the wait only removes the delay until the next heartbeat.
+ * start, a stop, a cancel), then answers with the node's starts and stops
+ * (api_agent_node_actions), which the agent acts on at once before it
+ * heartbeats. They are derived from state as a heartbeat reply's are and
+ * nothing is taken off a list, so a lost answer is made good by the next
+ * heartbeat's reply.
  */
 #ifndef TIDE_SERVER_AGENT_WAKE_H
 #define TIDE_SERVER_AGENT_WAKE_H
@@ -22,15 +24,15 @@ void agent_wake_release(struct server *srv);
 void agent_wake_node(struct server *srv, int64_t node_id);
 /* The same for every node job_id is placed on (a gang's too). */
 void agent_wake_job(struct server *srv, int64_t job_id);
-/* A heartbeat reply for node_id is being sent with everything decided so
- * far. Caller holds the lock. */
+/* A heartbeat reply or wait answer for node_id is being sent with
+ * everything decided so far. Caller holds the lock. */
 void agent_wake_delivered(struct server *srv, int64_t node_id);
 /* Wakes every parked wait (shutdown). Caller holds the lock. */
 void agent_wake_all(struct server *srv);
 
-/* POST /v1/agent/wait {"wait_ms": N}: answers {"wake": true} as soon as
- * there is something undelivered for the caller's node, else {"wake":
- * false} after wait_ms (default the heartbeat interval, at most
+/* POST /v1/agent/wait {"wait_ms": N}: answers {"wake": true, "actions":
+ * [...]} as soon as there is something undelivered for the caller's node
+ * (marking it delivered), else {"wake": false} after wait_ms (default the heartbeat interval, at most
  * AGENT_WAKE_MAX_WAIT_MS and half the node timeout). */
 int api_agent_wait(struct server *srv, struct api_request *req, struct api_reply *reply);
 

@@ -541,6 +541,70 @@ static int checkpoint_signal_of(struct server *srv, int64_t job_id)
     return sig;
 }
 
+static json_t *stop_message(struct server *srv, int64_t job_id, int attempt, const char *reason)
+{
+    int sig = !strcmp(reason, "preempted") ? checkpoint_signal_of(srv, job_id) : 15;
+    return json_pack("{s:s, s:I, s:i, s:s, s:i, s:i}", "type", "stop", "job_id",
+                     (json_int_t)job_id, "attempt", attempt, "reason", reason, "kill_grace_s",
+                     srv->cfg.kill_grace_s, "signal", sig);
+}
+
+/* Whether node's agent has mentioned job's task there (reconcile.c marks
+ * it): a job that is running, or a gang part it reported. */
+static bool task_reported(const struct job *job, int64_t node_id)
+{
+    if (job->nparts == 0)
+        return job->state != JOB_STARTING;
+    if (job->node_id == node_id)
+        return job->first_part_reported;
+    for (int i = 0; i < job->nparts; i++)
+        if (job->parts[i].node_id == node_id)
+            return job->parts[i].reported;
+    return false;
+}
+
+static bool task_exited(const struct job *job, int64_t node_id)
+{
+    if (job->nparts == 0)
+        return false;
+    if (job->node_id == node_id)
+        return job->first_part_exited;
+    for (int i = 0; i < job->nparts; i++)
+        if (job->parts[i].node_id == node_id)
+            return job->parts[i].exited;
+    return false;
+}
+
+json_t *api_agent_node_actions(struct server *srv, const struct node *node)
+{
+    json_t *actions = json_array();
+    for (size_t j = 0; actions && j < srv->cluster.njobs; j++) {
+        const struct job *job = &srv->cluster.jobs[j];
+        if (!job_on_node(job, node->id) || !job_state_is_on_node(job->state) ||
+            task_exited(job, node->id))
+            continue;
+        json_t *msg = NULL;
+        if (!task_reported(job, node->id)) {
+            /* as reconcile_heartbeat: a start until the agent reports it */
+            if (!job->cancel_requested && !job->gang_failed) {
+                struct action a = {.type = ACTION_SEND_START, .job_id = job->id};
+                msg = start_message(srv, (struct node *)node, &a);
+            }
+        } else if (job->cancel_requested) {
+            msg = stop_message(srv, job->id, job->attempt, "cancelled");
+        } else if (job->reclaim_requested) {
+            msg = stop_message(srv, job->id, job->attempt, "idle reclaim");
+        } else if (job->state == JOB_PREEMPTED) {
+            msg = stop_message(srv, job->id, job->attempt, "preempted");
+        } else if (job->gang_failed) {
+            msg = stop_message(srv, job->id, job->attempt, "gang member failed");
+        }
+        if (msg)
+            json_array_append_new(actions, msg);
+    }
+    return actions;
+}
+
 int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
     if (req->token.kind != TOKEN_NODE)
@@ -601,15 +665,9 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
                 json_array_append_new(actions, msg);
             break;
         }
-        case ACTION_SEND_STOP: {
-            int sig = !strcmp(a->reason, "preempted") ? checkpoint_signal_of(srv, a->job_id) : 15;
-            json_array_append_new(actions, json_pack("{s:s, s:I, s:i, s:s, s:i, s:i}", "type",
-                                                     "stop", "job_id", (json_int_t)a->job_id,
-                                                     "attempt", a->attempt, "reason", a->reason,
-                                                     "kill_grace_s", srv->cfg.kill_grace_s,
-                                                     "signal", sig));
+        case ACTION_SEND_STOP:
+            json_array_append_new(actions, stop_message(srv, a->job_id, a->attempt, a->reason));
             break;
-        }
         case ACTION_ACK:
             json_array_append_new(acks, json_pack("{s:I, s:i}", "job_id", (json_int_t)a->job_id,
                                                   "attempt", a->attempt));

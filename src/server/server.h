@@ -229,6 +229,12 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
 /* Whether name may name a node: 1 to TIDE_NAME_MAX - 1 letters, digits, '-', '_', '.'. */
 bool api_agent_node_name_valid(const char *name);
 int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply);
+/* What node's agent is to do now, derived from state as a heartbeat that
+ * mentions only the tasks the server knows it has would: a "start" for each
+ * task placed there and not yet reported, a "stop" for each reported one
+ * being cancelled, reclaimed, preempted or stopped with its gang. Caller
+ * holds the lock; changes nothing (a lost answer loses nothing). */
+json_t *api_agent_node_actions(struct server *srv, const struct node *node);
 /* The agent protocol's body parsers, without a server (for tests/fuzz/):
  * a registration into node; a heartbeat's tasks into out (at most 1024,
  * *n set); its gpus telemetry into node, all checked before any is kept.

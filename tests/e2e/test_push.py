@@ -4,6 +4,7 @@ a finished task is still recorded well before the next heartbeat could have
 carried them: only the long-poll (POST /v1/agent/wait) can do that. Also
 across a kill -9 of the server, and the wait endpoint's own contract."""
 import os
+import signal
 import sys
 import time
 
@@ -64,9 +65,84 @@ def test_wait_answers_false_at_its_time_and_refuses_other_tokens():
         assert status == 400 and out["error"]["field"] == "wait_ms", (status, out)
 
 
+def test_a_wait_answer_carries_the_start_once_and_a_lost_one_comes_again_in_a_heartbeat():
+    # A node driven by hand: its wait answer is the only place the start
+    # can come from before it heartbeats.
+    with Cluster(agents=0, node_timeout_ms=60000) as c:
+        body = {"name": "hand", "cpus": 8, "memory_mib": 1024,
+                "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
+        status, out = c.request("POST", "/v1/agent/register", body, token=c.join)
+        assert status == 200, out
+        token = out["node_token"]
+        status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": []}, token=token)
+        assert status == 200 and out["actions"] == [], out
+        job = c.submit(command=["true"], gpus=1)["id"]
+        status, out = c.request("POST", "/v1/agent/wait", {"wait_ms": 10000}, token=token)
+        assert status == 200 and out["wake"] is True, (status, out)
+        starts = [a for a in out.get("actions", []) if a["type"] == "start"]
+        assert [(a["job_id"], a["attempt"]) for a in starts] == [(job, 1)], out
+        assert starts[0]["gpus"] == [0] and starts[0]["command"] == ["true"], starts
+        # delivered once: the next wait has nothing new
+        status, out = c.request("POST", "/v1/agent/wait", {"wait_ms": 200}, token=token)
+        assert status == 200 and out["wake"] is False and "actions" not in out, out
+        # That answer was lost (the agent died before acting on it): its
+        # next heartbeat, mentioning no task, gets the same start again.
+        status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": []}, token=token)
+        assert status == 200, out
+        again = [(a["job_id"], a["attempt"]) for a in out["actions"] if a["type"] == "start"]
+        assert again == [(job, 1)], out
+        assert c.job(job)["state"] == "starting"
+        for state in ("running", "exited"):
+            task = {"job_id": job, "attempt": 1, "state": state, "exit_code": 0}
+            status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": [task]},
+                                    token=token)
+            assert status == 200 and out["actions"] == [], out
+        done = c.job(job)
+        assert done["state"] == "succeeded" and done["attempt"] == 1, done
+
+
+def test_a_cancel_rides_the_wait_answer_as_a_stop():
+    with Cluster(agents=0, node_timeout_ms=60000) as c:
+        body = {"name": "hand", "gpus": [{"index": 0, "memory_total_mib": 1000}]}
+        status, out = c.request("POST", "/v1/agent/register", body, token=c.join)
+        token = out["node_token"]
+        job = c.submit(command=["sleep", "60"], gpus=1)["id"]
+        c.wait_state(job, "starting", 10)
+        task = {"job_id": job, "attempt": 1, "state": "running"}
+        status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": [task]}, token=token)
+        assert status == 200 and c.job(job)["state"] == "running", out
+        c.api("DELETE", f"/v1/jobs/{job}")
+        status, out = c.request("POST", "/v1/agent/wait", {"wait_ms": 10000}, token=token)
+        assert status == 200 and out["wake"] is True, out
+        assert [(a["type"], a["job_id"], a["reason"]) for a in out["actions"]] == \
+            [("stop", job, "cancelled")], out
+
+
+def test_a_start_whose_wait_answer_the_agent_never_acted_on_runs_once():
+    marker = None
+    with Cluster(agents=1, heartbeat_ms=HEARTBEAT_MS, node_timeout_ms=180000) as c:
+        marker = os.path.join(c.dir, "ran")
+        time.sleep(0.3)  # its wait is parked
+        agent = c.agents["node-1"]
+        os.kill(agent.pid, signal.SIGSTOP)  # frozen: the answer waits unread
+        job = c.submit(command=["sh", "-c", f"echo once >> {marker}"], gpus=1)["id"]
+        wait_until(lambda: c.job(job)["state"] == "starting", 10, what="placed")
+        time.sleep(0.5)  # the server has answered the wait by now
+        c.kill_agent("node-1")  # ... and the agent dies without reading it
+        assert c.job(job)["state"] == "starting"
+        c.start_agent("node-1", wait=False)  # the same node again (node.json)
+        done = c.wait_state(job, ("succeeded", "failed"), BOUND_S + 10)
+        assert done["state"] == "succeeded" and done["attempt"] == 1, done
+        with open(marker) as f:
+            assert f.read() == "once\n"
+
+
 if __name__ == "__main__":
     run_tests([
         test_start_cancel_and_finish_reach_the_agent_long_before_the_next_heartbeat,
         test_push_survives_a_kill_9_of_the_server,
         test_wait_answers_false_at_its_time_and_refuses_other_tokens,
+        test_a_wait_answer_carries_the_start_once_and_a_lost_one_comes_again_in_a_heartbeat,
+        test_a_cancel_rides_the_wait_answer_as_a_stop,
+        test_a_start_whose_wait_answer_the_agent_never_acted_on_runs_once,
     ])

@@ -1,0 +1,118 @@
+/* Unit tests for the wait answer's actions on the agent's side
+ * (src/agent/agent_wake.c, agent_heartbeat.c): the long-poll thread hands
+ * an answer that carries actions to the main loop, against a real HTTP
+ * server on loopback (libmicrohttpd), and applying one keeps the
+ * heartbeat reply's guards (the epoch, starts of tasks already finished). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "agent/agent_heartbeat.h"
+#include "agent/agent_servers.h"
+#include "agent/agent_wake.h"
+
+#define ANSWER                                                                                    \
+    "{\"wake\": true, \"epoch\": 3, \"actions\": [{\"type\": \"stop\", \"job_id\": 9, "          \
+    "\"attempt\": 1, \"reason\": \"cancelled\"}]}"
+
+/* A server that answers every request with ANSWER. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *data,
+                                  size_t *size, void **con_cls)
+{
+    (void)cls, (void)url, (void)method, (void)version, (void)data;
+    if (!*con_cls) {
+        *con_cls = conn;
+        return MHD_YES;
+    }
+    if (*size) {
+        *size = 0;
+        return MHD_YES;
+    }
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(ANSWER), (void *)ANSWER, MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ok = MHD_queue_response(conn, 200, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static void test_the_wait_thread_hands_an_answer_with_actions_to_the_loop(void **state)
+{
+    (void)state;
+    struct MHD_Daemon *d =
+        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
+                         NULL, on_request, NULL, MHD_OPTION_END);
+    assert_non_null(d);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d",
+             MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port);
+    char *urls[] = {url};
+    static struct agent_servers servers;
+    assert_int_equal(agent_servers_init(&servers, urls, 1), 0);
+    struct agent_wake *w = agent_wake_start(&servers);
+    assert_non_null(w);
+    char token[64];
+    assert_null(agent_wake_take(w, token, sizeof token)); /* nothing yet */
+    agent_wake_set(w, "node-token-1", 1000);
+    assert_true(agent_wake_wait(w, 5000, NULL, 0));
+    char *answer = agent_wake_take(w, token, sizeof token);
+    assert_non_null(answer);
+    assert_string_equal(token, "node-token-1");
+    assert_non_null(strstr(answer, "\"stop\""));
+    free(answer);
+    agent_wake_set(w, NULL, 0); /* the thread pauses before the server goes */
+    MHD_stop_daemon(d);
+}
+
+static struct agent a;
+
+static void test_a_wait_answer_of_a_deposed_leader_or_not_json_is_not_applied(void **state)
+{
+    (void)state;
+    char *urls[] = {"http://127.0.0.1:1"};
+    memset(&a, 0, sizeof a);
+    assert_int_equal(agent_servers_init(&a.servers, urls, 1), 0);
+    assert_true(agent_servers_epoch_ok(&a.servers, 5));
+    bool changed = true;
+    assert_int_equal(agent_heartbeat_apply_actions(&a, ANSWER, 0, &changed), TIDE_ECONFLICT);
+    assert_false(changed);
+    assert_int_equal(agent_heartbeat_apply_actions(&a, "[1]", 0, &changed), TIDE_EINVAL);
+    agent_servers_release(&a.servers);
+}
+
+static void test_a_late_start_of_a_task_already_finished_and_forgotten_is_ignored(void **state)
+{
+    (void)state;
+    char *urls[] = {"http://127.0.0.1:1"};
+    memset(&a, 0, sizeof a);
+    assert_int_equal(agent_servers_init(&a.servers, urls, 1), 0);
+    /* built before the task's exit was recorded, read after its ack */
+    a.forgotten[0].job_id = 7;
+    a.forgotten[0].attempt = 1;
+    a.nforgotten = 1;
+    const char *late = "{\"wake\": true, \"epoch\": 1, \"actions\": [{\"type\": \"start\", "
+                       "\"job_id\": 7, \"attempt\": 1, \"command\": [\"true\"], \"gpus\": []}]}";
+    bool changed = true;
+    assert_int_equal(agent_heartbeat_apply_actions(&a, late, 0, &changed), 0);
+    assert_false(changed);
+    assert_int_equal(a.ntasks, 0);
+    agent_servers_release(&a.servers);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_the_wait_thread_hands_an_answer_with_actions_to_the_loop),
+        cmocka_unit_test(test_a_wait_answer_of_a_deposed_leader_or_not_json_is_not_applied),
+        cmocka_unit_test(test_a_late_start_of_a_task_already_finished_and_forgotten_is_ignored),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
