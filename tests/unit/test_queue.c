@@ -263,7 +263,7 @@ static void test_job_waits_at_the_queue_cap_on_running_jobs_naming_the_cap(void 
     assert_non_null(cluster_add_job(&c, &waiting));
     assert_int_equal(sched_pass(&s, &c, 1000, &out), 0);
     assert_int_equal(cluster_find_job(&c, 2)->state, JOB_PENDING);
-    assert_string_equal(cluster_find_job(&c, 2)->wait_reason,
+    assert_string_equal(fx_reason(cluster_find_job(&c, 2)),
                         "queue render is at its cap of 1 running jobs");
 }
 
@@ -280,7 +280,7 @@ static void test_queue_cap_on_running_jobs_counts_jobs_started_in_the_same_pass(
     }
     assert_int_equal(sched_pass(&s, &c, 1000, &out), 1);
     assert_int_equal(cluster_find_job(&c, 1)->state, JOB_STARTING);
-    assert_non_null(strstr(cluster_find_job(&c, 2)->wait_reason, "cap of 1 running jobs"));
+    assert_non_null(strstr(fx_reason(cluster_find_job(&c, 2)), "cap of 1 running jobs"));
 }
 
 static void test_job_waits_when_it_would_pass_the_queue_gpu_cap(void **state)
@@ -295,7 +295,7 @@ static void test_job_waits_when_it_would_pass_the_queue_gpu_cap(void **state)
     assert_non_null(fx_add_running(&c, running, 1, 0));
     assert_non_null(cluster_add_job(&c, &waiting));
     assert_int_equal(sched_pass(&s, &c, 1000, &out), 0);
-    assert_string_equal(cluster_find_job(&c, 2)->wait_reason,
+    assert_string_equal(fx_reason(cluster_find_job(&c, 2)),
                         "queue render would pass its cap of 4 GPUs (2 in use)");
 }
 
