@@ -120,6 +120,7 @@ struct job {
     int64_t id;
     char project[TIDE_NAME_MAX];
     char queue[TIDE_NAME_MAX];
+    int queue_slot; /* 1 + its place in the last queue set asked (queue_of_job); 0: unknown */
     char user[TIDE_NAME_MAX]; /* who submitted it (the token's name), for usage; "" unknown */
     char gpu_model[128]; /* glob, "" for any */
     int priority;

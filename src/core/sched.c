@@ -143,11 +143,11 @@ struct queue_usage {
     int gpus[TIDE_MAX_QUEUES];
 };
 
-static int queue_slot(const struct queue_set *qs, const struct job *job)
+static int queue_slot(const struct queue_set *qs, struct job *job)
 {
     if (!qs)
         return -1;
-    const struct queue_config *q = queue_find(qs, job->queue);
+    const struct queue_config *q = queue_of_job(qs, job);
     return q ? (int)(q - qs->queues) : -1;
 }
 
@@ -158,7 +158,7 @@ static void count_queue_usage(const struct queue_set *qs, const struct cluster *
     if (!qs)
         return;
     for (size_t i = 0; i < c->njobs; i++) {
-        const struct job *job = &c->jobs[i];
+        struct job *job = &c->jobs[i];
         int q = job_state_is_on_node(job->state) ? queue_slot(qs, job) : -1;
         if (q >= 0) {
             u->jobs[q]++;
@@ -226,7 +226,7 @@ static void interleave_queues(struct scheduler *s, size_t n)
         if (i == 0 || job->effective_priority != last_priority)
             memset(turns, 0, sizeof turns); /* turns count within one priority */
         last_priority = job->effective_priority;
-        const struct queue_config *q = qs ? queue_find(qs, job->queue) : NULL;
+        const struct queue_config *q = qs ? queue_of_job(qs, job) : NULL;
         int slot = q ? (int)(q - qs->queues) : TIDE_MAX_QUEUES;
         job->queue_turn = turns[slot]++;
         job->order_pos = (int)i;
@@ -261,7 +261,7 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
                                 NULL);
             continue;
         }
-        const struct queue_config *q = s->cfg.queues ? queue_find(s->cfg.queues, job->queue) : NULL;
+        const struct queue_config *q = s->cfg.queues ? queue_of_job(s->cfg.queues, job) : NULL;
         job->effective_priority = queue_effective_priority(q, job, now_ms);
         if (s->cfg.fairshare)
             fairshare_classify(s->cfg.fairshare, job);

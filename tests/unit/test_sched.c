@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "core/operator.h"
 #include "core/sched.h"
 
 #include "cluster_fixture.h"
@@ -280,7 +281,20 @@ static void test_a_blocked_head_job_stops_the_pass_under_strict_fifo(void **stat
     blocked_head_under(&order_fifo_strict, true);
     assert_int_equal(pass(), 0);
     assert_int_equal(cluster_find_job(&c, 2)->state, JOB_PENDING);
+    assert_string_equal(fx_reason(cluster_find_job(&c, 2)),
+                        "behind job 1, which cannot start yet (policy fifo_strict)");
+}
+
+static void test_a_hold_replaces_a_reason_the_pass_recorded_and_outlasts_the_next_pass(void **state)
+{
+    (void)state;
+    blocked_head_under(&order_fifo_strict, true);
+    assert_int_equal(pass(), 0);
     assert_non_null(strstr(fx_reason(cluster_find_job(&c, 2)), "behind job 1"));
+    assert_int_equal(operator_hold_job(&c, 2, "waiting for data", NULL), 0);
+    assert_string_equal(fx_reason(cluster_find_job(&c, 2)), "held: waiting for data");
+    assert_int_equal(pass(), 0);
+    assert_string_equal(fx_reason(cluster_find_job(&c, 2)), "held: waiting for data");
 }
 
 static void test_a_blocked_head_job_stops_a_quiet_pass_under_strict_sjf(void **state)
@@ -806,6 +820,7 @@ int main(void)
         T(test_wait_reason_is_cleared_once_placed),
         T(test_big_job_that_does_not_fit_does_not_block_a_smaller_later_one),
         T(test_a_blocked_head_job_stops_the_pass_under_strict_fifo),
+        T(test_a_hold_replaces_a_reason_the_pass_recorded_and_outlasts_the_next_pass),
         T(test_a_blocked_head_job_stops_a_quiet_pass_under_strict_sjf),
         T(test_a_blocked_head_job_does_not_stop_the_pass_under_plain_fifo),
         T(test_strict_fifo_with_backfill_starts_a_job_that_ends_before_the_reservation),
