@@ -10,7 +10,8 @@
  * sched_config_defaults has them (their cost is theirs, not placement's).
  * --deep adds the deep-queue rows: every GPU held by running jobs and J
  * jobs waiting that cannot start, one pass explaining each wait (the
- * server) and one not (the simulator), after a first pass that sorted them.
+ * server) and one not (the simulator), after a first pass that sorted them
+ * (with --full, backfill and preemption on, as the server has them).
  *
  *   bench_sched [--quick] [--full] [--deep] [--json FILE] [--only STRATEGY]
  */
@@ -81,7 +82,7 @@ static int fill_cluster(struct cluster *c, int nodes)
     return 0;
 }
 
-static void deep_queue_rows(const char *only)
+static void deep_queue_rows(const char *only, int full)
 {
     static const int sizes[][2] = {{1000, 10000}, {1000, 100000}, {10000, 100000}};
     printf("\n%-8s %-8s %-11s %-9s %-17s %s\n", "nodes", "waiting", "placement", "placed",
@@ -103,7 +104,8 @@ static void deep_queue_rows(const char *only)
             struct sched_config cfg;
             sched_config_defaults(&cfg);
             cfg.placement = placement_by_name(strategy);
-            cfg.backfill = cfg.preemption = false;
+            if (!full)
+                cfg.backfill = cfg.preemption = false;
             cfg.explain = !quiet;
             struct scheduler s;
             sched_init(&s, &cfg);
@@ -200,7 +202,7 @@ int main(int argc, char **argv)
         }
     }
     if (deep)
-        deep_queue_rows(only);
+        deep_queue_rows(only, full);
     if (json) {
         FILE *f = fopen(json, "w");
         if (!f) {

@@ -147,7 +147,7 @@ static int queue_slot(const struct queue_set *qs, struct job *job)
 {
     if (!qs)
         return -1;
-    const struct queue_config *q = queue_of_job(qs, job);
+    const struct queue_config *q = queue_of_job_remember(qs, job);
     return q ? (int)(q - qs->queues) : -1;
 }
 
@@ -226,7 +226,7 @@ static void interleave_queues(struct scheduler *s, size_t n)
         if (i == 0 || job->effective_priority != last_priority)
             memset(turns, 0, sizeof turns); /* turns count within one priority */
         last_priority = job->effective_priority;
-        const struct queue_config *q = qs ? queue_of_job(qs, job) : NULL;
+        const struct queue_config *q = qs ? queue_of_job_remember(qs, job) : NULL;
         int slot = q ? (int)(q - qs->queues) : TIDE_MAX_QUEUES;
         job->queue_turn = turns[slot]++;
         job->order_pos = (int)i;
@@ -261,7 +261,8 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
                                 NULL);
             continue;
         }
-        const struct queue_config *q = s->cfg.queues ? queue_of_job(s->cfg.queues, job) : NULL;
+        const struct queue_config *q =
+            s->cfg.queues ? queue_of_job_remember(s->cfg.queues, job) : NULL;
         job->effective_priority = queue_effective_priority(q, job, now_ms);
         if (s->cfg.fairshare)
             fairshare_classify(s->cfg.fairshare, job);

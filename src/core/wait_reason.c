@@ -16,8 +16,8 @@ char *wait_reason_format(const struct job *job, char *out, size_t size)
         return out;
     switch ((enum wait_kind)w->kind) {
     case WAIT_BEHIND:
-        snprintf(out, size, "behind job %lld, which cannot start yet (policy %s)",
-                 (long long)w->id, w->policy ? w->policy : "?");
+        snprintf(out, size, "behind job %lld, which cannot start yet (policy %s)", (long long)w->id,
+                 w->policy ? w->policy : "?");
         break;
     case WAIT_RETRY:
         snprintf(out, size, "retry backoff: next attempt in %lld s", (long long)w->id);
@@ -51,6 +51,6 @@ char *wait_reason_text(struct job *job)
 void wait_reason_set(struct job *job, enum wait_kind kind, int32_t n1, int32_t n2, int64_t id,
                      const char *policy)
 {
-    job->wait_cause = (struct wait_cause){
-        .kind = (uint8_t)kind, .n1 = n1, .n2 = n2, .id = id, .policy = policy};
+    job->wait_cause =
+        (struct wait_cause){.kind = (uint8_t)kind, .n1 = n1, .n2 = n2, .id = id, .policy = policy};
 }

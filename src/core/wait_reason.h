@@ -16,16 +16,16 @@
 struct job;
 
 enum wait_kind {
-    WAIT_TEXT = 0,    /* the text is the job's wait_reason buffer ("" : none) */
-    WAIT_BEHIND,      /* strict order: behind job `id`, policy `policy` */
-    WAIT_RETRY,       /* retry backoff: next attempt in `id` seconds */
-    WAIT_QUEUE_JOBS,  /* its queue is at its cap of `n1` running jobs */
-    WAIT_QUEUE_GPUS,  /* its queue would pass its cap of `n1` GPUs (`n2` in use) */
-    WAIT_ONE_NODE,    /* waiting for its GPUs (and host share) free on one node */
+    WAIT_TEXT = 0,   /* the text is the job's wait_reason buffer ("" : none) */
+    WAIT_BEHIND,     /* strict order: behind job `id`, policy `policy` */
+    WAIT_RETRY,      /* retry backoff: next attempt in `id` seconds */
+    WAIT_QUEUE_JOBS, /* its queue is at its cap of `n1` running jobs */
+    WAIT_QUEUE_GPUS, /* its queue would pass its cap of `n1` GPUs (`n2` in use) */
+    WAIT_ONE_NODE,   /* waiting for its GPUs (and host share) free on one node */
 };
 
 struct wait_cause {
-    uint8_t kind;       /* enum wait_kind */
+    uint8_t kind; /* enum wait_kind */
     int32_t n1, n2;
     int64_t id;
     const char *policy; /* WAIT_BEHIND: the order policy's name (static) */

@@ -255,7 +255,7 @@ static void test_a_job_finds_its_queue_again_after_the_queues_change_places(void
     (void)state;
     struct job j = fx_job(1, 1);
     snprintf(j.queue, sizeof j.queue, "render");
-    const struct queue_config *q = queue_of_job(&qs, &j);
+    const struct queue_config *q = queue_of_job_remember(&qs, &j);
     assert_non_null(q);
     assert_string_equal(q->name, "render");
     assert_int_not_equal(j.queue_slot, 0);
@@ -263,13 +263,13 @@ static void test_a_job_finds_its_queue_again_after_the_queues_change_places(void
     struct queue_config first = qs.queues[0];
     qs.queues[0] = *q;
     qs.queues[q - qs.queues] = first;
-    const struct queue_config *again = queue_of_job(&qs, &j);
+    const struct queue_config *again = queue_of_job_remember(&qs, &j);
     assert_non_null(again);
     assert_string_equal(again->name, "render");
     assert_ptr_equal(again, &qs.queues[0]);
     /* And a job moved to a queue that does not exist finds none. */
     snprintf(j.queue, sizeof j.queue, "nosuch");
-    assert_null(queue_of_job(&qs, &j));
+    assert_null(queue_of_job_remember(&qs, &j));
     assert_int_equal(j.queue_slot, 0);
 }
 
