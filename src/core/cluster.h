@@ -120,7 +120,6 @@ struct job {
     int64_t id;
     char project[TIDE_NAME_MAX];
     char queue[TIDE_NAME_MAX];
-    int queue_slot; /* 1 + its place in the last queue set asked (queue_of_job); 0: unknown */
     char user[TIDE_NAME_MAX]; /* who submitted it (the token's name), for usage; "" unknown */
     char gpu_model[128]; /* glob, "" for any */
     int priority;
@@ -183,10 +182,9 @@ struct job {
     int gang_signal;
     char gang_reason[TIDE_REASON_MAX];
     /* Why a pending job is still waiting, set by each scheduling pass: a
-     * compact cause, worded when read (wait_reason_format); with kind
-     * WAIT_TEXT the words are in wait_reason. Write the buffer through
-     * wait_reason_text, read either through wait_reason_format. */
-    struct wait_cause wait_cause;
+     * compact cause (wait_cause, below), worded when read
+     * (wait_reason_format); with kind WAIT_TEXT the words are here. Write
+     * them through wait_reason_text, read either through wait_reason_format. */
     char wait_reason[TIDE_REASON_MAX];
     /* Backfill: the time this (blocked, first in line) job is promised to
      * start by, and on which node; 0 when it holds no reservation. */
@@ -197,6 +195,9 @@ struct job {
      * 0 and 0 when there is none. */
     int64_t eta_start_ms;
     int eta_basis;
+    /* Last, so that the fields a pass reads keep their places. */
+    int queue_slot; /* 1 + its place in the last queue set asked (queue_of_job); 0: unknown */
+    struct wait_cause wait_cause; /* see wait_reason */
 };
 
 /* Positions in one of the cluster's arrays by id (cluster.c): open
