@@ -10,9 +10,12 @@
  * sched_config_defaults has them (their cost is theirs, not placement's).
  * --deep adds the deep-queue rows: every GPU held by running jobs and J
  * jobs waiting that cannot start, one pass explaining each wait (the
- * server) and one not (the simulator), after a first pass that sorted them.
+ * server) and one not (the simulator), after a first pass that sorted them
+ * (with --full, backfill and preemption on, as the server has them; with
+ * --model, every waiting job names its GPU model, so each goes to placement
+ * and is explained rather than passed over as the shape of an earlier one).
  *
- *   bench_sched [--quick] [--full] [--deep] [--json FILE] [--only STRATEGY]
+ *   bench_sched [--quick] [--full] [--deep] [--model] [--json FILE] [--only STRATEGY]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +84,7 @@ static int fill_cluster(struct cluster *c, int nodes)
     return 0;
 }
 
-static void deep_queue_rows(const char *only)
+static void deep_queue_rows(const char *only, int full, int model)
 {
     static const int sizes[][2] = {{1000, 10000}, {1000, 100000}, {10000, 100000}};
     printf("\n%-8s %-8s %-11s %-9s %-17s %s\n", "nodes", "waiting", "placement", "placed",
@@ -97,13 +100,18 @@ static void deep_queue_rows(const char *only)
         for (size_t j = 0; j < c.njobs; j++)
             if (c.jobs[j].gpus == 0)
                 c.jobs[j].gpus = 1; /* every waiting job needs a GPU: none can start */
+        if (model) /* each job then goes to placement: no shape stands for another */
+            for (size_t j = 0; j < c.njobs; j++)
+                if (c.jobs[j].state == JOB_PENDING)
+                    snprintf(c.jobs[j].gpu_model, sizeof c.jobs[j].gpu_model, "H200");
         double ms[2] = {0, 0};
         int placed = 0;
         for (int quiet = 0; quiet < 2; quiet++) {
             struct sched_config cfg;
             sched_config_defaults(&cfg);
             cfg.placement = placement_by_name(strategy);
-            cfg.backfill = cfg.preemption = false;
+            if (!full)
+                cfg.backfill = cfg.preemption = false;
             cfg.explain = !quiet;
             struct scheduler s;
             sched_init(&s, &cfg);
@@ -134,7 +142,7 @@ int main(int argc, char **argv)
 {
     static const int sizes[][2] = {{1000, 10000}, {1000, 100000}, {10000, 10000}, {10000, 100000}};
     static const char *const strategies[] = {"binpack", "spread", "roundrobin", "loadaware"};
-    int quick = 0, full = 0, deep = 0;
+    int quick = 0, full = 0, deep = 0, model = 0;
     const char *json = NULL, *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
@@ -143,12 +151,15 @@ int main(int argc, char **argv)
             full = 1;
         else if (!strcmp(argv[i], "--deep"))
             deep = 1;
+        else if (!strcmp(argv[i], "--model"))
+            model = 1;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_sched [--quick] [--full] [--deep] [--json FILE] [--only STRATEGY]\n");
+            fprintf(stderr, "usage: bench_sched [--quick] [--full] [--deep] [--model] [--json FILE] "
+                            "[--only STRATEGY]\n");
             return 2;
         }
     }
@@ -200,7 +211,7 @@ int main(int argc, char **argv)
         }
     }
     if (deep)
-        deep_queue_rows(only);
+        deep_queue_rows(only, full, model);
     if (json) {
         FILE *f = fopen(json, "w");
         if (!f) {

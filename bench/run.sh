@@ -17,6 +17,12 @@ echo "   then deep queues: every GPU held, the jobs waiting passed over again"
 echo
 echo "== scheduler: the same pass with backfill and preemption on (sched_config_defaults), binpack"
 "$build/bench/bench_sched" --full --only binpack
+echo
+echo "== scheduler: deep queues of jobs naming a GPU model (each placed and explained)"
+"$build/bench/bench_sched" --quick --deep --model --only loadaware
+echo
+echo "== server: its pass with 20,000 jobs waiting behind a full agent (bench/deep_pass.py)"
+python3 "$(dirname "$0")/deep_pass.py" "$tide" || echo "deep pass bench failed; skipping"
 
 echo
 echo "== start-time ETAs: one eta_plan_run (held under the server's lock at most once a second)"

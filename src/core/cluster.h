@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/job_state.h"
+#include "core/wait_reason.h"
 
 #define TIDE_MAX_GPUS_PER_NODE 64
 #define TIDE_NAME_MAX 64
@@ -180,7 +181,10 @@ struct job {
     int gang_exit_code;   /* the first failure's exit, for the job's record */
     int gang_signal;
     char gang_reason[TIDE_REASON_MAX];
-    /* Why a pending job is still waiting, set by each scheduling pass. */
+    /* Why a pending job is still waiting, set by each scheduling pass: a
+     * compact cause (wait_cause, below), worded when read
+     * (wait_reason_format); with kind WAIT_TEXT the words are here. Write
+     * them through wait_reason_text, read either through wait_reason_format. */
     char wait_reason[TIDE_REASON_MAX];
     /* Backfill: the time this (blocked, first in line) job is promised to
      * start by, and on which node; 0 when it holds no reservation. */
@@ -191,6 +195,9 @@ struct job {
      * 0 and 0 when there is none. */
     int64_t eta_start_ms;
     int eta_basis;
+    /* Last, so that the fields a pass reads keep their places. */
+    int queue_slot; /* 1 + its place in the last queue set asked (queue_of_job); 0: unknown */
+    struct wait_cause wait_cause; /* see wait_reason */
 };
 
 /* Positions in one of the cluster's arrays by id (cluster.c): open

@@ -59,7 +59,7 @@ static bool resolve_one(struct job *job, void *arg)
         job->held = false;
         r->released++;
     } else {
-        snprintf(job->wait_reason, sizeof job->wait_reason, "waiting for its dependencies");
+        snprintf(wait_reason_text(job), sizeof job->wait_reason, "waiting for its dependencies");
     }
     return false;
 }

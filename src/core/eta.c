@@ -106,7 +106,7 @@ static void set_free(struct eta_plan *p, int32_t i, int f)
  * cap; -1 otherwise. */
 static int16_t capped_queue(const struct eta_plan *p, const struct job *job)
 {
-    const struct queue_config *q = p->queues ? queue_find(p->queues, job->queue) : NULL;
+    const struct queue_config *q = p->queues ? queue_of_job(p->queues, job) : NULL;
     if (!q || (q->max_running_jobs <= 0 && q->max_running_gpus <= 0))
         return -1;
     return (int16_t)(q - p->queues->queues);

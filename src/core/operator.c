@@ -32,7 +32,7 @@ int operator_hold_job(struct cluster *c, int64_t job_id, const char *reason, str
     job->on_hold = true;
     job->reserved_start_ms = 0;
     job->reserved_node_id = 0;
-    snprintf(job->wait_reason, sizeof job->wait_reason, "held: %.150s",
+    snprintf(wait_reason_text(job), sizeof job->wait_reason, "held: %.150s",
              reason && *reason ? reason : "by operator");
     return 0;
 }
@@ -45,7 +45,7 @@ int operator_release_job(struct cluster *c, int64_t job_id, struct tide_err *err
     if (!job->on_hold)
         return tide_err_set(err, TIDE_ECONFLICT, "id", "job %lld is not held", (long long)job_id);
     job->on_hold = false;
-    snprintf(job->wait_reason, sizeof job->wait_reason, "released; waiting for the next pass");
+    snprintf(wait_reason_text(job), sizeof job->wait_reason, "released; waiting for the next pass");
     return 0;
 }
 

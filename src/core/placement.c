@@ -142,7 +142,11 @@ enum placement_result placement_explain(const struct placement_config *cfg,
         return PLACEMENT_NOT_NOW;
     bool ever = false;
     int most_free = 0, most_free_busy = 0;
-    for (size_t i = 0; i < c->nnodes && known != 0; i++) {
+    /* A shape worded before, with no node changed since, words the same. */
+    bool worded = known == 1 && placement_index_memo_find_why(c, job, &most_free, &most_free_busy);
+    if (worded)
+        ever = true;
+    for (size_t i = 0; i < c->nnodes && known != 0 && !worded; i++) {
         const struct node *node = &c->nodes[i];
         if (node->state != NODE_READY || node->ngpus < job->gpus || !host_fits_ever(node, job))
             continue;
@@ -171,6 +175,8 @@ enum placement_result placement_explain(const struct placement_config *cfg,
     }
     if (known < 0)
         placement_index_memo_put(c, job, ever);
+    if (ever && !worded)
+        placement_index_memo_put_why(c, job, most_free, most_free_busy);
     if (!ever) {
         if (why) {
             char host[48];

@@ -160,6 +160,7 @@ void placement_index_refresh(struct placement_index *idx, const struct cluster *
         return;
     set_free(idx, (size_t)(node - c->nodes), node_free_or_none(node));
     placement_load_refresh(&idx->load, node, (size_t)(node - c->nodes));
+    idx->changes++;
 }
 
 int placement_index_track_load(struct placement_index *idx, const struct cluster *c,
@@ -260,6 +261,39 @@ void placement_index_memo_put(const struct cluster *c, const struct job *job, bo
     s->preemptible = job->preemptible;
     memcpy(s->gpu_model, job->gpu_model, sizeof s->gpu_model);
     s->ever = ever;
+    s->why_known = false;
+}
+
+static struct placement_shape *memo_entry(const struct cluster *c, const struct job *job)
+{
+    struct placement_index *idx = memo_of(c);
+    for (int i = 0; idx && i < idx->nmemo; i++)
+        if (same_shape(&idx->memo[i], job))
+            return &idx->memo[i];
+    return NULL;
+}
+
+bool placement_index_memo_find_why(const struct cluster *c, const struct job *job, int *most_free,
+                                   int *busy)
+{
+    const struct placement_shape *s = memo_entry(c, job);
+    if (!s || !s->why_known || s->why_at != c->index->changes)
+        return false;
+    *most_free = s->most_free;
+    *busy = s->most_free_busy;
+    return true;
+}
+
+void placement_index_memo_put_why(const struct cluster *c, const struct job *job, int most_free,
+                                  int busy)
+{
+    struct placement_shape *s = memo_entry(c, job);
+    if (!s)
+        return;
+    s->why_known = true;
+    s->why_at = c->index->changes;
+    s->most_free = most_free;
+    s->most_free_busy = busy;
 }
 
 long placement_index_next(const struct placement_index *idx, int f, bool exact, size_t from)

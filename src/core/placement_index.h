@@ -34,6 +34,12 @@ struct placement_shape {
     bool preemptible;
     char gpu_model[sizeof(((struct job *)0)->gpu_model)];
     bool ever;
+    /* placement_explain's numbers for a "not now" (the most free GPUs on a
+     * node that could hold it, and how many of those are over the load
+     * thresholds), taken when idx->changes was why_at; why_known: taken. */
+    bool why_known;
+    uint64_t why_at;
+    int most_free, most_free_busy;
 };
 
 struct placement_index {
@@ -56,6 +62,7 @@ struct placement_index {
      * node's readiness changes. */
     bool memo_on;
     int nmemo;
+    uint64_t changes; /* node refreshes so far: a memo's reason is good while unchanged */
     struct placement_shape memo[PLACEMENT_SHAPE_MEMO];
     /* Nodes by load, for loadaware; off unless placement_index_track_load
      * turned it on after the last build. */
@@ -117,6 +124,15 @@ int placement_index_memo_find(const struct cluster *c, const struct job *job);
 
 /* Remembers the answer for job's shape while the memo is on (and has room). */
 void placement_index_memo_put(const struct cluster *c, const struct job *job, bool ever);
+
+/* placement_explain's reason numbers for job's shape, remembered by
+ * placement_index_memo_put_why, when no node changed since (no refresh):
+ * true and *most_free, *busy filled, or false. A deep queue of one shape
+ * that cannot start is then worded without a scan of every node per job. */
+bool placement_index_memo_find_why(const struct cluster *c, const struct job *job, int *most_free,
+                                   int *busy);
+void placement_index_memo_put_why(const struct cluster *c, const struct job *job, int most_free,
+                                  int busy);
 
 /* GPUs of node that no tide task holds. */
 int placement_node_free_gpus(const struct node *node);

@@ -41,6 +41,21 @@ const struct queue_config *queue_find(const struct queue_set *qs, const char *na
     return NULL;
 }
 
+const struct queue_config *queue_of_job(const struct queue_set *qs, const struct job *job)
+{
+    int k = job->queue_slot - 1;
+    if (k >= 0 && k < qs->count && !strcmp(qs->queues[k].name, job->queue))
+        return &qs->queues[k];
+    return queue_find(qs, job->queue);
+}
+
+const struct queue_config *queue_of_job_remember(const struct queue_set *qs, struct job *job)
+{
+    const struct queue_config *q = queue_of_job(qs, job);
+    job->queue_slot = q ? (int)(q - qs->queues) + 1 : 0;
+    return q;
+}
+
 int queue_admit(const struct queue_set *qs, json_t *given, json_t *spec, struct job *job,
                 struct tide_err *err)
 {

@@ -48,6 +48,15 @@ void queue_set_defaults(struct queue_set *qs);
 /* The queue called name, or NULL. */
 const struct queue_config *queue_find(const struct queue_set *qs, const char *name);
 
+/* job's queue (queue_find of job->queue), looked for first at the place
+ * in qs that job->queue_slot remembers, so that a known job costs one
+ * name compared instead of every queue's (each scheduling pass and ETA
+ * plan asks for every pending job). */
+const struct queue_config *queue_of_job(const struct queue_set *qs, const struct job *job);
+
+/* queue_of_job, remembering the answer's place in job->queue_slot. */
+const struct queue_config *queue_of_job_remember(const struct queue_set *qs, struct job *job);
+
 /* Admission at submit: `given` is the spec as the user sent it (to tell
  * which fields were left out), `spec` the canonical spec job_spec made and
  * `job` its struct. Puts the job in the default queue when it names none,

@@ -143,11 +143,11 @@ struct queue_usage {
     int gpus[TIDE_MAX_QUEUES];
 };
 
-static int queue_slot(const struct queue_set *qs, const struct job *job)
+static int queue_slot(const struct queue_set *qs, struct job *job)
 {
     if (!qs)
         return -1;
-    const struct queue_config *q = queue_find(qs, job->queue);
+    const struct queue_config *q = queue_of_job_remember(qs, job);
     return q ? (int)(q - qs->queues) : -1;
 }
 
@@ -158,7 +158,7 @@ static void count_queue_usage(const struct queue_set *qs, const struct cluster *
     if (!qs)
         return;
     for (size_t i = 0; i < c->njobs; i++) {
-        const struct job *job = &c->jobs[i];
+        struct job *job = &c->jobs[i];
         int q = job_state_is_on_node(job->state) ? queue_slot(qs, job) : -1;
         if (q >= 0) {
             u->jobs[q]++;
@@ -167,23 +167,22 @@ static void count_queue_usage(const struct queue_set *qs, const struct cluster *
     }
 }
 
-/* Whether a queue cap keeps job waiting, and why (when why is not NULL). */
+/* Whether a queue cap keeps job waiting; with explain, says so in its
+ * wait cause (the queue is the job's own, so its name is job->queue). */
 static bool queue_cap_reached(const struct queue_set *qs, const struct queue_usage *u, int q,
-                              const struct job *job, char *why)
+                              struct job *job, bool explain)
 {
     if (q < 0)
         return false;
     const struct queue_config *cfg = &qs->queues[q];
     if (cfg->max_running_jobs > 0 && u->jobs[q] >= cfg->max_running_jobs) {
-        if (why)
-            snprintf(why, TIDE_REASON_MAX, "queue %s is at its cap of %d running jobs", cfg->name,
-                     cfg->max_running_jobs);
+        if (explain)
+            wait_reason_set(job, WAIT_QUEUE_JOBS, cfg->max_running_jobs, 0, 0, NULL);
         return true;
     }
     if (cfg->max_running_gpus > 0 && u->gpus[q] + job->gpus > cfg->max_running_gpus) {
-        if (why)
-            snprintf(why, TIDE_REASON_MAX, "queue %s would pass its cap of %d GPUs (%d in use)",
-                     cfg->name, cfg->max_running_gpus, u->gpus[q]);
+        if (explain)
+            wait_reason_set(job, WAIT_QUEUE_GPUS, cfg->max_running_gpus, u->gpus[q], 0, NULL);
         return true;
     }
     return false;
@@ -227,7 +226,7 @@ static void interleave_queues(struct scheduler *s, size_t n)
         if (i == 0 || job->effective_priority != last_priority)
             memset(turns, 0, sizeof turns); /* turns count within one priority */
         last_priority = job->effective_priority;
-        const struct queue_config *q = qs ? queue_find(qs, job->queue) : NULL;
+        const struct queue_config *q = qs ? queue_of_job_remember(qs, job) : NULL;
         int slot = q ? (int)(q - qs->queues) : TIDE_MAX_QUEUES;
         job->queue_turn = turns[slot]++;
         job->order_pos = (int)i;
@@ -249,7 +248,7 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
             continue;
         if (job->held || job->on_hold ||
             (s->cfg.budgets &&
-             budget_holds_job(s->cfg.budgets, job, explain ? job->wait_reason : NULL))) {
+             budget_holds_job(s->cfg.budgets, job, explain ? wait_reason_text(job) : NULL))) {
             job->not_before_ms = 0; /* held, not backing off: the ETA plan leaves it out */
             continue;
         }
@@ -258,12 +257,12 @@ static size_t collect_pending(struct scheduler *s, struct cluster *c, const int6
         job->not_before_ms = retry_not_before_ms(&s->cfg, job);
         if (job->not_before_ms > now_ms) {
             if (explain)
-                snprintf(job->wait_reason, sizeof job->wait_reason,
-                         "retry backoff: next attempt in %lld s",
-                         (long long)((job->not_before_ms - now_ms + 999) / 1000));
+                wait_reason_set(job, WAIT_RETRY, 0, 0, (job->not_before_ms - now_ms + 999) / 1000,
+                                NULL);
             continue;
         }
-        const struct queue_config *q = s->cfg.queues ? queue_find(s->cfg.queues, job->queue) : NULL;
+        const struct queue_config *q =
+            s->cfg.queues ? queue_of_job_remember(s->cfg.queues, job) : NULL;
         job->effective_priority = queue_effective_priority(q, job, now_ms);
         if (s->cfg.fairshare)
             fairshare_classify(s->cfg.fairshare, job);
@@ -292,7 +291,7 @@ static int push_start(struct scheduler *s, struct cluster *c, struct job *job,
     job->state = JOB_STARTING;
     job->attempt++;
     job->start_ms = now_ms;
-    job->wait_reason[0] = '\0';
+    wait_reason_text(job)[0] = '\0';
     struct action a = {.type = ACTION_START, .job_id = job->id, .attempt = job->attempt,
                        .node_id = choice->node->id, .state = JOB_STARTING, .exit_code = -1};
     char gpus[128];
@@ -350,7 +349,7 @@ static bool try_preemption(struct scheduler *s, struct job *job, struct action_l
     enum preempt_result r = preempt_plan(&s->cfg.placement_cfg, &s->preempt_pool, job, &plan);
     if (r == PREEMPT_PENDING) {
         if (s->cfg.explain)
-            snprintf(job->wait_reason, sizeof job->wait_reason,
+            snprintf(wait_reason_text(job), sizeof job->wait_reason,
                      "waiting for preempted jobs to stop");
         return true;
     }
@@ -364,7 +363,7 @@ static bool try_preemption(struct scheduler *s, struct job *job, struct action_l
         snprintf(a->reason, sizeof a->reason, "preempted by job %lld", (long long)job->id);
     }
     if (s->cfg.explain)
-        snprintf(job->wait_reason, sizeof job->wait_reason, "preempting %d job%s on %s",
+        snprintf(wait_reason_text(job), sizeof job->wait_reason, "preempting %d job%s on %s",
                  plan.nvictims, plan.nvictims == 1 ? "" : "s", plan.node->name);
     return true;
 }
@@ -399,19 +398,16 @@ static void detach_index(struct scheduler *s, struct cluster *c)
 }
 
 /* The last shape of job passed over behind a failure (dominating_failure):
- * whether a ready node could ever hold it and the reason it gets. Within
- * a pass nodes keep their state, so a deep queue of one shape answers and
- * words it once rather than once per job. */
+ * whether a ready node could ever hold it. Within a pass nodes keep their
+ * state, so a deep queue of one shape answers once rather than once per
+ * job (its reason, WAIT_ONE_NODE, is worded only when read). */
 struct dominated_memo {
     bool valid, fits;
     int gpus, cpus;
     int64_t memory_mib;
-    char reason[TIDE_REASON_MAX];
-    size_t len; /* of reason */
 };
 
-/* fits_a_ready_node for an unconstrained job, with its reason in
- * memo->reason when it does. */
+/* fits_a_ready_node for an unconstrained job. */
 static bool dominated_fits(struct dominated_memo *memo, const struct cluster *c,
                            const struct job *job)
 {
@@ -423,11 +419,6 @@ static bool dominated_fits(struct dominated_memo *memo, const struct cluster *c,
     memo->cpus = job->cpus;
     memo->memory_mib = job->memory_mib;
     memo->fits = fits_a_ready_node(c, job);
-    char host[48];
-    placement_host_words(job, host, sizeof host);
-    snprintf(memo->reason, sizeof memo->reason, "waiting for %d free GPU%s%.38s on one node",
-             job->gpus, job->gpus == 1 ? "" : "s", host);
-    memo->len = strlen(memo->reason);
     return memo->fits;
 }
 
@@ -479,9 +470,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
         if (stopped_at) {
             if (!explain)
                 break;
-            snprintf(job->wait_reason, sizeof job->wait_reason,
-                     "behind job %lld, which cannot start yet (policy %s)",
-                     (long long)stopped_at->id, s->cfg.order->name);
+            wait_reason_set(job, WAIT_BEHIND, 0, 0, stopped_at->id, s->cfg.order->name);
             continue;
         }
         bool short_enough = reservation.active && backfill_fits_before(&reservation, job, now_ms);
@@ -508,19 +497,14 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
             continue;
         }
         int q = queue_slot(s->cfg.queues, job);
-        char why_buf[TIDE_REASON_MAX] = "";
-        char *why = explain ? why_buf : NULL;
-        if (queue_cap_reached(s->cfg.queues, &usage, q, job, why)) {
-            if (explain)
-                snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
+        if (queue_cap_reached(s->cfg.queues, &usage, q, job, explain))
             continue;
-        }
         /* Without explanations the node check is moot: a dominated job that
          * no node could hold gets NEVER below, which ends the same way. */
         if (unconstrained(job) && dominating_failure(failed, nfailed, job) &&
             (!explain || dominated_fits(&dominated, c, job))) {
             if (explain)
-                memcpy(job->wait_reason, dominated.reason, dominated.len + 1);
+                wait_reason_set(job, WAIT_ONE_NODE, 0, 0, 0, NULL);
             if (strict && !reservation.active)
                 stopped_at = job;
             continue;
@@ -529,6 +513,10 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
         if (short_enough && !hold_deferred)
             backfill_hold(c, &reservation, false);
         hold_deferred = false;
+        /* Placement words its own reasons, straight into the job's. */
+        char *why = explain ? wait_reason_text(job) : NULL;
+        if (why)
+            why[0] = '\0';
         struct placement_choice choice;
         enum placement_result r =
             s->cfg.placement->choose(&s->cfg.placement_cfg, c, job, &choice, why);
@@ -572,8 +560,6 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
             backfill_hold(c, &reservation, true); /* preemption below sees what is held */
         else if (short_enough)
             hold_deferred = true;
-        if (explain)
-            snprintf(job->wait_reason, sizeof job->wait_reason, "%s", why);
         if (r != PLACEMENT_NOT_NOW)
             continue;
         if (s->preempt_pool.n && !preemption_hopeless(no_victims, nno_victims, job)) {
@@ -595,13 +581,13 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
             job->reserved_start_ms = reservation.start_ms;
             job->reserved_node_id = reservation.node->id;
             if (explain && reservation.nparts > 1)
-                snprintf(job->wait_reason, sizeof job->wait_reason,
+                snprintf(wait_reason_text(job), sizeof job->wait_reason,
                          "reserved %d GPUs on %d nodes (%.40s, ...) from %lld s from now "
                          "(backfill)",
                          job->gpus, reservation.nparts, reservation.node->name,
                          (long long)((reservation.start_ms - now_ms + 999) / 1000));
             else if (explain)
-                snprintf(job->wait_reason, sizeof job->wait_reason,
+                snprintf(wait_reason_text(job), sizeof job->wait_reason,
                          "reserved %d GPU%s on %s from %lld s from now (backfill)", job->gpus,
                          job->gpus == 1 ? "" : "s", reservation.node->name,
                          (long long)((reservation.start_ms - now_ms + 999) / 1000));

@@ -48,8 +48,9 @@ static void add_live_fields(struct server *srv, json_t *job_json)
     }
     if (!job || job->state != JOB_PENDING)
         return;
-    if (job->wait_reason[0])
-        json_object_set_new(job_json, "pending_reason", json_string(job->wait_reason));
+    char why[TIDE_REASON_MAX];
+    if (wait_reason_format(job, why, sizeof why)[0])
+        json_object_set_new(job_json, "pending_reason", json_string(why));
     json_object_set_new(job_json, "effective_priority", json_integer(job->effective_priority));
     if (job->effective_priority > job->priority)
         json_object_set_new(job_json, "escalated", json_true());

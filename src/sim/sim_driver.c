@@ -1147,9 +1147,10 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         if (!first || job->id < first->id)
             first = job;
     }
+    char why[TIDE_REASON_MAX];
     if (first && none_before)
         snprintf(res->first_reject_reason, sizeof res->first_reject_reason, "job %lld: %.100s",
-                 (long long)first->id, first->wait_reason);
+                 (long long)first->id, wait_reason_format(first, why, sizeof why));
     if (st.bud)
         sim_budget_finish(&st);
     if (hooks && hooks->progress)

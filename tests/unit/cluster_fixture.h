@@ -16,6 +16,15 @@
 #define FX_NODE_CPUS 64
 #define FX_NODE_MEMORY_MIB 512000
 
+/* Why job waits, worded (wait_reason_format) into one of a few rotating
+ * buffers, so a test may hold a couple of answers at once. */
+static inline const char *fx_reason(const struct job *job)
+{
+    static char buf[8][TIDE_REASON_MAX];
+    static unsigned next;
+    return wait_reason_format(job, buf[next++ % 8], TIDE_REASON_MAX);
+}
+
 /* A ready node with ngpus idle GPUs called gpu_name, each of memory_mib. */
 static inline struct node fx_node(int64_t id, int ngpus, const char *gpu_name, int64_t memory_mib)
 {

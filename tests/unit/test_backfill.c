@@ -98,7 +98,7 @@ static void test_blocked_job_reserves_at_the_earliest_end_of_a_running_job(void 
     assert_int_equal(pass(), 0);
     assert_int_equal(job(10)->reserved_start_ms, 100000);
     assert_int_equal(job(10)->reserved_node_id, 1);
-    assert_string_equal(job(10)->wait_reason, "reserved 2 GPUs on node-1 from 90 s from now (backfill)");
+    assert_string_equal(fx_reason(job(10)), "reserved 2 GPUs on node-1 from 90 s from now (backfill)");
 }
 
 static void test_reservation_uses_max_runtime_when_a_running_job_gives_no_estimate(void **state)
@@ -154,7 +154,7 @@ static void test_no_reservation_when_running_jobs_have_no_runtime_bound(void **s
     add_pending(11, 2, 0, 0);
     assert_int_equal(pass(), 1);
     assert_int_equal(job(10)->reserved_start_ms, 0);
-    assert_null(strstr(job(10)->wait_reason, "reserved"));
+    assert_null(strstr(fx_reason(job(10)), "reserved"));
     assert_int_equal(job(11)->state, JOB_STARTING); /* nothing to protect */
 }
 
@@ -237,7 +237,7 @@ static void test_only_the_first_blocked_job_gets_a_reservation(void **state)
     assert_int_equal(job(10)->reserved_start_ms, 100000);
     assert_int_equal(job(11)->reserved_start_ms, 0);
     assert_int_equal(job(11)->reserved_node_id, 0);
-    assert_null(strstr(job(11)->wait_reason, "reserved"));
+    assert_null(strstr(fx_reason(job(11)), "reserved"));
     assert_int_equal(cluster_gpus_allocated(&c), 5);
 }
 
@@ -280,7 +280,7 @@ static void test_gang_never_starts_on_part_of_its_gpus(void **state)
     assert_int_equal(fx_count(&out, ACTION_START, 0), 0);
     assert_int_equal(job(10)->state, JOB_PENDING);
     assert_int_equal(job(10)->ngpus_assigned, 0);
-    assert_non_null(strstr(job(10)->wait_reason, "8"));
+    assert_non_null(strstr(fx_reason(job(10)), "8"));
 }
 
 static void test_waiting_gang_holds_no_gpus_without_a_reservation(void **state)
@@ -337,7 +337,7 @@ static void test_blocked_gang_job_reserves_over_two_nodes_and_is_not_delayed(voi
     assert_int_equal(job(10)->state, JOB_PENDING);
     assert_int_equal(job(10)->reserved_start_ms, 200000); /* when node 2's half frees */
     assert_int_equal(job(10)->reserved_node_id, 1);
-    assert_non_null(strstr(job(10)->wait_reason, "on 2 nodes"));
+    assert_non_null(strstr(fx_reason(job(10)), "on 2 nodes"));
     assert_int_equal(job(11)->state, JOB_PENDING); /* would hold reserved GPUs past 200 s */
     assert_int_equal(job(12)->state, JOB_STARTING); /* done at 60 s */
     assert_int_equal(cluster_gpus_allocated(&c), 12); /* the reservation's hold is gone */
@@ -361,7 +361,7 @@ static void test_gang_larger_than_any_node_never_starts_across_nodes(void **stat
     add_pending(10, 8, 0, 0);
     assert_int_equal(pass(), 0);
     assert_int_equal(cluster_gpus_allocated(&c), 0);
-    assert_int_equal(strncmp(job(10)->wait_reason, "no ready node", 13), 0);
+    assert_int_equal(strncmp(fx_reason(job(10)), "no ready node", 13), 0);
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)

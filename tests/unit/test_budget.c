@@ -126,7 +126,7 @@ static void test_hard_cap_holds_the_projects_pending_jobs_with_the_reason(void *
     assert_int_equal(sched_pass(&s, &f.c, T0 + 150 * 60 * S, &out), 1);
     assert_int_equal(fx_count(&out, ACTION_START, 21), 1);
     assert_int_equal(fx_count(&out, ACTION_START, 20), 0);
-    assert_non_null(strstr(cluster_find_job(&f.c, 20)->wait_reason, "budget exhausted"));
+    assert_non_null(strstr(fx_reason(cluster_find_job(&f.c, 20)), "budget exhausted"));
     /* The running job is not stopped. */
     assert_int_equal(fx_count(&out, ACTION_PREEMPT, 10), 0);
     action_list_release(&out);

@@ -95,7 +95,7 @@ static void test_job_stays_held_while_a_dependency_is_in_the_cluster(void **stat
     assert_int_equal(resolve(), 0);
     struct job *j = cluster_find_job(&c, 10);
     assert_true(j->held);
-    assert_string_equal(j->wait_reason, "waiting for its dependencies");
+    assert_string_equal(fx_reason(j), "waiting for its dependencies");
     assert_int_equal(out.len, 0);
 }
 

@@ -77,7 +77,7 @@ static void test_held_job_is_never_placed_until_released(void **state)
     assert_int_equal(sched_pass(&s, &c, 2000, &out), 0);
     struct job *job = cluster_find_job(&c, 1);
     assert_int_equal(job->state, JOB_PENDING);
-    assert_string_equal(job->wait_reason, "held: waiting for data");
+    assert_string_equal(fx_reason(job), "held: waiting for data");
     assert_int_equal(operator_release_job(&c, 1, &err), 0);
     assert_int_equal(sched_pass(&s, &c, 3000, &out), 1);
     assert_int_equal(cluster_find_job(&c, 1)->state, JOB_STARTING);

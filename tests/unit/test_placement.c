@@ -485,6 +485,26 @@ static void test_memo_answer_never_still_gives_the_reason(void **state)
     memo_done();
 }
 
+static void test_memo_words_a_shape_again_only_once_a_node_changed(void **state)
+{
+    (void)state;
+    struct node *big = memo_cluster();
+    struct job job = fx_job(1, 8), same = fx_job(2, 8);
+    assert_int_equal(place(&job), PLACEMENT_NOT_NOW);
+    assert_string_equal(why, "waiting for 8 free GPUs on one node (most free now: 0)");
+    /* Behind the index's back (a pass never does this) three GPUs come
+     * free: the remembered reason still stands for the shape... */
+    for (int g = 0; g < 3; g++)
+        big->gpus[g].job_id = 0;
+    assert_int_equal(place(&same), PLACEMENT_NOT_NOW);
+    assert_string_equal(why, "waiting for 8 free GPUs on one node (most free now: 0)");
+    /* ...until the node is refreshed, as every cluster_* change does. */
+    placement_index_refresh(&memo_idx, &c, big);
+    assert_int_equal(place(&same), PLACEMENT_NOT_NOW);
+    assert_string_equal(why, "waiting for 8 free GPUs on one node (most free now: 3)");
+    memo_done();
+}
+
 static void test_memo_is_emptied_when_a_node_stops_being_ready(void **state)
 {
     (void)state;
@@ -538,6 +558,7 @@ int main(void)
         T(test_memo_answers_a_shape_seen_before_without_looking_at_the_nodes),
         T(test_memo_tells_apart_shapes_that_differ_in_any_constraint),
         T(test_memo_answer_never_still_gives_the_reason),
+        T(test_memo_words_a_shape_again_only_once_a_node_changed),
         T(test_memo_is_emptied_when_a_node_stops_being_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -152,7 +152,7 @@ static void test_victim_is_marked_preempted_and_keeps_its_gpus_until_it_stops(vo
     assert_string_equal(a->reason, "preempted by job 10");
     assert_int_equal(job(1)->state, JOB_PREEMPTED);
     assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 2);
-    assert_string_equal(job(10)->wait_reason, "preempting 1 job on node-1");
+    assert_string_equal(fx_reason(job(10)), "preempting 1 job on node-1");
 }
 
 static void test_preemption_picks_the_node_where_it_takes_fewest_gpus(void **state)
@@ -254,7 +254,7 @@ static void test_job_waits_for_its_victims_instead_of_preempting_more(void **sta
     action_list_clear(&out);
     pass_at(NOW_MS + 1000);
     assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
-    assert_string_equal(job(10)->wait_reason, "waiting for preempted jobs to stop");
+    assert_string_equal(fx_reason(job(10)), "waiting for preempted jobs to stop");
     assert_int_equal(fx_count(&out, ACTION_START, 0), 0);
 }
 

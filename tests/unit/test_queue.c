@@ -250,6 +250,29 @@ static void test_job_waiting_less_than_max_wait_does_not_overtake(void **state)
     assert_int_equal(cluster_find_job(&c, 1)->state, JOB_PENDING);
 }
 
+static void test_a_job_finds_its_queue_again_after_the_queues_change_places(void **state)
+{
+    (void)state;
+    struct job j = fx_job(1, 1);
+    snprintf(j.queue, sizeof j.queue, "render");
+    const struct queue_config *q = queue_of_job_remember(&qs, &j);
+    assert_non_null(q);
+    assert_string_equal(q->name, "render");
+    assert_int_not_equal(j.queue_slot, 0);
+    /* The remembered place now holds another queue: the name still decides. */
+    struct queue_config first = qs.queues[0];
+    qs.queues[0] = *q;
+    qs.queues[q - qs.queues] = first;
+    const struct queue_config *again = queue_of_job_remember(&qs, &j);
+    assert_non_null(again);
+    assert_string_equal(again->name, "render");
+    assert_ptr_equal(again, &qs.queues[0]);
+    /* And a job moved to a queue that does not exist finds none. */
+    snprintf(j.queue, sizeof j.queue, "nosuch");
+    assert_null(queue_of_job_remember(&qs, &j));
+    assert_int_equal(j.queue_slot, 0);
+}
+
 static void test_job_waits_at_the_queue_cap_on_running_jobs_naming_the_cap(void **state)
 {
     (void)state;
@@ -263,7 +286,7 @@ static void test_job_waits_at_the_queue_cap_on_running_jobs_naming_the_cap(void 
     assert_non_null(cluster_add_job(&c, &waiting));
     assert_int_equal(sched_pass(&s, &c, 1000, &out), 0);
     assert_int_equal(cluster_find_job(&c, 2)->state, JOB_PENDING);
-    assert_string_equal(cluster_find_job(&c, 2)->wait_reason,
+    assert_string_equal(fx_reason(cluster_find_job(&c, 2)),
                         "queue render is at its cap of 1 running jobs");
 }
 
@@ -280,7 +303,7 @@ static void test_queue_cap_on_running_jobs_counts_jobs_started_in_the_same_pass(
     }
     assert_int_equal(sched_pass(&s, &c, 1000, &out), 1);
     assert_int_equal(cluster_find_job(&c, 1)->state, JOB_STARTING);
-    assert_non_null(strstr(cluster_find_job(&c, 2)->wait_reason, "cap of 1 running jobs"));
+    assert_non_null(strstr(fx_reason(cluster_find_job(&c, 2)), "cap of 1 running jobs"));
 }
 
 static void test_job_waits_when_it_would_pass_the_queue_gpu_cap(void **state)
@@ -295,7 +318,7 @@ static void test_job_waits_when_it_would_pass_the_queue_gpu_cap(void **state)
     assert_non_null(fx_add_running(&c, running, 1, 0));
     assert_non_null(cluster_add_job(&c, &waiting));
     assert_int_equal(sched_pass(&s, &c, 1000, &out), 0);
-    assert_string_equal(cluster_find_job(&c, 2)->wait_reason,
+    assert_string_equal(fx_reason(cluster_find_job(&c, 2)),
                         "queue render would pass its cap of 4 GPUs (2 in use)");
 }
 
@@ -422,6 +445,7 @@ int main(void)
         T(test_queue_without_max_wait_never_escalates),
         T(test_job_waiting_past_max_wait_overtakes_a_higher_priority_one),
         T(test_job_waiting_less_than_max_wait_does_not_overtake),
+        T(test_a_job_finds_its_queue_again_after_the_queues_change_places),
         T(test_job_waits_at_the_queue_cap_on_running_jobs_naming_the_cap),
         T(test_queue_cap_on_running_jobs_counts_jobs_started_in_the_same_pass),
         T(test_job_waits_when_it_would_pass_the_queue_gpu_cap),

@@ -446,7 +446,7 @@ static void test_failed_attempt_is_retried_and_the_retry_can_succeed(void **stat
     /* The retry waits out its backoff (10 s after a first failure by default). */
     action_list_clear(&out);
     assert_int_equal(sched_pass(&s, &c, NOW + cfg.retry_backoff_ms - 1, &out), 0);
-    assert_non_null(strstr(cluster_find_job(&c, 1)->wait_reason, "retry backoff"));
+    assert_non_null(strstr(fx_reason(cluster_find_job(&c, 1)), "retry backoff"));
     assert_int_equal(sched_pass(&s, &c, NOW + cfg.retry_backoff_ms, &out), 1);
     assert_int_equal(fx_find(&out, ACTION_START, 1)->attempt, 2);
     node_id = fx_find(&out, ACTION_START, 1)->node_id;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "core/operator.h"
 #include "core/sched.h"
 
 #include "cluster_fixture.h"
@@ -168,8 +169,8 @@ static void test_job_that_fits_nowhere_waits_with_a_reason(void **state)
     struct job *job = cluster_find_job(&c, 1);
     assert_int_equal(job->state, JOB_PENDING);
     assert_int_equal(job->attempt, 0);
-    assert_non_null(strstr(job->wait_reason, "16 GPUs"));
-    assert_null(strstr(job->wait_reason, "CPU")); /* nobody asked for any */
+    assert_non_null(strstr(fx_reason(job), "16 GPUs"));
+    assert_null(strstr(fx_reason(job), "CPU")); /* nobody asked for any */
     assert_int_equal(out.len, 0);
 }
 
@@ -186,14 +187,14 @@ static void test_reason_of_a_job_behind_one_of_its_shape_names_only_what_it_aske
     add_job(asks);
     assert_int_equal(pass(), 0);
     for (int64_t id = 1; id <= 2; id++) {
-        const char *why = cluster_find_job(&c, id)->wait_reason;
+        const char *why = fx_reason(cluster_find_job(&c, id));
         if (!strstr(why, "1 free GPU") || strstr(why, "CPU") || strstr(why, "memory"))
             print_error("job %lld: wait_reason '%s'\n", (long long)id, why);
         assert_non_null(strstr(why, "1 free GPU"));
         assert_null(strstr(why, "CPU"));
         assert_null(strstr(why, "memory"));
     }
-    const char *why = cluster_find_job(&c, 3)->wait_reason;
+    const char *why = fx_reason(cluster_find_job(&c, 3));
     if (!strstr(why, "4 CPUs"))
         print_error("job 3: wait_reason '%s'\n", why);
     assert_non_null(strstr(why, "4 CPUs"));
@@ -220,14 +221,14 @@ static void test_jobs_behind_a_failure_get_their_own_shapes_reason_in_any_order(
     add_job(mem);
     add_job(fx_job(6, 3)); /* more than any node has */
     assert_int_equal(pass(), 0);
-    assert_string_equal(cluster_find_job(&c, 2)->wait_reason,
+    assert_string_equal(fx_reason(cluster_find_job(&c, 2)),
                         "waiting for 1 free GPU and 4 CPUs on one node");
-    assert_string_equal(cluster_find_job(&c, 3)->wait_reason, "waiting for 1 free GPU on one node");
-    assert_string_equal(cluster_find_job(&c, 4)->wait_reason,
+    assert_string_equal(fx_reason(cluster_find_job(&c, 3)), "waiting for 1 free GPU on one node");
+    assert_string_equal(fx_reason(cluster_find_job(&c, 4)),
                         "waiting for 1 free GPU and 4 CPUs on one node");
-    assert_string_equal(cluster_find_job(&c, 5)->wait_reason,
+    assert_string_equal(fx_reason(cluster_find_job(&c, 5)),
                         "waiting for 2 free GPUs and 100 MiB memory on one node");
-    assert_string_not_equal(cluster_find_job(&c, 6)->wait_reason,
+    assert_string_not_equal(fx_reason(cluster_find_job(&c, 6)),
                             "waiting for 3 free GPUs on one node");
 }
 
@@ -239,10 +240,10 @@ static void test_wait_reason_is_cleared_once_placed(void **state)
     add_node(n);
     add_job(fx_job(1, 1));
     assert_int_equal(pass(), 0);
-    assert_true(cluster_find_job(&c, 1)->wait_reason[0] != '\0');
+    assert_true(fx_reason(cluster_find_job(&c, 1))[0] != '\0');
     cluster_find_node(&c, 1)->gpus[1].job_id = 0;
     assert_int_equal(pass(), 1);
-    assert_string_equal(cluster_find_job(&c, 1)->wait_reason, "");
+    assert_string_equal(fx_reason(cluster_find_job(&c, 1)), "");
 }
 
 static void test_big_job_that_does_not_fit_does_not_block_a_smaller_later_one(void **state)
@@ -280,7 +281,20 @@ static void test_a_blocked_head_job_stops_the_pass_under_strict_fifo(void **stat
     blocked_head_under(&order_fifo_strict, true);
     assert_int_equal(pass(), 0);
     assert_int_equal(cluster_find_job(&c, 2)->state, JOB_PENDING);
-    assert_non_null(strstr(cluster_find_job(&c, 2)->wait_reason, "behind job 1"));
+    assert_string_equal(fx_reason(cluster_find_job(&c, 2)),
+                        "behind job 1, which cannot start yet (policy fifo_strict)");
+}
+
+static void test_a_hold_replaces_a_reason_the_pass_recorded_and_outlasts_the_next_pass(void **state)
+{
+    (void)state;
+    blocked_head_under(&order_fifo_strict, true);
+    assert_int_equal(pass(), 0);
+    assert_non_null(strstr(fx_reason(cluster_find_job(&c, 2)), "behind job 1"));
+    assert_int_equal(operator_hold_job(&c, 2, "waiting for data", NULL), 0);
+    assert_string_equal(fx_reason(cluster_find_job(&c, 2)), "held: waiting for data");
+    assert_int_equal(pass(), 0);
+    assert_string_equal(fx_reason(cluster_find_job(&c, 2)), "held: waiting for data");
 }
 
 static void test_a_blocked_head_job_stops_a_quiet_pass_under_strict_sjf(void **state)
@@ -363,8 +377,8 @@ static void test_job_too_big_for_any_node_is_told_so_even_after_a_smaller_one_wa
     big.cpus = FX_NODE_CPUS * 2; /* no node has that many CPUs */
     add_job(big);
     assert_int_equal(pass(), 0);
-    assert_non_null(strstr(cluster_find_job(&c, 1)->wait_reason, "waiting for"));
-    const char *why = cluster_find_job(&c, 2)->wait_reason;
+    assert_non_null(strstr(fx_reason(cluster_find_job(&c, 1)), "waiting for"));
+    const char *why = fx_reason(cluster_find_job(&c, 2));
     if (strncmp(why, "no ready node", 13) != 0)
         print_error("wait_reason: '%s'\n", why);
     assert_int_equal(strncmp(why, "no ready node", 13), 0);
@@ -650,8 +664,8 @@ static void test_a_pass_without_explanations_decides_the_same(void **state)
     for (size_t i = 0; i < c.njobs; i++) {
         assert_int_equal(c.jobs[i].state, quiet.jobs[i].state);
         if (c.jobs[i].state == JOB_PENDING) {
-            assert_true(c.jobs[i].wait_reason[0] != '\0');
-            assert_string_equal(quiet.jobs[i].wait_reason, "");
+            assert_true(fx_reason(&c.jobs[i])[0] != '\0');
+            assert_string_equal(fx_reason(&quiet.jobs[i]), "");
         }
     }
     action_list_release(&out_quiet);
@@ -806,6 +820,7 @@ int main(void)
         T(test_wait_reason_is_cleared_once_placed),
         T(test_big_job_that_does_not_fit_does_not_block_a_smaller_later_one),
         T(test_a_blocked_head_job_stops_the_pass_under_strict_fifo),
+        T(test_a_hold_replaces_a_reason_the_pass_recorded_and_outlasts_the_next_pass),
         T(test_a_blocked_head_job_stops_a_quiet_pass_under_strict_sjf),
         T(test_a_blocked_head_job_does_not_stop_the_pass_under_plain_fifo),
         T(test_strict_fifo_with_backfill_starts_a_job_that_ends_before_the_reservation),
