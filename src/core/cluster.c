@@ -373,6 +373,28 @@ int job_gpus_on_node(const struct job *job, int64_t node_id, int *out)
     return 0;
 }
 
+bool job_part_exited(const struct job *job, int64_t node_id)
+{
+    if (job->nparts == 0)
+        return false;
+    if (job->node_id == node_id)
+        return job->first_part_exited;
+    for (int k = 0; k < job->nparts; k++)
+        if (job->parts[k].node_id == node_id)
+            return job->parts[k].exited;
+    return false;
+}
+
+bool job_part_reported(const struct job *job, int64_t node_id)
+{
+    if (job->node_id == node_id)
+        return job->first_part_reported;
+    for (int k = 0; k < job->nparts; k++)
+        if (job->parts[k].node_id == node_id)
+            return job->parts[k].reported;
+    return false;
+}
+
 bool job_mark_part_exited(struct job *job, int64_t node_id)
 {
     if (job->node_id == node_id)

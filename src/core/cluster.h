@@ -288,6 +288,12 @@ int job_gpus_on_node(const struct job *job, int64_t node_id, int *out);
  * the job has now ended. */
 bool job_mark_part_exited(struct job *job, int64_t node_id);
 
+/* Gang parts: whether the job's task on node already ended (a part that
+ * finished before the others), and whether that node's agent has mentioned
+ * it yet (reconcile.c marks it). False for a node the job is not on. */
+bool job_part_exited(const struct job *job, int64_t node_id);
+bool job_part_reported(const struct job *job, int64_t node_id);
+
 /* Returns the job's GPUs, CPUs and memory to its node(s) and clears its placement. */
 void cluster_unassign(struct cluster *c, struct job *job);
 

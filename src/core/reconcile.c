@@ -110,31 +110,6 @@ static void track_idle(const struct node *node, struct job *job, int64_t now_ms,
         job->reclaim_requested = true;
 }
 
-/* Whether the job's task on node already ended (a gang part that finished
- * before the others). */
-static bool part_exited(const struct job *job, int64_t node_id)
-{
-    if (job->nparts == 0)
-        return false;
-    if (job->node_id == node_id)
-        return job->first_part_exited;
-    for (int i = 0; i < job->nparts; i++)
-        if (job->parts[i].node_id == node_id)
-            return job->parts[i].exited;
-    return false;
-}
-
-/* Gang parts: has this node's agent mentioned its task yet? */
-static bool part_reported(const struct job *job, int64_t node_id)
-{
-    if (job->node_id == node_id)
-        return job->first_part_reported;
-    for (int i = 0; i < job->nparts; i++)
-        if (job->parts[i].node_id == node_id)
-            return job->parts[i].reported;
-    return false;
-}
-
 static void mark_part_reported(struct job *job, int64_t node_id)
 {
     if (job->node_id == node_id)
@@ -196,7 +171,7 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
         const struct task_report *r = &tasks[i];
         struct job *job = cluster_find_job(c, r->job_id);
         bool current = job && job->attempt == r->attempt && job_on_node(job, node_id) &&
-                       job_state_is_on_node(job->state) && !part_exited(job, node_id);
+                       job_state_is_on_node(job->state) && !job_part_exited(job, node_id);
         if (!current) {
             /* Finished and recorded before, or an attempt the server gave up on. */
             if (r->exited)
@@ -235,12 +210,12 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
     for (size_t j = 0; j < c->njobs;) {
         struct job *job = &c->jobs[j];
         if (!job_on_node(job, node_id) || !job_state_is_on_node(job->state) ||
-            part_exited(job, node_id) || job_reported(tasks, ntasks, job)) {
+            job_part_exited(job, node_id) || job_reported(tasks, ntasks, job)) {
             j++;
             continue;
         }
         bool never_started = job->state == JOB_STARTING ||
-                             (job->nparts > 0 && !part_reported(job, node_id));
+                             (job->nparts > 0 && !job_part_reported(job, node_id));
         if (never_started && !job->cancel_requested && !job->gang_failed) {
             failed |= push(out, ACTION_SEND_START, job, 0, 0, node_id, "start");
             j++;

@@ -553,26 +553,7 @@ static json_t *stop_message(struct server *srv, int64_t job_id, int attempt, con
  * it): a job that is running, or a gang part it reported. */
 static bool task_reported(const struct job *job, int64_t node_id)
 {
-    if (job->nparts == 0)
-        return job->state != JOB_STARTING;
-    if (job->node_id == node_id)
-        return job->first_part_reported;
-    for (int i = 0; i < job->nparts; i++)
-        if (job->parts[i].node_id == node_id)
-            return job->parts[i].reported;
-    return false;
-}
-
-static bool task_exited(const struct job *job, int64_t node_id)
-{
-    if (job->nparts == 0)
-        return false;
-    if (job->node_id == node_id)
-        return job->first_part_exited;
-    for (int i = 0; i < job->nparts; i++)
-        if (job->parts[i].node_id == node_id)
-            return job->parts[i].exited;
-    return false;
+    return job->nparts == 0 ? job->state != JOB_STARTING : job_part_reported(job, node_id);
 }
 
 json_t *api_agent_node_actions(struct server *srv, const struct node *node)
@@ -581,7 +562,7 @@ json_t *api_agent_node_actions(struct server *srv, const struct node *node)
     for (size_t j = 0; actions && j < srv->cluster.njobs; j++) {
         const struct job *job = &srv->cluster.jobs[j];
         if (!job_on_node(job, node->id) || !job_state_is_on_node(job->state) ||
-            task_exited(job, node->id))
+            job_part_exited(job, node->id))
             continue;
         json_t *msg = NULL;
         if (!task_reported(job, node->id)) {
