@@ -145,10 +145,7 @@ int store_node_set_drain(struct store *s, int64_t node_id, enum node_state state
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, node_state_name(state));
-    if (reason)
-        db_bind_text(st, 2, reason);
-    else
-        db_bind_null(st, 2);
+    db_bind_text(st, 2, reason); /* NULL binds NULL */
     db_bind_int64(st, 3, node_id);
     return step_done(st, err, "update node drain");
 }
@@ -181,10 +178,7 @@ int store_job_set_hold(struct store *s, int64_t job_id, const char *reason, stru
     struct db_stmt *st = prepare(s, "UPDATE jobs SET hold_reason=? WHERE id=?", err);
     if (!st)
         return TIDE_EIO;
-    if (reason)
-        db_bind_text(st, 1, reason);
-    else
-        db_bind_null(st, 1);
+    db_bind_text(st, 1, reason); /* NULL binds NULL */
     db_bind_int64(st, 2, job_id);
     return step_done(st, err, "update job hold");
 }

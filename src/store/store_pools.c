@@ -31,10 +31,7 @@ int store_pool_node_put(struct store *s, const struct node *node, const char *pr
     db_bind_int64(st, 3, node->created_ms);
     bind_ms(st, 4, node->ready_ms);
     bind_ms(st, 5, node->ended_ms);
-    if (provider_id)
-        db_bind_text(st, 6, provider_id);
-    else
-        db_bind_null(st, 6);
+    db_bind_text(st, 6, provider_id); /* NULL binds NULL */
     bind_ms(st, 7, node->interrupt_deadline_ms);
     int rc = db_step_done(st, "store pool node", err);
     db_finalize(st);

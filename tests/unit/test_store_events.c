@@ -47,20 +47,6 @@ static int64_t add_node(struct store *s, const char *name, const char *pool)
     return id;
 }
 
-static int64_t add_job(struct store *s, const char *project)
-{
-    struct job *j = calloc(1, sizeof *j);
-    assert_non_null(j);
-    snprintf(j->project, sizeof j->project, "%s", project);
-    snprintf(j->queue, sizeof j->queue, "default");
-    json_t *spec = json_pack("{s:s}", "name", "t");
-    assert_int_equal(store_job_insert(s, j, spec, "tester", 1000, NULL), 0);
-    json_decref(spec);
-    int64_t id = j->id;
-    free(j);
-    return id;
-}
-
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
@@ -69,8 +55,8 @@ static int setup(void **state)
     f->s = test_store_target_open(&f->t);
     f->node_a = add_node(f->s, "node-a", NULL);
     f->node_b = add_node(f->s, "elastic-1", "elastic");
-    f->job_vision = add_job(f->s, "vision");
-    f->job_speech = add_job(f->s, "speech");
+    f->job_vision = test_store_add_job(f->s, "vision");
+    f->job_speech = test_store_add_job(f->s, "speech");
     *state = f;
     return 0;
 }

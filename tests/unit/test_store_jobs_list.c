@@ -16,40 +16,24 @@
 #include <cmocka.h>
 
 #include "store/store.h"
+#include "test_store_target.h"
 
 #define NJOBS 10
 
 struct fixture {
-    char dir[64];
-    char path[128];
+    struct test_store_target t;
     struct store *s;
     int64_t ids[NJOBS]; /* oldest first; even ones in project "vision" */
 };
-
-static int64_t add_job(struct store *s, const char *project)
-{
-    struct job *j = calloc(1, sizeof *j);
-    assert_non_null(j);
-    snprintf(j->project, sizeof j->project, "%s", project);
-    snprintf(j->queue, sizeof j->queue, "default");
-    json_t *spec = json_pack("{s:s}", "name", "t");
-    assert_int_equal(store_job_insert(s, j, spec, "tester", 1000, NULL), 0);
-    json_decref(spec);
-    int64_t id = j->id;
-    free(j);
-    return id;
-}
 
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/tide-test-jobs-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof f->path, "%s/tide.db", f->dir);
-    assert_int_equal(store_open(f->path, &f->s, NULL), 0);
+    test_store_target_make(&f->t);
+    f->s = test_store_target_open(&f->t);
     for (int i = 0; i < NJOBS; i++)
-        f->ids[i] = add_job(f->s, i % 2 ? "speech" : "vision");
+        f->ids[i] = test_store_add_job(f->s, i % 2 ? "speech" : "vision");
     *state = f;
     return 0;
 }
@@ -58,13 +42,7 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     store_close(f->s);
-    const char *suffixes[] = {"", "-wal", "-shm"};
-    char p[160];
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s%s", f->path, suffixes[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
+    test_store_target_remove(&f->t);
     free(f);
     return 0;
 }
@@ -122,7 +100,7 @@ static void test_the_listing_sees_only_committed_jobs(void **state)
     int64_t got[NJOBS + 1];
     struct job_filter flt = {.limit = NJOBS + 1};
     assert_int_equal(store_begin(f->s, NULL), 0);
-    add_job(f->s, "vision");
+    test_store_add_job(f->s, "vision");
     assert_int_equal(list_ids(f->s, &flt, got), NJOBS);
     assert_int_equal(store_commit(f->s, NULL), 0);
     assert_int_equal(list_ids(f->s, &flt, got), NJOBS + 1);

@@ -70,3 +70,17 @@ bool test_store_target_is_pg(const struct test_store_target *t)
 {
     return t->pg;
 }
+
+int64_t test_store_add_job(struct store *s, const char *project)
+{
+    struct job *j = calloc(1, sizeof *j);
+    assert_non_null(j);
+    snprintf(j->project, sizeof j->project, "%s", project);
+    snprintf(j->queue, sizeof j->queue, "default");
+    json_t *spec = json_pack("{s:s}", "name", "t");
+    assert_int_equal(store_job_insert(s, j, spec, "tester", 1000, NULL), 0);
+    json_decref(spec);
+    int64_t id = j->id;
+    free(j);
+    return id;
+}

@@ -8,6 +8,7 @@
 #define TIDE_TEST_STORE_TARGET_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "store/store.h"
 
@@ -24,5 +25,9 @@ void test_store_target_remove(struct test_store_target *t);
 /* store_open on the target, asserting success. */
 struct store *test_store_target_open(const struct test_store_target *t);
 bool test_store_target_is_pg(const struct test_store_target *t);
+
+/* Inserts a pending job of project in queue "default" (submitted at 1 s);
+ * returns its id. */
+int64_t test_store_add_job(struct store *s, const char *project);
 
 #endif

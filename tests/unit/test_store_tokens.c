@@ -15,11 +15,11 @@
 #include <cmocka.h>
 
 #include "store/store.h"
+#include "test_store_target.h"
 #include "store/store_tokens.h"
 
 struct fixture {
-    char dir[64];
-    char path[128];
+    struct test_store_target t;
     struct store *s;
 };
 
@@ -27,10 +27,8 @@ static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/tide-test-tokens-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof f->path, "%s/tide.db", f->dir);
-    assert_int_equal(store_open(f->path, &f->s, NULL), 0);
+    test_store_target_make(&f->t);
+    f->s = test_store_target_open(&f->t);
     assert_int_equal(store_token_put(f->s, "hash-a", TOKEN_JOIN_BOUND, "gpu-a", NULL, 0, 1000,
                                      NULL), 0);
     *state = f;
@@ -41,13 +39,7 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     store_close(f->s);
-    const char *suffixes[] = {"", "-wal", "-shm"};
-    char p[160];
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s%s", f->path, suffixes[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
+    test_store_target_remove(&f->t);
     free(f);
     return 0;
 }
