@@ -209,21 +209,43 @@ static void forget_acked(struct agent *a, const int64_t *before)
     }
 }
 
+/* The reply body as JSON in *root when it is an object from the current
+ * leader: TIDE_EINVAL when it is not JSON, TIDE_ECONFLICT when a deposed
+ * leader sent it (docs/ha.md): neither its acks nor its actions count; the
+ * current leader will say again what it wants. */
+static int parse_current_reply(struct agent *a, const char *body, json_t **root)
+{
+    *root = json_loads(body, 0, NULL);
+    if (!json_is_object(*root)) {
+        json_decref(*root);
+        return TIDE_EINVAL;
+    }
+    json_t *epoch = json_object_get(*root, "epoch");
+    if (json_is_integer(epoch) && !agent_servers_epoch_ok(&a->servers, json_integer_value(epoch))) {
+        json_decref(*root);
+        return TIDE_ECONFLICT;
+    }
+    return 0;
+}
+
+static void apply_actions(struct agent *a, json_t *root, int64_t now_ms, bool *changed)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(root, "actions"), i, e)
+    {
+        if (agent_actions_apply(a, e, now_ms))
+            *changed = true;
+    }
+}
+
 int agent_heartbeat_apply_reply(struct agent *a, const char *body, int64_t now_ms, bool *changed)
 {
     *changed = false;
-    json_t *root = json_loads(body, 0, NULL);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return TIDE_EINVAL;
-    }
-    /* A deposed leader's reply (docs/ha.md): neither its acks nor its
-     * actions count; the current leader will say again what it wants. */
-    json_t *epoch = json_object_get(root, "epoch");
-    if (json_is_integer(epoch) && !agent_servers_epoch_ok(&a->servers, json_integer_value(epoch))) {
-        json_decref(root);
-        return TIDE_ECONFLICT;
-    }
+    json_t *root;
+    int rc = parse_current_reply(a, body, &root);
+    if (rc)
+        return rc;
     int64_t before[AGENT_MAX_TASKS];
     for (size_t i = 0; i < a->ntasks; i++)
         before[i] = a->tasks[i]->log_acked;
@@ -250,11 +272,7 @@ int agent_heartbeat_apply_reply(struct agent *a, const char *body, int64_t now_m
     if (json_is_integer(timeout) && json_integer_value(timeout) > 0 &&
         json_integer_value(timeout) <= INT32_MAX)
         a->node.node_timeout_ms = (int)json_integer_value(timeout);
-    json_array_foreach(json_object_get(root, "actions"), i, e)
-    {
-        if (agent_actions_apply(a, e, now_ms))
-            *changed = true;
-    }
+    apply_actions(a, root, now_ms, changed);
     json_decref(root);
     return 0;
 }
@@ -263,23 +281,11 @@ int agent_heartbeat_apply_actions(struct agent *a, const char *body, int64_t now
                                   bool *changed)
 {
     *changed = false;
-    json_t *root = json_loads(body, 0, NULL);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return TIDE_EINVAL;
-    }
-    json_t *epoch = json_object_get(root, "epoch");
-    if (json_is_integer(epoch) && !agent_servers_epoch_ok(&a->servers, json_integer_value(epoch))) {
-        json_decref(root);
-        return TIDE_ECONFLICT;
-    }
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(root, "actions"), i, e)
-    {
-        if (agent_actions_apply(a, e, now_ms))
-            *changed = true;
-    }
+    json_t *root;
+    int rc = parse_current_reply(a, body, &root);
+    if (rc)
+        return rc;
+    apply_actions(a, root, now_ms, changed);
     json_decref(root);
     return 0;
 }
