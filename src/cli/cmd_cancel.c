@@ -10,6 +10,7 @@
 #include "cli/client.h"
 #include "cli/fmt.h"
 #include "cli/id_list.h"
+#include "cli/jobs_fetch.h"
 #include "cli/report.h"
 #include "cli/roles.h"
 #include "cli/wait.h"
@@ -95,13 +96,9 @@ static int select_jobs(struct cli_client *c, const char *project, const char *st
                        const struct cli_id_list *given, struct cli_id_list *out,
                        struct tide_err *err)
 {
-    const char *const query[] = {"project", project, "state", state, "limit", "100000", NULL};
-    char *path = cli_path_with_query("/v1/jobs", query);
-    if (!path)
-        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    struct cli_jobs_filter f = {.state = state, .project = project};
     json_t *root;
-    int rc = cli_client_request_json(c, "GET", path, NULL, &root, err);
-    free(path);
+    int rc = cli_jobs_fetch(c, &f, -1, &root, err);
     if (rc < 0)
         return rc;
     size_t i;

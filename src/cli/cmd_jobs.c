@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/client.h"
 #include "cli/fmt.h"
+#include "cli/jobs_fetch.h"
 #include "cli/report.h"
 #include "cli/roles.h"
 #include "cli/table.h"
@@ -35,9 +36,6 @@ static const char jobs_usage[] =
     "  --token-file PATH read the API token from a file (--token shows in ps)\n";
 
 enum { OPT_STATE = 1, OPT_QUEUE, OPT_PROJECT, OPT_LIMIT, OPT_QUIET, OPT_ALL };
-
-/* Jobs asked for per request: the server's default page. */
-#define JOBS_PAGE 1000
 
 static const struct cli_opt jobs_opts[] = {
     {"--state", CLI_OPT_VALUE, OPT_STATE},
@@ -131,50 +129,6 @@ static int print_jobs(json_t *root, int quiet)
     return rc;
 }
 
-/* Fetches up to want jobs (-1: all) a page at a time into a new
- * {"jobs": [...], "next": cursor or null} in *out; next is where a later
- * call would go on. 0, or -1 with err. */
-static int fetch_jobs(struct cli_client *c, const char *state, const char *queue,
-                      const char *project, long long want, json_t **out, struct tide_err *err)
-{
-    json_t *all = json_array(), *next = json_null();
-    char cursor[32] = "", page[24];
-    int rc = 0;
-    while (want < 0 || (long long)json_array_size(all) < want) {
-        long long left = want < 0 ? JOBS_PAGE : want - (long long)json_array_size(all);
-        snprintf(page, sizeof page, "%lld", left < JOBS_PAGE ? left : JOBS_PAGE);
-        const char *query[] = {"state", state, "queue", queue, "project", project, "limit", page,
-                               "cursor", cursor[0] ? cursor : NULL, NULL};
-        char *path = cli_path_with_query("/v1/jobs", query);
-        json_t *root = NULL;
-        if (!path) {
-            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-        } else if (cli_client_request_json(c, "GET", path, NULL, &root, err) < 0) {
-            rc = -1;
-        } else if (!json_is_array(json_object_get(root, "jobs"))) {
-            rc = tide_err_set(err, TIDE_EIO, NULL, "the server's answer has no \"jobs\" list");
-        } else {
-            json_array_extend(all, json_object_get(root, "jobs"));
-            json_decref(next);
-            next = json_incref(json_object_get(root, "next"));
-            if (!next)
-                next = json_null(); /* a server from before paging: one page is all */
-        }
-        free(path);
-        json_decref(root);
-        if (rc || !json_is_string(next))
-            break;
-        snprintf(cursor, sizeof cursor, "%.31s", json_string_value(next));
-    }
-    if (rc) {
-        json_decref(all);
-        json_decref(next);
-        return -1;
-    }
-    *out = json_pack("{s:o, s:o}", "jobs", all, "next", next);
-    return *out ? 0 : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-}
-
 int cli_jobs_main(int argc, char **argv)
 {
     struct cli_common co = {0};
@@ -194,12 +148,24 @@ int cli_jobs_main(int argc, char **argv)
         if (cli_common_apply(&co, id, v))
             continue;
         switch (id) {
-        case OPT_STATE: state = v; break;
-        case OPT_QUEUE: queue = v; break;
-        case OPT_PROJECT: project = v; break;
-        case OPT_LIMIT: limit = v; break;
-        case OPT_QUIET: quiet = 1; break;
-        case OPT_ALL: all = 1; break;
+        case OPT_STATE:
+            state = v;
+            break;
+        case OPT_QUEUE:
+            queue = v;
+            break;
+        case OPT_PROJECT:
+            project = v;
+            break;
+        case OPT_LIMIT:
+            limit = v;
+            break;
+        case OPT_QUIET:
+            quiet = 1;
+            break;
+        case OPT_ALL:
+            all = 1;
+            break;
         }
     }
     if (co.help) {
@@ -210,7 +176,7 @@ int cli_jobs_main(int argc, char **argv)
         tide_err_set(&err, TIDE_EINVAL, NULL, "unexpected argument '%s'", argv[a.next]);
         return cli_usage_fail("jobs", &err);
     }
-    long long want = all ? -1 : JOBS_PAGE;
+    long long want = all ? -1 : CLI_JOBS_PAGE;
     if (all && limit) {
         tide_err_set(&err, TIDE_EINVAL, "limit", "--limit and --all: give one of them");
         return cli_usage_fail("jobs", &err);
@@ -223,7 +189,8 @@ int cli_jobs_main(int argc, char **argv)
         return cli_fail("jobs", &err);
     json_t *root = NULL;
     int rc;
-    if (fetch_jobs(&c, state, queue, project, want, &root, &err) < 0) {
+    struct cli_jobs_filter f = {state, queue, project};
+    if (cli_jobs_fetch(&c, &f, want, &root, &err) < 0) {
         rc = cli_fail("jobs", &err);
     } else if (c.json && !quiet) {
         char *text = json_dumps(root, JSON_COMPACT);

@@ -261,6 +261,15 @@ def test_cancel_takes_ranges_lists_and_project_and_state_filters():
         assert c.wait_final([blocker["id"]])[blocker["id"]]["state"] == "cancelled"
         p = c.cli("cancel", "--project", "vision")
         assert p.returncode == 0 and "no unfinished job matches" in p.stdout, p.stdout
+        # More jobs than one listing page (1,000): the CLI pages through them
+        # all. A new blocker holds the GPU so none of them runs meanwhile.
+        blocker = c.submit(command=["sleep", "60"], gpus=1)
+        c.wait_state(blocker["id"], "running")
+        status, out = c.request("POST", "/v1/jobs:batch", {"jobs": [
+            {"command": ["true"], "gpus": 1, "project": "bulk"} for _ in range(1003)]})
+        assert status == 200 and len(out["jobs"]) == 1003, (status, str(out)[:300])
+        p = c.cli("cancel", "--project", "bulk")
+        assert p.returncode == 0 and "cancelled 1003 of 1003 jobs" in p.stdout, p.stdout[-300:]
 
 
 if __name__ == "__main__":
