@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +20,8 @@
 
 /* Most bytes read from `RUNTIME images` or a failed pull. */
 #define RUNTIME_OUTPUT_MAX (256 * 1024)
+/* How much nicer than the agent an image listing runs. */
+#define LISTING_NICE 10
 /* A label filter: the prefix and an agent's work dir. */
 #define PATH_MAX_LABEL 4200
 
@@ -426,6 +429,13 @@ pid_t agent_container_images_spawn(const char *runtime, int *fd)
     char *argv[] = {(char *)runtime, "images", "--format", "{{.Repository}}:{{.Tag}}", NULL};
     pid_t pid = fork();
     if (pid == 0) {
+        /* background work: the agent's loop and its tasks go first (an
+         * agent starting beside others would otherwise share the CPU with
+         * every one's runtime) */
+        errno = 0;
+        int prio = getpriority(PRIO_PROCESS, 0);
+        if (errno == 0)
+            setpriority(PRIO_PROCESS, 0, prio + LISTING_NICE > 19 ? 19 : prio + LISTING_NICE);
         int null_fd = open("/dev/null", O_RDWR);
         if (null_fd >= 0) {
             dup2(null_fd, 0);

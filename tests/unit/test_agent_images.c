@@ -117,12 +117,30 @@ static void test_a_work_dir_that_never_ran_a_task_asks_for_no_leftover_container
     agent_images_release(&a);
 }
 
+static void test_an_empty_jobs_dir_as_the_agent_makes_it_asks_for_no_leftovers(void **state)
+{
+    (void)state;
+    char jobs[160];
+    snprintf(jobs, sizeof jobs, "%s/jobs", work);
+    assert_int_equal(mkdir(jobs, 0711), 0);
+    touch_release();
+    start(runtime);
+    assert_true(wait_listing());
+    char *text = read_calls();
+    assert_null(strstr(text, "ps "));
+    free(text);
+    agent_images_release(&a);
+    assert_int_equal(rmdir(jobs), 0);
+}
+
 static void test_a_work_dir_with_jobs_has_its_leftover_containers_looked_for(void **state)
 {
     (void)state;
-    char jobs[160], want[200];
+    char jobs[160], job[200], want[200];
     snprintf(jobs, sizeof jobs, "%s/jobs", work);
+    snprintf(job, sizeof job, "%s/jobs/7", work);
     assert_int_equal(mkdir(jobs, 0711), 0);
+    assert_int_equal(mkdir(job, 0700), 0);
     touch_release();
     start(runtime);
     /* before agent_images_start returns, not in the background */
@@ -131,6 +149,7 @@ static void test_a_work_dir_with_jobs_has_its_leftover_containers_looked_for(voi
     assert_non_null(strstr(text, want));
     free(text);
     agent_images_release(&a);
+    assert_int_equal(rmdir(job), 0);
     assert_int_equal(rmdir(jobs), 0);
 }
 
@@ -213,6 +232,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_work_dir_that_never_ran_a_task_asks_for_no_leftover_containers),
+        cmocka_unit_test(test_an_empty_jobs_dir_as_the_agent_makes_it_asks_for_no_leftovers),
         cmocka_unit_test(test_a_work_dir_with_jobs_has_its_leftover_containers_looked_for),
         cmocka_unit_test(test_the_images_are_listed_in_the_background_and_reported_once_in),
         cmocka_unit_test(test_the_runtime_is_found_on_path_without_being_run),
