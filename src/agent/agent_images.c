@@ -25,16 +25,22 @@
 /* What a child exits with when it could not exec the runtime. */
 #define EXIT_NOT_RUN 127
 
-static void take_list(struct agent *a, char **names)
+/* Takes names as the list; true when it is news to the server (the first
+ * list, or one that differs from the last). */
+static bool take_list(struct agent *a, char **names)
 {
     size_t n = 0;
     while (names[n])
         n++;
+    bool news = !a->images_known || !a->images;
+    for (size_t i = 0; !news && i <= n; i++)
+        news = !names[i] != !a->images[i] || (names[i] && strcmp(names[i], a->images[i]));
     if (!a->images_known)
         log_info("%s holds %zu image(s)", a->container_runtime, n);
     agent_container_argv_free(a->images);
     a->images = names;
     a->images_known = true;
+    return news;
 }
 
 static void listing_start(struct agent *a, int64_t now_ms)
@@ -82,20 +88,18 @@ static void listing_read(struct agent *a)
     }
 }
 
-/* The listing's child exited with code (-1: by a signal); true when a new
- * list was taken. */
+/* The listing's child exited with code (-1: by a signal); true when a
+ * list that is news was taken. */
 static bool listing_done(struct agent *a, int code, int64_t now_ms)
 {
     bool taken = false;
     if (code == 0 && a->images_out) {
         a->images_out[a->images_len] = '\0';
         char **names = agent_container_images_parse(a->images_out, AGENT_MAX_IMAGES);
-        if (names) {
-            take_list(a, names);
-            taken = true;
-        } else {
+        if (names)
+            taken = take_list(a, names);
+        else
             log_warn("out of memory listing images; keeping the last list");
-        }
     } else if (code == EXIT_NOT_RUN && !a->images_known) {
         /* its first call: the runtime found on PATH does not run */
         const char *was = a->container_runtime;

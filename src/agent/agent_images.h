@@ -41,7 +41,9 @@ int agent_images_fd(const struct agent *a);
 
 /* Reads the running listing's output without blocking and, once its child
  * has exited, takes the new list (or keeps the last, with a warning).
- * Returns true when a new list was just taken: the next heartbeat sends it.
+ * Returns true when a list was just taken that differs from the last (or
+ * is the first): the next heartbeat sends it. (Every heartbeat sends the
+ * list; true asks for one now.)
  * Cheap when no listing runs; call it on every turn of the loop. */
 bool agent_images_poll(struct agent *a, int64_t now_ms);
 

@@ -172,12 +172,18 @@ static void test_the_images_are_listed_in_the_background_and_reported_once_in(vo
     assert_string_equal(json_string_value(json_array_get(list, 0)), "localhost/a:1");
     assert_string_equal(json_string_value(json_array_get(list, 1)), "localhost/b:2");
     json_decref(list);
-    /* not due again for a while; then again in the background */
+    /* not due again for a while; then again in the background, and the
+     * same list is no news (no heartbeat asked for) but still the list */
     agent_images_refresh(&a, 3);
     assert_int_equal(a.images_pid, 0);
     agent_images_refresh(&a, 1 + AGENT_IMAGES_REFRESH_MS);
     assert_true(a.images_pid > 0);
-    assert_true(wait_listing());
+    assert_false(wait_listing());
+    assert_int_equal(a.images_pid, 0);
+    assert_int_equal(a.images_at_ms, 1 + AGENT_IMAGES_REFRESH_MS);
+    list = agent_images_json(&a);
+    assert_int_equal(json_array_size(list), 2);
+    json_decref(list);
     agent_images_release(&a);
 }
 
