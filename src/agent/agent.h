@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "agent/agent_opts.h"
 #include "agent/agent_probe.h"
@@ -70,11 +71,19 @@ struct agent {
     /* Containers (task_container.h): the runtime, NULL when none is
      * installed, and the images it holds as last listed (NULL-terminated,
      * may be NULL), refreshed every AGENT_IMAGES_REFRESH_MS or after a
-     * containerised task started, and sent with every heartbeat. */
+     * containerised task started, and sent with every heartbeat once
+     * known. A listing runs in a child whose output the loop reads
+     * (agent_images.h): images_pid > 0 while one runs, images_fd its
+     * output until EOF (else -1), images_out what it said so far. */
     const char *container_runtime;
     char **images;
-    int64_t images_at_ms; /* monotonic; 0: never listed */
+    int64_t images_at_ms; /* monotonic, when the last listing began; 0: never */
     bool images_stale;
+    bool images_known; /* a listing has succeeded */
+    pid_t images_pid;
+    int images_fd;
+    char *images_out;
+    size_t images_len;
 };
 
 /* The task for (job_id, attempt), or NULL. */

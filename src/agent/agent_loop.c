@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "agent/agent_heartbeat.h"
+#include "agent/agent_images.h"
 #include "agent/agent_node.h"
 #include "agent/agent_wake.h"
 #include "common/fsutil.h"
@@ -307,7 +308,7 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
     int64_t now = clock_mono_ms();
     s.next_heartbeat_ms = now;
     s.next_register_ms = now;
-    static int start_fds[AGENT_MAX_TASKS]; /* handshakes still open */
+    static int start_fds[AGENT_MAX_TASKS + 1]; /* handshakes still open, the image listing */
     int64_t starting_since_ms = 0;
     while (!*signals) {
         now = clock_mono_ms();
@@ -315,6 +316,7 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         changed |= confirm_starts(a);
         changed |= reap(a, now);
         changed |= probe(a, now);
+        changed |= agent_images_poll(a, now); /* a new image list goes out at once */
         /* The tasks of one reply start side by side and are reported
          * together, once each runs or has failed with its reason. */
         bool hold = open_starts(a, start_fds, now, &starting_since_ms) &&
@@ -340,8 +342,10 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         size_t starting = open_starts(a, start_fds, now, &starting_since_ms);
         if (starting && a->registered && now - starting_since_ms < START_HOLD_MS)
             wait = START_HOLD_MS - (now - starting_since_ms);
-        if (agent_wake_wait(s.wake, wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS, start_fds,
-                            starting) &&
+        size_t nfds = starting;
+        if (agent_images_fd(a) >= 0)
+            start_fds[nfds++] = agent_images_fd(a);
+        if (agent_wake_wait(s.wake, wait < LOOP_TICK_MS ? wait : LOOP_TICK_MS, start_fds, nfds) &&
             a->registered) {
             /* the server has something for us: do what its answer carried
              * now, and heartbeat (once those tasks run) for the rest */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,12 +20,41 @@
 
 /* Most bytes read from `RUNTIME images` or a failed pull. */
 #define RUNTIME_OUTPUT_MAX (256 * 1024)
+/* How much nicer than the agent an image listing runs. */
+#define LISTING_NICE 10
 /* A label filter: the prefix and an agent's work dir. */
 #define PATH_MAX_LABEL 4200
 
+/* "<node>-<hash of the work dir>": what makes this agent's container names
+ * its own on a machine that runs other agents (of this cluster or another). */
+static char container_scope[AGENT_CONTAINER_NODE_MAX + 16];
+
+void agent_container_set_scope(const char *node_name, const char *work_dir)
+{
+    /* FNV-1a: stable across runs and builds, so a restarted agent's names
+     * are the names its last run used */
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = work_dir ? work_dir : ""; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    char node[AGENT_CONTAINER_NODE_MAX + 1];
+    size_t n = 0;
+    for (const char *p = node_name ? node_name : ""; *p && n < AGENT_CONTAINER_NODE_MAX; p++) {
+        char c = *p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '.' || c == '-';
+        node[n++] = ok ? c : '_';
+    }
+    node[n] = '\0';
+    snprintf(container_scope, sizeof container_scope, "%s%s%08" PRIx32, node, n ? "-" : "",
+             (uint32_t)(h ^ (h >> 32)));
+}
+
 void agent_container_name(int64_t job_id, int64_t attempt, char *out, size_t size)
 {
-    snprintf(out, size, "tide-%" PRId64 "-%" PRId64, job_id, attempt);
+    if (container_scope[0])
+        snprintf(out, size, "tide-%s-%" PRId64 "-%" PRId64, container_scope, job_id, attempt);
+    else
+        snprintf(out, size, "tide-%" PRId64 "-%" PRId64, job_id, attempt);
 }
 
 /* A growing argv; a failed allocation is remembered and reported at the end. */
@@ -320,36 +350,49 @@ void agent_container_remove(const char *runtime, const char *name)
     run_detached(argv);
 }
 
-/* True when program runs (`PROGRAM --version` exits 0). */
-static bool runs(const char *program)
+bool agent_container_on_path(const char *program)
 {
-    char *argv[] = {(char *)program, "--version", NULL};
-    return run_capture(argv, NULL) == 0;
+    if (!program || !*program)
+        return false;
+    if (strchr(program, '/'))
+        return access(program, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char full[4096];
+        /* an empty entry is the current directory */
+        int w = snprintf(full, sizeof full, "%.*s%s%s", (int)len, len ? p : ".", "/", program);
+        struct stat st;
+        if (w > 0 && (size_t)w < sizeof full && access(full, X_OK) == 0 && stat(full, &st) == 0 &&
+            S_ISREG(st.st_mode))
+            return true;
+        if (!end)
+            return false;
+        p = end + 1;
+    }
 }
 
 const char *agent_container_runtime_find(const char *given)
 {
     if (given)
-        return runs(given) ? given : NULL;
-    if (runs("podman"))
+        return agent_container_on_path(given) ? given : NULL;
+    if (agent_container_on_path("podman"))
         return "podman";
-    if (runs("docker"))
+    if (agent_container_on_path("docker"))
         return "docker";
     return NULL;
 }
 
-char **agent_container_images(const char *runtime, size_t max)
+char **agent_container_images_parse(const char *text, size_t max)
 {
-    char *argv[] = {(char *)runtime, "images", "--format", "{{.Repository}}:{{.Tag}}", NULL};
-    char *text = NULL;
-    if (run_capture(argv, &text) != 0 || !text) {
-        free(text);
-        return NULL;
-    }
-    char **names = calloc(max + 1, sizeof *names);
+    char *copy = strdup(text ? text : "");
+    char **names = copy ? calloc(max + 1, sizeof *names) : NULL;
     size_t n = 0;
     char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); names && line && n < max;
+    for (char *line = names ? strtok_r(copy, "\n", &save) : NULL; line && n < max;
          line = strtok_r(NULL, "\n", &save)) {
         if (!*line || strstr(line, "<none>"))
             continue; /* untagged layers are no image a job can name */
@@ -360,8 +403,60 @@ char **agent_container_images(const char *runtime, size_t max)
         }
         n++;
     }
+    free(copy);
+    return names;
+}
+
+char **agent_container_images(const char *runtime, size_t max)
+{
+    char *argv[] = {(char *)runtime, "images", "--format", "{{.Repository}}:{{.Tag}}", NULL};
+    char *text = NULL;
+    if (run_capture(argv, &text) != 0 || !text) {
+        free(text);
+        return NULL;
+    }
+    char **names = agent_container_images_parse(text, max);
     free(text);
     return names;
+}
+
+pid_t agent_container_images_spawn(const char *runtime, int *fd)
+{
+    *fd = -1;
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0)
+        return -1;
+    char *argv[] = {(char *)runtime, "images", "--format", "{{.Repository}}:{{.Tag}}", NULL};
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* background work: the agent's loop and its tasks go first (an
+         * agent starting beside others would otherwise share the CPU with
+         * every one's runtime) */
+        errno = 0;
+        int prio = getpriority(PRIO_PROCESS, 0);
+        if (errno == 0)
+            setpriority(PRIO_PROCESS, 0, prio + LISTING_NICE > 19 ? 19 : prio + LISTING_NICE);
+        int null_fd = open("/dev/null", O_RDWR);
+        if (null_fd >= 0) {
+            dup2(null_fd, 0);
+            dup2(null_fd, 2); /* warnings are no image names */
+        }
+        dup2(pipefd[1], 1);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    if (pid < 0 || fcntl(pipefd[0], F_SETFL, O_NONBLOCK) != 0) {
+        close(pipefd[0]);
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        }
+        return -1;
+    }
+    *fd = pipefd[0];
+    return pid;
 }
 
 int agent_container_remove_leftovers(const char *runtime, const char *owner)

@@ -13,9 +13,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
-/* Longest container name: "tide-<job>-<attempt>". */
-#define AGENT_CONTAINER_NAME_MAX 64
+/* Most characters of the node name in a container name. */
+#define AGENT_CONTAINER_NODE_MAX 24
+/* Longest container name: "tide-<node>-<8 hex>-<job>-<attempt>". */
+#define AGENT_CONTAINER_NAME_MAX 96
 
 /* What `RUNTIME run` needs beyond the task spec. */
 struct agent_container_run {
@@ -40,7 +43,18 @@ struct agent_container_run {
     const char *user;     /* --user=UID:GID, the job's user (run_as.h); NULL: the image's */
 };
 
-/* "tide-<job>-<attempt>" into out (at least AGENT_CONTAINER_NAME_MAX bytes). */
+/* Makes this process's container names its own: "tide-<node>-<hash>-",
+ * node_name with characters a runtime refuses in a name made '_' and cut to
+ * AGENT_CONTAINER_NODE_MAX, and 8 hex digits of a hash of work_dir (the
+ * agent's absolute work dir). Two agents on one machine (of one cluster or
+ * of two) have different work dirs, so their names never collide, even
+ * with the same node name and job ids; a restarted agent gets its last
+ * run's names back. Call once at start, before any task. */
+void agent_container_set_scope(const char *node_name, const char *work_dir);
+
+/* "tide-<node>-<hash>-<job>-<attempt>" into out (at least
+ * AGENT_CONTAINER_NAME_MAX bytes); "tide-<job>-<attempt>" before any
+ * agent_container_set_scope. */
 void agent_container_name(int64_t job_id, int64_t attempt, char *out, size_t size);
 
 /* The argv of `RUNTIME run --rm --name NAME --init --network host ...
@@ -52,9 +66,15 @@ void agent_container_name(int64_t job_id, int64_t attempt, char *out, size_t siz
 char **agent_container_argv(const struct agent_container_run *r);
 void agent_container_argv_free(char **argv);
 
-/* The runtime to use: the given one (checked to run), else podman, else
- * docker, found on PATH; NULL when none is installed. Static string or
- * `given`. */
+/* Whether program is an executable file: itself when it holds a '/',
+ * else in a directory of PATH (what execvp would run). Runs nothing. */
+bool agent_container_on_path(const char *program);
+
+/* The runtime to use: the given one, else podman, else docker, whichever
+ * is on PATH (agent_container_on_path: a lookup, not a call, so the agent
+ * need not wait for the runtime before it registers); NULL when none is.
+ * Static string or `given`. Whether it actually runs shows at its first
+ * call (agent_images.h). */
 const char *agent_container_runtime_find(const char *given);
 
 struct agent_task_spec;
@@ -88,8 +108,22 @@ void agent_container_remove(const char *runtime, const char *name);
 
 /* The images this node holds ("repo:tag" lines of `RUNTIME images`), as a
  * new NULL-terminated array of at most max names (agent_container_argv_free
- * frees it); NULL when the runtime could not be asked. */
+ * frees it); NULL when the runtime could not be asked. Blocking: for
+ * start-up after prewarming; the agent's loop uses the spawn below. */
 char **agent_container_images(const char *runtime, size_t max);
+
+/* Starts `RUNTIME images --format {{.Repository}}:{{.Tag}}` in the
+ * background, 10 nicer than the caller: its stdout is the read end put in *fd (non-blocking,
+ * close-on-exec; the caller reads it to EOF and closes it), its stderr
+ * discarded, and it exits 127 when the runtime cannot be run. Returns the
+ * child's pid for the caller to reap, or -1 (*fd -1) when it could not
+ * start. */
+pid_t agent_container_images_spawn(const char *runtime, int *fd);
+
+/* The image names in text (lines of `RUNTIME images`; empty lines and
+ * untagged "<none>" ones left out), as a new NULL-terminated array of at
+ * most max (agent_container_argv_free frees it); NULL when out of memory. */
+char **agent_container_images_parse(const char *text, size_t max);
 
 /* Makes sure image is here: pulls it unless the runtime already has it.
  * image may be any reference the runtime pulls, including

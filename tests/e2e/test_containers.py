@@ -4,7 +4,11 @@ its output is the job's log; cancel and max_runtime stop the container and
 leave none behind; a job without an image is still a bare process; agents
 report the images they hold and placement prefers a node that holds the
 job's image; an agent prewarms an image before registering; the start
-events and /metrics count cache hits and misses.
+events and /metrics count cache hits and misses; an agent registers and
+runs containers while its runtime is still listing images, and a listing
+that hangs stalls nothing; two clusters on one machine run the same job
+ids in containers side by side, and a restarted agent removes only its own
+leftovers.
 
 No registry is needed: the test builds a tiny image from Debian's
 busybox-static (`podman import` of a tarball) into a storage of its own
@@ -83,6 +87,13 @@ def containers(name):
     return [line for line in out.split() if line]
 
 
+def named(names, agent_name, job_id, attempt=1):
+    """Whether names has agent agent_name's container for job_id.attempt:
+    tide-<node>-<8 hex of its work dir>-<job>-<attempt>."""
+    want = re.compile(rf"^tide-{re.escape(agent_name)}-[0-9a-f]{{8}}-{job_id}-{attempt}$")
+    return any(want.match(n) for n in names)
+
+
 def events(c, job_id):
     return c.api("GET", f"/v1/events?job={job_id}")["events"]
 
@@ -92,8 +103,19 @@ def metric(c, name):
     return int(m.group(1)) if m else None
 
 
+def images_reported(c, name):
+    """Waits until agent name has listed its images (it registers before
+    the list is in: agent_images.h) and heartbeated since, so the server
+    knows them."""
+    wait_until(lambda: re.search(r" holds \d+ image", c.log(f"agent-{name}")), 60,
+               what=f"agent {name}'s images listed")
+    seen = c.node(name)["last_heartbeat"]
+    wait_until(lambda: c.node(name)["last_heartbeat"] > seen, 30, what=f"a heartbeat of {name}")
+
+
 def agent(c, name, extra=()):
     c.start_agent(name, extra=extra, env=storage_env(name))
+    images_reported(c, name)
 
 
 def test_a_containerised_job_runs_in_its_image_with_gpus_env_and_checkpoint_dir():
@@ -146,13 +168,12 @@ def test_cancel_and_max_runtime_stop_the_container_and_leave_none():
         agent(c, "c2")
         j = c.submit(image=IMAGE, command=["sh", "-c", "echo up; sleep 300"], gpus=1)
         c.wait_state(j["id"], "running", timeout=60)
-        name = f"tide-{j['id']}-1"
-        wait_until(lambda: name in containers("c2"), 30, what="the container running")
+        wait_until(lambda: named(containers("c2"), "c2", j["id"]), 30, what="the container running")
         wait_until(lambda: "up" in c.logs(j["id"]), 30, what="its output")
         c.api("DELETE", f"/v1/jobs/{j['id']}")
         final = c.wait_final([j["id"]], timeout=60)[j["id"]]
         assert final["state"] == "cancelled", final
-        wait_until(lambda: name not in containers("c2"), 30, what="the container gone")
+        wait_until(lambda: not named(containers("c2"), "c2", j["id"]), 30, what="the container gone")
         # a command that ignores SIGTERM is killed after the grace, container and all
         t = c.submit(image=IMAGE, max_runtime=2, gpus=1,
                      command=["sh", "-c", "trap '' TERM; echo stubborn; while true; do sleep 1; done"])
@@ -164,16 +185,16 @@ def test_cancel_and_max_runtime_stop_the_container_and_leave_none():
         # monitor keeps the container: the agent's next start removes it
         k = c.submit(image=IMAGE, command=["sh", "-c", "sleep 300"], gpus=1)
         c.wait_state(k["id"], "running", timeout=60)
-        wait_until(lambda: f"tide-{k['id']}-1" in containers("c2"), 30, what="its container")
+        wait_until(lambda: named(containers("c2"), "c2", k["id"]), 30, what="its container")
         c.kill_agent("c2")
         time.sleep(1)
-        assert f"tide-{k['id']}-1" in containers("c2"), "the container outlived its agent"
+        assert named(containers("c2"), "c2", k["id"]), "the container outlived its agent"
         agent(c, "c2")  # the node may still look ready: wait for the new agent's word
         # The restarted agent kills what its last run left (leftovers.c finds
         # the container's processes by their TIDE_WORK_DIR) and removes the
         # container (agent_images.c); either way it is gone. Its job,
         # requeued, may be running again already: as attempt 2.
-        wait_until(lambda: f"tide-{k['id']}-1" not in containers("c2"), 30,
+        wait_until(lambda: not named(containers("c2"), "c2", k["id"]), 30,
                    what="the restarted agent removing the leftover")
 
 
@@ -260,6 +281,120 @@ def test_a_pool_prewarms_its_images_on_every_new_node():
                 os.environ[k] = v
 
 
+def containers_of(store, c, agent_name):
+    """Names of the containers agent agent_name of cluster c made (label
+    tide.agent = its work dir) in store's storage."""
+    work = os.path.realpath(os.path.join(c.dir, "agents", agent_name))
+    out = podman(store, "ps", "--all", "--filter", f"label=tide.agent={work}",
+                 "--format", "{{.Names}}").stdout
+    return [line for line in out.split() if line]
+
+
+def test_two_clusters_on_one_machine_run_the_same_job_ids_in_containers_side_by_side():
+    # one podman store, two servers, an agent named n1 in each: the same node
+    # name, job id and attempt, so only the agent's work dir tells them apart
+    give_image("shared")
+    env = storage_env("shared")
+    with Cluster(agents=0) as a, Cluster(agents=0) as b:
+        a.start_agent("n1", env=env)
+        b.start_agent("n1", env=env)
+        ja = a.submit(image=IMAGE, command=["sh", "-c", "echo up-a; sleep 300"], gpus=1)
+        jb = b.submit(image=IMAGE, command=["sh", "-c", "echo up-b; sleep 300"], gpus=1)
+        assert ja["id"] == jb["id"], (ja, jb)
+        for c, j, word in ((a, ja, "up-a"), (b, jb, "up-b")):
+            wait_until(lambda: word in c.logs(j["id"]) or c.job(j["id"])["state"] not in
+                       ("queued", "starting", "running"), 60, what=f"{word} in its log")
+            assert c.job(j["id"])["state"] == "running", (c.job(j["id"]), c.logs(j["id"]))
+        names_a, names_b = containers_of("shared", a, "n1"), containers_of("shared", b, "n1")
+        assert named(names_a, "n1", ja["id"]) and named(names_b, "n1", jb["id"]), (names_a, names_b)
+        assert not set(names_a) & set(names_b), (names_a, names_b)
+        # a's agent dies and comes back: it removes its own leftover, not b's
+        a.kill_agent("n1")
+        assert set(names_a) <= set(containers("shared")), "the container outlived its agent"
+        a.start_agent("n1", env=env)
+        wait_until(lambda: not set(names_a) & set(containers("shared")), 30,
+                   what="a's restarted agent removing its leftover")
+        assert set(names_b) <= set(containers("shared")), containers("shared")
+        assert b.job(jb["id"])["state"] == "running", b.job(jb["id"])
+        for c, j in ((a, ja), (b, jb)):
+            c.api("DELETE", f"/v1/jobs/{j['id']}")
+            c.wait_final([j["id"]], timeout=60)
+        wait_until(lambda: not containers_of("shared", b, "n1"), 30, what="b's container gone")
+
+
+HELD_RUNTIME = """#!/bin/sh
+# podman whose `images` waits (at most 120 s) while {dir}/hold exists,
+# noting in {dir}/listings when each listing starts and ends
+if [ "$1" = images ]; then
+  echo start >> {dir}/listings
+  i=0
+  while [ -e {dir}/hold ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done
+  {podman} "$@"
+  rc=$?
+  echo end >> {dir}/listings
+  exit $rc
+fi
+exec {podman} "$@"
+"""
+
+
+def test_an_agent_runs_containers_while_its_runtime_still_lists_images():
+    give_image("held")
+    d = os.path.join(TMP, "held")
+    os.makedirs(d)
+    runtime = os.path.join(d, "podman-held")
+    with open(runtime, "w") as f:
+        f.write(HELD_RUNTIME.format(dir=d, podman=PODMAN))
+    os.chmod(runtime, 0o755)
+    hold = os.path.join(d, "hold")
+
+    def listings():
+        try:
+            with open(os.path.join(d, "listings")) as f:
+                words = f.read().split()
+        except FileNotFoundError:
+            return 0, 0
+        return words.count("start"), words.count("end")
+
+    open(hold, "w").close()
+    try:
+        with Cluster(agents=0) as c:
+            # queued before the agent is there: placed as soon as it registers
+            first = c.submit(image=IMAGE, command=["echo", "early"], gpus=1)
+            c.start_agent("held", extra=["--container-runtime", runtime], env=storage_env("held"))
+            final = c.wait_final([first["id"]], timeout=90)[first["id"]]
+            assert final["state"] == "succeeded" and "early" in c.logs(first["id"]), \
+                (final, c.logs(first["id"]))
+            # it ran while the agent's first listing was still held
+            assert listings() == (1, 0), listings()
+            starting = [e for e in events(c, first["id"]) if e["kind"] == "job_starting"][0]
+            assert "image not cached" in starting["message"], starting
+            # let the listing finish: the next heartbeat tells the server
+            os.unlink(hold)
+            images_reported(c, "held")
+            second = c.submit(image=IMAGE, command=["echo", "second"], gpus=1)
+            final = c.wait_final([second["id"]], timeout=90)[second["id"]]
+            assert final["state"] == "succeeded", (final, c.logs(second["id"]))
+            starting = [e for e in events(c, second["id"]) if e["kind"] == "job_starting"][0]
+            assert ", image cached" in starting["message"], starting
+            # the refresh after a containerised start hangs now: the agent
+            # goes on heartbeating and starting tasks all the same
+            open(hold, "w").close()
+            third = c.submit(image=IMAGE, command=["echo", "third"], gpus=1)
+            c.wait_final([third["id"]], timeout=90)
+            wait_until(lambda: listings()[0] > listings()[1], 30, what="a listing held")
+            held_now = listings()
+            bare = c.submit(command=["echo", "bare"], gpus=1)
+            final = c.wait_final([bare["id"]], timeout=60)[bare["id"]]
+            assert final["state"] == "succeeded", final
+            assert listings() == held_now, (listings(), held_now)
+            os.unlink(hold)
+            wait_until(lambda: listings()[0] == listings()[1], 60, what="the listing done")
+    finally:
+        if os.path.exists(hold):
+            os.unlink(hold)
+
+
 def cleanup():
     for name in os.listdir(TMP):
         if name.startswith("store-"):
@@ -282,6 +417,8 @@ if __name__ == "__main__":
             test_placement_prefers_the_node_holding_the_image_and_counts_misses,
             test_an_agent_prewarms_its_image_before_registering,
             test_a_pool_prewarms_its_images_on_every_new_node,
+            test_two_clusters_on_one_machine_run_the_same_job_ids_in_containers_side_by_side,
+            test_an_agent_runs_containers_while_its_runtime_still_lists_images,
         ])
     finally:
         cleanup()

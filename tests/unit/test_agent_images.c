@@ -1,11 +1,14 @@
-/* Unit tests for the agent's container runtime at start (src/agent/agent_images.c),
- * against a fake runtime: a script that logs the arguments of every call. */
+/* Unit tests for the agent's container runtime at start and its image
+ * listing in the background (src/agent/agent_images.c), against a fake
+ * runtime: a script that logs the arguments of every call and lists two
+ * images once a file says it may. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +19,7 @@
 #include "agent/agent_images.h"
 #include "common/fsutil.h"
 
-static char dir[64], runtime[128], calls[128], work[128];
+static char dir[64], runtime[128], calls[128], work[128], release[128];
 
 static int setup(void **state)
 {
@@ -27,10 +30,18 @@ static int setup(void **state)
     snprintf(runtime, sizeof runtime, "%s/runtime", dir);
     snprintf(calls, sizeof calls, "%s/calls", dir);
     snprintf(work, sizeof work, "%s/work", dir);
+    snprintf(release, sizeof release, "%s/release", dir);
     FILE *f = fopen(runtime, "w");
     if (!f)
         return -1;
-    fprintf(f, "#!/bin/sh\necho \"$*\" >> %s\n", calls);
+    /* `images` waits (at most 20 s) until the release file exists */
+    fprintf(f,
+            "#!/bin/sh\necho \"$*\" >> %s\n"
+            "if [ \"$1\" = images ]; then\n"
+            "  i=0; while [ ! -e %s ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\n"
+            "  printf 'localhost/a:1\\n<none>:<none>\\nlocalhost/b:2\\n'\n"
+            "fi\n",
+            calls, release);
     fclose(f);
     return chmod(runtime, 0755) == 0 && mkdir(work, 0700) == 0 ? 0 : -1;
 }
@@ -43,54 +54,195 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-/* Starts the images part of an agent on work with the fake runtime and
- * returns what the runtime was asked (a new string). */
-static char *start_and_read_calls(void)
+static struct agent_opts opts;
+static struct agent a;
+
+/* Starts the images part of an agent on work with runtime (NULL: found on
+ * PATH). */
+static void start(const char *with)
 {
-    static struct agent_opts opts;
-    static struct agent a;
     memset(&opts, 0, sizeof opts);
     memset(&a, 0, sizeof a);
-    opts.container_runtime = runtime;
+    opts.container_runtime = (char *)with;
+    opts.name = (char *)"node-1";
     a.opts = &opts;
     a.work_dir = work;
     unlink(calls);
     agent_images_start(&a, 1);
-    assert_non_null(a.container_runtime);
-    agent_images_release(&a);
+}
+
+/* Polls the listing as the agent's loop does until a list is taken or it
+ * has ended; whether a list was taken. */
+static bool wait_listing(void)
+{
+    for (int i = 0; i < 400; i++) {
+        struct pollfd p = {.fd = agent_images_fd(&a), .events = POLLIN};
+        poll(&p, p.fd >= 0 ? 1 : 0, 50);
+        if (agent_images_poll(&a, 2))
+            return true;
+        if (a.images_pid <= 0)
+            return false;
+    }
+    return false;
+}
+
+/* What the runtime was asked so far (a new string, "" when nothing). */
+static char *read_calls(void)
+{
     char *text = NULL;
     size_t len = 0;
-    assert_int_equal(fs_read_file(calls, 1 << 16, &text, &len), 0);
+    if (fs_read_file(calls, 1 << 16, &text, &len) != 0)
+        return strdup("");
     return text;
+}
+
+static void touch_release(void)
+{
+    FILE *f = fopen(release, "w");
+    assert_non_null(f);
+    fclose(f);
 }
 
 static void test_a_work_dir_that_never_ran_a_task_asks_for_no_leftover_containers(void **state)
 {
     (void)state;
-    char *text = start_and_read_calls();
-    assert_non_null(strstr(text, "--version"));
+    touch_release();
+    start(runtime);
+    assert_non_null(a.container_runtime);
+    assert_true(wait_listing());
+    char *text = read_calls();
     assert_non_null(strstr(text, "images"));
     assert_null(strstr(text, "ps "));
     free(text);
+    agent_images_release(&a);
+}
+
+static void test_an_empty_jobs_dir_as_the_agent_makes_it_asks_for_no_leftovers(void **state)
+{
+    (void)state;
+    char jobs[160];
+    snprintf(jobs, sizeof jobs, "%s/jobs", work);
+    assert_int_equal(mkdir(jobs, 0711), 0);
+    touch_release();
+    start(runtime);
+    assert_true(wait_listing());
+    char *text = read_calls();
+    assert_null(strstr(text, "ps "));
+    free(text);
+    agent_images_release(&a);
+    assert_int_equal(rmdir(jobs), 0);
 }
 
 static void test_a_work_dir_with_jobs_has_its_leftover_containers_looked_for(void **state)
 {
     (void)state;
-    char jobs[160], want[200];
+    char jobs[160], job[200], want[200];
     snprintf(jobs, sizeof jobs, "%s/jobs", work);
+    snprintf(job, sizeof job, "%s/jobs/7", work);
     assert_int_equal(mkdir(jobs, 0711), 0);
-    char *text = start_and_read_calls();
+    assert_int_equal(mkdir(job, 0700), 0);
+    touch_release();
+    start(runtime);
+    /* before agent_images_start returns, not in the background */
+    char *text = read_calls();
     snprintf(want, sizeof want, "ps --all --quiet --filter label=tide.agent=%s", work);
     assert_non_null(strstr(text, want));
     free(text);
+    agent_images_release(&a);
+    assert_int_equal(rmdir(job), 0);
+    assert_int_equal(rmdir(jobs), 0);
+}
+
+static void test_the_images_are_listed_in_the_background_and_reported_once_in(void **state)
+{
+    (void)state;
+    unlink(release);
+    start(runtime);
+    /* start returned with the runtime still held in `images` */
+    assert_non_null(a.container_runtime);
+    assert_true(agent_images_fd(&a) >= 0);
+    assert_null(agent_images_json(&a)); /* not known yet: no list sent */
+    assert_false(agent_images_poll(&a, 2));
+    touch_release();
+    assert_true(wait_listing());
+    assert_int_equal(agent_images_fd(&a), -1);
+    json_t *list = agent_images_json(&a);
+    assert_non_null(list);
+    assert_int_equal(json_array_size(list), 2);
+    assert_string_equal(json_string_value(json_array_get(list, 0)), "localhost/a:1");
+    assert_string_equal(json_string_value(json_array_get(list, 1)), "localhost/b:2");
+    json_decref(list);
+    /* not due again for a while; then again in the background, and the
+     * same list is no news (no heartbeat asked for) but still the list */
+    agent_images_refresh(&a, 3);
+    assert_int_equal(a.images_pid, 0);
+    agent_images_refresh(&a, 1 + AGENT_IMAGES_REFRESH_MS);
+    assert_true(a.images_pid > 0);
+    assert_false(wait_listing());
+    assert_int_equal(a.images_pid, 0);
+    assert_int_equal(a.images_at_ms, 1 + AGENT_IMAGES_REFRESH_MS);
+    list = agent_images_json(&a);
+    assert_int_equal(json_array_size(list), 2);
+    json_decref(list);
+    agent_images_release(&a);
+}
+
+static void test_the_runtime_is_found_on_path_without_being_run(void **state)
+{
+    (void)state;
+    char podman[160];
+    snprintf(podman, sizeof podman, "%s/podman", dir);
+    assert_int_equal(symlink(runtime, podman), 0);
+    const char *saved = getenv("PATH");
+    char *old = saved ? strdup(saved) : NULL;
+    setenv("PATH", dir, 1);
+    unlink(release);
+    start(NULL);
+    assert_non_null(a.container_runtime);
+    assert_string_equal(a.container_runtime, "podman");
+    agent_images_release(&a); /* kills the listing before it could ask */
+    char *text = read_calls();
+    assert_null(strstr(text, "--version"));
+    free(text);
+    if (old)
+        setenv("PATH", old, 1);
+    free(old);
+    unlink(podman);
+}
+
+static void test_a_given_runtime_that_does_not_run_is_dropped_with_its_first_call(void **state)
+{
+    (void)state;
+    char broken[160];
+    snprintf(broken, sizeof broken, "%s/broken", dir);
+    FILE *f = fopen(broken, "w");
+    assert_non_null(f);
+    fprintf(f, "#!%s/no-such-interpreter\n", dir);
+    fclose(f);
+    assert_int_equal(chmod(broken, 0755), 0);
+    start(broken);
+    assert_non_null(a.container_runtime); /* an executable file: found */
+    assert_false(wait_listing());
+    assert_null(a.container_runtime);
+    assert_null(agent_images_json(&a));
+    agent_images_release(&a);
+    /* one that is not there at all is none from the start */
+    snprintf(broken, sizeof broken, "%s/not-there", dir);
+    start(broken);
+    assert_null(a.container_runtime);
+    assert_int_equal(agent_images_fd(&a), -1);
+    agent_images_release(&a);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_work_dir_that_never_ran_a_task_asks_for_no_leftover_containers),
+        cmocka_unit_test(test_an_empty_jobs_dir_as_the_agent_makes_it_asks_for_no_leftovers),
         cmocka_unit_test(test_a_work_dir_with_jobs_has_its_leftover_containers_looked_for),
+        cmocka_unit_test(test_the_images_are_listed_in_the_background_and_reported_once_in),
+        cmocka_unit_test(test_the_runtime_is_found_on_path_without_being_run),
+        cmocka_unit_test(test_a_given_runtime_that_does_not_run_is_dropped_with_its_first_call),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

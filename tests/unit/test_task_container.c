@@ -170,6 +170,36 @@ static void test_runtime_exits_125_to_127_are_start_failures(void **state)
     assert_false(agent_container_start_failure("podman", 137, why, sizeof why));
 }
 
+/* Runs last: the scope is the process's from here on. */
+static void test_container_names_are_this_agents_own_by_node_and_work_dir(void **state)
+{
+    (void)state;
+    char a1[AGENT_CONTAINER_NAME_MAX], a2[AGENT_CONTAINER_NAME_MAX], b[AGENT_CONTAINER_NAME_MAX];
+    agent_container_set_scope("gpu node/1", "/srv/tide-a");
+    agent_container_name(7, 2, a1, sizeof a1);
+    /* characters a runtime refuses become '_', then 8 hex digits */
+    assert_int_equal(strncmp(a1, "tide-gpu_node_1-", 16), 0);
+    assert_int_equal(strlen(a1), strlen("tide-gpu_node_1-01234567-7-2"));
+    assert_string_equal(a1 + 24, "-7-2");
+    for (int i = 16; i < 24; i++)
+        assert_non_null(strchr("0123456789abcdef", a1[i]));
+    /* the same agent started again: the same name */
+    agent_container_set_scope("gpu node/1", "/srv/tide-a");
+    agent_container_name(7, 2, a2, sizeof a2);
+    assert_string_equal(a1, a2);
+    /* another agent with the same node name (another cluster): another name */
+    agent_container_set_scope("gpu node/1", "/srv/tide-b");
+    agent_container_name(7, 2, b, sizeof b);
+    assert_string_not_equal(a1, b);
+    /* a long node name is cut; the whole name still fits */
+    agent_container_set_scope("a-very-long-node-name-that-goes-on-and-on-and-on", "/w");
+    agent_container_name(INT64_MAX, INT64_MAX, b, sizeof b);
+    assert_int_equal(strncmp(b, "tide-a-very-long-node-name-th-", 30), 0);
+    char want[64];
+    snprintf(want, sizeof want, "-%lld-%lld", (long long)INT64_MAX, (long long)INT64_MAX);
+    assert_string_equal(b + strlen(b) - strlen(want), want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +207,7 @@ int main(void)
         cmocka_unit_test(test_runtime_exits_125_to_127_are_start_failures),
         cmocka_unit_test_setup_teardown(
             test_gpus_are_device_nodes_when_they_exist_and_none_for_fake_gpus, setup, teardown),
+        cmocka_unit_test(test_container_names_are_this_agents_own_by_node_and_work_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
