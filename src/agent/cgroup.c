@@ -467,7 +467,8 @@ int agent_cgroup_remove(struct agent_cgroup *g)
     if (!g || g->removed)
         return 0;
     agent_cgroup_close_procs(g);
-    kill_members(g->path);
+    /* an empty group (the common end: its leader reaped, its process
+     * group killed) goes with one rmdir; remove_dir kills what is left */
     int e = remove_dir(g->path);
     if (e != 0)
         return TIDE_EIO;
