@@ -119,9 +119,11 @@ int agent_run_as_enter(const struct agent_run_as *r)
     if (!r || !r->change)
         return 0;
     /* System calls, not libc's setgroups/setgid/setuid: in a process with
-     * threads those make every thread switch, and the child of a vfork
-     * shares the agent's list of threads, so the agent itself would. The
-     * kernel's calls change only the calling process (the child). */
+     * threads those switch every thread, taking a lock of libc's and
+     * marking each thread's descriptor first, and the child of a vfork
+     * shares the agent's memory, so it would take the agent's lock and
+     * write on its threads. The kernel's calls change the calling process
+     * (the child) and touch nothing else. */
     if (syscall(RUN_AS_SYS_SETGROUPS, (size_t)r->ngroups, r->groups) != 0)
         return errno;
     if (syscall(RUN_AS_SYS_SETRESGID, r->gid, r->gid, r->gid) != 0)

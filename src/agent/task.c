@@ -338,8 +338,12 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
         fail_start(t, why);
         return 0;
     }
-    /* no setpgid(pid, pid) from here: vfork returns once the child has
-     * exec'd or exited, and it made its group first thing */
+    /* the child made its group first thing, and vfork returns after its
+     * exec; but where vfork is a plain fork (under valgrind, say) it may
+     * not have yet: set here too, so a stop that comes before the child
+     * runs still reaches the whole group. EACCES: the child has exec'd */
+    if (setpgid(pid, pid) != 0 && errno != EACCES && errno != ESRCH)
+        log_warn("job %" PRId64 ": setpgid: %s", t->job_id, strerror(errno));
     t->pid = pid;
     t->started_ms = now_ms;
     t->start_fd = report[0];
