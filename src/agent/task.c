@@ -277,8 +277,8 @@ static pid_t start_child(const struct child_args *a)
     return pid;
 }
 
-/* Starts the child; on return t is running (and starting: its child answers through
- * t->start_fd) or exited with `start failed`. */
+/* Starts the child; on return t is running (and starting: its child
+ * answers through t->start_fd) or exited with `start failed`. */
 static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const char *cwd,
                  char **envp, int64_t now_ms)
 {
