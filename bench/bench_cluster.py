@@ -29,6 +29,14 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def children_cpu_s(pid):
+    """CPU seconds (user + system) of the children pid has reaped: for an
+    agent, its tasks from fork (or vfork) to exit."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / TICK
+
+
 def pct(values, p):
     s = sorted(values)
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]

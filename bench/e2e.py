@@ -5,7 +5,8 @@ submit rate, all-started and all-done from the agents' start (ideal: the
 last wave starts at (waves-1) s and ends a second later), the start latency
 on an idle cluster (submit -> running as the server recorded both, p50/p99
 over LATENCY jobs submitted one at a time), and server and agent CPU per job
-(utime+stime from /proc). Never fails on speed.
+(utime+stime from /proc), and the agents' tasks' CPU per job (their reaped
+children's, from fork to exit). Never fails on speed.
 Usage: e2e.py TIDE_BIN [--agents N] [--jobs N] [--latency N] [--clients N]"""
 import argparse
 import os
@@ -14,7 +15,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_cluster import BenchCluster, cpu_s, pct  # noqa: E402
+from bench_cluster import BenchCluster, children_cpu_s, cpu_s, pct  # noqa: E402
 
 
 def agent_starts(c):
@@ -83,6 +84,7 @@ def main():
                                                                  "tide_scheduler_pass_seconds_sum ")))}
         run_s = time.time() - t0
         agent_cpu = sum(cpu_s(pid) for pid in c.agent_pids())
+        task_cpu = sum(children_cpu_s(pid) for pid in c.agent_pids())
         server_cpu = cpu_s(c.procs["server"].pid) - server_cpu0
         starts = [j["start_time"] for j in mine if j["start_time"]]
         ends = [j["end_time"] for j in mine if j["end_time"]]
@@ -173,7 +175,8 @@ def main():
             print(f"  start latency on an idle cluster (submit -> running, {len(lat)} jobs): "
                   f"p50 {pct(lat, 50):.0f} ms, p99 {pct(lat, 99):.0f} ms")
         print(f"  CPU per job: server {server_cpu / args.jobs * 1000:.2f} ms, "
-              f"agents {agent_cpu / args.jobs * 1000:.2f} ms (all {args.agents})")
+              f"agents {agent_cpu / args.jobs * 1000:.2f} ms (all {args.agents}), their tasks "
+              f"{task_cpu / args.jobs * 1000:.2f} ms (fork to exit, `sleep` included)")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 /*
  * What cgroup v1 and v2 share (cgroup.h): detecting which one the machine
  * offers, parsing /proc/self/cgroup and mountinfo, and the life of one
- * task's group (create, join between fork and exec, empty, remove).
+ * task's group (create, join between vfork and exec, empty, remove).
  */
 #include "agent/cgroup.h"
 
@@ -414,7 +414,7 @@ int agent_cgroup_create(const struct agent_cgroups *cg, int64_t job_id, int64_t 
         tide_err_set(err, rc, NULL, "cgroup %s: %s", g->path, why);
     } else {
         char procs[PATH_MAX];
-        snprintf(procs, sizeof procs, "%s/cgroup.procs", g->path);
+        snprintf(procs, sizeof procs, "%s/%s", g->path, cg->ops->join_file);
         g->procs_fd = open(procs, O_WRONLY | O_CLOEXEC);
         if (g->procs_fd < 0)
             rc = tide_err_set(err, TIDE_EIO, NULL, "cannot open %s: %s", procs, strerror(errno));
@@ -431,19 +431,12 @@ int agent_cgroup_create(const struct agent_cgroups *cg, int64_t job_id, int64_t 
 
 int agent_cgroup_join(int procs_fd)
 {
-    char digits[24], buf[24];
-    size_t nd = 0;
-    unsigned long pid = (unsigned long)getpid();
-    do {
-        digits[nd++] = (char)('0' + pid % 10);
-        pid /= 10;
-    } while (pid && nd < sizeof digits);
-    for (size_t i = 0; i < nd; i++)
-        buf[i] = digits[nd - 1 - i];
-    ssize_t w = write(procs_fd, buf, nd);
+    /* "0" is the writer itself: in v1's tasks file that is what lets the
+     * kernel skip its lock on all thread groups */
+    ssize_t w = write(procs_fd, "0", 1);
     if (w < 0)
         return -errno;
-    return (size_t)w == nd ? 0 : -EIO;
+    return w == 1 ? 0 : -EIO;
 }
 
 void agent_cgroup_close_procs(struct agent_cgroup *g)
@@ -467,7 +460,8 @@ int agent_cgroup_remove(struct agent_cgroup *g)
     if (!g || g->removed)
         return 0;
     agent_cgroup_close_procs(g);
-    kill_members(g->path);
+    /* an empty group (the common end: its leader reaped, its process
+     * group killed) goes with one rmdir; remove_dir kills what is left */
     int e = remove_dir(g->path);
     if (e != 0)
         return TIDE_EIO;

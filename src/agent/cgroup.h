@@ -43,6 +43,12 @@ struct agent_cgroup_ops {
      * at path; leader_signal is the signal that ended the task's first
      * process (0 if it exited), for kernels that keep no OOM-kill count. */
     int (*oom_killed)(const char *path, int leader_signal, bool *killed);
+    /* The file of a group that a task's child writes "0" (itself) to, to
+     * join it: v1's `tasks`, which moves the one thread without the
+     * kernel's global lock on every thread group (whose taking can wait
+     * out an RCU grace period, milliseconds, while the agent waits on the
+     * vfork); v2's `cgroup.procs`. */
+    const char *join_file;
 };
 
 extern const struct agent_cgroup_ops agent_cgroup_v2_ops;
@@ -74,14 +80,14 @@ void agent_cgroups_detect_from(struct agent_cgroups *cg, const char *proc_cgroup
 struct agent_cgroup {
     const struct agent_cgroups *site;
     char *path;
-    int procs_fd;        /* its cgroup.procs, open until the child has joined; -1 after */
+    int procs_fd;        /* its ops->join_file, open until the child has joined; -1 after */
     bool memory_limited; /* a memory limit was applied */
     int64_t memory_mib;
     bool removed;
 };
 
 /* Creates the group `<prefix><job>-<attempt>` under cg->dir with lim
- * applied and its cgroup.procs open for agent_cgroup_join. A leftover group
+ * applied and its join file open for agent_cgroup_join. A leftover group
  * of the same name is emptied and replaced. Returns 0 with a new group in
  * *out (agent_cgroup_destroy frees it), or a TIDE_E* code with err saying
  * what failed; nothing is left behind then. */
@@ -89,12 +95,12 @@ int agent_cgroup_create(const struct agent_cgroups *cg, int64_t job_id, int64_t 
                         const struct agent_cgroup_limits *lim, struct agent_cgroup **out,
                         struct tide_err *err);
 
-/* Moves the calling process into the group through procs_fd. Only
- * async-signal-safe calls: meant for a child between fork and exec.
- * 0 or -errno. */
+/* Moves the calling process, which must have a single thread, into the
+ * group through procs_fd. One write: meant for a child between (v)fork and
+ * exec. 0 or -errno. */
 int agent_cgroup_join(int procs_fd);
 
-/* Closes procs_fd in the agent once the child has been forked. */
+/* Closes procs_fd in the agent once the child has been started. */
 void agent_cgroup_close_procs(struct agent_cgroup *g);
 
 /* Whether the kernel's OOM killer ended a process of the group (false when

@@ -96,4 +96,5 @@ const struct agent_cgroup_ops agent_cgroup_v1_ops = {
     .check = v1_check,
     .set_limits = v1_set_limits,
     .oom_killed = v1_oom_killed,
+    .join_file = "tasks",
 };

@@ -109,4 +109,5 @@ const struct agent_cgroup_ops agent_cgroup_v2_ops = {
     .check = v2_check,
     .set_limits = v2_set_limits,
     .oom_killed = v2_oom_killed,
+    .join_file = "cgroup.procs",
 };

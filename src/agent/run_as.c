@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The dedicated user docs/agent.md tells operators to create. */
@@ -102,18 +103,35 @@ int agent_run_as_resolve(const struct agent_opts *o, const char *requested, stru
     return 0;
 }
 
+/* The kernel's calls for 32-bit ids (the plain ones on 64-bit machines). */
+#ifdef SYS_setresuid32
+#define RUN_AS_SYS_SETGROUPS SYS_setgroups32
+#define RUN_AS_SYS_SETRESGID SYS_setresgid32
+#define RUN_AS_SYS_SETRESUID SYS_setresuid32
+#else
+#define RUN_AS_SYS_SETGROUPS SYS_setgroups
+#define RUN_AS_SYS_SETRESGID SYS_setresgid
+#define RUN_AS_SYS_SETRESUID SYS_setresuid
+#endif
+
 int agent_run_as_enter(const struct agent_run_as *r)
 {
     if (!r || !r->change)
         return 0;
-    if (setgroups((size_t)r->ngroups, r->groups) != 0)
+    /* System calls, not libc's setgroups/setgid/setuid: in a process with
+     * threads those switch every thread, taking a lock of libc's and
+     * marking each thread's descriptor first, and the child of a vfork
+     * shares the agent's memory, so it would take the agent's lock and
+     * write on its threads. The kernel's calls change the calling process
+     * (the child) and touch nothing else. */
+    if (syscall(RUN_AS_SYS_SETGROUPS, (size_t)r->ngroups, r->groups) != 0)
         return errno;
-    if (setgid(r->gid) != 0)
+    if (syscall(RUN_AS_SYS_SETRESGID, r->gid, r->gid, r->gid) != 0)
         return errno;
-    if (setuid(r->uid) != 0)
+    if (syscall(RUN_AS_SYS_SETRESUID, r->uid, r->uid, r->uid) != 0)
         return errno;
     /* a switch that left a way back to root is no switch */
-    if (r->uid != 0 && (setuid(0) == 0 || geteuid() == 0))
+    if (r->uid != 0 && (syscall(RUN_AS_SYS_SETRESUID, 0, 0, 0) == 0 || geteuid() == 0))
         return EPERM;
     return 0;
 }

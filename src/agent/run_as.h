@@ -1,5 +1,5 @@
 /*
- * Which user a task runs as, and switching to it in the child between fork
+ * Which user a task runs as, and switching to it in the child between vfork
  * and exec. An agent running as root runs each job as an unprivileged user:
  * the job's own `user` when the agent's --allow-users lists it, else
  * --job-user, else `tide-job` where that user exists, else `nobody`. Root
@@ -39,8 +39,10 @@ bool agent_run_as_default(const struct agent_opts *o, char *out, size_t n);
 int agent_run_as_resolve(const struct agent_opts *o, const char *requested, struct agent_run_as *r,
                          char *why, size_t why_n);
 
-/* In the child: drops to r's user (groups, gid, uid, each checked, and a
- * check that root cannot be regained). Async-signal-safe. 0 or an errno. */
+/* In the child: drops to r's user (groups, gid, uid: real, effective and
+ * saved, each checked, and a check that root cannot be regained). Raw
+ * system calls only, so it is safe in a vfork child of a threaded agent
+ * (it changes the calling process alone). 0 or an errno. */
 int agent_run_as_enter(const struct agent_run_as *r);
 
 #endif

@@ -1,7 +1,14 @@
 /*
- * Starting, stopping and reaping one task (task.h). Everything the child
- * needs is prepared before fork, because after fork in a process that may
- * have threads (libcurl's resolver) only async-signal-safe calls are safe.
+ * Starting, stopping and reaping one task (task.h). The child is made with
+ * vfork: it borrows the agent's address space until its exec instead of
+ * copying the page tables (and throwing the copy away at exec), which was
+ * most of the agent's CPU per task. So everything the child needs is
+ * prepared before, and the child itself (child_run) writes nothing of the
+ * parent's memory but its own stack frames and errno (the suspended
+ * thread's), takes no lock, allocates nothing and calls only
+ * async-signal-safe functions or raw system calls. No parent signal handler
+ * can run in it: every signal is blocked around the vfork and the child
+ * puts each caught one back to its default before it unblocks.
  */
 #include "agent/task.h"
 
@@ -9,6 +16,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -65,6 +73,23 @@ static void log_append_line(const char *path, const char *line)
     if (w < 0 || (size_t)w != len)
         log_warn("log %s: short write", path);
     close(fd);
+}
+
+/* Makes sure the directory at path exists: one mkdir when its parent does
+ * (every start but the first), the whole chain (mode) otherwise. *made is
+ * true when that one mkdir created it. 0 or -errno. */
+static int ensure_dir(const char *path, mode_t mode, bool *made)
+{
+    *made = false;
+    if (mkdir(path, mode) == 0) {
+        *made = true;
+        return 0;
+    }
+    if (errno == EEXIST)
+        return 0;
+    if (errno != ENOENT)
+        return -errno;
+    return fs_mkdir_p(path, mode); /* *made stays false: it may have raced */
 }
 
 /* Makes the directory at path (never a link) the run-as user's, mode 0700.
@@ -161,14 +186,43 @@ static int tide_vars(const struct agent_task_spec *spec, const struct agent_task
     return 0;
 }
 
-/* The child between fork and exec: async-signal-safe calls only. */
-static void child_run(const struct agent_task_spec *spec, const char *cwd, int log_fd, int null_fd,
-                      int report_fd, int cgroup_fd, pid_t parent, char **envp)
+/* What the child needs, prepared by the parent; the child only reads it. */
+struct child_args {
+    const struct agent_task_spec *spec;
+    const char *cwd;
+    char **envp;
+    int log_fd, null_fd, report_fd, cgroup_fd;
+    pid_t parent;
+};
+
+/* In the child, first: every signal the agent catches goes back to its
+ * default, so no handler of the agent's can run on its memory (they come
+ * in blocked). SIGPIPE, which the agent ignores, is the task's to see. */
+static void child_reset_signals(void)
 {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction cur;
+        /* libc's own signals answer EINVAL and are left alone */
+        if (sigaction(sig, NULL, &cur) == 0 && cur.sa_handler != SIG_DFL &&
+            cur.sa_handler != SIG_IGN)
+            sigaction(sig, &dfl, NULL);
+    }
+    sigaction(SIGPIPE, &dfl, NULL);
+}
+
+/* The child between vfork and exec: see the top of this file for what it
+ * may do. */
+__attribute__((noreturn)) static void child_run(const struct child_args *a)
+{
+    const struct agent_task_spec *spec = a->spec;
     struct child_failure f = {STAGE_SETUP, 0};
+    child_reset_signals();
     setpgid(0, 0);
     /* before anything the task could allocate or fork */
-    if (cgroup_fd >= 0 && (f.err = -agent_cgroup_join(cgroup_fd)) != 0) {
+    if (a->cgroup_fd >= 0 && (f.err = -agent_cgroup_join(a->cgroup_fd)) != 0) {
         f.stage = STAGE_CGROUP;
         goto fail;
     }
@@ -179,37 +233,52 @@ static void child_run(const struct agent_task_spec *spec, const char *cwd, int l
     }
     /* the task must not outlive the agent (a node death is a kill -9);
      * after the switch, which clears this setting */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != a->parent)
         _exit(127);
+    /* the task starts with nothing blocked, whatever the agent blocks */
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    if (dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) {
+    if (dup2(a->null_fd, 0) < 0 || dup2(a->log_fd, 1) < 0 || dup2(a->log_fd, 2) < 0) {
         f.err = errno;
         goto fail;
     }
     /* descriptors the agent holds (sockets of libcurl, the guard's pipe)
      * are not the task's business */
     close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-    if (chdir(cwd) != 0) {
+    if (chdir(a->cwd) != 0) {
         f.stage = STAGE_CHDIR;
         f.err = errno;
         goto fail;
     }
-    execvpe(spec->command[0], spec->command, envp);
+    execvpe(spec->command[0], spec->command, a->envp);
     f.stage = STAGE_EXEC;
     f.err = errno;
 fail:;
-    ssize_t w = write(report_fd, &f, sizeof f);
+    ssize_t w = write(a->report_fd, &f, sizeof f);
     (void)w; /* nothing left to do if even this fails: the parent sees 127 */
     _exit(127);
 }
 
-/* Forks; on return t is running (and starting: its child answers through
- * t->start_fd) or exited with `start failed`. */
+/* vforks the child of a; the pid, or -1 with errno. This thread waits
+ * until the child has exec'd or exited; the agent's other threads run on. */
+static pid_t start_child(const struct child_args *a)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t pid = vfork();
+    if (pid == 0)
+        child_run(a);
+    /* the child shared this thread's errno: only a failed vfork's counts */
+    int e = pid < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return pid;
+}
+
+/* Starts the child; on return t is running (and starting: its child
+ * answers through t->start_fd) or exited with `start failed`. */
 static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const char *cwd,
                  char **envp, int64_t now_ms)
 {
@@ -246,11 +315,15 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
         fail_start(t, why);
         return 0;
     }
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0)
-        child_run(spec, cwd, log_fd, null_fd, report[1], t->cgroup ? t->cgroup->procs_fd : -1,
-                  parent, envp);
+    struct child_args args = {.spec = spec,
+                              .cwd = cwd,
+                              .envp = envp,
+                              .log_fd = log_fd,
+                              .null_fd = null_fd,
+                              .report_fd = report[1],
+                              .cgroup_fd = t->cgroup ? t->cgroup->procs_fd : -1,
+                              .parent = getpid()};
+    pid_t pid = start_child(&args);
     int fork_errno = errno;
     agent_cgroup_close_procs(t->cgroup);
     /* closed before anything else is forked, so only this child holds the
@@ -265,8 +338,10 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
         fail_start(t, why);
         return 0;
     }
-    /* set here too, so a stop that comes before the child runs still
-     * reaches the whole group; EACCES means the child already exec'd */
+    /* the child made its group first thing, and vfork returns after its
+     * exec; but where vfork is a plain fork (under valgrind, say) it may
+     * not have yet: set here too, so a stop that comes before the child
+     * runs still reaches the whole group. EACCES: the child has exec'd */
     if (setpgid(pid, pid) != 0 && errno != EACCES && errno != ESRCH)
         log_warn("job %" PRId64 ": setpgid: %s", t->job_id, strerror(errno));
     t->pid = pid;
@@ -412,7 +487,8 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
         goto done;
     }
-    int e = fs_mkdir_p(logs_dir, 0711);
+    bool made = false;
+    int e = ensure_dir(logs_dir, 0711, &made);
     if (e != 0) {
         rc = tide_err_set(err, TIDE_EIO, NULL, "cannot create %s: %s", logs_dir, strerror(-e));
         goto done;
@@ -421,7 +497,8 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
         fail_start(t, spec->invalid);
         goto done;
     }
-    e = fs_mkdir_p(job_dir, 0700);
+    bool job_dir_new = false;
+    e = ensure_dir(job_dir, 0700, &job_dir_new);
     if (e == 0)
         e = give_dir(job_dir, spec->run_as);
     if (e != 0) {
@@ -436,8 +513,9 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
         e != -ENOENT && e != -ENOTDIR)
         log_warn("job %" PRId64 ": cannot hand %s to its user: %s", t->job_id, spec->checkpoint_dir,
                  strerror(-e));
-    /* an earlier attempt's telemetry must not show on this one's GPUs */
-    if (t->telemetry_file && unlink(t->telemetry_file) != 0 && errno != ENOENT)
+    /* an earlier attempt's telemetry must not show on this one's GPUs (a
+     * directory made just now holds none) */
+    if (t->telemetry_file && !job_dir_new && unlink(t->telemetry_file) != 0 && errno != ENOENT)
         log_warn("cannot remove %s: %s", t->telemetry_file, strerror(errno));
     if (site->cgroups && site->cgroups->ops) {
         struct agent_cgroup_limits lim = {.memory_mib = spec->memory_mib, .cpus = spec->cpus};

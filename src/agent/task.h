@@ -2,9 +2,10 @@
  * One task: one attempt of a job, run as its own process group with output
  * appended to WORK/logs/<job>.<attempt>.log. The agent's loop polls it,
  * stops it on request or at its deadline, and reports how it ended.
- * Starting does not wait for the child to exec: the child answers through a
- * close-on-exec pipe that the loop reads (agent_task_confirm), so the tasks
- * of one heartbeat reply start side by side.
+ * The child is vforked: the agent's thread waits only until the kernel has
+ * taken the child's exec (or the child gave up), not for the program to
+ * load. Whether it exec'd comes through a close-on-exec pipe that the loop
+ * reads (agent_task_confirm) among its other work.
  */
 #ifndef TIDE_AGENT_TASK_H
 #define TIDE_AGENT_TASK_H
@@ -51,7 +52,7 @@ struct agent_task_spec {
     char **mounts;
     size_t nmounts;
     /* why the action cannot be run at all (e.g. a malformed field), or NULL;
-     * the task is then reported as `start failed: <this>` without a fork */
+     * the task is then reported as `start failed: <this>` without a child */
     const char *invalid;
     /* the user to run as (run_as.h); NULL or change false: the agent's own.
      * The job directory, its log and a checkpoint directory on this machine
@@ -117,18 +118,20 @@ struct agent_task {
     char start_user[64];   /* the run-as user's name, empty without a switch */
 };
 
-/* Creates the task and starts its process: fork, a new process group,
+/* Creates the task and starts its process: vfork, a new process group,
  * SIGKILL on the agent's death, the job directory as cwd (created, kept
  * across attempts), stdin /dev/null, stdout and stderr appended to the log.
  * Where site->cgroups has a backend the process runs in its own cgroup with
  * the spec's memory (and CPU) limit, joined before exec; a group that cannot
  * be made is a start failure.
- * Returns once the child is forked, without waiting for its exec: the task
- * is then running and starting (agent_task_starting) until
- * agent_task_confirm or agent_task_poll reads the child's answer. When the
- * process cannot be started (before the fork, or the child's setup or exec
- * fails) the task is exited with reason `start failed: ...` (the same text
- * goes to its log) and exit code 127 where a child ran.
+ * The child shares the agent's memory until its exec, so this returns once
+ * the child has exec'd or failed, which is also why a child that cannot get
+ * on (a workdir on a hung network mount) holds up the calling thread; the
+ * answer is not read here: the task is then running and starting
+ * (agent_task_starting) until agent_task_confirm or agent_task_poll reads
+ * it. When the process cannot be started (before the vfork, or the child's
+ * setup or exec fails) the task is exited with reason `start failed: ...`
+ * (the same text goes to its log) and exit code 127 where a child ran.
  * Returns 0 with a new task in *out (agent_task_destroy frees it), or
  * TIDE_ENOMEM / TIDE_EIO when not even that could be done. */
 int agent_task_start(const struct agent_task_spec *spec, const struct agent_task_site *site,

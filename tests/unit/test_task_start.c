@@ -1,22 +1,29 @@
 /* Unit tests for starting tasks (src/agent/task.c): real children, started
  * without waiting for their exec, whose answers come through the start
  * handshake (agent_task_confirm) or are found when the child is reaped
- * (agent_task_poll). No cgroups and no user switch: those have their own
- * tests (test_cgroup, test_run_as) and e2e suites. */
+ * (agent_task_poll). The child is vforked, sharing the agent's memory until
+ * its exec: tests here check that it leaves the agent as it was (signal
+ * mask, and every thread's user when the task switches to another; that one
+ * needs root). No cgroups: those have their own tests (test_cgroup) and e2e
+ * suites. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/run_as.h"
 #include "agent/task.h"
 #include "common/fsutil.h"
 
@@ -196,6 +203,154 @@ static void test_a_task_stopped_before_its_answer_is_read_ends_with_the_stop(voi
     agent_task_destroy(t);
 }
 
+/* The hex mask of the "Name:" line of /proc/<pid>/status ("self/task/N"
+ * for a thread); 0 when the line is missing. */
+static unsigned long long status_mask(const char *proc, const char *name)
+{
+    char path[96], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "/proc/%s/status", proc);
+    assert_int_equal(fs_read_file(path, 1 << 16, &text, &len), 0);
+    const char *line = strstr(text, name);
+    unsigned long long v = line ? strtoull(line + strlen(name), NULL, 16) : 0;
+    free(text);
+    return v;
+}
+
+/* Bit of sig in a /proc status signal mask. */
+static unsigned long long sig_bit(int sig)
+{
+    return 1ULL << (sig - 1);
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+}
+
+static void test_a_task_starts_with_no_signal_blocked_and_sigpipe_default(void **state)
+{
+    (void)state;
+    /* the agent catches some signals, ignores SIGPIPE, may block others */
+    struct sigaction sa, old_usr1, old_pipe;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGUSR1, &sa, &old_usr1), 0);
+    sa.sa_handler = SIG_IGN;
+    assert_int_equal(sigaction(SIGPIPE, &sa, &old_pipe), 0);
+    sigset_t usr2, before, after;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    assert_int_equal(pthread_sigmask(SIG_BLOCK, &usr2, &before), 0);
+
+    char *argv[] = {"sleep", "1000", NULL};
+    struct agent_task *t = start(40, argv, NULL);
+    confirm(t);
+    assert_int_equal(t->state, AGENT_TASK_RUNNING);
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)t->pid);
+    assert_int_equal(status_mask(pid, "SigBlk:"), 0);
+    assert_int_equal(status_mask(pid, "SigIgn:") & sig_bit(SIGPIPE), 0);
+    assert_int_equal(status_mask(pid, "SigCgt:"), 0);
+    /* and the agent's own mask is as it was: SIGUSR2 blocked, no more */
+    assert_int_equal(pthread_sigmask(SIG_SETMASK, NULL, &after), 0);
+    assert_true(sigismember(&after, SIGUSR2));
+    assert_false(sigismember(&after, SIGUSR1));
+    assert_false(sigismember(&after, SIGTERM));
+    kill_and_destroy(t);
+
+    assert_int_equal(pthread_sigmask(SIG_SETMASK, &before, NULL), 0);
+    sigaction(SIGUSR1, &old_usr1, NULL);
+    sigaction(SIGPIPE, &old_pipe, NULL);
+}
+
+/* A thread of the agent's (libcurl's resolver, the wake thread): waits for
+ * its pipe to close. */
+static void *idle_thread(void *arg)
+{
+    char c;
+    while (read(*(int *)arg, &c, 1) > 0)
+        ;
+    return NULL;
+}
+
+/* The "Uid:" line's real uid of /proc/<proc>/status. */
+static long status_uid(const char *proc)
+{
+    char path[96], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "/proc/%s/status", proc);
+    assert_int_equal(fs_read_file(path, 1 << 16, &text, &len), 0);
+    const char *line = strstr(text, "Uid:");
+    assert_non_null(line);
+    long uid = strtol(line + 4, NULL, 10);
+    free(text);
+    return uid;
+}
+
+static void test_a_task_run_as_another_user_leaves_every_agent_thread_root(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    struct agent_opts o;
+    memset(&o, 0, sizeof o);
+    o.job_user = "nobody";
+    struct agent_run_as r;
+    char why[256];
+    assert_int_equal(agent_run_as_resolve(&o, NULL, &r, why, sizeof why), 0);
+    assert_true(r.change);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, idle_thread, &p[0]), 0);
+
+    /* as the agent sets them at its start (docs/agent.md): the user
+     * enters its job directory through these */
+    char jobs[96];
+    snprintf(jobs, sizeof jobs, "%s/jobs", work);
+    assert_int_equal(chmod(work, 0711), 0);
+    assert_int_equal(fs_mkdir_p(jobs, 0711), 0);
+    assert_int_equal(chmod(jobs, 0711), 0);
+    char *argv[] = {"sleep", "1000", NULL};
+    struct agent_task_spec spec = {
+        .job_id = 41, .attempt = 1, .command = argv, .kill_grace_s = 0, .run_as = &r};
+    struct agent_task_site site = {.work_dir = work};
+    struct agent_task *t = NULL;
+    struct tide_err err;
+    tide_err_clear(&err);
+    assert_int_equal(agent_task_start(&spec, &site, 1, &t, &err), 0);
+    confirm(t);
+    assert_string_equal(t->reason, "");
+    assert_int_equal(t->state, AGENT_TASK_RUNNING);
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)t->pid);
+    assert_int_equal(status_uid(pid), (long)r.uid);
+    /* the switch was the child's alone: the agent and its other thread
+     * are still root */
+    assert_int_equal(geteuid(), 0);
+    assert_int_equal(status_uid("self"), 0);
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    int threads = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char proc[300];
+        snprintf(proc, sizeof proc, "self/task/%s", e->d_name);
+        assert_int_equal(status_uid(proc), 0);
+        threads++;
+    }
+    closedir(d);
+    assert_true(threads >= 2);
+    kill_and_destroy(t);
+    close(p[1]);
+    pthread_join(th, NULL);
+    close(p[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +361,8 @@ int main(void)
         cmocka_unit_test(test_a_task_that_ends_at_once_reports_its_exit_not_a_start_failure),
         cmocka_unit_test(test_tasks_started_back_to_back_each_get_their_own_answer),
         cmocka_unit_test(test_a_task_stopped_before_its_answer_is_read_ends_with_the_stop),
+        cmocka_unit_test(test_a_task_starts_with_no_signal_blocked_and_sigpipe_default),
+        cmocka_unit_test(test_a_task_run_as_another_user_leaves_every_agent_thread_root),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
