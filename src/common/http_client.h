@@ -1,6 +1,11 @@
 /*
  * A small blocking HTTP/JSON client over libcurl, shared by the CLI and the
  * agent. One call, one request; thread-safe after http_client_global_init().
+ * Each thread keeps its own connections open between its requests (reused
+ * when idle under 5 s, the server closes them after 10 s), closed when the
+ * thread ends or the process exits. A request that went out on a kept
+ * connection the server had closed is repeated once on a new connection,
+ * as HTTP clients do; that counts as sent (see http_request_extra.unsent).
  * libcurl is loaded on first use (dlopen), so a process that makes no
  * request through here does not pay for mapping it.
  */
@@ -48,8 +53,9 @@ int http_request(const char *method, const char *url, const char *token, const c
 struct http_request_extra {
     const char *idempotency_key; /* sent as Idempotency-Key when not NULL */
     int unsent; /* out: 1 when it failed before any of the request left
-                 * (no connection, TLS refused), so another server may be
-                 * tried without risk of doing it twice */
+                 * (no connection, TLS refused, and it was not sent on a kept
+                 * connection either), so another server may be tried
+                 * without risk of doing it twice */
 };
 
 /* http_request with extras (may be NULL). */
