@@ -34,6 +34,10 @@ static struct {
     void (*slist_free_all)(struct curl_slist *l);
 } curl;
 
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static int curl_loaded; /* 1 loaded and initialised, -1 failed */
+static char curl_load_error[256];
+
 /* How long a kept connection may sit unused and still be reused: under the
  * server's HTTP_GUARD_HEADER_TIMEOUT_S (10 s), after which it closes a
  * silent connection, so that a request does not race that close. */
@@ -79,6 +83,42 @@ static void handle_free_at_exit(void)
     handle_free(h);
 }
 
+void http_client_thread_release(void)
+{
+    if (__atomic_load_n(&curl_loaded, __ATOMIC_ACQUIRE) == 1)
+        handle_free_at_exit();
+}
+
+/* The calling thread's cancel flag (http_client_cancel_on); NULL: none. */
+static _Thread_local const int *cancel_flag;
+
+void http_client_cancel_on(const int *flag)
+{
+    cancel_flag = flag;
+}
+
+static int cancelled(void)
+{
+    return cancel_flag && __atomic_load_n(cancel_flag, __ATOMIC_ACQUIRE);
+}
+
+bool http_client_cancelled(void)
+{
+    return cancelled() != 0;
+}
+
+/* CURLOPT_XFERINFOFUNCTION: non-zero abandons the transfer. */
+static int check_cancel(void *clientp, curl_off_t dltotal, curl_off_t dlnow,
+                        curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)clientp;
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    return cancelled();
+}
+
 /* The calling thread's handle, made on first use, with libcurl's default
  * options (each request resets it when done); NULL when out of memory. */
 static CURL *thread_handle(void)
@@ -104,9 +144,6 @@ static CURL *thread_handle(void)
     return h->c;
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static int curl_loaded; /* 1 loaded and initialised, -1 failed */
-static char curl_load_error[256];
 
 static void load_curl(void)
 {
@@ -264,6 +301,8 @@ static int count_send(void *clientp, char *primary_ip, char *local_ip, int prima
     (void)local_ip;
     (void)primary_port;
     (void)local_port;
+    if (cancelled())
+        return CURL_PREREQFUNC_ABORT;
     (*(int *)clientp)++;
     return CURL_PREREQFUNC_OK;
 }
@@ -283,6 +322,10 @@ static void apply_common(CURL *c, int *sends, char *errbuf)
         curl.easy_setopt(c, CURLOPT_PREREQDATA, sends) != CURLE_OK) {
         curl.easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
         curl.easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
+    }
+    if (cancel_flag) {
+        curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, check_cancel);
+        curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     }
     apply_tls(c, errbuf);
 }
@@ -369,6 +412,8 @@ int http_request_ex(const char *method, const char *url, const char *token,
         extra->unsent = 1;
     if (need_curl(err) != 0)
         return TIDE_EIO;
+    if (cancelled())
+        return tide_err_set(err, TIDE_EIO, NULL, "%s %s: cancelled", method, url);
     CURL *c = thread_handle();
     if (!c)
         return tide_err_set(err, TIDE_EIO, NULL, "cannot create an HTTP handle");
@@ -426,6 +471,8 @@ int http_stream(const char *url, const char *token, long *status,
     *status = 0;
     if (need_curl(err) != 0)
         return TIDE_EIO;
+    if (cancelled())
+        return tide_err_set(err, TIDE_EIO, NULL, "GET %s: cancelled", url);
     CURL *c = thread_handle();
     if (!c)
         return tide_err_set(err, TIDE_EIO, NULL, "cannot create an HTTP handle");

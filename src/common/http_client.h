@@ -12,6 +12,7 @@
 #ifndef TIDE_HTTP_CLIENT_H
 #define TIDE_HTTP_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/tide_err.h"
@@ -71,5 +72,20 @@ int http_stream(const char *url, const char *token, long *status,
                 struct tide_err *err);
 
 void http_response_release(struct http_response *resp);
+
+/* Makes the calling thread's requests (this one's only) give up with
+ * TIDE_EIO once *flag is non-zero: none starts, and one under way stops
+ * within about a second, or at once when a signal interrupts the thread.
+ * flag must outlive the thread's requests; NULL turns it off. For a thread
+ * that must be stopped before the process exits (the agent's long poll). */
+void http_client_cancel_on(const int *flag);
+
+/* Whether the calling thread's flag of http_client_cancel_on is set: a
+ * request that failed then says nothing about the server. */
+bool http_client_cancelled(void);
+
+/* Closes the calling thread's kept connections and frees its handle now
+ * rather than when the thread ends; a later request opens new ones. */
+void http_client_thread_release(void);
 
 #endif

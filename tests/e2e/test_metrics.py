@@ -6,13 +6,12 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Cluster, run_tests, wait_until  # noqa: E402
+from harness import Cluster, check_agent_keeps_connections, run_tests, wait_until  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 PROMTOOL = shutil.which("promtool")
@@ -290,51 +289,9 @@ def test_every_metric_the_grafana_dashboard_queries_exists():
             assert p.returncode == 0, p.stdout + p.stderr
 
 
-def agent_traffic(c, before, after_requests):
-    """(requests, connections) the agent made between sample before and a
-    later one, taken once the server has served after_requests requests;
-    this test's own requests (urllib: one connection each) are taken out."""
-    own = 0
-
-    def sample():
-        nonlocal own
-        own += 1
-        s = parse(c.api("GET", "/metrics"))
-        return get(s, "tide_http_requests_total"), get(s, "tide_http_connections_total")
-
-    last = [None]
-
-    def enough():
-        last[0] = sample()
-        return last[0][0] - before[0] - own >= after_requests
-    wait_until(enough, 60, 0.5, what=f"{after_requests} requests from the agent")
-    requests, conns = last[0]
-    return requests - before[0] - own, conns - before[1] - own
-
-
 def test_an_agent_keeps_its_connections_across_requests_and_a_server_restart():
     with Cluster(agents=1) as c:
-        def now():
-            s = parse(c.api("GET", "/metrics"))
-            return get(s, "tide_http_requests_total"), get(s, "tide_http_connections_total")
-        # heartbeats every 300 ms, long polls, and a job's started and exited reports
-        job = c.submit(gpus=1, command=["sh", "-c", "sleep 1"])
-        requests, conns = agent_traffic(c, now(), 20)
-        c.wait_final([job["id"]])
-        # one connection per agent thread (loop, long poll); a few more only if
-        # the machine stalls the agent past the 5 s a connection is kept idle
-        assert conns <= 4, f"the agent opened {conns} connections for {requests} requests"
-
-        # Killed, the server takes the agent's connections with it: the agent
-        # drops the dead ones, connects anew, and keeps those again.
-        c.kill_server(signal.SIGKILL)
-        c.start_server()
-        wait_until(lambda: c.node("node-1") and c.node("node-1")["state"] == "ready", 30,
-                   what="node-1 ready again")
-        job = c.submit(gpus=1, command=["true"])
-        assert c.wait_final([job["id"]])[job["id"]]["state"] == "succeeded"
-        requests, conns = agent_traffic(c, now(), 20)
-        assert conns <= 4, f"after the restart: {conns} connections for {requests} requests"
+        check_agent_keeps_connections(c)
 
 
 if __name__ == "__main__":

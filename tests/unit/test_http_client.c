@@ -254,6 +254,32 @@ static void test_a_refused_connection_counts_as_unsent(void **state)
     assert_int_equal(counter(&srv.requests), 2);
 }
 
+static void test_a_thread_cancelled_sends_nothing_and_says_so(void **state)
+{
+    (void)state;
+    assert_int_equal(request("GET", "/ok", NULL), 200);
+    int flag = 1;
+    http_client_cancel_on(&flag);
+    assert_true(http_client_cancelled());
+    assert_int_equal(request("POST", "/ok", NULL), -1);
+    http_client_cancel_on(NULL);
+    assert_false(http_client_cancelled());
+    assert_int_equal(request("GET", "/ok", NULL), 200);
+    assert_int_equal(counter(&srv.requests), 2);
+}
+
+static void test_releasing_a_threads_handle_closes_its_connection(void **state)
+{
+    (void)state;
+    assert_int_equal(request("GET", "/ok", NULL), 200);
+    http_client_thread_release();
+    for (int i = 0; i < 500 && counter(&srv.closed) < 1; i++)
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    assert_int_equal(counter(&srv.closed), 1);
+    assert_int_equal(request("GET", "/ok", NULL), 200); /* a new handle, a new connection */
+    assert_int_equal(counter(&srv.accepted), 2);
+}
+
 int main(void)
 {
     if (http_client_global_init() != 0)
@@ -269,6 +295,10 @@ int main(void)
             test_a_request_lost_on_a_kept_connection_does_not_count_as_unsent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_refused_connection_counts_as_unsent, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_a_thread_cancelled_sends_nothing_and_says_so, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_releasing_a_threads_handle_closes_its_connection,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
