@@ -36,7 +36,7 @@ struct agent_wake {
     bool done;           /* the thread has closed its connection and ends */
 };
 
-/* Opens the pipe and starts the (detached) thread; returns the process's
+/* Opens the pipe and starts the thread; returns the process's
  * one wake, which lives until exit, or NULL when it could not start (the
  * agent then only polls; the functions below accept NULL). */
 struct agent_wake *agent_wake_start(struct agent_servers *servers);

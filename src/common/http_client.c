@@ -33,7 +33,6 @@ static struct {
     struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
     void (*slist_free_all)(struct curl_slist *l);
 } curl;
-
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static int curl_loaded; /* 1 loaded and initialised, -1 failed */
 static char curl_load_error[256];
@@ -44,8 +43,8 @@ static char curl_load_error[256];
 #define CLIENT_KEEP_IDLE_S 5L
 
 /* A thread's curl handle, which holds its open connections. All of them
- * are on one list, so the handles of threads still running at exit (the
- * agent's detached long-poll thread) stay reachable rather than leaked. */
+ * are on one list, so the handles of threads still running at exit stay
+ * reachable rather than leaked. */
 struct thread_handle {
     CURL *c;
     pid_t pid; /* the process that made it: a forked child leaves it alone */
@@ -71,10 +70,10 @@ static void handle_free(void *p)
     free(h);
 }
 
-/* atexit: the exiting thread's handle; other threads' may be in use. A
- * forked child that calls exit() must not close (or end the TLS session
- * of) its parent's connections. */
-static void handle_free_at_exit(void)
+/* Frees the calling thread's handle (atexit: the exiting thread's; other
+ * threads' may be in use). A forked child that calls exit() must not
+ * close (or end the TLS session of) its parent's connections. */
+static void release_own_handle(void)
 {
     struct thread_handle *h = pthread_getspecific(handle_key);
     if (!h || h->pid != getpid())
@@ -86,7 +85,7 @@ static void handle_free_at_exit(void)
 void http_client_thread_release(void)
 {
     if (__atomic_load_n(&curl_loaded, __ATOMIC_ACQUIRE) == 1)
-        handle_free_at_exit();
+        release_own_handle();
 }
 
 /* The calling thread's cancel flag (http_client_cancel_on); NULL: none. */
@@ -144,7 +143,6 @@ static CURL *thread_handle(void)
     return h->c;
 }
 
-
 static void load_curl(void)
 {
     void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
@@ -189,7 +187,7 @@ static void load_curl(void)
         curl_loaded = -1;
         return;
     }
-    atexit(handle_free_at_exit);
+    atexit(release_own_handle);
     curl_loaded = 1;
 }
 
