@@ -325,8 +325,10 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
          * so it never takes work before its health is known. */
         bool probe_first = a->opts->health_command && !a->probe.has_result;
         if (!a->registered && !probe_first && now >= s.next_register_ms &&
-            !try_register(a, &s, now))
+            !try_register(a, &s, now)) {
+            agent_wake_stop(s.wake);
             return 1;
+        }
         if (a->registered && !*signals && !hold &&
             (now >= s.next_heartbeat_ms ||
              (changed && now - s.last_heartbeat_ms >= HEARTBEAT_MIN_GAP_MS)))
@@ -354,6 +356,8 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         }
     }
     log_info("signal received, shutting down");
+    /* before the exit frees what the long poll uses (agent_wake.h) */
+    agent_wake_stop(s.wake);
     shutdown_tasks(a, signals);
     final_heartbeat(a);
     return 0;

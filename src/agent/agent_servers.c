@@ -102,7 +102,8 @@ int agent_servers_request(struct agent_servers *s, const char *method, const cha
             left = SERVERS_MIN_TRY_MS;
         int rc = http_request(method, url, token, body, left > 0 ? left : 1, resp, err);
         if (rc != 0) {
-            if (s->count == 1)
+            /* a cancelled request (agent_wake_stop) is no sign of a dead server */
+            if (s->count == 1 || http_client_cancelled())
                 return TIDE_EIO;
             move_on(s, idx, NULL);
             continue;

@@ -23,6 +23,9 @@
 /* After a failed wait (server down, restarting): the main loop's
  * heartbeats find out when it is back; this only retries. */
 #define WAKE_RETRY_MS 1000
+/* How long agent_wake_stop waits for the thread (libcurl sees the stop
+ * within about a second even without the signal). */
+#define WAKE_STOP_MS 3000
 
 /* The pipe's write end for on_child (a signal handler sees only globals). */
 static int child_wake_fd = -1;
@@ -40,25 +43,48 @@ static void on_child(int sig)
     errno = saved;
 }
 
-static void nap_ms(int64_t ms)
+static bool stopping(struct agent_wake *w)
 {
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    return __atomic_load_n(&w->stop, __ATOMIC_ACQUIRE) != 0;
 }
 
-static void *wake_thread(void *arg)
+/* Waits ms on w->cond, under w->mu, until stopped or (when done_only) the
+ * thread is done; false when that did not happen in time. */
+static bool cond_wait_ms(struct agent_wake *w, int64_t ms, bool done_only)
 {
-    struct agent_wake *w = arg;
+    struct timespec at;
+    clock_gettime(CLOCK_MONOTONIC, &at);
+    at.tv_sec += ms / 1000;
+    at.tv_nsec += (ms % 1000) * 1000000;
+    if (at.tv_nsec >= 1000000000) {
+        at.tv_sec++;
+        at.tv_nsec -= 1000000000;
+    }
+    while (!(done_only ? w->done : stopping(w)))
+        if (pthread_cond_timedwait(&w->cond, &w->mu, &at) != 0)
+            return done_only ? w->done : stopping(w);
+    return true;
+}
+
+/* Sleeps ms, or less when the wake is stopped. */
+static void nap_ms(struct agent_wake *w, int64_t ms)
+{
+    pthread_mutex_lock(&w->mu);
+    cond_wait_ms(w, ms, false);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void wake_loop(struct agent_wake *w)
+{
     char token[sizeof w->token];
     char body[64];
-    for (;;) {
+    while (!stopping(w)) {
         pthread_mutex_lock(&w->mu);
         memcpy(token, w->token, sizeof token);
         int wait_ms = w->wait_ms;
         pthread_mutex_unlock(&w->mu);
         if (!token[0]) {
-            nap_ms(100);
+            nap_ms(w, 100);
             continue;
         }
         snprintf(body, sizeof body, "{\"wait_ms\": %d}", wait_ms);
@@ -67,7 +93,7 @@ static void *wake_thread(void *arg)
         tide_err_clear(&err);
         if (agent_servers_request(w->servers, "POST", "/v1/agent/wait", token, body,
                                   wait_ms + WAKE_SLACK_MS, &resp, &err) != 0) {
-            nap_ms(WAKE_RETRY_MS);
+            nap_ms(w, WAKE_RETRY_MS);
             continue;
         }
         long status = resp.status;
@@ -87,10 +113,10 @@ static void *wake_thread(void *arg)
         http_response_release(&resp);
         if (status == 404) {
             log_info("the server has no /v1/agent/wait: heartbeats on the interval only");
-            return NULL;
+            return;
         }
         if (status != 200) {
-            nap_ms(WAKE_RETRY_MS);
+            nap_ms(w, WAKE_RETRY_MS);
             continue;
         }
         if (wake) {
@@ -101,6 +127,18 @@ static void *wake_thread(void *arg)
              * so the next wait parks until something new is decided */
         }
     }
+}
+
+static void *wake_thread(void *arg)
+{
+    struct agent_wake *w = arg;
+    http_client_cancel_on(&w->stop);
+    wake_loop(w);
+    http_client_thread_release(); /* its kept connection, now rather than at exit */
+    pthread_mutex_lock(&w->mu);
+    w->done = true;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
@@ -115,6 +153,15 @@ struct agent_wake *agent_wake_start(struct agent_servers *servers)
     memset(w, 0, sizeof *w);
     w->fds[0] = w->fds[1] = -1;
     if (pthread_mutex_init(&w->mu, NULL) != 0)
+        return NULL;
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0)
+        return NULL;
+    int crc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (!crc)
+        crc = pthread_cond_init(&w->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    if (crc != 0)
         return NULL;
     w->servers = servers;
     if (pipe(w->fds) != 0) {
@@ -134,12 +181,34 @@ struct agent_wake *agent_wake_start(struct agent_servers *servers)
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGCHLD, &sa, NULL) != 0)
         log_warn("agent wake: SIGCHLD: %s; exits are seen on the 50 ms tick", strerror(errno));
-    pthread_t thread;
-    if (pthread_create(&thread, NULL, wake_thread, w) != 0)
+    /* joinable, so that agent_wake_stop may signal it until it is joined */
+    if (pthread_create(&w->thread, NULL, wake_thread, w) != 0)
         return NULL;
-    pthread_detach(thread); /* it may sit in a wait at exit: nothing to join */
     w->started = true;
     return w;
+}
+
+void agent_wake_stop(struct agent_wake *w)
+{
+    if (!w || !w->started)
+        return;
+    pthread_mutex_lock(&w->mu);
+    __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+    /* a wait parked in poll() returns at the signal (EINTR) and libcurl
+     * then sees the flag; on_child only writes a byte to the pipe */
+    pthread_kill(w->thread, SIGCHLD);
+    pthread_mutex_lock(&w->mu);
+    bool done = cond_wait_ms(w, WAKE_STOP_MS, true);
+    pthread_mutex_unlock(&w->mu);
+    w->started = false;
+    if (done) {
+        pthread_join(w->thread, NULL); /* it only returns now */
+        return;
+    }
+    log_warn("agent wake: the long-poll thread did not stop within %d ms", WAKE_STOP_MS);
+    pthread_detach(w->thread);
 }
 
 void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms)

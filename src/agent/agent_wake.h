@@ -30,13 +30,21 @@ struct agent_wake {
     char *answer;       /* the last answer that carried actions, not yet taken */
     char answer_token[128]; /* the token that answer was for */
     bool started;
+    pthread_t thread;
+    pthread_cond_t cond; /* CLOCK_MONOTONIC; signalled on stop and when done */
+    int stop;            /* set by agent_wake_stop (atomic): the thread ends */
+    bool done;           /* the thread has closed its connection and ends */
 };
 
-/* Opens the pipe and starts the (detached) thread; returns the process's
- * one wake, which lives until exit (the thread may still be in a request
- * when the agent's loop returns), or NULL when it could not start (the
+/* Opens the pipe and starts the thread; returns the process's
+ * one wake, which lives until exit, or NULL when it could not start (the
  * agent then only polls; the functions below accept NULL). */
 struct agent_wake *agent_wake_start(struct agent_servers *servers);
+/* Stops the thread before the agent exits: its wait under way is
+ * abandoned (a signal cuts it short) and its kept connection closed, so
+ * nothing of it runs while the agent frees the server list and libcurl's
+ * TLS library cleans up at exit. Waits for that up to 3 s. */
+void agent_wake_stop(struct agent_wake *w);
 /* Gives the thread the node token (after registering) and how long a wait
  * may be held; an empty token pauses it. */
 void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms);

@@ -2,16 +2,20 @@
  * libcurl glue for http_client.h. libcurl is loaded with dlopen on first
  * use, not linked: mapping it and the ~30 libraries it needs costs a few ms
  * per process, which every short `tide` command would pay for nothing.
+ * Each calling thread keeps one curl handle, so its connection to a server
+ * (and a TLS session) stays open from one request to the next.
  */
 #include "common/http_client.h"
 
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Set once at start-up, before threads; read by every request. */
 static char *tls_ca_path, *tls_cert_path, *tls_key_path;
@@ -20,6 +24,7 @@ static char *tls_ca_path, *tls_cert_path, *tls_key_path;
 static struct {
     CURLcode (*global_init)(long flags);
     CURL *(*easy_init)(void);
+    void (*easy_reset)(CURL *c);
     CURLcode (*easy_setopt)(CURL *c, CURLoption opt, ...);
     CURLcode (*easy_perform)(CURL *c);
     CURLcode (*easy_getinfo)(CURL *c, CURLINFO info, ...);
@@ -31,6 +36,112 @@ static struct {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static int curl_loaded; /* 1 loaded and initialised, -1 failed */
 static char curl_load_error[256];
+
+/* How long a kept connection may sit unused and still be reused: under the
+ * server's HTTP_GUARD_HEADER_TIMEOUT_S (10 s), after which it closes a
+ * silent connection, so that a request does not race that close. */
+#define CLIENT_KEEP_IDLE_S 5L
+
+/* A thread's curl handle, which holds its open connections. All of them
+ * are on one list, so the handles of threads still running at exit stay
+ * reachable rather than leaked. */
+struct thread_handle {
+    CURL *c;
+    pid_t pid; /* the process that made it: a forked child leaves it alone */
+    struct thread_handle *prev, *next;
+};
+static pthread_key_t handle_key;
+static pthread_mutex_t handles_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct thread_handle *handles;
+
+/* The key's destructor: the thread ended, its connections close. */
+static void handle_free(void *p)
+{
+    struct thread_handle *h = p;
+    pthread_mutex_lock(&handles_mu);
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        handles = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    pthread_mutex_unlock(&handles_mu);
+    curl.easy_cleanup(h->c);
+    free(h);
+}
+
+/* Frees the calling thread's handle (atexit: the exiting thread's; other
+ * threads' may be in use). A forked child that calls exit() must not
+ * close (or end the TLS session of) its parent's connections. */
+static void release_own_handle(void)
+{
+    struct thread_handle *h = pthread_getspecific(handle_key);
+    if (!h || h->pid != getpid())
+        return;
+    pthread_setspecific(handle_key, NULL);
+    handle_free(h);
+}
+
+void http_client_thread_release(void)
+{
+    if (__atomic_load_n(&curl_loaded, __ATOMIC_ACQUIRE) == 1)
+        release_own_handle();
+}
+
+/* The calling thread's cancel flag (http_client_cancel_on); NULL: none. */
+static _Thread_local const int *cancel_flag;
+
+void http_client_cancel_on(const int *flag)
+{
+    cancel_flag = flag;
+}
+
+static int cancelled(void)
+{
+    return cancel_flag && __atomic_load_n(cancel_flag, __ATOMIC_ACQUIRE);
+}
+
+bool http_client_cancelled(void)
+{
+    return cancelled() != 0;
+}
+
+/* CURLOPT_XFERINFOFUNCTION: non-zero abandons the transfer. */
+static int check_cancel(void *clientp, curl_off_t dltotal, curl_off_t dlnow,
+                        curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)clientp;
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    return cancelled();
+}
+
+/* The calling thread's handle, made on first use, with libcurl's default
+ * options (each request resets it when done); NULL when out of memory. */
+static CURL *thread_handle(void)
+{
+    struct thread_handle *h = pthread_getspecific(handle_key);
+    if (h)
+        return h->c;
+    if (!(h = calloc(1, sizeof *h)))
+        return NULL;
+    h->pid = getpid();
+    if (!(h->c = curl.easy_init()) || pthread_setspecific(handle_key, h) != 0) {
+        if (h->c)
+            curl.easy_cleanup(h->c);
+        free(h);
+        return NULL;
+    }
+    pthread_mutex_lock(&handles_mu);
+    h->next = handles;
+    if (handles)
+        handles->prev = h;
+    handles = h;
+    pthread_mutex_unlock(&handles_mu);
+    return h->c;
+}
 
 static void load_curl(void)
 {
@@ -48,6 +159,7 @@ static void load_curl(void)
     } syms[] = {
         {(void **)&curl.global_init, "curl_global_init"},
         {(void **)&curl.easy_init, "curl_easy_init"},
+        {(void **)&curl.easy_reset, "curl_easy_reset"},
         {(void **)&curl.easy_setopt, "curl_easy_setopt"},
         {(void **)&curl.easy_perform, "curl_easy_perform"},
         {(void **)&curl.easy_getinfo, "curl_easy_getinfo"},
@@ -70,6 +182,12 @@ static void load_curl(void)
         curl_loaded = -1;
         return;
     }
+    if (pthread_key_create(&handle_key, handle_free) != 0) {
+        snprintf(curl_load_error, sizeof curl_load_error, "cannot keep HTTP handles per thread");
+        curl_loaded = -1;
+        return;
+    }
+    atexit(release_own_handle);
     curl_loaded = 1;
 }
 
@@ -159,6 +277,57 @@ static void apply_tls(CURL *c, char *errbuf)
     }
 }
 
+/* CURLOPT_SOCKOPTFUNCTION: a kept connection must not leak into the
+ * processes the agent starts. */
+static int close_on_exec(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+    (void)clientp;
+    (void)purpose;
+    int flags = fcntl(fd, F_GETFD);
+    if (flags >= 0)
+        fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+    return CURL_SOCKOPT_OK;
+}
+
+/* CURLOPT_PREREQFUNCTION: the connection is up (new or reused) and the
+ * request goes out next. libcurl calls it again when it repeats a request
+ * on a new connection because a reused one turned out dead. */
+static int count_send(void *clientp, char *primary_ip, char *local_ip, int primary_port,
+                      int local_port)
+{
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    (void)local_port;
+    if (cancelled())
+        return CURL_PREREQFUNC_ABORT;
+    (*(int *)clientp)++;
+    return CURL_PREREQFUNC_OK;
+}
+
+/* What every request sets on the thread's handle: TLS, close-on-exec
+ * sockets, and *sends counting the times the request left. Connections
+ * are kept only with a libcurl that counts (7.80 and later): a failure to
+ * connect after a kept connection died under a request must not read as
+ * "nothing was sent" (agent and CLI would send it to another server). */
+static void apply_common(CURL *c, int *sends, char *errbuf)
+{
+    *sends = 0;
+    curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl.easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, close_on_exec);
+    curl.easy_setopt(c, CURLOPT_MAXAGE_CONN, CLIENT_KEEP_IDLE_S);
+    if (curl.easy_setopt(c, CURLOPT_PREREQFUNCTION, count_send) != CURLE_OK ||
+        curl.easy_setopt(c, CURLOPT_PREREQDATA, sends) != CURLE_OK) {
+        curl.easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
+        curl.easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
+    }
+    if (cancel_flag) {
+        curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, check_cancel);
+        curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    }
+    apply_tls(c, errbuf);
+}
+
 /* curl's detailed reason when it left one, else its generic text. */
 static const char *curl_reason(CURLcode rc, const char *errbuf)
 {
@@ -216,12 +385,14 @@ static struct curl_slist *request_headers(const char *token, int json, const cha
     return h;
 }
 
-/* Whether curl gave up before any of the request could have left. */
-static int is_unsent(CURLcode rc)
+/* Whether curl gave up before any of the request could have left: a
+ * failure to connect (TLS included) and the request never went out on a
+ * connection, not even on a kept one that died under it. */
+static int is_unsent(CURLcode rc, int sends)
 {
-    return rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_CONNECT ||
+    return sends == 0 && (rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_CONNECT ||
            rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION ||
-           rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_UNSUPPORTED_PROTOCOL;
+           rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_UNSUPPORTED_PROTOCOL);
 }
 
 int http_request(const char *method, const char *url, const char *token, const char *json_body,
@@ -239,7 +410,9 @@ int http_request_ex(const char *method, const char *url, const char *token,
         extra->unsent = 1;
     if (need_curl(err) != 0)
         return TIDE_EIO;
-    CURL *c = curl.easy_init();
+    if (cancelled())
+        return tide_err_set(err, TIDE_EIO, NULL, "%s %s: cancelled", method, url);
+    CURL *c = thread_handle();
     if (!c)
         return tide_err_set(err, TIDE_EIO, NULL, "cannot create an HTTP handle");
     struct body_buffer b = {0};
@@ -252,9 +425,9 @@ int http_request_ex(const char *method, const char *url, const char *token,
     curl.easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 5000 ? timeout_ms : 5000);
-    curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     char errbuf[CURL_ERROR_SIZE];
-    apply_tls(c, errbuf);
+    int sends;
+    apply_common(c, &sends, errbuf);
     if (json_body) {
         curl.easy_setopt(c, CURLOPT_POSTFIELDS, json_body);
         curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(json_body));
@@ -262,7 +435,7 @@ int http_request_ex(const char *method, const char *url, const char *token,
     CURLcode rc = curl.easy_perform(c);
     int ret = 0;
     if (extra)
-        extra->unsent = rc != CURLE_OK && is_unsent(rc);
+        extra->unsent = rc != CURLE_OK && is_unsent(rc, sends);
     if (rc != CURLE_OK || b.failed) {
         ret = tide_err_set(err, TIDE_EIO, NULL, "%s %s: %s", method, url,
                            b.failed ? "out of memory" : curl_reason(rc, errbuf));
@@ -272,8 +445,8 @@ int http_request_ex(const char *method, const char *url, const char *token,
         resp->body = b.data ? b.data : calloc(1, 1);
         resp->len = b.len;
     }
+    curl.easy_reset(c); /* drops the pointers into this frame; keeps the connection */
     curl.slist_free_all(headers);
-    curl.easy_cleanup(c);
     return ret;
 }
 
@@ -296,7 +469,9 @@ int http_stream(const char *url, const char *token, long *status,
     *status = 0;
     if (need_curl(err) != 0)
         return TIDE_EIO;
-    CURL *c = curl.easy_init();
+    if (cancelled())
+        return tide_err_set(err, TIDE_EIO, NULL, "GET %s: cancelled", url);
+    CURL *c = thread_handle();
     if (!c)
         return tide_err_set(err, TIDE_EIO, NULL, "cannot create an HTTP handle");
     struct stream_ctx s = {on_data, ctx};
@@ -306,16 +481,16 @@ int http_stream(const char *url, const char *token, long *status,
     curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, forward_body);
     curl.easy_setopt(c, CURLOPT_WRITEDATA, &s);
     curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     char errbuf[CURL_ERROR_SIZE];
-    apply_tls(c, errbuf);
+    int sends;
+    apply_common(c, &sends, errbuf);
     CURLcode rc = curl.easy_perform(c);
     curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     int ret = 0;
     if (rc != CURLE_OK && rc != CURLE_WRITE_ERROR)
         ret = tide_err_set(err, TIDE_EIO, NULL, "GET %s: %s", url, curl_reason(rc, errbuf));
+    curl.easy_reset(c);
     curl.slist_free_all(headers);
-    curl.easy_cleanup(c);
     return ret;
 }
 

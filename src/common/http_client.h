@@ -1,12 +1,18 @@
 /*
  * A small blocking HTTP/JSON client over libcurl, shared by the CLI and the
  * agent. One call, one request; thread-safe after http_client_global_init().
+ * Each thread keeps its own connections open between its requests (reused
+ * when idle under 5 s, the server closes them after 10 s), closed when the
+ * thread ends or the process exits. A request that went out on a kept
+ * connection the server had closed is repeated once on a new connection,
+ * as HTTP clients do; that counts as sent (see http_request_extra.unsent).
  * libcurl is loaded on first use (dlopen), so a process that makes no
  * request through here does not pay for mapping it.
  */
 #ifndef TIDE_HTTP_CLIENT_H
 #define TIDE_HTTP_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/tide_err.h"
@@ -48,8 +54,9 @@ int http_request(const char *method, const char *url, const char *token, const c
 struct http_request_extra {
     const char *idempotency_key; /* sent as Idempotency-Key when not NULL */
     int unsent; /* out: 1 when it failed before any of the request left
-                 * (no connection, TLS refused), so another server may be
-                 * tried without risk of doing it twice */
+                 * (no connection, TLS refused, and it was not sent on a kept
+                 * connection either), so another server may be tried
+                 * without risk of doing it twice */
 };
 
 /* http_request with extras (may be NULL). */
@@ -65,5 +72,20 @@ int http_stream(const char *url, const char *token, long *status,
                 struct tide_err *err);
 
 void http_response_release(struct http_response *resp);
+
+/* Makes the calling thread's requests (this one's only) give up with
+ * TIDE_EIO once *flag is non-zero: none starts, and one under way stops
+ * within about a second, or at once when a signal interrupts the thread.
+ * flag must outlive the thread's requests; NULL turns it off. For a thread
+ * that must be stopped before the process exits (the agent's long poll). */
+void http_client_cancel_on(const int *flag);
+
+/* Whether the calling thread's flag of http_client_cancel_on is set: a
+ * request that failed then says nothing about the server. */
+bool http_client_cancelled(void);
+
+/* Closes the calling thread's kept connections and frees its handle now
+ * rather than when the thread ends; a later request opens new ones. */
+void http_client_thread_release(void);
 
 #endif

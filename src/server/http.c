@@ -346,6 +346,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
 }
 
+/* MHD_OPTION_NOTIFY_CONNECTION: counts every connection accepted, for
+ * /metrics (tide_http_connections_total: clients that keep theirs open
+ * make far fewer than requests), then the flood guards. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct server *srv = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        __atomic_fetch_add(&srv->http_connections, 1, __ATOMIC_RELAXED);
+    http_guard_notify(NULL, conn, socket_context, code);
+}
+
 /* libmicrohttpd's own messages (mostly failed TLS handshakes: a client that
  * does not trust our certificate, or speaks plain HTTP to HTTPS) as
  * timestamped warnings instead of bare lines on stderr. */
@@ -406,7 +418,7 @@ int http_start(struct server *srv, enum http_role role, struct MHD_Daemon **out,
         MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, /* first, or MHD logs some itself */
         MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         /* slowloris: per-address caps, short header timeouts (http_guard.h) */
-        MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, NULL, MHD_OPTION_CONNECTION_LIMIT,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_LIMIT,
         connection_limit(srv, role), MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)HTTP_GUARD_IDLE_TIMEOUT_S, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     http_tls_release(&tls); /* the daemon has its own copies */

@@ -158,6 +158,7 @@ struct server {
     struct http_front fronts[HTTP_ROLE_COUNT]; /* what each listener's requests carry (http.c) */
     /* Counters for /metrics, under lock. */
     long long http_requests; /* atomic (__atomic builtins), not under lock */
+    long long http_connections; /* connections accepted; atomic like http_requests */
     long long sched_passes;
     long long jobs_submitted;
     long long failures[FAILURE_CLASS_COUNT];

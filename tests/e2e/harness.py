@@ -408,3 +408,48 @@ def _cleanup():
     for c in _clusters:
         if c.server or c.agents or c.pg:
             c.close(remove=not c.keep)
+
+
+def http_counters(c):
+    """(tide_http_requests_total, tide_http_connections_total) of c's server now."""
+    found = {}
+    for line in c.api("GET", "/metrics").splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("tide_http_requests_total", "tide_http_connections_total"):
+            found[name] = float(value)
+    return found["tide_http_requests_total"], found["tide_http_connections_total"]
+
+
+def agent_traffic(c, before, requests_wanted):
+    """(requests, connections) c's agents made since counters before, once
+    they made requests_wanted requests; this function's own requests
+    (urllib: one connection each, counted in both) are taken out."""
+    own = 0
+    last = None
+
+    def enough():
+        nonlocal own, last
+        own += 1
+        last = http_counters(c)
+        return last[0] - before[0] - own >= requests_wanted
+    wait_until(enough, 60, 0.5, what=f"{requests_wanted} requests from the agents")
+    return last[0] - before[0] - own, last[1] - before[1] - own
+
+
+def check_agent_keeps_connections(c, node="node-1"):
+    """Asserts that c's one agent keeps its connections: requests (heartbeats,
+    long polls, a job's reports) on a few connections, and again after the
+    server is killed and restarted (the dead ones dropped, new ones kept)."""
+    for phase in ("before", "after"):
+        job = c.submit(gpus=1, command=["sh", "-c", "sleep 1"])
+        requests, conns = agent_traffic(c, http_counters(c), 20)
+        assert c.wait_final([job["id"]])[job["id"]]["state"] == "succeeded"
+        # one per agent thread (loop, long poll); a few more only if the
+        # machine stalls the agent past the 5 s a connection is kept idle
+        assert conns <= 4, \
+            f"{phase} a server restart: {conns} connections for {requests} agent requests"
+        if phase == "before":
+            c.kill_server(signal.SIGKILL)
+            c.start_server()
+            wait_until(lambda: (c.node(node) or {}).get("state") == "ready", 30,
+                       what=f"{node} ready again")

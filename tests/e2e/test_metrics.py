@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Cluster, run_tests, wait_until  # noqa: E402
+from harness import Cluster, check_agent_keeps_connections, run_tests, wait_until  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 PROMTOOL = shutil.which("promtool")
@@ -289,9 +289,15 @@ def test_every_metric_the_grafana_dashboard_queries_exists():
             assert p.returncode == 0, p.stdout + p.stderr
 
 
+def test_an_agent_keeps_its_connections_across_requests_and_a_server_restart():
+    with Cluster(agents=1) as c:
+        check_agent_keeps_connections(c)
+
+
 if __name__ == "__main__":
     run_tests([
         test_metrics_pass_promtool_and_agree_with_the_api,
         test_metrics_need_a_metrics_token_that_reads_nothing_else,
         test_every_metric_the_grafana_dashboard_queries_exists,
+        test_an_agent_keeps_its_connections_across_requests_and_a_server_restart,
     ])

@@ -17,7 +17,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import TIDE, Cluster, free_port, run_tests, wait_until  # noqa: E402
+from harness import (TIDE, Cluster, check_agent_keeps_connections, free_port, run_tests,  # noqa: E402
+                     wait_until)
 
 CERTS = {}  # the files of the first test's `tide up --tls`, for the others
 WORK_DIRS = []
@@ -139,6 +140,12 @@ def test_agents_register_and_run_jobs_over_https_with_client_certificates():
         # User routes need no client certificate: the CLI works with the CA alone.
         p = c.cli("nodes", check=True)
         assert "node-1" in p.stdout, p.stdout
+
+
+def test_an_agent_over_https_keeps_its_connections_across_a_server_restart():
+    # a TLS handshake per connection, not per request
+    with Cluster(agents=1, tls=certs(client_ca=True)) as c:
+        check_agent_keeps_connections(c)
 
 
 def test_an_agent_without_the_ca_cannot_join_and_logs_the_reason():
@@ -350,6 +357,7 @@ if __name__ == "__main__":
     run_tests([
         test_tide_up_tls_runs_a_job_over_https_and_the_cli_finds_the_ca_by_itself,
         test_agents_register_and_run_jobs_over_https_with_client_certificates,
+        test_an_agent_over_https_keeps_its_connections_across_a_server_restart,
         test_an_agent_without_the_ca_cannot_join_and_logs_the_reason,
         test_the_cli_checks_the_ca_and_the_host_name,
         test_host_names_not_in_the_certificate_are_refused,

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/agent_heartbeat.h"
@@ -68,8 +69,66 @@ static void test_the_wait_thread_hands_an_answer_with_actions_to_the_loop(void *
     assert_string_equal(token, "node-token-1");
     assert_non_null(strstr(answer, "\"stop\""));
     free(answer);
-    agent_wake_set(w, NULL, 0); /* the thread pauses before the server goes */
+    agent_wake_stop(w); /* the thread ends before the server goes */
+    assert_true(w->done);
     MHD_stop_daemon(d);
+    agent_servers_release(&servers);
+}
+
+/* A server whose waits are held until hold_release is set (at most 20 s). */
+static int held, hold_release;
+
+static enum MHD_Result on_held_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                       const char *method, const char *version, const char *data,
+                                       size_t *size, void **con_cls)
+{
+    (void)cls, (void)url, (void)method, (void)version, (void)data;
+    if (!*con_cls) {
+        *con_cls = conn;
+        return MHD_YES;
+    }
+    if (*size) {
+        *size = 0;
+        return MHD_YES;
+    }
+    __atomic_fetch_add(&held, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < 2000 && !__atomic_load_n(&hold_release, __ATOMIC_SEQ_CST); i++)
+        usleep(10 * 1000);
+    static const char body[] = "{\"wake\": false}";
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ok = MHD_queue_response(conn, 200, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static void test_stopping_the_wake_abandons_a_wait_the_server_holds(void **state)
+{
+    (void)state;
+    struct MHD_Daemon *d =
+        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
+                         NULL, on_held_request, NULL, MHD_OPTION_END);
+    assert_non_null(d);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d",
+             MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port);
+    char *urls[] = {url};
+    static struct agent_servers servers;
+    assert_int_equal(agent_servers_init(&servers, urls, 1), 0);
+    struct agent_wake *w = agent_wake_start(&servers);
+    assert_non_null(w);
+    agent_wake_set(w, "node-token-1", 30000);
+    for (int i = 0; i < 1000 && !__atomic_load_n(&held, __ATOMIC_SEQ_CST); i++)
+        usleep(10 * 1000);
+    assert_int_equal(__atomic_load_n(&held, __ATOMIC_SEQ_CST), 1);
+    /* the wait is parked at the server: the stop must not wait for its answer */
+    agent_wake_stop(w);
+    assert_true(w->done);
+    assert_int_equal(__atomic_load_n(&hold_release, __ATOMIC_SEQ_CST), 0);
+    __atomic_store_n(&hold_release, 1, __ATOMIC_SEQ_CST);
+    MHD_stop_daemon(d);
+    assert_int_equal(__atomic_load_n(&held, __ATOMIC_SEQ_CST), 1); /* no wait after the stop */
+    agent_servers_release(&servers);
 }
 
 static struct agent a;
@@ -111,6 +170,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_wait_thread_hands_an_answer_with_actions_to_the_loop),
+        cmocka_unit_test(test_stopping_the_wake_abandons_a_wait_the_server_holds),
         cmocka_unit_test(test_a_wait_answer_of_a_deposed_leader_or_not_json_is_not_applied),
         cmocka_unit_test(test_a_late_start_of_a_task_already_finished_and_forgotten_is_ignored),
     };
