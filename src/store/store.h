@@ -108,6 +108,10 @@ int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct 
 /* Inserts a pending job; sets job->id and job->submit_ms = now_ms. */
 int store_job_insert(struct store *s, struct job *job, json_t *spec, const char *owner,
                      int64_t now_ms, struct tide_err *err);
+/* One job transition. store_job_update, store_job_get and store_job_queue
+ * keep their statement prepared on the write connection (store_db.h), so,
+ * like every write, their callers must not run them at once (the server
+ * holds its lock). */
 int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err);
 /* Counts one more attempt of the job ended by no fault of its own
  * (preemption, an operator's requeue, its node lost, its task vanished):

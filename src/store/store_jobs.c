@@ -284,7 +284,7 @@ int store_job_insert(struct store *s, struct job *job, json_t *spec, const char 
 int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err)
 {
     struct db_stmt *st =
-        prepare(s,
+        store_cached(s, STORE_STMT_JOB_UPDATE,
                 "UPDATE jobs SET state=?2, reason=?3,"
                 " attempt=CASE WHEN ?4 < 0 THEN attempt ELSE ?4 END,"
                 " node_id=CASE WHEN ?5 < 0 THEN node_id WHEN ?5 = 0 THEN NULL ELSE ?5 END,"
@@ -328,7 +328,7 @@ int store_job_update(struct store *s, const struct job_update *u, struct tide_er
     int rc = db_step_done(st, "update job", err);
     if (!rc && db_changes(st) != 1)
         rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)u->job_id);
-    db_finalize(st);
+    db_reset(st); /* kept: store_close finalizes it */
     return rc;
 }
 
@@ -514,7 +514,8 @@ int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int 
 
 int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], struct tide_err *err)
 {
-    struct db_stmt *st = prepare(s, "SELECT queue FROM jobs WHERE id=?", err);
+    struct db_stmt *st =
+        store_cached(s, STORE_STMT_JOB_QUEUE, "SELECT queue FROM jobs WHERE id=?", err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, id);
@@ -525,15 +526,16 @@ int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], stru
         rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
     else
         rc = r;
-    db_finalize(st);
+    db_reset(st); /* ends its read; kept until store_close */
     return rc;
 }
 
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err)
 {
     *out = NULL;
-    struct db_stmt *st = prepare(
-        s, "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id WHERE j.id=?",
+    struct db_stmt *st = store_cached(
+        s, STORE_STMT_JOB_GET,
+        "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id WHERE j.id=?",
         err);
     if (!st)
         return TIDE_EIO;
@@ -548,7 +550,7 @@ int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *er
     } else {
         rc = r;
     }
-    db_finalize(st);
+    db_reset(st); /* ends its read; kept until store_close */
     return rc;
 }
 
