@@ -4,9 +4,11 @@
  * chunks in, and start/stop/ack messages out. The reply is sent only after
  * the state changes it implies are committed.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -482,12 +484,11 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
     if (job->nparts > 0)
         add_gang_env(srv, job, node, env);
     json_t *workdir = json_object_get(spec, "workdir");
-    /* Every attempt, wherever it runs, sees the same checkpoint directory. */
+    /* Every attempt, wherever it runs, sees the same checkpoint directory;
+     * api_agent_make_checkpoint_dirs creates it, off the lock. */
     char checkpoint_dir[1200];
     snprintf(checkpoint_dir, sizeof checkpoint_dir, "%s/checkpoints/%lld", srv->cfg.data_dir,
              (long long)job->id);
-    if (fs_mkdir_p(checkpoint_dir, 0755) != 0)
-        log_warn("cannot create %s", checkpoint_dir);
     json_t *msg = json_pack("{s:s, s:I, s:i, s:O, s:o, s:o, s:o, s:I, s:O, s:i}", "type", "start",
                             "job_id", (json_int_t)job->id, "attempt", job->attempt, "command",
                             json_object_get(spec, "command"), "env", env,
@@ -523,6 +524,22 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
         json_object_set_new(msg, "cpus", json_integer(job->cpus));
     json_decref(row);
     return msg;
+}
+
+void api_agent_make_checkpoint_dirs(json_t *actions)
+{
+    size_t i;
+    json_t *msg;
+    json_array_foreach(actions, i, msg)
+    {
+        const char *dir = json_string_value(json_object_get(msg, "checkpoint_dir"));
+        if (!dir)
+            continue;
+        /* One call when it is there already (every start after the first);
+         * the parents only for a job's first. */
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST && fs_mkdir_p(dir, 0755) != 0)
+            log_warn("cannot create %s: %s", dir, strerror(errno));
+    }
 }
 
 /* The signal that asks job to checkpoint and stop: its checkpoint_signal,
@@ -692,6 +709,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(offsets);
         return api_error(reply, &err);
     }
+    api_agent_make_checkpoint_dirs(actions);
     /* epoch: agents ignore replies of a deposed leader (docs/ha.md) */
     reply->json = json_pack("{s:o, s:o, s:o, s:I, s:I}", "actions", actions, "ack", acks,
                             "log_offsets", offsets, "node_timeout_ms",
