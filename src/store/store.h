@@ -83,7 +83,8 @@ void store_rollback(struct store *s);
 /* Tokens are looked up by the SHA-256 hex of their value. */
 int store_token_put(struct store *s, const char *hash, enum token_kind kind, const char *name,
                     json_t *projects, int64_t node_id, int64_t now_ms, struct tide_err *err);
-/* 0 and *out filled, TIDE_ENOENT when unknown. */
+/* 0 and *out filled, TIDE_ENOENT when unknown. Its statement is kept, as
+ * store_job_update's is: callers hold the server's lock. */
 int store_token_get(struct store *s, const char *hash, struct token_info *out,
                     struct tide_err *err);
 int store_token_delete_node(struct store *s, int64_t node_id, struct tide_err *err);

@@ -26,6 +26,7 @@ enum store_stmt_slot {
     STORE_STMT_JOB_UPDATE, /* every job transition */
     STORE_STMT_JOB_GET,    /* an agent's start message, learned runtimes */
     STORE_STMT_JOB_QUEUE,  /* a finished job's metrics */
+    STORE_STMT_TOKEN_GET,  /* each agent message (node tokens are not cached) */
     STORE_STMT_COUNT
 };
 struct db_stmt *store_cached(struct store *s, enum store_stmt_slot slot, const char *sql,

@@ -64,8 +64,10 @@ int store_token_put(struct store *s, const char *hash, enum token_kind kind, con
 int store_token_get(struct store *s, const char *hash, struct token_info *out, struct tide_err *err)
 {
     memset(out, 0, sizeof *out);
-    struct db_stmt *st = prepare(
-        s, "SELECT kind, name, projects, node_id, expires_ms FROM tokens WHERE hash=?", err);
+    struct db_stmt *st =
+        store_cached(s, STORE_STMT_TOKEN_GET,
+                     "SELECT kind, name, projects, node_id, expires_ms FROM tokens WHERE hash=?",
+                     err);
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, hash);
@@ -82,7 +84,7 @@ int store_token_get(struct store *s, const char *hash, struct token_info *out, s
     } else {
         rc = r;
     }
-    db_finalize(st);
+    db_reset(st); /* ends its read; kept until store_close */
     return rc;
 }
 
