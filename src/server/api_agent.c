@@ -464,11 +464,10 @@ static void add_gang_env(struct server *srv, const struct job *job, const struct
 static json_t *start_message(struct server *srv, struct node *node, const struct action *a)
 {
     struct job *job = cluster_find_job(&srv->cluster, a->job_id);
-    json_t *row = NULL;
+    json_t *spec = NULL;
     struct tide_err err;
-    if (!job || store_job_get(srv->store, a->job_id, &row, &err) != 0)
+    if (!job || store_job_spec(srv->store, a->job_id, &spec, &err) != 0)
         return NULL;
-    json_t *spec = json_object_get(row, "spec");
     json_t *gpus = json_array(), *uuids = json_array();
     int here[TIDE_MAX_GPUS_PER_NODE];
     int nhere = job_gpus_on_node(job, node->id, here);
@@ -522,7 +521,7 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
         json_object_set_new(msg, "memory_mib", json_integer(job->memory_mib));
     if (msg && job->cpus > 0)
         json_object_set_new(msg, "cpus", json_integer(job->cpus));
-    json_decref(row);
+    json_decref(spec);
     return msg;
 }
 
@@ -546,16 +545,15 @@ void api_agent_make_checkpoint_dirs(json_t *actions)
  * else SIGTERM. */
 static int checkpoint_signal_of(struct server *srv, int64_t job_id)
 {
-    json_t *row = NULL;
+    json_t *spec = NULL;
     struct tide_err err;
     int sig = 15;
-    if (store_job_get(srv->store, job_id, &row, &err) == 0) {
-        const char *name =
-            json_string_value(json_object_get(json_object_get(row, "spec"), "checkpoint_signal"));
+    if (store_job_spec(srv->store, job_id, &spec, &err) == 0) {
+        const char *name = json_string_value(json_object_get(spec, "checkpoint_signal"));
         if (name && job_spec_signal_number(name) > 0)
             sig = job_spec_signal_number(name);
     }
-    json_decref(row);
+    json_decref(spec);
     return sig;
 }
 

@@ -131,6 +131,13 @@ int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int 
                              struct tide_err *err);
 /* A job's queue (for /metrics once it has left the cluster); TIDE_ENOENT when absent. */
 int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], struct tide_err *err);
+/* The job's spec as stored (a new reference in *out); TIDE_ENOENT when
+ * absent. Cheaper than store_job_get when the spec is all that is needed. */
+int store_job_spec(struct store *s, int64_t id, json_t **out, struct tide_err *err);
+/* A job's project, queue and when its current attempt started running
+ * (*start_ms 0: never); TIDE_ENOENT when absent. */
+int store_job_ran(struct store *s, int64_t id, char project[TIDE_NAME_MAX],
+                  char queue[TIDE_NAME_MAX], int64_t *start_ms, struct tide_err *err);
 /* The job as the API shows it; TIDE_ENOENT when absent. */
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err);
 /* The jobs with ids first..last, in id order, appended to out (a JSON

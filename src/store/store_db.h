@@ -27,6 +27,8 @@ enum store_stmt_slot {
     STORE_STMT_JOB_GET,    /* an agent's start message, learned runtimes */
     STORE_STMT_JOB_QUEUE,  /* a finished job's metrics */
     STORE_STMT_TOKEN_GET,  /* each agent message (node tokens are not cached) */
+    STORE_STMT_JOB_SPEC,   /* an agent's start message */
+    STORE_STMT_JOB_RAN,    /* each ended attempt's runtime, for ETAs */
     STORE_STMT_COUNT
 };
 struct db_stmt *store_cached(struct store *s, enum store_stmt_slot slot, const char *sql,

@@ -532,6 +532,51 @@ int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], stru
     return rc;
 }
 
+int store_job_spec(struct store *s, int64_t id, json_t **out, struct tide_err *err)
+{
+    *out = NULL;
+    struct db_stmt *st =
+        store_cached(s, STORE_STMT_JOB_SPEC, "SELECT spec FROM jobs WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    db_bind_int64(st, 1, id);
+    int r = db_step(st, "read job spec", err), rc = 0;
+    if (r == DB_ROW) {
+        *out = column_json(st, 0);
+        if (!*out)
+            rc = tide_err_set(err, TIDE_EIO, NULL, "job %lld has an unreadable spec",
+                              (long long)id);
+    } else if (r == DB_DONE) {
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
+    } else {
+        rc = r;
+    }
+    db_reset(st); /* ends its read; kept until store_close */
+    return rc;
+}
+
+int store_job_ran(struct store *s, int64_t id, char project[TIDE_NAME_MAX],
+                  char queue[TIDE_NAME_MAX], int64_t *start_ms, struct tide_err *err)
+{
+    struct db_stmt *st = store_cached(
+        s, STORE_STMT_JOB_RAN, "SELECT project, queue, start_ms FROM jobs WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    db_bind_int64(st, 1, id);
+    int r = db_step(st, "read job run", err), rc = 0;
+    if (r == DB_ROW) {
+        snprintf(project, TIDE_NAME_MAX, "%s", db_column_text(st, 0));
+        snprintf(queue, TIDE_NAME_MAX, "%s", db_column_text(st, 1));
+        *start_ms = db_column_int64(st, 2); /* NULL reads 0 */
+    } else if (r == DB_DONE) {
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
+    } else {
+        rc = r;
+    }
+    db_reset(st); /* ends its read; kept until store_close */
+    return rc;
+}
+
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err)
 {
     *out = NULL;
