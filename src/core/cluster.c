@@ -355,9 +355,10 @@ size_t cluster_remove_jobs_if(struct cluster *c, bool (*doomed)(struct job *job,
 void cluster_assign(struct cluster *c, struct job *job, struct node *node, const int *gpu_index,
                     int ngpus)
 {
+    if (job->node_id != node->id) /* not listed there yet */
+        node_jobs_note(c, node->id, job->id);
     job->node_id = node->id;
     job->ngpus_assigned = ngpus;
-    node_jobs_note(c, node->id, job->id);
     for (int i = 0; i < ngpus; i++) {
         job->gpu_index[i] = gpu_index[i];
         for (int g = 0; g < node->ngpus; g++)
@@ -377,11 +378,13 @@ void cluster_assign_part(struct cluster *c, struct job *job, struct node *node,
 {
     if (job->nparts >= TIDE_MAX_GANG_NODES - 1)
         return;
+    bool listed = job_on_node(job, node->id);
     struct job_part *p = &job->parts[job->nparts++];
     memset(p, 0, sizeof *p);
     p->node_id = node->id;
     p->ngpus = ngpus;
-    node_jobs_note(c, node->id, job->id);
+    if (!listed)
+        node_jobs_note(c, node->id, job->id);
     for (int i = 0; i < ngpus; i++) {
         if (gpu_index[i] >= 0 && gpu_index[i] < 64)
             p->gpu_mask |= 1ULL << gpu_index[i];

@@ -89,9 +89,6 @@ int node_jobs_add(struct node_jobs *ix, int64_t node_id, int64_t job_id)
     struct node_jobs_list *l = list_for(ix, node_id);
     if (!l)
         return -1;
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->job_ids[i] == job_id)
-            return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap;
         if (cap >= UINT32_MAX / 2 ||

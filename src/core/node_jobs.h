@@ -14,7 +14,7 @@
 
 struct node_jobs_list {
     int64_t node_id;
-    int64_t *job_ids; /* unordered, no duplicates */
+    int64_t *job_ids; /* unordered */
     uint32_t n, cap;
 };
 
@@ -33,8 +33,9 @@ struct node_jobs {
 void node_jobs_init(struct node_jobs *ix);
 void node_jobs_release(struct node_jobs *ix);
 
-/* Records that job_id has a task on node_id (once: a second add is a no-op).
- * Returns 0, or -1 when out of memory (then the index misses it). */
+/* Records that job_id has a task on node_id. O(1): the caller adds a job
+ * to a node once (a second add lists it twice). Returns 0, or -1 when out
+ * of memory (then the index misses it). */
 int node_jobs_add(struct node_jobs *ix, int64_t node_id, int64_t job_id);
 
 /* Forgets job_id on node_id; nothing when it was not there. */

@@ -364,7 +364,20 @@ static void test_index_matches_a_scan_through_random_changes(void **state)
     }
 }
 
-static void test_index_alone_adds_once_and_removes(void **state)
+static void test_job_assigned_twice_to_the_same_node_is_listed_once(void **state)
+{
+    (void)state;
+    struct job *job = place(6, 1, 1);
+    int idx = 3;
+    cluster_assign(&c, job, cluster_find_node(&c, 1), &idx, 1);
+    cluster_assign_part(&c, job, cluster_find_node(&c, 1), &idx, 1);
+    int64_t ids[64];
+    assert_int_equal(on_node(1, ids), 1);
+    cluster_unassign(&c, job);
+    assert_int_equal(on_node(1, ids), 0);
+}
+
+static void test_index_alone_adds_and_removes(void **state)
 {
     (void)state;
     struct node_jobs ix;
@@ -375,8 +388,13 @@ static void test_index_alone_adds_once_and_removes(void **state)
     for (int64_t node = 1; node <= 100; node++) /* past the first table size */
         for (int64_t job = 1; job <= 3; job++)
             assert_int_equal(node_jobs_add(&ix, node * 7, node * 1000 + job), 0);
-    assert_int_equal(node_jobs_add(&ix, 7, 1001), 0); /* again: no duplicate */
     const int64_t *ids = node_jobs_of(&ix, 7, &n);
+    assert_int_equal(n, 3);
+    for (int64_t job = 4; job <= 40; job++) /* a list past its first size */
+        assert_int_equal(node_jobs_add(&ix, 14, 2000 + job), 0);
+    ids = node_jobs_of(&ix, 14, &n);
+    assert_int_equal(n, 40);
+    ids = node_jobs_of(&ix, 7, &n);
     assert_int_equal(n, 3);
     node_jobs_remove(&ix, 7, 1002);
     node_jobs_remove(&ix, 7, 5555); /* not there */
@@ -409,7 +427,8 @@ int main(void)
         T(test_removing_many_jobs_at_once_keeps_the_others_listed),
         T(test_node_among_many_pending_jobs_lists_only_its_own),
         T(test_index_matches_a_scan_through_random_changes),
-        cmocka_unit_test(test_index_alone_adds_once_and_removes),
+        T(test_job_assigned_twice_to_the_same_node_is_listed_once),
+        cmocka_unit_test(test_index_alone_adds_and_removes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
