@@ -45,6 +45,7 @@ void cluster_release(struct cluster *c)
     free(c->jobs);
     free(c->node_ids.slots);
     free(c->job_ids.slots);
+    node_jobs_release(&c->node_jobs);
     memset(c, 0, sizeof *c);
 }
 
@@ -221,6 +222,49 @@ struct node *cluster_put_node(struct cluster *c, const struct node *node)
     return &c->nodes[c->nnodes - 1];
 }
 
+/* --- which jobs are on each node (node_jobs.h) --- */
+
+/* Placeholders (backfill's reservation, gang holders) have ids <= 0 and
+ * are not in c->jobs: they are left out. */
+static void node_jobs_note(struct cluster *c, int64_t node_id, int64_t job_id)
+{
+    if (job_id > 0 && node_id != 0 && node_jobs_add(&c->node_jobs, node_id, job_id) != 0)
+        c->node_jobs_lost = true;
+}
+
+static void node_jobs_forget(struct cluster *c, int64_t node_id, int64_t job_id)
+{
+    if (job_id > 0)
+        node_jobs_remove(&c->node_jobs, node_id, job_id);
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+size_t cluster_node_job_ids(struct cluster *c, int64_t node_id, int64_t *out, size_t cap)
+{
+    size_t n = 0;
+    if (c->node_jobs_lost) {
+        for (size_t j = 0; j < c->njobs; j++)
+            if (job_on_node(&c->jobs[j], node_id) && n++ < cap)
+                out[n - 1] = c->jobs[j].id;
+    } else {
+        size_t listed;
+        const int64_t *ids = node_jobs_of(&c->node_jobs, node_id, &listed);
+        for (size_t i = 0; i < listed; i++) {
+            /* Every entry should hold; checking keeps a stray one harmless. */
+            const struct job *job = cluster_find_job(c, ids[i]);
+            if (job && job_on_node(job, node_id) && n++ < cap)
+                out[n - 1] = ids[i];
+        }
+    }
+    qsort(out, n < cap ? n : cap, sizeof *out, cmp_id);
+    return n;
+}
+
 struct job *cluster_add_job(struct cluster *c, const struct job *job)
 {
     if (array_reserve((void **)&c->jobs, &c->jobs_cap, c->njobs + 1, sizeof *c->jobs) != 0)
@@ -228,6 +272,10 @@ struct job *cluster_add_job(struct cluster *c, const struct job *job)
     c->jobs[c->njobs++] = *job;
     struct id_array a = job_array(c);
     index_added(&c->job_ids, &a);
+    /* A job may come placed already (a copy from another cluster). */
+    node_jobs_note(c, job->node_id, job->id);
+    for (int i = 0; i < job->nparts; i++)
+        node_jobs_note(c, job->parts[i].node_id, job->id);
     return &c->jobs[c->njobs - 1];
 }
 
@@ -307,6 +355,8 @@ size_t cluster_remove_jobs_if(struct cluster *c, bool (*doomed)(struct job *job,
 void cluster_assign(struct cluster *c, struct job *job, struct node *node, const int *gpu_index,
                     int ngpus)
 {
+    if (job->node_id != node->id) /* not listed there yet */
+        node_jobs_note(c, node->id, job->id);
     job->node_id = node->id;
     job->ngpus_assigned = ngpus;
     for (int i = 0; i < ngpus; i++) {
@@ -328,10 +378,13 @@ void cluster_assign_part(struct cluster *c, struct job *job, struct node *node,
 {
     if (job->nparts >= TIDE_MAX_GANG_NODES - 1)
         return;
+    bool listed = job_on_node(job, node->id);
     struct job_part *p = &job->parts[job->nparts++];
     memset(p, 0, sizeof *p);
     p->node_id = node->id;
     p->ngpus = ngpus;
+    if (!listed)
+        node_jobs_note(c, node->id, job->id);
     for (int i = 0; i < ngpus; i++) {
         if (gpu_index[i] >= 0 && gpu_index[i] < 64)
             p->gpu_mask |= 1ULL << gpu_index[i];
@@ -411,6 +464,7 @@ bool job_mark_part_exited(struct job *job, int64_t node_id)
 /* Frees what job holds on one node. */
 static void release_on_node(struct cluster *c, struct job *job, int64_t node_id)
 {
+    node_jobs_forget(c, node_id, job->id);
     struct node *node = cluster_find_node(c, node_id);
     if (!node)
         return;

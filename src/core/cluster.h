@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/job_state.h"
+#include "core/node_jobs.h"
 #include "core/wait_reason.h"
 
 #define TIDE_MAX_GPUS_PER_NODE 64
@@ -233,6 +234,13 @@ struct cluster {
      * GPU holders and node states only through those calls. */
     struct placement_index *index;
     int64_t last_assigned_node_id; /* the node a job was last assigned to (roundrobin) */
+    /* The jobs with a task on each node (node_jobs.h), kept by
+     * cluster_add_job, cluster_assign, cluster_assign_part and
+     * cluster_unassign: change a job's placement only through those.
+     * node_jobs_lost: an add ran out of memory, so cluster_node_job_ids
+     * scans the jobs instead. */
+    struct node_jobs node_jobs;
+    bool node_jobs_lost;
 };
 
 void cluster_init(struct cluster *c);
@@ -277,6 +285,12 @@ void cluster_assign(struct cluster *c, struct job *job, struct node *node, const
  * it its first node). */
 void cluster_assign_part(struct cluster *c, struct job *job, struct node *node,
                          const int *gpu_index, int ngpus);
+
+/* The ids of the unfinished jobs with a task on node_id (as first node or
+ * gang part), in increasing id order, into out (cap of them at most).
+ * Returns how many there are, which may exceed cap: then only the first cap
+ * were written. O(jobs on the node) through c->node_jobs. */
+size_t cluster_node_job_ids(struct cluster *c, int64_t node_id, int64_t *out, size_t cap);
 
 /* Whether job has a task on node (first node or a part). */
 bool job_on_node(const struct job *job, int64_t node_id);

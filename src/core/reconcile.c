@@ -2,6 +2,7 @@
 #include "core/reconcile.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/tide_err.h"
@@ -206,31 +207,36 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
             failed |= push(out, ACTION_SEND_STOP, job, 0, 0, node_id, "gang member failed");
     }
 
-    /* Jobs placed here that the agent did not mention. */
-    for (size_t j = 0; j < c->njobs;) {
-        struct job *job = &c->jobs[j];
-        if (!job_on_node(job, node_id) || !job_state_is_on_node(job->state) ||
-            job_part_exited(job, node_id) || job_reported(tasks, ntasks, job)) {
-            j++;
+    /* Jobs placed here that the agent did not mention: the node's own, by
+     * the cluster's index, not every job in the cluster. */
+    int64_t some[64], *ids = some;
+    size_t nids = cluster_node_job_ids(c, node_id, some, 64);
+    if (nids > 64) {
+        ids = malloc(nids * sizeof *ids);
+        if (!ids)
+            return TIDE_ENOMEM;
+        cluster_node_job_ids(c, node_id, ids, nids);
+    }
+    for (size_t k = 0; k < nids; k++) {
+        /* Looked up each time: an earlier one's end may have moved jobs. */
+        struct job *job = cluster_find_job(c, ids[k]);
+        if (!job || !job_on_node(job, node_id) || !job_state_is_on_node(job->state) ||
+            job_part_exited(job, node_id) || job_reported(tasks, ntasks, job))
             continue;
-        }
         bool never_started = job->state == JOB_STARTING ||
                              (job->nparts > 0 && !job_part_reported(job, node_id));
         if (never_started && !job->cancel_requested && !job->gang_failed) {
             failed |= push(out, ACTION_SEND_START, job, 0, 0, node_id, "start");
-            j++;
             continue;
         }
-        if (never_started && job->nparts > 0 && !job_mark_part_exited(job, node_id)) {
-            /* A gang part that never started after the gang failed: nothing to stop. */
-            j++;
-            continue;
-        }
+        if (never_started && job->nparts > 0 && !job_mark_part_exited(job, node_id))
+            continue; /* a gang part that never started after the gang failed: nothing to stop */
         /* Running but unknown to its agent (it restarted), or cancelled before
-         * it started: either way this attempt is over. Index j is looked at
-         * again because the job was requeued or removed. */
+         * it started: either way this attempt is over. */
         sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "task vanished from its node", -1, 0,
                            now_ms, out);
     }
+    if (ids != some)
+        free(ids);
     return failed ? TIDE_ENOMEM : 0;
 }

@@ -662,6 +662,21 @@ void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passe
         cluster_remove_job(c, job->id);
 }
 
+/* Fails the attempt of every job on node_id, looking at all jobs. */
+static void fail_jobs_on_node_scan(struct cluster *c, int64_t node_id, int64_t now_ms,
+                                   struct action_list *out)
+{
+    for (size_t j = 0; j < c->njobs;) {
+        struct job *job = &c->jobs[j];
+        if (!job_on_node(job, node_id) || !job_state_is_on_node(job->state)) {
+            j++;
+            continue;
+        }
+        /* Requeued (now off this node) or removed: look at index j again. */
+        sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, now_ms, out);
+    }
+}
+
 int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
                       struct action_list *out)
 {
@@ -686,15 +701,23 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
                  (long long)((now_ms - node->last_heartbeat_ms) / 1000));
         action_list_push(out, &a);
         int64_t node_id = node->id;
-        for (size_t j = 0; j < c->njobs;) {
-            struct job *job = &c->jobs[j];
-            if (!job_on_node(job, node_id) || !job_state_is_on_node(job->state)) {
-                j++;
-                continue;
-            }
-            /* Requeued (now off this node) or removed: look at index j again. */
-            sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, now_ms, out);
+        /* Its jobs by the cluster's index, each requeued (now off this
+         * node) or removed in turn. */
+        int64_t some[64], *ids = some;
+        size_t nids = cluster_node_job_ids(c, node_id, some, 64);
+        if (nids > 64 && (ids = malloc(nids * sizeof *ids)) != NULL) {
+            cluster_node_job_ids(c, node_id, ids, nids);
+        } else if (nids > 64) { /* out of memory: every job, as before the index */
+            fail_jobs_on_node_scan(c, node_id, now_ms, out);
+            continue;
         }
+        for (size_t k = 0; k < nids; k++) {
+            struct job *job = cluster_find_job(c, ids[k]);
+            if (job && job_on_node(job, node_id) && job_state_is_on_node(job->state))
+                sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, now_ms, out);
+        }
+        if (ids != some)
+            free(ids);
     }
     return lost;
 }

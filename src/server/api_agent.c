@@ -4,8 +4,11 @@
  * chunks in, and start/stop/ack messages out. The reply is sent only after
  * the state changes it implies are committed.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -461,11 +464,10 @@ static void add_gang_env(struct server *srv, const struct job *job, const struct
 static json_t *start_message(struct server *srv, struct node *node, const struct action *a)
 {
     struct job *job = cluster_find_job(&srv->cluster, a->job_id);
-    json_t *row = NULL;
+    json_t *spec = NULL;
     struct tide_err err;
-    if (!job || store_job_get(srv->store, a->job_id, &row, &err) != 0)
+    if (!job || store_job_spec(srv->store, a->job_id, &spec, &err) != 0)
         return NULL;
-    json_t *spec = json_object_get(row, "spec");
     json_t *gpus = json_array(), *uuids = json_array();
     int here[TIDE_MAX_GPUS_PER_NODE];
     int nhere = job_gpus_on_node(job, node->id, here);
@@ -481,12 +483,11 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
     if (job->nparts > 0)
         add_gang_env(srv, job, node, env);
     json_t *workdir = json_object_get(spec, "workdir");
-    /* Every attempt, wherever it runs, sees the same checkpoint directory. */
+    /* Every attempt, wherever it runs, sees the same checkpoint directory;
+     * api_agent_make_checkpoint_dirs creates it, off the lock. */
     char checkpoint_dir[1200];
     snprintf(checkpoint_dir, sizeof checkpoint_dir, "%s/checkpoints/%lld", srv->cfg.data_dir,
              (long long)job->id);
-    if (fs_mkdir_p(checkpoint_dir, 0755) != 0)
-        log_warn("cannot create %s", checkpoint_dir);
     json_t *msg = json_pack("{s:s, s:I, s:i, s:O, s:o, s:o, s:o, s:I, s:O, s:i}", "type", "start",
                             "job_id", (json_int_t)job->id, "attempt", job->attempt, "command",
                             json_object_get(spec, "command"), "env", env,
@@ -520,24 +521,39 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
         json_object_set_new(msg, "memory_mib", json_integer(job->memory_mib));
     if (msg && job->cpus > 0)
         json_object_set_new(msg, "cpus", json_integer(job->cpus));
-    json_decref(row);
+    json_decref(spec);
     return msg;
+}
+
+void api_agent_make_checkpoint_dirs(json_t *actions)
+{
+    size_t i;
+    json_t *msg;
+    json_array_foreach(actions, i, msg)
+    {
+        const char *dir = json_string_value(json_object_get(msg, "checkpoint_dir"));
+        if (!dir)
+            continue;
+        /* One call when it is there already (every start after the first);
+         * the parents only for a job's first. */
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST && fs_mkdir_p(dir, 0755) != 0)
+            log_warn("cannot create %s: %s", dir, strerror(errno));
+    }
 }
 
 /* The signal that asks job to checkpoint and stop: its checkpoint_signal,
  * else SIGTERM. */
 static int checkpoint_signal_of(struct server *srv, int64_t job_id)
 {
-    json_t *row = NULL;
+    json_t *spec = NULL;
     struct tide_err err;
     int sig = 15;
-    if (store_job_get(srv->store, job_id, &row, &err) == 0) {
-        const char *name =
-            json_string_value(json_object_get(json_object_get(row, "spec"), "checkpoint_signal"));
+    if (store_job_spec(srv->store, job_id, &spec, &err) == 0) {
+        const char *name = json_string_value(json_object_get(spec, "checkpoint_signal"));
         if (name && job_spec_signal_number(name) > 0)
             sig = job_spec_signal_number(name);
     }
-    json_decref(row);
+    json_decref(spec);
     return sig;
 }
 
@@ -559,10 +575,20 @@ static bool task_reported(const struct job *job, int64_t node_id)
 json_t *api_agent_node_actions(struct server *srv, const struct node *node)
 {
     json_t *actions = json_array();
-    for (size_t j = 0; actions && j < srv->cluster.njobs; j++) {
-        const struct job *job = &srv->cluster.jobs[j];
-        if (!job_on_node(job, node->id) || !job_state_is_on_node(job->state) ||
-            job_part_exited(job, node->id))
+    /* The node's jobs by the cluster's index: O(jobs there), not O(jobs). */
+    int64_t some[64], *ids = some;
+    size_t nids = cluster_node_job_ids(&srv->cluster, node->id, some, 64);
+    if (nids > 64) {
+        ids = malloc(nids * sizeof *ids);
+        if (!ids) {
+            json_decref(actions);
+            return NULL;
+        }
+        cluster_node_job_ids(&srv->cluster, node->id, ids, nids);
+    }
+    for (size_t k = 0; actions && k < nids; k++) {
+        const struct job *job = cluster_find_job(&srv->cluster, ids[k]);
+        if (!job || !job_state_is_on_node(job->state) || job_part_exited(job, node->id))
             continue;
         json_t *msg = NULL;
         if (!task_reported(job, node->id)) {
@@ -583,6 +609,8 @@ json_t *api_agent_node_actions(struct server *srv, const struct node *node)
         if (msg)
             json_array_append_new(actions, msg);
     }
+    if (ids != some)
+        free(ids);
     return actions;
 }
 
@@ -679,6 +707,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(offsets);
         return api_error(reply, &err);
     }
+    api_agent_make_checkpoint_dirs(actions);
     /* epoch: agents ignore replies of a deposed leader (docs/ha.md) */
     reply->json = json_pack("{s:o, s:o, s:o, s:I, s:I}", "actions", actions, "ack", acks,
                             "log_offsets", offsets, "node_timeout_ms",

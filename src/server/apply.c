@@ -134,6 +134,11 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
 {
     cluster_release(&srv->cluster);
     cluster_init(&srv->cluster);
+    /* Passes sort (ties by id), and agents' messages go by the per-node
+     * index in id order: nothing needs the jobs in submission order, and
+     * keeping it made each finished job move every later one (O(jobs),
+     * under the lock). */
+    srv->cluster.jobs_any_order = true;
     int rc = store_nodes_load(srv->store, &srv->cluster, now_ms, err);
     if (!rc) /* which pool each node belongs to */
         rc = store_pool_nodes_load(srv->store, &srv->cluster, NULL, NULL, err);

@@ -40,19 +40,14 @@ void eta_refresh_learn(struct server *srv, const struct action_list *actions, in
         const struct action *a = &actions->items[i];
         if ((a->type != ACTION_FINISH && a->type != ACTION_REQUEUE) || !a->node_id)
             continue; /* only attempts that ran */
-        json_t *job = NULL;
+        char project[TIDE_NAME_MAX], queue[TIDE_NAME_MAX];
+        int64_t start_ms = 0;
         struct tide_err err;
-        if (store_job_get(srv->store, a->job_id, &job, &err) != 0)
+        if (store_job_ran(srv->store, a->job_id, project, queue, &start_ms, &err) != 0)
             continue;
-        json_t *start = json_object_get(job, "start_time");
-        if (json_is_number(start)) {
-            int64_t run_ms = now_ms - (int64_t)(json_number_value(start) * 1000.0);
-            if (eta_estimator_observe(
-                    &srv->eta_est, json_string_value(json_object_get(job, "project")),
-                    json_string_value(json_object_get(job, "queue")), run_ms) != 0)
-                log_error("start-time ETAs: out of memory learning runtimes");
-        }
-        json_decref(job);
+        if (start_ms > 0 && eta_estimator_observe(&srv->eta_est, project, queue,
+                                                  now_ms - start_ms) != 0)
+            log_error("start-time ETAs: out of memory learning runtimes");
     }
 }
 

@@ -236,6 +236,11 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
  * being cancelled, reclaimed, preempted or stopped with its gang. Caller
  * holds the lock; changes nothing (a lost answer loses nothing). */
 json_t *api_agent_node_actions(struct server *srv, const struct node *node);
+/* Creates the checkpoint directory of each start message in actions (a
+ * JSON array; NULL is fine). Called after the lock is released and before
+ * the reply goes: creating a job's directory is a filesystem write that
+ * need not hold up every other request. */
+void api_agent_make_checkpoint_dirs(json_t *actions);
 /* The agent protocol's body parsers, without a server (for tests/fuzz/):
  * a registration into node; a heartbeat's tasks into out (at most 1024,
  * *n set); its gpus telemetry into node, all checked before any is kept.

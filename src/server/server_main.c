@@ -439,6 +439,7 @@ int server_main(int argc, char **argv)
     eta_plan_set_queues(&srv.eta_plan, sc.queues); /* the plan keeps the pass's caps */
     eta_estimator_init(&srv.eta_est, 0);
     cluster_init(&srv.cluster);
+    srv.cluster.jobs_any_order = true; /* as server_reload_cluster says why */
     action_list_init(&srv.actions);
     signal(SIGPIPE, SIG_IGN);
 

@@ -21,17 +21,24 @@ int db_exec(struct db *db, const char *sql, struct tide_err *err)
 
 int db_begin(struct db *db, struct tide_err *err)
 {
+    if (db->ops->begin)
+        return db->ops->begin(db, err);
     return db_exec(db, db->dialect == DB_SQLITE ? "BEGIN IMMEDIATE" : "BEGIN", err);
 }
 
 int db_commit(struct db *db, struct tide_err *err)
 {
+    if (db->ops->commit)
+        return db->ops->commit(db, err);
     return db_exec(db, "COMMIT", err);
 }
 
 void db_rollback(struct db *db)
 {
-    db_exec(db, "ROLLBACK", NULL);
+    if (db->ops->rollback)
+        db->ops->rollback(db);
+    else
+        db_exec(db, "ROLLBACK", NULL);
 }
 
 struct db_stmt *db_prepare(struct db *db, const char *sql, struct tide_err *err)

@@ -28,6 +28,11 @@ struct db_stmt;
 struct db_ops {
     void (*close)(struct db *db);
     int (*exec)(struct db *db, const char *sql, struct tide_err *err);
+    /* Optional (NULL: exec of the SQL): a transaction's statements kept
+     * prepared, for a backend whose exec parses each time. */
+    int (*begin)(struct db *db, struct tide_err *err);
+    int (*commit)(struct db *db, struct tide_err *err);
+    void (*rollback)(struct db *db);
     struct db_stmt *(*prepare)(struct db *db, const char *sql, bool keep, struct tide_err *err);
     void (*bind_int64)(struct db_stmt *st, int i, int64_t v);
     void (*bind_text)(struct db_stmt *st, int i, const char *v);

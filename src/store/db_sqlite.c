@@ -15,9 +15,14 @@
 
 #include "store/db.h"
 
+/* BEGIN IMMEDIATE, COMMIT and ROLLBACK, prepared at their first use:
+ * sqlite3_exec would parse them for every transaction. */
+enum { TX_BEGIN, TX_COMMIT, TX_ROLLBACK, TX_COUNT };
+
 struct db_sqlite {
     struct db base;
     sqlite3 *h;
+    sqlite3_stmt *tx[TX_COUNT];
 };
 
 struct stmt_sqlite {
@@ -42,8 +47,45 @@ static int fail(struct db *db, struct tide_err *err, const char *what)
 
 static void sq_close(struct db *db)
 {
-    sqlite3_close(handle(db));
-    free(db);
+    struct db_sqlite *d = (struct db_sqlite *)db;
+    for (int i = 0; i < TX_COUNT; i++)
+        sqlite3_finalize(d->tx[i]);
+    sqlite3_close(d->h);
+    free(d);
+}
+
+/* Runs transaction statement which (prepared once, then kept). */
+static int sq_tx(struct db *db, int which, struct tide_err *err)
+{
+    static const char *const sql[TX_COUNT] = {"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"};
+    static const char *const what[TX_COUNT] = {"begin", "commit", "rollback"};
+    struct db_sqlite *d = (struct db_sqlite *)db;
+    if (!d->tx[which] && sqlite3_prepare_v3(d->h, sql[which], -1, SQLITE_PREPARE_PERSISTENT,
+                                            &d->tx[which], NULL) != SQLITE_OK) {
+        sqlite3_finalize(d->tx[which]);
+        d->tx[which] = NULL;
+        return fail(db, err, what[which]);
+    }
+    int r = sqlite3_step(d->tx[which]);
+    int rc = r == SQLITE_DONE ? 0 : fail(db, err, what[which]);
+    sqlite3_reset(d->tx[which]);
+    return rc;
+}
+
+static int sq_begin(struct db *db, struct tide_err *err)
+{
+    return sq_tx(db, TX_BEGIN, err);
+}
+
+static int sq_commit(struct db *db, struct tide_err *err)
+{
+    return sq_tx(db, TX_COMMIT, err);
+}
+
+static void sq_rollback(struct db *db)
+{
+    struct tide_err ignored;
+    sq_tx(db, TX_ROLLBACK, &ignored);
 }
 
 static int sq_exec(struct db *db, const char *sql, struct tide_err *err)
@@ -163,6 +205,9 @@ static void sq_pin(struct db *db)
 static const struct db_ops sqlite_ops = {
     .close = sq_close,
     .exec = sq_exec,
+    .begin = sq_begin,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
     .prepare = sq_prepare,
     .bind_int64 = sq_bind_int64,
     .bind_text = sq_bind_text,

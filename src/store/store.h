@@ -83,7 +83,8 @@ void store_rollback(struct store *s);
 /* Tokens are looked up by the SHA-256 hex of their value. */
 int store_token_put(struct store *s, const char *hash, enum token_kind kind, const char *name,
                     json_t *projects, int64_t node_id, int64_t now_ms, struct tide_err *err);
-/* 0 and *out filled, TIDE_ENOENT when unknown. */
+/* 0 and *out filled, TIDE_ENOENT when unknown. Its statement is kept, as
+ * store_job_update's is: callers hold the server's lock. */
 int store_token_get(struct store *s, const char *hash, struct token_info *out,
                     struct tide_err *err);
 int store_token_delete_node(struct store *s, int64_t node_id, struct tide_err *err);
@@ -108,6 +109,10 @@ int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct 
 /* Inserts a pending job; sets job->id and job->submit_ms = now_ms. */
 int store_job_insert(struct store *s, struct job *job, json_t *spec, const char *owner,
                      int64_t now_ms, struct tide_err *err);
+/* One job transition. store_job_update, store_job_get and store_job_queue
+ * keep their statement prepared on the write connection (store_db.h), so,
+ * like every write, their callers must not run them at once (the server
+ * holds its lock). */
 int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err);
 /* Counts one more attempt of the job ended by no fault of its own
  * (preemption, an operator's requeue, its node lost, its task vanished):
@@ -126,6 +131,13 @@ int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int 
                              struct tide_err *err);
 /* A job's queue (for /metrics once it has left the cluster); TIDE_ENOENT when absent. */
 int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], struct tide_err *err);
+/* The job's spec as stored (a new reference in *out); TIDE_ENOENT when
+ * absent. Cheaper than store_job_get when the spec is all that is needed. */
+int store_job_spec(struct store *s, int64_t id, json_t **out, struct tide_err *err);
+/* A job's project, queue and when its current attempt started running
+ * (*start_ms 0: never); TIDE_ENOENT when absent. */
+int store_job_ran(struct store *s, int64_t id, char project[TIDE_NAME_MAX],
+                  char queue[TIDE_NAME_MAX], int64_t *start_ms, struct tide_err *err);
 /* The job as the API shows it; TIDE_ENOENT when absent. */
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err);
 /* The jobs with ids first..last, in id order, appended to out (a JSON

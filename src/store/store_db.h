@@ -20,7 +20,17 @@ struct db *store_reader(struct store *s);
  * store_close: store_cached returns slot's statement (preparing sql the
  * first time) reset and with its bindings cleared, ready to bind and step;
  * NULL with err on failure. Reset it after stepping. */
-enum store_stmt_slot { STORE_STMT_EVENT_ADD, STORE_STMT_JOB_INSERT, STORE_STMT_COUNT };
+enum store_stmt_slot {
+    STORE_STMT_EVENT_ADD,
+    STORE_STMT_JOB_INSERT,
+    STORE_STMT_JOB_UPDATE, /* every job transition */
+    STORE_STMT_JOB_GET,    /* an agent's start message, learned runtimes */
+    STORE_STMT_JOB_QUEUE,  /* a finished job's metrics */
+    STORE_STMT_TOKEN_GET,  /* each agent message (node tokens are not cached) */
+    STORE_STMT_JOB_SPEC,   /* an agent's start message */
+    STORE_STMT_JOB_RAN,    /* each ended attempt's runtime, for ETAs */
+    STORE_STMT_COUNT
+};
 struct db_stmt *store_cached(struct store *s, enum store_stmt_slot slot, const char *sql,
                              struct tide_err *err);
 

@@ -64,8 +64,10 @@ int store_token_put(struct store *s, const char *hash, enum token_kind kind, con
 int store_token_get(struct store *s, const char *hash, struct token_info *out, struct tide_err *err)
 {
     memset(out, 0, sizeof *out);
-    struct db_stmt *st = prepare(
-        s, "SELECT kind, name, projects, node_id, expires_ms FROM tokens WHERE hash=?", err);
+    struct db_stmt *st =
+        store_cached(s, STORE_STMT_TOKEN_GET,
+                     "SELECT kind, name, projects, node_id, expires_ms FROM tokens WHERE hash=?",
+                     err);
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, hash);
@@ -82,7 +84,7 @@ int store_token_get(struct store *s, const char *hash, struct token_info *out, s
     } else {
         rc = r;
     }
-    db_finalize(st);
+    db_reset(st); /* ends its read; kept until store_close */
     return rc;
 }
 
@@ -284,7 +286,7 @@ int store_job_insert(struct store *s, struct job *job, json_t *spec, const char 
 int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err)
 {
     struct db_stmt *st =
-        prepare(s,
+        store_cached(s, STORE_STMT_JOB_UPDATE,
                 "UPDATE jobs SET state=?2, reason=?3,"
                 " attempt=CASE WHEN ?4 < 0 THEN attempt ELSE ?4 END,"
                 " node_id=CASE WHEN ?5 < 0 THEN node_id WHEN ?5 = 0 THEN NULL ELSE ?5 END,"
@@ -328,7 +330,7 @@ int store_job_update(struct store *s, const struct job_update *u, struct tide_er
     int rc = db_step_done(st, "update job", err);
     if (!rc && db_changes(st) != 1)
         rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)u->job_id);
-    db_finalize(st);
+    db_reset(st); /* kept: store_close finalizes it */
     return rc;
 }
 
@@ -514,7 +516,8 @@ int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int 
 
 int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], struct tide_err *err)
 {
-    struct db_stmt *st = prepare(s, "SELECT queue FROM jobs WHERE id=?", err);
+    struct db_stmt *st =
+        store_cached(s, STORE_STMT_JOB_QUEUE, "SELECT queue FROM jobs WHERE id=?", err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, id);
@@ -525,15 +528,61 @@ int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], stru
         rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
     else
         rc = r;
-    db_finalize(st);
+    db_reset(st); /* ends its read; kept until store_close */
+    return rc;
+}
+
+int store_job_spec(struct store *s, int64_t id, json_t **out, struct tide_err *err)
+{
+    *out = NULL;
+    struct db_stmt *st =
+        store_cached(s, STORE_STMT_JOB_SPEC, "SELECT spec FROM jobs WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    db_bind_int64(st, 1, id);
+    int r = db_step(st, "read job spec", err), rc = 0;
+    if (r == DB_ROW) {
+        *out = column_json(st, 0);
+        if (!*out)
+            rc = tide_err_set(err, TIDE_EIO, NULL, "job %lld has an unreadable spec",
+                              (long long)id);
+    } else if (r == DB_DONE) {
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
+    } else {
+        rc = r;
+    }
+    db_reset(st); /* ends its read; kept until store_close */
+    return rc;
+}
+
+int store_job_ran(struct store *s, int64_t id, char project[TIDE_NAME_MAX],
+                  char queue[TIDE_NAME_MAX], int64_t *start_ms, struct tide_err *err)
+{
+    struct db_stmt *st = store_cached(
+        s, STORE_STMT_JOB_RAN, "SELECT project, queue, start_ms FROM jobs WHERE id=?", err);
+    if (!st)
+        return TIDE_EIO;
+    db_bind_int64(st, 1, id);
+    int r = db_step(st, "read job run", err), rc = 0;
+    if (r == DB_ROW) {
+        snprintf(project, TIDE_NAME_MAX, "%s", db_column_text(st, 0));
+        snprintf(queue, TIDE_NAME_MAX, "%s", db_column_text(st, 1));
+        *start_ms = db_column_int64(st, 2); /* NULL reads 0 */
+    } else if (r == DB_DONE) {
+        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
+    } else {
+        rc = r;
+    }
+    db_reset(st); /* ends its read; kept until store_close */
     return rc;
 }
 
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err)
 {
     *out = NULL;
-    struct db_stmt *st = prepare(
-        s, "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id WHERE j.id=?",
+    struct db_stmt *st = store_cached(
+        s, STORE_STMT_JOB_GET,
+        "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id WHERE j.id=?",
         err);
     if (!st)
         return TIDE_EIO;
@@ -548,7 +597,7 @@ int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *er
     } else {
         rc = r;
     }
-    db_finalize(st);
+    db_reset(st); /* ends its read; kept until store_close */
     return rc;
 }
 
