@@ -13,12 +13,9 @@
 #include "store/store_idempotency.h"
 
 struct submit_batch {
-    pthread_t thread;
-    pthread_mutex_t mu;          /* guards the queue and each work's done flag */
-    pthread_cond_t queued;       /* work arrived, or stop */
-    pthread_cond_t answered;     /* a batch is done */
+    pthread_mutex_t mu;          /* guards the queue, committing and each work's done flag */
     struct submit_work *head, *tail;
-    bool stop;
+    bool committing;             /* a waiter is committing a batch (lead_batch) */
     long long batches, jobs;     /* for the log at stop */
 };
 
@@ -326,33 +323,30 @@ static void commit_batch(struct server *srv, struct submit_work *list)
         sched_loop_kick_submitted(srv);
 }
 
-static void *committer(void *arg)
+/* Under sb->mu, with nobody committing: the calling waiter commits every
+ * work queued (its own among them) in one transaction, answers their
+ * waiters, and hands the next batch, if one queued meanwhile, to that
+ * batch's first waiter. */
+static void lead_batch(struct server *srv, struct submit_batch *sb)
 {
-    struct server *srv = arg;
-    struct submit_batch *sb = srv->submits;
-    pthread_mutex_lock(&sb->mu);
-    for (;;) {
-        while (!sb->head && !sb->stop)
-            pthread_cond_wait(&sb->queued, &sb->mu);
-        if (!sb->head)
-            break; /* stopping, nothing left */
-        struct submit_work *list = sb->head;
-        sb->head = sb->tail = NULL;
-        pthread_mutex_unlock(&sb->mu);
-        pthread_mutex_lock(&srv->lock);
-        commit_batch(srv, list);
-        pthread_mutex_unlock(&srv->lock);
-        pthread_mutex_lock(&sb->mu);
-        sb->batches++;
-        for (struct submit_work *w = list, *next; w; w = next) {
-            next = w->next; /* w belongs to its waiter once done */
-            sb->jobs++;
-            w->done = true;
-        }
-        pthread_cond_broadcast(&sb->answered);
-    }
+    struct submit_work *list = sb->head;
+    sb->head = sb->tail = NULL;
+    sb->committing = true;
     pthread_mutex_unlock(&sb->mu);
-    return NULL;
+    pthread_mutex_lock(&srv->lock);
+    commit_batch(srv, list);
+    pthread_mutex_unlock(&srv->lock);
+    pthread_mutex_lock(&sb->mu);
+    sb->batches++;
+    for (struct submit_work *w = list, *next; w; w = next) {
+        next = w->next; /* w belongs to its waiter once done (and mu is let go) */
+        sb->jobs++;
+        w->done = true;
+        pthread_cond_signal(w->wake);
+    }
+    sb->committing = false;
+    if (sb->head)
+        pthread_cond_signal(sb->head->wake);
 }
 
 int submit_batch_start(struct server *srv, struct tide_err *err)
@@ -361,17 +355,7 @@ int submit_batch_start(struct server *srv, struct tide_err *err)
     if (!sb)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     pthread_mutex_init(&sb->mu, NULL);
-    pthread_cond_init(&sb->queued, NULL);
-    pthread_cond_init(&sb->answered, NULL);
     srv->submits = sb;
-    if (pthread_create(&sb->thread, NULL, committer, srv) != 0) {
-        srv->submits = NULL;
-        pthread_mutex_destroy(&sb->mu);
-        pthread_cond_destroy(&sb->queued);
-        pthread_cond_destroy(&sb->answered);
-        free(sb);
-        return tide_err_set(err, TIDE_EIO, NULL, "cannot start the submit thread");
-    }
     return 0;
 }
 
@@ -380,17 +364,10 @@ void submit_batch_stop(struct server *srv)
     struct submit_batch *sb = srv->submits;
     if (!sb)
         return;
-    pthread_mutex_lock(&sb->mu);
-    sb->stop = true;
-    pthread_cond_signal(&sb->queued);
-    pthread_mutex_unlock(&sb->mu);
-    pthread_join(sb->thread, NULL);
     if (sb->batches)
         log_info("%lld submissions in %lld commits", sb->jobs, sb->batches);
     srv->submits = NULL;
     pthread_mutex_destroy(&sb->mu);
-    pthread_cond_destroy(&sb->queued);
-    pthread_cond_destroy(&sb->answered);
     free(sb);
 }
 
@@ -406,6 +383,36 @@ static void work_reset(struct submit_work *w)
     w->rows = NULL;
     w->next = NULL;
     w->done = false;
+}
+
+/* Queues first..last (linked) in one go, so that one transaction takes them
+ * all, and waits until they are answered: leading a batch whenever nobody
+ * is committing, else sleeping until its own works are done or it is
+ * handed the next batch. */
+static void queue_and_wait(struct submit_batch *sb, struct server *srv, struct submit_work *first,
+                           struct submit_work *last)
+{
+    pthread_cond_t wake;
+    pthread_cond_init(&wake, NULL);
+    for (struct submit_work *w = first;; w = w->next) {
+        w->wake = &wake;
+        if (w == last)
+            break;
+    }
+    pthread_mutex_lock(&sb->mu);
+    if (sb->tail)
+        sb->tail->next = first;
+    else
+        sb->head = first;
+    sb->tail = last;
+    while (!last->done) {
+        if (!sb->committing)
+            lead_batch(srv, sb);
+        else
+            pthread_cond_wait(&wake, &sb->mu);
+    }
+    pthread_mutex_unlock(&sb->mu);
+    pthread_cond_destroy(&wake);
 }
 
 void submit_batch_run_many(struct server *srv, struct submit_work **works, size_t n)
@@ -424,37 +431,10 @@ void submit_batch_run_many(struct server *srv, struct submit_work **works, size_
         pthread_mutex_unlock(&srv->lock);
         return;
     }
-    /* queued in one go, so the committer takes them into one transaction */
-    pthread_mutex_lock(&sb->mu);
-    if (sb->tail)
-        sb->tail->next = works[0];
-    else
-        sb->head = works[0];
-    sb->tail = works[n - 1];
-    pthread_cond_signal(&sb->queued);
-    while (!works[n - 1]->done)
-        pthread_cond_wait(&sb->answered, &sb->mu);
-    pthread_mutex_unlock(&sb->mu);
+    queue_and_wait(sb, srv, works[0], works[n - 1]);
 }
 
 void submit_batch_run(struct server *srv, struct submit_work *w)
 {
-    struct submit_batch *sb = srv->submits;
-    work_reset(w);
-    if (!sb) {
-        pthread_mutex_lock(&srv->lock);
-        commit_batch(srv, w);
-        pthread_mutex_unlock(&srv->lock);
-        return;
-    }
-    pthread_mutex_lock(&sb->mu);
-    if (sb->tail)
-        sb->tail->next = w;
-    else
-        sb->head = w;
-    sb->tail = w;
-    pthread_cond_signal(&sb->queued);
-    while (!w->done)
-        pthread_cond_wait(&sb->answered, &sb->mu);
-    pthread_mutex_unlock(&sb->mu);
+    submit_batch_run_many(srv, &w, 1);
 }
