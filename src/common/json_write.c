@@ -7,14 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct out {
-    char *data;
-    size_t len, cap;
-    bool failed; /* out of memory or a value json_dumps refuses */
-};
-
 /* Room for n more bytes (and a NUL); false once anything failed. */
-static bool reserve(struct out *o, size_t n)
+static bool reserve(struct json_buf *o, size_t n)
 {
     if (o->failed)
         return false;
@@ -33,7 +27,7 @@ static bool reserve(struct out *o, size_t n)
     return true;
 }
 
-static void put(struct out *o, const char *s, size_t n)
+static void put(struct json_buf *o, const char *s, size_t n)
 {
     if (!reserve(o, n))
         return;
@@ -41,7 +35,7 @@ static void put(struct out *o, const char *s, size_t n)
     o->len += n;
 }
 
-static void put_char(struct out *o, char c)
+static void put_char(struct json_buf *o, char c)
 {
     if (reserve(o, 1))
         o->data[o->len++] = c;
@@ -77,7 +71,7 @@ static size_t utf8_sequence(const unsigned char *s, size_t n)
 }
 
 /* s as a JSON string: runs that need no escape are copied whole. */
-static void put_string(struct out *o, const char *str, size_t n)
+static void put_string(struct json_buf *o, const char *str, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
     const unsigned char *s = (const unsigned char *)str;
@@ -121,7 +115,7 @@ static void put_string(struct out *o, const char *str, size_t n)
     put_char(o, '"');
 }
 
-static void put_integer(struct out *o, json_int_t v)
+static void put_integer(struct json_buf *o, json_int_t v)
 {
     char buf[24];
     size_t i = sizeof buf;
@@ -139,7 +133,7 @@ static void put_integer(struct out *o, json_int_t v)
 /* As jansson writes a real: 17 significant digits, always a '.' or an
  * exponent (so it reads back as a real), no '+' or leading zeros in the
  * exponent. */
-static void put_real(struct out *o, double v)
+static void put_real(struct json_buf *o, double v)
 {
     if (!isfinite(v)) {
         o->failed = true;
@@ -169,7 +163,7 @@ static void put_real(struct out *o, double v)
     put(o, buf, len);
 }
 
-static void put_value(struct out *o, const json_t *v, int depth)
+static void put_value(struct json_buf *o, const json_t *v, int depth)
 {
     if (depth > JSON_WRITE_MAX_DEPTH) {
         o->failed = true;
@@ -228,20 +222,62 @@ static void put_value(struct out *o, const json_t *v, int depth)
     }
 }
 
-char *json_write_compact(const json_t *v, bool newline, size_t *len)
+void json_buf_text(struct json_buf *b, const char *text)
 {
-    struct out o = {0};
-    if (!v || !reserve(&o, 256))
-        return NULL;
-    put_value(&o, v, 0);
-    if (newline)
-        put_char(&o, '\n');
-    if (o.failed) {
-        free(o.data);
+    put(b, text, strlen(text));
+}
+
+void json_buf_string(struct json_buf *b, const char *s)
+{
+    put_string(b, s, strlen(s));
+}
+
+void json_buf_integer(struct json_buf *b, json_int_t v)
+{
+    put_integer(b, v);
+}
+
+void json_buf_real(struct json_buf *b, double v)
+{
+    put_real(b, v);
+}
+
+void json_buf_value(struct json_buf *b, const json_t *v)
+{
+    if (!v)
+        b->failed = true;
+    else
+        put_value(b, v, 0);
+}
+
+char *json_buf_finish(struct json_buf *b, size_t *len)
+{
+    if (!reserve(b, 0)) {
+        free(b->data);
+        *b = (struct json_buf){0};
         return NULL;
     }
-    o.data[o.len] = '\0';
+    char *text = b->data;
+    text[b->len] = '\0';
     if (len)
-        *len = o.len;
-    return o.data;
+        *len = b->len;
+    *b = (struct json_buf){0};
+    return text;
+}
+
+void json_buf_release(struct json_buf *b)
+{
+    free(b->data);
+    *b = (struct json_buf){0};
+}
+
+char *json_write_compact(const json_t *v, bool newline, size_t *len)
+{
+    struct json_buf b = {0};
+    if (!v || !reserve(&b, 256))
+        return NULL;
+    put_value(&b, v, 0);
+    if (newline)
+        put_char(&b, '\n');
+    return json_buf_finish(&b, len);
 }

@@ -187,7 +187,7 @@ struct api_request {
 struct api_reply {
     int status;
     json_t *json;
-    char *text; /* malloc'ed, text/plain */
+    char *text; /* malloc'ed; text/plain unless content_type says otherwise */
     const char *content_type;
     struct MHD_Response *response;
 };

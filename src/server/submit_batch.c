@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/fsutil.h"
+#include "common/json_write.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "core/feasible.h"
@@ -127,30 +128,48 @@ static void check_work(struct server *srv, struct submit_work *list, struct subm
 }
 
 /* The row just inserted for job as GET /v1/jobs/{id} reads it back
- * (store_job_get's columns, in its order): the answer needs no second
- * trip to the store (new reference, NULL when out of memory). */
-static json_t *inserted_job_json(const struct job *job, json_t *spec, const char *owner,
-                                 int64_t now)
+ * (store_job_get's columns, in its order), written straight as the
+ * answer's text: no second trip to the store, and no jansson values built
+ * and then dumped (json_write.h). */
+static void inserted_job_text(struct json_buf *b, const struct job *job, json_t *spec,
+                              const char *owner, int64_t now)
 {
-    return json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:O, s:n, s:[], s:n, s:n,"
-                     " s:f, s:n, s:n, s:b, s:s, s:b}",
-                     "id", (json_int_t)job->id, "name",
-                     json_string_value(json_object_get(spec, "name")), "project", job->project,
-                     "queue", job->queue, "priority", job->priority, "state", "pending",
-                     "reason", "submitted", "attempt", 0, "spec", spec, "node", "gpus",
-                     "exit_code", "signal", "submit_time", (double)now / 1000.0, "start_time",
-                     "end_time", "cancel_requested", 0, "owner", owner, "held", 0);
+    const char *name = json_string_value(json_object_get(spec, "name"));
+    json_buf_text(b, "{\"id\":");
+    json_buf_integer(b, job->id);
+    json_buf_text(b, ",\"name\":");
+    if (name)
+        json_buf_string(b, name);
+    else
+        b->failed = true;
+    json_buf_text(b, ",\"project\":");
+    json_buf_string(b, job->project);
+    json_buf_text(b, ",\"queue\":");
+    json_buf_string(b, job->queue);
+    json_buf_text(b, ",\"priority\":");
+    json_buf_integer(b, job->priority);
+    json_buf_text(b, ",\"state\":\"pending\",\"reason\":\"submitted\",\"attempt\":0,\"spec\":");
+    json_buf_value(b, spec);
+    json_buf_text(b, ",\"node\":null,\"gpus\":[],\"exit_code\":null,\"signal\":null,"
+                     "\"submit_time\":");
+    json_buf_real(b, (double)now / 1000.0);
+    json_buf_text(b, ",\"start_time\":null,\"end_time\":null,\"cancel_requested\":false,"
+                     "\"owner\":");
+    json_buf_string(b, owner);
+    json_buf_text(b, ",\"held\":false}");
 }
 
 /* Inserts w's rows in the open transaction; fills ids (count of them) and,
- * unless ids_only, w->rows with the jobs as stored. */
+ * unless ids_only, w->rows with the answer's text: the job as stored, or
+ * {"jobs": [...]} for an array. */
 static int insert_work(struct server *srv, struct submit_work *w, int64_t *ids, int count,
                        int64_t now, struct tide_err *err)
 {
     int rc = 0;
     const char *owner = w->req->token.name;
-    if (!w->ids_only && !(w->rows = json_array()))
-        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    bool rows = !w->ids_only;
+    if (rows)
+        json_buf_text(&w->rows, count > 1 ? "{\"jobs\":[" : "");
     for (int i = 0; !rc && i < count; i++) {
         json_t *member = count > 1 ? array_member_spec(w->spec, i) : json_incref(w->spec);
         struct job copy = w->job;
@@ -161,12 +180,17 @@ static int insert_work(struct server *srv, struct submit_work *w, int64_t *ids, 
                                     copy.project,
                                     count > 1 ? "submitted as part of an array" : "submitted",
                                     err);
-        if (!rc && w->rows &&
-            json_array_append_new(w->rows, inserted_job_json(&copy, member, owner, now)) != 0)
-            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        if (!rc && rows) {
+            json_buf_text(&w->rows, i ? "," : "");
+            inserted_job_text(&w->rows, &copy, member, owner, now);
+        }
         json_decref(member);
         ids[i] = copy.id;
     }
+    if (rows)
+        json_buf_text(&w->rows, count > 1 ? "]}\n" : "\n");
+    if (!rc && w->rows.failed)
+        rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     if (!rc && w->idempotency_key)
         rc = store_idempotency_put(srv->store, w->req->token.name, w->idempotency_key,
                                    w->request_hash, ids, count, now, err);
@@ -197,14 +221,13 @@ static void finish_work(struct server *srv, struct submit_work *w, const int64_t
     answer(srv, w, ids, count);
 }
 
-/* w's answer: its job as stored, or {"jobs": [...]} for an array; from
- * w->rows when it was just inserted, else read from the store. */
+/* w's answer: its job as stored, or {"jobs": [...]} for an array; as
+ * text from w->rows when it was just inserted, else read from the store. */
 static void answer(struct server *srv, struct submit_work *w, const int64_t *ids, int count)
 {
-    if (w->rows && !w->ids_only) {
-        w->out = count == 1 ? json_incref(json_array_get(w->rows, 0))
-                            : json_pack("{s:O}", "jobs", w->rows);
-        if (!w->out)
+    if (w->rows.data && !w->ids_only) {
+        w->out_text = json_buf_finish(&w->rows, NULL);
+        if (!w->out_text)
             w->rc = tide_err_set(&w->err, TIDE_ENOMEM, NULL, "out of memory");
         return;
     }
@@ -316,8 +339,7 @@ static void commit_batch(struct server *srv, struct submit_work *list)
         w->ids = NULL;
         json_decref(w->replay_ids);
         w->replay_ids = NULL;
-        json_decref(w->rows);
-        w->rows = NULL;
+        json_buf_release(&w->rows);
     }
     if (inserts && !rc)
         sched_loop_kick_submitted(srv);
@@ -376,11 +398,12 @@ static void work_reset(struct submit_work *w)
     w->rc = 0;
     tide_err_clear(&w->err);
     w->out = NULL;
+    w->out_text = NULL;
     w->replay_ids = NULL;
     w->replay_of = NULL;
     w->ids = NULL;
     w->nids = 0;
-    w->rows = NULL;
+    w->rows = (struct json_buf){0};
     w->next = NULL;
     w->done = false;
 }

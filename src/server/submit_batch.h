@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "common/json_write.h"
 #include "server/server.h"
 
 /* One submission: a checked spec (its array member count included) and
@@ -31,12 +32,13 @@ struct submit_work {
     int rc;              /* 0, or a TIDE_E* code with err */
     struct tide_err err;
     json_t *out;         /* the stored job (or {"jobs": [...]} for arrays); caller's reference */
+    char *out_text;      /* or the same as JSON text (a line), when just inserted; caller frees */
     json_t *replay_ids;          /* the jobs an earlier use of the key made */
     struct submit_work *replay_of; /* an earlier work of this batch with the key */
     /* The batch's: */
     int64_t *ids; /* the job ids inserted for it, nids of them */
     int nids;
-    json_t *rows; /* those jobs as stored, for the answer (NULL when ids_only) */
+    struct json_buf rows; /* those jobs as stored, the answer's text (empty when ids_only) */
     struct submit_work *next;
     pthread_cond_t *wake; /* its waiter's, signalled when done or its turn to commit */
     bool done;

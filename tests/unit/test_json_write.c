@@ -1,6 +1,7 @@
 /* Unit tests for the compact JSON writer (src/common/json_write.c): every
  * answer is compared with what jansson's own json_dumps writes for the same
- * value, so a reply reads the same whichever wrote it. */
+ * value, so a reply reads the same whichever wrote it, whole or piece by
+ * piece (json_buf). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -130,6 +131,50 @@ static void test_a_long_text_grows_the_buffer_and_stays_whole(void **state)
     assert_same_as_jansson(a);
 }
 
+static void test_a_text_written_piece_by_piece_reads_as_the_same_values(void **state)
+{
+    (void)state;
+    json_t *spec = json_pack("{s:[s,s], s:{s:s}}", "command", "echo", "a\"b", "env", "K", "v\n");
+    struct json_buf b = {0};
+    json_buf_text(&b, "{\"id\":");
+    json_buf_integer(&b, -42);
+    json_buf_text(&b, ",\"name\":");
+    json_buf_string(&b, "caf\xc3\xa9 \"x\"\t");
+    json_buf_text(&b, ",\"t\":");
+    json_buf_real(&b, 1796300409.5);
+    json_buf_text(&b, ",\"spec\":");
+    json_buf_value(&b, spec);
+    json_buf_text(&b, "}");
+    size_t len = 0;
+    char *got = json_buf_finish(&b, &len);
+    assert_non_null(got);
+    assert_int_equal(len, strlen(got));
+    json_t *want = json_pack("{s:i, s:s, s:f, s:O}", "id", -42, "name", "caf\xc3\xa9 \"x\"\t",
+                             "t", 1796300409.5, "spec", spec);
+    char *want_text = json_dumps(want, JSON_COMPACT);
+    assert_string_equal(got, want_text);
+    assert_null(b.data); /* b is empty again */
+    free(got);
+    free(want_text);
+    json_decref(want);
+    json_decref(spec);
+}
+
+static void test_a_piece_that_fails_fails_the_whole_text(void **state)
+{
+    (void)state;
+    struct json_buf b = {0};
+    json_buf_text(&b, "[");
+    json_buf_string(&b, "\xff"); /* not UTF-8 */
+    json_buf_text(&b, "]");
+    assert_null(json_buf_finish(&b, NULL));
+    json_buf_text(&b, "[");
+    json_buf_value(&b, NULL);
+    assert_null(json_buf_finish(&b, NULL));
+    json_buf_text(&b, "abandoned");
+    json_buf_release(&b); /* (ASan would see a leak otherwise) */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -141,6 +186,8 @@ int main(void)
         cmocka_unit_test(test_newline_is_added_after_the_text_when_asked),
         cmocka_unit_test(test_nesting_past_the_depth_limit_is_refused),
         cmocka_unit_test(test_a_long_text_grows_the_buffer_and_stays_whole),
+        cmocka_unit_test(test_a_text_written_piece_by_piece_reads_as_the_same_values),
+        cmocka_unit_test(test_a_piece_that_fails_fails_the_whole_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
