@@ -123,10 +123,16 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
     json_decref(spec);
     if (w.rc) {
         json_decref(w.out);
+        free(w.out_text);
         return api_error(reply, &w.err);
     }
     reply->status = 201;
-    reply->json = w.out;
+    if (w.out_text) { /* just inserted: written as text, no jansson values */
+        reply->text = w.out_text;
+        reply->content_type = "application/json";
+    } else {
+        reply->json = w.out; /* a replayed key: read back from the store */
+    }
     return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_write.h"
 #include "common/log.h"
 #include "common/port_owner.h"
 #include "server/agent_wake.h"
@@ -246,19 +247,19 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply 
         MHD_add_response_header(resp, "Content-Type",
                                 reply->content_type ? reply->content_type : "text/plain; charset=utf-8");
     } else if (!resp) {
-        char *body = reply->json ? json_dumps(reply->json, JSON_COMPACT) : NULL;
-        if (!body)
-            body = strdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
+        size_t n = 0;
+        char *body = reply->json ? json_write_compact(reply->json, true, &n) : NULL;
+        if (!body) {
+            body = strdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}\n");
+            n = body ? strlen(body) : 0;
+        }
         if (!body)
             return MHD_NO;
-        size_t n = strlen(body);
-        body = realloc(body, n + 2);
-        if (!body)
-            return MHD_NO;
-        body[n] = '\n';
-        body[n + 1] = '\0';
-        resp = MHD_create_response_from_buffer(n + 1, body, MHD_RESPMEM_MUST_FREE);
-        MHD_add_response_header(resp, "Content-Type", "application/json");
+        resp = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp)
+            free(body);
+        else
+            MHD_add_response_header(resp, "Content-Type", "application/json");
     }
     if (!resp)
         return MHD_NO;

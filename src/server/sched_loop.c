@@ -22,6 +22,10 @@ void sched_loop_kick(struct server *srv)
 
 void sched_loop_kick_submitted(struct server *srv)
 {
+    /* Already known, the scheduler waits for its rest to end, not for this
+     * kick: waking it per commit would only have it wait for the lock. */
+    if (srv->sched_submitted)
+        return;
     srv->sched_submitted = true;
     pthread_cond_signal(&srv->wake);
 }
@@ -46,7 +50,7 @@ static bool before(const struct timespec *a, const struct timespec *b)
  * rest as long as itself, so that passes over a long queue take at most
  * half the lock, not all of it. New submissions alone wait for a rest of
  * SCHED_SUBMIT_REST passes: under a storm of submits (each batch a kick)
- * the committer then holds the lock most of the time and the pass, whose
+ * the commits then hold the lock most of the time and the pass, whose
  * cost grows with the queue, at most 1 / (1 + SCHED_SUBMIT_REST) of it. */
 static void wait_for_work(struct server *srv, int64_t pass_us)
 {

@@ -188,7 +188,7 @@ struct api_request {
 struct api_reply {
     int status;
     json_t *json;
-    char *text; /* malloc'ed, text/plain */
+    char *text; /* malloc'ed; text/plain unless content_type says otherwise */
     const char *content_type;
     struct MHD_Response *response;
 };
@@ -208,7 +208,7 @@ const char *api_query_unknown(const struct api_request *req, const char *const *
 int api_jobs_submit(struct server *srv, struct api_request *req, struct api_reply *reply);
 /* api_jobs.c: checks a submitted spec (given, not consumed) as POST /v1/jobs
  * does, without the lock: its fields, its queue, the token's project
- * (whether it could ever run is the committer's check, submit_batch.c).
+ * (whether it could ever run is checked at the commit, submit_batch.c).
  * 0 with *spec (new reference) and job filled, or an error in err. */
 int api_jobs_check_spec(struct server *srv, const struct api_request *req, json_t *given,
                         json_t **spec, struct job *job, struct tide_err *err);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/fsutil.h"
+#include "common/json_write.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "core/feasible.h"
@@ -13,12 +14,9 @@
 #include "store/store_idempotency.h"
 
 struct submit_batch {
-    pthread_t thread;
-    pthread_mutex_t mu;          /* guards the queue and each work's done flag */
-    pthread_cond_t queued;       /* work arrived, or stop */
-    pthread_cond_t answered;     /* a batch is done */
+    pthread_mutex_t mu;          /* guards the queue, committing and each work's done flag */
     struct submit_work *head, *tail;
-    bool stop;
+    bool committing;             /* a waiter is committing a batch (lead_batch) */
     long long batches, jobs;     /* for the log at stop */
 };
 
@@ -130,30 +128,48 @@ static void check_work(struct server *srv, struct submit_work *list, struct subm
 }
 
 /* The row just inserted for job as GET /v1/jobs/{id} reads it back
- * (store_job_get's columns, in its order): the answer needs no second
- * trip to the store (new reference, NULL when out of memory). */
-static json_t *inserted_job_json(const struct job *job, json_t *spec, const char *owner,
-                                 int64_t now)
+ * (store_job_get's columns, in its order), written straight as the
+ * answer's text: no second trip to the store, and no jansson values built
+ * and then dumped (json_write.h). */
+static void inserted_job_text(struct json_buf *b, const struct job *job, json_t *spec,
+                              const char *owner, int64_t now)
 {
-    return json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:O, s:n, s:[], s:n, s:n,"
-                     " s:f, s:n, s:n, s:b, s:s, s:b}",
-                     "id", (json_int_t)job->id, "name",
-                     json_string_value(json_object_get(spec, "name")), "project", job->project,
-                     "queue", job->queue, "priority", job->priority, "state", "pending",
-                     "reason", "submitted", "attempt", 0, "spec", spec, "node", "gpus",
-                     "exit_code", "signal", "submit_time", (double)now / 1000.0, "start_time",
-                     "end_time", "cancel_requested", 0, "owner", owner, "held", 0);
+    const char *name = json_string_value(json_object_get(spec, "name"));
+    json_buf_text(b, "{\"id\":");
+    json_buf_integer(b, job->id);
+    json_buf_text(b, ",\"name\":");
+    if (name)
+        json_buf_string(b, name);
+    else
+        b->failed = true;
+    json_buf_text(b, ",\"project\":");
+    json_buf_string(b, job->project);
+    json_buf_text(b, ",\"queue\":");
+    json_buf_string(b, job->queue);
+    json_buf_text(b, ",\"priority\":");
+    json_buf_integer(b, job->priority);
+    json_buf_text(b, ",\"state\":\"pending\",\"reason\":\"submitted\",\"attempt\":0,\"spec\":");
+    json_buf_value(b, spec);
+    json_buf_text(b, ",\"node\":null,\"gpus\":[],\"exit_code\":null,\"signal\":null,"
+                     "\"submit_time\":");
+    json_buf_real(b, (double)now / 1000.0);
+    json_buf_text(b, ",\"start_time\":null,\"end_time\":null,\"cancel_requested\":false,"
+                     "\"owner\":");
+    json_buf_string(b, owner);
+    json_buf_text(b, ",\"held\":false}");
 }
 
 /* Inserts w's rows in the open transaction; fills ids (count of them) and,
- * unless ids_only, w->rows with the jobs as stored. */
+ * unless ids_only, w->rows with the answer's text: the job as stored, or
+ * {"jobs": [...]} for an array. */
 static int insert_work(struct server *srv, struct submit_work *w, int64_t *ids, int count,
                        int64_t now, struct tide_err *err)
 {
     int rc = 0;
     const char *owner = w->req->token.name;
-    if (!w->ids_only && !(w->rows = json_array()))
-        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    bool rows = !w->ids_only;
+    if (rows)
+        json_buf_text(&w->rows, count > 1 ? "{\"jobs\":[" : "");
     for (int i = 0; !rc && i < count; i++) {
         json_t *member = count > 1 ? array_member_spec(w->spec, i) : json_incref(w->spec);
         struct job copy = w->job;
@@ -164,12 +180,17 @@ static int insert_work(struct server *srv, struct submit_work *w, int64_t *ids, 
                                     copy.project,
                                     count > 1 ? "submitted as part of an array" : "submitted",
                                     err);
-        if (!rc && w->rows &&
-            json_array_append_new(w->rows, inserted_job_json(&copy, member, owner, now)) != 0)
-            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        if (!rc && rows) {
+            json_buf_text(&w->rows, i ? "," : "");
+            inserted_job_text(&w->rows, &copy, member, owner, now);
+        }
         json_decref(member);
         ids[i] = copy.id;
     }
+    if (rows)
+        json_buf_text(&w->rows, count > 1 ? "]}\n" : "\n");
+    if (!rc && w->rows.failed)
+        rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     if (!rc && w->idempotency_key)
         rc = store_idempotency_put(srv->store, w->req->token.name, w->idempotency_key,
                                    w->request_hash, ids, count, now, err);
@@ -200,14 +221,13 @@ static void finish_work(struct server *srv, struct submit_work *w, const int64_t
     answer(srv, w, ids, count);
 }
 
-/* w's answer: its job as stored, or {"jobs": [...]} for an array; from
- * w->rows when it was just inserted, else read from the store. */
+/* w's answer: its job as stored, or {"jobs": [...]} for an array; as
+ * text from w->rows when it was just inserted, else read from the store. */
 static void answer(struct server *srv, struct submit_work *w, const int64_t *ids, int count)
 {
-    if (w->rows && !w->ids_only) {
-        w->out = count == 1 ? json_incref(json_array_get(w->rows, 0))
-                            : json_pack("{s:O}", "jobs", w->rows);
-        if (!w->out)
+    if (w->rows.data && !w->ids_only) {
+        w->out_text = json_buf_finish(&w->rows, NULL);
+        if (!w->out_text)
             w->rc = tide_err_set(&w->err, TIDE_ENOMEM, NULL, "out of memory");
         return;
     }
@@ -319,40 +339,36 @@ static void commit_batch(struct server *srv, struct submit_work *list)
         w->ids = NULL;
         json_decref(w->replay_ids);
         w->replay_ids = NULL;
-        json_decref(w->rows);
-        w->rows = NULL;
+        json_buf_release(&w->rows);
     }
     if (inserts && !rc)
         sched_loop_kick_submitted(srv);
 }
 
-static void *committer(void *arg)
+/* Under sb->mu, with nobody committing: the calling waiter commits every
+ * work queued (its own among them) in one transaction, answers their
+ * waiters, and hands the next batch, if one queued meanwhile, to that
+ * batch's first waiter. */
+static void lead_batch(struct server *srv, struct submit_batch *sb)
 {
-    struct server *srv = arg;
-    struct submit_batch *sb = srv->submits;
-    pthread_mutex_lock(&sb->mu);
-    for (;;) {
-        while (!sb->head && !sb->stop)
-            pthread_cond_wait(&sb->queued, &sb->mu);
-        if (!sb->head)
-            break; /* stopping, nothing left */
-        struct submit_work *list = sb->head;
-        sb->head = sb->tail = NULL;
-        pthread_mutex_unlock(&sb->mu);
-        pthread_mutex_lock(&srv->lock);
-        commit_batch(srv, list);
-        pthread_mutex_unlock(&srv->lock);
-        pthread_mutex_lock(&sb->mu);
-        sb->batches++;
-        for (struct submit_work *w = list, *next; w; w = next) {
-            next = w->next; /* w belongs to its waiter once done */
-            sb->jobs++;
-            w->done = true;
-        }
-        pthread_cond_broadcast(&sb->answered);
-    }
+    struct submit_work *list = sb->head;
+    sb->head = sb->tail = NULL;
+    sb->committing = true;
     pthread_mutex_unlock(&sb->mu);
-    return NULL;
+    pthread_mutex_lock(&srv->lock);
+    commit_batch(srv, list);
+    pthread_mutex_unlock(&srv->lock);
+    pthread_mutex_lock(&sb->mu);
+    sb->batches++;
+    for (struct submit_work *w = list, *next; w; w = next) {
+        next = w->next; /* w belongs to its waiter once done (and mu is let go) */
+        sb->jobs++;
+        w->done = true;
+        pthread_cond_signal(w->wake);
+    }
+    sb->committing = false;
+    if (sb->head)
+        pthread_cond_signal(sb->head->wake);
 }
 
 int submit_batch_start(struct server *srv, struct tide_err *err)
@@ -361,17 +377,7 @@ int submit_batch_start(struct server *srv, struct tide_err *err)
     if (!sb)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     pthread_mutex_init(&sb->mu, NULL);
-    pthread_cond_init(&sb->queued, NULL);
-    pthread_cond_init(&sb->answered, NULL);
     srv->submits = sb;
-    if (pthread_create(&sb->thread, NULL, committer, srv) != 0) {
-        srv->submits = NULL;
-        pthread_mutex_destroy(&sb->mu);
-        pthread_cond_destroy(&sb->queued);
-        pthread_cond_destroy(&sb->answered);
-        free(sb);
-        return tide_err_set(err, TIDE_EIO, NULL, "cannot start the submit thread");
-    }
     return 0;
 }
 
@@ -380,17 +386,10 @@ void submit_batch_stop(struct server *srv)
     struct submit_batch *sb = srv->submits;
     if (!sb)
         return;
-    pthread_mutex_lock(&sb->mu);
-    sb->stop = true;
-    pthread_cond_signal(&sb->queued);
-    pthread_mutex_unlock(&sb->mu);
-    pthread_join(sb->thread, NULL);
     if (sb->batches)
         log_info("%lld submissions in %lld commits", sb->jobs, sb->batches);
     srv->submits = NULL;
     pthread_mutex_destroy(&sb->mu);
-    pthread_cond_destroy(&sb->queued);
-    pthread_cond_destroy(&sb->answered);
     free(sb);
 }
 
@@ -399,13 +398,44 @@ static void work_reset(struct submit_work *w)
     w->rc = 0;
     tide_err_clear(&w->err);
     w->out = NULL;
+    w->out_text = NULL;
     w->replay_ids = NULL;
     w->replay_of = NULL;
     w->ids = NULL;
     w->nids = 0;
-    w->rows = NULL;
+    w->rows = (struct json_buf){0};
     w->next = NULL;
     w->done = false;
+}
+
+/* Queues first..last (linked) in one go, so that one transaction takes them
+ * all, and waits until they are answered: leading a batch whenever nobody
+ * is committing, else sleeping until its own works are done or it is
+ * handed the next batch. */
+static void queue_and_wait(struct submit_batch *sb, struct server *srv, struct submit_work *first,
+                           struct submit_work *last)
+{
+    pthread_cond_t wake;
+    pthread_cond_init(&wake, NULL);
+    for (struct submit_work *w = first;; w = w->next) {
+        w->wake = &wake;
+        if (w == last)
+            break;
+    }
+    pthread_mutex_lock(&sb->mu);
+    if (sb->tail)
+        sb->tail->next = first;
+    else
+        sb->head = first;
+    sb->tail = last;
+    while (!last->done) {
+        if (!sb->committing)
+            lead_batch(srv, sb);
+        else
+            pthread_cond_wait(&wake, &sb->mu);
+    }
+    pthread_mutex_unlock(&sb->mu);
+    pthread_cond_destroy(&wake);
 }
 
 void submit_batch_run_many(struct server *srv, struct submit_work **works, size_t n)
@@ -424,37 +454,10 @@ void submit_batch_run_many(struct server *srv, struct submit_work **works, size_
         pthread_mutex_unlock(&srv->lock);
         return;
     }
-    /* queued in one go, so the committer takes them into one transaction */
-    pthread_mutex_lock(&sb->mu);
-    if (sb->tail)
-        sb->tail->next = works[0];
-    else
-        sb->head = works[0];
-    sb->tail = works[n - 1];
-    pthread_cond_signal(&sb->queued);
-    while (!works[n - 1]->done)
-        pthread_cond_wait(&sb->answered, &sb->mu);
-    pthread_mutex_unlock(&sb->mu);
+    queue_and_wait(sb, srv, works[0], works[n - 1]);
 }
 
 void submit_batch_run(struct server *srv, struct submit_work *w)
 {
-    struct submit_batch *sb = srv->submits;
-    work_reset(w);
-    if (!sb) {
-        pthread_mutex_lock(&srv->lock);
-        commit_batch(srv, w);
-        pthread_mutex_unlock(&srv->lock);
-        return;
-    }
-    pthread_mutex_lock(&sb->mu);
-    if (sb->tail)
-        sb->tail->next = w;
-    else
-        sb->head = w;
-    sb->tail = w;
-    pthread_cond_signal(&sb->queued);
-    while (!w->done)
-        pthread_cond_wait(&sb->answered, &sb->mu);
-    pthread_mutex_unlock(&sb->mu);
+    submit_batch_run_many(srv, &w, 1);
 }

@@ -185,6 +185,48 @@ def test_the_submit_answer_is_the_job_as_stored():
         assert first[0] == 201 and again[0] == 201 and first[1] == again[1], (first, again)
 
 
+def test_concurrent_submits_each_get_their_own_durable_answer():
+    """Submits from many clients at once are committed together by whichever
+    of them finds nobody committing (submit_batch.c): each still gets its own
+    201 (or its own error naming the field), and every 201 survives kill -9."""
+    import threading
+    with Cluster(agents=0) as c:
+        answers, lock = [], threading.Lock()
+
+        def client(n):
+            for i in range(12):
+                if i % 6 == 5:  # refused inside the batch, alone
+                    body = {"command": ["true"], "name": f"c{n}-bad{i}", "depends_on": [999999]}
+                elif i % 6 == 4:
+                    body = {"command": ["true"], "name": f"c{n}-arr{i}", "array": 2}
+                else:
+                    body = {"command": ["true"], "name": f"c{n}-j{i}"}
+                status, out = c.request("POST", "/v1/jobs", body)
+                with lock:
+                    answers.append((body["name"], status, out))
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        made = {}
+        for name, status, out in answers:
+            if "-bad" in name:
+                assert status == 400 and out["error"]["field"] == "depends_on", (name, out)
+            elif "-arr" in name:
+                assert status == 201, (name, out)
+                assert [j["name"] for j in out["jobs"]] == [f"{name}[0]", f"{name}[1]"], out
+                made.update({j["id"]: j["name"] for j in out["jobs"]})
+            else:
+                assert status == 201 and out["name"] == name, (name, out)
+                made[out["id"]] = name
+        assert len(made) == 8 * (8 + 2 * 2), len(made)  # ids unique, none shared
+        c.kill_server()
+        c.start_server()
+        stored = {j["id"]: j["name"] for j in c.jobs("?limit=1000")}
+        assert stored == made, (sorted(set(made) ^ set(stored)))
+
+
 def test_submit_wait_json_prints_only_the_json_and_exits_with_the_jobs_status():
     with Cluster(agents=1, kill_grace_s=1) as c:
         p = c.cli("submit", "--wait", "--json", "--", "sh", "-c", "echo out; exit 3")
@@ -279,6 +321,7 @@ if __name__ == "__main__":
         test_jobs_that_could_never_run_are_refused_at_submit_naming_the_field,
         test_nothing_is_refused_before_any_node_registers_and_a_pool_may_grow_to_fit,
         test_the_submit_answer_is_the_job_as_stored,
+        test_concurrent_submits_each_get_their_own_durable_answer,
         test_submit_wait_json_prints_only_the_json_and_exits_with_the_jobs_status,
         test_nodes_flag_runs_a_gang_over_several_nodes,
         test_cancel_takes_ranges_lists_and_project_and_state_filters,
