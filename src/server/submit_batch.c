@@ -39,19 +39,15 @@ static int check_dependencies(struct server *srv, const struct api_request *req,
     return 0;
 }
 
-/* Member i of an array job: its own name and TIDE_ARRAY_INDEX (new
+/* An array member's spec: its own name and TIDE_ARRAY_INDEX (new
  * reference, NULL when out of memory). A shallow copy: what members share
  * (command, mounts, ...) is never changed once checked, so only the top
  * level and env are their own. */
-static json_t *array_member_spec(json_t *spec, int i)
+static json_t *member_with(json_t *spec, const char *name, const char *index)
 {
     json_t *member = json_copy(spec);
     json_t *given_env = json_object_get(spec, "env");
     json_t *env = given_env ? json_copy(given_env) : json_object();
-    char name[JOB_SPEC_MAX_NAME + 16], index[16];
-    snprintf(name, sizeof name, "%.*s[%d]", JOB_SPEC_MAX_NAME - 8,
-             json_string_value(json_object_get(spec, "name")), i);
-    snprintf(index, sizeof index, "%d", i);
     if (!member || !env || json_object_del(member, "array") != 0 ||
         json_object_set_new(member, "name", json_string(name)) != 0 ||
         json_object_set_new(env, "TIDE_ARRAY_INDEX", json_string(index)) != 0 ||
@@ -62,6 +58,102 @@ static json_t *array_member_spec(json_t *spec, int i)
     }
     json_decref(env);
     return member;
+}
+
+/* Member i's name: the array's, cut to leave room, then [i]. */
+#define MEMBER_NAME_SIZE (JOB_SPEC_MAX_NAME + 16)
+static void member_name(json_t *spec, int i, char name[MEMBER_NAME_SIZE])
+{
+    snprintf(name, MEMBER_NAME_SIZE, "%.*s[%d]", JOB_SPEC_MAX_NAME - 8,
+             json_string_value(json_object_get(spec, "name")), i);
+}
+
+/* Member i of an array job (see member_with). */
+static json_t *array_member_spec(json_t *spec, int i)
+{
+    char name[MEMBER_NAME_SIZE], index[16];
+    member_name(spec, i, name);
+    snprintf(index, sizeof index, "%d", i);
+    return member_with(spec, name, index);
+}
+
+/* Stand-ins for a member's name and index in the array's one dumped spec. */
+#define NAME_MARK "\"@@tide-array-name@@\""
+#define INDEX_MARK "\"@@tide-array-index@@\""
+
+/* text with its stand-ins for name (JSON-escaped, no quotes) and index i
+ * filled in (malloc'd; NULL when out of memory). */
+static char *fill_member(const char *text, const char *name_at, const char *index_at,
+                         const char *name, size_t name_len, int i)
+{
+    char value[2][64];
+    int vlen[2];
+    vlen[0] = snprintf(value[0], sizeof value[0], "[%d]\"", i);
+    vlen[1] = snprintf(value[1], sizeof value[1], "\"%d\"", i);
+    size_t len = strlen(text), nm = strlen(NAME_MARK), im = strlen(INDEX_MARK);
+    char *out = malloc(len + name_len + 2 + (size_t)vlen[0] + (size_t)vlen[1]);
+    if (!out)
+        return NULL;
+    const char *at[2] = {name_at, index_at};
+    size_t skip[2] = {nm, im};
+    int first = name_at < index_at ? 0 : 1;
+    size_t o = 0;
+    const char *from = text;
+    for (int k = 0; k < 2; k++) {
+        int m = k == 0 ? first : 1 - first;
+        memcpy(out + o, from, (size_t)(at[m] - from));
+        o += (size_t)(at[m] - from);
+        if (m == 0) {
+            out[o++] = '"';
+            memcpy(out + o, name, name_len);
+            o += name_len;
+        }
+        memcpy(out + o, value[m], (size_t)vlen[m]);
+        o += (size_t)vlen[m];
+        from = at[m] + skip[m];
+    }
+    size_t rest = strlen(from);
+    memcpy(out + o, from, rest + 1);
+    return out;
+}
+
+/* The spec texts of an array's count members, as json_dumps of each
+ * array_member_spec writes them, made from one dump of the array's spec
+ * with stand-ins: a copy and a few numbers a member, not a JSON tree and
+ * a dump. (When a stand-in shows up in the spec itself, each member is
+ * dumped.) Fills texts[count] and names (count * MEMBER_NAME_SIZE). */
+static int member_texts(json_t *spec, int count, char **texts, char *names)
+{
+    json_t *tpl = member_with(spec, "@@tide-array-name@@", "@@tide-array-index@@");
+    char *text = tpl ? json_dumps(tpl, JSON_COMPACT) : NULL;
+    json_decref(tpl);
+    char prefix[MEMBER_NAME_SIZE];
+    snprintf(prefix, sizeof prefix, "%.*s", JOB_SPEC_MAX_NAME - 8,
+             json_string_value(json_object_get(spec, "name")));
+    json_t *pj = json_string(prefix);
+    char *quoted = pj ? json_dumps(pj, JSON_ENCODE_ANY) : NULL;
+    json_decref(pj);
+    const char *name_at = text ? strstr(text, NAME_MARK) : NULL;
+    const char *index_at = text ? strstr(text, INDEX_MARK) : NULL;
+    bool once = name_at && index_at && !strstr(name_at + 1, NAME_MARK) &&
+                !strstr(index_at + 1, INDEX_MARK) && quoted;
+    int rc = 0;
+    for (int i = 0; !rc && i < count; i++) {
+        char *name = names + (size_t)i * MEMBER_NAME_SIZE;
+        member_name(spec, i, name);
+        if (once) {
+            texts[i] = fill_member(text, name_at, index_at, quoted + 1, strlen(quoted) - 2, i);
+        } else {
+            json_t *member = array_member_spec(spec, i);
+            texts[i] = member ? json_dumps(member, JSON_COMPACT) : NULL;
+            json_decref(member);
+        }
+        if (!texts[i])
+            rc = -1;
+    }
+    free(text);
+    free(quoted);
+    return rc;
 }
 
 static int work_count(const struct submit_work *w)
@@ -145,34 +237,100 @@ static json_t *inserted_job_json(const struct job *job, json_t *spec, const char
                      "end_time", "cancel_requested", 0, "owner", owner, "held", 0);
 }
 
-/* Inserts w's rows in the open transaction; fills ids (count of them) and,
- * unless ids_only, w->rows with the jobs as stored. */
-static int insert_work(struct server *srv, struct submit_work *w, int64_t *ids, int count,
-                       int64_t now, struct tide_err *err)
+static bool is_replay(const struct submit_work *w)
+{
+    return w->replay_ids || w->replay_of;
+}
+
+/* After w's rows are in: its answer rows (unless ids_only) and its
+ * idempotency key, in the open transaction. */
+static int record_work(struct server *srv, struct submit_work *w, int64_t now,
+                       struct tide_err *err)
 {
     int rc = 0;
     const char *owner = w->req->token.name;
     if (!w->ids_only && !(w->rows = json_array()))
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    for (int i = 0; !rc && i < count; i++) {
-        json_t *member = count > 1 ? array_member_spec(w->spec, i) : json_incref(w->spec);
+    for (int i = 0; !rc && w->rows && i < w->nids; i++) {
+        json_t *member = w->nids > 1 ? array_member_spec(w->spec, i) : json_incref(w->spec);
         struct job copy = w->job;
-        rc = member ? store_job_insert(srv->store, &copy, member, owner, now, err)
-                    : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-        if (!rc) /* the project given: no lookup of the row just inserted */
-            rc = store_event_add_in(srv->store, now, "job_submitted", copy.id, 0, NULL,
-                                    copy.project,
-                                    count > 1 ? "submitted as part of an array" : "submitted",
-                                    err);
-        if (!rc && w->rows &&
+        copy.id = w->ids[i];
+        if (!member ||
             json_array_append_new(w->rows, inserted_job_json(&copy, member, owner, now)) != 0)
             rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
         json_decref(member);
-        ids[i] = copy.id;
     }
     if (!rc && w->idempotency_key)
-        rc = store_idempotency_put(srv->store, w->req->token.name, w->idempotency_key,
-                                   w->request_hash, ids, count, now, err);
+        rc = store_idempotency_put(srv->store, owner, w->idempotency_key, w->request_hash,
+                                   w->ids, w->nids, now, err);
+    return rc;
+}
+
+/* Inserts the rows of list's works that are not refused or replays (n
+ * rows in all) in the open transaction, their jobs and their events each
+ * in a few multi-row statements; fills each work's ids. */
+static int insert_all(struct server *srv, struct submit_work *list, size_t n, int64_t now,
+                      struct tide_err *err)
+{
+    struct store_new_job *rows = calloc(n ? n : 1, sizeof *rows);
+    struct store_new_event *events = calloc(n ? n : 1, sizeof *events);
+    char *names = NULL;
+    char **texts = calloc(n ? n : 1, sizeof *texts);
+    size_t narray = 0;
+    for (struct submit_work *w = list; w; w = w->next)
+        if (!w->rc && !is_replay(w) && w->nids > 1)
+            narray += (size_t)w->nids;
+    if (narray)
+        names = malloc(narray * MEMBER_NAME_SIZE);
+    int rc = rows && events && texts && (names || !narray)
+                 ? 0
+                 : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    size_t k = 0, a = 0;
+    for (struct submit_work *w = list; !rc && w; w = w->next) {
+        if (w->rc || is_replay(w))
+            continue;
+        if (w->nids > 1) {
+            char *wnames = names + a * MEMBER_NAME_SIZE;
+            rc = member_texts(w->spec, w->nids, texts + k, wnames);
+            for (int i = 0; i < w->nids; i++)
+                rows[k + (size_t)i].name = wnames + (size_t)i * MEMBER_NAME_SIZE;
+            a += (size_t)w->nids;
+        } else {
+            texts[k] = json_dumps(w->spec, JSON_COMPACT);
+            rows[k].name = json_string_value(json_object_get(w->spec, "name"));
+            rc = texts[k] ? 0 : -1;
+        }
+        for (int i = 0; i < w->nids; i++, k++) {
+            rows[k].job = &w->job;
+            rows[k].owner = w->req->token.name;
+            rows[k].spec = texts[k];
+            texts[k] = NULL;
+            events[k].project = w->job.project; /* no lookup of the row just inserted */
+            events[k].message = w->nids > 1 ? "submitted as part of an array" : "submitted";
+        }
+        if (rc)
+            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    }
+    if (!rc)
+        rc = store_jobs_insert_many(srv->store, rows, k, now, err);
+    for (size_t i = 0; i < k; i++) { /* taken by the insert; left when it did not run */
+        free(rows[i].spec);
+        events[i].job_id = rows[i].id;
+    }
+    if (!rc)
+        rc = store_events_add_many(srv->store, now, "job_submitted", events, k, err);
+    k = 0;
+    for (struct submit_work *w = list; !rc && w; w = w->next) {
+        if (w->rc || is_replay(w))
+            continue;
+        for (int i = 0; i < w->nids; i++)
+            w->ids[i] = rows[k++].id;
+        rc = record_work(srv, w, now, err);
+    }
+    free(rows);
+    free(events);
+    free(texts);
+    free(names);
     return rc;
 }
 
@@ -269,10 +427,6 @@ static void answer_replay(struct server *srv, struct submit_work *w)
 /* Under the lock: the works of list in one transaction. Refused works fail
  * alone; a failed write or commit fails all the others (nothing of the
  * batch is stored). */
-static bool is_replay(const struct submit_work *w)
-{
-    return w->replay_ids || w->replay_of;
-}
 
 static void commit_batch(struct server *srv, struct submit_work *list)
 {
@@ -288,14 +442,18 @@ static void commit_batch(struct server *srv, struct submit_work *list)
     struct tide_err err;
     tide_err_clear(&err);
     int rc = inserts ? store_begin(srv->store, &err) : 0;
+    size_t rows = 0;
     for (struct submit_work *w = list; inserts && !rc && w; w = w->next) {
         if (w->rc || is_replay(w))
             continue;
         w->nids = work_count(w);
         w->ids = calloc((size_t)w->nids, sizeof *w->ids);
-        rc = w->ids ? insert_work(srv, w, w->ids, w->nids, now, &err)
-                    : tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
+        rows += (size_t)w->nids;
+        if (!w->ids)
+            rc = tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
     }
+    if (inserts && !rc)
+        rc = insert_all(srv, list, rows, now, &err);
     if (inserts && !rc)
         rc = store_commit(srv->store, &err);
     else if (inserts)

@@ -20,7 +20,28 @@ struct db *store_reader(struct store *s);
  * store_close: store_cached returns slot's statement (preparing sql the
  * first time) reset and with its bindings cleared, ready to bind and step;
  * NULL with err on failure. Reset it after stepping. */
-enum store_stmt_slot { STORE_STMT_EVENT_ADD, STORE_STMT_JOB_INSERT, STORE_STMT_COUNT };
+enum store_stmt_slot {
+    STORE_STMT_EVENT_ADD,
+    STORE_STMT_JOB_INSERT,
+    STORE_STMT_JOB_IDS,
+    /* multi-row INSERTs, one slot per size of store_multirow_sizes */
+    STORE_STMT_JOB_INSERT_MANY,
+    STORE_STMT_EVENT_ADD_MANY = STORE_STMT_JOB_INSERT_MANY + 4,
+    STORE_STMT_COUNT = STORE_STMT_EVENT_ADD_MANY + 4
+};
+
+/* The row counts of the multi-row INSERTs of store_jobs_insert_many and
+ * store_events_add_many, largest first: n rows go as chunks of these
+ * sizes, each a statement prepared once (64 rows, then what is left as
+ * 16s, 4s and 1s). */
+extern const size_t store_multirow_sizes[4];
+
+/* The largest size of store_multirow_sizes not over n, and its index. */
+size_t store_multirow_chunk(size_t n, int *index);
+
+/* "HEAD" then rows copies of "(ROW)" joined by commas (malloc'd; NULL when
+ * out of memory). */
+char *store_multirow_sql(const char *head, const char *row, size_t rows);
 struct db_stmt *store_cached(struct store *s, enum store_stmt_slot slot, const char *sql,
                              struct tide_err *err);
 
