@@ -112,6 +112,19 @@ def main():
               f"({args.array / max(times):,.0f}-{args.array / min(times):,.0f} tasks/s); "
               f"server CPU {min(cpus) * 1000:.0f}-{max(cpus) * 1000:.0f} ms each")
 
+        times, cpus = [], []
+        for _ in range(args.arrays):
+            cpu0 = cpu_s(server.pid)
+            out, took = post("/v1/jobs:batch", {"jobs": [dict(spec, array=args.array)]})
+            cpus.append(cpu_s(server.pid) - cpu0)
+            times.append(took)
+            assert len(out["jobs"][0].get("ids", [])) == args.array, out
+        print(f"  array of {args.array} tasks as a batch of one (POST /v1/jobs:batch, what "
+              f"tide submit --array sends), {args.arrays} of them: "
+              f"{min(times) * 1000:.0f}-{max(times) * 1000:.0f} ms "
+              f"({args.array / max(times):,.0f}-{args.array / min(times):,.0f} tasks/s); "
+              f"server CPU {min(cpus) * 1000:.0f}-{max(cpus) * 1000:.0f} ms each")
+
         env = dict(os.environ, TIDE_SERVER=url, TIDE_TOKEN=token)
         t = time.monotonic()
         for _ in range(20):

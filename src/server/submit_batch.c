@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/fsutil.h"
+#include "common/json_text.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "core/feasible.h"
@@ -117,7 +118,7 @@ static char *fill_member(const char *text, const char *name_at, const char *inde
     return out;
 }
 
-/* The spec texts of an array's count members, as json_dumps of each
+/* The spec texts of an array's count members, as json_text_compact of each
  * array_member_spec writes them, made from one dump of the array's spec
  * with stand-ins: a copy and a few numbers a member, not a JSON tree and
  * a dump. (When a stand-in shows up in the spec itself, each member is
@@ -125,7 +126,7 @@ static char *fill_member(const char *text, const char *name_at, const char *inde
 static int member_texts(json_t *spec, int count, char **texts, char *names)
 {
     json_t *tpl = member_with(spec, "@@tide-array-name@@", "@@tide-array-index@@");
-    char *text = tpl ? json_dumps(tpl, JSON_COMPACT) : NULL;
+    char *text = tpl ? json_text_compact(tpl) : NULL;
     json_decref(tpl);
     char prefix[MEMBER_NAME_SIZE];
     snprintf(prefix, sizeof prefix, "%.*s", JOB_SPEC_MAX_NAME - 8,
@@ -145,7 +146,7 @@ static int member_texts(json_t *spec, int count, char **texts, char *names)
             texts[i] = fill_member(text, name_at, index_at, quoted + 1, strlen(quoted) - 2, i);
         } else {
             json_t *member = array_member_spec(spec, i);
-            texts[i] = member ? json_dumps(member, JSON_COMPACT) : NULL;
+            texts[i] = member ? json_text_compact(member) : NULL;
             json_decref(member);
         }
         if (!texts[i])
@@ -296,7 +297,7 @@ static int insert_all(struct server *srv, struct submit_work *list, size_t n, in
                 rows[k + (size_t)i].name = wnames + (size_t)i * MEMBER_NAME_SIZE;
             a += (size_t)w->nids;
         } else {
-            texts[k] = json_dumps(w->spec, JSON_COMPACT);
+            texts[k] = json_text_compact(w->spec);
             rows[k].name = json_string_value(json_object_get(w->spec, "name"));
             rc = texts[k] ? 0 : -1;
         }
