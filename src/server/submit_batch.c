@@ -163,18 +163,80 @@ static int work_count(const struct submit_work *w)
     return count < 1 ? 1 : count;
 }
 
-/* A key used before (in the store, or earlier in this batch): w becomes a
- * replay of what it made. The same key with another request is refused. */
-static int check_idempotency(struct server *srv, struct submit_work *list, struct submit_work *w,
-                             int64_t now)
+/* The batch's keyed works by (owner, key): the first of each that was
+ * not refused, so a keyed batch of n specs is n lookups, not n * n / 2
+ * comparisons. Open addressing, at most half full. */
+struct key_index {
+    struct submit_work **slots;
+    size_t cap;
+};
+
+static size_t key_slot(const struct key_index *idx, const struct submit_work *w)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a over owner, NUL, key */
+    for (const char *p = w->req->token.name;; p++) {
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+        if (!*p)
+            break;
+    }
+    for (const char *p = w->idempotency_key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return (size_t)h & (idx->cap - 1);
+}
+
+static bool same_key(const struct submit_work *a, const struct submit_work *b)
+{
+    return !strcmp(a->idempotency_key, b->idempotency_key) &&
+           !strcmp(a->req->token.name, b->req->token.name);
+}
+
+/* The indexed work with w's owner and key, or NULL. */
+static struct submit_work *key_find(const struct key_index *idx, const struct submit_work *w)
+{
+    for (size_t i = key_slot(idx, w);; i = (i + 1) & (idx->cap - 1)) {
+        struct submit_work *e = idx->slots[i];
+        if (!e || same_key(e, w))
+            return e;
+    }
+}
+
+/* Indexes w unless a work with its key is there already. */
+static void key_add(struct key_index *idx, struct submit_work *w)
+{
+    size_t i = key_slot(idx, w);
+    while (idx->slots[i] && !same_key(idx->slots[i], w))
+        i = (i + 1) & (idx->cap - 1);
+    if (!idx->slots[i])
+        idx->slots[i] = w;
+}
+
+/* An index with room for n keyed works (slots NULL when out of memory). */
+static void key_index_init(struct key_index *idx, size_t n)
+{
+    idx->cap = 16;
+    while (idx->cap < 2 * n)
+        idx->cap *= 2;
+    idx->slots = calloc(idx->cap, sizeof *idx->slots);
+}
+
+/* A key used before (in the store, or earlier in this batch: idx, or a
+ * walk of list when idx could not be made): w becomes a replay of what it
+ * made. The same key with another request is refused. */
+static int check_idempotency(struct server *srv, struct submit_work *list,
+                             const struct key_index *idx, struct submit_work *w, int64_t now)
 {
     const char *owner = w->req->token.name;
     char hash[65] = "";
     struct submit_work *e = list;
-    for (; e != w; e = e->next)
-        if (e->idempotency_key && !e->rc && !strcmp(e->idempotency_key, w->idempotency_key) &&
-            !strcmp(e->req->token.name, owner))
-            break;
+    if (idx->slots) {
+        e = key_find(idx, w);
+        if (!e)
+            e = w;
+    } else {
+        for (; e != w; e = e->next)
+            if (e->idempotency_key && !e->rc && same_key(e, w))
+                break;
+    }
     if (e != w) {
         snprintf(hash, sizeof hash, "%s", e->request_hash);
         if (e->replay_ids)
@@ -202,11 +264,11 @@ static int check_idempotency(struct server *srv, struct submit_work *list, struc
 
 /* The checks that read state: an idempotency key, whether the job could
  * ever run, dependencies and a budget that refuses. */
-static void check_work(struct server *srv, struct submit_work *list, struct submit_work *w,
-                       int64_t now)
+static void check_work(struct server *srv, struct submit_work *list, const struct key_index *idx,
+                       struct submit_work *w, int64_t now)
 {
     if (w->idempotency_key) {
-        w->rc = check_idempotency(srv, list, w, now);
+        w->rc = check_idempotency(srv, list, idx, w, now);
         if (w->rc || w->replay_ids || w->replay_of)
             return;
     }
@@ -432,14 +494,22 @@ static void answer_replay(struct server *srv, struct submit_work *w)
 static void commit_batch(struct server *srv, struct submit_work *list)
 {
     int64_t now = clock_now_ms();
-    size_t inserts = 0, replays = 0;
+    size_t inserts = 0, replays = 0, keyed = 0;
+    for (struct submit_work *w = list; w; w = w->next)
+        keyed += w->idempotency_key != NULL;
+    struct key_index idx = {0};
+    if (keyed > 1)
+        key_index_init(&idx, keyed);
     for (struct submit_work *w = list; w; w = w->next) {
-        check_work(srv, list, w, now);
+        check_work(srv, list, &idx, w, now);
+        if (w->idempotency_key && !w->rc && idx.slots)
+            key_add(&idx, w); /* the first of its key not refused */
         if (!w->rc && is_replay(w))
             replays++;
         else if (!w->rc)
             inserts++;
     }
+    free(idx.slots);
     struct tide_err err;
     tide_err_clear(&err);
     int rc = inserts ? store_begin(srv->store, &err) : 0;
