@@ -92,11 +92,13 @@ class BenchCluster:
                 return
             time.sleep(0.2)
 
-    def call(self, method, path, body=None, raw=False, timeout=120):
+    def call(self, method, path, body=None, raw=False, timeout=120, headers=None):
         """The JSON answer (the text when raw)."""
         req = urllib.request.Request(self.url + path, method=method,
                                      data=json.dumps(body).encode() if body is not None else None)
         req.add_header("Authorization", f"Bearer {self.token}")
+        for name, value in (headers or {}).items():
+            req.add_header(name, value)
         if body is not None:
             req.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(req, timeout=timeout) as r:

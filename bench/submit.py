@@ -55,6 +55,15 @@ def wrk_rows(c, server, seconds, label):
               f"{pass_s / max(passes, 1) * 1000:.1f} ms mean")
 
 
+def rates_ok(c):
+    """Whether the server has POST /v1/jobs:batch."""
+    try:
+        c.call("POST", "/v1/jobs:batch", {"jobs": []})
+    except urllib.error.HTTPError as e:
+        return e.code == 400
+    return True
+
+
 def metric(metrics_text, name):
     m = re.search(r"^" + name + r" ([\d.e+-]+)", metrics_text, re.M)
     return float(m.group(1)) if m else 0
@@ -98,6 +107,20 @@ def main():
                   f"{max(rates):,.0f} jobs/s best, {sorted(rates)[len(rates) // 2]:,.0f} median "
                   f"(request round trip, JSON both ways); server CPU "
                   f"{cpu / (args.size * len(rates)) * 1e6:.0f} us per job")
+        rates = []
+        cpu0 = cpu_s(server.pid)
+        for i in range(args.batches if rates_ok(c) else 0):
+            t = time.monotonic()
+            out = c.call("POST", "/v1/jobs:batch", {"jobs": [spec] * args.size}, timeout=300,
+                         headers={"Idempotency-Key": f"bench-{i}"})
+            rates.append(args.size / (time.monotonic() - t))
+            assert out["created"] == args.size, out
+        if rates:
+            cpu = cpu_s(server.pid) - cpu0
+            print(f"  POST /v1/jobs:batch with an Idempotency-Key (as tide submit --file sends), "
+                  f"{args.size} specs per request: {max(rates):,.0f} jobs/s best, "
+                  f"{sorted(rates)[len(rates) // 2]:,.0f} median; server CPU "
+                  f"{cpu / (args.size * len(rates)) * 1e6:.0f} us per job")
         queued = len(c.call("GET", "/v1/jobs?state=pending&limit=100000")["jobs"])
         wrk_rows(c, server, args.seconds, f"({queued:,} queued)")
         times, cpus = [], []
@@ -108,6 +131,19 @@ def main():
             times.append(took)
             assert len(out["jobs"]) == args.array, out
         print(f"  array of {args.array} tasks (one POST /v1/jobs), {args.arrays} of them: "
+              f"{min(times) * 1000:.0f}-{max(times) * 1000:.0f} ms "
+              f"({args.array / max(times):,.0f}-{args.array / min(times):,.0f} tasks/s); "
+              f"server CPU {min(cpus) * 1000:.0f}-{max(cpus) * 1000:.0f} ms each")
+
+        times, cpus = [], []
+        for _ in range(args.arrays):
+            cpu0 = cpu_s(server.pid)
+            out, took = post("/v1/jobs:batch", {"jobs": [dict(spec, array=args.array)]})
+            cpus.append(cpu_s(server.pid) - cpu0)
+            times.append(took)
+            assert len(out["jobs"][0].get("ids", [])) == args.array, out
+        print(f"  array of {args.array} tasks as a batch of one (POST /v1/jobs:batch, what "
+              f"tide submit --array sends), {args.arrays} of them: "
               f"{min(times) * 1000:.0f}-{max(times) * 1000:.0f} ms "
               f"({args.array / max(times):,.0f}-{args.array / min(times):,.0f} tasks/s); "
               f"server CPU {min(cpus) * 1000:.0f}-{max(cpus) * 1000:.0f} ms each")

@@ -1,6 +1,7 @@
 /* `tide submit`: build a job spec from flags and/or a file and POST it. */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,38 +150,98 @@ static int submit_fail(json_t *overrides, struct tide_err *err)
     return cli_fail("submit", err);
 }
 
-static int submit_and_report(struct cli_client *c, json_t *spec, json_t *overrides, int wait)
+/* An array's ids through POST /v1/jobs:batch, which answers ids only: the
+ * answer of POST /v1/jobs holds every task as stored, which the server
+ * builds and this process parses only to read the ids back. Returns how
+ * many (0 with err set: the server's refusal as POST /v1/jobs words it). */
+static size_t submit_array_ids(struct cli_client *c, json_t *spec, const char *key,
+                               long long **ids, struct tide_err *err)
 {
-    struct tide_err err = {0};
-    char *body = json_dumps(spec, JSON_COMPACT);
+    *ids = NULL;
+    json_t *req = json_pack("{s:[O]}", "jobs", spec);
+    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
     if (!body) {
-        tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
-        return cli_fail("submit", &err);
+        tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        return 0;
     }
-    struct http_response resp;
-    char key[CLI_IDEMPOTENCY_KEY_SIZE]; /* a retry on another server must not submit twice */
-    cli_idempotency_key_new(key);
-    int rc = cli_client_send(c, "POST", "/v1/jobs", body, key, CLI_TIMEOUT_MS, &resp, &err);
+    json_t *root = NULL;
+    int rc = cli_client_request_json_keyed(c, "POST", "/v1/jobs:batch", body, key, &root, err);
     free(body);
     if (rc < 0)
-        return submit_fail(overrides, &err);
+        return 0;
+    json_t *entry = json_array_get(json_object_get(root, "jobs"), 0);
+    json_t *all = json_object_get(entry, "ids");
+    size_t n = json_array_size(all);
+    if (json_object_get(entry, "error")) {
+        char *text = json_dumps(entry, JSON_COMPACT);
+        json_int_t status = json_integer_value(json_object_get(entry, "status"));
+        cli_client_http_error(c, status ? (long)status : 400, text, err);
+        free(text);
+        n = 0;
+    } else if (n == 0 || !(*ids = malloc(n * sizeof **ids))) {
+        tide_err_set(err, TIDE_EIO, NULL, "the server accepted the job but its answer has "
+                                          "no job id");
+        n = 0;
+    }
+    for (size_t i = 0; *ids && i < n; i++)
+        (*ids)[i] = (long long)cli_json_number(json_array_get(all, i), 0);
+    json_decref(root);
+    return n;
+}
+
+/* The ids of the job(s) spec makes, through POST /v1/jobs; with --json and
+ * no --wait its answer is printed instead (*printed set, its status
+ * returned). Returns how many (0 with err set). */
+static size_t submit_ids(struct cli_client *c, json_t *spec, const char *key, int wait,
+                         long long **ids, int *printed, struct tide_err *err)
+{
+    *ids = NULL;
+    char *body = json_dumps(spec, JSON_COMPACT);
+    if (!body) {
+        tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        return 0;
+    }
+    struct http_response resp;
+    int rc = cli_client_send(c, "POST", "/v1/jobs", body, key, CLI_TIMEOUT_MS, &resp, err);
+    free(body);
+    if (rc < 0)
+        return 0;
     if (c->json && !wait) {
-        rc = cli_print_body(resp.body, resp.len);
+        *printed = 1 + cli_print_body(resp.body, resp.len); /* 1: printed, 2: stdout failed */
         http_response_release(&resp);
-        return rc;
+        return 0;
     }
     json_t *root = json_loadb(resp.body, resp.len, 0, NULL);
     http_response_release(&resp);
     json_t *list = json_is_array(root) ? root : json_object_get(root, "jobs");
     size_t max = json_array_size(list) ? json_array_size(list) : 1;
-    long long *ids = malloc(max * sizeof *ids); /* an array answers one entry per task */
-    size_t n = root && ids ? answer_ids(root, ids, max) : 0;
+    *ids = malloc(max * sizeof **ids); /* an array answers one entry per task */
+    size_t n = root && *ids ? answer_ids(root, *ids, max) : 0;
     json_decref(root);
+    if (n == 0)
+        tide_err_set(err, TIDE_EIO, NULL, "the server accepted the job but its answer has "
+                                          "no job id");
+    return n;
+}
+
+static int submit_and_report(struct cli_client *c, json_t *spec, json_t *overrides, int wait)
+{
+    struct tide_err err = {0};
+    char key[CLI_IDEMPOTENCY_KEY_SIZE]; /* a retry on another server must not submit twice */
+    cli_idempotency_key_new(key);
+    long long *ids = NULL;
+    int printed = 0;
+    /* An array printed as ids, or waited for, needs only its ids. */
+    bool array = json_integer_value(json_object_get(spec, "array")) > 1;
+    size_t n = array && !(c->json && !wait)
+                   ? submit_array_ids(c, spec, key, &ids, &err)
+                   : submit_ids(c, spec, key, wait, &ids, &printed, &err);
+    if (printed)
+        return printed - 1;
     if (n == 0) {
         free(ids);
-        tide_err_set(&err, TIDE_EIO, NULL, "the server accepted the job but its answer has "
-                                           "no job id");
-        return cli_fail("submit", &err);
+        return submit_fail(overrides, &err);
     }
     if (!c->json)
         print_submitted(ids, n);

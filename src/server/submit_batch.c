@@ -37,19 +37,15 @@ static int check_dependencies(struct server *srv, const struct api_request *req,
     return 0;
 }
 
-/* Member i of an array job: its own name and TIDE_ARRAY_INDEX (new
+/* An array member's spec: its own name and TIDE_ARRAY_INDEX (new
  * reference, NULL when out of memory). A shallow copy: what members share
  * (command, mounts, ...) is never changed once checked, so only the top
  * level and env are their own. */
-static json_t *array_member_spec(json_t *spec, int i)
+static json_t *member_with(json_t *spec, const char *name, const char *index)
 {
     json_t *member = json_copy(spec);
     json_t *given_env = json_object_get(spec, "env");
     json_t *env = given_env ? json_copy(given_env) : json_object();
-    char name[JOB_SPEC_MAX_NAME + 16], index[16];
-    snprintf(name, sizeof name, "%.*s[%d]", JOB_SPEC_MAX_NAME - 8,
-             json_string_value(json_object_get(spec, "name")), i);
-    snprintf(index, sizeof index, "%d", i);
     if (!member || !env || json_object_del(member, "array") != 0 ||
         json_object_set_new(member, "name", json_string(name)) != 0 ||
         json_object_set_new(env, "TIDE_ARRAY_INDEX", json_string(index)) != 0 ||
@@ -62,24 +58,182 @@ static json_t *array_member_spec(json_t *spec, int i)
     return member;
 }
 
+/* Member i's name: the array's, cut to leave room, then [i]. */
+#define MEMBER_NAME_SIZE (JOB_SPEC_MAX_NAME + 16)
+static void member_name(json_t *spec, int i, char name[MEMBER_NAME_SIZE])
+{
+    snprintf(name, MEMBER_NAME_SIZE, "%.*s[%d]", JOB_SPEC_MAX_NAME - 8,
+             json_string_value(json_object_get(spec, "name")), i);
+}
+
+/* Member i of an array job (see member_with). */
+static json_t *array_member_spec(json_t *spec, int i)
+{
+    char name[MEMBER_NAME_SIZE], index[16];
+    member_name(spec, i, name);
+    snprintf(index, sizeof index, "%d", i);
+    return member_with(spec, name, index);
+}
+
+/* Stand-ins for a member's name and index in the array's one dumped spec. */
+#define NAME_MARK "\"@@tide-array-name@@\""
+#define INDEX_MARK "\"@@tide-array-index@@\""
+
+/* text with its stand-ins for name (JSON-escaped, no quotes) and index i
+ * filled in (malloc'd; NULL when out of memory). */
+static char *fill_member(const char *text, const char *name_at, const char *index_at,
+                         const char *name, size_t name_len, int i)
+{
+    char value[2][64];
+    int vlen[2];
+    vlen[0] = snprintf(value[0], sizeof value[0], "[%d]\"", i);
+    vlen[1] = snprintf(value[1], sizeof value[1], "\"%d\"", i);
+    size_t len = strlen(text), nm = strlen(NAME_MARK), im = strlen(INDEX_MARK);
+    char *out = malloc(len + name_len + 2 + (size_t)vlen[0] + (size_t)vlen[1]);
+    if (!out)
+        return NULL;
+    const char *at[2] = {name_at, index_at};
+    size_t skip[2] = {nm, im};
+    int first = name_at < index_at ? 0 : 1;
+    size_t o = 0;
+    const char *from = text;
+    for (int k = 0; k < 2; k++) {
+        int m = k == 0 ? first : 1 - first;
+        memcpy(out + o, from, (size_t)(at[m] - from));
+        o += (size_t)(at[m] - from);
+        if (m == 0) {
+            out[o++] = '"';
+            memcpy(out + o, name, name_len);
+            o += name_len;
+        }
+        memcpy(out + o, value[m], (size_t)vlen[m]);
+        o += (size_t)vlen[m];
+        from = at[m] + skip[m];
+    }
+    size_t rest = strlen(from);
+    memcpy(out + o, from, rest + 1);
+    return out;
+}
+
+/* The spec texts of an array's count members, as json_write_compact of each
+ * array_member_spec writes them, made from one dump of the array's spec
+ * with stand-ins: a copy and a few numbers a member, not a JSON tree and
+ * a dump. (When a stand-in shows up in the spec itself, each member is
+ * dumped.) Fills texts[count] and names (count * MEMBER_NAME_SIZE). */
+static int member_texts(json_t *spec, int count, char **texts, char *names)
+{
+    json_t *tpl = member_with(spec, "@@tide-array-name@@", "@@tide-array-index@@");
+    char *text = tpl ? json_write_compact(tpl, false, NULL) : NULL;
+    json_decref(tpl);
+    char prefix[MEMBER_NAME_SIZE];
+    snprintf(prefix, sizeof prefix, "%.*s", JOB_SPEC_MAX_NAME - 8,
+             json_string_value(json_object_get(spec, "name")));
+    json_t *pj = json_string(prefix);
+    char *quoted = pj ? json_dumps(pj, JSON_ENCODE_ANY) : NULL;
+    json_decref(pj);
+    const char *name_at = text ? strstr(text, NAME_MARK) : NULL;
+    const char *index_at = text ? strstr(text, INDEX_MARK) : NULL;
+    bool once = name_at && index_at && !strstr(name_at + 1, NAME_MARK) &&
+                !strstr(index_at + 1, INDEX_MARK) && quoted;
+    int rc = 0;
+    for (int i = 0; !rc && i < count; i++) {
+        char *name = names + (size_t)i * MEMBER_NAME_SIZE;
+        member_name(spec, i, name);
+        if (once) {
+            texts[i] = fill_member(text, name_at, index_at, quoted + 1, strlen(quoted) - 2, i);
+        } else {
+            json_t *member = array_member_spec(spec, i);
+            texts[i] = member ? json_write_compact(member, false, NULL) : NULL;
+            json_decref(member);
+        }
+        if (!texts[i])
+            rc = -1;
+    }
+    free(text);
+    free(quoted);
+    return rc;
+}
+
 static int work_count(const struct submit_work *w)
 {
     int count = (int)json_integer_value(json_object_get(w->spec, "array"));
     return count < 1 ? 1 : count;
 }
 
-/* A key used before (in the store, or earlier in this batch): w becomes a
- * replay of what it made. The same key with another request is refused. */
-static int check_idempotency(struct server *srv, struct submit_work *list, struct submit_work *w,
-                             int64_t now)
+/* The batch's keyed works by (owner, key): the first of each that was
+ * not refused, so a keyed batch of n specs is n lookups, not n * n / 2
+ * comparisons. Open addressing, at most half full. */
+struct key_index {
+    struct submit_work **slots;
+    size_t cap;
+};
+
+static size_t key_slot(const struct key_index *idx, const struct submit_work *w)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a over owner, NUL, key */
+    for (const char *p = w->req->token.name;; p++) {
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+        if (!*p)
+            break;
+    }
+    for (const char *p = w->idempotency_key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return (size_t)h & (idx->cap - 1);
+}
+
+static bool same_key(const struct submit_work *a, const struct submit_work *b)
+{
+    return !strcmp(a->idempotency_key, b->idempotency_key) &&
+           !strcmp(a->req->token.name, b->req->token.name);
+}
+
+/* The indexed work with w's owner and key, or NULL. */
+static struct submit_work *key_find(const struct key_index *idx, const struct submit_work *w)
+{
+    for (size_t i = key_slot(idx, w);; i = (i + 1) & (idx->cap - 1)) {
+        struct submit_work *e = idx->slots[i];
+        if (!e || same_key(e, w))
+            return e;
+    }
+}
+
+/* Indexes w unless a work with its key is there already. */
+static void key_add(struct key_index *idx, struct submit_work *w)
+{
+    size_t i = key_slot(idx, w);
+    while (idx->slots[i] && !same_key(idx->slots[i], w))
+        i = (i + 1) & (idx->cap - 1);
+    if (!idx->slots[i])
+        idx->slots[i] = w;
+}
+
+/* An index with room for n keyed works (slots NULL when out of memory). */
+static void key_index_init(struct key_index *idx, size_t n)
+{
+    idx->cap = 16;
+    while (idx->cap < 2 * n)
+        idx->cap *= 2;
+    idx->slots = calloc(idx->cap, sizeof *idx->slots);
+}
+
+/* A key used before (in the store, or earlier in this batch: idx, or a
+ * walk of list when idx could not be made): w becomes a replay of what it
+ * made. The same key with another request is refused. */
+static int check_idempotency(struct server *srv, struct submit_work *list,
+                             const struct key_index *idx, struct submit_work *w, int64_t now)
 {
     const char *owner = w->req->token.name;
     char hash[65] = "";
     struct submit_work *e = list;
-    for (; e != w; e = e->next)
-        if (e->idempotency_key && !e->rc && !strcmp(e->idempotency_key, w->idempotency_key) &&
-            !strcmp(e->req->token.name, owner))
-            break;
+    if (idx->slots) {
+        e = key_find(idx, w);
+        if (!e)
+            e = w;
+    } else {
+        for (; e != w; e = e->next)
+            if (e->idempotency_key && !e->rc && same_key(e, w))
+                break;
+    }
     if (e != w) {
         snprintf(hash, sizeof hash, "%s", e->request_hash);
         if (e->replay_ids)
@@ -107,11 +261,11 @@ static int check_idempotency(struct server *srv, struct submit_work *list, struc
 
 /* The checks that read state: an idempotency key, whether the job could
  * ever run, dependencies and a budget that refuses. */
-static void check_work(struct server *srv, struct submit_work *list, struct submit_work *w,
-                       int64_t now)
+static void check_work(struct server *srv, struct submit_work *list, const struct key_index *idx,
+                       struct submit_work *w, int64_t now)
 {
     if (w->idempotency_key) {
-        w->rc = check_idempotency(srv, list, w, now);
+        w->rc = check_idempotency(srv, list, idx, w, now);
         if (w->rc || w->replay_ids || w->replay_of)
             return;
     }
@@ -159,41 +313,109 @@ static void inserted_job_text(struct json_buf *b, const struct job *job, json_t 
     json_buf_text(b, ",\"held\":false}");
 }
 
-/* Inserts w's rows in the open transaction; fills ids (count of them) and,
- * unless ids_only, w->rows with the answer's text: the job as stored, or
- * {"jobs": [...]} for an array. */
-static int insert_work(struct server *srv, struct submit_work *w, int64_t *ids, int count,
-                       int64_t now, struct tide_err *err)
+static bool is_replay(const struct submit_work *w)
+{
+    return w->replay_ids || w->replay_of;
+}
+
+/* After w's rows are in (ids filled): unless ids_only, w->rows with the
+ * answer's text, the job as stored or {"jobs": [...]} for an array; and
+ * w's idempotency key, in the open transaction. */
+static int record_work(struct server *srv, struct submit_work *w, int64_t now,
+                       struct tide_err *err)
 {
     int rc = 0;
     const char *owner = w->req->token.name;
     bool rows = !w->ids_only;
     if (rows)
-        json_buf_text(&w->rows, count > 1 ? "{\"jobs\":[" : "");
-    for (int i = 0; !rc && i < count; i++) {
-        json_t *member = count > 1 ? array_member_spec(w->spec, i) : json_incref(w->spec);
+        json_buf_text(&w->rows, w->nids > 1 ? "{\"jobs\":[" : "");
+    for (int i = 0; !rc && rows && i < w->nids; i++) {
+        json_t *member = w->nids > 1 ? array_member_spec(w->spec, i) : json_incref(w->spec);
         struct job copy = w->job;
-        rc = member ? store_job_insert(srv->store, &copy, member, owner, now, err)
-                    : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-        if (!rc) /* the project given: no lookup of the row just inserted */
-            rc = store_event_add_in(srv->store, now, "job_submitted", copy.id, 0, NULL,
-                                    copy.project,
-                                    count > 1 ? "submitted as part of an array" : "submitted",
-                                    err);
-        if (!rc && rows) {
+        copy.id = w->ids[i];
+        if (!member) {
+            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        } else {
             json_buf_text(&w->rows, i ? "," : "");
             inserted_job_text(&w->rows, &copy, member, owner, now);
         }
         json_decref(member);
-        ids[i] = copy.id;
     }
     if (rows)
-        json_buf_text(&w->rows, count > 1 ? "]}\n" : "\n");
+        json_buf_text(&w->rows, w->nids > 1 ? "]}\n" : "\n");
     if (!rc && w->rows.failed)
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     if (!rc && w->idempotency_key)
-        rc = store_idempotency_put(srv->store, w->req->token.name, w->idempotency_key,
-                                   w->request_hash, ids, count, now, err);
+        rc = store_idempotency_put(srv->store, owner, w->idempotency_key, w->request_hash,
+                                   w->ids, w->nids, now, err);
+    return rc;
+}
+
+/* Inserts the rows of list's works that are not refused or replays (n
+ * rows in all) in the open transaction, their jobs and their events each
+ * in a few multi-row statements; fills each work's ids. */
+static int insert_all(struct server *srv, struct submit_work *list, size_t n, int64_t now,
+                      struct tide_err *err)
+{
+    struct store_new_job *rows = calloc(n ? n : 1, sizeof *rows);
+    struct store_new_event *events = calloc(n ? n : 1, sizeof *events);
+    char *names = NULL;
+    char **texts = calloc(n ? n : 1, sizeof *texts);
+    size_t narray = 0;
+    for (struct submit_work *w = list; w; w = w->next)
+        if (!w->rc && !is_replay(w) && w->nids > 1)
+            narray += (size_t)w->nids;
+    if (narray)
+        names = malloc(narray * MEMBER_NAME_SIZE);
+    int rc = rows && events && texts && (names || !narray)
+                 ? 0
+                 : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    size_t k = 0, a = 0;
+    for (struct submit_work *w = list; !rc && w; w = w->next) {
+        if (w->rc || is_replay(w))
+            continue;
+        if (w->nids > 1) {
+            char *wnames = names + a * MEMBER_NAME_SIZE;
+            rc = member_texts(w->spec, w->nids, texts + k, wnames);
+            for (int i = 0; i < w->nids; i++)
+                rows[k + (size_t)i].name = wnames + (size_t)i * MEMBER_NAME_SIZE;
+            a += (size_t)w->nids;
+        } else {
+            texts[k] = json_write_compact(w->spec, false, NULL);
+            rows[k].name = json_string_value(json_object_get(w->spec, "name"));
+            rc = texts[k] ? 0 : -1;
+        }
+        for (int i = 0; i < w->nids; i++, k++) {
+            rows[k].job = &w->job;
+            rows[k].owner = w->req->token.name;
+            rows[k].spec = texts[k];
+            texts[k] = NULL;
+            events[k].project = w->job.project; /* no lookup of the row just inserted */
+            events[k].message = w->nids > 1 ? "submitted as part of an array" : "submitted";
+        }
+        if (rc)
+            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    }
+    if (!rc)
+        rc = store_jobs_insert_many(srv->store, rows, k, now, err);
+    for (size_t i = 0; i < k; i++) { /* taken by the insert; left when it did not run */
+        free(rows[i].spec);
+        events[i].job_id = rows[i].id;
+    }
+    if (!rc)
+        rc = store_events_add_many(srv->store, now, "job_submitted", events, k, err);
+    k = 0;
+    for (struct submit_work *w = list; !rc && w; w = w->next) {
+        if (w->rc || is_replay(w))
+            continue;
+        for (int i = 0; i < w->nids; i++)
+            w->ids[i] = rows[k++].id;
+        rc = record_work(srv, w, now, err);
+    }
+    free(rows);
+    free(events);
+    free(texts);
+    free(names);
     return rc;
 }
 
@@ -289,33 +511,41 @@ static void answer_replay(struct server *srv, struct submit_work *w)
 /* Under the lock: the works of list in one transaction. Refused works fail
  * alone; a failed write or commit fails all the others (nothing of the
  * batch is stored). */
-static bool is_replay(const struct submit_work *w)
-{
-    return w->replay_ids || w->replay_of;
-}
 
 static void commit_batch(struct server *srv, struct submit_work *list)
 {
     int64_t now = clock_now_ms();
-    size_t inserts = 0, replays = 0;
+    size_t inserts = 0, replays = 0, keyed = 0;
+    for (struct submit_work *w = list; w; w = w->next)
+        keyed += w->idempotency_key != NULL;
+    struct key_index idx = {0};
+    if (keyed > 1)
+        key_index_init(&idx, keyed);
     for (struct submit_work *w = list; w; w = w->next) {
-        check_work(srv, list, w, now);
+        check_work(srv, list, &idx, w, now);
+        if (w->idempotency_key && !w->rc && idx.slots)
+            key_add(&idx, w); /* the first of its key not refused */
         if (!w->rc && is_replay(w))
             replays++;
         else if (!w->rc)
             inserts++;
     }
+    free(idx.slots);
     struct tide_err err;
     tide_err_clear(&err);
     int rc = inserts ? store_begin(srv->store, &err) : 0;
+    size_t rows = 0;
     for (struct submit_work *w = list; inserts && !rc && w; w = w->next) {
         if (w->rc || is_replay(w))
             continue;
         w->nids = work_count(w);
         w->ids = calloc((size_t)w->nids, sizeof *w->ids);
-        rc = w->ids ? insert_work(srv, w, w->ids, w->nids, now, &err)
-                    : tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
+        rows += (size_t)w->nids;
+        if (!w->ids)
+            rc = tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
     }
+    if (inserts && !rc)
+        rc = insert_all(srv, list, rows, now, &err);
     if (inserts && !rc)
         rc = store_commit(srv->store, &err);
     else if (inserts)

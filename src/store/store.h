@@ -106,6 +106,22 @@ int store_node_delete(struct store *s, int64_t node_id, struct tide_err *err);
  * last_heartbeat_ms = now_ms so agents get a full timeout to come back. */
 int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct tide_err *err);
 
+/* One row of store_jobs_insert_many: a new pending job. */
+struct store_new_job {
+    const struct job *job; /* its project, queue and priority */
+    const char *name;
+    const char *owner;     /* the submitting token's name */
+    char *spec;            /* its spec as JSON text; taken (freed) by the insert */
+    int64_t id;            /* set by the insert */
+};
+
+/* Inserts n pending jobs in the open transaction, several rows a
+ * statement (a few round trips on PostgreSQL, not one a job), and sets
+ * each row's id: increasing in row order, new ids as store_job_insert's
+ * (never one in use). Every spec is freed, also on failure. */
+int store_jobs_insert_many(struct store *s, struct store_new_job *rows, size_t n, int64_t now_ms,
+                           struct tide_err *err);
+
 /* Inserts a pending job; sets job->id and job->submit_ms = now_ms. */
 int store_job_insert(struct store *s, struct job *job, json_t *spec, const char *owner,
                      int64_t now_ms, struct tide_err *err);

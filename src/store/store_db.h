@@ -29,8 +29,29 @@ enum store_stmt_slot {
     STORE_STMT_TOKEN_GET,  /* each agent message (node tokens are not cached) */
     STORE_STMT_JOB_SPEC,   /* an agent's start message */
     STORE_STMT_JOB_RAN,    /* each ended attempt's runtime, for ETAs */
-    STORE_STMT_COUNT
+    STORE_STMT_JOB_IDS,
+    STORE_STMT_IDEMPOTENCY_GET,
+    STORE_STMT_IDEMPOTENCY_DROP,
+    STORE_STMT_IDEMPOTENCY_PUT,
+    /* multi-row INSERTs, one slot per size of store_multirow_sizes */
+    STORE_STMT_JOB_INSERT_MANY,
+    STORE_STMT_EVENT_ADD_MANY = STORE_STMT_JOB_INSERT_MANY + 4,
+    STORE_STMT_COUNT = STORE_STMT_EVENT_ADD_MANY + 4
 };
+
+/* The row counts of the multi-row INSERTs of store_jobs_insert_many and
+ * store_events_add_many, largest first: n rows go as chunks of these
+ * sizes, each a statement prepared once (64 rows, then what is left as
+ * 16s, 4s and 1s). */
+extern const size_t store_multirow_sizes[4];
+
+/* The largest size of store_multirow_sizes not over n, and its index. */
+size_t store_multirow_chunk(size_t n, int *index);
+
+/* "HEAD" then rows copies of "(ROW)" joined by commas (malloc'd; NULL when
+ * out of memory). */
+char *store_multirow_sql(const char *head, const char *row, size_t rows);
+
 struct db_stmt *store_cached(struct store *s, enum store_stmt_slot slot, const char *sql,
                              struct tide_err *err);
 

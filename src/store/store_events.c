@@ -46,6 +46,40 @@ int store_event_add_in(struct store *s, int64_t now_ms, const char *kind, int64_
     return rc;
 }
 
+#define EVENT_ADD_HEAD "INSERT INTO events(time_ms, kind, job_id, message, project) VALUES"
+#define EVENT_ADD_ROW "?,?,?,?,?"
+
+int store_events_add_many(struct store *s, int64_t now_ms, const char *kind,
+                          const struct store_new_event *events, size_t n, struct tide_err *err)
+{
+    int rc = 0;
+    for (size_t done = 0; !rc && done < n;) {
+        int slot;
+        size_t k = store_multirow_chunk(n - done, &slot);
+        char *sql = store_multirow_sql(EVENT_ADD_HEAD, EVENT_ADD_ROW, k);
+        struct db_stmt *st =
+            sql ? store_cached(s, (enum store_stmt_slot)(STORE_STMT_EVENT_ADD_MANY + slot), sql,
+                               err)
+                : NULL;
+        rc = !sql ? tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory") : st ? 0 : TIDE_EIO;
+        free(sql);
+        for (size_t i = 0; !rc && i < k; i++) {
+            const struct store_new_event *e = &events[done + i];
+            int b = (int)i * 5;
+            db_bind_int64(st, b + 1, now_ms);
+            db_bind_text(st, b + 2, kind);
+            bind_id(st, b + 3, e->job_id);
+            db_bind_text(st, b + 4, e->message);
+            db_bind_text(st, b + 5, e->project && *e->project ? e->project : NULL);
+        }
+        if (!rc)
+            rc = db_step_done(st, "add events", err);
+        db_reset(st);
+        done += k;
+    }
+    return rc;
+}
+
 int store_event_add(struct store *s, int64_t now_ms, const char *kind, int64_t job_id,
                     int64_t node_id, const char *message, struct tide_err *err)
 {

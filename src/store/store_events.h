@@ -32,6 +32,19 @@ struct event_filter {
                            project-less events (nodes, pools) */
 };
 
+/* One job event of store_events_add_many: about a job not on a node. */
+struct store_new_event {
+    int64_t job_id;
+    const char *project;
+    const char *message;
+};
+
+/* Adds n events of kind at now_ms in the open transaction, several rows a
+ * statement: as store_event_add_in(s, now_ms, kind, job_id, 0, NULL,
+ * project, message) for each, in order. */
+int store_events_add_many(struct store *s, int64_t now_ms, const char *kind,
+                          const struct store_new_event *events, size_t n, struct tide_err *err);
+
 /* store_event_add with the pool and project given (NULL: taken from the
  * node's and the job's rows, as store_event_add does), for events about a
  * pool or a project without a node or job (budget alerts, provider

@@ -4,16 +4,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/json_write.h"
 #include "store/store_db.h"
 
 int store_idempotency_get(struct store *s, const char *owner, const char *key, int64_t now_ms,
                           char request_hash[65], json_t **job_ids, struct tide_err *err)
 {
     *job_ids = NULL;
-    struct db_stmt *st = db_prepare(store_db(s),
-                                    "SELECT request_hash, job_ids FROM idempotency"
-                                    " WHERE owner=?1 AND key=?2 AND created_ms >= ?3",
-                                    err);
+    /* Prepared once: every `tide submit` and each spec of a keyed batch asks. */
+    struct db_stmt *st = store_cached(s, STORE_STMT_IDEMPOTENCY_GET,
+                                      "SELECT request_hash, job_ids FROM idempotency"
+                                      " WHERE owner=?1 AND key=?2 AND created_ms >= ?3",
+                                      err);
     if (!st)
         return TIDE_EIO;
     db_bind_text(st, 1, owner);
@@ -30,7 +32,7 @@ int store_idempotency_get(struct store *s, const char *owner, const char *key, i
     } else if (r < 0) {
         rc = r;
     }
-    db_finalize(st);
+    db_reset(st);
     if (rc) {
         json_decref(*job_ids);
         *job_ids = NULL;
@@ -45,34 +47,39 @@ int store_idempotency_put(struct store *s, const char *owner, const char *key,
     json_t *ids = json_array();
     for (int i = 0; ids && i < count; i++)
         json_array_append_new(ids, json_integer(job_ids[i]));
-    char *text = ids ? json_dumps(ids, JSON_COMPACT) : NULL;
+    char *text = ids ? json_write_compact(ids, false, NULL) : NULL;
     json_decref(ids);
     if (!text)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    struct db *db = store_db(s);
-    struct db_stmt *drop = db_prepare(db, "DELETE FROM idempotency WHERE created_ms < ?1", err);
+    /* Both prepared once (one store_cached at a time: each resets its own). */
+    struct db_stmt *drop = store_cached(s, STORE_STMT_IDEMPOTENCY_DROP,
+                                        "DELETE FROM idempotency WHERE created_ms < ?1", err);
+    int rc = drop ? 0 : TIDE_EIO;
+    if (!rc) {
+        db_bind_int64(drop, 1, now_ms - IDEMPOTENCY_KEEP_MS);
+        rc = db_step_done(drop, "write idempotency key", err);
+        db_reset(drop);
+    }
     struct db_stmt *put =
-        drop ? db_prepare(db,
+        rc ? NULL
+           : store_cached(s, STORE_STMT_IDEMPOTENCY_PUT,
                           "INSERT INTO idempotency(owner, key, request_hash, job_ids, created_ms)"
                           " VALUES(?1,?2,?3,?4,?5) ON CONFLICT(owner, key) DO UPDATE SET"
                           " request_hash=excluded.request_hash, job_ids=excluded.job_ids,"
                           " created_ms=excluded.created_ms",
-                          err)
-             : NULL;
-    int rc = put ? 0 : TIDE_EIO;
+                          err);
+    if (!rc && !put)
+        rc = TIDE_EIO;
     if (!rc) {
-        db_bind_int64(drop, 1, now_ms - IDEMPOTENCY_KEEP_MS);
         db_bind_text(put, 1, owner);
         db_bind_text(put, 2, key);
         db_bind_text(put, 3, request_hash);
-        db_bind_text(put, 4, text);
+        db_bind_text_take(put, 4, text);
+        text = NULL;
         db_bind_int64(put, 5, now_ms);
-        rc = db_step_done(drop, "write idempotency key", err);
-        if (!rc)
-            rc = db_step_done(put, "write idempotency key", err);
+        rc = db_step_done(put, "write idempotency key", err);
+        db_reset(put);
     }
-    db_finalize(drop);
-    db_finalize(put);
     free(text);
     return rc;
 }

@@ -283,6 +283,104 @@ int store_job_insert(struct store *s, struct job *job, json_t *spec, const char 
     return rc;
 }
 
+/* n new ids into ids, increasing: after the largest id on SQLite (what
+ * SQLite gives a row by itself, under the transaction's write lock), from
+ * the identity's sequence on PostgreSQL (one round trip). */
+static int reserve_job_ids(struct store *s, int64_t *ids, size_t n, struct tide_err *err)
+{
+    bool lite = db_dialect(store_db(s)) == DB_SQLITE;
+    struct db_stmt *st = store_cached(
+        s, STORE_STMT_JOB_IDS,
+        lite ? "SELECT COALESCE(MAX(id), 0) FROM jobs"
+             : "SELECT nextval(pg_get_serial_sequence('jobs', 'id')) FROM generate_series(1, ?1)",
+        err);
+    if (!st)
+        return TIDE_EIO;
+    if (!lite)
+        db_bind_int64(st, 1, (int64_t)n);
+    size_t got = 0;
+    int r;
+    while ((r = db_step(st, "reserve job ids", err)) == DB_ROW) {
+        int64_t v = db_column_int64(st, 0);
+        if (lite) {
+            for (size_t i = 0; i < n; i++)
+                ids[i] = v + 1 + (int64_t)i;
+            got = n;
+        } else if (got < n) {
+            ids[got++] = v;
+        }
+    }
+    db_reset(st);
+    if (r < 0)
+        return r;
+    if (got != n)
+        return tide_err_set(err, TIDE_EIO, NULL, "database: reserve job ids: %zu of %zu", got, n);
+    return 0;
+}
+
+#define JOB_INSERT_HEAD                                                                            \
+    "INSERT INTO jobs(id, name, project, queue, priority, state, reason, spec, owner,"             \
+    " submit_ms) VALUES"
+#define JOB_INSERT_ROW "?,?,?,?,?,'pending','submitted',?,?,?"
+
+/* Rows [0, k) in one statement, k one of store_multirow_sizes (slot). */
+static int insert_chunk(struct store *s, struct store_new_job *rows, size_t k, int slot,
+                        int64_t now_ms, struct tide_err *err)
+{
+    char *sql = store_multirow_sql(JOB_INSERT_HEAD, JOB_INSERT_ROW, k);
+    struct db_stmt *st =
+        sql ? store_cached(s, (enum store_stmt_slot)(STORE_STMT_JOB_INSERT_MANY + slot), sql, err)
+            : NULL;
+    int rc = !sql ? tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory") : st ? 0 : TIDE_EIO;
+    free(sql);
+    if (rc) {
+        for (size_t i = 0; i < k; i++) {
+            free(rows[i].spec);
+            rows[i].spec = NULL;
+        }
+        return rc;
+    }
+    for (size_t i = 0; i < k; i++) {
+        int b = (int)i * 8;
+        db_bind_int64(st, b + 1, rows[i].id);
+        db_bind_text(st, b + 2, rows[i].name);
+        db_bind_text(st, b + 3, rows[i].job->project);
+        db_bind_text(st, b + 4, rows[i].job->queue);
+        db_bind_int64(st, b + 5, rows[i].job->priority);
+        db_bind_text_take(st, b + 6, rows[i].spec);
+        rows[i].spec = NULL;
+        db_bind_text(st, b + 7, rows[i].owner);
+        db_bind_int64(st, b + 8, now_ms);
+    }
+    rc = db_step_done(st, "insert jobs", err);
+    db_reset(st); /* the specs' text is freed now, not at the next use */
+    return rc;
+}
+
+int store_jobs_insert_many(struct store *s, struct store_new_job *rows, size_t n, int64_t now_ms,
+                           struct tide_err *err)
+{
+    int64_t *ids = n ? calloc(n, sizeof *ids) : NULL;
+    int rc = n && !ids ? tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory") : 0;
+    if (!rc && n)
+        rc = reserve_job_ids(s, ids, n, err);
+    for (size_t i = 0; !rc && i < n; i++)
+        rows[i].id = ids[i];
+    free(ids);
+    size_t done = 0;
+    while (!rc && done < n) {
+        int slot;
+        size_t k = store_multirow_chunk(n - done, &slot);
+        rc = insert_chunk(s, rows + done, k, slot, now_ms, err);
+        done += k;
+    }
+    for (size_t i = done; i < n; i++) { /* not reached: freed as promised */
+        free(rows[i].spec);
+        rows[i].spec = NULL;
+    }
+    return rc;
+}
+
 int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err)
 {
     struct db_stmt *st =

@@ -121,6 +121,37 @@ struct db_stmt *store_cached(struct store *s, enum store_stmt_slot slot, const c
     return st;
 }
 
+const size_t store_multirow_sizes[4] = {64, 16, 4, 1};
+
+size_t store_multirow_chunk(size_t n, int *index)
+{
+    int i = 0;
+    while (i < 3 && store_multirow_sizes[i] > n)
+        i++;
+    *index = i;
+    return store_multirow_sizes[i];
+}
+
+char *store_multirow_sql(const char *head, const char *row, size_t rows)
+{
+    size_t h = strlen(head), r = strlen(row);
+    char *sql = malloc(h + rows * (r + 3) + 1);
+    if (!sql)
+        return NULL;
+    memcpy(sql, head, h);
+    size_t o = h;
+    for (size_t i = 0; i < rows; i++) {
+        if (i)
+            sql[o++] = ',';
+        sql[o++] = '(';
+        memcpy(sql + o, row, r);
+        o += r;
+        sql[o++] = ')';
+    }
+    sql[o] = '\0';
+    return sql;
+}
+
 void store_close(struct store *s)
 {
     if (!s)

@@ -83,6 +83,46 @@ def test_answered_jobs_survive_a_kill_9_right_after_the_answer():
         assert len(set(ids)) == 500
 
 
+def test_a_big_array_and_its_neighbours_get_their_own_rows_and_events():
+    """10,000 tasks and two single jobs in one batch (many multi-row
+    statements, one spec dumped for the array's members): each task its
+    own name, TIDE_ARRAY_INDEX and job_submitted event, all kept across a
+    kill -9; one task more is refused naming array."""
+    with Cluster(agents=0) as c:
+        name = 'we "quote" / caf\u00e9'
+        out = batch(c, [
+            {"command": ["true"], "gpus": 0, "name": "before"},
+            {"command": ["true"], "gpus": 0, "name": name, "array": 10000,
+             "env": {"KEEP": "1", "TIDE_ARRAY_INDEX": "given"}},
+            {"command": ["true"], "gpus": 0, "name": "after"},
+            {"command": ["true"], "gpus": 0, "name": "too big", "array": 10001},
+        ])
+        r = out["jobs"]
+        assert out["created"] == 3 and out["failed"] == 1, (out["created"], out["failed"])
+        assert r[3]["error"]["field"] == "array", r[3]
+        assert "between 1 and 10000" in r[3]["error"]["message"], r[3]
+        ids = r[1]["ids"]
+        assert len(ids) == 10000 and ids == sorted(ids) and r[0]["id"] < ids[0], ids[:3]
+        assert r[2]["id"] > ids[-1], r[2]
+        c.kill_server()
+        c.start_server()
+        jobs = {j["id"]: j for j in c.jobs("?limit=100000")}
+        assert len(jobs) == 10002, len(jobs)
+        for i in (0, 1, 63, 64, 4999, 9999):
+            job = jobs[ids[i]]
+            assert job["name"] == f"{name}[{i}]", job["name"]
+            assert job["spec"]["name"] == job["name"], job["spec"]
+            assert job["spec"]["env"] == {"KEEP": "1", "TIDE_ARRAY_INDEX": str(i)}, job["spec"]
+            assert "array" not in job["spec"], job["spec"]
+        assert sorted(j["name"] for j in jobs.values())[:3] == ["after", "before", f"{name}[0]"]
+        events = c.api("GET", "/v1/events?kind=job_submitted&limit=100000")["events"]
+        assert sorted(e["job_id"] for e in events) == sorted(jobs), len(events)
+        by_job = {e["job_id"]: e for e in events}
+        assert by_job[ids[7]]["message"] == "submitted as part of an array", by_job[ids[7]]
+        assert by_job[r[0]["id"]]["message"] == "submitted", by_job[r[0]["id"]]
+        assert all(e["project"] == "default" for e in events)
+
+
 def test_an_idempotency_key_replays_job_by_job():
     with Cluster(agents=0) as c:
         specs = [{"command": ["true"], "gpus": 0, "name": "x"},
@@ -148,6 +188,7 @@ if __name__ == "__main__":
         test_a_spec_no_node_could_hold_fails_alone_in_its_transaction,
         test_a_bad_body_is_refused_naming_jobs,
         test_answered_jobs_survive_a_kill_9_right_after_the_answer,
+        test_a_big_array_and_its_neighbours_get_their_own_rows_and_events,
         test_an_idempotency_key_replays_job_by_job,
         test_submit_file_reports_refused_lines_and_submits_the_rest,
         test_submit_file_with_a_malformed_line_submits_nothing,

@@ -190,6 +190,32 @@ def test_a_submit_whose_answer_was_lost_is_retried_without_a_duplicate():
             proxy.close()
 
 
+def test_an_array_whose_answer_was_lost_is_retried_without_duplicates():
+    with Cluster(agents=0) as c:
+        proxy = LossyProxy(c.port)
+        try:
+            p = c.cli("submit", "--server", f"{proxy.url},{c.url}", "--gpus", "0", "--array",
+                      "3", "--", "true")
+            assert p.returncode == 0, p.stderr
+            assert proxy.forwarded == 1, proxy.forwarded
+            ids = sorted(j["id"] for j in c.jobs())
+            assert len(ids) == 3, ids
+            assert p.stdout.strip() == f"submitted jobs {ids[0]}-{ids[-1]}", p.stdout
+        finally:
+            proxy.close()
+
+
+def test_an_array_the_server_refuses_names_the_flag_and_makes_nothing():
+    with Cluster(agents=1, fake_gpus="2xH200:141GB") as c:
+        p = c.cli("submit", "--gpus", "9", "--array", "4", "--", "true")
+        assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+        assert p.stderr.startswith("tide submit: gpus: ") and "(--gpus)" in p.stderr, p.stderr
+        p = c.cli("submit", "--gpus", "0", "--array", "2", "--depends-on", "999999", "--",
+                  "true")
+        assert p.returncode == 1 and "depends_on: job 999999 does not exist" in p.stderr, p.stderr
+        assert c.jobs() == []
+
+
 def test_a_bad_server_list_is_refused_naming_its_source():
     with Cluster(agents=0) as c:
         p = c.cli("jobs", "--server", f"{c.url},,{c.url}")
@@ -235,6 +261,8 @@ if __name__ == "__main__":
         test_a_follower_hint_elsewhere_is_never_followed,
         test_when_every_server_fails_the_error_says_what_each_answered,
         test_a_submit_whose_answer_was_lost_is_retried_without_a_duplicate,
+        test_an_array_whose_answer_was_lost_is_retried_without_duplicates,
+        test_an_array_the_server_refuses_names_the_flag_and_makes_nothing,
         test_a_bad_server_list_is_refused_naming_its_source,
         test_an_array_range_from_zero_is_that_many_tasks,
         test_client_commands_need_only_the_executable_and_roles_say_what_is_missing,

@@ -448,8 +448,8 @@ static void test_dependencies_hold_the_job_and_bad_ids_are_refused(void **state)
     json_decref(spec);
     assert_refused("{\"depends_on\": [0], " CMD "}", "depends_on", "depends_on[0]: must be a job id");
     assert_refused("{\"depends_on\": 3, " CMD "}", "depends_on", "must be an array");
-    assert_refused("{\"array\": 0, " CMD "}", "array", "between 1 and 1000");
-    assert_refused("{\"array\": 5000, " CMD "}", "array", "between 1 and 1000");
+    assert_refused("{\"array\": 0, " CMD "}", "array", "between 1 and 10000");
+    assert_refused("{\"array\": 10001, " CMD "}", "array", "between 1 and 10000, got 10001");
 }
 
 static void test_refused_spec_without_err_leaves_spec_out_null(void **state)

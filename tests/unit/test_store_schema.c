@@ -77,7 +77,7 @@ static void test_a_new_store_is_at_the_latest_schema_version(void **state)
 {
     struct fixture *f = *state;
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 1);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 2);
     assert_int_equal(query_int(f->s, "SELECT COUNT(*) FROM schema_version"), 1);
     store_close(f->s);
     f->s = test_store_target_open(&f->t); /* opening again changes nothing */
@@ -95,7 +95,7 @@ static void test_a_database_newer_than_this_tide_is_refused(void **state)
     assert_int_equal(store_open(f->t.path, &f->s, &err), TIDE_EINVAL);
     assert_null(f->s);
     assert_string_equal(err.message,
-                        "database schema is version 7, this tide knows up to 1: upgrade tide");
+                        "database schema is version 7, this tide knows up to 2: upgrade tide");
     assert_string_equal(err.field, "store");
 }
 
@@ -203,6 +203,67 @@ static void test_jobs_nodes_and_tokens_come_back_after_a_reopen_with_big_ids(voi
     free(j);
 }
 
+/* 1 when the store's database has an index of that name, else 0. */
+static int64_t has_index(struct store *s, bool pg, const char *name)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             pg ? "SELECT COUNT(*) FROM pg_indexes WHERE indexname = '%s'"
+                : "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = '%s'",
+             name);
+    return query_int(s, sql);
+}
+
+/* Version 1's indexes, as a database at version 1 has them. */
+static const char v1_job_and_event_indexes[] =
+    "DROP INDEX jobs_ended_by_end; DROP INDEX events_with_node; DROP INDEX events_with_pool;"
+    "CREATE INDEX jobs_by_state ON jobs(state);"
+    "CREATE INDEX jobs_by_project ON jobs(project);"
+    "CREATE INDEX jobs_by_end ON jobs(end_ms);"
+    "CREATE INDEX events_by_node ON events(node);"
+    "CREATE INDEX events_by_pool ON events(pool);"
+    "UPDATE schema_version SET version = 1";
+
+static void test_a_version_1_database_upgrades_to_fewer_job_and_event_indexes(void **state)
+{
+    struct fixture *f = *state;
+    bool pg = test_store_target_is_pg(&f->t);
+    f->s = test_store_target_open(&f->t);
+    exec_ok(f->s, v1_job_and_event_indexes);
+    int64_t id = test_store_add_job(f->s, "vision");
+    assert_int_equal(store_event_add_in(f->s, 5000, "job_starting", id, 0, "elastic", NULL,
+                                        "placed", NULL),
+                     0);
+    store_close(f->s);
+
+    f->s = test_store_target_open(&f->t);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 2);
+    const char *gone[] = {"jobs_by_state", "jobs_by_project", "jobs_by_end", "events_by_node",
+                          "events_by_pool"};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        if (has_index(f->s, pg, gone[i]))
+            fail_msg("index %s is still there", gone[i]);
+    const char *kept[] = {"jobs_ended_by_end", "events_with_node", "events_with_pool",
+                          "events_by_job", "events_by_project", "events_by_time"};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if (!has_index(f->s, pg, kept[i]))
+            fail_msg("index %s is missing", kept[i]);
+    /* The rows are still there and the filters the indexes serve still find them. */
+    struct event_filter flt = {0};
+    flt.pool = "elastic";
+    flt.project = "vision";
+    json_t *evs = NULL;
+    bool more;
+    assert_int_equal(store_events_query(f->s, &flt, &evs, &more, NULL), 0);
+    assert_int_equal(json_array_size(evs), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(evs, 0), "job_id")), id);
+    json_decref(evs);
+    json_t *job = NULL;
+    assert_int_equal(store_job_get(f->s, id, &job, NULL), 0);
+    assert_string_equal(json_string_value(json_object_get(job, "project")), "vision");
+    json_decref(job);
+}
+
 /* What tide made before schema versions: its CREATE TABLE IF NOT EXISTS
  * statements, as the oldest of them stood (no columns added since). */
 static const char old_tables[] =
@@ -303,7 +364,7 @@ static void make_old_database(const char *path, bool with_main)
 /* The old rows read back through the store, and new rows written. */
 static void check_upgraded(struct store *s)
 {
-    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), 1);
+    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), 2);
     struct cluster c;
     cluster_init(&c);
     assert_int_equal(store_nodes_load(s, &c, 100, NULL), 0);
@@ -551,6 +612,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_jobs_nodes_and_tokens_come_back_after_a_reopen_with_big_ids, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_version_1_database_upgrades_to_fewer_job_and_event_indexes, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_sqlite_database_made_by_tide_before_versions_upgrades, setup, teardown),
         cmocka_unit_test_setup_teardown(
