@@ -368,10 +368,13 @@ static int undrain(struct autoscaler *a, struct scale_bin *bin, const struct job
     return push(out, POOL_UNDRAIN, bin->pool, 1, n->id, why);
 }
 
-/* A gang job that got no nodes for want of room under max_nodes. */
+/* A job that got no nodes: a gang for want of room under max_nodes, or
+ * (spot) a job the pool's nodes would fit but that may not run on spot. */
 struct held_back {
     int64_t job_id; /* 0: none */
     int need, m, share, room;
+    bool spot;
+    int gpus;
 };
 
 /* What one scale-up call has decided so far, per pool. */
@@ -394,9 +397,11 @@ static int best_bin(const struct autoscaler *a, const struct scale_up *u, const 
     for (int draining = 0; draining < 2 && best < 0; draining++)
         for (size_t b = 0; b < u->nbins; b++) {
             const struct scale_bin *bin = &a->bins[b];
+            /* A node still to come is judged by its pool as placement
+             * will judge the node: shape, spot, the queue's pools. */
             bool fits = bin->draining == draining && bin->free_gpus >= job->gpus &&
                         (bin->node ? node_could_take(bin->node, job)
-                                   : pool_fits_job(&a->pools[bin->pool], job));
+                                   : pool_may_hold(&a->pools[bin->pool], job));
             for (int t = 0; fits && t < ntaken; t++)
                 fits = taken[t] != (int)b;
             if (!fits)
@@ -431,6 +436,25 @@ static void add_new_nodes(struct autoscaler *a, struct scale_up *u, int p, int c
     int waited_s = (int)((now_ms - job->submit_ms) / 1000);
     if (waited_s > u->waited[p])
         u->waited[p] = waited_s;
+}
+
+static bool pool_could_hold(const struct pool *pool, const struct job *job);
+
+/* A job that found no room and no pool: when a spot pool's nodes would
+ * hold it (the queue allowing that pool) and only the spot rule keeps it
+ * off them, that pool's held_back says so (the first such job). */
+static void note_spot_refused(const struct autoscaler *a, struct scale_up *u,
+                              const struct job *job)
+{
+    if (job->preemptible || (job->rules && job->rules->allow_spot))
+        return;
+    for (int p = 0; p < a->npools; p++) {
+        const struct pool *pool = &a->pools[p];
+        if (pool->billing != BILLING_SPOT || pool->max_nodes <= 0 || u->held[p].job_id ||
+            !queue_allows_pool(job->rules, pool->name) || !pool_could_hold(pool, job))
+            continue;
+        u->held[p] = (struct held_back){.job_id = job->id, .spot = true, .gpus = job->gpus};
+    }
 }
 
 /* A gang job (nodes: k) that no one node can hold, split as gang_choose
@@ -478,6 +502,8 @@ static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct
         return 0;
     }
     *nothing = true;
+    if (short_pool < 0)
+        note_spot_refused(a, u, job);
     if (short_pool >= 0 && !u->held[short_pool].job_id) {
         int room = a->pools[short_pool].max_nodes - u->alive[short_pool];
         u->held[short_pool] = (struct held_back){.job_id = job->id, .need = short_need,
@@ -503,8 +529,10 @@ static int scale_for_job(struct autoscaler *a, struct scale_up *u, const struct 
         return scale_for_gang(a, u, job, now_ms, out, nothing);
     if (p >= 0)
         note_waiting(u->unplaced, u->oldest_ms, p, now_ms - job->submit_ms);
-    if (p < 0)
+    if (p < 0) {
+        note_spot_refused(a, u, job);
         return 0;
+    }
     if (now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000) {
         turns_at(a, now_ms, job->submit_ms + a->pools[p].scale_up_delay_s * 1000);
         return 0;
@@ -762,7 +790,12 @@ static int scale_steps(struct autoscaler *a, struct scale_up *up, const int *boo
     struct scale_up u = *up;
     for (int p = 0; p < a->npools; p++) {
         const struct held_back *h = &u.held[p];
-        if (h->job_id)
+        if (h->job_id && h->spot)
+            snprintf(a->state[p].held_back, sizeof a->state[p].held_back,
+                     "job %lld (%d GPU%s) is not preemptible and this pool's nodes are spot "
+                     "(its queue would need allow_spot: true)",
+                     (long long)h->job_id, h->gpus, h->gpus == 1 ? "" : "s");
+        else if (h->job_id)
             snprintf(a->state[p].held_back, sizeof a->state[p].held_back,
                      "gang job %lld needs %d more node%s (%d x %d GPUs), room for %d under "
                      "max_nodes %d",
