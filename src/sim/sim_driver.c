@@ -999,7 +999,7 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         if (look_planned && st.pool_wake_ms < t)
             t = st.pool_wake_ms;
         integrate(&st, t);
-        if (elastic && billing_tick(&st.el->billing, &st.c, st.el->pools, st.el->npools, t)) {
+        if (elastic && sim_meter_tick(&st, t)) {
             rc = TIDE_ENOMEM;
             goto out;
         }
@@ -1127,6 +1127,8 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         if (hooks && hooks->progress && (res->batches & 16383) == 0)
             hooks->progress(hooks->ctx, st.finished, n, t);
     }
+    if (elastic && (rc = sim_meter_finish(&st)))
+        goto out;
     /* Whatever still waits can never start (no running job left to free
      * room). One more pass, explaining this time, says why. */
     if (st.bud)
