@@ -10,6 +10,7 @@
 #include "core/gang.h"
 #include "core/gpu_share.h"
 #include "core/order_keep.h"
+#include "core/placement_index.h"
 
 #include "core/queue.h"
 
@@ -211,12 +212,15 @@ static int fail_stuck_nodes(struct autoscaler *a, struct cluster *c, int64_t now
             continue;
         int64_t limit_ms = a->pools[p].boot_timeout_s * 1000;
         char why[TIDE_REASON_MAX];
+        /* (The state first: a ready node's health fields are not read.) */
         if (n->state == NODE_PROVISIONING)
             turns_at(a, now_ms, n->created_ms + limit_ms + 1);
         else if (n->state == NODE_LOST)
             turns_at(a, now_ms, n->last_heartbeat_ms + limit_ms + 1);
-        else if (n->probe_drained && n->state == NODE_DRAINING)
+        else if (n->state == NODE_DRAINING && n->probe_drained)
             turns_at(a, now_ms, n->probe_drained_ms + limit_ms + 1);
+        if (n->state == NODE_READY)
+            continue; /* none of the below */
         if (n->state == NODE_PROVISIONING && now_ms - n->created_ms > limit_ms)
             snprintf(why, sizeof why, "did not register within boot_timeout %llds",
                      (long long)a->pools[p].boot_timeout_s);
@@ -386,7 +390,18 @@ struct scale_up {
     int unplaced[TIDE_MAX_POOLS]; /* jobs waiting for booting or new nodes (steps) */
     int64_t oldest_ms[TIDE_MAX_POOLS];
     size_t nbins;
+    /* No bin that is not draining [0] / draining [1] has more free GPUs
+     * (a bound: bins only lose room once added). */
+    int max_free[2];
 };
+
+/* Appends a bin. */
+static void add_bin(struct autoscaler *a, struct scale_up *u, struct scale_bin bin)
+{
+    a->bins[u->nbins++] = bin;
+    if (bin.free_gpus > u->max_free[bin.draining])
+        u->max_free[bin.draining] = bin.free_gpus;
+}
 
 /* The cheapest bin with room for job (a draining one only when nothing
  * else has room), other than the ntaken in taken; -1 if none. */
@@ -395,7 +410,7 @@ static int best_bin(const struct autoscaler *a, const struct scale_up *u, const 
 {
     int best = -1;
     for (int draining = 0; draining < 2 && best < 0; draining++)
-        for (size_t b = 0; b < u->nbins; b++) {
+        for (size_t b = 0; b < u->nbins && job->gpus <= u->max_free[draining]; b++) {
             const struct scale_bin *bin = &a->bins[b];
             /* A node still to come is judged by its pool as placement
              * will judge the node: shape, spot, the queue's pools. */
@@ -421,7 +436,11 @@ static int take_bin(struct autoscaler *a, struct scale_up *u, int b, const struc
     bin->free_gpus -= gpus;
     if (!bin->node)
         note_waiting(u->unplaced, u->oldest_ms, bin->pool, now_ms - job->submit_ms);
-    return bin->draining ? undrain(a, bin, job, now_ms, out) : 0;
+    if (!bin->draining)
+        return 0;
+    if (bin->free_gpus > u->max_free[0]) /* ready again: among the bins that are not draining */
+        u->max_free[0] = bin->free_gpus;
+    return undrain(a, bin, job, now_ms, out);
 }
 
 /* count new nodes of pool p for job, each with gpus of it taken. */
@@ -429,8 +448,7 @@ static void add_new_nodes(struct autoscaler *a, struct scale_up *u, int p, int c
                           const struct job *job, int64_t now_ms)
 {
     for (int k = 0; k < count; k++)
-        a->bins[u->nbins++] =
-            (struct scale_bin){p, NULL, a->pools[p].gpus_per_node - gpus, false};
+        add_bin(a, u, (struct scale_bin){p, NULL, a->pools[p].gpus_per_node - gpus, false});
     u->alive[p] += count;
     u->create[p] += count;
     int waited_s = (int)((now_ms - job->submit_ms) / 1000);
@@ -547,12 +565,9 @@ static bool pool_could_hold(const struct pool *pool, const struct job *job)
 {
     if (pool_fits_job(pool, job))
         return true;
-    struct job share = *job;
-    for (int m = gang_next_split(job, 1); m && m <= pool->max_nodes; m = gang_next_split(job, m)) {
-        share.gpus = job->gpus / m;
-        if (pool_fits_job(pool, &share))
+    for (int m = gang_next_split(job, 1); m && m <= pool->max_nodes; m = gang_next_split(job, m))
+        if (pool_fits_share(pool, job, job->gpus / m))
             return true;
-    }
     return false;
 }
 
@@ -679,14 +694,9 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     memset(&u, 0, sizeof u);
     size_t max_new = 0;
     int booting[TIDE_MAX_POOLS] = {0};
+    int counts[TIDE_MAX_POOLS][NODE_STATE_COUNT];
+    memset(counts, 0, sizeof counts);
     for (int p = 0; p < a->npools; p++) {
-        int counts[NODE_STATE_COUNT];
-        memset(counts, 0, sizeof counts);
-        for (size_t i = 0; i < c->nnodes; i++)
-            if (node_pool(a, &c->nodes[i]) == p)
-                counts[c->nodes[i].state]++;
-        u.alive[p] = pool_alive(counts);
-        booting[p] = counts[NODE_PROVISIONING];
         a->state[p].pending_jobs = 0;
         a->state[p].nodes_wanted = 0;
         a->state[p].held_back[0] = '\0';
@@ -695,27 +705,37 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     if (grow_scratch(a, c->njobs + 1, c->nnodes + max_new + 1))
         return TIDE_ENOMEM;
 
-    /* Bins: free GPUs of ready nodes and whole booting nodes. */
+    /* Each pool's nodes by state, and bins: free GPUs of ready nodes and
+     * whole booting nodes. A ready node's free GPUs are read from the
+     * cluster's placement index when one is attached and current (the
+     * simulator keeps one between passes): the same count, without a
+     * walk of every GPU. */
+    const struct placement_index *idx = c->index;
+    if (idx && (idx->nodes != c->nodes || idx->nnodes != c->nnodes))
+        idx = NULL;
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *n = &c->nodes[i];
         int p = node_pool(a, n);
+        if (p >= 0)
+            counts[p][n->state]++;
         if (n->state == NODE_PROVISIONING && p >= 0) {
-            a->bins[u.nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
+            add_bin(a, &u, (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false});
         } else if (n->state == NODE_READY ||
                    (n->state == NODE_DRAINING && p >= 0 && !n->interrupt_deadline_ms && !n->drained)) {
-            int free_gpus = 0;
-            for (int g = 0; g < n->ngpus; g++)
-                free_gpus += gpu_is_free(&n->gpus[g]);
-            a->bins[u.nbins++] = (struct scale_bin){p, n, free_gpus, n->state == NODE_DRAINING};
+            int free_gpus = n->state == NODE_READY && idx && idx->free[i] != PLACEMENT_INDEX_NONE
+                                ? idx->free[i]
+                                : placement_node_free_gpus(n);
+            add_bin(a, &u, (struct scale_bin){p, n, free_gpus, n->state == NODE_DRAINING});
         }
+    }
+    for (int p = 0; p < a->npools; p++) {
+        u.alive[p] = pool_alive(counts[p]);
+        booting[p] = counts[p][NODE_PROVISIONING];
     }
 
     /* min_nodes first, so their capacity counts for waiting jobs. */
     for (int p = 0; p < a->npools; p++) {
-        int live = u.alive[p];
-        for (size_t i = 0; i < c->nnodes; i++)
-            if (c->nodes[i].state == NODE_DRAINING && node_pool(a, &c->nodes[i]) == p)
-                live--;
+        int live = u.alive[p] - counts[p][NODE_DRAINING];
         int min_nodes = wanted_min_nodes(a, p, now_ms);
         int need = min_nodes - live;
         if (need <= 0 || now_ms < a->state[p].create_not_before_ms)
@@ -723,7 +743,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         if (u.alive[p] + need > a->pools[p].max_nodes)
             need = a->pools[p].max_nodes - u.alive[p];
         for (int k = 0; k < need; k++)
-            a->bins[u.nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
+            add_bin(a, &u, (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false});
         u.alive[p] += need;
         if (need > 0) {
             char why[TIDE_REASON_MAX];
