@@ -140,6 +140,11 @@ static int node_pool(const struct autoscaler *a, const struct node *n)
     return n->pool[0] ? pool_find(a->pools, a->npools, n->pool) : -1;
 }
 
+/* node_pool of a node released or failed before the call: nothing in a
+ * call looks at such a node, so the walks skip it without reading it
+ * (released nodes stay in the cluster's array). */
+#define GONE (-2)
+
 /* Each node's pool, looked up once per call (node_pool reads it). */
 static int note_node_pools(struct autoscaler *a, const struct cluster *c)
 {
@@ -151,8 +156,11 @@ static int note_node_pools(struct autoscaler *a, const struct cluster *c)
         a->pool_of = grown;
         a->pool_of_cap = c->nnodes;
     }
-    for (size_t i = 0; i < c->nnodes; i++)
-        a->pool_of[i] = c->nodes[i].pool[0] ? pool_find(a->pools, a->npools, c->nodes[i].pool) : -1;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const struct node *n = &c->nodes[i];
+        bool gone = n->state == NODE_RELEASED || n->state == NODE_FAILED;
+        a->pool_of[i] = gone ? GONE : n->pool[0] ? pool_find(a->pools, a->npools, n->pool) : -1;
+    }
     a->pool_of_nodes = c->nodes;
     a->pool_of_n = c->nnodes;
     return 0;
@@ -716,6 +724,8 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *n = &c->nodes[i];
         int p = node_pool(a, n);
+        if (p == GONE)
+            continue;
         if (p >= 0)
             counts[p][n->state]++;
         if (n->state == NODE_PROVISIONING && p >= 0) {

@@ -10,6 +10,7 @@
 
 #include "cluster_fixture.h"
 #include "core/autoscaler.h"
+#include "core/placement_index.h"
 #include "core/sched.h"
 
 #define S 1000 /* ms */
@@ -1066,6 +1067,59 @@ static void test_a_spot_pool_scales_up_only_for_jobs_that_may_run_on_spot(void *
     fx_stop(&f);
 }
 
+/* A ready node's free GPUs are read from the cluster's placement index when
+ * one is attached and covers the nodes (the simulator keeps one between
+ * passes): the same decisions as counting each GPU, and an index that no
+ * longer covers the nodes (one was added since) is not read. */
+static void test_free_gpus_from_an_attached_index_give_the_same_decisions(void **state)
+{
+    (void)state;
+    struct fx f[2];
+    struct placement_index idx;
+    placement_index_init(&idx);
+    for (int k = 0; k < 2; k++) {
+        f[k] = (struct fx){.pools = {fx_pool("p", 4, 0, 6, 4000000)}, .npools = 1};
+        fx_start(&f[k]);
+        static const int free_gpus[] = {0, 1, 2, 2, 3};
+        for (int i = 0; i < 5; i++) {
+            struct node n = fx_pool_node(100 + i, &f[k].pools[0], i == 4 ? NODE_DRAINING : NODE_READY, 0);
+            for (int g = free_gpus[i]; g < 4; g++)
+                n.gpus[g].job_id = 900 + i;
+            assert_non_null(cluster_put_node(&f[k].c, &n));
+        }
+        /* Room for all on the ready nodes and the draining one: no node
+         * created, the draining one made ready again for the 3-GPU job. */
+        static const int gpus[] = {3, 2, 2, 1};
+        for (int j = 0; j < 4; j++)
+            add_jobs(&f[k], 1, gpus[j], j * S);
+    }
+    assert_int_equal(placement_index_build(&idx, &f[1].c, NULL), 0);
+    f[1].c.index = &idx;
+    for (int round = 0; round < 2; round++) {
+        decide(&f[0], 60 * S + round);
+        decide(&f[1], 60 * S + round);
+        assert_int_equal(created(&f[0].out, 0), 0);
+        assert_int_equal(count_type(&f[0].out, POOL_UNDRAIN), round == 0);
+        assert_int_equal(f[0].out.len, f[1].out.len);
+        for (size_t i = 0; i < f[0].out.len; i++) {
+            assert_int_equal(f[0].out.items[i].type, f[1].out.items[i].type);
+            assert_int_equal(f[0].out.items[i].count, f[1].out.items[i].count);
+            assert_int_equal(f[0].out.items[i].node_id, f[1].out.items[i].node_id);
+            assert_string_equal(f[0].out.items[i].reason, f[1].out.items[i].reason);
+        }
+        /* A node joins both (the index no longer covers the nodes). */
+        for (int k = 0; k < 2; k++) {
+            struct node n = fx_pool_node(200, &f[k].pools[0], NODE_READY, 0);
+            n.gpus[0].job_id = 950;
+            assert_non_null(cluster_put_node(&f[k].c, &n));
+        }
+    }
+    f[1].c.index = NULL;
+    placement_index_release(&idx);
+    fx_stop(&f[0]);
+    fx_stop(&f[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1114,6 +1168,7 @@ int main(void)
         cmocka_unit_test(test_a_demand_index_takes_a_left_out_shape_back_when_nodes_come),
         cmocka_unit_test(test_room_on_a_coming_spot_node_is_not_counted_for_a_non_preemptible_job),
         cmocka_unit_test(test_a_spot_pool_scales_up_only_for_jobs_that_may_run_on_spot),
+        cmocka_unit_test(test_free_gpus_from_an_attached_index_give_the_same_decisions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
