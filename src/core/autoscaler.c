@@ -282,12 +282,13 @@ static int by_size_then_age(const void *x, const void *y, void *ctx)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* Could job run on this existing node (ignoring what is free)? */
-static bool node_could_take(const struct node *n, const struct job *job)
+/* Could gpus GPUs of job (all of them, or a gang's share) run on this
+ * existing node (ignoring what is free)? */
+static bool node_could_take(const struct node *n, const struct job *job, int gpus)
 {
-    if (job->gpus > n->ngpus || !queue_allows_node(job, n))
+    if (gpus > n->ngpus || !queue_allows_node(job, n))
         return false;
-    if (job->gpus == 0 || n->ngpus == 0)
+    if (gpus == 0 || n->ngpus == 0)
         return true;
     const struct gpu *g = &n->gpus[0];
     if (job->gpu_memory_mib > g->memory_total_mib)
@@ -298,30 +299,31 @@ static bool node_could_take(const struct node *n, const struct job *job)
         snprintf(shape.gpu_model, sizeof shape.gpu_model, "%s", g->name);
         shape.gpus_per_node = n->ngpus;
         shape.gpu_memory_mib = g->memory_total_mib;
-        return pool_fits_job(&shape, job);
+        return pool_fits_share(&shape, job, gpus);
     }
     return true;
 }
 
-/* Whether pool's nodes may hold job (shape, spot, the queue's pools). */
-static bool pool_may_hold(const struct pool *pool, const struct job *job)
+/* Whether pool's nodes may hold gpus GPUs of job (shape, spot, the
+ * queue's pools). */
+static bool pool_may_hold(const struct pool *pool, const struct job *job, int gpus)
 {
     bool spot_ok = pool->billing != BILLING_SPOT || job->preemptible ||
                    (job->rules && job->rules->allow_spot);
-    return spot_ok && pool_fits_job(pool, job) && queue_allows_pool(job->rules, pool->name);
+    return spot_ok && pool_fits_share(pool, job, gpus) && queue_allows_pool(job->rules, pool->name);
 }
 
-/* The pool `count` new nodes for job should come from: cheapest per
- * GPU-hour, then fastest to boot, among those whose nodes fit it and that
- * have room for count more under max_nodes; -1 if none. With count 0, room
- * is not asked for (the cheapest pool that fits at all). */
-static int cheapest_pool_for(const struct autoscaler *a, const struct job *job,
+/* The pool `count` new nodes for gpus GPUs each of job should come from:
+ * cheapest per GPU-hour, then fastest to boot, among those whose nodes fit
+ * that and that have room for count more under max_nodes; -1 if none.
+ * With count 0, room is not asked for (the cheapest pool that fits at all). */
+static int cheapest_pool_for(const struct autoscaler *a, const struct job *job, int gpus,
                              const int *alive, int count, int64_t now_ms)
 {
     int best = -1;
     for (int p = 0; p < a->npools; p++) {
         const struct pool *pool = &a->pools[p];
-        if (!pool_may_hold(pool, job) || (count > 0 && alive[p] + count > pool->max_nodes) ||
+        if (!pool_may_hold(pool, job, gpus) || (count > 0 && alive[p] + count > pool->max_nodes) ||
             now_ms < a->state[p].create_not_before_ms)
             continue;
         if (best < 0)
@@ -411,20 +413,21 @@ static void add_bin(struct autoscaler *a, struct scale_up *u, struct scale_bin b
         u->max_free[bin.draining] = bin.free_gpus;
 }
 
-/* The cheapest bin with room for job (a draining one only when nothing
- * else has room), other than the ntaken in taken; -1 if none. */
+/* The cheapest bin with room for gpus GPUs of job (all of them, or a
+ * gang's share; a draining bin only when nothing else has room), other
+ * than the ntaken in taken; -1 if none. */
 static int best_bin(const struct autoscaler *a, const struct scale_up *u, const struct job *job,
-                    const int *taken, int ntaken)
+                    int gpus, const int *taken, int ntaken)
 {
     int best = -1;
     for (int draining = 0; draining < 2 && best < 0; draining++)
-        for (size_t b = 0; b < u->nbins && job->gpus <= u->max_free[draining]; b++) {
+        for (size_t b = 0; b < u->nbins && gpus <= u->max_free[draining]; b++) {
             const struct scale_bin *bin = &a->bins[b];
             /* A node still to come is judged by its pool as placement
              * will judge the node: shape, spot, the queue's pools. */
-            bool fits = bin->draining == draining && bin->free_gpus >= job->gpus &&
-                        (bin->node ? node_could_take(bin->node, job)
-                                   : pool_may_hold(&a->pools[bin->pool], job));
+            bool fits = bin->draining == draining && bin->free_gpus >= gpus &&
+                        (bin->node ? node_could_take(bin->node, job, gpus)
+                                   : pool_may_hold(&a->pools[bin->pool], job, gpus));
             for (int t = 0; fits && t < ntaken; t++)
                 fits = taken[t] != (int)b;
             if (!fits)
@@ -492,23 +495,21 @@ static void note_spot_refused(const struct autoscaler *a, struct scale_up *u,
 static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct job *job,
                           int64_t now_ms, struct pool_action_list *out, bool *nothing)
 {
-    struct job share = *job;
-    share.max_nodes = 1;
     int short_pool = -1, short_m = 0, short_need = 0, short_share = 0;
     for (int m = gang_next_split(job, 1); m; m = gang_next_split(job, m)) {
-        share.gpus = job->gpus / m;
+        int share = job->gpus / m;
         int taken[TIDE_MAX_GANG_NODES], ntaken = 0;
         while (ntaken < m) {
-            int b = best_bin(a, u, &share, taken, ntaken);
+            int b = best_bin(a, u, job, share, taken, ntaken);
             if (b < 0)
                 break;
             taken[ntaken++] = b;
         }
         int need = m - ntaken, p = -1;
-        if (need > 0 && (p = cheapest_pool_for(a, &share, u->alive, need, now_ms)) < 0) {
-            int fits = cheapest_pool_for(a, &share, u->alive, 0, now_ms);
+        if (need > 0 && (p = cheapest_pool_for(a, job, share, u->alive, need, now_ms)) < 0) {
+            int fits = cheapest_pool_for(a, job, share, u->alive, 0, now_ms);
             if (fits >= 0 && short_pool < 0)
-                short_pool = fits, short_m = m, short_need = need, short_share = share.gpus;
+                short_pool = fits, short_m = m, short_need = need, short_share = share;
             continue;
         }
         if (p >= 0) {
@@ -519,12 +520,12 @@ static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct
             }
         }
         for (int t = 0; t < ntaken; t++) {
-            int rc = take_bin(a, u, taken[t], job, share.gpus, now_ms, out);
+            int rc = take_bin(a, u, taken[t], job, share, now_ms, out);
             if (rc)
                 return rc;
         }
         if (p >= 0)
-            add_new_nodes(a, u, p, need, share.gpus, job, now_ms);
+            add_new_nodes(a, u, p, need, share, job, now_ms);
         return 0;
     }
     *nothing = true;
@@ -546,10 +547,10 @@ static int scale_for_job(struct autoscaler *a, struct scale_up *u, const struct 
                          int64_t now_ms, struct pool_action_list *out, bool *nothing)
 {
     *nothing = false;
-    int best = best_bin(a, u, job, NULL, 0);
+    int best = best_bin(a, u, job, job->gpus, NULL, 0);
     if (best >= 0)
         return take_bin(a, u, best, job, job->gpus, now_ms, out);
-    int p = cheapest_pool_for(a, job, u->alive, 1, now_ms);
+    int p = cheapest_pool_for(a, job, job->gpus, u->alive, 1, now_ms);
     *nothing = p < 0 && job->max_nodes <= 1;
     if (p < 0 && job->max_nodes > 1)
         return scale_for_gang(a, u, job, now_ms, out, nothing);
