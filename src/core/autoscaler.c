@@ -159,7 +159,10 @@ static int note_node_pools(struct autoscaler *a, const struct cluster *c)
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct node *n = &c->nodes[i];
         bool gone = n->state == NODE_RELEASED || n->state == NODE_FAILED;
-        a->pool_of[i] = gone ? GONE : n->pool[0] ? pool_find(a->pools, a->npools, n->pool) : -1;
+        a->pool_of[i] = gone                   ? GONE
+                        : i < a->nnode_pools   ? a->node_pools[i]
+                        : n->pool[0]           ? pool_find(a->pools, a->npools, n->pool)
+                                               : -1;
     }
     a->pool_of_nodes = c->nodes;
     a->pool_of_n = c->nnodes;
@@ -403,6 +406,7 @@ struct scale_up {
     /* No bin that is not draining [0] / draining [1] has more free GPUs
      * (a bound: bins only lose room once added). */
     int max_free[2];
+    int *live; /* ready or provisioning nodes per pool, for scale_down */
 };
 
 /* Appends a bin. */
@@ -451,6 +455,7 @@ static int take_bin(struct autoscaler *a, struct scale_up *u, int b, const struc
         return 0;
     if (bin->free_gpus > u->max_free[0]) /* ready again: among the bins that are not draining */
         u->max_free[0] = bin->free_gpus;
+    u->live[bin->pool]++;
     return undrain(a, bin, job, now_ms, out);
 }
 
@@ -696,11 +701,14 @@ static int scale_up_by_shape(struct autoscaler *a, struct cluster *c, struct sca
     return 0;
 }
 
-static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
+/* Also sets live: each pool's nodes ready or provisioning once it is done
+ * (draining ones it made ready again included). */
+static int scale_up(struct autoscaler *a, struct cluster *c, int *live, int64_t now_ms,
                     struct pool_action_list *out)
 {
     struct scale_up u;
     memset(&u, 0, sizeof u);
+    u.live = live;
     size_t max_new = 0;
     int booting[TIDE_MAX_POOLS] = {0};
     int counts[TIDE_MAX_POOLS][NODE_STATE_COUNT];
@@ -742,6 +750,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     for (int p = 0; p < a->npools; p++) {
         u.alive[p] = pool_alive(counts[p]);
         booting[p] = counts[p][NODE_PROVISIONING];
+        live[p] = counts[p][NODE_READY] + counts[p][NODE_PROVISIONING];
     }
 
     /* min_nodes first, so their capacity counts for waiting jobs. */
@@ -869,15 +878,10 @@ static int scale_steps(struct autoscaler *a, struct scale_up *up, const int *boo
     return 0;
 }
 
-static int scale_down(struct autoscaler *a, struct cluster *c, int64_t now_ms,
+/* live: each pool's nodes ready or provisioning now (scale_up's count). */
+static int scale_down(struct autoscaler *a, struct cluster *c, int *live, int64_t now_ms,
                       struct pool_action_list *out)
 {
-    int live[TIDE_MAX_POOLS] = {0};
-    for (size_t i = 0; i < c->nnodes; i++) {
-        int p = node_pool(a, &c->nodes[i]);
-        if (p >= 0 && (c->nodes[i].state == NODE_READY || c->nodes[i].state == NODE_PROVISIONING))
-            live[p]++;
-    }
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *n = &c->nodes[i];
         int p = node_pool(a, n);
@@ -936,6 +940,7 @@ int autoscaler_decide(struct autoscaler *a, struct cluster *c, int64_t now_ms,
                       struct pool_action_list *out)
 {
     size_t before = out->len;
+    int live[TIDE_MAX_POOLS] = {0};
     a->quiet_until_ms = INT64_MAX;
     for (int p = 0; p < a->npools; p++) {
         turns_at(a, now_ms, a->state[p].create_not_before_ms);
@@ -949,9 +954,9 @@ int autoscaler_decide(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     if (!rc)
         rc = fail_stuck_nodes(a, c, now_ms, out);
     if (!rc)
-        rc = scale_up(a, c, now_ms, out);
+        rc = scale_up(a, c, live, now_ms, out);
     if (!rc)
-        rc = scale_down(a, c, now_ms, out);
+        rc = scale_down(a, c, live, now_ms, out);
     a->pool_of_n = 0; /* the nodes may move before the next call */
     if (rc || out->len != before)
         a->quiet_until_ms = now_ms; /* what it did changes what the next call sees */

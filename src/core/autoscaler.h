@@ -101,6 +101,11 @@ struct autoscaler {
      * budget, and every such job in it. NULL: each call scans the
      * cluster's jobs (the same decisions, more work in deep queues). */
     const struct demand *demand;
+    /* Node i's pool (its index in pools, as pool_find by its name gives;
+     * -1: none) for i < nnode_pools, kept by the caller (the simulator);
+     * a node past them is looked up by name. */
+    const int *node_pools;
+    size_t nnode_pools;
     struct pool_scale_state state[TIDE_MAX_POOLS];
     /* Set by each call: when it appended no action, no call before this
      * time on the same cluster (nothing changed in it since) would append

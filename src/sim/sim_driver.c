@@ -806,6 +806,8 @@ static int elastic_decide(struct sim_state *st, int64_t t)
 {
     struct sim_elastic *el = st->el;
     pool_action_list_clear(&st->pactions);
+    st->as.node_pools = st->node_pool; /* moves as nodes are added */
+    st->as.nnode_pools = st->nnodes;
     int rc = autoscaler_decide(&st->as, &st->c, t, &st->pactions);
     el->decisions++;
     if (rc < 0)
