@@ -10,6 +10,7 @@
 #include "core/gang.h"
 #include "core/gpu_share.h"
 #include "core/order_keep.h"
+#include "core/placement_index.h"
 
 #include "core/queue.h"
 
@@ -139,6 +140,11 @@ static int node_pool(const struct autoscaler *a, const struct node *n)
     return n->pool[0] ? pool_find(a->pools, a->npools, n->pool) : -1;
 }
 
+/* node_pool of a node released or failed before the call: nothing in a
+ * call looks at such a node, so the walks skip it without reading it
+ * (released nodes stay in the cluster's array). */
+#define GONE (-2)
+
 /* Each node's pool, looked up once per call (node_pool reads it). */
 static int note_node_pools(struct autoscaler *a, const struct cluster *c)
 {
@@ -150,8 +156,14 @@ static int note_node_pools(struct autoscaler *a, const struct cluster *c)
         a->pool_of = grown;
         a->pool_of_cap = c->nnodes;
     }
-    for (size_t i = 0; i < c->nnodes; i++)
-        a->pool_of[i] = c->nodes[i].pool[0] ? pool_find(a->pools, a->npools, c->nodes[i].pool) : -1;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const struct node *n = &c->nodes[i];
+        bool gone = n->state == NODE_RELEASED || n->state == NODE_FAILED;
+        a->pool_of[i] = gone                   ? GONE
+                        : i < a->nnode_pools   ? a->node_pools[i]
+                        : n->pool[0]           ? pool_find(a->pools, a->npools, n->pool)
+                                               : -1;
+    }
     a->pool_of_nodes = c->nodes;
     a->pool_of_n = c->nnodes;
     return 0;
@@ -211,12 +223,15 @@ static int fail_stuck_nodes(struct autoscaler *a, struct cluster *c, int64_t now
             continue;
         int64_t limit_ms = a->pools[p].boot_timeout_s * 1000;
         char why[TIDE_REASON_MAX];
+        /* (The state first: a ready node's health fields are not read.) */
         if (n->state == NODE_PROVISIONING)
             turns_at(a, now_ms, n->created_ms + limit_ms + 1);
         else if (n->state == NODE_LOST)
             turns_at(a, now_ms, n->last_heartbeat_ms + limit_ms + 1);
-        else if (n->probe_drained && n->state == NODE_DRAINING)
+        else if (n->state == NODE_DRAINING && n->probe_drained)
             turns_at(a, now_ms, n->probe_drained_ms + limit_ms + 1);
+        if (n->state == NODE_READY)
+            continue; /* none of the below */
         if (n->state == NODE_PROVISIONING && now_ms - n->created_ms > limit_ms)
             snprintf(why, sizeof why, "did not register within boot_timeout %llds",
                      (long long)a->pools[p].boot_timeout_s);
@@ -270,12 +285,13 @@ static int by_size_then_age(const void *x, const void *y, void *ctx)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* Could job run on this existing node (ignoring what is free)? */
-static bool node_could_take(const struct node *n, const struct job *job)
+/* Could gpus GPUs of job (all of them, or a gang's share) run on this
+ * existing node (ignoring what is free)? */
+static bool node_could_take(const struct node *n, const struct job *job, int gpus)
 {
-    if (job->gpus > n->ngpus || !queue_allows_node(job, n))
+    if (gpus > n->ngpus || !queue_allows_node(job, n))
         return false;
-    if (job->gpus == 0 || n->ngpus == 0)
+    if (gpus == 0 || n->ngpus == 0)
         return true;
     const struct gpu *g = &n->gpus[0];
     if (job->gpu_memory_mib > g->memory_total_mib)
@@ -286,30 +302,31 @@ static bool node_could_take(const struct node *n, const struct job *job)
         snprintf(shape.gpu_model, sizeof shape.gpu_model, "%s", g->name);
         shape.gpus_per_node = n->ngpus;
         shape.gpu_memory_mib = g->memory_total_mib;
-        return pool_fits_job(&shape, job);
+        return pool_fits_share(&shape, job, gpus);
     }
     return true;
 }
 
-/* Whether pool's nodes may hold job (shape, spot, the queue's pools). */
-static bool pool_may_hold(const struct pool *pool, const struct job *job)
+/* Whether pool's nodes may hold gpus GPUs of job (shape, spot, the
+ * queue's pools). */
+static bool pool_may_hold(const struct pool *pool, const struct job *job, int gpus)
 {
     bool spot_ok = pool->billing != BILLING_SPOT || job->preemptible ||
                    (job->rules && job->rules->allow_spot);
-    return spot_ok && pool_fits_job(pool, job) && queue_allows_pool(job->rules, pool->name);
+    return spot_ok && pool_fits_share(pool, job, gpus) && queue_allows_pool(job->rules, pool->name);
 }
 
-/* The pool `count` new nodes for job should come from: cheapest per
- * GPU-hour, then fastest to boot, among those whose nodes fit it and that
- * have room for count more under max_nodes; -1 if none. With count 0, room
- * is not asked for (the cheapest pool that fits at all). */
-static int cheapest_pool_for(const struct autoscaler *a, const struct job *job,
+/* The pool `count` new nodes for gpus GPUs each of job should come from:
+ * cheapest per GPU-hour, then fastest to boot, among those whose nodes fit
+ * that and that have room for count more under max_nodes; -1 if none.
+ * With count 0, room is not asked for (the cheapest pool that fits at all). */
+static int cheapest_pool_for(const struct autoscaler *a, const struct job *job, int gpus,
                              const int *alive, int count, int64_t now_ms)
 {
     int best = -1;
     for (int p = 0; p < a->npools; p++) {
         const struct pool *pool = &a->pools[p];
-        if (!pool_may_hold(pool, job) || (count > 0 && alive[p] + count > pool->max_nodes) ||
+        if (!pool_may_hold(pool, job, gpus) || (count > 0 && alive[p] + count > pool->max_nodes) ||
             now_ms < a->state[p].create_not_before_ms)
             continue;
         if (best < 0)
@@ -368,10 +385,13 @@ static int undrain(struct autoscaler *a, struct scale_bin *bin, const struct job
     return push(out, POOL_UNDRAIN, bin->pool, 1, n->id, why);
 }
 
-/* A gang job that got no nodes for want of room under max_nodes. */
+/* A job that got no nodes: a gang for want of room under max_nodes, or
+ * (spot) a job the pool's nodes would fit but that may not run on spot. */
 struct held_back {
     int64_t job_id; /* 0: none */
     int need, m, share, room;
+    bool spot;
+    int gpus;
 };
 
 /* What one scale-up call has decided so far, per pool. */
@@ -383,20 +403,35 @@ struct scale_up {
     int unplaced[TIDE_MAX_POOLS]; /* jobs waiting for booting or new nodes (steps) */
     int64_t oldest_ms[TIDE_MAX_POOLS];
     size_t nbins;
+    /* No bin that is not draining [0] / draining [1] has more free GPUs
+     * (a bound: bins only lose room once added). */
+    int max_free[2];
+    int *live; /* ready or provisioning nodes per pool, for scale_down */
 };
 
-/* The cheapest bin with room for job (a draining one only when nothing
- * else has room), other than the ntaken in taken; -1 if none. */
+/* Appends a bin. */
+static void add_bin(struct autoscaler *a, struct scale_up *u, struct scale_bin bin)
+{
+    a->bins[u->nbins++] = bin;
+    if (bin.free_gpus > u->max_free[bin.draining])
+        u->max_free[bin.draining] = bin.free_gpus;
+}
+
+/* The cheapest bin with room for gpus GPUs of job (all of them, or a
+ * gang's share; a draining bin only when nothing else has room), other
+ * than the ntaken in taken; -1 if none. */
 static int best_bin(const struct autoscaler *a, const struct scale_up *u, const struct job *job,
-                    const int *taken, int ntaken)
+                    int gpus, const int *taken, int ntaken)
 {
     int best = -1;
     for (int draining = 0; draining < 2 && best < 0; draining++)
-        for (size_t b = 0; b < u->nbins; b++) {
+        for (size_t b = 0; b < u->nbins && gpus <= u->max_free[draining]; b++) {
             const struct scale_bin *bin = &a->bins[b];
-            bool fits = bin->draining == draining && bin->free_gpus >= job->gpus &&
-                        (bin->node ? node_could_take(bin->node, job)
-                                   : pool_fits_job(&a->pools[bin->pool], job));
+            /* A node still to come is judged by its pool as placement
+             * will judge the node: shape, spot, the queue's pools. */
+            bool fits = bin->draining == draining && bin->free_gpus >= gpus &&
+                        (bin->node ? node_could_take(bin->node, job, gpus)
+                                   : pool_may_hold(&a->pools[bin->pool], job, gpus));
             for (int t = 0; fits && t < ntaken; t++)
                 fits = taken[t] != (int)b;
             if (!fits)
@@ -416,7 +451,12 @@ static int take_bin(struct autoscaler *a, struct scale_up *u, int b, const struc
     bin->free_gpus -= gpus;
     if (!bin->node)
         note_waiting(u->unplaced, u->oldest_ms, bin->pool, now_ms - job->submit_ms);
-    return bin->draining ? undrain(a, bin, job, now_ms, out) : 0;
+    if (!bin->draining)
+        return 0;
+    if (bin->free_gpus > u->max_free[0]) /* ready again: among the bins that are not draining */
+        u->max_free[0] = bin->free_gpus;
+    u->live[bin->pool]++;
+    return undrain(a, bin, job, now_ms, out);
 }
 
 /* count new nodes of pool p for job, each with gpus of it taken. */
@@ -424,13 +464,31 @@ static void add_new_nodes(struct autoscaler *a, struct scale_up *u, int p, int c
                           const struct job *job, int64_t now_ms)
 {
     for (int k = 0; k < count; k++)
-        a->bins[u->nbins++] =
-            (struct scale_bin){p, NULL, a->pools[p].gpus_per_node - gpus, false};
+        add_bin(a, u, (struct scale_bin){p, NULL, a->pools[p].gpus_per_node - gpus, false});
     u->alive[p] += count;
     u->create[p] += count;
     int waited_s = (int)((now_ms - job->submit_ms) / 1000);
     if (waited_s > u->waited[p])
         u->waited[p] = waited_s;
+}
+
+static bool pool_could_hold(const struct pool *pool, const struct job *job);
+
+/* A job that found no room and no pool: when a spot pool's nodes would
+ * hold it (the queue allowing that pool) and only the spot rule keeps it
+ * off them, that pool's held_back says so (the first such job). */
+static void note_spot_refused(const struct autoscaler *a, struct scale_up *u,
+                              const struct job *job)
+{
+    if (job->preemptible || (job->rules && job->rules->allow_spot))
+        return;
+    for (int p = 0; p < a->npools; p++) {
+        const struct pool *pool = &a->pools[p];
+        if (pool->billing != BILLING_SPOT || pool->max_nodes <= 0 || u->held[p].job_id ||
+            !queue_allows_pool(job->rules, pool->name) || !pool_could_hold(pool, job))
+            continue;
+        u->held[p] = (struct held_back){.job_id = job->id, .spot = true, .gpus = job->gpus};
+    }
 }
 
 /* A gang job (nodes: k) that no one node can hold, split as gang_choose
@@ -442,23 +500,21 @@ static void add_new_nodes(struct autoscaler *a, struct scale_up *u, int p, int c
 static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct job *job,
                           int64_t now_ms, struct pool_action_list *out, bool *nothing)
 {
-    struct job share = *job;
-    share.max_nodes = 1;
     int short_pool = -1, short_m = 0, short_need = 0, short_share = 0;
     for (int m = gang_next_split(job, 1); m; m = gang_next_split(job, m)) {
-        share.gpus = job->gpus / m;
+        int share = job->gpus / m;
         int taken[TIDE_MAX_GANG_NODES], ntaken = 0;
         while (ntaken < m) {
-            int b = best_bin(a, u, &share, taken, ntaken);
+            int b = best_bin(a, u, job, share, taken, ntaken);
             if (b < 0)
                 break;
             taken[ntaken++] = b;
         }
         int need = m - ntaken, p = -1;
-        if (need > 0 && (p = cheapest_pool_for(a, &share, u->alive, need, now_ms)) < 0) {
-            int fits = cheapest_pool_for(a, &share, u->alive, 0, now_ms);
+        if (need > 0 && (p = cheapest_pool_for(a, job, share, u->alive, need, now_ms)) < 0) {
+            int fits = cheapest_pool_for(a, job, share, u->alive, 0, now_ms);
             if (fits >= 0 && short_pool < 0)
-                short_pool = fits, short_m = m, short_need = need, short_share = share.gpus;
+                short_pool = fits, short_m = m, short_need = need, short_share = share;
             continue;
         }
         if (p >= 0) {
@@ -469,15 +525,17 @@ static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct
             }
         }
         for (int t = 0; t < ntaken; t++) {
-            int rc = take_bin(a, u, taken[t], job, share.gpus, now_ms, out);
+            int rc = take_bin(a, u, taken[t], job, share, now_ms, out);
             if (rc)
                 return rc;
         }
         if (p >= 0)
-            add_new_nodes(a, u, p, need, share.gpus, job, now_ms);
+            add_new_nodes(a, u, p, need, share, job, now_ms);
         return 0;
     }
     *nothing = true;
+    if (short_pool < 0)
+        note_spot_refused(a, u, job);
     if (short_pool >= 0 && !u->held[short_pool].job_id) {
         int room = a->pools[short_pool].max_nodes - u->alive[short_pool];
         u->held[short_pool] = (struct held_back){.job_id = job->id, .need = short_need,
@@ -494,17 +552,19 @@ static int scale_for_job(struct autoscaler *a, struct scale_up *u, const struct 
                          int64_t now_ms, struct pool_action_list *out, bool *nothing)
 {
     *nothing = false;
-    int best = best_bin(a, u, job, NULL, 0);
+    int best = best_bin(a, u, job, job->gpus, NULL, 0);
     if (best >= 0)
         return take_bin(a, u, best, job, job->gpus, now_ms, out);
-    int p = cheapest_pool_for(a, job, u->alive, 1, now_ms);
+    int p = cheapest_pool_for(a, job, job->gpus, u->alive, 1, now_ms);
     *nothing = p < 0 && job->max_nodes <= 1;
     if (p < 0 && job->max_nodes > 1)
         return scale_for_gang(a, u, job, now_ms, out, nothing);
     if (p >= 0)
         note_waiting(u->unplaced, u->oldest_ms, p, now_ms - job->submit_ms);
-    if (p < 0)
+    if (p < 0) {
+        note_spot_refused(a, u, job);
         return 0;
+    }
     if (now_ms - job->submit_ms < a->pools[p].scale_up_delay_s * 1000) {
         turns_at(a, now_ms, job->submit_ms + a->pools[p].scale_up_delay_s * 1000);
         return 0;
@@ -519,12 +579,9 @@ static bool pool_could_hold(const struct pool *pool, const struct job *job)
 {
     if (pool_fits_job(pool, job))
         return true;
-    struct job share = *job;
-    for (int m = gang_next_split(job, 1); m && m <= pool->max_nodes; m = gang_next_split(job, m)) {
-        share.gpus = job->gpus / m;
-        if (pool_fits_job(pool, &share))
+    for (int m = gang_next_split(job, 1); m && m <= pool->max_nodes; m = gang_next_split(job, m))
+        if (pool_fits_share(pool, job, job->gpus / m))
             return true;
-    }
     return false;
 }
 
@@ -644,21 +701,19 @@ static int scale_up_by_shape(struct autoscaler *a, struct cluster *c, struct sca
     return 0;
 }
 
-static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
+/* Also sets live: each pool's nodes ready or provisioning once it is done
+ * (draining ones it made ready again included). */
+static int scale_up(struct autoscaler *a, struct cluster *c, int *live, int64_t now_ms,
                     struct pool_action_list *out)
 {
     struct scale_up u;
     memset(&u, 0, sizeof u);
+    u.live = live;
     size_t max_new = 0;
     int booting[TIDE_MAX_POOLS] = {0};
+    int counts[TIDE_MAX_POOLS][NODE_STATE_COUNT];
+    memset(counts, 0, sizeof counts);
     for (int p = 0; p < a->npools; p++) {
-        int counts[NODE_STATE_COUNT];
-        memset(counts, 0, sizeof counts);
-        for (size_t i = 0; i < c->nnodes; i++)
-            if (node_pool(a, &c->nodes[i]) == p)
-                counts[c->nodes[i].state]++;
-        u.alive[p] = pool_alive(counts);
-        booting[p] = counts[NODE_PROVISIONING];
         a->state[p].pending_jobs = 0;
         a->state[p].nodes_wanted = 0;
         a->state[p].held_back[0] = '\0';
@@ -667,27 +722,40 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     if (grow_scratch(a, c->njobs + 1, c->nnodes + max_new + 1))
         return TIDE_ENOMEM;
 
-    /* Bins: free GPUs of ready nodes and whole booting nodes. */
+    /* Each pool's nodes by state, and bins: free GPUs of ready nodes and
+     * whole booting nodes. A ready node's free GPUs are read from the
+     * cluster's placement index when one is attached and current (the
+     * simulator keeps one between passes): the same count, without a
+     * walk of every GPU. */
+    const struct placement_index *idx = c->index;
+    if (idx && (idx->nodes != c->nodes || idx->nnodes != c->nnodes))
+        idx = NULL;
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *n = &c->nodes[i];
         int p = node_pool(a, n);
+        if (p == GONE)
+            continue;
+        if (p >= 0)
+            counts[p][n->state]++;
         if (n->state == NODE_PROVISIONING && p >= 0) {
-            a->bins[u.nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
+            add_bin(a, &u, (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false});
         } else if (n->state == NODE_READY ||
                    (n->state == NODE_DRAINING && p >= 0 && !n->interrupt_deadline_ms && !n->drained)) {
-            int free_gpus = 0;
-            for (int g = 0; g < n->ngpus; g++)
-                free_gpus += gpu_is_free(&n->gpus[g]);
-            a->bins[u.nbins++] = (struct scale_bin){p, n, free_gpus, n->state == NODE_DRAINING};
+            int free_gpus = n->state == NODE_READY && idx && idx->free[i] != PLACEMENT_INDEX_NONE
+                                ? idx->free[i]
+                                : placement_node_free_gpus(n);
+            add_bin(a, &u, (struct scale_bin){p, n, free_gpus, n->state == NODE_DRAINING});
         }
+    }
+    for (int p = 0; p < a->npools; p++) {
+        u.alive[p] = pool_alive(counts[p]);
+        booting[p] = counts[p][NODE_PROVISIONING];
+        live[p] = counts[p][NODE_READY] + counts[p][NODE_PROVISIONING];
     }
 
     /* min_nodes first, so their capacity counts for waiting jobs. */
     for (int p = 0; p < a->npools; p++) {
-        int live = u.alive[p];
-        for (size_t i = 0; i < c->nnodes; i++)
-            if (c->nodes[i].state == NODE_DRAINING && node_pool(a, &c->nodes[i]) == p)
-                live--;
+        int live = u.alive[p] - counts[p][NODE_DRAINING];
         int min_nodes = wanted_min_nodes(a, p, now_ms);
         int need = min_nodes - live;
         if (need <= 0 || now_ms < a->state[p].create_not_before_ms)
@@ -695,7 +763,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int64_t now_ms,
         if (u.alive[p] + need > a->pools[p].max_nodes)
             need = a->pools[p].max_nodes - u.alive[p];
         for (int k = 0; k < need; k++)
-            a->bins[u.nbins++] = (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false};
+            add_bin(a, &u, (struct scale_bin){p, NULL, a->pools[p].gpus_per_node, false});
         u.alive[p] += need;
         if (need > 0) {
             char why[TIDE_REASON_MAX];
@@ -762,7 +830,12 @@ static int scale_steps(struct autoscaler *a, struct scale_up *up, const int *boo
     struct scale_up u = *up;
     for (int p = 0; p < a->npools; p++) {
         const struct held_back *h = &u.held[p];
-        if (h->job_id)
+        if (h->job_id && h->spot)
+            snprintf(a->state[p].held_back, sizeof a->state[p].held_back,
+                     "job %lld (%d GPU%s) is not preemptible and this pool's nodes are spot "
+                     "(its queue would need allow_spot: true)",
+                     (long long)h->job_id, h->gpus, h->gpus == 1 ? "" : "s");
+        else if (h->job_id)
             snprintf(a->state[p].held_back, sizeof a->state[p].held_back,
                      "gang job %lld needs %d more node%s (%d x %d GPUs), room for %d under "
                      "max_nodes %d",
@@ -805,15 +878,10 @@ static int scale_steps(struct autoscaler *a, struct scale_up *up, const int *boo
     return 0;
 }
 
-static int scale_down(struct autoscaler *a, struct cluster *c, int64_t now_ms,
+/* live: each pool's nodes ready or provisioning now (scale_up's count). */
+static int scale_down(struct autoscaler *a, struct cluster *c, int *live, int64_t now_ms,
                       struct pool_action_list *out)
 {
-    int live[TIDE_MAX_POOLS] = {0};
-    for (size_t i = 0; i < c->nnodes; i++) {
-        int p = node_pool(a, &c->nodes[i]);
-        if (p >= 0 && (c->nodes[i].state == NODE_READY || c->nodes[i].state == NODE_PROVISIONING))
-            live[p]++;
-    }
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *n = &c->nodes[i];
         int p = node_pool(a, n);
@@ -872,6 +940,7 @@ int autoscaler_decide(struct autoscaler *a, struct cluster *c, int64_t now_ms,
                       struct pool_action_list *out)
 {
     size_t before = out->len;
+    int live[TIDE_MAX_POOLS] = {0};
     a->quiet_until_ms = INT64_MAX;
     for (int p = 0; p < a->npools; p++) {
         turns_at(a, now_ms, a->state[p].create_not_before_ms);
@@ -885,9 +954,9 @@ int autoscaler_decide(struct autoscaler *a, struct cluster *c, int64_t now_ms,
     if (!rc)
         rc = fail_stuck_nodes(a, c, now_ms, out);
     if (!rc)
-        rc = scale_up(a, c, now_ms, out);
+        rc = scale_up(a, c, live, now_ms, out);
     if (!rc)
-        rc = scale_down(a, c, now_ms, out);
+        rc = scale_down(a, c, live, now_ms, out);
     a->pool_of_n = 0; /* the nodes may move before the next call */
     if (rc || out->len != before)
         a->quiet_until_ms = now_ms; /* what it did changes what the next call sees */

@@ -8,7 +8,10 @@
  *               that waited scale_up_delay_s get exactly the nodes they need,
  *               first-fit-decreasing bin packing, each job in the cheapest
  *               pool that fits it (price per GPU-hour, then boot time) and
- *               is below max_nodes; min_nodes are kept up from zero. A
+ *               is below max_nodes; min_nodes are kept up from zero. Room
+ *               on a node still to come counts for a job only if placement
+ *               will let the job on it (spot: preemptible jobs, or a queue
+ *               with allow_spot; the queue's pools). A
  *               draining node such a job fits is made ready again first
  *               (cheaper and faster than a new one). A gang job (nodes: k)
  *               that no one node holds gets its equal shares as the
@@ -81,8 +84,9 @@ struct pool_scale_state {
     int nodes_wanted;             /* nodes the last call asked for (set by each call) */
     /* Why the last call created no nodes here for a waiting job whose
      * shares this pool's nodes fit (a gang that needs more nodes than
-     * max_nodes leaves room for; the first such job, most GPUs then
-     * oldest); "" when none. */
+     * max_nodes leaves room for, or, in a spot pool, a job that may not
+     * run on spot; the first such job, most GPUs then oldest); "" when
+     * none. */
     char held_back[TIDE_REASON_MAX];
     struct forecast forecast;     /* predictive pools: demand per hour of the week */
     int predicted_nodes;          /* nodes the forecast wants ready now (set by each call) */
@@ -97,6 +101,11 @@ struct autoscaler {
      * budget, and every such job in it. NULL: each call scans the
      * cluster's jobs (the same decisions, more work in deep queues). */
     const struct demand *demand;
+    /* Node i's pool (its index in pools, as pool_find by its name gives;
+     * -1: none) for i < nnode_pools, kept by the caller (the simulator);
+     * a node past them is looked up by name. */
+    const int *node_pools;
+    size_t nnode_pools;
     struct pool_scale_state state[TIDE_MAX_POOLS];
     /* Set by each call: when it appended no action, no call before this
      * time on the same cluster (nothing changed in it since) would append

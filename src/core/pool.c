@@ -50,11 +50,16 @@ void pool_defaults(struct pool *p)
 
 bool pool_fits_job(const struct pool *p, const struct job *job)
 {
-    if (job->gpus > p->gpus_per_node)
+    return pool_fits_share(p, job, job->gpus);
+}
+
+bool pool_fits_share(const struct pool *p, const struct job *job, int gpus)
+{
+    if (gpus > p->gpus_per_node)
         return false;
-    if (job->gpus > 0 && job->gpu_memory_mib > p->gpu_memory_mib)
+    if (gpus > 0 && job->gpu_memory_mib > p->gpu_memory_mib)
         return false;
-    if (job->gpus > 0 && job->gpu_model[0] && fnmatch(job->gpu_model, p->gpu_model, 0) != 0)
+    if (gpus > 0 && job->gpu_model[0] && fnmatch(job->gpu_model, p->gpu_model, 0) != 0)
         return false;
     return true;
 }

@@ -90,6 +90,9 @@ void pool_defaults(struct pool *p);
 
 /* True when a node of pool p could ever hold job (GPU count, memory, model). */
 bool pool_fits_job(const struct pool *p, const struct job *job);
+/* The same for gpus GPUs of job's kind (its GPU memory and model): one
+ * share of a gang job. */
+bool pool_fits_share(const struct pool *p, const struct job *job, int gpus);
 
 /* Price of one GPU for one hour, micro-units (ties broken by the caller). */
 int64_t pool_price_per_gpu_hour_micros(const struct pool *p);

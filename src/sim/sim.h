@@ -79,9 +79,10 @@ struct sim_config {
     bool oracle_runtime;         /* est_runtime_s from the trace duration (sjf, backfill) */
     struct sim_pool pools[SIM_MAX_POOLS];
     int npools;
-    /* Elastic runs: autoscaler_decide() and billing_tick() at every event
-     * batch and at least this often while anything can change (the
-     * server's pool loop runs every second). */
+    /* Elastic runs: autoscaler_decide() and metering (billing_tick's
+     * counters, sim_meter.c) at every event batch and at least this often
+     * while anything can change (the server's pool loop runs every
+     * second). */
     int64_t autoscale_interval_ms;
     /* The run's random draws (interruptions, provider failures). */
     uint64_t seed;
@@ -93,6 +94,10 @@ struct sim_config {
      * against its real start in the report's "eta" section (sim_eta.c).
      * Off by default: it plans the whole queue at every arrival. */
     bool eta;
+    /* Tests: meter elastic runs with the core's billing_tick walk of every
+     * node at every batch, the reference for the driver's own metering
+     * (sim_meter.c), which must give the same counters. */
+    bool meter_by_walk;
 };
 
 /* True when some pool is elastic: the run uses the core's autoscaler and

@@ -806,6 +806,8 @@ static int elastic_decide(struct sim_state *st, int64_t t)
 {
     struct sim_elastic *el = st->el;
     pool_action_list_clear(&st->pactions);
+    st->as.node_pools = st->node_pool; /* moves as nodes are added */
+    st->as.nnode_pools = st->nnodes;
     int rc = autoscaler_decide(&st->as, &st->c, t, &st->pactions);
     el->decisions++;
     if (rc < 0)
@@ -999,7 +1001,7 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         if (look_planned && st.pool_wake_ms < t)
             t = st.pool_wake_ms;
         integrate(&st, t);
-        if (elastic && billing_tick(&st.el->billing, &st.c, st.el->pools, st.el->npools, t)) {
+        if (elastic && sim_meter_tick(&st, t)) {
             rc = TIDE_ENOMEM;
             goto out;
         }
@@ -1127,6 +1129,8 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         if (hooks && hooks->progress && (res->batches & 16383) == 0)
             hooks->progress(hooks->ctx, st.finished, n, t);
     }
+    if (elastic && (rc = sim_meter_finish(&st)))
+        goto out;
     /* Whatever still waits can never start (no running job left to free
      * room). One more pass, explaining this time, says why. */
     if (st.bud)

@@ -116,6 +116,15 @@ void sim_index_refresh(struct sim_state *st, struct node *n);
 int sim_log_scale(struct sim_state *st, int64_t t, int pool, int type, int count, int64_t node_id,
                   const char *reason);
 
+/* --- sim_meter.c: elastic runs' billing --- */
+
+/* Meters the pools' nodes from the last call to t, as billing_tick would.
+ * Returns 0 or TIDE_ENOMEM. */
+int sim_meter_tick(struct sim_state *st, int64_t t);
+/* At the end of the run: the GPU-time each project used per pool, into
+ * the billing's usage rows. Returns 0 or TIDE_ENOMEM. */
+int sim_meter_finish(struct sim_state *st);
+
 /* --- sim_budget.c --- */
 
 /* Copies the config's budgets and starts their clock; no-op without any.

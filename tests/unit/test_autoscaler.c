@@ -10,6 +10,7 @@
 
 #include "cluster_fixture.h"
 #include "core/autoscaler.h"
+#include "core/placement_index.h"
 #include "core/sched.h"
 
 #define S 1000 /* ms */
@@ -960,8 +961,9 @@ static void test_a_demand_index_gives_the_scans_decisions(void **state)
 /* A shape left out after its first hopeless job comes back when new nodes
  * come: a non-preemptible job finds no room (its pool at max_nodes), a
  * preemptible one gets a new spot node, and the next non-preemptible job
- * is counted on that node's room as the scan counts it (here through a
- * step that two jobs waiting for the spot pool trigger). */
+ * is looked at again as the scan looks at it, and, as there, not counted
+ * on the spot node's room (placement will not put it there): one node, no
+ * step (a step needs two jobs waiting for the spot pool). */
 static void test_a_demand_index_takes_a_left_out_shape_back_when_nodes_come(void **state)
 {
     (void)state;
@@ -991,10 +993,131 @@ static void test_a_demand_index_takes_a_left_out_shape_back_when_nodes_come(void
     decide(&t.scan, 10 * S);
     decide(&t.by_shape, 10 * S);
     assert_same_actions(&t);
-    assert_int_equal(created(&t.scan.out, 1), 3); /* 1 for job 2, then the step */
+    assert_int_equal(created(&t.scan.out, 1), 1); /* for job 2 only */
+    assert_non_null(strstr(t.scan.a.state[1].held_back, "job 1 "));
     demand_release(&t.d);
     fx_stop(&t.scan);
     fx_stop(&t.by_shape);
+}
+
+/* Room on a spot node that is still to come (created in this look, or
+ * booting) is not counted for a non-preemptible job: placement will not
+ * put it there, so it gets an on-demand node of its own. */
+static void test_room_on_a_coming_spot_node_is_not_counted_for_a_non_preemptible_job(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("od", 8, 0, 2, 16000000), fx_pool("spot", 8, 0, 2, 4000000)},
+                   .npools = 2};
+    f.pools[1].billing = BILLING_SPOT;
+    fx_start(&f);
+    add_jobs(&f, 2, 1, 0);
+    f.c.jobs[0].preemptible = true; /* job 1: a new spot node (cheaper) ... */
+    f.c.jobs[1].submit_ms = 1 * S;  /* job 2 (after it): not preemptible */
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 1), 1);
+    assert_int_equal(created(&f.out, 0), 1); /* ... and an on-demand one for job 2 */
+
+    /* The same with the spot node booting. */
+    struct fx g = {.pools = {f.pools[0], f.pools[1]}, .npools = 2};
+    fx_start(&g);
+    struct node n = fx_pool_node(100, &g.pools[1], NODE_PROVISIONING, 0);
+    n.spot = true;
+    assert_non_null(cluster_put_node(&g.c, &n));
+    add_jobs(&g, 1, 1, 0);
+    decide(&g, 10 * S);
+    assert_int_equal(created(&g.out, 1), 0);
+    assert_int_equal(created(&g.out, 0), 1);
+    fx_stop(&f);
+    fx_stop(&g);
+}
+
+/* A pool of spot nodes only: a non-preemptible job gets no node, and the
+ * pool's held_back says why; a preemptible one gets a node, and the
+ * non-preemptible job waiting beside it does not count towards a step. */
+static void test_a_spot_pool_scales_up_only_for_jobs_that_may_run_on_spot(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("spot", 8, 0, 4, 4000000)}, .npools = 1};
+    f.pools[0].billing = BILLING_SPOT;
+    f.pools[0].steps[0] = (struct pool_step){.queue_length = 2, .add = 3};
+    f.pools[0].nsteps = 1;
+    fx_start(&f);
+    add_jobs(&f, 1, 2, 0); /* job 1: not preemptible */
+    decide(&f, 10 * S);
+    assert_int_equal(created(&f.out, 0), 0);
+    assert_string_equal(f.a.state[0].held_back,
+                        "job 1 (2 GPUs) is not preemptible and this pool's nodes are spot "
+                        "(its queue would need allow_spot: true)");
+
+    add_jobs(&f, 1, 2, 0); /* job 2, as old: preemptible */
+    f.c.jobs[1].preemptible = true;
+    decide(&f, 20 * S);
+    assert_int_equal(created(&f.out, 0), 1); /* one node for job 2, no step */
+    assert_non_null(strstr(f.a.state[0].held_back, "job 1 "));
+
+    /* A queue with allow_spot lets job 1 on spot too: it takes the room
+     * on the node coming for job 2. */
+    struct queue_config q;
+    memset(&q, 0, sizeof q);
+    q.allow_spot = true;
+    f.c.jobs[0].rules = &q;
+    decide(&f, 60 * S);
+    assert_true(created(&f.out, 0) >= 1);
+    assert_string_equal(f.a.state[0].held_back, "");
+    fx_stop(&f);
+}
+
+/* A ready node's free GPUs are read from the cluster's placement index when
+ * one is attached and covers the nodes (the simulator keeps one between
+ * passes): the same decisions as counting each GPU, and an index that no
+ * longer covers the nodes (one was added since) is not read. */
+static void test_free_gpus_from_an_attached_index_give_the_same_decisions(void **state)
+{
+    (void)state;
+    struct fx f[2];
+    struct placement_index idx;
+    placement_index_init(&idx);
+    for (int k = 0; k < 2; k++) {
+        f[k] = (struct fx){.pools = {fx_pool("p", 4, 0, 6, 4000000)}, .npools = 1};
+        fx_start(&f[k]);
+        static const int free_gpus[] = {0, 1, 2, 2, 3};
+        for (int i = 0; i < 5; i++) {
+            struct node n = fx_pool_node(100 + i, &f[k].pools[0], i == 4 ? NODE_DRAINING : NODE_READY, 0);
+            for (int g = free_gpus[i]; g < 4; g++)
+                n.gpus[g].job_id = 900 + i;
+            assert_non_null(cluster_put_node(&f[k].c, &n));
+        }
+        /* Room for all on the ready nodes and the draining one: no node
+         * created, the draining one made ready again for the 3-GPU job. */
+        static const int gpus[] = {3, 2, 2, 1};
+        for (int j = 0; j < 4; j++)
+            add_jobs(&f[k], 1, gpus[j], j * S);
+    }
+    assert_int_equal(placement_index_build(&idx, &f[1].c, NULL), 0);
+    f[1].c.index = &idx;
+    for (int round = 0; round < 2; round++) {
+        decide(&f[0], 60 * S + round);
+        decide(&f[1], 60 * S + round);
+        assert_int_equal(created(&f[0].out, 0), 0);
+        assert_int_equal(count_type(&f[0].out, POOL_UNDRAIN), round == 0);
+        assert_int_equal(f[0].out.len, f[1].out.len);
+        for (size_t i = 0; i < f[0].out.len; i++) {
+            assert_int_equal(f[0].out.items[i].type, f[1].out.items[i].type);
+            assert_int_equal(f[0].out.items[i].count, f[1].out.items[i].count);
+            assert_int_equal(f[0].out.items[i].node_id, f[1].out.items[i].node_id);
+            assert_string_equal(f[0].out.items[i].reason, f[1].out.items[i].reason);
+        }
+        /* A node joins both (the index no longer covers the nodes). */
+        for (int k = 0; k < 2; k++) {
+            struct node n = fx_pool_node(200, &f[k].pools[0], NODE_READY, 0);
+            n.gpus[0].job_id = 950;
+            assert_non_null(cluster_put_node(&f[k].c, &n));
+        }
+    }
+    f[1].c.index = NULL;
+    placement_index_release(&idx);
+    fx_stop(&f[0]);
+    fx_stop(&f[1]);
 }
 
 int main(void)
@@ -1043,6 +1166,9 @@ int main(void)
         cmocka_unit_test(test_no_look_before_quiet_until_decides_anything),
         cmocka_unit_test(test_a_demand_index_gives_the_scans_decisions),
         cmocka_unit_test(test_a_demand_index_takes_a_left_out_shape_back_when_nodes_come),
+        cmocka_unit_test(test_room_on_a_coming_spot_node_is_not_counted_for_a_non_preemptible_job),
+        cmocka_unit_test(test_a_spot_pool_scales_up_only_for_jobs_that_may_run_on_spot),
+        cmocka_unit_test(test_free_gpus_from_an_attached_index_give_the_same_decisions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

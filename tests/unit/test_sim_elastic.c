@@ -168,6 +168,81 @@ static void test_elastic_run_is_deterministic(void **state)
     trace_release(&t);
 }
 
+/* The driver meters elastic runs itself (sim_meter.c: nodes alive per
+ * pool at each batch, GPU-time per project from each run's start to its
+ * stop). billing_tick's walk of every node's GPUs at every batch must give
+ * the same counters, hence the same report: on a run with a reserved base,
+ * on-demand and spot pools, spot interruptions, provider failures, LAS
+ * preemptions and gang jobs bigger than a node. */
+static void test_elastic_metering_equals_billing_ticks_walk_of_every_node(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    static const int gpus[] = {1, 2, 4, 1, 8, 2, 16, 1};
+    for (int i = 0; i < 400; i++) {
+        struct trace_job j = sim_fx_job(i * 40 + (i * 7) % 13, 200 + (i * 7919) % 9000,
+                                        gpus[(i * 5) % 8], i % 3 ? "p" : i % 2 ? "q" : "r");
+        assert_int_equal(trace_push(&t, &j), 0);
+    }
+    struct sim_config cfg;
+    sim_fx_config(&cfg,
+        "{\"sim\": {\"name\": \"mix\", \"seed\": 5, \"preempt\": true}, \"scheduler\": {\"policy\": \"las\"},"
+        " \"pools\": ["
+        "{\"name\": \"base\", \"gpus_per_node\": 8, \"gpu\": \"V100\", \"gpu_memory_mib\": 16384,"
+        " \"min_nodes\": 1, \"max_nodes\": 1, \"billing\": \"reserved\", \"price_per_node_hour\": 9},"
+        "{\"name\": \"od\", \"gpus_per_node\": 8, \"gpu\": \"V100\", \"gpu_memory_mib\": 16384,"
+        " \"min_nodes\": 0, \"max_nodes\": 3, \"boot_time_s\": 90, \"price_per_node_hour\": 20,"
+        " \"scale_down_window_s\": 300, \"cooldown_s\": 30},"
+        "{\"name\": \"spot\", \"gpus_per_node\": 8, \"gpu\": \"V100\", \"gpu_memory_mib\": 16384,"
+        " \"min_nodes\": 0, \"max_nodes\": 3, \"boot_time_s\": 60, \"billing\": \"spot\","
+        " \"price_per_node_hour\": 20, \"spot_price_per_node_hour\": 6,"
+        " \"interruptions_per_node_hour\": 0.5, \"provider_failure_rate\": 0.2,"
+        " \"interruption_grace_s\": 120, \"scale_down_window_s\": 300, \"cooldown_s\": 30}]}");
+    char *out[2];
+    struct billing b[2];
+    for (int k = 0; k < 2; k++) {
+        cfg.meter_by_walk = k == 1;
+        struct sim_result res;
+        struct tide_err err = {0};
+        assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+        assert_true(res.preemptions > 0);
+        assert_true(res.elastic->stats[2].interruptions > 0);
+        assert_true(res.elastic->stats[2].provider_failures > 0);
+        assert_true(res.elastic->stats[2].jobs_requeued > 0);
+        b[k] = res.elastic->billing;
+        for (int p = 0; p < 3; p++) {
+            assert_true(b[k].pools[p].node_ms > 0);
+            assert_true(b[k].pools[p].gpu_ms > 0);
+        }
+        json_t *r = sim_report_json(&cfg, &t, "mix", &res);
+        out[k] = json_dumps(r, JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+        json_decref(r);
+        res.elastic->billing.usage = NULL; /* kept in b[k], freed below */
+        sim_result_release(&res);
+    }
+    for (int p = 0; p < 3; p++) {
+        assert_int_equal(b[0].pools[p].node_ms, b[1].pools[p].node_ms);
+        assert_int_equal(b[0].pools[p].gpu_ms, b[1].pools[p].gpu_ms);
+    }
+    /* The same usage rows, in whatever order each made them. */
+    assert_int_equal(b[0].nusage, b[1].nusage);
+    for (size_t i = 0; i < b[0].nusage; i++) {
+        size_t k = 0;
+        while (k < b[1].nusage && (strcmp(b[1].usage[k].project, b[0].usage[i].project) ||
+                                   b[1].usage[k].pool != b[0].usage[i].pool))
+            k++;
+        assert_true(k < b[1].nusage);
+        assert_int_equal(b[0].usage[i].gpu_ms, b[1].usage[k].gpu_ms);
+    }
+    assert_string_equal(out[0], out[1]);
+    billing_release(&b[0]);
+    billing_release(&b[1]);
+    free(out[0]);
+    free(out[1]);
+    trace_release(&t);
+}
+
 /* A pool is elastic unless it gives nodes: (tide.yaml's rule); elastic
  * keys do not mix with nodes:, nor nodes with max_nodes. */
 static void test_elastic_config_errors(void **state)
@@ -213,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_elastic_burst_matches_hand_computed_nodes_and_cost),
         cmocka_unit_test(test_reserved_and_on_demand_by_kind),
         cmocka_unit_test(test_elastic_run_is_deterministic),
+        cmocka_unit_test(test_elastic_metering_equals_billing_ticks_walk_of_every_node),
         cmocka_unit_test(test_elastic_config_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
