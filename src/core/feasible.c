@@ -50,7 +50,7 @@ static int node_matching_gpus(const struct node *n, const struct job *job, enum 
 /* Does node pass every check up to and including upto, holding k GPUs? */
 static bool node_passes(const struct node *n, const struct job *job, int k, enum stage upto)
 {
-    if (!queue_allows_pool(job->rules, n->pool))
+    if (!queue_allows_node(job, n)) /* its queue's pools, and spot only for who may use it */
         return false;
     if (job->gpus > 0 && upto >= ST_MODEL) {
         int need = upto >= ST_GPUS ? k : 1;
@@ -68,6 +68,8 @@ static bool pool_passes(const struct pool *p, const struct job *job, int k, enum
 {
     if (p->max_nodes <= 0 || !queue_allows_pool(job->rules, p->name))
         return false;
+    if (p->billing == BILLING_SPOT && !job->preemptible && !(job->rules && job->rules->allow_spot))
+        return false; /* as queue_allows_node rules for the nodes it would make */
     if (job->gpus == 0 || upto < ST_MODEL)
         return true;
     struct job probe = *job;
@@ -209,6 +211,15 @@ static int refuse(const struct cluster *c, const struct pool *pools, int npools,
 {
     const char *f = stage_field[stage];
     char who[TIDE_NAME_MAX + 8], words[128], models[256];
+    struct job may_preempt = *job;
+    may_preempt.preemptible = true;
+    if (stage == ST_QUEUE && !job->preemptible &&
+        stage_passes(c, pools, npools, &may_preempt, ST_QUEUE))
+        return tide_err_set(err, TIDE_EINVAL, "preemptible",
+                            "preemptible: every node and pool that queue '%s' may use is spot, "
+                            "and spot capacity takes only preemptible jobs; submit it "
+                            "preemptible (--preemptible) or give the queue allow_spot: true",
+                            job->queue);
     if (stage == ST_QUEUE)
         return tide_err_set(err, TIDE_EINVAL, f,
                             "%s: queue '%s' runs jobs only on its pools, and none of them has a "

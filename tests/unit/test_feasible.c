@@ -226,6 +226,30 @@ static void test_queue_limited_to_pools_ignores_nodes_outside_them(void **state)
     assert_int_equal(check(&job), 0);
 }
 
+static void test_non_preemptible_job_where_every_node_and_pool_is_spot_is_refused(void **state)
+{
+    (void)state;
+    struct node *spot_node = add_node(fx_h200_node(1, 8));
+    snprintf(spot_node->pool, sizeof spot_node->pool, "cheap");
+    spot_node->spot = true;
+    add_pool("cheap", "H200", 8, 4)->billing = BILLING_SPOT;
+    struct job job = fx_job(1, 2);
+    job.preemptible = false;
+    assert_refused(&job, "preemptible", "is spot", "allow_spot: true");
+    job.preemptible = true;
+    assert_int_equal(check(&job), 0);
+    struct queue_config q;
+    memset(&q, 0, sizeof q);
+    snprintf(q.name, sizeof q.name, "batch");
+    q.allow_spot = true;
+    job.preemptible = false;
+    job.rules = &q;
+    assert_int_equal(check(&job), 0);
+    job.rules = NULL;
+    add_pool("steady", "H200", 8, 1); /* on demand: room for the job that may not be preempted */
+    assert_int_equal(check(&job), 0);
+}
+
 static void test_mig_profile_no_node_has_is_refused_naming_mig(void **state)
 {
     (void)state;
@@ -262,6 +286,7 @@ int main(void)
         T(test_cpus_and_memory_above_every_node_are_refused_naming_them),
         T(test_cpu_only_job_fits_any_node),
         T(test_queue_limited_to_pools_ignores_nodes_outside_them),
+        T(test_non_preemptible_job_where_every_node_and_pool_is_spot_is_refused),
         T(test_mig_profile_no_node_has_is_refused_naming_mig),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
