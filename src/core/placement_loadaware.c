@@ -58,7 +58,7 @@ static enum placement_result loadaware_choose(const struct placement_config *cfg
         return placement_slice_choose(cfg, c, job, choice, why);
     struct best best = {NULL, 0, 0};
     const struct placement_index *idx = placement_index_for(c, NULL);
-    const struct placement_load *loads = placement_index_load(c, cfg);
+    struct placement_load *loads = placement_index_load(c, cfg);
     if (loads && !job->gpu_model[0] && job->gpu_memory_mib == 0) {
         /* The load index keeps every node's rank for this job's GPU count:
          * its best node that the job's host needs allow is the answer. */

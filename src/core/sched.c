@@ -381,10 +381,9 @@ static void attach_index(struct scheduler *s, struct cluster *c)
     c->index = NULL;
     if (!s->index && !(s->index = calloc(1, sizeof *s->index)))
         return;
-    if (placement_index_build(s->index, c, s->cfg.placement->node_order) == 0)
+    if (placement_index_build(s->index, c, s->cfg.placement->node_order,
+                              loads ? &s->cfg.placement_cfg : NULL) == 0)
         c->index = s->index;
-    if (c->index && loads) /* without memory for it loadaware scans: slower, the same */
-        (void)placement_index_track_load(s->index, c, &s->cfg.placement_cfg);
 }
 
 /* Detaches the index at the end of a pass unless it is to be kept; its

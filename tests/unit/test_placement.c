@@ -417,7 +417,7 @@ static struct node *memo_cluster(void)
     struct node *big = add_node(fx_h200_node(3, 8));
     hold_gpus(big, 8);
     placement_index_init(&memo_idx);
-    assert_int_equal(placement_index_build(&memo_idx, &c, NULL), 0);
+    assert_int_equal(placement_index_build(&memo_idx, &c, NULL, NULL), 0);
     c.index = &memo_idx;
     placement_index_memo_start(&memo_idx);
     return big;

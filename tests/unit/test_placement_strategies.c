@@ -285,7 +285,8 @@ static struct node *loadaware_by_hand(const struct job *job)
 /* The load index (placement_load.h) on random clusters: nodes of 1-8 GPUs,
  * some not ready, GPUs held, busy, over the thresholds, CPUs allocated;
  * jobs of 0-9 GPUs, some asking for many CPUs. Its choice is the
- * brute-force rule's, and stays so as the cluster changes under it. */
+ * brute-force rule's, and stays so as the cluster changes under it (jobs
+ * start and end, telemetry moves, trees are built when first asked). */
 static void test_loadaware_with_the_load_index_chooses_what_a_brute_force_scan_does(void **state)
 {
     (void)state;
@@ -314,8 +315,7 @@ static void test_loadaware_with_the_load_index_chooses_what_a_brute_force_scan_d
                 n->gpus[g].memory_used_mib = r % 5 == 0 ? (int64_t)(NEXT() % FX_H200_MIB) : 0;
             }
         }
-        assert_int_equal(placement_index_build(&idx, &c, NULL), 0);
-        assert_int_equal(placement_index_track_load(&idx, &c, &cfg), 0);
+        assert_int_equal(placement_index_build(&idx, &c, NULL, &cfg), 0);
         c.index = &idx;
         assert_non_null(placement_index_load(&c, &cfg));
         for (int step = 0; step < 20; step++) {
@@ -333,6 +333,19 @@ static void test_loadaware_with_the_load_index_chooses_what_a_brute_force_scan_d
             assert_non_null(added);
             cluster_assign(&c, added, choice.node, choice.gpu_index, choice.ngpus);
             added->state = JOB_RUNNING;
+            /* Now and then a job ends or a node's telemetry changes: a
+             * node that gets better must win again in every tree. */
+            if (NEXT() % 3 == 0) {
+                struct job *done = &c.jobs[NEXT() % c.njobs];
+                if (done->ngpus_assigned > 0)
+                    cluster_unassign(&c, done);
+            }
+            if (NEXT() % 3 == 0) {
+                struct node changed = c.nodes[NEXT() % c.nnodes];
+                for (int g = 0; g < changed.ngpus; g++)
+                    changed.gpus[g].utilization_pct = (int)(NEXT() % 100);
+                assert_non_null(cluster_put_node(&c, &changed));
+            }
         }
     }
 #undef NEXT
@@ -365,7 +378,7 @@ static void test_loadaware_with_the_index_chooses_what_a_scan_does(void **state)
             c.index = NULL;
             enum placement_result scanned = place_with(&placement_loadaware, gpus);
             struct placement_choice by_scan = choice;
-            assert_int_equal(placement_index_build(&idx, &c, NULL), 0);
+            assert_int_equal(placement_index_build(&idx, &c, NULL, NULL), 0);
             c.index = &idx;
             assert_int_equal(place_with(&placement_loadaware, gpus), scanned);
             if (scanned == PLACEMENT_FOUND) {
@@ -485,7 +498,7 @@ static void test_index_agrees_with_a_scan_on_random_clusters(void **state)
         for (size_t k = 0; k < NALL; k++) {
             struct placement_index idx;
             placement_index_init(&idx);
-            assert_int_equal(placement_index_build(&idx, &c, all[k]->node_order), 0);
+            assert_int_equal(placement_index_build(&idx, &c, all[k]->node_order, NULL), 0);
             c.index = &idx;
             assert_index_matches_a_scan(&idx);
             for (int step = 0; step < 30; step++) {
@@ -535,7 +548,7 @@ static void test_index_is_not_used_once_a_node_was_added(void **state)
     add_node(fx_h200_node(1, 8));
     struct placement_index idx;
     placement_index_init(&idx);
-    assert_int_equal(placement_index_build(&idx, &c, placement_order_busiest_first), 0);
+    assert_int_equal(placement_index_build(&idx, &c, placement_order_busiest_first, NULL), 0);
     c.index = &idx;
     assert_non_null(placement_index_for(&c, placement_order_busiest_first));
     assert_null(placement_index_for(&c, placement_order_by_id));
