@@ -135,7 +135,7 @@ bool placement_try_node(const struct placement_config *cfg, struct node *node,
 
 enum placement_result placement_explain(const struct placement_config *cfg,
                                         const struct cluster *c, const struct job *job,
-                                        char *why)
+                                        const struct wait_why *why)
 {
     int known = placement_index_memo_find(c, job);
     if (known == 1 && !why)
@@ -177,25 +177,19 @@ enum placement_result placement_explain(const struct placement_config *cfg,
         placement_index_memo_put(c, job, ever);
     if (ever && !worded)
         placement_index_memo_put_why(c, job, most_free, most_free_busy);
+    /* Causes, not words: a deep queue is explained every pass, read rarely. */
     if (!ever) {
-        if (why) {
-            char host[48];
-            placement_host_words(job, host, sizeof host);
-            snprintf(why, TIDE_REASON_MAX, "no ready node has %d GPU%s%s%.50s%s%.38s",
-                     job->gpus, job->gpus == 1 ? "" : "s", job->gpu_model[0] ? " matching " : "",
-                     job->gpu_model, job->gpu_memory_mib ? " of enough memory" : "", host);
-        }
+        if (why)
+            wait_why_set(why, WAIT_NO_NODE, 0, 0, 0, NULL);
         return PLACEMENT_NEVER;
     }
     if (most_free >= job->gpus && most_free_busy > 0)
-        snprintf(why, TIDE_REASON_MAX, "free GPUs are over the load thresholds (memory %d%%, utilisation %d%%)",
-                 cfg->max_gpu_memory_used_pct, cfg->max_gpu_utilization_pct);
+        wait_why_set(why, WAIT_OVER_LOAD, cfg->max_gpu_memory_used_pct,
+                     cfg->max_gpu_utilization_pct, 0, NULL);
     else if (most_free >= job->gpus)
-        snprintf(why, TIDE_REASON_MAX, "waiting for free CPUs or memory on a node with %d free GPUs",
-                 job->gpus);
+        wait_why_set(why, WAIT_HOST_SHARE, 0, 0, 0, NULL);
     else
-        snprintf(why, TIDE_REASON_MAX, "waiting for %d free GPU%s on one node (most free now: %d)",
-                 job->gpus, job->gpus == 1 ? "" : "s", most_free);
+        wait_why_set(why, WAIT_GPUS_FREE, most_free, 0, 0, NULL);
     return PLACEMENT_NOT_NOW;
 }
 
@@ -226,7 +220,7 @@ int placement_order_emptiest_first(const struct node *a, const struct node *b)
 
 enum placement_result placement_first_fit(const struct placement_config *cfg, struct cluster *c,
                                           const struct job *job, struct placement_choice *choice,
-                                          char *why, bool most_free_first,
+                                          const struct wait_why *why, bool most_free_first,
                                           int (*node_order)(const struct node *,
                                                             const struct node *))
 {

@@ -19,6 +19,7 @@
  * ever take it, with the reason in why. */
 enum placement_result placement_slice_choose(const struct placement_config *cfg,
                                              struct cluster *c, const struct job *job,
-                                             struct placement_choice *choice, char *why);
+                                             struct placement_choice *choice,
+                                             const struct wait_why *why);
 
 #endif

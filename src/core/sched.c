@@ -513,9 +513,10 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
             backfill_hold(c, &reservation, false);
         hold_deferred = false;
         /* Placement words its own reasons, straight into the job's. */
-        char *why = explain ? wait_reason_text(job) : NULL;
+        struct wait_why job_why = wait_why_of(job);
+        const struct wait_why *why = explain ? &job_why : NULL;
         if (why)
-            why[0] = '\0';
+            wait_why_text(why)[0] = '\0';
         struct placement_choice choice;
         enum placement_result r =
             s->cfg.placement->choose(&s->cfg.placement_cfg, c, job, &choice, why);

@@ -50,7 +50,7 @@ static void hold_gpus(struct node *n, int held)
 
 static enum placement_result place(const struct job *job)
 {
-    return placement_loadaware.choose(&cfg, &c, job, &choice, why);
+    return fx_choose(&placement_loadaware, &cfg, &c, job, &choice, why);
 }
 
 static void assert_why_contains(const char *part)

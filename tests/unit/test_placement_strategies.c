@@ -64,7 +64,7 @@ static void hold(int64_t id, int held)
 static enum placement_result place_with(const struct placement_ops *ops, int gpus)
 {
     struct job job = fx_job(1, gpus);
-    return ops->choose(&cfg, &c, &job, &choice, why);
+    return fx_choose(ops, &cfg, &c, &job, &choice, why);
 }
 
 /* Runs one scheduler pass with strategy ops over the jobs in the cluster. */
@@ -403,7 +403,7 @@ static void test_every_strategy_keeps_not_now_and_never_apart(void **state)
         assert_non_null(strstr(why, "no ready node has 9 GPUs"));
         struct job job = fx_job(1, 1);
         job.cpus = FX_NODE_CPUS + 1;
-        assert_int_equal(all[k]->choose(&cfg, &c, &job, &choice, why), PLACEMENT_NEVER);
+        assert_int_equal(fx_choose(all[k], &cfg, &c, &job, &choice, why), PLACEMENT_NEVER);
     }
 }
 
@@ -434,10 +434,10 @@ static void assert_same_choice(const struct placement_ops *ops, struct placement
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     c.index = NULL;
-    enum placement_result ra = ops->choose(&cfg, &c, job, &a, why_a);
+    enum placement_result ra = fx_choose(ops, &cfg, &c, job, &a, why_a);
     c.index = idx;
     assert_non_null(placement_index_for(&c, ops->node_order));
-    enum placement_result rb = ops->choose(&cfg, &c, job, &b, why_b);
+    enum placement_result rb = fx_choose(ops, &cfg, &c, job, &b, why_b);
     assert_int_equal(ra, rb);
     if (ra == PLACEMENT_FOUND) {
         assert_ptr_equal(a.node, b.node);
@@ -511,7 +511,7 @@ static void test_index_agrees_with_a_scan_on_random_clusters(void **state)
                 uint32_t what = lcg(&seed) % 10;
                 if (what < 6 && nrunning < 64) {
                     /* Assign through the cluster, as a pass does. */
-                    if (all[k]->choose(&cfg, &c, &job, &choice, why) == PLACEMENT_FOUND) {
+                    if (fx_choose(all[k], &cfg, &c, &job, &choice, why) == PLACEMENT_FOUND) {
                         struct job *stored = cluster_add_job(&c, &job);
                         assert_non_null(stored);
                         cluster_assign(&c, stored, choice.node, choice.gpu_index, choice.ngpus);
