@@ -187,6 +187,12 @@ const struct placement_index *placement_index_for(const struct cluster *c,
     return idx;
 }
 
+const struct placement_index *placement_index_current(const struct cluster *c)
+{
+    const struct placement_index *idx = c->index;
+    return idx && covers(idx, c) ? idx : NULL;
+}
+
 int placement_index_nodes_with_free(const struct cluster *c, int k)
 {
     const struct placement_index *idx = c->index;

@@ -95,6 +95,10 @@ void placement_index_refresh(struct placement_index *idx, const struct cluster *
 const struct placement_index *placement_index_for(const struct cluster *c,
                                                   placement_node_order_fn node_order);
 
+/* c's attached index when it is current, whatever its node order; NULL
+ * when none is. */
+const struct placement_index *placement_index_current(const struct cluster *c);
+
 /* The first rank >= from whose node has exactly (exact) or at least f free
  * GPUs, or -1. */
 long placement_index_next(const struct placement_index *idx, int f, bool exact, size_t from);

@@ -473,9 +473,10 @@ static void assert_index_matches_a_scan(const struct placement_index *idx)
     }
 }
 
-static void test_index_agrees_with_a_scan_on_random_clusters(void **state)
+/* With memo on, as in a pass, placement_explain also answers from its
+ * shape memo and the buckets (most_free_by_index). */
+static void index_agrees_with_a_scan_on_random_clusters(bool memo)
 {
-    (void)state;
     uint32_t seed = 20240611;
     for (int round = 0; round < 40; round++) {
         cluster_release(&c);
@@ -499,6 +500,8 @@ static void test_index_agrees_with_a_scan_on_random_clusters(void **state)
             struct placement_index idx;
             placement_index_init(&idx);
             assert_int_equal(placement_index_build(&idx, &c, all[k]->node_order, NULL), 0);
+            if (memo)
+                placement_index_memo_start(&idx);
             c.index = &idx;
             assert_index_matches_a_scan(&idx);
             for (int step = 0; step < 30; step++) {
@@ -540,6 +543,18 @@ static void test_index_agrees_with_a_scan_on_random_clusters(void **state)
                 cluster_remove_job(&c, c.jobs[0].id);
         }
     }
+}
+
+static void test_index_agrees_with_a_scan_on_random_clusters(void **state)
+{
+    (void)state;
+    index_agrees_with_a_scan_on_random_clusters(false);
+}
+
+static void test_index_and_its_memo_word_waits_as_a_scan_does_on_random_clusters(void **state)
+{
+    (void)state;
+    index_agrees_with_a_scan_on_random_clusters(true);
 }
 
 static void test_index_is_not_used_once_a_node_was_added(void **state)
@@ -631,6 +646,7 @@ int main(void)
         T(test_every_strategy_keeps_not_now_and_never_apart),
         T(test_every_strategy_leaves_the_cluster_unchanged),
         T(test_index_agrees_with_a_scan_on_random_clusters),
+        T(test_index_and_its_memo_word_waits_as_a_scan_does_on_random_clusters),
         T(test_index_is_not_used_once_a_node_was_added),
         T(test_fragmented_gpus_are_free_gpus_too_few_for_the_smallest_job),
         T(test_smallest_waiting_job_ignores_cpu_only_and_running_jobs),
