@@ -157,19 +157,20 @@ static bool could_ever_hold(const struct placement_config *cfg, const struct nod
     return matching >= job->gpus;
 }
 
-/* placement_explain's numbers for a job that some ready node could ever
- * hold and that asks for no GPU model or memory (so every free GPU
- * matches and the index's free counts are its), from the index's buckets
- * instead of a scan of every node: the most free GPUs on a node that could
- * ever hold it and, when that is enough GPUs, how many of the free ones on
- * the first such node in cluster order are over the thresholds (the
- * reason names them only then). False without a current index. */
-static bool most_free_by_index(const struct placement_config *cfg, const struct cluster *c,
+/* placement_explain's numbers for a job that asks for no GPU model or
+ * memory (so every free GPU matches and the index's free counts are its),
+ * from the index's buckets, most free first, instead of a scan of every
+ * node: the most free GPUs on a node that could ever hold it and, when that
+ * is enough GPUs, how many of the free ones on the first such node in
+ * cluster order are over the thresholds (the reason names them only then).
+ * 1: found; 0: no ready node could ever hold it (every ready node is in a
+ * bucket); -1: no current index or a constrained job. */
+static int most_free_by_index(const struct placement_config *cfg, const struct cluster *c,
                                const struct job *job, int *most_free, int *busy)
 {
     const struct placement_index *idx = placement_index_current(c);
     if (!idx || job->gpu_model[0] || job->gpu_memory_mib)
-        return false;
+        return -1;
     for (int f = idx->max_free; f >= 0; f--) {
         if (!idx->count[f])
             continue;
@@ -192,10 +193,10 @@ static bool most_free_by_index(const struct placement_config *cfg, const struct 
         if (first) {
             *most_free = f;
             *busy = f >= job->gpus ? first_busy : 0;
-            return true;
+            return 1;
         }
     }
-    return false;
+    return 0;
 }
 
 enum placement_result placement_explain(const struct placement_config *cfg,
@@ -209,10 +210,12 @@ enum placement_result placement_explain(const struct placement_config *cfg,
     int most_free = 0, most_free_busy = 0;
     /* A shape worded before, with no node changed since, words the same. */
     bool worded = known == 1 && placement_index_memo_find_why(c, job, &most_free, &most_free_busy);
-    /* Else, known to fit some node, the buckets may say how near it is. */
-    bool counted = worded || (known == 1 && why &&
-                              most_free_by_index(cfg, c, job, &most_free, &most_free_busy));
-    if (counted)
+    /* Else the buckets may say whether it could ever fit and how near it is. */
+    int by_index = !worded && known != 0 && why
+                       ? most_free_by_index(cfg, c, job, &most_free, &most_free_busy)
+                       : -1;
+    bool counted = worded || by_index >= 0;
+    if (worded || by_index == 1)
         ever = true;
     for (size_t i = 0; i < c->nnodes && known != 0 && !counted; i++) {
         const struct node *node = &c->nodes[i];

@@ -99,12 +99,14 @@ bool placement_try_node(const struct placement_config *cfg, struct node *node,
                         const struct job *job, struct placement_choice *choice, long *load);
 
 /* After a strategy found no node: PLACEMENT_NEVER when no ready node could
- * ever hold job, else PLACEMENT_NOT_NOW, with the reason in why. Scans
- * every node, or with why NULL (no reason wanted) only up to the first that
- * could ever hold job; while the cluster's index keeps its shape memo
- * (placement_index.h: a scheduling pass), a job shape seen before is
- * answered from the memo without a scan, or with why set scanned only for
- * the reason of a "not now". */
+ * ever hold job, else PLACEMENT_NOT_NOW, with the reason in why (a cause,
+ * worded when read). Scans every node, or with why NULL (no reason wanted)
+ * only up to the first that could ever hold job; with why set and a
+ * current index, a job asking for no GPU model or memory is answered from
+ * the index's buckets, most free first, instead. While the cluster's index
+ * keeps its shape memo (placement_index.h: a scheduling pass), a job shape
+ * seen before is answered from the memo without a scan, and its reason
+ * reused while no node changed. */
 enum placement_result placement_explain(const struct placement_config *cfg,
                                         const struct cluster *c, const struct job *job,
                                         const struct wait_why *why);
