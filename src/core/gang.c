@@ -38,8 +38,8 @@ enum placement_result gang_choose(const struct placement_ops *ops,
 {
     enum placement_result best = PLACEMENT_NEVER;
     if (why)
-        snprintf(wait_why_text(why), TIDE_REASON_MAX, "no split of %d GPUs over up to %d nodes fits", job->gpus,
-                 job->max_nodes);
+        snprintf(wait_why_text(why), TIDE_REASON_MAX,
+                 "no split of %d GPUs over up to %d nodes fits", job->gpus, job->max_nodes);
     for (int m = gang_next_split(job, 1); m; m = gang_next_split(job, m)) {
         struct job share = *job;
         share.gpus = job->gpus / m;
@@ -64,8 +64,8 @@ enum placement_result gang_choose(const struct placement_ops *ops,
         if (r == PLACEMENT_NOT_NOW || placed > 0) {
             best = PLACEMENT_NOT_NOW;
             if (why)
-                snprintf(wait_why_text(why), TIDE_REASON_MAX, "waiting for %d nodes with %d free GPUs each", m,
-                         share.gpus);
+                snprintf(wait_why_text(why), TIDE_REASON_MAX,
+                         "waiting for %d nodes with %d free GPUs each", m, share.gpus);
         }
     }
     return best;

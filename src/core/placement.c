@@ -166,7 +166,7 @@ static bool could_ever_hold(const struct placement_config *cfg, const struct nod
  * 1: found; 0: no ready node could ever hold it (every ready node is in a
  * bucket); -1: no current index or a constrained job. */
 static int most_free_by_index(const struct placement_config *cfg, const struct cluster *c,
-                               const struct job *job, int *most_free, int *busy)
+                              const struct job *job, int *most_free, int *busy)
 {
     const struct placement_index *idx = placement_index_current(c);
     if (!idx || job->gpu_model[0] || job->gpu_memory_mib)
@@ -199,9 +199,8 @@ static int most_free_by_index(const struct placement_config *cfg, const struct c
     return 0;
 }
 
-enum placement_result placement_explain(const struct placement_config *cfg,
-                                        const struct cluster *c, const struct job *job,
-                                        const struct wait_why *why)
+enum placement_result placement_explain(const struct placement_config *cfg, const struct cluster *c,
+                                        const struct job *job, const struct wait_why *why)
 {
     int known = placement_index_memo_find(c, job);
     if (known == 1 && !why)

@@ -107,9 +107,8 @@ bool placement_try_node(const struct placement_config *cfg, struct node *node,
  * keeps its shape memo (placement_index.h: a scheduling pass), a job shape
  * seen before is answered from the memo without a scan, and its reason
  * reused while no node changed. */
-enum placement_result placement_explain(const struct placement_config *cfg,
-                                        const struct cluster *c, const struct job *job,
-                                        const struct wait_why *why);
+enum placement_result placement_explain(const struct placement_config *cfg, const struct cluster *c,
+                                        const struct job *job, const struct wait_why *why);
 
 /* The node order for binpack, spread and roundrobin. */
 int placement_order_busiest_first(const struct node *a, const struct node *b);

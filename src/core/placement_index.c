@@ -71,9 +71,11 @@ static void set_free(struct placement_index *idx, size_t pos, int now)
  * when on, takes the node's keys in the same look at its GPUs. */
 static int node_free_or_none(struct placement_index *idx, const struct node *node, size_t pos)
 {
-    int f = idx->load.on ? placement_load_put(&idx->load, node, pos)
-                         : node->state == NODE_READY ? placement_node_free_gpus(node) : -1;
-    return f < 0 ? PLACEMENT_INDEX_NONE : f;
+    if (idx->load.on) {
+        int f = placement_load_put(&idx->load, node, pos);
+        return f < 0 ? PLACEMENT_INDEX_NONE : f;
+    }
+    return node->state == NODE_READY ? placement_node_free_gpus(node) : PLACEMENT_INDEX_NONE;
 }
 
 struct rank_ctx {

@@ -121,7 +121,8 @@ static int node_keys(const struct placement_config *cfg, int max_gpus, const str
     uint32_t load = 0;
     for (int g = 0; g <= max_gpus && g <= n; g++) {
         if (g > 0)
-            load = load + (uint32_t)keys[g - 1] < LOAD_MAX ? load + (uint32_t)keys[g - 1] : LOAD_MAX;
+            load =
+                load + (uint32_t)keys[g - 1] < LOAD_MAX ? load + (uint32_t)keys[g - 1] : LOAD_MAX;
         out[g] = load << 8 | (uint32_t)(free_whole - g);
     }
     return free_whole;

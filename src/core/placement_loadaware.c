@@ -50,9 +50,10 @@ static void consider(const struct placement_config *cfg, struct node *node, cons
     memcpy(choice->gpu_index, mine.gpu_index, sizeof(int) * (size_t)mine.ngpus);
 }
 
-static enum placement_result loadaware_choose(const struct placement_config *cfg,
-                                              struct cluster *c, const struct job *job,
-                                              struct placement_choice *choice, const struct wait_why *why)
+static enum placement_result loadaware_choose(const struct placement_config *cfg, struct cluster *c,
+                                              const struct job *job,
+                                              struct placement_choice *choice,
+                                              const struct wait_why *why)
 {
     if (gpu_job_wants_slice(job))
         return placement_slice_choose(cfg, c, job, choice, why);

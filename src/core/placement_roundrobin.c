@@ -29,7 +29,8 @@ static size_t first_rank_after(const struct placement_index *idx, const struct c
 
 static enum placement_result roundrobin_choose(const struct placement_config *cfg,
                                                struct cluster *c, const struct job *job,
-                                               struct placement_choice *choice, const struct wait_why *why)
+                                               struct placement_choice *choice,
+                                               const struct wait_why *why)
 {
     if (gpu_job_wants_slice(job))
         return placement_slice_choose(cfg, c, job, choice, why);

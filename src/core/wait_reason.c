@@ -41,11 +41,13 @@ char *wait_cause_format(const struct wait_cause *w, const char *text, const stru
                  job->gpu_memory_mib ? " of enough memory" : "", host);
         break;
     case WAIT_OVER_LOAD:
-        snprintf(out, size, "free GPUs are over the load thresholds (memory %d%%, utilisation %d%%)",
+        snprintf(out, size,
+                 "free GPUs are over the load thresholds (memory %d%%, utilisation %d%%)",
                  (int)w->n1, (int)w->n2);
         break;
     case WAIT_HOST_SHARE:
-        snprintf(out, size, "waiting for free CPUs or memory on a node with %d free GPUs", job->gpus);
+        snprintf(out, size, "waiting for free CPUs or memory on a node with %d free GPUs",
+                 job->gpus);
         break;
     case WAIT_GPUS_FREE:
         snprintf(out, size, "waiting for %d free GPU%s on one node (most free now: %d)", job->gpus,

@@ -126,8 +126,8 @@ static inline struct job *fx_add_running(struct cluster *c, struct job j, int64_
  * (TIDE_REASON_MAX bytes; "" when none is given), as a reader of the job
  * would see it. */
 static inline enum placement_result fx_choose(const struct placement_ops *ops,
-                                              const struct placement_config *cfg,
-                                              struct cluster *c, const struct job *job,
+                                              const struct placement_config *cfg, struct cluster *c,
+                                              const struct job *job,
                                               struct placement_choice *choice, char *why)
 {
     struct wait_cause cause = {0};

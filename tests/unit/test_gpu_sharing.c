@@ -75,7 +75,8 @@ static void test_shared_gpu_is_not_free_for_an_exclusive_job(void **state)
     placement_config_defaults(&cfg);
     struct placement_choice choice;
     char why[TIDE_REASON_MAX] = "";
-    assert_int_equal(fx_choose(&placement_binpack, &cfg, &c, &whole, &choice, why), PLACEMENT_NOT_NOW);
+    assert_int_equal(fx_choose(&placement_binpack, &cfg, &c, &whole, &choice, why),
+                     PLACEMENT_NOT_NOW);
     assert_int_equal(cluster_gpus_allocated(&c), 1);
     cluster_release(&c);
 }

@@ -522,17 +522,20 @@ static void test_memo_words_a_changed_cluster_from_the_buckets_as_a_scan_would(v
     struct job job = fx_job(1, 2);
     job.cpus = 1;
     const char *want = "waiting for free CPUs or memory on a node with 2 free GPUs";
-    assert_int_equal(fx_choose(&placement_binpack, &cfg, &c, &job, &choice, why), PLACEMENT_NOT_NOW);
+    assert_int_equal(fx_choose(&placement_binpack, &cfg, &c, &job, &choice, why),
+                     PLACEMENT_NOT_NOW);
     assert_string_equal(why, want); /* the scan's words */
     placement_index_init(&memo_idx);
     assert_int_equal(placement_index_build(&memo_idx, &c, placement_order_busiest_first, NULL), 0);
     c.index = &memo_idx;
     placement_index_memo_start(&memo_idx);
-    assert_int_equal(fx_choose(&placement_binpack, &cfg, &c, &job, &choice, why), PLACEMENT_NOT_NOW);
+    assert_int_equal(fx_choose(&placement_binpack, &cfg, &c, &job, &choice, why),
+                     PLACEMENT_NOT_NOW);
     assert_string_equal(why, want);
     placement_index_refresh(&memo_idx, &c, b); /* a change: the remembered words are stale */
     assert_int_equal(placement_index_memo_find(&c, &job), 1);
-    assert_int_equal(fx_choose(&placement_binpack, &cfg, &c, &job, &choice, why), PLACEMENT_NOT_NOW);
+    assert_int_equal(fx_choose(&placement_binpack, &cfg, &c, &job, &choice, why),
+                     PLACEMENT_NOT_NOW);
     assert_string_equal(why, want);
     memo_done();
 }
