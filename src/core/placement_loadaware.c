@@ -83,9 +83,12 @@ static enum placement_result loadaware_choose(const struct placement_config *cfg
         }
     } else if (idx) {
         /* Ranks are cluster positions here, so the order of visits is the same. */
+        /* No node with enough free GPUs (a deep queue): no walk of the bitmap. */
         int want = job->gpus > 0 ? job->gpus : 0;
-        for (long r = placement_index_next(idx, want, false, 0); r >= 0;
-             r = placement_index_next(idx, want, false, (size_t)r + 1))
+        long r = -1;
+        if (placement_index_nodes_with_free(c, want) > 0)
+            r = placement_index_next(idx, want, false, 0);
+        for (; r >= 0; r = placement_index_next(idx, want, false, (size_t)r + 1))
             consider(cfg, &c->nodes[idx->order[r]], job, &best, choice);
     } else {
         for (size_t i = 0; i < c->nnodes; i++)
