@@ -157,11 +157,30 @@ int main(int argc, char **argv)
             json = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
-        else {
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: bench_sched [--quick] [--full] [--deep] [--model] [--json FILE] "
+                   "[--only STRATEGY]\n"
+                   "One scheduling pass per strategy over synthetic clusters (N nodes of 8\n"
+                   "GPUs, J pending jobs of mixed shapes): pass time, placements per second,\n"
+                   "GPUs left fragmented, and a second pass over what still waits.\n"
+                   "  --quick     only the first size (1000 nodes x 10000 jobs)\n"
+                   "  --full      with backfill and preemption, as the server runs\n"
+                   "  --deep      add the deep-queue rows (every GPU held, J jobs waiting)\n"
+                   "  --model     deep rows: every waiting job names its GPU model\n"
+                   "  --json FILE also write the pass rows to FILE\n"
+                   "  --only S    one strategy (%s)\n",
+                   placement_names());
+            return 0;
+        } else {
             fprintf(stderr, "usage: bench_sched [--quick] [--full] [--deep] [--model] [--json FILE] "
                             "[--only STRATEGY]\n");
             return 2;
         }
+    }
+    if (only && !placement_by_name(only)) {
+        fprintf(stderr, "bench_sched: --only: unknown strategy '%s' (known: %s)\n", only,
+                placement_names());
+        return 2;
     }
     struct result results[64];
     size_t nresults = 0;

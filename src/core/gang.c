@@ -33,12 +33,13 @@ int gang_next_split(const struct job *job, int m)
 
 enum placement_result gang_choose(const struct placement_ops *ops,
                                   const struct placement_config *cfg, struct cluster *c,
-                                  const struct job *job, struct gang_choice *choice, char *why)
+                                  const struct job *job, struct gang_choice *choice,
+                                  const struct wait_why *why)
 {
     enum placement_result best = PLACEMENT_NEVER;
     if (why)
-        snprintf(why, TIDE_REASON_MAX, "no split of %d GPUs over up to %d nodes fits", job->gpus,
-                 job->max_nodes);
+        snprintf(wait_why_text(why), TIDE_REASON_MAX,
+                 "no split of %d GPUs over up to %d nodes fits", job->gpus, job->max_nodes);
     for (int m = gang_next_split(job, 1); m; m = gang_next_split(job, m)) {
         struct job share = *job;
         share.gpus = job->gpus / m;
@@ -46,9 +47,8 @@ enum placement_result gang_choose(const struct placement_ops *ops,
         struct job holders[TIDE_MAX_GANG_NODES];
         int placed = 0;
         enum placement_result r = PLACEMENT_FOUND;
-        char part_why[TIDE_REASON_MAX];
         while (placed < m) {
-            r = ops->choose(cfg, c, &share, &choice->parts[placed], why ? part_why : NULL);
+            r = ops->choose(cfg, c, &share, &choice->parts[placed], NULL);
             if (r != PLACEMENT_FOUND)
                 break;
             hold_node(c, &holders[placed], choice->parts[placed].node, GANG_HOLDER_ID_BASE - placed);
@@ -64,8 +64,8 @@ enum placement_result gang_choose(const struct placement_ops *ops,
         if (r == PLACEMENT_NOT_NOW || placed > 0) {
             best = PLACEMENT_NOT_NOW;
             if (why)
-                snprintf(why, TIDE_REASON_MAX, "waiting for %d nodes with %d free GPUs each", m,
-                         share.gpus);
+                snprintf(wait_why_text(why), TIDE_REASON_MAX,
+                         "waiting for %d nodes with %d free GPUs each", m, share.gpus);
         }
     }
     return best;

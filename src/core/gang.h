@@ -27,6 +27,7 @@ int gang_next_split(const struct job *job, int m);
 
 enum placement_result gang_choose(const struct placement_ops *ops,
                                   const struct placement_config *cfg, struct cluster *c,
-                                  const struct job *job, struct gang_choice *choice, char *why);
+                                  const struct job *job, struct gang_choice *choice,
+                                  const struct wait_why *why);
 
 #endif

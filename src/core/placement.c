@@ -133,9 +133,74 @@ bool placement_try_node(const struct placement_config *cfg, struct node *node,
     return true;
 }
 
-enum placement_result placement_explain(const struct placement_config *cfg,
-                                        const struct cluster *c, const struct job *job,
-                                        char *why)
+/* Whether node (ready) could ever hold job: GPUs that match, CPUs, memory
+ * and its queue's rules; its matching GPUs that are free, and of those the
+ * ones over cfg's thresholds, go to *free and *busy. */
+static bool could_ever_hold(const struct placement_config *cfg, const struct node *node,
+                            const struct job *job, int *free, int *busy)
+{
+    if (node->ngpus < job->gpus || !host_fits_ever(node, job))
+        return false;
+    int matching = 0, nfree = 0, eligible = 0;
+    for (int g = 0; g < node->ngpus; g++) {
+        const struct gpu *gpu = &node->gpus[g];
+        if (!placement_gpu_matches(gpu, job))
+            continue;
+        matching++;
+        if (!gpu_is_free(gpu))
+            continue;
+        nfree++;
+        eligible += !placement_gpu_overloaded(cfg, gpu);
+    }
+    *free = nfree;
+    *busy = nfree - eligible;
+    return matching >= job->gpus;
+}
+
+/* placement_explain's numbers for a job that asks for no GPU model or
+ * memory (so every free GPU matches and the index's free counts are its),
+ * from the index's buckets, most free first, instead of a scan of every
+ * node: the most free GPUs on a node that could ever hold it and, when that
+ * is enough GPUs, how many of the free ones on the first such node in
+ * cluster order are over the thresholds (the reason names them only then).
+ * 1: found; 0: no ready node could ever hold it (every ready node is in a
+ * bucket); -1: no current index or a constrained job. */
+static int most_free_by_index(const struct placement_config *cfg, const struct cluster *c,
+                              const struct job *job, int *most_free, int *busy)
+{
+    const struct placement_index *idx = placement_index_current(c);
+    if (!idx || job->gpu_model[0] || job->gpu_memory_mib)
+        return -1;
+    for (int f = idx->max_free; f >= 0; f--) {
+        if (!idx->count[f])
+            continue;
+        /* The first in cluster order; ranks are positions only without a
+         * node order, else the whole bucket is looked at (when the busy
+         * count matters). */
+        const struct node *first = NULL;
+        int first_busy = 0;
+        for (long r = placement_index_next(idx, f, true, 0); r >= 0;
+             r = placement_index_next(idx, f, true, (size_t)r + 1)) {
+            const struct node *node = &c->nodes[idx->order[r]];
+            int free, nbusy;
+            if ((first && node > first) || !could_ever_hold(cfg, node, job, &free, &nbusy))
+                continue;
+            first = node;
+            first_busy = nbusy;
+            if (f < job->gpus || !idx->node_order)
+                break;
+        }
+        if (first) {
+            *most_free = f;
+            *busy = f >= job->gpus ? first_busy : 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+enum placement_result placement_explain(const struct placement_config *cfg, const struct cluster *c,
+                                        const struct job *job, const struct wait_why *why)
 {
     int known = placement_index_memo_find(c, job);
     if (known == 1 && !why)
@@ -144,24 +209,17 @@ enum placement_result placement_explain(const struct placement_config *cfg,
     int most_free = 0, most_free_busy = 0;
     /* A shape worded before, with no node changed since, words the same. */
     bool worded = known == 1 && placement_index_memo_find_why(c, job, &most_free, &most_free_busy);
-    if (worded)
+    /* Else the buckets may say whether it could ever fit and how near it is. */
+    int by_index = !worded && known != 0 && why
+                       ? most_free_by_index(cfg, c, job, &most_free, &most_free_busy)
+                       : -1;
+    bool counted = worded || by_index >= 0;
+    if (worded || by_index == 1)
         ever = true;
-    for (size_t i = 0; i < c->nnodes && known != 0 && !worded; i++) {
+    for (size_t i = 0; i < c->nnodes && known != 0 && !counted; i++) {
         const struct node *node = &c->nodes[i];
-        if (node->state != NODE_READY || node->ngpus < job->gpus || !host_fits_ever(node, job))
-            continue;
-        int matching = 0, free = 0, eligible = 0;
-        for (int g = 0; g < node->ngpus; g++) {
-            const struct gpu *gpu = &node->gpus[g];
-            if (!placement_gpu_matches(gpu, job))
-                continue;
-            matching++;
-            if (!gpu_is_free(gpu))
-                continue;
-            free++;
-            eligible += !placement_gpu_overloaded(cfg, gpu);
-        }
-        if (matching < job->gpus)
+        int free, busy;
+        if (node->state != NODE_READY || !could_ever_hold(cfg, node, job, &free, &busy))
             continue;
         ever = true;
         if (!why) {
@@ -170,32 +228,26 @@ enum placement_result placement_explain(const struct placement_config *cfg,
         }
         if (free > most_free) {
             most_free = free;
-            most_free_busy = free - eligible;
+            most_free_busy = busy;
         }
     }
     if (known < 0)
         placement_index_memo_put(c, job, ever);
     if (ever && !worded)
         placement_index_memo_put_why(c, job, most_free, most_free_busy);
+    /* Causes, not words: a deep queue is explained every pass, read rarely. */
     if (!ever) {
-        if (why) {
-            char host[48];
-            placement_host_words(job, host, sizeof host);
-            snprintf(why, TIDE_REASON_MAX, "no ready node has %d GPU%s%s%.50s%s%.38s",
-                     job->gpus, job->gpus == 1 ? "" : "s", job->gpu_model[0] ? " matching " : "",
-                     job->gpu_model, job->gpu_memory_mib ? " of enough memory" : "", host);
-        }
+        if (why)
+            wait_why_set(why, WAIT_NO_NODE, 0, 0, 0, NULL);
         return PLACEMENT_NEVER;
     }
     if (most_free >= job->gpus && most_free_busy > 0)
-        snprintf(why, TIDE_REASON_MAX, "free GPUs are over the load thresholds (memory %d%%, utilisation %d%%)",
-                 cfg->max_gpu_memory_used_pct, cfg->max_gpu_utilization_pct);
+        wait_why_set(why, WAIT_OVER_LOAD, cfg->max_gpu_memory_used_pct,
+                     cfg->max_gpu_utilization_pct, 0, NULL);
     else if (most_free >= job->gpus)
-        snprintf(why, TIDE_REASON_MAX, "waiting for free CPUs or memory on a node with %d free GPUs",
-                 job->gpus);
+        wait_why_set(why, WAIT_HOST_SHARE, 0, 0, 0, NULL);
     else
-        snprintf(why, TIDE_REASON_MAX, "waiting for %d free GPU%s on one node (most free now: %d)",
-                 job->gpus, job->gpus == 1 ? "" : "s", most_free);
+        wait_why_set(why, WAIT_GPUS_FREE, most_free, 0, 0, NULL);
     return PLACEMENT_NOT_NOW;
 }
 
@@ -226,7 +278,7 @@ int placement_order_emptiest_first(const struct node *a, const struct node *b)
 
 enum placement_result placement_first_fit(const struct placement_config *cfg, struct cluster *c,
                                           const struct job *job, struct placement_choice *choice,
-                                          char *why, bool most_free_first,
+                                          const struct wait_why *why, bool most_free_first,
                                           int (*node_order)(const struct node *,
                                                             const struct node *))
 {

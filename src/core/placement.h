@@ -14,6 +14,7 @@
 #define TIDE_PLACEMENT_H
 
 #include "core/cluster.h"
+#include "core/wait_reason.h"
 
 struct placement_config {
     int max_gpu_memory_used_pct; /* skip GPUs whose memory use is above this (default 80) */
@@ -34,11 +35,12 @@ enum placement_result {
 
 struct placement_ops {
     const char *name;
-    /* Fills choice and returns PLACEMENT_FOUND, or says why not in
-     * why (size TIDE_REASON_MAX; NULL when the caller wants no reason). */
+    /* Fills choice and returns PLACEMENT_FOUND, or records why not in
+     * why (wait_reason.h: a cause worded when read; NULL when the caller
+     * wants no reason). */
     enum placement_result (*choose)(const struct placement_config *cfg, struct cluster *c,
                                     const struct job *job, struct placement_choice *choice,
-                                    char *why);
+                                    const struct wait_why *why);
     /* How the scheduler ranks nodes in the placement index it builds for
      * this strategy (placement_index.h); NULL: cluster order. */
     int (*node_order)(const struct node *a, const struct node *b);
@@ -97,15 +99,16 @@ bool placement_try_node(const struct placement_config *cfg, struct node *node,
                         const struct job *job, struct placement_choice *choice, long *load);
 
 /* After a strategy found no node: PLACEMENT_NEVER when no ready node could
- * ever hold job, else PLACEMENT_NOT_NOW, with the reason in why. Scans
- * every node, or with why NULL (no reason wanted) only up to the first that
- * could ever hold job; while the cluster's index keeps its shape memo
- * (placement_index.h: a scheduling pass), a job shape seen before is
- * answered from the memo without a scan, or with why set scanned only for
- * the reason of a "not now". */
-enum placement_result placement_explain(const struct placement_config *cfg,
-                                        const struct cluster *c, const struct job *job,
-                                        char *why);
+ * ever hold job, else PLACEMENT_NOT_NOW, with the reason in why (a cause,
+ * worded when read). Scans every node, or with why NULL (no reason wanted)
+ * only up to the first that could ever hold job; with why set and a
+ * current index, a job asking for no GPU model or memory is answered from
+ * the index's buckets, most free first, instead. While the cluster's index
+ * keeps its shape memo (placement_index.h: a scheduling pass), a job shape
+ * seen before is answered from the memo without a scan, and its reason
+ * reused while no node changed. */
+enum placement_result placement_explain(const struct placement_config *cfg, const struct cluster *c,
+                                        const struct job *job, const struct wait_why *why);
 
 /* The node order for binpack, spread and roundrobin. */
 int placement_order_busiest_first(const struct node *a, const struct node *b);
@@ -117,7 +120,7 @@ int placement_order_by_id(const struct node *a, const struct node *b);
  * cluster's index when it matches node_order. */
 enum placement_result placement_first_fit(const struct placement_config *cfg, struct cluster *c,
                                           const struct job *job, struct placement_choice *choice,
-                                          char *why, bool most_free_first,
+                                          const struct wait_why *why, bool most_free_first,
                                           int (*node_order)(const struct node *,
                                                             const struct node *));
 

@@ -11,8 +11,8 @@
 #include "core/core_banned.h"
 
 static enum placement_result binpack_choose(const struct placement_config *cfg, struct cluster *c,
-                                            const struct job *job,
-                                            struct placement_choice *choice, char *why)
+                                            const struct job *job, struct placement_choice *choice,
+                                            const struct wait_why *why)
 {
     if (gpu_job_wants_slice(job))
         return placement_slice_choose(cfg, c, job, choice, why);

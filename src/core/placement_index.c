@@ -67,8 +67,14 @@ static void set_free(struct placement_index *idx, size_t pos, int now)
         idx->nmemo = 0; /* a node came or went: what could ever fit may differ */
 }
 
-static int node_free_or_none(const struct node *node)
+/* The node's free GPUs, or NONE when it is not ready; the load index,
+ * when on, takes the node's keys in the same look at its GPUs. */
+static int node_free_or_none(struct placement_index *idx, const struct node *node, size_t pos)
 {
+    if (idx->load.on) {
+        int f = placement_load_put(&idx->load, node, pos);
+        return f < 0 ? PLACEMENT_INDEX_NONE : f;
+    }
     return node->state == NODE_READY ? placement_node_free_gpus(node) : PLACEMENT_INDEX_NONE;
 }
 
@@ -115,7 +121,7 @@ static int grow_arrays(struct placement_index *idx, size_t n)
 }
 
 int placement_index_build(struct placement_index *idx, const struct cluster *c,
-                          placement_node_order_fn node_order)
+                          placement_node_order_fn node_order, const struct placement_config *load)
 {
     idx->nodes = NULL;
     idx->nnodes = 0;
@@ -141,8 +147,10 @@ int placement_index_build(struct placement_index *idx, const struct cluster *c,
     memset(idx->count, 0, sizeof idx->count);
     memset(idx->free, PLACEMENT_INDEX_NONE, c->nnodes);
     idx->max_free = 0;
+    if (load) /* without memory for it loadaware scans: slower, the same */
+        (void)placement_load_start(&idx->load, c, load);
     for (size_t i = 0; i < c->nnodes; i++)
-        set_free(idx, i, node_free_or_none(&c->nodes[i]));
+        set_free(idx, i, node_free_or_none(idx, &c->nodes[i], i));
     idx->nodes = c->nodes;
     idx->nnodes = c->nnodes;
     return 0;
@@ -158,23 +166,15 @@ void placement_index_refresh(struct placement_index *idx, const struct cluster *
 {
     if (!covers(idx, c) || node < c->nodes || node >= c->nodes + c->nnodes)
         return;
-    set_free(idx, (size_t)(node - c->nodes), node_free_or_none(node));
-    placement_load_refresh(&idx->load, node, (size_t)(node - c->nodes));
+    size_t pos = (size_t)(node - c->nodes);
+    set_free(idx, pos, node_free_or_none(idx, node, pos));
     idx->changes++;
 }
 
-int placement_index_track_load(struct placement_index *idx, const struct cluster *c,
-                               const struct placement_config *cfg)
+struct placement_load *placement_index_load(const struct cluster *c,
+                                            const struct placement_config *cfg)
 {
-    if (!covers(idx, c))
-        return 0;
-    return placement_load_build(&idx->load, c, cfg);
-}
-
-const struct placement_load *placement_index_load(const struct cluster *c,
-                                                  const struct placement_config *cfg)
-{
-    const struct placement_index *idx = c->index;
+    struct placement_index *idx = c->index;
     if (!idx || !covers(idx, c) || !placement_load_usable(&idx->load, cfg))
         return NULL;
     return &idx->load;
@@ -187,6 +187,12 @@ const struct placement_index *placement_index_for(const struct cluster *c,
     if (!idx || !covers(idx, c) || idx->node_order != node_order)
         return NULL;
     return idx;
+}
+
+const struct placement_index *placement_index_current(const struct cluster *c)
+{
+    const struct placement_index *idx = c->index;
+    return idx && covers(idx, c) ? idx : NULL;
 }
 
 int placement_index_nodes_with_free(const struct cluster *c, int k)

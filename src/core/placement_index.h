@@ -64,30 +64,26 @@ struct placement_index {
     int nmemo;
     uint64_t changes; /* node refreshes so far: a memo's reason is good while unchanged */
     struct placement_shape memo[PLACEMENT_SHAPE_MEMO];
-    /* Nodes by load, for loadaware; off unless placement_index_track_load
-     * turned it on after the last build. */
+    /* Nodes by load, for loadaware; off unless the last build asked for it. */
     struct placement_load load;
 };
 
 void placement_index_init(struct placement_index *idx);
 void placement_index_release(struct placement_index *idx);
 
-/* (Re)builds idx over c's nodes, ranked by node_order (ties by position).
- * Reuses idx's memory; returns 0 or TIDE_ENOMEM (idx is then empty and
- * placement_index_for never returns it). */
+/* (Re)builds idx over c's nodes, ranked by node_order (ties by position),
+ * and with load not NULL also ranks them by load with load's thresholds
+ * (placement_load.h; kept current like the buckets), in the same walk over
+ * the nodes. Reuses idx's memory; returns 0 or TIDE_ENOMEM (idx is then
+ * empty and placement_index_for never returns it). Without memory for the
+ * load ranking only the buckets are kept. */
 int placement_index_build(struct placement_index *idx, const struct cluster *c,
-                          placement_node_order_fn node_order);
-
-/* After a build: also ranks the nodes by load with cfg's thresholds (and
- * keeps that current). Returns 0 or TIDE_ENOMEM (then only the buckets
- * are kept). */
-int placement_index_track_load(struct placement_index *idx, const struct cluster *c,
-                               const struct placement_config *cfg);
+                          placement_node_order_fn node_order, const struct placement_config *load);
 
 /* The load ranking of c's attached index when it is current and was taken
  * with cfg's thresholds; NULL when loadaware must scan. */
-const struct placement_load *placement_index_load(const struct cluster *c,
-                                                  const struct placement_config *cfg);
+struct placement_load *placement_index_load(const struct cluster *c,
+                                            const struct placement_config *cfg);
 
 /* Re-reads one node (state and free GPUs) after it changed. A node that
  * the index does not cover (added after the build) is ignored. */
@@ -98,6 +94,10 @@ void placement_index_refresh(struct placement_index *idx, const struct cluster *
  * when the strategy must scan. */
 const struct placement_index *placement_index_for(const struct cluster *c,
                                                   placement_node_order_fn node_order);
+
+/* c's attached index when it is current, whatever its node order; NULL
+ * when none is. */
+const struct placement_index *placement_index_current(const struct cluster *c);
 
 /* The first rank >= from whose node has exactly (exact) or at least f free
  * GPUs, or -1. */

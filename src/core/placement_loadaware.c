@@ -50,15 +50,16 @@ static void consider(const struct placement_config *cfg, struct node *node, cons
     memcpy(choice->gpu_index, mine.gpu_index, sizeof(int) * (size_t)mine.ngpus);
 }
 
-static enum placement_result loadaware_choose(const struct placement_config *cfg,
-                                              struct cluster *c, const struct job *job,
-                                              struct placement_choice *choice, char *why)
+static enum placement_result loadaware_choose(const struct placement_config *cfg, struct cluster *c,
+                                              const struct job *job,
+                                              struct placement_choice *choice,
+                                              const struct wait_why *why)
 {
     if (gpu_job_wants_slice(job))
         return placement_slice_choose(cfg, c, job, choice, why);
     struct best best = {NULL, 0, 0};
     const struct placement_index *idx = placement_index_for(c, NULL);
-    const struct placement_load *loads = placement_index_load(c, cfg);
+    struct placement_load *loads = placement_index_load(c, cfg);
     if (loads && !job->gpu_model[0] && job->gpu_memory_mib == 0) {
         /* The load index keeps every node's rank for this job's GPU count:
          * its best node that the job's host needs allow is the answer. */
@@ -82,9 +83,12 @@ static enum placement_result loadaware_choose(const struct placement_config *cfg
         }
     } else if (idx) {
         /* Ranks are cluster positions here, so the order of visits is the same. */
+        /* No node with enough free GPUs (a deep queue): no walk of the bitmap. */
         int want = job->gpus > 0 ? job->gpus : 0;
-        for (long r = placement_index_next(idx, want, false, 0); r >= 0;
-             r = placement_index_next(idx, want, false, (size_t)r + 1))
+        long r = -1;
+        if (placement_index_nodes_with_free(c, want) > 0)
+            r = placement_index_next(idx, want, false, 0);
+        for (; r >= 0; r = placement_index_next(idx, want, false, (size_t)r + 1))
             consider(cfg, &c->nodes[idx->order[r]], job, &best, choice);
     } else {
         for (size_t i = 0; i < c->nnodes; i++)

@@ -29,7 +29,8 @@ static size_t first_rank_after(const struct placement_index *idx, const struct c
 
 static enum placement_result roundrobin_choose(const struct placement_config *cfg,
                                                struct cluster *c, const struct job *job,
-                                               struct placement_choice *choice, char *why)
+                                               struct placement_choice *choice,
+                                               const struct wait_why *why)
 {
     if (gpu_job_wants_slice(job))
         return placement_slice_choose(cfg, c, job, choice, why);
@@ -38,7 +39,8 @@ static enum placement_result roundrobin_choose(const struct placement_config *cf
     const struct placement_index *idx = placement_index_for(c, placement_order_by_id);
     if (idx) {
         size_t start = first_rank_after(idx, c, cursor);
-        for (int lap = 0; lap < 2; lap++) {
+        /* No node with enough free GPUs (a deep queue): no walk of the bitmap. */
+        for (int lap = placement_index_nodes_with_free(c, want) ? 0 : 2; lap < 2; lap++) {
             size_t from = lap ? 0 : start, until = lap ? start : idx->nnodes;
             for (long r = placement_index_next(idx, want, false, from);
                  r >= 0 && (size_t)r < until; r = placement_index_next(idx, want, false, (size_t)r + 1))

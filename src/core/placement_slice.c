@@ -45,7 +45,7 @@ static bool instance_matches(const struct node *node, const struct gpu *g, const
 
 static enum placement_result mig_choose(const struct placement_config *cfg, struct cluster *c,
                                         const struct job *job, struct placement_choice *choice,
-                                        char *why)
+                                        const struct wait_why *why)
 {
     bool ever = false;
     for (size_t i = 0; i < c->nnodes; i++) {
@@ -72,17 +72,19 @@ static enum placement_result mig_choose(const struct placement_config *cfg, stru
     if (!ever) {
         char host[48];
         placement_host_words(job, host, sizeof host);
-        snprintf(why, TIDE_REASON_MAX, "no ready node has a MIG %.24s instance%s%.50s%.38s",
-                 job->mig, job->gpu_model[0] ? " matching " : "", job->gpu_model, host);
+        snprintf(wait_why_text(why), TIDE_REASON_MAX,
+                 "no ready node has a MIG %.24s instance%s%.50s%.38s", job->mig,
+                 job->gpu_model[0] ? " matching " : "", job->gpu_model, host);
         return PLACEMENT_NEVER;
     }
-    snprintf(why, TIDE_REASON_MAX, "waiting for a free MIG %.24s instance", job->mig);
+    snprintf(wait_why_text(why), TIDE_REASON_MAX, "waiting for a free MIG %.24s instance",
+             job->mig);
     return PLACEMENT_NOT_NOW;
 }
 
 static enum placement_result share_choose(const struct placement_config *cfg, struct cluster *c,
                                           const struct job *job, struct placement_choice *choice,
-                                          char *why)
+                                          const struct wait_why *why)
 {
     bool ever = false, found = false;
     bool best_shared = false;
@@ -126,19 +128,21 @@ static enum placement_result share_choose(const struct placement_config *cfg, st
     if (!ever) {
         char host[48];
         placement_host_words(job, host, sizeof host);
-        snprintf(why, TIDE_REASON_MAX, "no ready node has a GPU%s%.50s of enough memory (%lld MiB)%.38s",
+        snprintf(wait_why_text(why), TIDE_REASON_MAX,
+                 "no ready node has a GPU%s%.50s of enough memory (%lld MiB)%.38s",
                  job->gpu_model[0] ? " matching " : "", job->gpu_model,
                  (long long)job->gpu_memory_mib, host);
         return PLACEMENT_NEVER;
     }
-    snprintf(why, TIDE_REASON_MAX, "waiting for a GPU with %lld MiB not yet shared out (most left now: %lld MiB)",
+    snprintf(wait_why_text(why), TIDE_REASON_MAX,
+             "waiting for a GPU with %lld MiB not yet shared out (most left now: %lld MiB)",
              (long long)job->gpu_memory_mib, (long long)most_left);
     return PLACEMENT_NOT_NOW;
 }
 
-enum placement_result placement_slice_choose(const struct placement_config *cfg,
-                                             struct cluster *c, const struct job *job,
-                                             struct placement_choice *choice, char *why)
+enum placement_result placement_slice_choose(const struct placement_config *cfg, struct cluster *c,
+                                             const struct job *job, struct placement_choice *choice,
+                                             const struct wait_why *why)
 {
     return job->mig[0] ? mig_choose(cfg, c, job, choice, why)
                        : share_choose(cfg, c, job, choice, why);

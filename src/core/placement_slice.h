@@ -17,8 +17,8 @@
  * shared one is its shares', accounted by promise, not telemetry).
  * PLACEMENT_NEVER when no ready node has a GPU (or instance) that could
  * ever take it, with the reason in why. */
-enum placement_result placement_slice_choose(const struct placement_config *cfg,
-                                             struct cluster *c, const struct job *job,
-                                             struct placement_choice *choice, char *why);
+enum placement_result placement_slice_choose(const struct placement_config *cfg, struct cluster *c,
+                                             const struct job *job, struct placement_choice *choice,
+                                             const struct wait_why *why);
 
 #endif

@@ -11,7 +11,7 @@
 
 static enum placement_result spread_choose(const struct placement_config *cfg, struct cluster *c,
                                            const struct job *job, struct placement_choice *choice,
-                                           char *why)
+                                           const struct wait_why *why)
 {
     if (gpu_job_wants_slice(job))
         return placement_slice_choose(cfg, c, job, choice, why);

@@ -381,10 +381,9 @@ static void attach_index(struct scheduler *s, struct cluster *c)
     c->index = NULL;
     if (!s->index && !(s->index = calloc(1, sizeof *s->index)))
         return;
-    if (placement_index_build(s->index, c, s->cfg.placement->node_order) == 0)
+    if (placement_index_build(s->index, c, s->cfg.placement->node_order,
+                              loads ? &s->cfg.placement_cfg : NULL) == 0)
         c->index = s->index;
-    if (c->index && loads) /* without memory for it loadaware scans: slower, the same */
-        (void)placement_index_track_load(s->index, c, &s->cfg.placement_cfg);
 }
 
 /* Detaches the index at the end of a pass unless it is to be kept; its
@@ -514,9 +513,10 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
             backfill_hold(c, &reservation, false);
         hold_deferred = false;
         /* Placement words its own reasons, straight into the job's. */
-        char *why = explain ? wait_reason_text(job) : NULL;
+        struct wait_why job_why = wait_why_of(job);
+        const struct wait_why *why = explain ? &job_why : NULL;
         if (why)
-            why[0] = '\0';
+            wait_why_text(why)[0] = '\0';
         struct placement_choice choice;
         enum placement_result r =
             s->cfg.placement->choose(&s->cfg.placement_cfg, c, job, &choice, why);

@@ -11,6 +11,7 @@
 
 #include "core/action.h"
 #include "core/cluster.h"
+#include "core/placement.h"
 
 #define FX_H200_MIB 144384
 #define FX_NODE_CPUS 64
@@ -119,6 +120,23 @@ static inline struct job *fx_add_running(struct cluster *c, struct job j, int64_
     job->start_ms = start_ms;
     job->effective_priority = job->priority;
     return job;
+}
+
+/* ops->choose for job, with its reason (a cause) worded into why
+ * (TIDE_REASON_MAX bytes; "" when none is given), as a reader of the job
+ * would see it. */
+static inline enum placement_result fx_choose(const struct placement_ops *ops,
+                                              const struct placement_config *cfg, struct cluster *c,
+                                              const struct job *job,
+                                              struct placement_choice *choice, char *why)
+{
+    struct wait_cause cause = {0};
+    char text[TIDE_REASON_MAX] = "";
+    struct wait_why w = {&cause, text};
+    enum placement_result r = ops->choose(cfg, c, job, choice, why ? &w : NULL);
+    if (why)
+        wait_cause_format(&cause, text, job, why, TIDE_REASON_MAX);
+    return r;
 }
 
 #endif

@@ -31,7 +31,7 @@ static int place(struct cluster *c, struct job *job)
     placement_config_defaults(&cfg);
     struct placement_choice choice;
     char why[TIDE_REASON_MAX] = "";
-    if (placement_binpack.choose(&cfg, c, job, &choice, why) != PLACEMENT_FOUND)
+    if (fx_choose(&placement_binpack, &cfg, c, job, &choice, why) != PLACEMENT_FOUND)
         return -1;
     cluster_assign(c, job, choice.node, choice.gpu_index, choice.ngpus);
     return choice.gpu_index[0];
@@ -75,7 +75,8 @@ static void test_shared_gpu_is_not_free_for_an_exclusive_job(void **state)
     placement_config_defaults(&cfg);
     struct placement_choice choice;
     char why[TIDE_REASON_MAX] = "";
-    assert_int_equal(placement_binpack.choose(&cfg, &c, &whole, &choice, why), PLACEMENT_NOT_NOW);
+    assert_int_equal(fx_choose(&placement_binpack, &cfg, &c, &whole, &choice, why),
+                     PLACEMENT_NOT_NOW);
     assert_int_equal(cluster_gpus_allocated(&c), 1);
     cluster_release(&c);
 }
@@ -149,7 +150,7 @@ static void test_share_larger_than_every_gpu_is_never(void **state)
     placement_config_defaults(&cfg);
     struct placement_choice choice;
     char why[TIDE_REASON_MAX] = "";
-    assert_int_equal(placement_spread.choose(&cfg, &c, &big, &choice, why), PLACEMENT_NEVER);
+    assert_int_equal(fx_choose(&placement_spread, &cfg, &c, &big, &choice, why), PLACEMENT_NEVER);
     assert_non_null(strstr(why, "enough memory"));
     cluster_release(&c);
 }

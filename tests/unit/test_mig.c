@@ -43,7 +43,7 @@ static enum placement_result choose(struct cluster *c, const struct job *job,
 {
     struct placement_config cfg;
     placement_config_defaults(&cfg);
-    return placement_binpack.choose(&cfg, c, job, choice, why);
+    return fx_choose(&placement_binpack, &cfg, c, job, choice, why);
 }
 
 static void test_mig_jobs_take_distinct_matching_instances_and_a_third_waits(void **state)

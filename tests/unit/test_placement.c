@@ -50,7 +50,7 @@ static void hold_gpus(struct node *n, int held)
 
 static enum placement_result place(const struct job *job)
 {
-    return placement_loadaware.choose(&cfg, &c, job, &choice, why);
+    return fx_choose(&placement_loadaware, &cfg, &c, job, &choice, why);
 }
 
 static void assert_why_contains(const char *part)
@@ -417,7 +417,7 @@ static struct node *memo_cluster(void)
     struct node *big = add_node(fx_h200_node(3, 8));
     hold_gpus(big, 8);
     placement_index_init(&memo_idx);
-    assert_int_equal(placement_index_build(&memo_idx, &c, NULL), 0);
+    assert_int_equal(placement_index_build(&memo_idx, &c, NULL, NULL), 0);
     c.index = &memo_idx;
     placement_index_memo_start(&memo_idx);
     return big;
@@ -505,6 +505,41 @@ static void test_memo_words_a_shape_again_only_once_a_node_changed(void **state)
     memo_done();
 }
 
+/* Once a node changed, a shape seen before is worded from the index's
+ * buckets, and names the first node in cluster order with the most free
+ * GPUs as a scan does, whatever order the buckets rank nodes in: here
+ * binpack ranks the 8-GPU node (its free GPUs over the thresholds) before
+ * the 4-GPU node (free GPUs fine, no CPU left) that comes first. */
+static void test_memo_words_a_changed_cluster_from_the_buckets_as_a_scan_would(void **state)
+{
+    (void)state;
+    struct node *a = add_node(fx_h200_node(1, 4));
+    hold_gpus(a, 2);
+    a->cpus_allocated = FX_NODE_CPUS;
+    struct node *b = add_node(fx_h200_node(2, 8));
+    hold_gpus(b, 6);
+    b->gpus[6].utilization_pct = b->gpus[7].utilization_pct = 95;
+    struct job job = fx_job(1, 2);
+    job.cpus = 1;
+    const char *want = "waiting for free CPUs or memory on a node with 2 free GPUs";
+    assert_int_equal(fx_choose(&placement_binpack, &cfg, &c, &job, &choice, why),
+                     PLACEMENT_NOT_NOW);
+    assert_string_equal(why, want); /* the scan's words */
+    placement_index_init(&memo_idx);
+    assert_int_equal(placement_index_build(&memo_idx, &c, placement_order_busiest_first, NULL), 0);
+    c.index = &memo_idx;
+    placement_index_memo_start(&memo_idx);
+    assert_int_equal(fx_choose(&placement_binpack, &cfg, &c, &job, &choice, why),
+                     PLACEMENT_NOT_NOW);
+    assert_string_equal(why, want);
+    placement_index_refresh(&memo_idx, &c, b); /* a change: the remembered words are stale */
+    assert_int_equal(placement_index_memo_find(&c, &job), 1);
+    assert_int_equal(fx_choose(&placement_binpack, &cfg, &c, &job, &choice, why),
+                     PLACEMENT_NOT_NOW);
+    assert_string_equal(why, want);
+    memo_done();
+}
+
 static void test_memo_is_emptied_when_a_node_stops_being_ready(void **state)
 {
     (void)state;
@@ -559,6 +594,7 @@ int main(void)
         T(test_memo_tells_apart_shapes_that_differ_in_any_constraint),
         T(test_memo_answer_never_still_gives_the_reason),
         T(test_memo_words_a_shape_again_only_once_a_node_changed),
+        T(test_memo_words_a_changed_cluster_from_the_buckets_as_a_scan_would),
         T(test_memo_is_emptied_when_a_node_stops_being_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

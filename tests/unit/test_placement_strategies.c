@@ -64,7 +64,7 @@ static void hold(int64_t id, int held)
 static enum placement_result place_with(const struct placement_ops *ops, int gpus)
 {
     struct job job = fx_job(1, gpus);
-    return ops->choose(&cfg, &c, &job, &choice, why);
+    return fx_choose(ops, &cfg, &c, &job, &choice, why);
 }
 
 /* Runs one scheduler pass with strategy ops over the jobs in the cluster. */
@@ -285,7 +285,8 @@ static struct node *loadaware_by_hand(const struct job *job)
 /* The load index (placement_load.h) on random clusters: nodes of 1-8 GPUs,
  * some not ready, GPUs held, busy, over the thresholds, CPUs allocated;
  * jobs of 0-9 GPUs, some asking for many CPUs. Its choice is the
- * brute-force rule's, and stays so as the cluster changes under it. */
+ * brute-force rule's, and stays so as the cluster changes under it (jobs
+ * start and end, telemetry moves, trees are built when first asked). */
 static void test_loadaware_with_the_load_index_chooses_what_a_brute_force_scan_does(void **state)
 {
     (void)state;
@@ -314,8 +315,7 @@ static void test_loadaware_with_the_load_index_chooses_what_a_brute_force_scan_d
                 n->gpus[g].memory_used_mib = r % 5 == 0 ? (int64_t)(NEXT() % FX_H200_MIB) : 0;
             }
         }
-        assert_int_equal(placement_index_build(&idx, &c, NULL), 0);
-        assert_int_equal(placement_index_track_load(&idx, &c, &cfg), 0);
+        assert_int_equal(placement_index_build(&idx, &c, NULL, &cfg), 0);
         c.index = &idx;
         assert_non_null(placement_index_load(&c, &cfg));
         for (int step = 0; step < 20; step++) {
@@ -333,6 +333,19 @@ static void test_loadaware_with_the_load_index_chooses_what_a_brute_force_scan_d
             assert_non_null(added);
             cluster_assign(&c, added, choice.node, choice.gpu_index, choice.ngpus);
             added->state = JOB_RUNNING;
+            /* Now and then a job ends or a node's telemetry changes: a
+             * node that gets better must win again in every tree. */
+            if (NEXT() % 3 == 0) {
+                struct job *done = &c.jobs[NEXT() % c.njobs];
+                if (done->ngpus_assigned > 0)
+                    cluster_unassign(&c, done);
+            }
+            if (NEXT() % 3 == 0) {
+                struct node changed = c.nodes[NEXT() % c.nnodes];
+                for (int g = 0; g < changed.ngpus; g++)
+                    changed.gpus[g].utilization_pct = (int)(NEXT() % 100);
+                assert_non_null(cluster_put_node(&c, &changed));
+            }
         }
     }
 #undef NEXT
@@ -365,7 +378,7 @@ static void test_loadaware_with_the_index_chooses_what_a_scan_does(void **state)
             c.index = NULL;
             enum placement_result scanned = place_with(&placement_loadaware, gpus);
             struct placement_choice by_scan = choice;
-            assert_int_equal(placement_index_build(&idx, &c, NULL), 0);
+            assert_int_equal(placement_index_build(&idx, &c, NULL, NULL), 0);
             c.index = &idx;
             assert_int_equal(place_with(&placement_loadaware, gpus), scanned);
             if (scanned == PLACEMENT_FOUND) {
@@ -390,7 +403,7 @@ static void test_every_strategy_keeps_not_now_and_never_apart(void **state)
         assert_non_null(strstr(why, "no ready node has 9 GPUs"));
         struct job job = fx_job(1, 1);
         job.cpus = FX_NODE_CPUS + 1;
-        assert_int_equal(all[k]->choose(&cfg, &c, &job, &choice, why), PLACEMENT_NEVER);
+        assert_int_equal(fx_choose(all[k], &cfg, &c, &job, &choice, why), PLACEMENT_NEVER);
     }
 }
 
@@ -421,10 +434,10 @@ static void assert_same_choice(const struct placement_ops *ops, struct placement
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     c.index = NULL;
-    enum placement_result ra = ops->choose(&cfg, &c, job, &a, why_a);
+    enum placement_result ra = fx_choose(ops, &cfg, &c, job, &a, why_a);
     c.index = idx;
     assert_non_null(placement_index_for(&c, ops->node_order));
-    enum placement_result rb = ops->choose(&cfg, &c, job, &b, why_b);
+    enum placement_result rb = fx_choose(ops, &cfg, &c, job, &b, why_b);
     assert_int_equal(ra, rb);
     if (ra == PLACEMENT_FOUND) {
         assert_ptr_equal(a.node, b.node);
@@ -460,9 +473,10 @@ static void assert_index_matches_a_scan(const struct placement_index *idx)
     }
 }
 
-static void test_index_agrees_with_a_scan_on_random_clusters(void **state)
+/* With memo on, as in a pass, placement_explain also answers from its
+ * shape memo and the buckets (most_free_by_index). */
+static void index_agrees_with_a_scan_on_random_clusters(bool memo)
 {
-    (void)state;
     uint32_t seed = 20240611;
     for (int round = 0; round < 40; round++) {
         cluster_release(&c);
@@ -485,7 +499,9 @@ static void test_index_agrees_with_a_scan_on_random_clusters(void **state)
         for (size_t k = 0; k < NALL; k++) {
             struct placement_index idx;
             placement_index_init(&idx);
-            assert_int_equal(placement_index_build(&idx, &c, all[k]->node_order), 0);
+            assert_int_equal(placement_index_build(&idx, &c, all[k]->node_order, NULL), 0);
+            if (memo)
+                placement_index_memo_start(&idx);
             c.index = &idx;
             assert_index_matches_a_scan(&idx);
             for (int step = 0; step < 30; step++) {
@@ -498,7 +514,7 @@ static void test_index_agrees_with_a_scan_on_random_clusters(void **state)
                 uint32_t what = lcg(&seed) % 10;
                 if (what < 6 && nrunning < 64) {
                     /* Assign through the cluster, as a pass does. */
-                    if (all[k]->choose(&cfg, &c, &job, &choice, why) == PLACEMENT_FOUND) {
+                    if (fx_choose(all[k], &cfg, &c, &job, &choice, why) == PLACEMENT_FOUND) {
                         struct job *stored = cluster_add_job(&c, &job);
                         assert_non_null(stored);
                         cluster_assign(&c, stored, choice.node, choice.gpu_index, choice.ngpus);
@@ -529,13 +545,25 @@ static void test_index_agrees_with_a_scan_on_random_clusters(void **state)
     }
 }
 
+static void test_index_agrees_with_a_scan_on_random_clusters(void **state)
+{
+    (void)state;
+    index_agrees_with_a_scan_on_random_clusters(false);
+}
+
+static void test_index_and_its_memo_word_waits_as_a_scan_does_on_random_clusters(void **state)
+{
+    (void)state;
+    index_agrees_with_a_scan_on_random_clusters(true);
+}
+
 static void test_index_is_not_used_once_a_node_was_added(void **state)
 {
     (void)state;
     add_node(fx_h200_node(1, 8));
     struct placement_index idx;
     placement_index_init(&idx);
-    assert_int_equal(placement_index_build(&idx, &c, placement_order_busiest_first), 0);
+    assert_int_equal(placement_index_build(&idx, &c, placement_order_busiest_first, NULL), 0);
     c.index = &idx;
     assert_non_null(placement_index_for(&c, placement_order_busiest_first));
     assert_null(placement_index_for(&c, placement_order_by_id));
@@ -618,6 +646,7 @@ int main(void)
         T(test_every_strategy_keeps_not_now_and_never_apart),
         T(test_every_strategy_leaves_the_cluster_unchanged),
         T(test_index_agrees_with_a_scan_on_random_clusters),
+        T(test_index_and_its_memo_word_waits_as_a_scan_does_on_random_clusters),
         T(test_index_is_not_used_once_a_node_was_added),
         T(test_fragmented_gpus_are_free_gpus_too_few_for_the_smallest_job),
         T(test_smallest_waiting_job_ignores_cpu_only_and_running_jobs),

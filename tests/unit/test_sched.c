@@ -232,6 +232,51 @@ static void test_jobs_behind_a_failure_get_their_own_shapes_reason_in_any_order(
                             "waiting for 3 free GPUs on one node");
 }
 
+/* Placement's own reasons are kept as causes by the pass (a deep queue is
+ * explained every pass and read rarely) and read as the same sentences it
+ * used to write. Jobs of distinct shapes, so none is passed over behind
+ * another's failure. */
+static void test_placements_reasons_are_causes_that_read_as_their_sentences(void **state)
+{
+    (void)state;
+    struct node busy = fx_h200_node(1, 2); /* both GPUs free but over 90 %; 1 CPU */
+    busy.gpus[0].utilization_pct = busy.gpus[1].utilization_pct = 95;
+    busy.cpus = 1;
+    add_node(busy);
+    struct node held = fx_h200_node(2, 4); /* 3 of 4 GPUs held, no CPU left */
+    held.gpus[0].job_id = held.gpus[1].job_id = held.gpus[2].job_id = 999;
+    held.cpus_allocated = FX_NODE_CPUS;
+    add_node(held);
+    struct job huge = fx_job(4, 16); /* no node has 16 */
+    huge.priority = 3;
+    add_job(huge);
+    struct job four = fx_job(3, 4); /* only node 2 has 4, 1 of them free */
+    four.priority = 2;
+    add_job(four);
+    struct job two = fx_job(1, 2); /* only node 1 has 2 free: over the thresholds */
+    two.priority = 1;
+    add_job(two);
+    struct job host = fx_job(2, 1); /* only node 2 has 2 CPUs, and none free */
+    host.cpus = 2;
+    add_job(host);
+    assert_int_equal(pass(), 0);
+    static const struct {
+        int64_t id;
+        enum wait_kind kind;
+        const char *words;
+    } want[] = {
+        {1, WAIT_OVER_LOAD, "free GPUs are over the load thresholds (memory 80%, utilisation 90%)"},
+        {2, WAIT_HOST_SHARE, "waiting for free CPUs or memory on a node with 1 free GPUs"},
+        {3, WAIT_GPUS_FREE, "waiting for 4 free GPUs on one node (most free now: 1)"},
+        {4, WAIT_NO_NODE, "no ready node has 16 GPUs"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const struct job *job = cluster_find_job(&c, want[i].id);
+        assert_int_equal(job->wait_cause.kind, want[i].kind);
+        assert_string_equal(fx_reason(job), want[i].words);
+    }
+}
+
 static void test_wait_reason_is_cleared_once_placed(void **state)
 {
     (void)state;
@@ -817,6 +862,7 @@ int main(void)
         T(test_job_that_fits_nowhere_waits_with_a_reason),
         T(test_reason_of_a_job_behind_one_of_its_shape_names_only_what_it_asked),
         T(test_jobs_behind_a_failure_get_their_own_shapes_reason_in_any_order),
+        T(test_placements_reasons_are_causes_that_read_as_their_sentences),
         T(test_wait_reason_is_cleared_once_placed),
         T(test_big_job_that_does_not_fit_does_not_block_a_smaller_later_one),
         T(test_a_blocked_head_job_stops_the_pass_under_strict_fifo),
