@@ -727,9 +727,7 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int *live, int64_t 
      * cluster's placement index when one is attached and current (the
      * simulator keeps one between passes): the same count, without a
      * walk of every GPU. */
-    const struct placement_index *idx = c->index;
-    if (idx && (idx->nodes != c->nodes || idx->nnodes != c->nnodes))
-        idx = NULL;
+    const struct placement_index *idx = placement_index_current(c);
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *n = &c->nodes[i];
         int p = node_pool(a, n);

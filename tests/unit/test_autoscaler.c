@@ -1093,7 +1093,7 @@ static void test_free_gpus_from_an_attached_index_give_the_same_decisions(void *
         for (int j = 0; j < 4; j++)
             add_jobs(&f[k], 1, gpus[j], j * S);
     }
-    assert_int_equal(placement_index_build(&idx, &f[1].c, NULL), 0);
+    assert_int_equal(placement_index_build(&idx, &f[1].c, NULL, NULL), 0);
     f[1].c.index = &idx;
     for (int round = 0; round < 2; round++) {
         decide(&f[0], 60 * S + round);
