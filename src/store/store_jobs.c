@@ -612,90 +612,84 @@ int store_job_last_placement(struct store *s, int64_t id, int64_t *node_id, int 
     return rc;
 }
 
+/* Job id's row through kept statement slot (sql takes the id as its one
+ * parameter): 0 with *st on the row, to read and then end with db_reset
+ * (the statement is kept until store_close); else the error, TIDE_ENOENT
+ * when there is no such job, and *st NULL. */
+static int job_row(struct store *s, enum store_stmt_slot slot, const char *sql, int64_t id,
+                   const char *what, struct db_stmt **st, struct tide_err *err)
+{
+    *st = store_cached(s, slot, sql, err);
+    if (!*st)
+        return TIDE_EIO;
+    db_bind_int64(*st, 1, id);
+    int r = db_step(*st, what, err);
+    if (r == DB_ROW)
+        return 0;
+    db_reset(*st);
+    *st = NULL;
+    if (r == DB_DONE)
+        return tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
+    return r;
+}
+
 int store_job_queue(struct store *s, int64_t id, char queue[TIDE_NAME_MAX], struct tide_err *err)
 {
-    struct db_stmt *st =
-        store_cached(s, STORE_STMT_JOB_QUEUE, "SELECT queue FROM jobs WHERE id=?", err);
-    if (!st)
-        return TIDE_EIO;
-    db_bind_int64(st, 1, id);
-    int r = db_step(st, "read job queue", err), rc = 0;
-    if (r == DB_ROW)
+    struct db_stmt *st;
+    int rc = job_row(s, STORE_STMT_JOB_QUEUE, "SELECT queue FROM jobs WHERE id=?", id,
+                     "read job queue", &st, err);
+    if (rc == 0) {
         snprintf(queue, TIDE_NAME_MAX, "%s", db_column_text(st, 0));
-    else if (r == DB_DONE)
-        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
-    else
-        rc = r;
-    db_reset(st); /* ends its read; kept until store_close */
+        db_reset(st);
+    }
     return rc;
 }
 
 int store_job_spec(struct store *s, int64_t id, json_t **out, struct tide_err *err)
 {
     *out = NULL;
-    struct db_stmt *st =
-        store_cached(s, STORE_STMT_JOB_SPEC, "SELECT spec FROM jobs WHERE id=?", err);
-    if (!st)
-        return TIDE_EIO;
-    db_bind_int64(st, 1, id);
-    int r = db_step(st, "read job spec", err), rc = 0;
-    if (r == DB_ROW) {
+    struct db_stmt *st;
+    int rc = job_row(s, STORE_STMT_JOB_SPEC, "SELECT spec FROM jobs WHERE id=?", id,
+                     "read job spec", &st, err);
+    if (rc == 0) {
         *out = column_json(st, 0);
         if (!*out)
             rc = tide_err_set(err, TIDE_EIO, NULL, "job %lld has an unreadable spec",
                               (long long)id);
-    } else if (r == DB_DONE) {
-        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
-    } else {
-        rc = r;
+        db_reset(st);
     }
-    db_reset(st); /* ends its read; kept until store_close */
     return rc;
 }
 
 int store_job_ran(struct store *s, int64_t id, char project[TIDE_NAME_MAX],
                   char queue[TIDE_NAME_MAX], int64_t *start_ms, struct tide_err *err)
 {
-    struct db_stmt *st = store_cached(
-        s, STORE_STMT_JOB_RAN, "SELECT project, queue, start_ms FROM jobs WHERE id=?", err);
-    if (!st)
-        return TIDE_EIO;
-    db_bind_int64(st, 1, id);
-    int r = db_step(st, "read job run", err), rc = 0;
-    if (r == DB_ROW) {
+    struct db_stmt *st;
+    int rc = job_row(s, STORE_STMT_JOB_RAN, "SELECT project, queue, start_ms FROM jobs WHERE id=?",
+                     id, "read job run", &st, err);
+    if (rc == 0) {
         snprintf(project, TIDE_NAME_MAX, "%s", db_column_text(st, 0));
         snprintf(queue, TIDE_NAME_MAX, "%s", db_column_text(st, 1));
         *start_ms = db_column_int64(st, 2); /* NULL reads 0 */
-    } else if (r == DB_DONE) {
-        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
-    } else {
-        rc = r;
+        db_reset(st);
     }
-    db_reset(st); /* ends its read; kept until store_close */
     return rc;
 }
 
 int store_job_get(struct store *s, int64_t id, json_t **out, struct tide_err *err)
 {
     *out = NULL;
-    struct db_stmt *st = store_cached(
+    struct db_stmt *st;
+    int rc = job_row(
         s, STORE_STMT_JOB_GET,
-        "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id WHERE j.id=?",
-        err);
-    if (!st)
-        return TIDE_EIO;
-    db_bind_int64(st, 1, id);
-    int r = db_step(st, "read job", err), rc = 0;
-    if (r == DB_ROW) {
+        "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id WHERE j.id=?", id,
+        "read job", &st, err);
+    if (rc == 0) {
         *out = job_row_to_json(st);
         if (!*out)
             rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    } else if (r == DB_DONE) {
-        rc = tide_err_set(err, TIDE_ENOENT, NULL, "job %lld not found", (long long)id);
-    } else {
-        rc = r;
+        db_reset(st);
     }
-    db_reset(st); /* ends its read; kept until store_close */
     return rc;
 }
 
