@@ -283,12 +283,11 @@ static void check_work(struct server *srv, struct submit_work *list, const struc
 
 /* The row just inserted for job as GET /v1/jobs/{id} reads it back
  * (store_job_get's columns, in its order), written straight as the
- * answer's text: no second trip to the store, and no jansson values built
- * and then dumped (json_write.h). */
-static void inserted_job_text(struct json_buf *b, const struct job *job, json_t *spec,
-                              const char *owner, int64_t now)
+ * answer's text from the name and spec text the row was given: no second
+ * trip to the store, and no spec built or dumped again. */
+static void inserted_job_text(struct json_buf *b, const struct job *job, const char *name,
+                              const char *spec_text, const char *owner, int64_t now)
 {
-    const char *name = json_string_value(json_object_get(spec, "name"));
     json_buf_text(b, "{\"id\":");
     json_buf_integer(b, job->id);
     json_buf_text(b, ",\"name\":");
@@ -303,7 +302,10 @@ static void inserted_job_text(struct json_buf *b, const struct job *job, json_t 
     json_buf_text(b, ",\"priority\":");
     json_buf_integer(b, job->priority);
     json_buf_text(b, ",\"state\":\"pending\",\"reason\":\"submitted\",\"attempt\":0,\"spec\":");
-    json_buf_value(b, spec);
+    if (spec_text)
+        json_buf_text(b, spec_text);
+    else
+        b->failed = true;
     json_buf_text(b, ",\"node\":null,\"gpus\":[],\"exit_code\":null,\"signal\":null,"
                      "\"submit_time\":");
     json_buf_real(b, (double)now / 1000.0);
@@ -319,31 +321,25 @@ static bool is_replay(const struct submit_work *w)
 }
 
 /* After w's rows are in (ids filled): unless ids_only, w->rows with the
- * answer's text, the job as stored or {"jobs": [...]} for an array; and
- * w's idempotency key, in the open transaction. */
-static int record_work(struct server *srv, struct submit_work *w, int64_t now,
-                       struct tide_err *err)
+ * answer's text, the job as stored or {"jobs": [...]} for an array, from
+ * its rows (names) and the spec texts they were inserted with; and w's
+ * idempotency key, in the open transaction. */
+static int record_work(struct server *srv, struct submit_work *w, const struct store_new_job *rows,
+                       char *const *texts, int64_t now, struct tide_err *err)
 {
     int rc = 0;
     const char *owner = w->req->token.name;
-    bool rows = !w->ids_only;
-    if (rows)
+    if (!w->ids_only) {
         json_buf_text(&w->rows, w->nids > 1 ? "{\"jobs\":[" : "");
-    for (int i = 0; !rc && rows && i < w->nids; i++) {
-        json_t *member = w->nids > 1 ? array_member_spec(w->spec, i) : json_incref(w->spec);
-        struct job copy = w->job;
-        copy.id = w->ids[i];
-        if (!member) {
-            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-        } else {
+        for (int i = 0; i < w->nids; i++) {
+            struct job copy = w->job;
+            copy.id = w->ids[i];
             json_buf_text(&w->rows, i ? "," : "");
-            inserted_job_text(&w->rows, &copy, member, owner, now);
+            inserted_job_text(&w->rows, &copy, rows[i].name, texts[i], owner, now);
         }
-        json_decref(member);
-    }
-    if (rows)
         json_buf_text(&w->rows, w->nids > 1 ? "]}\n" : "\n");
-    if (!rc && w->rows.failed)
+    }
+    if (w->rows.failed)
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     if (!rc && w->idempotency_key)
         rc = store_idempotency_put(srv->store, owner, w->idempotency_key, w->request_hash,
@@ -388,8 +384,12 @@ static int insert_all(struct server *srv, struct submit_work *list, size_t n, in
         for (int i = 0; i < w->nids; i++, k++) {
             rows[k].job = &w->job;
             rows[k].owner = w->req->token.name;
-            rows[k].spec = texts[k];
-            texts[k] = NULL;
+            /* the insert takes its spec; an answer written here keeps the text */
+            rows[k].spec = w->ids_only || !texts[k] ? texts[k] : strdup(texts[k]);
+            if (w->ids_only)
+                texts[k] = NULL;
+            else if (!rows[k].spec)
+                rc = -1;
             events[k].project = w->job.project; /* no lookup of the row just inserted */
             events[k].message = w->nids > 1 ? "submitted as part of an array" : "submitted";
         }
@@ -409,9 +409,12 @@ static int insert_all(struct server *srv, struct submit_work *list, size_t n, in
         if (w->rc || is_replay(w))
             continue;
         for (int i = 0; i < w->nids; i++)
-            w->ids[i] = rows[k++].id;
-        rc = record_work(srv, w, now, err);
+            w->ids[i] = rows[k + (size_t)i].id;
+        rc = record_work(srv, w, rows + k, texts + k, now, err);
+        k += (size_t)w->nids;
     }
+    for (size_t i = 0; texts && i < n; i++)
+        free(texts[i]);
     free(rows);
     free(events);
     free(texts);
