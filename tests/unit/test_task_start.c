@@ -289,6 +289,10 @@ static long status_uid(const char *proc)
     return uid;
 }
 
+/* Guards the outcome: the user switch happens in the child only. It would
+ * not catch glibc's set*id wrappers put back in the vfork child (their
+ * signal to the agent's other threads is lost rather than seen), which is
+ * why run_as.c makes the system calls itself. */
 static void test_a_task_run_as_another_user_leaves_every_agent_thread_root(void **state)
 {
     (void)state;
