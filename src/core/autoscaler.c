@@ -307,13 +307,18 @@ static bool node_could_take(const struct node *n, const struct job *job, int gpu
     return true;
 }
 
+/* Whether the spot rule lets job on pool's nodes. */
+static bool spot_allows(const struct pool *pool, const struct job *job)
+{
+    return pool->billing != BILLING_SPOT || job->preemptible || (job->rules && job->rules->allow_spot);
+}
+
 /* Whether pool's nodes may hold gpus GPUs of job (shape, spot, the
  * queue's pools). */
 static bool pool_may_hold(const struct pool *pool, const struct job *job, int gpus)
 {
-    bool spot_ok = pool->billing != BILLING_SPOT || job->preemptible ||
-                   (job->rules && job->rules->allow_spot);
-    return spot_ok && pool_fits_share(pool, job, gpus) && queue_allows_pool(job->rules, pool->name);
+    return spot_allows(pool, job) && pool_fits_share(pool, job, gpus) &&
+           queue_allows_pool(job->rules, pool->name);
 }
 
 /* The pool `count` new nodes for gpus GPUs each of job should come from:
@@ -585,11 +590,14 @@ static bool pool_could_hold(const struct pool *pool, const struct job *job)
     return false;
 }
 
-/* Whether two jobs fit the same pools (pool_could_hold reads no more). */
-static bool same_hold_shape(const struct job *a, const struct job *b)
+/* Whether job waits for pool: its nodes could hold it, and the spot rule
+ * and its queue let it on them (pending_jobs counts these: a job that
+ * may not run on a spot pool keeps none of its nodes busy). Reads no
+ * more than demand_same_shape compares. */
+static bool pool_awaited_by(const struct pool *pool, const struct job *job)
 {
-    return a->gpus == b->gpus && a->gpu_memory_mib == b->gpu_memory_mib &&
-           a->max_nodes == b->max_nodes && !strcmp(a->gpu_model, b->gpu_model);
+    return spot_allows(pool, job) && queue_allows_pool(job->rules, pool->name) &&
+           pool_could_hold(pool, job);
 }
 
 /* Job shapes that found no room and no pool in this call, since bins
@@ -652,7 +660,7 @@ static int scale_up_by_shape(struct autoscaler *a, struct cluster *c, struct sca
         if (!s->live)
             continue;
         for (int p = 0; p < a->npools; p++)
-            a->state[p].pending_jobs += pool_could_hold(&a->pools[p], &s->key) ? (int)s->live : 0;
+            a->state[p].pending_jobs += pool_awaited_by(&a->pools[p], &s->key) ? (int)s->live : 0;
         int at = m++;
         while (at > 0 && a->walk[at - 1].s->key.gpus < s->key.gpus) { /* most GPUs first */
             a->walk[at] = a->walk[at - 1];
@@ -799,10 +807,10 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int *live, int64_t 
     bool holds[TIDE_MAX_POOLS] = {false};
     for (size_t k = 0; k < njobs; k++) {
         const struct job *job = a->jobs[k];
-        if (!held_by || !same_hold_shape(held_by, job)) {
+        if (!held_by || !demand_same_shape(held_by, job)) {
             held_by = job;
             for (int p = 0; p < a->npools; p++)
-                holds[p] = pool_could_hold(&a->pools[p], job);
+                holds[p] = pool_awaited_by(&a->pools[p], job);
         }
         for (int p = 0; p < a->npools; p++)
             a->state[p].pending_jobs += holds[p];

@@ -1067,6 +1067,42 @@ static void test_a_spot_pool_scales_up_only_for_jobs_that_may_run_on_spot(void *
     fx_stop(&f);
 }
 
+/* pending_jobs counts the jobs that wait for a pool: a non-preemptible
+ * job does not wait for a spot pool, nor a job for a pool its queue may
+ * not use; the same with a demand index kept beside the cluster. */
+static void test_pending_jobs_counts_only_jobs_the_spot_rule_and_queue_let_on_the_pool(void **state)
+{
+    (void)state;
+    for (int indexed = 0; indexed < 2; indexed++) {
+        struct fx f = {.pools = {fx_pool("od", 8, 0, 0, 8000000), fx_pool("spot", 8, 0, 0, 2000000)},
+                       .npools = 2};
+        f.pools[1].billing = BILLING_SPOT; /* max_nodes 0 in both: nothing is created */
+        fx_start(&f);
+        struct demand d;
+        demand_init(&d);
+        if (indexed)
+            f.a.demand = &d;
+        struct queue_config spot_only;
+        memset(&spot_only, 0, sizeof spot_only);
+        spot_only.npools = 1;
+        snprintf(spot_only.pools[0], sizeof spot_only.pools[0], "spot");
+        struct job jobs[3] = {fx_job(1, 2), fx_job(2, 2), fx_job(3, 2)};
+        jobs[1].preemptible = true;
+        jobs[2].preemptible = true;
+        jobs[2].rules = &spot_only;
+        for (int i = 0; i < 3; i++) {
+            const struct job *in = cluster_add_job(&f.c, &jobs[i]);
+            assert_non_null(in);
+            assert_int_equal(demand_add(&d, in), 0);
+        }
+        decide(&f, 10 * S);
+        assert_int_equal(f.a.state[0].pending_jobs, 2); /* jobs 1 and 2 */
+        assert_int_equal(f.a.state[1].pending_jobs, 2); /* jobs 2 and 3 */
+        demand_release(&d);
+        fx_stop(&f);
+    }
+}
+
 /* A ready node's free GPUs are read from the cluster's placement index when
  * one is attached and covers the nodes (the simulator keeps one between
  * passes): the same decisions as counting each GPU, and an index that no
@@ -1165,6 +1201,7 @@ int main(void)
         cmocka_unit_test(test_scheduled_windows_make_every_look_count),
         cmocka_unit_test(test_no_look_before_quiet_until_decides_anything),
         cmocka_unit_test(test_a_demand_index_gives_the_scans_decisions),
+        cmocka_unit_test(test_pending_jobs_counts_only_jobs_the_spot_rule_and_queue_let_on_the_pool),
         cmocka_unit_test(test_a_demand_index_takes_a_left_out_shape_back_when_nodes_come),
         cmocka_unit_test(test_room_on_a_coming_spot_node_is_not_counted_for_a_non_preemptible_job),
         cmocka_unit_test(test_a_spot_pool_scales_up_only_for_jobs_that_may_run_on_spot),
