@@ -22,6 +22,18 @@
 #include "server/pool_loop.h"
 #include "server/server.h"
 
+/* What a connection keeps across its requests (MHD's socket context). */
+struct http_conn {
+    struct auth_memo auth; /* its client's token, hashed once (auth_memo.h) */
+};
+
+/* libmicrohttpd's memory per connection (its default is 32 KiB): it
+ * clears all of it after every request of a kept-alive connection, and
+ * half of it again with the read buffer, which at 32 KiB was a quarter of
+ * a submit's instructions. 16 KiB still takes request headers of up to
+ * about 14 KiB (431 beyond: docs/api.md "Connection limits"). */
+#define HTTP_CONNECTION_MEMORY_BYTES 16384
+
 struct upload {
     char *data;
     size_t len, cap;
@@ -315,8 +327,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
 
     struct api_reply reply = {.status = 200};
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct http_conn *hc = ci ? ci->socket_context : NULL;
     struct api_request req = {.method = method, .path = url, .conn = conn,
-                              .body = up->data ? up->data : "", .body_len = up->len};
+                              .body = up->data ? up->data : "", .body_len = up->len,
+                              .auth_memo = hc ? &hc->auth : NULL};
     /* Counted without the lock: /healthz must answer while a long request holds it. */
     __atomic_fetch_add(&srv->http_requests, 1, __ATOMIC_RELAXED);
     char leader[STORE_LEADER_URL_MAX];
@@ -354,8 +370,16 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                           enum MHD_ConnectionNotificationCode code)
 {
     struct server *srv = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         __atomic_fetch_add(&srv->http_connections, 1, __ATOMIC_RELAXED);
+        *socket_context = calloc(1, sizeof(struct http_conn)); /* NULL: requests go without */
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct http_conn *hc = *socket_context;
+        if (hc) /* the token it kept goes with it */
+            explicit_bzero(hc, sizeof *hc);
+        free(hc);
+        *socket_context = NULL;
+    }
     http_guard_notify(NULL, conn, socket_context, code);
 }
 
@@ -421,7 +445,9 @@ int http_start(struct server *srv, enum http_role role, struct MHD_Daemon **out,
         /* slowloris: per-address caps, short header timeouts (http_guard.h) */
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_LIMIT,
         connection_limit(srv, role), MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)HTTP_GUARD_IDLE_TIMEOUT_S, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+        (unsigned)HTTP_GUARD_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)HTTP_CONNECTION_MEMORY_BYTES,
+        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     http_tls_release(&tls); /* the daemon has its own copies */
     /* No SO_REUSEPORT: a second server on the port must fail, not share it. */
     if (!d) {
