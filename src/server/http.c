@@ -34,11 +34,15 @@ struct http_conn {
  * about 14 KiB (431 beyond: docs/api.md "Connection limits"). */
 #define HTTP_CONNECTION_MEMORY_BYTES 16384
 
+/* A request's body as it arrives: in the struct itself up to
+ * UPLOAD_INLINE_BYTES (a job spec is a few hundred bytes), else malloc'd. */
+#define UPLOAD_INLINE_BYTES 2048
 struct upload {
-    char *data;
+    char *data; /* inline or malloc'd; NULL until a byte arrives */
     size_t len, cap;
     bool too_large;
     double arrived_s; /* monotonic, for the submit latency histogram */
+    char inline_data[UPLOAD_INLINE_BYTES];
 };
 
 int api_error(struct api_reply *reply, const struct tide_err *err)
@@ -294,9 +298,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct server *srv = front->srv;
     struct upload *up = *con_cls;
     if (!up) {
-        up = calloc(1, sizeof *up);
+        up = malloc(sizeof *up); /* not calloc: the inline buffer needs no clearing */
         if (!up)
             return MHD_NO;
+        up->data = NULL;
+        up->len = up->cap = 0;
+        up->too_large = false;
         up->arrived_s = metrics_now_s();
         *con_cls = up;
         http_guard_headers_done(conn);
@@ -310,13 +317,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             up->too_large = true;
             return MHD_YES;
         }
-        if (up->len + n + 1 > up->cap) {
-            size_t cap = up->cap ? up->cap : 4096;
+        if (!up->data && n + 1 <= sizeof up->inline_data) {
+            up->data = up->inline_data;
+            up->cap = sizeof up->inline_data;
+        } else if (up->len + n + 1 > up->cap) {
+            size_t cap = up->cap ? up->cap * 2 : 4096;
             while (cap < up->len + n + 1)
                 cap *= 2;
-            char *grown = realloc(up->data, cap);
+            bool was_inline = up->data == up->inline_data;
+            char *grown = realloc(was_inline ? NULL : up->data, cap);
             if (!grown)
                 return MHD_NO;
+            if (was_inline)
+                memcpy(grown, up->data, up->len);
             up->data = grown;
             up->cap = cap;
         }
@@ -357,7 +370,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         http_guard_request_done(conn);
     struct upload *up = *con_cls;
     if (up) {
-        free(up->data);
+        if (up->data != up->inline_data)
+            free(up->data);
         free(up);
         *con_cls = NULL;
     }
