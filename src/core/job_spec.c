@@ -410,13 +410,13 @@ static json_t *default_name(const char *program)
     return json_string(n ? name : "job");
 }
 
-static void set_default(json_t *spec, const char *key, json_t *value)
-{
-    if (!json_object_get(spec, key))
-        json_object_set_new(spec, key, value);
-    else
-        json_decref(value);
-}
+/* Sets key to the value make builds, unless the spec has it: nothing is
+ * built for a field the submitter gave. */
+#define SET_DEFAULT(spec, key, make)                                                               \
+    do {                                                                                           \
+        if (!json_object_get(spec, key))                                                           \
+            json_object_set_new(spec, key, make);                                                  \
+    } while (0)
 
 int job_spec_from_object(json_t *obj, json_t **spec_out, struct job *job, struct tide_err *err)
 {
@@ -436,7 +436,7 @@ int job_spec_from_object(json_t *obj, json_t **spec_out, struct job *job, struct
     json_object_foreach(obj, key, value)
     {
         field_check check = NULL;
-        for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        for (size_t i = 0; !check && i < sizeof fields / sizeof fields[0]; i++)
             if (!strcmp(key, fields[i].name))
                 check = fields[i].check;
         if (!check) {
@@ -476,14 +476,14 @@ int job_spec_from_object(json_t *obj, json_t **spec_out, struct job *job, struct
         return tide_err_set(err, TIDE_EINVAL, "command",
                             "command: required (an argv array such as [\"python3\", \"train.py\"])");
     }
-    set_default(spec, "name", default_name(json_string_value(json_array_get(command, 0))));
-    set_default(spec, "project", json_string(job->project));
-    set_default(spec, "queue", json_string(job->queue));
-    set_default(spec, "priority", json_integer(job->priority));
-    set_default(spec, "gpus", json_integer(job->gpus));
-    set_default(spec, "retries", json_integer(job->retries));
-    set_default(spec, "max_runtime", json_integer(job->max_runtime_s));
-    set_default(spec, "preemptible", json_false());
+    SET_DEFAULT(spec, "name", default_name(json_string_value(json_array_get(command, 0))));
+    SET_DEFAULT(spec, "project", json_string(job->project));
+    SET_DEFAULT(spec, "queue", json_string(job->queue));
+    SET_DEFAULT(spec, "priority", json_integer(job->priority));
+    SET_DEFAULT(spec, "gpus", json_integer(job->gpus));
+    SET_DEFAULT(spec, "retries", json_integer(job->retries));
+    SET_DEFAULT(spec, "max_runtime", json_integer(job->max_runtime_s));
+    SET_DEFAULT(spec, "preemptible", json_false());
     *spec_out = spec;
     return 0;
 }

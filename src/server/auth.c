@@ -92,7 +92,7 @@ static int check_token(struct server *srv, struct api_request *req, int64_t now,
     if (n == 0 || n > 256)
         return tide_err_set(err, TIDE_EAUTH, NULL, "invalid token");
     char hash[65];
-    sha256_hex(token, n, hash);
+    auth_memo_hash(req->auth_memo, token, n, hash);
     uint64_t generation;
     int rc = 0;
     if (!auth_cache_get(&srv->auth_cache, hash, now, &req->token, &generation)) {

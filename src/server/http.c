@@ -22,12 +22,33 @@
 #include "server/pool_loop.h"
 #include "server/server.h"
 
+/* What a connection keeps across its requests (MHD's socket context). */
+struct http_conn {
+    struct auth_memo auth; /* its client's token, hashed once (auth_memo.h) */
+};
+
+/* libmicrohttpd's memory per connection (its default is 32 KiB): it
+ * clears all of it after every request of a kept-alive connection, and
+ * half of it again with the read buffer: at 32 KiB, 48 KiB of memset per
+ * request (a quarter of a submit's instructions as callgrind counts them,
+ * byte by byte; about 1.5% of its time under perf). 16 KiB still takes
+ * request headers of up to about 14 KiB (431 beyond: docs/api.md
+ * "Connection limits"). */
+#define HTTP_CONNECTION_MEMORY_BYTES 16384
+
+/* A request's body as it arrives: in the struct itself up to
+ * UPLOAD_INLINE_BYTES (a job spec is a few hundred bytes), else malloc'd.
+ * The struct stays under 1 KiB, which glibc's per-thread cache serves
+ * (a larger one took as long to allocate as the buffer it saves). */
+#define UPLOAD_INLINE_BYTES 960
 struct upload {
-    char *data;
+    char *data; /* inline or malloc'd; NULL until a byte arrives */
     size_t len, cap;
     bool too_large;
     double arrived_s; /* monotonic, for the submit latency histogram */
+    char inline_data[UPLOAD_INLINE_BYTES];
 };
+_Static_assert(sizeof(struct upload) <= 1024, "struct upload within glibc's tcache sizes");
 
 int api_error(struct api_reply *reply, const struct tide_err *err)
 {
@@ -282,9 +303,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct server *srv = front->srv;
     struct upload *up = *con_cls;
     if (!up) {
-        up = calloc(1, sizeof *up);
+        up = malloc(sizeof *up); /* not calloc: the inline buffer needs no clearing */
         if (!up)
             return MHD_NO;
+        up->data = NULL;
+        up->len = up->cap = 0;
+        up->too_large = false;
         up->arrived_s = metrics_now_s();
         *con_cls = up;
         http_guard_headers_done(conn);
@@ -298,13 +322,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             up->too_large = true;
             return MHD_YES;
         }
-        if (up->len + n + 1 > up->cap) {
-            size_t cap = up->cap ? up->cap : 4096;
+        if (!up->data && n + 1 <= sizeof up->inline_data) {
+            up->data = up->inline_data;
+            up->cap = sizeof up->inline_data;
+        } else if (up->len + n + 1 > up->cap) {
+            size_t cap = up->cap ? up->cap * 2 : 4096;
             while (cap < up->len + n + 1)
                 cap *= 2;
-            char *grown = realloc(up->data, cap);
+            bool was_inline = up->data == up->inline_data;
+            char *grown = realloc(was_inline ? NULL : up->data, cap);
             if (!grown)
                 return MHD_NO;
+            if (was_inline)
+                memcpy(grown, up->data, up->len);
             up->data = grown;
             up->cap = cap;
         }
@@ -315,8 +345,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
 
     struct api_reply reply = {.status = 200};
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct http_conn *hc = ci ? ci->socket_context : NULL;
     struct api_request req = {.method = method, .path = url, .conn = conn,
-                              .body = up->data ? up->data : "", .body_len = up->len};
+                              .body = up->data ? up->data : "", .body_len = up->len,
+                              .auth_memo = hc ? &hc->auth : NULL};
     /* Counted without the lock: /healthz must answer while a long request holds it. */
     __atomic_fetch_add(&srv->http_requests, 1, __ATOMIC_RELAXED);
     char leader[STORE_LEADER_URL_MAX];
@@ -341,7 +375,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         http_guard_request_done(conn);
     struct upload *up = *con_cls;
     if (up) {
-        free(up->data);
+        if (up->data != up->inline_data)
+            free(up->data);
         free(up);
         *con_cls = NULL;
     }
@@ -354,8 +389,16 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                           enum MHD_ConnectionNotificationCode code)
 {
     struct server *srv = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         __atomic_fetch_add(&srv->http_connections, 1, __ATOMIC_RELAXED);
+        *socket_context = calloc(1, sizeof(struct http_conn)); /* NULL: requests go without */
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct http_conn *hc = *socket_context;
+        if (hc) /* the token it kept goes with it */
+            explicit_bzero(hc, sizeof *hc);
+        free(hc);
+        *socket_context = NULL;
+    }
     http_guard_notify(NULL, conn, socket_context, code);
 }
 
@@ -421,7 +464,9 @@ int http_start(struct server *srv, enum http_role role, struct MHD_Daemon **out,
         /* slowloris: per-address caps, short header timeouts (http_guard.h) */
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_LIMIT,
         connection_limit(srv, role), MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)HTTP_GUARD_IDLE_TIMEOUT_S, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+        (unsigned)HTTP_GUARD_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)HTTP_CONNECTION_MEMORY_BYTES,
+        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     http_tls_release(&tls); /* the daemon has its own copies */
     /* No SO_REUSEPORT: a second server on the port must fail, not share it. */
     if (!d) {

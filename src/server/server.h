@@ -22,6 +22,7 @@
 #include "server/metrics.h"
 #include "server/auth_cache.h"
 #include "server/auth_limit.h"
+#include "server/auth_memo.h"
 #include "server/lead.h"
 #include "store/store.h"
 
@@ -181,6 +182,7 @@ struct api_request {
     size_t body_len;
     struct token_info token; /* valid once authenticated */
     char token_hash[65];     /* its SHA-256 hex, to use up a node-bound join token */
+    struct auth_memo *auth_memo; /* the connection's last token and hash (NULL: none) */
 };
 
 /* What a handler answers: JSON (status + body), plain text, or a ready

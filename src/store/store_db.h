@@ -54,6 +54,11 @@ char *store_multirow_sql(const char *head, const char *row, size_t rows);
 
 struct db_stmt *store_cached(struct store *s, enum store_stmt_slot slot, const char *sql,
                              struct tide_err *err);
+/* store_cached for a multi-row INSERT: store_multirow_sql(head, row,
+ * rows) is built only the first time, when slot is prepared. NULL with
+ * err (TIDE_ENOMEM or TIDE_EIO) on failure. */
+struct db_stmt *store_cached_multirow(struct store *s, enum store_stmt_slot slot, const char *head,
+                                      const char *row, size_t rows, struct tide_err *err);
 
 /* Brings the database's tables up to this binary's schema version
  * (store_schema.c); refuses a newer one. */

@@ -56,13 +56,10 @@ int store_events_add_many(struct store *s, int64_t now_ms, const char *kind,
     for (size_t done = 0; !rc && done < n;) {
         int slot;
         size_t k = store_multirow_chunk(n - done, &slot);
-        char *sql = store_multirow_sql(EVENT_ADD_HEAD, EVENT_ADD_ROW, k);
-        struct db_stmt *st =
-            sql ? store_cached(s, (enum store_stmt_slot)(STORE_STMT_EVENT_ADD_MANY + slot), sql,
-                               err)
-                : NULL;
-        rc = !sql ? tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory") : st ? 0 : TIDE_EIO;
-        free(sql);
+        struct db_stmt *st = store_cached_multirow(
+            s, (enum store_stmt_slot)(STORE_STMT_EVENT_ADD_MANY + slot), EVENT_ADD_HEAD,
+            EVENT_ADD_ROW, k, err);
+        rc = st ? 0 : err && err->code ? err->code : TIDE_EIO;
         for (size_t i = 0; !rc && i < k; i++) {
             const struct store_new_event *e = &events[done + i];
             int b = (int)i * 5;

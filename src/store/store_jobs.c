@@ -327,12 +327,10 @@ static int reserve_job_ids(struct store *s, int64_t *ids, size_t n, struct tide_
 static int insert_chunk(struct store *s, struct store_new_job *rows, size_t k, int slot,
                         int64_t now_ms, struct tide_err *err)
 {
-    char *sql = store_multirow_sql(JOB_INSERT_HEAD, JOB_INSERT_ROW, k);
-    struct db_stmt *st =
-        sql ? store_cached(s, (enum store_stmt_slot)(STORE_STMT_JOB_INSERT_MANY + slot), sql, err)
-            : NULL;
-    int rc = !sql ? tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory") : st ? 0 : TIDE_EIO;
-    free(sql);
+    struct db_stmt *st = store_cached_multirow(
+        s, (enum store_stmt_slot)(STORE_STMT_JOB_INSERT_MANY + slot), JOB_INSERT_HEAD,
+        JOB_INSERT_ROW, k, err);
+    int rc = st ? 0 : err && err->code ? err->code : TIDE_EIO;
     if (rc) {
         for (size_t i = 0; i < k; i++) {
             free(rows[i].spec);

@@ -121,6 +121,21 @@ struct db_stmt *store_cached(struct store *s, enum store_stmt_slot slot, const c
     return st;
 }
 
+struct db_stmt *store_cached_multirow(struct store *s, enum store_stmt_slot slot, const char *head,
+                                      const char *row, size_t rows, struct tide_err *err)
+{
+    if (s->cached[slot])
+        return store_cached(s, slot, NULL, err);
+    char *sql = store_multirow_sql(head, row, rows);
+    if (!sql) {
+        tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    struct db_stmt *st = store_cached(s, slot, sql, err);
+    free(sql);
+    return st;
+}
+
 const size_t store_multirow_sizes[4] = {64, 16, 4, 1};
 
 size_t store_multirow_chunk(size_t n, int *index)

@@ -178,6 +178,20 @@ def test_a_connection_that_stops_sending_its_headers_is_closed():
         assert healthz(c.url) == 200
 
 
+def test_headers_up_to_the_documented_size_are_served_and_larger_ones_get_431():
+    """Each connection has 16 KiB for its headers and buffers (http.c,
+    docs/api.md "Connection limits"): a 12 KiB header block is served, a
+    20 KiB one is 431, and the server goes on answering."""
+    with Cluster(agents=0) as c:
+        def get_with(pad):
+            return raw_abuse(c.port, (f"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n"
+                                      f"Authorization: Bearer {c.admin}\r\n"
+                                      f"X-Pad: {'a' * pad}\r\n\r\n").encode())
+        assert get_with(12 * 1024).startswith(b"HTTP/1.1 200"), get_with(12 * 1024)
+        assert get_with(20 * 1024).startswith(b"HTTP/1.1 431"), get_with(20 * 1024)
+        assert healthz(c.url) == 200
+
+
 # A client other than this machine's own 127.0.0.1: the server exempts only
 # that one (and ::1) from the per-address cap, so a test can play an outside
 # client from another loopback address without leaving this machine.
@@ -279,6 +293,7 @@ if __name__ == "__main__":
     run_tests([
         test_slowloris_of_2000_connections_and_bad_bodies_leave_the_api_and_agents_served,
         test_a_connection_that_stops_sending_its_headers_is_closed,
+        test_headers_up_to_the_documented_size_are_served_and_larger_ones_get_431,
         test_one_outside_address_holds_at_most_the_per_address_limit,
         test_agents_on_their_own_listener_keep_heartbeating_while_the_api_is_flooded_full,
     ])

@@ -185,6 +185,43 @@ def test_the_submit_answer_is_the_job_as_stored():
         assert first[0] == 201 and again[0] == 201 and first[1] == again[1], (first, again)
 
 
+def test_a_kept_alive_connection_is_each_time_the_token_it_sends():
+    """A connection hashes its token once and keeps the hash (auth_memo.c):
+    on one kept-alive connection, every request must still be whoever its
+    own Authorization header names, a revoked token fails at once, and a
+    token one character off is refused."""
+    import http.client
+    with Cluster(agents=0) as c:
+        dana = c.api("POST", "/v1/tokens", {"name": "dana", "projects": ["vision"]},
+                     expect=201)["token"]
+        conn = http.client.HTTPConnection("127.0.0.1", c.port, timeout=30)
+
+        def post(token, project):
+            conn.request("POST", "/v1/jobs", json.dumps({"command": ["true"], "project": project}),
+                         {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            r = conn.getresponse()
+            return r.status, json.loads(r.read())
+        status, out = post(c.admin, "default")
+        sock = conn.sock
+        assert status == 201 and out["owner"] == "admin", (status, out)
+        status, out = post(dana, "default")
+        assert status == 403 and out["error"]["field"] == "project", (status, out)
+        status, out = post(dana, "vision")
+        assert status == 201 and out["owner"] == "dana", (status, out)
+        status, out = post(c.admin, "vision")
+        assert status == 201 and out["owner"] == "admin", (status, out)
+        off = c.admin[:-1] + ("0" if c.admin[-1] != "0" else "1")
+        status, out = post(off, "default")
+        assert status == 401, (status, out)
+        status, out = post(dana, "vision")
+        assert status == 201 and out["owner"] == "dana", (status, out)
+        c.api("DELETE", "/v1/tokens/dana")
+        status, out = post(dana, "vision")
+        assert status == 401, (status, out)
+        assert conn.sock is sock, "the connection was not kept alive: nothing was tested"
+        conn.close()
+
+
 def test_concurrent_submits_each_get_their_own_durable_answer():
     """Submits from many clients at once are committed together by whichever
     of them finds nobody committing (submit_batch.c): each still gets its own
@@ -321,6 +358,7 @@ if __name__ == "__main__":
         test_jobs_that_could_never_run_are_refused_at_submit_naming_the_field,
         test_nothing_is_refused_before_any_node_registers_and_a_pool_may_grow_to_fit,
         test_the_submit_answer_is_the_job_as_stored,
+        test_a_kept_alive_connection_is_each_time_the_token_it_sends,
         test_concurrent_submits_each_get_their_own_durable_answer,
         test_submit_wait_json_prints_only_the_json_and_exits_with_the_jobs_status,
         test_nodes_flag_runs_a_gang_over_several_nodes,

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +82,46 @@ static void test_integers_and_reals_are_written_as_jansson_writes_them(void **st
     for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
         assert_same_as_jansson(json_real(reals[i]));
     assert_same_as_jansson(json_pack("[b,b,n]", 1, 0));
+}
+
+/* Reals from 1 to 2^53 (times in seconds, sizes) take an integer path of
+ * their own: every one must still read as jansson's %.17g text. */
+static void test_reals_of_the_integer_path_are_written_as_jansson_writes_them(void **state)
+{
+    (void)state;
+    uint64_t x = 0x9e3779b97f4a7c15ULL; /* xorshift64: the same values every run */
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double v;
+        switch (i % 4) {
+        case 0: /* a time in ms as seconds, as replies write it */
+            v = (double)(int64_t)(1700000000000ULL + x % 200000000000ULL) / 1000.0;
+            break;
+        case 1: /* any bit pattern from 1 to 2^53 */
+            v = ldexp(1.0 + (double)(x >> 12) / 4503599627370496.0, (int)(x % 53));
+            break;
+        case 2: /* halves and small fractions: ties at the 17th digit */
+            v = (double)(x % 100000000000000ULL) + (double)(x % 8) / 8.0;
+            break;
+        default: /* just below a power of ten: rounding that carries a digit */
+            v = nextafter((double)(1ULL << (x % 53)) * 1.0, 0.0) + (double)(x % 3);
+            if (v < 1.0)
+                v = 1.0;
+            break;
+        }
+        if (x & 1)
+            v = -v;
+        assert_same_as_jansson(json_real(v));
+    }
+    double edges[] = {1.0, 9.999999999999999, 9.9999999999999982, 99999999999999.99,
+                      9007199254740991.0, 9007199254740990.5, 4503599627370495.5,
+                      1234567.5, 0.5 + 1.0, 1764771234.123, 1764771234.0005, 2.5, 3.5};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        assert_same_as_jansson(json_real(edges[i]));
+        assert_same_as_jansson(json_real(-edges[i]));
+    }
 }
 
 static void test_a_string_that_is_not_utf8_is_refused_as_jansson_refuses_it(void **state)
@@ -182,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_keys_keep_their_insertion_order),
         cmocka_unit_test(test_strings_escape_quotes_backslashes_and_control_characters),
         cmocka_unit_test(test_integers_and_reals_are_written_as_jansson_writes_them),
+        cmocka_unit_test(test_reals_of_the_integer_path_are_written_as_jansson_writes_them),
         cmocka_unit_test(test_a_string_that_is_not_utf8_is_refused_as_jansson_refuses_it),
         cmocka_unit_test(test_newline_is_added_after_the_text_when_asked),
         cmocka_unit_test(test_nesting_past_the_depth_limit_is_refused),
