@@ -77,8 +77,34 @@ void store_url_shown(const char *url_or_path, char *out, size_t size);
 void store_close(struct store *s);
 
 int store_begin(struct store *s, struct tide_err *err);
+/* Commits the open transaction and returns once it is durable (on SQLite,
+ * store_commit_nosync and then store_flush of that commit). */
 int store_commit(struct store *s, struct tide_err *err);
 void store_rollback(struct store *s);
+
+/* Durable commits without holding a lock across the disk flush
+ * (docs/store.md): store_commit_nosync commits the open transaction,
+ * visible at once to every read, and sets *seq to the commit's number
+ * (1, 2, ... in commit order). On SQLite it is then in the WAL file but not
+ * yet on disk: nothing that depends on it may leave the process (an answer,
+ * an agent's start) before store_flush(s, *seq) returned 0. On PostgreSQL
+ * a commit is durable when it returns and a flush costs nothing. */
+int store_commit_nosync(struct store *s, uint64_t *seq, struct tide_err *err);
+
+/* Makes every commit numbered up to upto durable: one fdatasync of the WAL
+ * unless a flush that started after commit upto already covered it, so
+ * that threads flushing at once share one sync (group flush). Any thread,
+ * with or without the server's lock. Once a flush has failed, every later
+ * flush fails too (what the failed sync held is unknown): the server must
+ * be restarted, and recovers from what is on disk. */
+int store_flush(struct store *s, uint64_t upto, struct tide_err *err);
+
+/* The number of the last commit (0 before any), and of the last one known
+ * to be on disk. Any thread. */
+uint64_t store_committed(struct store *s);
+uint64_t store_flushed(struct store *s);
+/* How many syncs store_flush has made (for /metrics and tests). */
+uint64_t store_flush_count(struct store *s);
 
 /* Tokens are looked up by the SHA-256 hex of their value. */
 int store_token_put(struct store *s, const char *hash, enum token_kind kind, const char *name,
