@@ -1,7 +1,7 @@
 /*
  * Durable state: jobs, nodes, tokens and the event log. The server calls
  * these under its lock; every change that a client or agent is told about
- * is committed first. The same code runs on SQLite (one file, the default)
+ * is committed and flushed to disk first (store_flush, after the lock). The same code runs on SQLite (one file, the default)
  * or PostgreSQL (shared by several servers for HA): SQL goes through a
  * small connection layer (db.h), and only src/store knows which one runs.
  * The tables follow versioned migrations (store_schema.c, docs/store.md).
@@ -84,8 +84,8 @@ void store_rollback(struct store *s);
 
 /* Durable commits without holding a lock across the disk flush
  * (docs/store.md): store_commit_nosync commits the open transaction,
- * visible at once to every read, and sets *seq to the commit's number
- * (1, 2, ... in commit order). On SQLite it is then in the WAL file but not
+ * visible at once to every read, and sets *seq to its number: the count
+ * of commits so far, this one included (store_committed). On SQLite it is then in the WAL file but not
  * yet on disk: nothing that depends on it may leave the process (an answer,
  * an agent's start) before store_flush(s, *seq) returned 0. On PostgreSQL
  * a commit is durable when it returns and a flush costs nothing. */
@@ -99,8 +99,9 @@ int store_commit_nosync(struct store *s, uint64_t *seq, struct tide_err *err);
  * be restarted, and recovers from what is on disk. */
 int store_flush(struct store *s, uint64_t upto, struct tide_err *err);
 
-/* The number of the last commit (0 before any), and of the last one known
- * to be on disk. Any thread. */
+/* How many commits the store has made since it opened (on SQLite every
+ * write, a statement outside a transaction too: SQLite's WAL hook counts
+ * them), and how many of them are known to be on disk. Any thread. */
 uint64_t store_committed(struct store *s);
 uint64_t store_flushed(struct store *s);
 /* How many syncs store_flush has made (for /metrics and tests). */
