@@ -4,9 +4,9 @@
  * caps the submit rate at the disk's sync rate. Here the HTTP threads
  * queue their checked submissions, and whichever finds nobody committing
  * commits everything queued in one transaction under the server's lock,
- * lets the lock go, hands what queued meanwhile to its first waiter (who
- * commits it while this batch is flushed), flushes the commit to disk
- * (store_flush, shared with other flushers) and answers the others. No
+ * lets the lock go, flushes the commit to disk (store_flush, shared with
+ * other flushers), answers the others, and hands what queued meanwhile to
+ * its first waiter. No
  * thread of its own: a lone client commits in its own thread, with no
  * hand-off, and a waiter is woken once, when its answer is ready (or the
  * next batch is its to commit). Nothing waits on purpose: a batch is what
