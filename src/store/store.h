@@ -74,6 +74,7 @@ bool store_is_url(const char *url_or_path);
 /* url_or_path fit to show: a URL's password (user:PASSWORD@, password=)
  * becomes ***. Truncated to size. */
 void store_url_shown(const char *url_or_path, char *out, size_t size);
+/* Flushes what is committed (store_flush), then closes. */
 void store_close(struct store *s);
 
 int store_begin(struct store *s, struct tide_err *err);

@@ -164,6 +164,11 @@ void store_close(struct store *s)
 {
     if (!s)
         return;
+    /* What nobody flushed yet (a statement's own autocommit, say) goes to
+     * disk before the store goes, as it did when every commit synced. */
+    struct tide_err ignored;
+    if (s->db)
+        store_flush(s, store_committed(s), &ignored);
     for (int i = 0; i < STORE_STMT_COUNT; i++)
         db_finalize(s->cached[i]);
     db_close(s->reader);

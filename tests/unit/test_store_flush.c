@@ -408,6 +408,22 @@ static void test_flushed_commits_survive_a_checkpoint_and_the_wal_restarting(voi
     assert_false(has_job(cut, unflushed));
 }
 
+static void test_closing_the_store_flushes_what_nobody_flushed(void **state)
+{
+    struct fixture *f = *state;
+    if (test_store_target_is_pg(&f->t))
+        skip();
+    /* another connection stays open, so SQLite's own checkpoint at the
+     * last close does not run: only the store's flush can save the job */
+    struct store *other = test_store_target_open(&f->t);
+    int64_t id = test_store_add_job(f->s, "p"); /* autocommit, not flushed */
+    store_close(f->s);
+    f->s = NULL;
+    struct store *cut = power_cut(f);
+    assert_true(has_job(cut, id));
+    store_close(other);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +439,8 @@ int main(void)
             test_a_power_cut_keeps_flushed_commits_and_loses_unflushed_ones, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_flushed_commits_survive_a_checkpoint_and_the_wal_restarting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_closing_the_store_flushes_what_nobody_flushed, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
