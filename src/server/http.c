@@ -336,12 +336,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
 
     struct api_reply reply = {.status = 200};
-    uint64_t seen = srv->store ? store_committed(srv->store) : 0; /* for the check below */
     struct api_request req = {.method = method, .path = url, .conn = conn,
                               .body = up->data ? up->data : "", .body_len = up->len};
     /* Counted without the lock: /healthz must answer while a long request holds it. */
     __atomic_fetch_add(&srv->http_requests, 1, __ATOMIC_RELAXED);
     char leader[STORE_LEADER_URL_MAX];
+    uint64_t seen = srv->store ? store_committed(srv->store) : 0; /* for the check below */
     if (lead_answer_unless_leader(&srv->lead, method, url, &reply, leader, sizeof leader))
         ; /* a follower serves nobody but says who does (docs/ha.md) */
     else if (up->too_large)
