@@ -27,7 +27,9 @@
 /* How often the agent lists its images again, when nothing else asks it to. */
 #define AGENT_IMAGES_REFRESH_MS 30000
 /* How long after its start the agent first lists its images (without
- * --prewarm-image): its registration and first tasks go first. */
+ * --prewarm-image): its registration and first tasks go first. Past that,
+ * the first listing waits until no task runs on the node, at most
+ * AGENT_IMAGES_REFRESH_MS after the start. */
 #define AGENT_IMAGES_FIRST_DELAY_MS 1000
 
 struct agent_node {

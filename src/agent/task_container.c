@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -432,16 +431,14 @@ pid_t agent_container_images_spawn(const char *runtime, int *fd)
     if (pid == 0) {
         /* background work: the agent's loop and its tasks go first (an
          * agent starting beside others would otherwise share the CPU with
-         * every one's runtime). SCHED_IDLE runs it only on CPU time nothing
-         * else wants, and anything that wakes preempts it at once; where
-         * that is refused, 10 nicer */
-        struct sched_param idle = {.sched_priority = 0};
-        if (sched_setscheduler(0, SCHED_IDLE, &idle) != 0) {
-            errno = 0;
-            int prio = getpriority(PRIO_PROCESS, 0);
-            if (errno == 0)
-                setpriority(PRIO_PROCESS, 0, prio + LISTING_NICE > 19 ? 19 : prio + LISTING_NICE);
-        }
+         * every one's runtime). Nicer, not SCHED_IDLE: an idle-class
+         * process starves on a busy machine, and one starved while it holds
+         * a kernel lock a task start needs (forking its threads holds the
+         * one a cgroup join waits for) stalls that start with it */
+        errno = 0;
+        int prio = getpriority(PRIO_PROCESS, 0);
+        if (errno == 0)
+            setpriority(PRIO_PROCESS, 0, prio + LISTING_NICE > 19 ? 19 : prio + LISTING_NICE);
         int null_fd = open("/dev/null", O_RDWR);
         if (null_fd >= 0) {
             dup2(null_fd, 0);

@@ -113,8 +113,7 @@ void agent_container_remove(const char *runtime, const char *name);
 char **agent_container_images(const char *runtime, size_t max);
 
 /* Starts `RUNTIME images --format {{.Repository}}:{{.Tag}}` in the
- * background under SCHED_IDLE (10 nicer than the caller where that is
- * refused): its stdout is the read end put in *fd (non-blocking,
+ * background, 10 nicer than the caller: its stdout is the read end put in *fd (non-blocking,
  * close-on-exec; the caller reads it to EOF and closes it), its stderr
  * discarded, and it exits 127 when the runtime cannot be run. Returns the
  * child's pid for the caller to reap, or -1 (*fd -1) when it could not
