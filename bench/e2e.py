@@ -6,7 +6,8 @@ last wave starts at (waves-1) s and ends a second later), the start latency
 on an idle cluster (submit -> running as the server recorded both, p50/p99
 over LATENCY jobs submitted one at a time), and server and agent CPU per job
 (utime+stime from /proc), and the agents' tasks' CPU per job (their reaped
-children's, from fork to exit). Never fails on speed.
+children's, from fork to exit: the image listings' included), and the HTTP
+requests the server served per job while the agents ran them. Never fails on speed.
 Usage: e2e.py TIDE_BIN [--agents N] [--jobs N] [--latency N] [--clients N]"""
 import argparse
 import os
@@ -68,8 +69,13 @@ def main():
         submit_s = time.monotonic() - t
         server_cpu0 = cpu_s(c.procs["server"].pid)
 
+        def requests_served(text):
+            return sum(float(line.split()[1]) for line in text.splitlines()
+                       if line.startswith("tide_http_requests_total "))
+        requests0 = requests_served(call("GET", "/metrics", raw=True))
         t0 = time.time()
         c.start_agents(args.agents, args.gpus)
+        polls = 0
         final = {"succeeded", "failed", "cancelled", "timeout"}
         deadline = time.monotonic() + 600
         # Waits on /metrics' count of unfinished jobs (a few lines), not on
@@ -77,6 +83,7 @@ def main():
         # of the server CPU this bench reported per job.
         while time.monotonic() < deadline:
             text = call("GET", "/metrics", raw=True, timeout=60)
+            polls += 1
             if sum(float(line.split()[-1]) for line in text.splitlines()
                    if line.startswith("tide_jobs{")) == 0:
                 break
@@ -85,6 +92,11 @@ def main():
                                              if line.startswith(("tide_scheduler_passes_total ",
                                                                  "tide_scheduler_pass_seconds_sum ")))}
         run_s = time.time() - t0
+        # The agents' requests (registrations, heartbeats, answered waits)
+        # from their start to the last job's end: the served count less
+        # this script's own calls (start_agents' node listings every 0.2 s
+        # are a few, counted in; the /metrics polls left out).
+        requests = requests_served(text) - requests0 - polls
         agent_cpu = sum(cpu_s(pid) for pid in c.agent_pids())
         task_cpu = sum(children_cpu_s(pid) for pid in c.agent_pids())
         server_cpu = cpu_s(c.procs["server"].pid) - server_cpu0
@@ -178,9 +190,11 @@ def main():
         if lat:
             print(f"  start latency on an idle cluster (submit -> running, {len(lat)} jobs): "
                   f"p50 {pct(lat, 50):.0f} ms, p99 {pct(lat, 99):.0f} ms")
+        print(f"  HTTP requests per job: {requests / args.jobs:.2f} (the agents' registrations, "
+              f"heartbeats and answered waits, and start_agents' few node listings)")
         print(f"  CPU per job: server {server_cpu / args.jobs * 1000:.2f} ms, "
               f"agents {agent_cpu / args.jobs * 1000:.2f} ms (all {args.agents}), their tasks "
-              f"{task_cpu / args.jobs * 1000:.2f} ms (fork to exit, `sleep` included)")
+              f"{task_cpu / args.jobs * 1000:.2f} ms (fork to exit: `sleep` and the image listings)")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,11 @@
 #define AGENT_FORGOTTEN_MAX 256
 /* How often the agent lists its images again, when nothing else asks it to. */
 #define AGENT_IMAGES_REFRESH_MS 30000
+/* How long after its start the agent first lists its images (without
+ * --prewarm-image): its registration and first tasks go first. Past that,
+ * the first listing waits until no task runs on the node, at most
+ * AGENT_IMAGES_REFRESH_MS after the start. */
+#define AGENT_IMAGES_FIRST_DELAY_MS 1000
 
 struct agent_node {
     int64_t node_id;
@@ -78,6 +83,7 @@ struct agent {
     const char *container_runtime;
     char **images;
     int64_t images_at_ms; /* monotonic, when the last listing began; 0: never */
+    int64_t images_first_ms; /* the first listing is not due before (monotonic) */
     bool images_stale;
     bool images_known; /* a listing has succeeded */
     pid_t images_pid;

@@ -33,7 +33,8 @@ static json_t *gpus_json(struct agent *a)
     for (size_t i = 0; i < a->ntasks; i++) {
         struct agent_task *t = a->tasks[i];
         if (t->state == AGENT_TASK_RUNNING && t->ngpus)
-            claims[n++] = (struct gpu_claim){t->gpus, t->ngpus, t->telemetry_file};
+            claims[n++] = (struct gpu_claim){t->gpus, t->ngpus, t->telemetry_file,
+                                             &t->telemetry_reading};
     }
     struct tide_err err;
     tide_err_clear(&err);

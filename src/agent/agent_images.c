@@ -200,7 +200,13 @@ void agent_images_start(struct agent *a, int64_t now_ms)
     else if (left < 0)
         log_warn("cannot list containers left by an earlier run with %s ps", a->container_runtime);
     if (!a->opts->nprewarm) {
-        listing_start(a, now_ms); /* the loop takes the list once it is in */
+        /* a heartbeat starts it once due and the loop takes the list once
+         * it is in: an agent that starts beside others (a new cluster, a
+         * machine's reboot) registers and starts its first tasks before its
+         * runtime competes with theirs, and a busy node lists once it is
+         * idle (a listing costs tens of ms of CPU and the runtime's lock;
+         * run beside a wave of task transitions it delays them) or 30 s on */
+        a->images_first_ms = now_ms + AGENT_IMAGES_FIRST_DELAY_MS;
         return;
     }
     /* prewarming holds the registration anyway: the list goes with it */
@@ -221,10 +227,26 @@ void agent_images_start(struct agent *a, int64_t now_ms)
         log_warn("cannot list images with %s", a->container_runtime);
 }
 
+/* Whether a task runs (or is starting) on the node. */
+static bool tasks_running(const struct agent *a)
+{
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i]->state == AGENT_TASK_RUNNING)
+            return true;
+    return false;
+}
+
 void agent_images_refresh(struct agent *a, int64_t now_ms)
 {
     if (!a->container_runtime || a->images_pid > 0)
         return;
+    if (!a->images_at_ms) { /* never listed: see agent.h */
+        if (now_ms >= a->images_first_ms &&
+            (!tasks_running(a) ||
+             now_ms >= a->images_first_ms - AGENT_IMAGES_FIRST_DELAY_MS + AGENT_IMAGES_REFRESH_MS))
+            listing_start(a, now_ms);
+        return;
+    }
     int64_t age = now_ms - a->images_at_ms;
     if (age >= AGENT_IMAGES_REFRESH_MS || (a->images_stale && age >= AGENT_IMAGES_STALE_MS))
         listing_start(a, now_ms);

@@ -21,18 +21,21 @@
  * this agent left (only where WORK/jobs exists: a work dir without it
  * never ran a task), and then either pulls the prewarm images it lacks and
  * lists the images (blocking: the node registers with them held) or, with
- * none to prewarm, starts listing them in the background (a child the
- * loop reads through agent_images_fd and agent_images_poll), so the node
- * registers at once and reports its images in the heartbeat after the list
- * is in. A containerised task that comes before that runs with the runtime
+ * none to prewarm, leaves the list to a listing in the background (a
+ * child the loop reads through agent_images_fd and agent_images_poll) that
+ * agent_images_refresh starts AGENT_IMAGES_FIRST_DELAY_MS after now_ms once
+ * no task runs (at the latest AGENT_IMAGES_REFRESH_MS after now_ms), so
+ * the node registers and starts its first tasks at once and reports its
+ * images in the heartbeat after the list is in. A containerised task that comes before that runs with the runtime
  * found. Without a runtime, containerised tasks fail to start with the
  * reason and no images are reported; one found that turns out not to run
  * (its listing cannot exec it) is dropped with an error in the log, except
  * that podman falls back to docker. */
 void agent_images_start(struct agent *a, int64_t now_ms);
 
-/* Starts listing the images again in the background when due (see struct
- * agent) and none is running. Never waits for the runtime. */
+/* Starts listing the images in the background when due (the first as
+ * agent_images_start says, then see struct agent) and none is running.
+ * Never waits for the runtime. */
 void agent_images_refresh(struct agent *a, int64_t now_ms);
 
 /* The running listing's output descriptor for the loop to poll for

@@ -31,6 +31,7 @@
 #define FINAL_HEARTBEAT_TRIES 3
 
 struct loop_state {
+    int64_t last_reap_ms; /* when every task was last polled */
     int64_t next_heartbeat_ms;
     int64_t last_heartbeat_ms;
     int64_t next_register_ms;
@@ -124,7 +125,7 @@ static void enforce_gpu_memory(struct agent *a, struct agent_task *t, int64_t no
     if (t->state != AGENT_TASK_RUNNING || t->stopping || t->gpu_memory_limit_mib <= 0 ||
         !a->gpus.ops || !a->gpus.ops->task_memory_mib)
         return;
-    struct gpu_claim claim = {t->gpus, t->ngpus, t->telemetry_file};
+    struct gpu_claim claim = {t->gpus, t->ngpus, t->telemetry_file, NULL}; /* read now */
     int64_t used = 0;
     if (a->gpus.ops->task_memory_mib(&a->gpus, &claim, t->pid, &used) != 0 || used <= t->gpu_memory_limit_mib)
         return;
@@ -314,7 +315,13 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         now = clock_mono_ms();
         bool changed = fence_if_cut_off(a, now);
         changed |= confirm_starts(a);
-        changed |= reap(a, now);
+        /* the loop turns far more often than tasks end (every start
+         * handshake, wake and heartbeat): the tasks are polled when a child
+         * has exited, and on the tick for deadlines and stops */
+        if (agent_wake_child_exited() || now - s.last_reap_ms >= LOOP_TICK_MS) {
+            s.last_reap_ms = now;
+            changed |= reap(a, now);
+        }
         changed |= probe(a, now);
         changed |= agent_images_poll(a, now); /* a new image list goes out at once */
         /* The tasks of one reply start side by side and are reported

@@ -29,6 +29,8 @@
 
 /* The pipe's write end for on_child (a signal handler sees only globals). */
 static int child_wake_fd = -1;
+/* Set by on_child, cleared by agent_wake_child_exited. */
+static volatile sig_atomic_t child_exited;
 
 /* A task exited: wake the main loop to reap it now rather than at its next
  * tick (self-pipe; async-signal-safe). */
@@ -36,6 +38,7 @@ static void on_child(int sig)
 {
     (void)sig;
     int saved = errno;
+    child_exited = 1; /* before the byte: the loop that wakes sees it */
     char byte = 2;
     if (write(child_wake_fd, &byte, 1) < 0) {
         /* full pipe: a wake is already pending */
@@ -234,6 +237,14 @@ char *agent_wake_take(struct agent_wake *w, char *token, size_t n)
         snprintf(token, n, "%s", w->answer_token);
     pthread_mutex_unlock(&w->mu);
     return answer;
+}
+
+bool agent_wake_child_exited(void)
+{
+    if (!child_exited)
+        return false;
+    child_exited = 0; /* before the caller reaps: a later exit sets it again */
+    return true;
 }
 
 bool agent_wake_wait(struct agent_wake *w, int64_t ms, const int *fds, size_t nfds)

@@ -52,6 +52,9 @@ void agent_wake_set(struct agent_wake *w, const char *token, int wait_ms);
  * caller frees it) and, in token (n bytes), the node token it was asked
  * with; NULL when none came since the last take. */
 char *agent_wake_take(struct agent_wake *w, char *token, size_t n);
+/* Whether a child has exited (SIGCHLD) since the last call that said so;
+ * clears that. False without the handler (agent_wake_start failed). */
+bool agent_wake_child_exited(void);
 /* Waits up to ms for a wake (the server's, or a child's exit), or until
  * one of the nfds descriptors in fds is readable (a task's start
  * handshake, task.h); true when a wake came (all pending are taken). */

@@ -44,12 +44,23 @@ struct gpu_health {
     bool node_wide;
 };
 
-/* The GPUs one running task holds, and the file where a task may script its
- * fake telemetry (only the fake backend reads it). */
+/* What a backend last read for one task, kept with the task: heartbeats
+ * come after every start and exit, far more often than a task's telemetry
+ * changes, and need not each read it again (the fake backend's file). */
+struct gpu_claim_reading {
+    int64_t at_ms; /* monotonic, when read; 0: never */
+    int utilization_pct;
+    int64_t memory_used_mib;
+};
+
+/* The GPUs one running task holds, the file where a task may script its
+ * fake telemetry (only the fake backend reads it), and where its last
+ * reading is kept (NULL: read every time). */
 struct gpu_claim {
     const int *gpus;
     size_t ngpus;
     const char *telemetry_file;
+    struct gpu_claim_reading *reading;
 };
 
 struct gpu_backend;

@@ -25,6 +25,11 @@
 /* 1 PiB: far above any GPU, low enough that no product overflows. */
 #define FAKE_MAX_MEMORY_MIB (1024LL * 1024 * 1024)
 #define FAKE_TELEMETRY_MAX_BYTES 4096
+/* A task's file is read again for a sample once its last reading is this
+ * old (with a claim that keeps one): the heartbeats that follow a wave of
+ * starts and exits share one reading, and the periodic one (every second
+ * by default, never under 250 ms in practice) always reads anew. */
+#define FAKE_TELEMETRY_REREAD_MS 250
 
 /* Reads an unsigned decimal at *p (at least one digit, no sign), advances p.
  * Fails on no digits or a value above max. */
@@ -334,10 +339,19 @@ static int fake_sample(struct gpu_backend *be, const struct gpu_claim *claims, s
 {
     (void)err;
     memset(out, 0, be->count * sizeof *out);
+    int64_t now = clock_mono_ms();
     for (size_t c = 0; c < nclaims; c++) {
         int util;
         int64_t mem;
-        read_claim(claims[c].telemetry_file, &util, &mem);
+        struct gpu_claim_reading *r = claims[c].reading;
+        if (r && r->at_ms && now - r->at_ms < FAKE_TELEMETRY_REREAD_MS) {
+            util = r->utilization_pct;
+            mem = r->memory_used_mib;
+        } else {
+            read_claim(claims[c].telemetry_file, &util, &mem);
+            if (r)
+                *r = (struct gpu_claim_reading){now ? now : 1, util, mem};
+        }
         for (size_t g = 0; g < claims[c].ngpus; g++) {
             int idx = claims[c].gpus[g];
             /* indices are the array positions in a fake backend */

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "agent/cgroup.h"
+#include "agent/gpu.h"
 #include "agent/run_as.h"
 #include "agent/task_container.h"
 #include "agent/task_guard.h"
@@ -96,6 +97,7 @@ struct agent_task {
     int64_t gpu_memory_limit_mib; /* 0: none */
     char *log_path;
     char *telemetry_file; /* NULL unless the GPUs are fake */
+    struct gpu_claim_reading telemetry_reading; /* its last, for heartbeats */
     char *jobs_dir;       /* WORK/jobs, to find what the task left behind */
 
     int64_t log_acked; /* bytes of the log the server holds */

@@ -431,7 +431,10 @@ pid_t agent_container_images_spawn(const char *runtime, int *fd)
     if (pid == 0) {
         /* background work: the agent's loop and its tasks go first (an
          * agent starting beside others would otherwise share the CPU with
-         * every one's runtime) */
+         * every one's runtime). Nicer, not SCHED_IDLE: an idle-class
+         * process starves on a busy machine, and one starved while it holds
+         * a kernel lock a task start needs (forking its threads holds the
+         * one a cgroup join waits for) stalls that start with it */
         errno = 0;
         int prio = getpriority(PRIO_PROCESS, 0);
         if (errno == 0)

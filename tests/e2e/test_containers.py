@@ -365,8 +365,9 @@ def test_an_agent_runs_containers_while_its_runtime_still_lists_images():
             final = c.wait_final([first["id"]], timeout=90)[first["id"]]
             assert final["state"] == "succeeded" and "early" in c.logs(first["id"]), \
                 (final, c.logs(first["id"]))
-            # it ran while the agent's first listing was still held
-            assert listings() == (1, 0), listings()
+            # it ran before the agent's first listing (which starts 1 s
+            # after the agent) was in: that one starts and stays held
+            wait_until(lambda: listings() == (1, 0), 30, what="the first listing held")
             starting = [e for e in events(c, first["id"]) if e["kind"] == "job_starting"][0]
             assert "image not cached" in starting["message"], starting
             # let the listing finish: the next heartbeat tells the server

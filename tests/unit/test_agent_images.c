@@ -8,10 +8,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,10 +40,11 @@ static int setup(void **state)
     fprintf(f,
             "#!/bin/sh\necho \"$*\" >> %s\n"
             "if [ \"$1\" = images ]; then\n"
+            "  echo \"nice $(cut -d' ' -f19 /proc/$$/stat)\" >> %s\n"
             "  i=0; while [ ! -e %s ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\n"
             "  printf 'localhost/a:1\\n<none>:<none>\\nlocalhost/b:2\\n'\n"
             "fi\n",
-            calls, release);
+            calls, calls, release);
     fclose(f);
     return chmod(runtime, 0755) == 0 && mkdir(work, 0700) == 0 ? 0 : -1;
 }
@@ -58,8 +61,8 @@ static struct agent_opts opts;
 static struct agent a;
 
 /* Starts the images part of an agent on work with runtime (NULL: found on
- * PATH). */
-static void start(const char *with)
+ * PATH) at 1 ms, without its first listing. */
+static void start_only(const char *with)
 {
     memset(&opts, 0, sizeof opts);
     memset(&a, 0, sizeof a);
@@ -69,6 +72,13 @@ static void start(const char *with)
     a.work_dir = work;
     unlink(calls);
     agent_images_start(&a, 1);
+}
+
+/* ... and then, once it is due, its first listing, as a heartbeat would. */
+static void start(const char *with)
+{
+    start_only(with);
+    agent_images_refresh(&a, 1 + AGENT_IMAGES_FIRST_DELAY_MS);
 }
 
 /* Polls the listing as the agent's loop does until a list is taken or it
@@ -174,16 +184,84 @@ static void test_the_images_are_listed_in_the_background_and_reported_once_in(vo
     json_decref(list);
     /* not due again for a while; then again in the background, and the
      * same list is no news (no heartbeat asked for) but still the list */
-    agent_images_refresh(&a, 3);
+    int64_t first = 1 + AGENT_IMAGES_FIRST_DELAY_MS;
+    assert_int_equal(a.images_at_ms, first);
+    agent_images_refresh(&a, first + 3);
     assert_int_equal(a.images_pid, 0);
-    agent_images_refresh(&a, 1 + AGENT_IMAGES_REFRESH_MS);
+    agent_images_refresh(&a, first + AGENT_IMAGES_REFRESH_MS);
     assert_true(a.images_pid > 0);
     assert_false(wait_listing());
     assert_int_equal(a.images_pid, 0);
-    assert_int_equal(a.images_at_ms, 1 + AGENT_IMAGES_REFRESH_MS);
+    assert_int_equal(a.images_at_ms, first + AGENT_IMAGES_REFRESH_MS);
     list = agent_images_json(&a);
     assert_int_equal(json_array_size(list), 2);
     json_decref(list);
+    agent_images_release(&a);
+}
+
+/* The nice value the fake runtime's `images` ran with (-100: none seen). */
+static int listing_nice(void)
+{
+    char *text = read_calls();
+    const char *at = strstr(text, "nice ");
+    int n = at ? atoi(at + 5) : -100;
+    free(text);
+    return n;
+}
+
+static void test_the_first_listing_waits_for_its_delay_and_runs_nicer(void **state)
+{
+    (void)state;
+    touch_release();
+    start_only(runtime);
+    assert_non_null(a.container_runtime);
+    /* nothing runs at start, nor at a heartbeat before the delay is over */
+    assert_int_equal(a.images_pid, 0);
+    assert_int_equal(agent_images_fd(&a), -1);
+    agent_images_refresh(&a, AGENT_IMAGES_FIRST_DELAY_MS);
+    assert_int_equal(a.images_pid, 0);
+    assert_null(agent_images_json(&a));
+    /* then the heartbeat of an idle node starts it */
+    agent_images_refresh(&a, 1 + AGENT_IMAGES_FIRST_DELAY_MS);
+    assert_true(a.images_pid > 0);
+    assert_true(wait_listing());
+    /* 10 nicer than the agent (19 at most) */
+    errno = 0;
+    int mine = getpriority(PRIO_PROCESS, 0);
+    assert_int_equal(errno, 0);
+    assert_int_equal(listing_nice(), mine + 10 > 19 ? 19 : mine + 10);
+    agent_images_release(&a);
+}
+
+static void test_a_busy_node_lists_its_images_once_idle_or_30_s_after_its_start(void **state)
+{
+    (void)state;
+    touch_release();
+    struct agent_task running = {.state = AGENT_TASK_RUNNING, .start_fd = -1};
+    /* a task runs: past the delay, no listing yet */
+    start_only(runtime);
+    a.tasks[0] = &running;
+    a.ntasks = 1;
+    agent_images_refresh(&a, 1 + AGENT_IMAGES_FIRST_DELAY_MS);
+    agent_images_refresh(&a, AGENT_IMAGES_REFRESH_MS);
+    assert_int_equal(a.images_pid, 0);
+    /* it ended (exited, not yet acknowledged): the node is idle */
+    running.state = AGENT_TASK_EXITED;
+    agent_images_refresh(&a, AGENT_IMAGES_REFRESH_MS);
+    assert_true(a.images_pid > 0);
+    assert_true(wait_listing());
+    agent_images_release(&a);
+    /* one that stays busy lists 30 s after the start all the same */
+    running.state = AGENT_TASK_RUNNING;
+    start_only(runtime);
+    a.tasks[0] = &running;
+    a.ntasks = 1;
+    agent_images_refresh(&a, AGENT_IMAGES_REFRESH_MS);
+    assert_int_equal(a.images_pid, 0);
+    agent_images_refresh(&a, 1 + AGENT_IMAGES_REFRESH_MS);
+    assert_true(a.images_pid > 0);
+    assert_true(wait_listing());
+    a.ntasks = 0;
     agent_images_release(&a);
 }
 
@@ -241,6 +319,8 @@ int main(void)
         cmocka_unit_test(test_an_empty_jobs_dir_as_the_agent_makes_it_asks_for_no_leftovers),
         cmocka_unit_test(test_a_work_dir_with_jobs_has_its_leftover_containers_looked_for),
         cmocka_unit_test(test_the_images_are_listed_in_the_background_and_reported_once_in),
+        cmocka_unit_test(test_the_first_listing_waits_for_its_delay_and_runs_nicer),
+        cmocka_unit_test(test_a_busy_node_lists_its_images_once_idle_or_30_s_after_its_start),
         cmocka_unit_test(test_the_runtime_is_found_on_path_without_being_run),
         cmocka_unit_test(test_a_given_runtime_that_does_not_run_is_dropped_with_its_first_call),
     };

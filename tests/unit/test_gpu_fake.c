@@ -12,6 +12,7 @@
 
 #include "agent/gpu.h"
 #include "agent/gpu_fake.h"
+#include "common/fsutil.h"
 
 static void test_spec_with_one_model_gives_numbered_devices(void **state)
 {
@@ -152,7 +153,7 @@ static void test_backend_reports_what_tasks_write_on_their_gpus_only(void **stat
 
     char *busy = temp_file("util=80 mem=20000\n");
     int gpus[] = {0, 2};
-    struct gpu_claim claim = {gpus, 2, busy};
+    struct gpu_claim claim = {gpus, 2, busy, NULL};
     struct gpu_telemetry out[3];
     assert_int_equal(be.ops->sample(&be, &claim, 1, out, &err), 0);
     assert_int_equal(out[0].utilization_pct, 80);
@@ -186,8 +187,8 @@ static void test_missing_or_garbled_file_means_an_idle_task(void **state)
     char *garbled = temp_file("hello world");
     int g0[] = {0}, g1[] = {1};
     struct gpu_claim claims[] = {
-        {g0, 1, "/nonexistent/tide/.fake_gpu"},
-        {g1, 1, garbled},
+        {g0, 1, "/nonexistent/tide/.fake_gpu", NULL},
+        {g1, 1, garbled, NULL},
     };
     struct gpu_telemetry out[2];
     assert_int_equal(be.ops->sample(&be, claims, 2, out, NULL), 0);
@@ -200,6 +201,57 @@ static void test_missing_or_garbled_file_means_an_idle_task(void **state)
     gpu_backend_release(&be);
 }
 
+/* Rewrites the file at path with content. */
+static void rewrite(const char *path, const char *content)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(content, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_a_kept_reading_is_reused_briefly_then_the_file_is_read_again(
+    void **state)
+{
+    (void)state;
+    struct gpu_backend be;
+    assert_int_equal(gpu_backend_open(&be, &gpu_fake_ops, "2xH200:141GB", "n", NULL), 0);
+    char *path = temp_file("util=40 mem=100");
+    int g0[] = {0}, g1[] = {1};
+    struct gpu_claim_reading kept = {0};
+    struct gpu_claim claim = {g0, 1, path, &kept};
+    struct gpu_telemetry out[2];
+    /* never read: read now, and kept */
+    assert_int_equal(be.ops->sample(&be, &claim, 1, out, NULL), 0);
+    assert_int_equal(out[0].utilization_pct, 40);
+    assert_true(kept.at_ms > 0);
+    assert_int_equal(kept.utilization_pct, 40);
+    assert_int_equal(kept.memory_used_mib, 100);
+    /* the task writes new numbers: a sample right after keeps the reading
+     * (its age set so that no pause of this test can make it old), one
+     * without a kept reading sees them */
+    rewrite(path, "util=90 mem=300");
+    kept.at_ms = clock_mono_ms() + 60000;
+    assert_int_equal(be.ops->sample(&be, &claim, 1, out, NULL), 0);
+    assert_int_equal(out[0].utilization_pct, 40);
+    assert_int_equal(out[0].memory_used_mib, 100);
+    struct gpu_claim fresh = {g1, 1, path, NULL};
+    assert_int_equal(be.ops->sample(&be, &fresh, 1, out, NULL), 0);
+    assert_int_equal(out[1].utilization_pct, 90);
+    /* once the reading is a second old it is read again */
+    kept.at_ms = clock_mono_ms() - 1000;
+    assert_int_equal(be.ops->sample(&be, &claim, 1, out, NULL), 0);
+    assert_int_equal(out[0].utilization_pct, 90);
+    assert_int_equal(out[0].memory_used_mib, 300);
+    assert_int_equal(kept.utilization_pct, 90);
+    /* the task ends: its GPU is idle at once, whatever it last read */
+    assert_int_equal(be.ops->sample(&be, NULL, 0, out, NULL), 0);
+    assert_int_equal(out[0].utilization_pct, 0);
+    unlink(path);
+    free(path);
+    gpu_backend_release(&be);
+}
+
 static void test_shared_gpu_adds_up_and_is_capped(void **state)
 {
     (void)state;
@@ -208,7 +260,7 @@ static void test_shared_gpu_adds_up_and_is_capped(void **state)
     char *a = temp_file("util=70 mem=10000");
     char *b = temp_file("util=60 mem=10000");
     int g[] = {0};
-    struct gpu_claim claims[] = {{g, 1, a}, {g, 1, b}};
+    struct gpu_claim claims[] = {{g, 1, a, NULL}, {g, 1, b, NULL}};
     struct gpu_telemetry out[1];
     assert_int_equal(be.ops->sample(&be, claims, 2, out, NULL), 0);
     assert_int_equal(out[0].utilization_pct, 100);
@@ -289,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_malformed_telemetry_text_is_refused),
         cmocka_unit_test(test_backend_reports_what_tasks_write_on_their_gpus_only),
         cmocka_unit_test(test_missing_or_garbled_file_means_an_idle_task),
+        cmocka_unit_test(test_a_kept_reading_is_reused_briefly_then_the_file_is_read_again),
         cmocka_unit_test(test_shared_gpu_adds_up_and_is_capped),
         cmocka_unit_test(test_bad_spec_leaves_backend_empty),
     };

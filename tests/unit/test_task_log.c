@@ -5,8 +5,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/task_log.h"
 
@@ -55,12 +59,72 @@ static void test_a_character_is_never_cut_and_the_count_matches_jansson(void **s
     }
 }
 
+/* Appends text to the file at path. */
+static void append(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "a");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_a_chunk_is_what_the_log_holds_past_the_offset_and_nothing_else(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tide-test-task-log-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/1.1.log", dir);
+    char *data = (char *)1;
+    size_t len = 9;
+    bool more = true;
+    /* no file yet: no data, no error */
+    assert_int_equal(agent_task_log_chunk(path, 0, 100, false, &data, &len, &more), 0);
+    assert_null(data);
+    assert_int_equal(len, 0);
+    assert_false(more);
+    /* an empty one the same */
+    append(path, "");
+    assert_int_equal(agent_task_log_chunk(path, 0, 100, false, &data, &len, &more), 0);
+    assert_null(data);
+    append(path, "hello world\n");
+    /* from the offset, at most max bytes, and more when some are left */
+    assert_int_equal(agent_task_log_chunk(path, 6, 3, false, &data, &len, &more), 0);
+    assert_int_equal(len, 3);
+    assert_memory_equal(data, "wor", 3);
+    assert_true(more);
+    free(data);
+    assert_int_equal(agent_task_log_chunk(path, 6, 100, false, &data, &len, &more), 0);
+    assert_string_equal(data, "world\n");
+    assert_false(more);
+    free(data);
+    /* at the end or past it: nothing */
+    assert_int_equal(agent_task_log_chunk(path, 12, 100, false, &data, &len, &more), 0);
+    assert_null(data);
+    assert_int_equal(agent_task_log_chunk(path, 50, 100, false, &data, &len, &more), 0);
+    assert_null(data);
+    /* what is written later comes in the next chunk */
+    append(path, "again");
+    assert_int_equal(agent_task_log_chunk(path, 12, 100, false, &data, &len, &more), 0);
+    assert_string_equal(data, "again");
+    free(data);
+    /* a path that cannot be a file is an error, not "no data" */
+    char bad[80];
+    snprintf(bad, sizeof bad, "%s/1.1.log/x", dir);
+    data = NULL;
+    assert_int_equal(agent_task_log_chunk(bad, 0, 100, false, &data, &len, &more), -ENOTDIR);
+    assert_null(data);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_text_fits_byte_for_byte),
         cmocka_unit_test(test_control_bytes_are_charged_as_their_escapes),
         cmocka_unit_test(test_a_character_is_never_cut_and_the_count_matches_jansson),
+        cmocka_unit_test(test_a_chunk_is_what_the_log_holds_past_the_offset_and_nothing_else),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
