@@ -247,6 +247,9 @@ static bool take_pending(struct scheduler *s, struct job *job, int64_t now_ms, b
     }
     const struct queue_config *q = s->cfg.queues ? queue_of_job_remember(s->cfg.queues, job) : NULL;
     job->effective_priority = queue_effective_priority(q, job, now_ms);
+    int64_t next = queue_next_escalation_ms(q, job, now_ms);
+    if (next < s->quiet_until_ms)
+        s->quiet_until_ms = next;
     if (s->cfg.fairshare)
         fairshare_classify(s->cfg.fairshare, job);
     else
@@ -595,8 +598,8 @@ static void note_quiet(struct scheduler *s, struct cluster *c, const struct pass
     struct sched_quiet *q = &s->quiet;
     q->valid = every_job && !st->placed && !st->reservation.active && !st->broke &&
                !s->preempt_pool.n && !nbackoff && s->kept.n == s->norder &&
-               sched_quiet_rules_timeless(s->cfg.queues, s->cfg.fairshare != NULL,
-                                          s->cfg.budgets != NULL, s->cfg.queue_round_robin);
+               sched_quiet_rules_timeless(s->cfg.fairshare != NULL, s->cfg.budgets != NULL,
+                                          s->cfg.queue_round_robin);
     if (!q->valid || sched_quiet_nodes_take(q, c) != 0)
         return;
     q->njobs = c->njobs;
@@ -607,6 +610,7 @@ static void note_quiet(struct scheduler *s, struct cluster *c, const struct pass
     q->reservation_tried = st->reservation_tried;
     q->stopped_at_id = st->stopped_at ? st->stopped_at->id : 0;
     q->usage = st->usage;
+    q->until_ms = s->quiet_until_ms;
 }
 
 static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size_t nids,
@@ -625,6 +629,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     if (s->cfg.fairshare)
         fairshare_update(s->cfg.fairshare, c, now_ms);
     size_t nbackoff = 0;
+    s->quiet_until_ms = INT64_MAX;
     size_t npending = collect_pending(s, c, ids, nids, now_ms, &nbackoff);
     s->norder = npending;
     attach_index(s, c);
@@ -679,7 +684,7 @@ static bool only_appended(const struct sched_quiet *q, const struct cluster *c)
 int sched_pass_new(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out)
 {
     struct sched_quiet *q = &s->quiet;
-    if (!q->valid || s->kept.n != s->norder || !only_appended(q, c) ||
+    if (!q->valid || now_ms >= q->until_ms || s->kept.n != s->norder || !only_appended(q, c) ||
         !sched_quiet_nodes_same(q, c))
         return TIDE_ECONFLICT;
     size_t nold = s->norder, need = nold + (c->njobs - q->njobs);
@@ -695,6 +700,7 @@ int sched_pass_new(struct scheduler *s, struct cluster *c, int64_t now_ms, struc
         return TIDE_ECONFLICT;
     q->jobs_base = c->jobs;
     s->gpuless = 0;
+    s->quiet_until_ms = q->until_ms;
     size_t n = nold, nbackoff = 0;
     for (size_t i = q->njobs; i < c->njobs; i++) {
         bool backoff;

@@ -67,6 +67,7 @@ struct scheduler {
     int64_t last_node_check_ms;    /* sched_check_nodes' last call, 0 before the first */
     size_t gpuless; /* scratch: collected jobs that need no free GPU (none, or a share) */
     struct sched_quiet quiet; /* what the last pass left, when it changed nothing */
+    int64_t quiet_until_ms;   /* scratch: the first escalation due among the collected */
 };
 
 void sched_init(struct scheduler *s, const struct sched_config *cfg);
@@ -90,8 +91,9 @@ int sched_pass_ids(struct scheduler *s, struct cluster *c, const int64_t *ids, s
 /* sched_pass for an owner that knows that since the last pass nothing but
  * time has changed except that jobs were appended to the cluster (with ids
  * above every earlier one). When the last pass changed nothing (placed,
- * preempted and reserved nothing) and no rule moves with time (no backoff
- * waiting out, fair share, budgets, round-robin or priority escalation),
+ * preempted and reserved nothing), no rule moves with time (no backoff
+ * waiting out, fair share, budgets or round-robin; no waiting job's
+ * escalation falls due),
  * the nodes are as it left them and every new job sorts after every
  * earlier one, the earlier jobs would get the answers they got then, so
  * only the new ones are walked, from where the last pass ended: the

@@ -109,13 +109,7 @@ bool sched_quiet_nodes_same(const struct sched_quiet *q, const struct cluster *c
     return !k.differ && k.n == q->nwords;
 }
 
-bool sched_quiet_rules_timeless(const struct queue_set *queues, bool fairshare, bool budgets,
-                                bool queue_round_robin)
+bool sched_quiet_rules_timeless(bool fairshare, bool budgets, bool queue_round_robin)
 {
-    if (fairshare || budgets || queue_round_robin)
-        return false;
-    for (int i = 0; queues && i < queues->count; i++)
-        if (queues->queues[i].max_wait_s > 0 && queues->queues[i].escalation > 0)
-            return false;
-    return true;
+    return !fairshare && !budgets && !queue_round_robin;
 }

@@ -45,6 +45,7 @@ struct sched_quiet {
     bool reservation_tried;
     int64_t stopped_at_id; /* strict order: the blocked job; 0: none */
     struct queue_usage usage;
+    int64_t until_ms; /* a waiting job's priority escalates then: a full pass */
     /* The nodes as placement sees them, as words (sched_quiet_nodes_*). */
     uint64_t *words;
     size_t nwords, cap;
@@ -62,8 +63,8 @@ bool sched_quiet_nodes_same(const struct sched_quiet *q, const struct cluster *c
 
 /* Whether the rules leave a pending job's answer the same from one moment
  * to the next: no fair share (its use decays), no budgets, no round-robin
- * between queues, no queue that raises priority with waiting. */
-bool sched_quiet_rules_timeless(const struct queue_set *queues, bool fairshare, bool budgets,
-                                bool queue_round_robin);
+ * between queues. (Escalation falls due at known times: sched.c keeps the
+ * first.) */
+bool sched_quiet_rules_timeless(bool fairshare, bool budgets, bool queue_round_robin);
 
 #endif

@@ -335,6 +335,27 @@ static void test_a_new_job_waiting_on_others_makes_the_pass_full(void **state)
     assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), TIDE_ECONFLICT);
 }
 
+static void test_an_escalation_falling_due_makes_the_pass_full(void **state)
+{
+    (void)state;
+    static struct queue_set qs;
+    queue_set_defaults(&qs); /* inference: +100 after each 60 s waited */
+    both_init(&order_priority, true);
+    a.s.cfg.queues = b.s.cfg.queues = &qs;
+    both_node(2, 2, false);
+    struct job waiting = shaped(2, 1, 150);
+    snprintf(waiting.queue, sizeof waiting.queue, "inference");
+    waiting.submit_ms = NOW;
+    both_job(waiting);
+    both_full_pass(NOW + 1000);
+    both_job(shaped(3, 1, 0));
+    assert_new_pass_as_full(NOW + 59999, 0); /* before its first step */
+    both_job(shaped(4, 1, 0));
+    assert_int_equal(sched_pass_new(&a.s, &a.c, NOW + 60000, &a.out), TIDE_ECONFLICT);
+    assert_int_equal(sched_pass(&a.s, &a.c, NOW + 60000, &a.out), 0);
+    assert_int_equal(cluster_find_job(&a.c, 2)->effective_priority, 250);
+}
+
 static void test_no_pass_before_means_a_full_pass(void **state)
 {
     (void)state;
@@ -361,6 +382,7 @@ int main(void)
         T(test_a_job_backing_off_keeps_passes_full),
         T(test_a_removed_job_makes_the_pass_full),
         T(test_a_new_job_waiting_on_others_makes_the_pass_full),
+        T(test_an_escalation_falling_due_makes_the_pass_full),
         T(test_no_pass_before_means_a_full_pass),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
