@@ -603,6 +603,7 @@ static void note_quiet(struct scheduler *s, struct cluster *c, const struct pass
     if (!q->valid || sched_quiet_nodes_take(q, c) != 0)
         return;
     q->njobs = c->njobs;
+    q->jobs_removed = c->jobs_removed;
     q->tail_id = c->njobs ? c->jobs[c->njobs - 1].id : 0;
     q->jobs_base = c->jobs;
     memcpy(q->failed, st->failed, sizeof q->failed);
@@ -665,11 +666,13 @@ int sched_pass_ids(struct scheduler *s, struct cluster *c, const int64_t *ids, s
 }
 
 /* Whether the jobs appended since the last pass are all that changed in
- * them: the array only grew, in rising ids, and none of the new jobs waits
- * on others. */
+ * them: none left (a job leaving may move another into its place), the
+ * array only grew, in rising ids, and none of the new jobs waits on
+ * others. */
 static bool only_appended(const struct sched_quiet *q, const struct cluster *c)
 {
-    if (c->njobs < q->njobs || (q->njobs && c->jobs[q->njobs - 1].id != q->tail_id))
+    if (c->jobs_removed != q->jobs_removed || c->njobs < q->njobs ||
+        (q->njobs && c->jobs[q->njobs - 1].id != q->tail_id))
         return false;
     int64_t last_id = q->tail_id;
     for (size_t i = q->njobs; i < c->njobs; i++) {

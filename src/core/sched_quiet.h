@@ -35,8 +35,10 @@ struct queue_usage {
 
 struct sched_quiet {
     bool valid; /* the last pass placed, preempted and reserved nothing */
-    /* The job array at its end: length, last job's id, base address. */
+    /* The job array at its end: length, removals so far, last job's id,
+     * base address. */
     size_t njobs;
+    uint64_t jobs_removed; /* the cluster's count then */
     int64_t tail_id;
     const struct job *jobs_base;
     /* Its walk's state after the last job. */

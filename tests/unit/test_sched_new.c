@@ -320,6 +320,22 @@ static void test_a_removed_job_makes_the_pass_full(void **state)
     assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), TIDE_ECONFLICT);
 }
 
+static void test_a_job_cancelled_after_a_submit_makes_the_pass_full(void **state)
+{
+    (void)state;
+    both_init(&order_priority, true);
+    a.c.jobs_any_order = b.c.jobs_any_order = true; /* as the server has it */
+    both_node(2, 2, false);
+    both_job(shaped(2, 1, 0));
+    both_job(shaped(3, 1, 0));
+    both_full_pass(NOW);
+    /* The new job moves into the cancelled one's place; the tail stays. */
+    both_job(shaped(4, 1, 0));
+    assert_int_equal(sched_cancel(&a.c, 2, &a.out), 1);
+    assert_int_equal(a.c.jobs[a.c.njobs - 1].id, 3);
+    assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), TIDE_ECONFLICT);
+}
+
 static void test_a_new_job_waiting_on_others_makes_the_pass_full(void **state)
 {
     (void)state;
@@ -381,6 +397,7 @@ int main(void)
         T(test_work_that_preemption_could_take_keeps_passes_full),
         T(test_a_job_backing_off_keeps_passes_full),
         T(test_a_removed_job_makes_the_pass_full),
+        T(test_a_job_cancelled_after_a_submit_makes_the_pass_full),
         T(test_a_new_job_waiting_on_others_makes_the_pass_full),
         T(test_an_escalation_falling_due_makes_the_pass_full),
         T(test_no_pass_before_means_a_full_pass),
