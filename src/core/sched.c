@@ -596,7 +596,7 @@ static void note_quiet(struct scheduler *s, struct cluster *c, const struct pass
                        bool every_job, size_t nbackoff)
 {
     struct sched_quiet *q = &s->quiet;
-    q->valid = every_job && !st->placed && !st->reservation.active && !st->broke &&
+    q->valid = q->wanted && every_job && !st->placed && !st->reservation.active && !st->broke &&
                !s->preempt_pool.n && !nbackoff && s->kept.n == s->norder &&
                sched_quiet_rules_timeless(s->cfg.fairshare != NULL, s->cfg.budgets != NULL,
                                           s->cfg.queue_round_robin);
@@ -687,6 +687,7 @@ static bool only_appended(const struct sched_quiet *q, const struct cluster *c)
 int sched_pass_new(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out)
 {
     struct sched_quiet *q = &s->quiet;
+    q->wanted = true;
     if (!q->valid || now_ms >= q->until_ms || s->kept.n != s->norder || !only_appended(q, c) ||
         !sched_quiet_nodes_same(q, c))
         return TIDE_ECONFLICT;

@@ -101,7 +101,8 @@ int sched_pass_ids(struct scheduler *s, struct cluster *c, const int64_t *ids, s
  * rather than the queue. Otherwise, or when a new job waits on others (its
  * dependencies are for the owner to resolve first), it changes nothing
  * that matters and returns TIDE_ECONFLICT: run sched_pass. Else as
- * sched_pass. */
+ * sched_pass. Passes keep what it needs (O(nodes) each) only once it has
+ * been called: the first call always returns TIDE_ECONFLICT. */
 int sched_pass_new(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out);
 
 /* Declares nodes lost whose last heartbeat is older than node_timeout_ms

@@ -34,6 +34,9 @@ struct queue_usage {
 };
 
 struct sched_quiet {
+    /* The owner calls sched_pass_new: only then do passes keep this (the
+     * nodes' copy costs O(nodes) a pass; the simulator never asks). */
+    bool wanted;
     bool valid; /* the last pass placed, preempted and reserved nothing */
     /* The job array at its end: length, removals so far, last job's id,
      * base address. */

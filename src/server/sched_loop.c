@@ -32,6 +32,10 @@ void sched_loop_kick_submitted(struct server *srv)
     pthread_cond_signal(&srv->wake);
 }
 
+/* The shortest rest before a pass that only submissions kicked: a new
+ * job waits at most this long (after a pass) for its first pass. */
+#define SCHED_SUBMIT_REST_MIN_US 1000
+
 static struct timespec realtime_in_us(int64_t us)
 {
     struct timespec t;
@@ -53,7 +57,9 @@ static bool before(const struct timespec *a, const struct timespec *b)
  * half the lock, not all of it. New submissions alone wait for a rest of
  * SCHED_SUBMIT_REST passes: under a storm of submits (each batch a kick)
  * the commits then hold the lock most of the time and the pass, whose
- * cost grows with the queue, at most 1 / (1 + SCHED_SUBMIT_REST) of it.
+ * cost grows with the queue, at most 1 / (1 + SCHED_SUBMIT_REST) of it;
+ * and at least SCHED_SUBMIT_REST_MIN_US, so that passes over new jobs only
+ * (which cost next to nothing) do not run back to back with every commit.
  * Returns true when nothing but new submissions or the interval woke it (no
  * other kick): then a pass over the new jobs may do (sched_pass_new). */
 static bool wait_for_work(struct server *srv, int64_t pass_us)
@@ -62,7 +68,10 @@ static bool wait_for_work(struct server *srv, int64_t pass_us)
     while (pass_us > 0 && !srv->stopping)
         if (pthread_cond_timedwait(&srv->wake, &srv->lock, &rest) == ETIMEDOUT)
             break;
-    struct timespec submits_due = realtime_in_us(pass_us * (SCHED_SUBMIT_REST - 1));
+    int64_t submit_rest_us = pass_us * (SCHED_SUBMIT_REST - 1);
+    if (submit_rest_us < SCHED_SUBMIT_REST_MIN_US - pass_us)
+        submit_rest_us = SCHED_SUBMIT_REST_MIN_US - pass_us;
+    struct timespec submits_due = realtime_in_us(submit_rest_us);
     struct timespec deadline = realtime_in_us((int64_t)srv->cfg.sched_interval_ms * 1000);
     while (!srv->sched_wanted && !srv->stopping) {
         const struct timespec *until = &deadline;

@@ -57,6 +57,8 @@ static void both_init(const struct order_ops *order, bool preemption)
 {
     side_init(&a, order, preemption);
     side_init(&b, order, preemption);
+    /* The first call asks passes to keep what it needs. */
+    assert_int_equal(sched_pass_new(&a.s, &a.c, 0, &a.out), TIDE_ECONFLICT);
 }
 
 static void add_node(struct side *x, struct node n)
@@ -380,6 +382,22 @@ static void test_no_pass_before_means_a_full_pass(void **state)
     assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), TIDE_ECONFLICT);
 }
 
+static void test_passes_keep_nothing_until_the_owner_asks(void **state)
+{
+    (void)state;
+    side_init(&a, &order_priority, true);
+    side_init(&b, &order_priority, true);
+    add_node(&a, fx_h200_node(1, 2));
+    add_running(&a, fx_job(1, 2), 1);
+    add_job(&a, fx_job(2, 1));
+    assert_int_equal(sched_pass(&a.s, &a.c, NOW, &a.out), 0);
+    assert_false(a.s.quiet.valid);
+    assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), TIDE_ECONFLICT);
+    assert_int_equal(sched_pass(&a.s, &a.c, NOW, &a.out), 0);
+    assert_true(a.s.quiet.valid);
+    assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), 0);
+}
+
 #define T(f) cmocka_unit_test_teardown(f, teardown)
 
 int main(void)
@@ -401,6 +419,7 @@ int main(void)
         T(test_a_new_job_waiting_on_others_makes_the_pass_full),
         T(test_an_escalation_falling_due_makes_the_pass_full),
         T(test_no_pass_before_means_a_full_pass),
+        T(test_passes_keep_nothing_until_the_owner_asks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
