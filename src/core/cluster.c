@@ -323,6 +323,7 @@ void cluster_remove_job(struct cluster *c, int64_t id)
             index_moved(&c->job_ids, c->jobs[k].id, k);
     }
     c->njobs--;
+    c->jobs_removed++;
     if (!indexed)
         c->job_ids.count = (size_t)-1;
 }
@@ -348,6 +349,7 @@ size_t cluster_remove_jobs_if(struct cluster *c, bool (*doomed)(struct job *job,
         kept++;
     }
     c->njobs = kept;
+    c->jobs_removed += gone;
     c->job_ids.count = (size_t)-1; /* positions moved: the next lookup rebuilds */
     return gone;
 }

@@ -241,6 +241,10 @@ struct cluster {
      * scans the jobs instead. */
     struct node_jobs node_jobs;
     bool node_jobs_lost;
+    /* Jobs removed since cluster_init (cluster_remove_job,
+     * cluster_remove_jobs_if): the scheduler's pass over new jobs only
+     * (sched_pass_new) needs to know that none left. */
+    uint64_t jobs_removed;
 };
 
 void cluster_init(struct cluster *c);

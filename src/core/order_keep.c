@@ -27,10 +27,9 @@ void order_keep_forget(struct order_keep *k)
     k->n = 0;
 }
 
-static void remember(struct order_keep *k, const struct cluster *c, struct job *const *jobs,
-                     size_t n)
+/* Room for n remembered jobs, keeping the first k->n. */
+static bool reserve(struct order_keep *k, size_t n)
 {
-    k->n = 0;
     if (n > k->cap) {
         size_t cap = k->cap ? k->cap : 64;
         while (cap < n)
@@ -42,14 +41,48 @@ static void remember(struct order_keep *k, const struct cluster *c, struct job *
         if (slots)
             k->slots = slots;
         if (!ids || !slots)
-            return; /* nothing remembered: the next sort is a full one */
+            return false;
         k->cap = cap;
     }
+    return true;
+}
+
+static void remember(struct order_keep *k, const struct cluster *c, struct job *const *jobs,
+                     size_t n)
+{
+    k->n = 0;
+    if (!reserve(k, n))
+        return; /* nothing remembered: the next sort is a full one */
     for (size_t i = 0; i < n; i++) {
         k->ids[i] = jobs[i]->id;
         k->slots[i] = (uint32_t)(jobs[i] - c->jobs);
     }
     k->n = n;
+}
+
+void order_keep_append(struct order_keep *k, const struct cluster *c, struct job *const *jobs,
+                       size_t n)
+{
+    if (!reserve(k, k->n + n)) {
+        k->n = 0;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        k->ids[k->n + i] = jobs[i]->id;
+        k->slots[k->n + i] = (uint32_t)(jobs[i] - c->jobs);
+    }
+    k->n += n;
+}
+
+bool order_keep_jobs(const struct order_keep *k, struct cluster *c, struct job **jobs)
+{
+    for (size_t i = 0; i < k->n; i++) {
+        uint32_t slot = k->slots[i];
+        if (slot >= c->njobs || c->jobs[slot].id != k->ids[i])
+            return false;
+        jobs[i] = &c->jobs[slot];
+    }
+    return true;
 }
 
 static void sort_all(struct order_keep *k, const struct cluster *c, struct job **jobs, size_t n,

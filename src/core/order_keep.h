@@ -11,6 +11,7 @@
 #ifndef TIDE_ORDER_KEEP_H
 #define TIDE_ORDER_KEEP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,17 @@ void order_keep_release(struct order_keep *k);
  * among themselves. c is only read (its id index may be rebuilt). */
 void order_keep_sort(struct order_keep *k, struct cluster *c, struct job **jobs, size_t n,
                      int (*cmp)(const void *, const void *, void *), void *ctx);
+
+/* Remembers jobs[0..n) (pointers into c->jobs) after the remembered order,
+ * for an owner that knows they sort after it and in this order among
+ * themselves. Out of memory, it forgets the order instead. */
+void order_keep_append(struct order_keep *k, const struct cluster *c, struct job *const *jobs,
+                       size_t n);
+
+/* Writes the remembered order into jobs (room for k->n) as pointers into
+ * c->jobs by the remembered positions; false when a job is no longer where
+ * it was (jobs left the array since). */
+bool order_keep_jobs(const struct order_keep *k, struct cluster *c, struct job **jobs);
 
 /* Forgets the remembered order (the next sort is a full one). */
 void order_keep_forget(struct order_keep *k);

@@ -125,3 +125,17 @@ int queue_effective_priority(const struct queue_config *q, const struct job *job
     int64_t p = job->priority + steps * q->escalation;
     return p > 100000 ? 100000 : (int)p;
 }
+
+int64_t queue_next_escalation_ms(const struct queue_config *q, const struct job *job,
+                                 int64_t now_ms)
+{
+    if (!q || q->max_wait_s <= 0 || q->escalation <= 0)
+        return INT64_MAX;
+    if (now_ms < job->submit_ms || q->max_wait_s > INT64_MAX / 2000000)
+        return now_ms;
+    if (queue_effective_priority(q, job, now_ms) >= 100000)
+        return INT64_MAX;
+    int64_t step_ms = q->max_wait_s * 1000;
+    int64_t steps = (now_ms - job->submit_ms) / 1000 / q->max_wait_s;
+    return job->submit_ms + (steps + 1) * step_ms;
+}

@@ -77,4 +77,9 @@ bool queue_allows_node(const struct job *job, const struct node *node);
 /* A waiting job's priority after escalation for waiting past max_wait_s. */
 int queue_effective_priority(const struct queue_config *q, const struct job *job, int64_t now_ms);
 
+/* When queue_effective_priority next changes for job after now_ms
+ * (INT64_MAX: never; now_ms when it cannot tell). */
+int64_t queue_next_escalation_ms(const struct queue_config *q, const struct job *job,
+                                 int64_t now_ms);
+
 #endif

@@ -43,6 +43,7 @@ void sched_init(struct scheduler *s, const struct sched_config *cfg)
     s->cfg = *cfg;
     order_keep_init(&s->kept);
     order_keep_init(&s->kept_claimed);
+    sched_quiet_init(&s->quiet);
 }
 
 void sched_release(struct scheduler *s)
@@ -54,6 +55,7 @@ void sched_release(struct scheduler *s)
     s->order_cap = s->norder = 0;
     order_keep_release(&s->kept);
     order_keep_release(&s->kept_claimed);
+    sched_quiet_release(&s->quiet);
     preempt_pool_release(&s->preempt_pool);
     placement_index_release(s->index);
     free(s->index);
@@ -77,16 +79,6 @@ static void format_gpu_list(char *out, size_t size, const int *gpus, int n)
     for (int i = 0; i < n && used < size; i++)
         used += (size_t)snprintf(out + used, size - used, "%s%d", i ? "," : "", gpus[i]);
 }
-
-/* A pass only ever takes capacity, so once a job found no room, every later
- * job that asks for at least as much with no extra constraint finds none
- * either. Remembering a few such shapes skips most of the hopeless scans. */
-struct failed_shape {
-    int gpus, cpus;
-    int64_t memory_mib;
-};
-
-#define FAILED_SHAPES 8
 
 /* Jobs that may use any node, one node at a time: the only ones whose
  * failures say something about other jobs. */
@@ -136,12 +128,6 @@ static bool short_of_free_gpus(const struct cluster *c, const struct job *job)
     }
     return true;
 }
-
-/* Running jobs and GPUs per queue, for the caps. */
-struct queue_usage {
-    int jobs[TIDE_MAX_QUEUES];
-    int gpus[TIDE_MAX_QUEUES];
-};
 
 static int queue_slot(const struct queue_set *qs, struct job *job)
 {
@@ -234,42 +220,59 @@ static void interleave_queues(struct scheduler *s, size_t n)
     qsort(s->order, n, sizeof *s->order, by_turn);
 }
 
+/* Readies one job for this pass: false when it may not be placed now
+ * (held, or backing off: then *backoff), else true with its effective
+ * priority and quota class set. */
+static bool take_pending(struct scheduler *s, struct job *job, int64_t now_ms, bool *backoff)
+{
+    bool explain = s->cfg.explain;
+    *backoff = false;
+    if (job->state != JOB_PENDING)
+        return false;
+    if (job->held || job->on_hold ||
+        (s->cfg.budgets &&
+         budget_holds_job(s->cfg.budgets, job, explain ? wait_reason_text(job) : NULL))) {
+        job->not_before_ms = 0; /* held, not backing off: the ETA plan leaves it out */
+        return false;
+    }
+    job->reserved_start_ms = 0;
+    job->reserved_node_id = 0;
+    job->not_before_ms = retry_not_before_ms(&s->cfg, job);
+    if (job->not_before_ms > now_ms) {
+        if (explain)
+            wait_reason_set(job, WAIT_RETRY, 0, 0, (job->not_before_ms - now_ms + 999) / 1000,
+                            NULL);
+        *backoff = true;
+        return false;
+    }
+    const struct queue_config *q = s->cfg.queues ? queue_of_job_remember(s->cfg.queues, job) : NULL;
+    job->effective_priority = queue_effective_priority(q, job, now_ms);
+    int64_t next = queue_next_escalation_ms(q, job, now_ms);
+    if (next < s->quiet_until_ms)
+        s->quiet_until_ms = next;
+    if (s->cfg.fairshare)
+        fairshare_classify(s->cfg.fairshare, job);
+    else
+        job->in_quota = true, job->share_key = 0;
+    s->gpuless += job->gpus <= 0 || gpu_job_wants_slice(job);
+    return true;
+}
+
 /* Collects the jobs this pass may place (of every job, or of those with the
- * given ids when ids is not NULL), with their effective priorities. */
+ * given ids when ids is not NULL), with their effective priorities; counts
+ * those backing off into *nbackoff. */
 static size_t collect_pending(struct scheduler *s, struct cluster *c, const int64_t *ids,
-                              size_t nids, int64_t now_ms)
+                              size_t nids, int64_t now_ms, size_t *nbackoff)
 {
     size_t n = 0, ncandidates = ids ? nids : c->njobs;
-    bool explain = s->cfg.explain;
     s->gpuless = 0;
     for (size_t i = 0; i < ncandidates; i++) {
         struct job *job = ids ? cluster_find_job(c, ids[i]) : &c->jobs[i];
-        if (!job || job->state != JOB_PENDING)
-            continue;
-        if (job->held || job->on_hold ||
-            (s->cfg.budgets &&
-             budget_holds_job(s->cfg.budgets, job, explain ? wait_reason_text(job) : NULL))) {
-            job->not_before_ms = 0; /* held, not backing off: the ETA plan leaves it out */
-            continue;
-        }
-        job->reserved_start_ms = 0;
-        job->reserved_node_id = 0;
-        job->not_before_ms = retry_not_before_ms(&s->cfg, job);
-        if (job->not_before_ms > now_ms) {
-            if (explain)
-                wait_reason_set(job, WAIT_RETRY, 0, 0, (job->not_before_ms - now_ms + 999) / 1000,
-                                NULL);
-            continue;
-        }
-        const struct queue_config *q =
-            s->cfg.queues ? queue_of_job_remember(s->cfg.queues, job) : NULL;
-        job->effective_priority = queue_effective_priority(q, job, now_ms);
-        if (s->cfg.fairshare)
-            fairshare_classify(s->cfg.fairshare, job);
-        else
-            job->in_quota = true, job->share_key = 0;
-        s->gpuless += job->gpus <= 0 || gpu_job_wants_slice(job);
-        s->order[n++] = job;
+        bool backoff;
+        if (job && take_pending(s, job, now_ms, &backoff))
+            s->order[n++] = job;
+        else if (job)
+            *nbackoff += backoff;
     }
     order_keep_sort(&s->kept, c, s->order, n, by_order_policy, (void *)s->cfg.order);
     /* Each sort keeps its own last order: sharing one, each would find the
@@ -421,97 +424,87 @@ static bool dominated_fits(struct dominated_memo *memo, const struct cluster *c,
     return memo->fits;
 }
 
-static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size_t nids,
-                int64_t now_ms, struct action_list *out)
-{
-    struct dominated_memo dominated = {.valid = false};
+/* A pass's walk down the order: what it has learnt so far and what it
+ * holds. Kept after a pass that changed nothing (sched_quiet.h), so the next
+ * may go on from where it ended. */
+struct pass_state {
+    struct dominated_memo dominated;
     struct failed_shape failed[FAILED_SHAPES];
-    int nfailed = 0;
-    size_t need = ids ? nids : c->njobs;
-    s->norder = 0;
-    if (need > s->order_cap) {
-        struct job **grown = realloc(s->order, need * sizeof *grown);
-        if (!grown)
-            return TIDE_ENOMEM;
-        s->order = grown;
-        s->order_cap = need;
-    }
-    if (s->cfg.fairshare)
-        fairshare_update(s->cfg.fairshare, c, now_ms);
-    size_t npending = collect_pending(s, c, ids, nids, now_ms);
-    s->norder = npending;
-    bool explain = s->cfg.explain;
-    attach_index(s, c);
-    if (c->index)
-        placement_index_memo_start(c->index); /* nodes keep their shapes until the pass ends */
+    int nfailed;
     struct queue_usage usage;
-    count_queue_usage(s->cfg.queues, c, &usage);
-    struct backfill_reservation reservation = {.active = false};
-    bool reservation_tried = false;
+    struct backfill_reservation reservation;
+    bool reservation_tried;
     struct victimless_shape no_victims[FAILED_SHAPES];
-    int nno_victims = 0;
-    s->preempt_pool.n = 0;
-    if (s->cfg.preemption && preempt_pool_build(&s->preempt_pool, c) != 0) {
-        detach_index(s, c);
-        return TIDE_ENOMEM;
-    }
-
-    int placed = 0;
-    bool strict = s->cfg.order->strict;
-    const struct job *stopped_at = NULL; /* strict: the blocked job the pass stopped at */
+    int nno_victims;
+    int placed;
+    const struct job *stopped_at; /* strict: the blocked job the pass stopped at */
     /* The reservation's GPUs are let go for a job that ends before it and
      * held again after; between two such jobs (nothing to preempt) they
      * stay let go, which leaves the cluster as holding and letting go
      * again would. */
-    bool hold_deferred = false;
-    for (size_t i = 0; i < npending; i++) {
+    bool hold_deferred;
+    bool broke; /* the walk ended before the last job (nothing left to say) */
+};
+
+/* Walks s->order[from..to) with st, placing, preempting, reserving and
+ * explaining. Returns 0 or TIDE_ENOMEM. */
+static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state *st, size_t from,
+                      size_t to, int64_t now_ms, struct action_list *out)
+{
+    bool explain = s->cfg.explain;
+    bool strict = s->cfg.order->strict;
+    for (size_t i = from; i < to; i++) {
         struct job *job = s->order[i];
-        if (stopped_at) {
-            if (!explain)
+        if (st->stopped_at) {
+            if (!explain) {
+                st->broke = true;
                 break;
-            wait_reason_set(job, WAIT_BEHIND, 0, 0, stopped_at->id, s->cfg.order->name);
+            }
+            wait_reason_set(job, WAIT_BEHIND, 0, 0, st->stopped_at->id, s->cfg.order->name);
             continue;
         }
-        bool short_enough = reservation.active && backfill_fits_before(&reservation, job, now_ms);
-        if (hold_deferred && !short_enough) {
-            backfill_hold(c, &reservation, true);
-            hold_deferred = false;
+        bool short_enough = st->reservation.active && backfill_fits_before(&st->reservation, job, now_ms);
+        if (st->hold_deferred && !short_enough) {
+            backfill_hold(c, &st->reservation, true);
+            st->hold_deferred = false;
         }
         /* With nothing left to write or reserve, no GPU free anywhere and
          * every job left needing one, none of them can start. */
-        if (!explain && !s->gpuless && !s->preempt_pool.n && !reservation.active &&
-            (!s->cfg.backfill || reservation_tried) &&
-            placement_index_nodes_with_free(c, 1) == 0)
+        if (!explain && !s->gpuless && !s->preempt_pool.n && !st->reservation.active &&
+            (!s->cfg.backfill || st->reservation_tried) &&
+            placement_index_nodes_with_free(c, 1) == 0) {
+            st->broke = true;
             break;
+        }
         if (job->gpus <= 0 || gpu_job_wants_slice(job))
             s->gpuless--;
         /* Once a job that cannot start has nothing left to get (no reason
          * to write, nothing to preempt, the reservation handed out), one
          * that no node has the free GPUs for is passed over unasked. */
-        if (!explain && !s->preempt_pool.n && (!s->cfg.backfill || reservation_tried) &&
-            !(reservation.active && backfill_fits_before(&reservation, job, now_ms)) &&
+        if (!explain && !s->preempt_pool.n && (!s->cfg.backfill || st->reservation_tried) &&
+            !(st->reservation.active && backfill_fits_before(&st->reservation, job, now_ms)) &&
             short_of_free_gpus(c, job)) {
-            if (strict && !reservation.active)
-                stopped_at = job;
+            if (strict && !st->reservation.active)
+                st->stopped_at = job;
             continue;
         }
         int q = queue_slot(s->cfg.queues, job);
-        if (queue_cap_reached(s->cfg.queues, &usage, q, job, explain))
+        if (queue_cap_reached(s->cfg.queues, &st->usage, q, job, explain))
             continue;
         /* Without explanations the node check is moot: a dominated job that
          * no node could hold gets NEVER below, which ends the same way. */
-        if (unconstrained(job) && dominating_failure(failed, nfailed, job) &&
-            (!explain || dominated_fits(&dominated, c, job))) {
+        if (unconstrained(job) && dominating_failure(st->failed, st->nfailed, job) &&
+            (!explain || dominated_fits(&st->dominated, c, job))) {
             if (explain)
                 wait_reason_set(job, WAIT_ONE_NODE, 0, 0, 0, NULL);
-            if (strict && !reservation.active)
-                stopped_at = job;
+            if (strict && !st->reservation.active)
+                st->stopped_at = job;
             continue;
         }
         /* Behind a reservation, a job that would outlast it must not use its GPUs. */
-        if (short_enough && !hold_deferred)
-            backfill_hold(c, &reservation, false);
-        hold_deferred = false;
+        if (short_enough && !st->hold_deferred)
+            backfill_hold(c, &st->reservation, false);
+        st->hold_deferred = false;
         /* Placement words its own reasons, straight into the job's. */
         struct wait_why job_why = wait_why_of(job);
         const struct wait_why *why = explain ? &job_why : NULL;
@@ -524,17 +517,15 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
             enum placement_result g =
                 gang_choose(s->cfg.placement, &s->cfg.placement_cfg, c, job, &s->gang, why);
             if (g == PLACEMENT_FOUND) {
-                if (push_gang_start(s, c, job, now_ms, out) != 0) {
-                    detach_index(s, c);
+                if (push_gang_start(s, c, job, now_ms, out) != 0)
                     return TIDE_ENOMEM;
-                }
                 if (short_enough)
-                    hold_deferred = true;
+                    st->hold_deferred = true;
                 if (q >= 0) {
-                    usage.jobs[q]++;
-                    usage.gpus[q] += job->gpus;
+                    st->usage.jobs[q]++;
+                    st->usage.gpus[q] += job->gpus;
                 }
-                placed++;
+                st->placed++;
                 continue;
             }
             if (g == PLACEMENT_NOT_NOW || r == PLACEMENT_NEVER)
@@ -543,64 +534,123 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
         if (r == PLACEMENT_FOUND) {
             placement_prefer_image(&s->cfg.placement_cfg, c, job, &choice,
                                    s->cfg.placement->node_order);
-            if (push_start(s, c, job, &choice, now_ms, out) != 0) {
-                detach_index(s, c);
+            if (push_start(s, c, job, &choice, now_ms, out) != 0)
                 return TIDE_ENOMEM;
-            }
             if (short_enough)
-                hold_deferred = true;
+                st->hold_deferred = true;
             if (q >= 0) {
-                usage.jobs[q]++;
-                usage.gpus[q] += job->gpus;
+                st->usage.jobs[q]++;
+                st->usage.gpus[q] += job->gpus;
             }
-            placed++;
+            st->placed++;
             continue;
         }
         if (short_enough && s->preempt_pool.n)
-            backfill_hold(c, &reservation, true); /* preemption below sees what is held */
+            backfill_hold(c, &st->reservation, true); /* preemption below sees what is held */
         else if (short_enough)
-            hold_deferred = true;
+            st->hold_deferred = true;
         if (r != PLACEMENT_NOT_NOW)
             continue;
-        if (s->preempt_pool.n && !preemption_hopeless(no_victims, nno_victims, job)) {
+        if (s->preempt_pool.n && !preemption_hopeless(st->no_victims, st->nno_victims, job)) {
             if (try_preemption(s, job, out)) {
-                if (strict && !reservation.active)
-                    stopped_at = job;
+                if (strict && !st->reservation.active)
+                    st->stopped_at = job;
                 continue;
             }
-            if (!job->in_quota && unconstrained(job) && nno_victims < FAILED_SHAPES)
-                no_victims[nno_victims++] = (struct victimless_shape){
+            if (!job->in_quota && unconstrained(job) && st->nno_victims < FAILED_SHAPES)
+                st->no_victims[st->nno_victims++] = (struct victimless_shape){
                     .gpus = job->gpus, .cpus = job->cpus, .priority = job->effective_priority};
         }
-        if (!reservation.active && unconstrained(job) && nfailed < FAILED_SHAPES)
-            failed[nfailed++] = (struct failed_shape){.gpus = job->gpus, .cpus = job->cpus,
+        if (!st->reservation.active && unconstrained(job) && st->nfailed < FAILED_SHAPES)
+            st->failed[st->nfailed++] = (struct failed_shape){.gpus = job->gpus, .cpus = job->cpus,
                                                       .memory_mib = job->memory_mib};
         /* EASY: only the first job that cannot start gets a reservation. */
-        if (s->cfg.backfill && !reservation_tried && (reservation_tried = true) &&
-            backfill_reserve(&s->cfg.placement_cfg, c, job, now_ms, &reservation)) {
-            job->reserved_start_ms = reservation.start_ms;
-            job->reserved_node_id = reservation.node->id;
-            if (explain && reservation.nparts > 1)
+        if (s->cfg.backfill && !st->reservation_tried && (st->reservation_tried = true) &&
+            backfill_reserve(&s->cfg.placement_cfg, c, job, now_ms, &st->reservation)) {
+            job->reserved_start_ms = st->reservation.start_ms;
+            job->reserved_node_id = st->reservation.node->id;
+            if (explain && st->reservation.nparts > 1)
                 snprintf(wait_reason_text(job), sizeof job->wait_reason,
                          "reserved %d GPUs on %d nodes (%.40s, ...) from %lld s from now "
                          "(backfill)",
-                         job->gpus, reservation.nparts, reservation.node->name,
-                         (long long)((reservation.start_ms - now_ms + 999) / 1000));
+                         job->gpus, st->reservation.nparts, st->reservation.node->name,
+                         (long long)((st->reservation.start_ms - now_ms + 999) / 1000));
             else if (explain)
                 snprintf(wait_reason_text(job), sizeof job->wait_reason,
                          "reserved %d GPU%s on %s from %lld s from now (backfill)", job->gpus,
-                         job->gpus == 1 ? "" : "s", reservation.node->name,
-                         (long long)((reservation.start_ms - now_ms + 999) / 1000));
-            backfill_hold(c, &reservation, true);
+                         job->gpus == 1 ? "" : "s", st->reservation.node->name,
+                         (long long)((st->reservation.start_ms - now_ms + 999) / 1000));
+            backfill_hold(c, &st->reservation, true);
         }
         /* Strict order: nothing behind a blocked job starts, unless EASY
          * backfill reserved for it (then only around the reservation). */
-        if (strict && !reservation.active)
-            stopped_at = job;
+        if (strict && !st->reservation.active)
+            st->stopped_at = job;
     }
-    backfill_hold(c, &reservation, false);
+    return 0;
+}
+
+/* After a pass: whether the next may look at new jobs only
+ * (sched_pass_new), and what it needs to. */
+static void note_quiet(struct scheduler *s, struct cluster *c, const struct pass_state *st,
+                       bool every_job, size_t nbackoff)
+{
+    struct sched_quiet *q = &s->quiet;
+    q->valid = q->wanted && every_job && !st->placed && !st->reservation.active && !st->broke &&
+               !s->preempt_pool.n && !nbackoff && s->kept.n == s->norder &&
+               sched_quiet_rules_timeless(s->cfg.fairshare != NULL, s->cfg.budgets != NULL,
+                                          s->cfg.queue_round_robin);
+    if (!q->valid || sched_quiet_nodes_take(q, c) != 0)
+        return;
+    q->njobs = c->njobs;
+    q->jobs_removed = c->jobs_removed;
+    q->tail_id = c->njobs ? c->jobs[c->njobs - 1].id : 0;
+    q->jobs_base = c->jobs;
+    memcpy(q->failed, st->failed, sizeof q->failed);
+    q->nfailed = st->nfailed;
+    q->reservation_tried = st->reservation_tried;
+    q->stopped_at_id = st->stopped_at ? st->stopped_at->id : 0;
+    q->usage = st->usage;
+    q->until_ms = s->quiet_until_ms;
+}
+
+static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size_t nids,
+                int64_t now_ms, struct action_list *out)
+{
+    size_t need = ids ? nids : c->njobs;
+    s->norder = 0;
+    s->quiet.valid = false;
+    if (need > s->order_cap) {
+        struct job **grown = realloc(s->order, need * sizeof *grown);
+        if (!grown)
+            return TIDE_ENOMEM;
+        s->order = grown;
+        s->order_cap = need;
+    }
+    if (s->cfg.fairshare)
+        fairshare_update(s->cfg.fairshare, c, now_ms);
+    size_t nbackoff = 0;
+    s->quiet_until_ms = INT64_MAX;
+    size_t npending = collect_pending(s, c, ids, nids, now_ms, &nbackoff);
+    s->norder = npending;
+    attach_index(s, c);
+    if (c->index)
+        placement_index_memo_start(c->index); /* nodes keep their shapes until the pass ends */
+    struct pass_state st = {.reservation = {.active = false}};
+    count_queue_usage(s->cfg.queues, c, &st.usage);
+    s->preempt_pool.n = 0;
+    if (s->cfg.preemption && preempt_pool_build(&s->preempt_pool, c) != 0) {
+        detach_index(s, c);
+        return TIDE_ENOMEM;
+    }
+    if (walk_order(s, c, &st, 0, npending, now_ms, out) != 0) {
+        detach_index(s, c);
+        return TIDE_ENOMEM;
+    }
+    backfill_hold(c, &st.reservation, false);
+    note_quiet(s, c, &st, ids == NULL, nbackoff);
     detach_index(s, c);
-    return placed;
+    return st.placed;
 }
 
 int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out)
@@ -613,6 +663,83 @@ int sched_pass_ids(struct scheduler *s, struct cluster *c, const int64_t *ids, s
 {
     static const int64_t none[1];
     return pass(s, c, ids ? ids : none, ids ? nids : 0, now_ms, out);
+}
+
+/* Whether the jobs appended since the last pass are all that changed in
+ * them: none left (a job leaving may move another into its place), the
+ * array only grew, in rising ids, and none of the new jobs waits on
+ * others. */
+static bool only_appended(const struct sched_quiet *q, const struct cluster *c)
+{
+    if (c->jobs_removed != q->jobs_removed || c->njobs < q->njobs ||
+        (q->njobs && c->jobs[q->njobs - 1].id != q->tail_id))
+        return false;
+    int64_t last_id = q->tail_id;
+    for (size_t i = q->njobs; i < c->njobs; i++) {
+        const struct job *job = &c->jobs[i];
+        if (job->id <= last_id || job->held)
+            return false;
+        last_id = job->id;
+    }
+    return true;
+}
+
+int sched_pass_new(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out)
+{
+    struct sched_quiet *q = &s->quiet;
+    q->wanted = true;
+    if (!q->valid || now_ms >= q->until_ms || s->kept.n != s->norder || !only_appended(q, c) ||
+        !sched_quiet_nodes_same(q, c))
+        return TIDE_ECONFLICT;
+    size_t nold = s->norder, need = nold + (c->njobs - q->njobs);
+    if (need > s->order_cap) {
+        struct job **grown = realloc(s->order, need * sizeof *grown);
+        if (!grown)
+            return TIDE_ENOMEM;
+        s->order = grown;
+        s->order_cap = need;
+    }
+    /* The array moved as it grew: the old order's pointers, anew. */
+    if (c->jobs != q->jobs_base && !order_keep_jobs(&s->kept, c, s->order))
+        return TIDE_ECONFLICT;
+    q->jobs_base = c->jobs;
+    s->gpuless = 0;
+    s->quiet_until_ms = q->until_ms;
+    size_t n = nold, nbackoff = 0;
+    for (size_t i = q->njobs; i < c->njobs; i++) {
+        bool backoff;
+        if (take_pending(s, &c->jobs[i], now_ms, &backoff))
+            s->order[n++] = &c->jobs[i];
+        nbackoff += backoff;
+    }
+    void *order = (void *)s->cfg.order;
+    if (n - nold > 1)
+        qsort_r(s->order + nold, n - nold, sizeof *s->order, by_order_policy, order);
+    if (nold && n > nold && by_order_policy(&s->order[nold - 1], &s->order[nold], order) >= 0)
+        return TIDE_ECONFLICT; /* a new job goes before an earlier one */
+    order_keep_append(&s->kept, c, s->order + nold, n - nold);
+    s->norder = n;
+    q->valid = false;
+    attach_index(s, c);
+    if (c->index)
+        placement_index_memo_start(c->index);
+    /* On from where the last pass ended; it had nothing to preempt, and
+     * nothing has started since. */
+    struct pass_state st = {.reservation = {.active = false}};
+    memcpy(st.failed, q->failed, sizeof st.failed);
+    st.nfailed = q->nfailed;
+    st.usage = q->usage;
+    st.reservation_tried = q->reservation_tried;
+    st.stopped_at = q->stopped_at_id ? cluster_find_job(c, q->stopped_at_id) : NULL;
+    s->preempt_pool.n = 0;
+    if (walk_order(s, c, &st, nold, n, now_ms, out) != 0) {
+        detach_index(s, c);
+        return TIDE_ENOMEM;
+    }
+    backfill_hold(c, &st.reservation, false);
+    note_quiet(s, c, &st, true, nbackoff);
+    detach_index(s, c);
+    return st.placed;
 }
 
 void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passed_through,

@@ -19,6 +19,7 @@
 #include "core/placement.h"
 #include "core/preempt.h"
 #include "core/queue.h"
+#include "core/sched_quiet.h"
 
 struct sched_config {
     const struct order_ops *order; /* default: order_priority */
@@ -65,6 +66,8 @@ struct scheduler {
     struct placement_index *index; /* nodes by free GPUs, rebuilt each pass */
     int64_t last_node_check_ms;    /* sched_check_nodes' last call, 0 before the first */
     size_t gpuless; /* scratch: collected jobs that need no free GPU (none, or a share) */
+    struct sched_quiet quiet; /* what the last pass left, when it changed nothing */
+    int64_t quiet_until_ms;   /* scratch: the first escalation due among the collected */
 };
 
 void sched_init(struct scheduler *s, const struct sched_config *cfg);
@@ -84,6 +87,23 @@ int sched_pass(struct scheduler *s, struct cluster *c, int64_t now_ms, struct ac
  * decides exactly as sched_pass. */
 int sched_pass_ids(struct scheduler *s, struct cluster *c, const int64_t *ids, size_t nids,
                    int64_t now_ms, struct action_list *out);
+
+/* sched_pass for an owner that knows that since the last pass nothing but
+ * time has changed except that jobs were appended to the cluster (with ids
+ * above every earlier one). When the last pass changed nothing (placed,
+ * preempted and reserved nothing), no rule moves with time (no backoff
+ * waiting out, fair share, budgets or round-robin; no waiting job's
+ * escalation falls due),
+ * the nodes are as it left them and every new job sorts after every
+ * earlier one, the earlier jobs would get the answers they got then, so
+ * only the new ones are walked, from where the last pass ended: the
+ * decisions and reasons are those of sched_pass, at a cost in the new jobs
+ * rather than the queue. Otherwise, or when a new job waits on others (its
+ * dependencies are for the owner to resolve first), it changes nothing
+ * that matters and returns TIDE_ECONFLICT: run sched_pass. Else as
+ * sched_pass. Passes keep what it needs (O(nodes) each) only once it has
+ * been called: the first call always returns TIDE_ECONFLICT. */
+int sched_pass_new(struct scheduler *s, struct cluster *c, int64_t now_ms, struct action_list *out);
 
 /* Declares nodes lost whose last heartbeat is older than node_timeout_ms
  * and requeues their jobs, using no retry. When the caller itself stalled

@@ -1,7 +1,9 @@
 /*
  * The scheduler thread: wakes when kicked (submit, finished task, new node)
  * or every sched_interval_ms, declares silent nodes lost, runs one pass and
- * persists what it decided. Agents learn of new starts at once: the apply
+ * persists what it decided. A pass that nothing but submissions or the
+ * interval woke, after one that changed nothing, looks at the new jobs only
+ * (sched_pass_new). Agents learn of new starts at once: the apply
  * wakes their parked POST /v1/agent/wait (agent_wake.h), and they heartbeat.
  */
 #include <errno.h>
@@ -30,6 +32,10 @@ void sched_loop_kick_submitted(struct server *srv)
     pthread_cond_signal(&srv->wake);
 }
 
+/* The shortest rest before a pass that only submissions kicked: a new
+ * job waits at most this long (after a pass) for its first pass. */
+#define SCHED_SUBMIT_REST_MIN_US 1000
+
 static struct timespec realtime_in_us(int64_t us)
 {
     struct timespec t;
@@ -51,14 +57,21 @@ static bool before(const struct timespec *a, const struct timespec *b)
  * half the lock, not all of it. New submissions alone wait for a rest of
  * SCHED_SUBMIT_REST passes: under a storm of submits (each batch a kick)
  * the commits then hold the lock most of the time and the pass, whose
- * cost grows with the queue, at most 1 / (1 + SCHED_SUBMIT_REST) of it. */
-static void wait_for_work(struct server *srv, int64_t pass_us)
+ * cost grows with the queue, at most 1 / (1 + SCHED_SUBMIT_REST) of it;
+ * and at least SCHED_SUBMIT_REST_MIN_US, so that passes over new jobs only
+ * (which cost next to nothing) do not run back to back with every commit.
+ * Returns true when nothing but new submissions or the interval woke it (no
+ * other kick): then a pass over the new jobs may do (sched_pass_new). */
+static bool wait_for_work(struct server *srv, int64_t pass_us)
 {
     struct timespec rest = realtime_in_us(pass_us);
     while (pass_us > 0 && !srv->stopping)
         if (pthread_cond_timedwait(&srv->wake, &srv->lock, &rest) == ETIMEDOUT)
             break;
-    struct timespec submits_due = realtime_in_us(pass_us * (SCHED_SUBMIT_REST - 1));
+    int64_t submit_rest_us = pass_us * (SCHED_SUBMIT_REST - 1);
+    if (submit_rest_us < SCHED_SUBMIT_REST_MIN_US - pass_us)
+        submit_rest_us = SCHED_SUBMIT_REST_MIN_US - pass_us;
+    struct timespec submits_due = realtime_in_us(submit_rest_us);
     struct timespec deadline = realtime_in_us((int64_t)srv->cfg.sched_interval_ms * 1000);
     while (!srv->sched_wanted && !srv->stopping) {
         const struct timespec *until = &deadline;
@@ -72,9 +85,15 @@ static void wait_for_work(struct server *srv, int64_t pass_us)
         if (pthread_cond_timedwait(&srv->wake, &srv->lock, until) == ETIMEDOUT && until == &deadline)
             break;
     }
+    bool unkicked = !srv->sched_wanted;
     srv->sched_wanted = false;
     srv->sched_submitted = false;
+    return unkicked;
 }
+
+/* The longest a pass over new jobs only (sched_pass_new) may follow the
+ * last full pass. */
+#define SCHED_FULL_PASS_MS 5000
 
 /* Final state of a job that left the cluster, for deps_resolve. */
 static int stored_final_state(int64_t job_id, void *ctx)
@@ -93,17 +112,30 @@ static void *sched_thread(void *arg)
     struct action_list actions;
     action_list_init(&actions);
     pthread_mutex_lock(&srv->lock);
-    int64_t pass_us = 0;
+    int64_t pass_us = 0, last_full_ms = 0;
     while (!srv->stopping) {
-        wait_for_work(srv, pass_us);
+        bool unkicked = wait_for_work(srv, pass_us);
         if (srv->stopping)
             break;
         int64_t now = clock_now_ms();
         double pass_start = metrics_now_s();
         action_list_clear(&actions);
         sched_check_nodes(&srv->sched, &srv->cluster, now, &actions);
-        deps_resolve(&srv->cluster, stored_final_state, srv, &actions);
-        int placed = sched_pass(&srv->sched, &srv->cluster, now, &actions);
+        /* Woken by submissions or the interval, after a pass that changed
+         * nothing: what else changes a pending job's answer kicks (a task
+         * ending, a node joining, an operator's hold) or shows in the
+         * cluster (sched_pass_new checks), so the pass looks at the new
+         * jobs alone. A full pass at least every SCHED_FULL_PASS_MS all the
+         * same. */
+        int placed = TIDE_ECONFLICT;
+        if (unkicked && actions.len == 0 && now - last_full_ms < SCHED_FULL_PASS_MS &&
+            now >= last_full_ms)
+            placed = sched_pass_new(&srv->sched, &srv->cluster, now, &actions);
+        if (placed == TIDE_ECONFLICT) {
+            deps_resolve(&srv->cluster, stored_final_state, srv, &actions);
+            placed = sched_pass(&srv->sched, &srv->cluster, now, &actions);
+            last_full_ms = now;
+        }
         if (placed < 0)
             log_error("scheduling pass ran out of memory");
         else
