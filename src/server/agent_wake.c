@@ -126,7 +126,6 @@ int api_agent_wait(struct server *srv, struct api_request *req, struct api_reply
     json_t *actions = wake ? api_agent_node_actions(srv, node) : NULL;
     if (wake)
         agent_wake_delivered(srv, node_id);
-    reply->commit_seq = store_committed(srv->store); /* the starts' commits: flushed first */
     pthread_mutex_unlock(&srv->lock);
     if (!known)
         return api_error_msg(reply, TIDE_EAUTH, NULL, "unknown node: register again");

@@ -2,8 +2,7 @@
  * The agent protocol (docs/api.md): registration with the join token, then
  * heartbeats with the node token that carry telemetry, task states and log
  * chunks in, and start/stop/ack messages out. The reply is sent only after
- * the state changes it implies are committed and flushed to disk (the
- * commit under the lock, the flush after it, in http.c).
+ * the state changes it implies are committed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -307,10 +306,8 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
         rc = store_event_add(srv->store, now, probe_change > 0 ? "node_drained" : "node_undrained",
                              0, node.id, probe_change > 0 ? node.drain_reason : "health probe passed",
                              &err);
-    uint64_t seq = 0;
-    if (!rc) /* flushed before the answer goes (http.c) */
-        rc = store_commit_nosync(srv->store, &seq, &err);
-    reply->commit_seq = seq;
+    if (!rc)
+        rc = store_commit(srv->store, &err);
     if (rc)
         store_rollback(srv->store);
     else if (!cluster_put_node(&srv->cluster, &node))
@@ -700,11 +697,8 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     for (size_t i = 0; !rc && i < srv->actions.len; i++)
         if (srv->actions.items[i].type == ACTION_ACK)
             agent_wake_job(srv, srv->actions.items[i].job_id);
-    /* this reply carries all that is decided for the node so far; it goes
-     * once all that is committed by now is on disk (http.c): its reports
-     * (the agent forgets a finished task once answered) and the starts */
+    /* this reply carries all that is decided for the node so far */
     agent_wake_delivered(srv, req->token.node_id);
-    reply->commit_seq = store_committed(srv->store);
     pthread_mutex_unlock(&srv->lock);
     json_decref(body);
     if (rc) {

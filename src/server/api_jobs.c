@@ -120,7 +120,6 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
         sha256_hex(req->body, req->body_len, w.request_hash);
     }
     submit_batch_run(srv, &w);
-    reply->commit_seq = w.commit_seq; /* flushed by the batch: no wait for later commits */
     json_decref(spec);
     if (w.rc) {
         json_decref(w.out);

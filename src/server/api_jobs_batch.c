@@ -107,8 +107,6 @@ int api_jobs_submit_batch(struct server *srv, struct api_request *req, struct ap
     size_t created = 0, failed = 0;
     for (size_t i = 0; i < n; i++) {
         struct submit_work *w = &works[i];
-        if (w->spec && w->commit_seq > reply->commit_seq)
-            reply->commit_seq = w->commit_seq; /* flushed by the batch */
         if (w->spec) {
             if (w->rc) {
                 json_decref(w->out);

@@ -1,10 +1,8 @@
 /*
  * Carrying out the core's decisions durably: each action list becomes one
- * transaction of job-row updates and events, committed without waiting for
- * the disk (store_commit_nosync). Messages for agents (send_start,
- * send_stop, ack) are not persisted; the heartbeat reply or the woken wait
- * carries them, and like every answer it leaves only once a flush covers
- * this commit (http.c, docs/store.md).
+ * transaction of job-row updates and events. Messages for agents
+ * (send_start, send_stop, ack) are not persisted; the heartbeat reply
+ * carries them after this commit.
  */
 #include <stdio.h>
 #include <string.h>
@@ -230,9 +228,8 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
     int rc = store_begin(srv->store, err);
     for (size_t i = 0; !rc && i < actions->len; i++)
         rc = apply_one(srv, &actions->items[i], now_ms, err);
-    uint64_t seq;
-    if (!rc) /* on disk before any answer that carries it, not before the wakes */
-        rc = store_commit_nosync(srv->store, &seq, err);
+    if (!rc)
+        rc = store_commit(srv->store, err);
     if (!rc)
         eta_refresh_learn(srv, actions, now_ms);
     for (size_t i = 0; !rc && i < actions->len; i++) {

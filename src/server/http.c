@@ -293,27 +293,6 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply 
     return r;
 }
 
-/* Nothing leaves before the commits it depends on are on disk: the
- * commit that made it under the lock, a flush now, outside the lock,
- * shared with whoever flushes at the same time (docs/store.md). When the
- * flush fails, an error goes instead. */
-static void hold_until_durable(struct server *srv, struct api_reply *reply)
-{
-    if (!srv->store)
-        return;
-    uint64_t upto = reply->commit_seq ? reply->commit_seq : store_committed(srv->store);
-    struct tide_err err;
-    tide_err_clear(&err);
-    if (store_flush(srv->store, upto, &err) == 0)
-        return;
-    if (reply->response)
-        MHD_destroy_response(reply->response);
-    reply->response = NULL;
-    free(reply->text);
-    reply->text = NULL;
-    api_error(reply, &err);
-}
-
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -375,7 +354,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     /* Counted without the lock: /healthz must answer while a long request holds it. */
     __atomic_fetch_add(&srv->http_requests, 1, __ATOMIC_RELAXED);
     char leader[STORE_LEADER_URL_MAX];
-    uint64_t seen = srv->store ? store_committed(srv->store) : 0; /* for the check below */
     if (lead_answer_unless_leader(&srv->lead, method, url, &reply, leader, sizeof leader))
         ; /* a follower serves nobody but says who does (docs/ha.md) */
     else if (up->too_large)
@@ -383,12 +361,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                       SERVER_MAX_BODY_BYTES);
     else
         route(srv, front->role, &req, &reply);
-    hold_until_durable(srv, &reply);
-    /* The check behind tide_answers_unflushed_total: an answer may show any
-     * commit made before its request arrived, and reports its own. */
-    if (srv->store && reply.status < 500 &&
-        store_flushed(srv->store) < (reply.commit_seq > seen ? reply.commit_seq : seen))
-        __atomic_fetch_add(&srv->answers_unflushed, 1, __ATOMIC_RELAXED);
     if (reply.status == 201 && !strcmp(method, "POST") && !strcmp(url, "/v1/jobs"))
         metrics_observe_submit(&srv->metrics, metrics_now_s() - up->arrived_s);
     token_info_release(&req.token);

@@ -43,7 +43,6 @@ struct snapshot {
     struct gpu_sample *gpus;
     size_t ngpus;
     long long http_requests, http_connections, sched_passes, jobs_submitted;
-    long long store_commits, store_flushes, answers_unflushed;
     long long failures[FAILURE_CLASS_COUNT];
     long long gpu_faults[GPU_FAULT_KIND_COUNT];
     char *pool_text; /* the pool section, already formatted */
@@ -122,9 +121,6 @@ static int take_snapshot(struct server *srv, struct snapshot *s)
     s->gpus_fragmented = cluster_fragmented_gpus(c, smallest_waiting);
     s->http_requests = __atomic_load_n(&srv->http_requests, __ATOMIC_RELAXED);
     s->http_connections = __atomic_load_n(&srv->http_connections, __ATOMIC_RELAXED);
-    s->store_commits = (long long)store_committed(srv->store);
-    s->store_flushes = (long long)store_flush_count(srv->store);
-    s->answers_unflushed = __atomic_load_n(&srv->answers_unflushed, __ATOMIC_RELAXED);
     s->sched_passes = srv->sched_passes;
     s->jobs_submitted = srv->jobs_submitted;
     memcpy(s->failures, srv->failures, sizeof s->failures);
@@ -276,14 +272,6 @@ static void print_rest(FILE *out, const struct snapshot *s)
     family(out, "tide_http_connections_total", "counter",
            "HTTP connections accepted (a kept connection carries many requests).");
     fprintf(out, "tide_http_connections_total %lld\n", s->http_connections);
-    family(out, "tide_store_commits_total", "counter", "Store transactions committed since start.");
-    fprintf(out, "tide_store_commits_total %lld\n", s->store_commits);
-    family(out, "tide_store_flushes_total", "counter",
-           "Syncs of the store's log to disk since start (SQLite; one covers every commit before it).");
-    fprintf(out, "tide_store_flushes_total %lld\n", s->store_flushes);
-    family(out, "tide_answers_unflushed_total", "counter",
-           "Answers sent before a commit they may depend on was on disk (a bug if above 0).");
-    fprintf(out, "tide_answers_unflushed_total %lld\n", s->answers_unflushed);
     family(out, "tide_scheduler_passes_total", "counter", "Scheduling passes run.");
     fprintf(out, "tide_scheduler_passes_total %lld\n", s->sched_passes);
     family(out, "tide_scheduler_pass_seconds", "histogram",

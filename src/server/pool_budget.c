@@ -89,10 +89,7 @@ void pool_budgets_tick(struct server *srv, int64_t now)
         tide_err_clear(&err);
         if (store_event_add_in(srv->store, now, "budget_alert", 0, 0, NULL, b->project, msg, &err) != 0)
             log_error("budget alert not stored: %s", err.message);
-        /* the hook leaves the process: what it reports is on disk first (rare) */
-        if (b->alert_hook[0] && store_flush(srv->store, store_committed(srv->store), &err) != 0)
-            log_error("budget alert hook not run: %s", err.message);
-        else if (b->alert_hook[0])
+        if (b->alert_hook[0])
             run_alert_hook(b, &alerts[i]);
         if (alerts[i].pct >= 100)
             sched_loop_kick(srv);

@@ -160,10 +160,6 @@ struct server {
     /* Counters for /metrics, under lock. */
     long long http_requests; /* atomic (__atomic builtins), not under lock */
     long long http_connections; /* connections accepted; atomic like http_requests */
-    /* Answers handed to the HTTP library while a commit they may depend on
-     * was not yet on disk (http.c checks each one): a bug if ever above 0.
-     * Atomic like http_requests. */
-    long long answers_unflushed;
     long long sched_passes;
     long long jobs_submitted;
     long long failures[FAILURE_CLASS_COUNT];
@@ -197,10 +193,6 @@ struct api_reply {
     char *text; /* malloc'ed; text/plain unless content_type says otherwise */
     const char *content_type;
     struct MHD_Response *response;
-    /* The last commit the answer depends on (store_commit_nosync's number,
-     * or store_committed() read under the lock); 0: everything committed
-     * when it is sent. It is sent only once that is on disk (http.c). */
-    uint64_t commit_seq;
 };
 
 /* Fills reply with the standard error body; returns 0 so handlers can

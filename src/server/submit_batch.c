@@ -513,13 +513,9 @@ static void answer_replay(struct server *srv, struct submit_work *w)
 
 /* Under the lock: the works of list in one transaction. Refused works fail
  * alone; a failed write or commit fails all the others (nothing of the
- * batch is stored). The jobs enter the cluster at once, before the commit
- * is flushed: no start for them can leave sooner, since every agent answer
- * waits for a flush of all commits made before it (http.c), this one and
- * the pass's that placed them among them. Returns the number of the commit
- * every work's answer depends on (set in each work too): to be flushed
- * before the answers go. */
-static uint64_t commit_batch(struct server *srv, struct submit_work *list)
+ * batch is stored). */
+
+static void commit_batch(struct server *srv, struct submit_work *list)
 {
     int64_t now = clock_now_ms();
     size_t inserts = 0, replays = 0, keyed = 0;
@@ -553,15 +549,10 @@ static uint64_t commit_batch(struct server *srv, struct submit_work *list)
     }
     if (inserts && !rc)
         rc = insert_all(srv, list, rows, now, &err);
-    uint64_t seq = 0;
     if (inserts && !rc)
-        rc = store_commit_nosync(srv->store, &seq, &err);
+        rc = store_commit(srv->store, &err);
     else if (inserts)
         store_rollback(srv->store);
-    if (!seq) /* replays and refusals: what they read is committed by now */
-        seq = store_committed(srv->store);
-    for (struct submit_work *w = list; w; w = w->next)
-        w->commit_seq = seq;
     bool reloaded = false;
     for (struct submit_work *w = list; w; w = w->next) {
         if (w->rc || is_replay(w))
@@ -585,34 +576,12 @@ static uint64_t commit_batch(struct server *srv, struct submit_work *list)
     }
     if (inserts && !rc)
         sched_loop_kick_submitted(srv);
-    return seq;
 }
 
-/* A flush failed: the batch's answers become that error (its jobs are
- * committed, but nobody is told so: the server cannot flush any more). */
-static void fail_unflushed(struct submit_work *list, int rc, const struct tide_err *err)
-{
-    for (struct submit_work *w = list; w; w = w->next) {
-        if (w->rc)
-            continue;
-        json_decref(w->out);
-        w->out = NULL;
-        free(w->out_text);
-        w->out_text = NULL;
-        w->rc = rc;
-        w->err = *err;
-    }
-}
-
-/* Under sb->mu, with nobody committing and works queued: the calling
- * waiter commits every work queued (its own among them) in one
- * transaction under the server's lock, flushes it with no lock held,
- * answers the waiters and hands the next batch, if one queued meanwhile,
- * to that batch's first waiter. The next batch is not committed while
- * this one is flushed: it would be a few jobs, each small commit writing
- * its pages to the WAL again (measured: 1.4 jobs a commit instead of 3.9
- * at 8 clients, and fewer jobs a second), while what arrives during a
- * flush makes one batch. */
+/* Under sb->mu, with nobody committing: the calling waiter commits every
+ * work queued (its own among them) in one transaction, answers their
+ * waiters, and hands the next batch, if one queued meanwhile, to that
+ * batch's first waiter. */
 static void lead_batch(struct server *srv, struct submit_batch *sb)
 {
     struct submit_work *list = sb->head;
@@ -620,17 +589,9 @@ static void lead_batch(struct server *srv, struct submit_batch *sb)
     sb->committing = true;
     pthread_mutex_unlock(&sb->mu);
     pthread_mutex_lock(&srv->lock);
-    uint64_t seq = commit_batch(srv, list);
+    commit_batch(srv, list);
     pthread_mutex_unlock(&srv->lock);
-    struct tide_err err;
-    tide_err_clear(&err);
-    int rc = store_flush(srv->store, seq, &err);
-    if (rc)
-        fail_unflushed(list, rc, &err);
     pthread_mutex_lock(&sb->mu);
-    sb->committing = false;
-    if (sb->head)
-        pthread_cond_signal(sb->head->wake);
     sb->batches++;
     for (struct submit_work *w = list, *next; w; w = next) {
         next = w->next; /* w belongs to its waiter once done (and mu is let go) */
@@ -638,6 +599,9 @@ static void lead_batch(struct server *srv, struct submit_batch *sb)
         w->done = true;
         pthread_cond_signal(w->wake);
     }
+    sb->committing = false;
+    if (sb->head)
+        pthread_cond_signal(sb->head->wake);
 }
 
 int submit_batch_start(struct server *srv, struct tide_err *err)
@@ -670,7 +634,6 @@ static void work_reset(struct submit_work *w)
     w->out_text = NULL;
     w->replay_ids = NULL;
     w->replay_of = NULL;
-    w->commit_seq = 0;
     w->ids = NULL;
     w->nids = 0;
     w->rows = (struct json_buf){0};
@@ -699,7 +662,7 @@ static void queue_and_wait(struct submit_batch *sb, struct server *srv, struct s
         sb->head = first;
     sb->tail = last;
     while (!last->done) {
-        if (!sb->committing && sb->head) /* none queued: ours are being flushed */
+        if (!sb->committing)
             lead_batch(srv, sb);
         else
             pthread_cond_wait(&wake, &sb->mu);
@@ -720,13 +683,8 @@ void submit_batch_run_many(struct server *srv, struct submit_work **works, size_
     struct submit_batch *sb = srv->submits;
     if (!sb) {
         pthread_mutex_lock(&srv->lock);
-        uint64_t seq = commit_batch(srv, works[0]);
+        commit_batch(srv, works[0]);
         pthread_mutex_unlock(&srv->lock);
-        struct tide_err err;
-        tide_err_clear(&err);
-        int rc = store_flush(srv->store, seq, &err);
-        if (rc)
-            fail_unflushed(works[0], rc, &err);
         return;
     }
     queue_and_wait(sb, srv, works[0], works[n - 1]);

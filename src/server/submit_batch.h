@@ -1,12 +1,10 @@
 /*
  * Group commit for POST /v1/jobs. Every accepted job is durable before its
- * 201, and each durable commit waits for the disk: one flush per request
- * caps the submit rate at the disk's sync rate. Here the HTTP threads
- * queue their checked submissions, and whichever finds nobody committing
- * commits everything queued in one transaction under the server's lock,
- * lets the lock go, flushes the commit to disk (store_flush, shared with
- * other flushers), answers the others, and hands what queued meanwhile to
- * its first waiter. No
+ * 201, and with SQLite's synchronous=FULL each commit is an fsync: one
+ * commit per request caps the submit rate at the disk's fsync rate. Here
+ * the HTTP threads queue their checked submissions, and whichever finds
+ * nobody committing commits everything queued in one transaction, answers
+ * the others, and hands what queued meanwhile to its first waiter. No
  * thread of its own: a lone client commits in its own thread, with no
  * hand-off, and a waiter is woken once, when its answer is ready (or the
  * next batch is its to commit). Nothing waits on purpose: a batch is what
@@ -35,7 +33,6 @@ struct submit_work {
     struct tide_err err;
     json_t *out;         /* the stored job (or {"jobs": [...]} for arrays); caller's reference */
     char *out_text;      /* or the same as JSON text (a line), when just inserted; caller frees */
-    uint64_t commit_seq; /* the commit the answer depends on, flushed before done */
     json_t *replay_ids;          /* the jobs an earlier use of the key made */
     struct submit_work *replay_of; /* an earlier work of this batch with the key */
     /* The batch's: */

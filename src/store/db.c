@@ -28,15 +28,9 @@ int db_begin(struct db *db, struct tide_err *err)
 
 int db_commit(struct db *db, struct tide_err *err)
 {
-    int rc = db->ops->commit ? db->ops->commit(db, err) : db_exec(db, "COMMIT", err);
-    if (!rc && db->dialect != DB_SQLITE) /* SQLite's are counted by its WAL hook */
-        __atomic_add_fetch(&db->commits, 1, __ATOMIC_RELEASE);
-    return rc;
-}
-
-uint64_t db_commits(const struct db *db)
-{
-    return __atomic_load_n(&db->commits, __ATOMIC_ACQUIRE);
+    if (db->ops->commit)
+        return db->ops->commit(db, err);
+    return db_exec(db, "COMMIT", err);
 }
 
 void db_rollback(struct db *db)
@@ -144,14 +138,4 @@ int db_reconnect(struct db *db, struct tide_err *err)
 void db_pin(struct db *db)
 {
     db->ops->pin(db);
-}
-
-bool db_commits_deferred(const struct db *db)
-{
-    return db->ops->flush != NULL && __atomic_load_n(&db->commits_deferred, __ATOMIC_ACQUIRE);
-}
-
-int db_flush(struct db *db, struct tide_err *err)
-{
-    return db_commits_deferred(db) ? db->ops->flush(db, err) : 0;
 }

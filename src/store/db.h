@@ -49,18 +49,12 @@ struct db_ops {
     int64_t (*last_insert_id)(struct db_stmt *st);
     int (*reconnect)(struct db *db, struct tide_err *err);
     void (*pin)(struct db *db);
-    /* Optional (NULL: every commit is durable when it returns): puts every
-     * commit made so far on disk; may run in any thread, at the same time
-     * as the connection's other calls. */
-    int (*flush)(struct db *db, struct tide_err *err);
 };
 
 /* What every backend's connection and statement start with. */
 struct db {
     const struct db_ops *ops;
     enum db_dialect dialect;
-    bool commits_deferred; /* see db_commits_deferred */
-    uint64_t commits;      /* see db_commits */
 };
 
 struct db_stmt {
@@ -133,22 +127,5 @@ int db_reconnect(struct db *db, struct tide_err *err);
 
 /* Pins db's session: from now on db_reconnect refuses. */
 void db_pin(struct db *db);
-
-/* How many write transactions db has committed, each counted once it is
- * written (on SQLite every commit with changes, a statement's own
- * autocommit included, counted by SQLite's WAL hook). Any thread. */
-uint64_t db_commits(const struct db *db);
-
-/* Whether db's commits return before they are on disk, leaving that to
- * db_flush: SQLite in WAL mode with synchronous=NORMAL (docs/store.md).
- * False for PostgreSQL (a commit returns once the server flushed it) and
- * for a SQLite file where tide keeps synchronous=FULL. */
-bool db_commits_deferred(const struct db *db);
-
-/* Puts every commit db has returned so far on disk (SQLite: one fdatasync
- * of the WAL file); 0 at once when commits are not deferred. Safe to call
- * from any thread while the connection is in use elsewhere, but not from
- * two threads at once (the store serializes its flushes). */
-int db_flush(struct db *db, struct tide_err *err);
 
 #endif

@@ -1,16 +1,11 @@
 /*
- * SQLite under the connection layer (db.h): one database file in WAL mode.
- * The write connection runs with synchronous=NORMAL, so a commit returns
- * once its frames are written to the WAL (visible, not yet on disk), and
- * db_flush makes every commit so far durable with one fdatasync of the WAL
- * file, through a descriptor of our own (docs/store.md says why that is as
- * durable as synchronous=FULL). Where that cannot be set up, commits keep
- * synchronous=FULL. Connections are FULLMUTEX, so a read-only one may be
- * shared by threads (WAL lets it read committed data while the writer writes).
+ * SQLite under the connection layer (db.h): one database file in WAL mode
+ * with synchronous=FULL, so a commit survives a crash of the process and of
+ * the machine. Connections are FULLMUTEX, so a read-only one may be shared
+ * by threads (WAL lets it read committed data while the writer writes).
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,13 +23,6 @@ struct db_sqlite {
     struct db base;
     sqlite3 *h;
     sqlite3_stmt *tx[TX_COUNT];
-    /* Deferred commits (base.commits_deferred): the WAL file, opened by us
-     * for fdatasync, and which file that is (to notice it being replaced). */
-    int wal_fd;
-    char *wal_path;
-    dev_t wal_dev;
-    ino_t wal_ino;
-    bool try_defer; /* the write connection, not yet deferring: try after commits */
 };
 
 struct stmt_sqlite {
@@ -63,124 +51,7 @@ static void sq_close(struct db *db)
     for (int i = 0; i < TX_COUNT; i++)
         sqlite3_finalize(d->tx[i]);
     sqlite3_close(d->h);
-    if (d->wal_fd >= 0)
-        close(d->wal_fd);
-    free(d->wal_path);
     free(d);
-}
-
-/* SQLite's own auto-checkpoint threshold (frames), which setting a WAL
- * hook turns off: on_wal_commit checkpoints as it would have. */
-#define WAL_AUTOCHECKPOINT_FRAMES 1000
-
-/* After every commit with changes on the write connection (a statement's
- * autocommit too), once its frames are written to the WAL: counts it
- * (db_commits), so that a flush that reads the count syncs after the
- * write, and checkpoints as SQLite's default hook does. */
-static int on_wal_commit(void *arg, sqlite3 *h, const char *name, int frames)
-{
-    struct db_sqlite *d = arg;
-    __atomic_add_fetch(&d->base.commits, 1, __ATOMIC_RELEASE);
-    if (frames >= WAL_AUTOCHECKPOINT_FRAMES)
-        sqlite3_wal_checkpoint_v2(h, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-    return SQLITE_OK;
-}
-
-/* Opens the WAL file at d->wal_path for flushing (replacing an earlier
- * descriptor) and syncs its directory once, so that the file's name is on
- * disk too. 0, or -1 with errno. */
-static int open_wal(struct db_sqlite *d)
-{
-    int fd = open(d->wal_path, O_RDWR | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0)
-        return -1;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    char *copy = strdup(d->wal_path);
-    int dir = copy ? open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    int synced = dir >= 0 ? fsync(dir) : -1;
-    int e = errno;
-    if (dir >= 0)
-        close(dir);
-    free(copy);
-    if (synced != 0) {
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    if (d->wal_fd >= 0)
-        close(d->wal_fd);
-    d->wal_fd = fd;
-    d->wal_dev = st.st_dev;
-    d->wal_ino = st.st_ino;
-    return 0;
-}
-
-/* Whether the main file is in WAL mode and its VFS promises powersafe
- * overwrite (without it, synchronous=FULL pads a commit's last frames to a
- * sector and NORMAL does not: docs/store.md). */
-static bool deferrable(struct db_sqlite *d)
-{
-    sqlite3_stmt *st = NULL;
-    bool wal = sqlite3_prepare_v2(d->h, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK &&
-               sqlite3_step(st) == SQLITE_ROW &&
-               !strcmp((const char *)sqlite3_column_text(st, 0), "wal");
-    sqlite3_finalize(st);
-    sqlite3_file *f = NULL;
-    if (!wal || sqlite3_file_control(d->h, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK ||
-        !f || !f->pMethods || !f->pMethods->xDeviceCharacteristics)
-        return false;
-    return (f->pMethods->xDeviceCharacteristics(f) & SQLITE_IOCAP_POWERSAFE_OVERWRITE) != 0;
-}
-
-/* Switches the write connection to deferred commits once its WAL file
- * exists (a new database has none until its first write): outside a
- * transaction, after a commit or at open. Commits before the switch were
- * synced by SQLite itself (synchronous=FULL). */
-static void try_defer_commits(struct db_sqlite *d)
-{
-    if (!d->try_defer || !sqlite3_get_autocommit(d->h))
-        return;
-    if (!d->wal_path) {
-        const char *main_file = sqlite3_db_filename(d->h, "main");
-        const char *wal = main_file && main_file[0] ? sqlite3_filename_wal(main_file) : NULL;
-        d->wal_path = wal ? strdup(wal) : NULL;
-        if (!d->wal_path || !deferrable(d)) {
-            d->try_defer = false; /* stays synchronous=FULL */
-            return;
-        }
-    }
-    if (open_wal(d) != 0) {
-        if (errno != ENOENT)
-            d->try_defer = false;
-        return;
-    }
-    if (sqlite3_exec(d->h, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK)
-        return;
-    d->try_defer = false;
-    __atomic_store_n(&d->base.commits_deferred, true, __ATOMIC_RELEASE);
-}
-
-/* db_flush: fdatasync of the WAL file. Were it replaced (SQLite keeps it
- * while a connection is open, so this is a safeguard), the new one is
- * opened first. */
-static int sq_flush(struct db *db, struct tide_err *err)
-{
-    struct db_sqlite *d = (struct db_sqlite *)db;
-    struct stat st;
-    if (stat(d->wal_path, &st) != 0 ||
-        ((st.st_ino != d->wal_ino || st.st_dev != d->wal_dev) && open_wal(d) != 0))
-        return tide_err_set(err, TIDE_EIO, NULL, "database: flush: %s: %s", d->wal_path,
-                            strerror(errno));
-    if (fdatasync(d->wal_fd) != 0)
-        return tide_err_set(err, TIDE_EIO, NULL, "database: flush: fdatasync %s: %s",
-                            d->wal_path, strerror(errno));
-    return 0;
 }
 
 /* Runs transaction statement which (prepared once, then kept). */
@@ -208,11 +79,7 @@ static int sq_begin(struct db *db, struct tide_err *err)
 
 static int sq_commit(struct db *db, struct tide_err *err)
 {
-    int rc = sq_tx(db, TX_COMMIT, err);
-    struct db_sqlite *d = (struct db_sqlite *)db;
-    if (!rc && d->try_defer)
-        try_defer_commits(d);
-    return rc;
+    return sq_tx(db, TX_COMMIT, err);
 }
 
 static void sq_rollback(struct db *db)
@@ -357,7 +224,6 @@ static const struct db_ops sqlite_ops = {
     .last_insert_id = sq_last_insert_id,
     .reconnect = sq_reconnect,
     .pin = sq_pin,
-    .flush = sq_flush,
 };
 
 /* The database holds tokens' hashes and jobs' env secrets: only the server's
@@ -398,7 +264,6 @@ int db_sqlite_open(const char *path, bool read_only, struct db **out, struct tid
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     d->base.ops = &sqlite_ops;
     d->base.dialect = DB_SQLITE;
-    d->wal_fd = -1;
     int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
                 SQLITE_OPEN_FULLMUTEX;
     if (sqlite3_open_v2(path, &d->h, flags, NULL) != SQLITE_OK) {
@@ -417,9 +282,6 @@ int db_sqlite_open(const char *path, bool read_only, struct db **out, struct tid
             sq_close(&d->base);
             return rc;
         }
-        sqlite3_wal_hook(d->h, on_wal_commit, d);
-        d->try_defer = strcmp(path, ":memory:") != 0;
-        try_defer_commits(d);
     }
     *out = &d->base;
     return 0;

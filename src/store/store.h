@@ -1,7 +1,7 @@
 /*
  * Durable state: jobs, nodes, tokens and the event log. The server calls
  * these under its lock; every change that a client or agent is told about
- * is committed and flushed to disk first (store_flush, after the lock). The same code runs on SQLite (one file, the default)
+ * is committed first. The same code runs on SQLite (one file, the default)
  * or PostgreSQL (shared by several servers for HA): SQL goes through a
  * small connection layer (db.h), and only src/store knows which one runs.
  * The tables follow versioned migrations (store_schema.c, docs/store.md).
@@ -74,39 +74,11 @@ bool store_is_url(const char *url_or_path);
 /* url_or_path fit to show: a URL's password (user:PASSWORD@, password=)
  * becomes ***. Truncated to size. */
 void store_url_shown(const char *url_or_path, char *out, size_t size);
-/* Flushes what is committed (store_flush), then closes. */
 void store_close(struct store *s);
 
 int store_begin(struct store *s, struct tide_err *err);
-/* Commits the open transaction and returns once it is durable (on SQLite,
- * store_commit_nosync and then store_flush of that commit). */
 int store_commit(struct store *s, struct tide_err *err);
 void store_rollback(struct store *s);
-
-/* Durable commits without holding a lock across the disk flush
- * (docs/store.md): store_commit_nosync commits the open transaction,
- * visible at once to every read, and sets *seq to its number: the count
- * of commits so far, this one included (store_committed). On SQLite it is then in the WAL file but not
- * yet on disk: nothing that depends on it may leave the process (an answer,
- * an agent's start) before store_flush(s, *seq) returned 0. On PostgreSQL
- * a commit is durable when it returns and a flush costs nothing. */
-int store_commit_nosync(struct store *s, uint64_t *seq, struct tide_err *err);
-
-/* Makes every commit numbered up to upto durable: one fdatasync of the WAL
- * unless a flush that started after commit upto already covered it, so
- * that threads flushing at once share one sync (group flush). Any thread,
- * with or without the server's lock. Once a flush has failed, every later
- * flush fails too (what the failed sync held is unknown): the server must
- * be restarted, and recovers from what is on disk. */
-int store_flush(struct store *s, uint64_t upto, struct tide_err *err);
-
-/* How many commits the store has made since it opened (on SQLite every
- * write, a statement outside a transaction too: SQLite's WAL hook counts
- * them), and how many of them are known to be on disk. Any thread. */
-uint64_t store_committed(struct store *s);
-uint64_t store_flushed(struct store *s);
-/* How many syncs store_flush has made (for /metrics and tests). */
-uint64_t store_flush_count(struct store *s);
 
 /* Tokens are looked up by the SHA-256 hex of their value. */
 int store_token_put(struct store *s, const char *hash, enum token_kind kind, const char *name,

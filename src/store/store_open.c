@@ -5,7 +5,6 @@
  * one for listings read without the lock, and its schema is migrated to
  * this binary's version before anything else runs.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +16,6 @@ struct store {
     struct db *db;
     struct db *reader;
     struct db_stmt *cached[STORE_STMT_COUNT]; /* on db, prepared once */
-    /* The group flush: flushed moves, under flush_mu, to the commit count
-     * (db_commits, moved once each commit is written) read before a sync
-     * that then succeeded. */
-    uint64_t flushed, flushes;
-    pthread_mutex_t flush_mu;
-    struct tide_err flush_failure; /* code != 0 once a flush failed (sticky) */
 };
 
 bool store_is_url(const char *url_or_path)
@@ -86,7 +79,6 @@ int store_open(const char *url_or_path, struct store **out, struct tide_err *err
     struct store *s = calloc(1, sizeof *s);
     if (!s)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    pthread_mutex_init(&s->flush_mu, NULL);
     char shown[512];
     store_url_shown(url_or_path, shown, sizeof shown);
     bool pg = store_is_url(url_or_path);
@@ -179,16 +171,10 @@ void store_close(struct store *s)
 {
     if (!s)
         return;
-    /* What nobody flushed yet (a statement's own autocommit, say) goes to
-     * disk before the store goes, as it did when every commit synced. */
-    struct tide_err ignored;
-    if (s->db)
-        store_flush(s, store_committed(s), &ignored);
     for (int i = 0; i < STORE_STMT_COUNT; i++)
         db_finalize(s->cached[i]);
     db_close(s->reader);
     db_close(s->db);
-    pthread_mutex_destroy(&s->flush_mu);
     free(s);
 }
 
@@ -199,62 +185,7 @@ int store_begin(struct store *s, struct tide_err *err)
 
 int store_commit(struct store *s, struct tide_err *err)
 {
-    uint64_t seq;
-    int rc = store_commit_nosync(s, &seq, err);
-    return rc ? rc : store_flush(s, seq, err);
-}
-
-int store_commit_nosync(struct store *s, uint64_t *seq, struct tide_err *err)
-{
-    int rc = db_commit(s->db, err);
-    /* Counted once written (the callers' lock keeps other commits out):
-     * a flush that reads this count syncs after the write. */
-    *seq = db_commits(s->db);
-    return rc;
-}
-
-int store_flush(struct store *s, uint64_t upto, struct tide_err *err)
-{
-    if (__atomic_load_n(&s->flushed, __ATOMIC_ACQUIRE) >= upto)
-        return 0;
-    pthread_mutex_lock(&s->flush_mu);
-    int rc = 0;
-    if (s->flush_failure.code) {
-        rc = tide_err_set(err, TIDE_EIO, NULL, "%s (an earlier flush failed: restart the server)",
-                          s->flush_failure.message);
-    } else if (__atomic_load_n(&s->flushed, __ATOMIC_ACQUIRE) < upto) {
-        /* Everything committed by now goes with this sync, upto and those
-         * after it: waiters for them find their work done. */
-        uint64_t target = db_commits(s->db);
-        bool deferred = db_commits_deferred(s->db);
-        rc = deferred ? db_flush(s->db, &s->flush_failure) : 0;
-        if (rc) {
-            s->flush_failure.code = rc;
-            if (err)
-                *err = s->flush_failure;
-        } else {
-            if (deferred)
-                __atomic_add_fetch(&s->flushes, 1, __ATOMIC_RELAXED);
-            __atomic_store_n(&s->flushed, target, __ATOMIC_RELEASE);
-        }
-    }
-    pthread_mutex_unlock(&s->flush_mu);
-    return rc;
-}
-
-uint64_t store_committed(struct store *s)
-{
-    return db_commits(s->db);
-}
-
-uint64_t store_flushed(struct store *s)
-{
-    return __atomic_load_n(&s->flushed, __ATOMIC_ACQUIRE);
-}
-
-uint64_t store_flush_count(struct store *s)
-{
-    return __atomic_load_n(&s->flushes, __ATOMIC_RELAXED);
+    return db_commit(s->db, err);
 }
 
 void store_rollback(struct store *s)
