@@ -181,14 +181,18 @@ def test_a_connection_that_stops_sending_its_headers_is_closed():
 def test_headers_up_to_the_documented_size_are_served_and_larger_ones_get_431():
     """Each connection has 16 KiB for its headers and buffers (http.c,
     docs/api.md "Connection limits"): a 12 KiB header block is served, a
-    20 KiB one is 431, and the server goes on answering."""
+    20 KiB one is refused (431), and the server goes on answering."""
     with Cluster(agents=0) as c:
         def get_with(pad):
             return raw_abuse(c.port, (f"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n"
                                       f"Authorization: Bearer {c.admin}\r\n"
                                       f"X-Pad: {'a' * pad}\r\n\r\n").encode())
         assert get_with(12 * 1024).startswith(b"HTTP/1.1 200"), get_with(12 * 1024)
-        assert get_with(20 * 1024).startswith(b"HTTP/1.1 431"), get_with(20 * 1024)
+        # The server answers 431 and closes while the rest of the block is
+        # still unread, so the kernel may reset the connection and drop the
+        # answer before this side reads it: refused is 431 or a reset.
+        big = get_with(20 * 1024)
+        assert big.startswith(b"HTTP/1.1 431") or big == b"", big
         assert healthz(c.url) == 200
 
 

@@ -221,8 +221,11 @@ def test_borrowed_gpus_are_taken_back_when_the_owner_needs_them():
         wait_until(lambda: all(c.job(i)["state"] == "running" for i in speech), 20, what="speech on all GPUs")
         usage = {p["name"]: p for p in c.api("GET", "/v1/projects")["projects"]}
         assert usage["speech"]["running_gpus"] == 4 and usage["speech"]["borrowed_gpus"] == 2, usage
-        vision = [c.submit(command=["sh", "-c", "echo vision"], gpus=1, project="vision")["id"]
-                  for _ in range(2)]
+        # Each vision job outlives the other's submit: were the first done
+        # before the second is placed, the second would take its GPU and
+        # need no preemption of its own.
+        vision = [c.submit(command=["sh", "-c", "sleep 2; echo vision"], gpus=1,
+                           project="vision")["id"] for _ in range(2)]
         final = c.wait_final(vision, 40)
         assert all(j["state"] == "succeeded" for j in final.values()), final
         preempted = [i for i in speech if c.job(i)["attempt"] >= 1 and any(
