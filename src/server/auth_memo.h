@@ -1,10 +1,9 @@
 /*
  * A connection's last bearer token and its SHA-256: a keep-alive client
  * sends the same token with every request, and hashing it (to look it up
- * by hash, auth_cache.h) was a tenth of a submit's own CPU. Only the
- * token's own connection (one client) ever compares against it, so the
- * comparison tells nobody anything they did not send. Owned by one
- * connection's thread; no lock.
+ * by hash, auth_cache.h) was a tenth of a submit's own CPU. The kept
+ * token is compared in constant time: a proxy may send several clients'
+ * requests over one connection. Owned by one connection's thread; no lock.
  */
 #ifndef TIDE_SERVER_AUTH_MEMO_H
 #define TIDE_SERVER_AUTH_MEMO_H
