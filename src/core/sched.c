@@ -446,6 +446,19 @@ struct pass_state {
     bool broke; /* the walk ended before the last job (nothing left to say) */
 };
 
+/* Room for need jobs in s->order. 0 or TIDE_ENOMEM. */
+static int order_reserve(struct scheduler *s, size_t need)
+{
+    if (need <= s->order_cap)
+        return 0;
+    struct job **grown = realloc(s->order, need * sizeof *grown);
+    if (!grown)
+        return TIDE_ENOMEM;
+    s->order = grown;
+    s->order_cap = need;
+    return 0;
+}
+
 /* Walks s->order[from..to) with st, placing, preempting, reserving and
  * explaining. Returns 0 or TIDE_ENOMEM. */
 static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state *st, size_t from,
@@ -620,13 +633,8 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
     size_t need = ids ? nids : c->njobs;
     s->norder = 0;
     s->quiet.valid = false;
-    if (need > s->order_cap) {
-        struct job **grown = realloc(s->order, need * sizeof *grown);
-        if (!grown)
-            return TIDE_ENOMEM;
-        s->order = grown;
-        s->order_cap = need;
-    }
+    if (order_reserve(s, need) != 0)
+        return TIDE_ENOMEM;
     if (s->cfg.fairshare)
         fairshare_update(s->cfg.fairshare, c, now_ms);
     size_t nbackoff = 0;
@@ -692,13 +700,8 @@ int sched_pass_new(struct scheduler *s, struct cluster *c, int64_t now_ms, struc
         !sched_quiet_nodes_same(q, c))
         return TIDE_ECONFLICT;
     size_t nold = s->norder, need = nold + (c->njobs - q->njobs);
-    if (need > s->order_cap) {
-        struct job **grown = realloc(s->order, need * sizeof *grown);
-        if (!grown)
-            return TIDE_ENOMEM;
-        s->order = grown;
-        s->order_cap = need;
-    }
+    if (order_reserve(s, need) != 0)
+        return TIDE_ENOMEM;
     /* The array moved as it grew: the old order's pointers, anew. */
     if (c->jobs != q->jobs_base && !order_keep_jobs(&s->kept, c, s->order))
         return TIDE_ECONFLICT;
