@@ -83,9 +83,8 @@ struct agent {
     const char *container_runtime;
     char **images;
     int64_t images_at_ms; /* monotonic, when the last listing began; 0: never */
-    int64_t images_first_ms; /* the first listing is not due before (monotonic) */
+    int64_t images_begun_ms; /* when agent_images_start ran (monotonic): the first listing waits from it */
     bool images_stale;
-    bool images_known; /* a listing has succeeded */
     pid_t images_pid;
     int images_fd;
     char *images_out;
@@ -93,6 +92,8 @@ struct agent {
 };
 
 /* The task for (job_id, attempt), or NULL. */
+/* Tasks running (or starting) on the node. */
+size_t agent_running_tasks(const struct agent *a);
 struct agent_task *agent_find_task(struct agent *a, int64_t job_id, int64_t attempt);
 
 /* True when (job_id, attempt) was acknowledged and forgotten lately. */

@@ -32,14 +32,13 @@ static bool take_list(struct agent *a, char **names)
     size_t n = 0;
     while (names[n])
         n++;
-    bool news = !a->images_known || !a->images;
+    bool news = !a->images; /* NULL until a listing has succeeded */
     for (size_t i = 0; !news && i <= n; i++)
         news = !names[i] != !a->images[i] || (names[i] && strcmp(names[i], a->images[i]));
-    if (!a->images_known)
+    if (!a->images)
         log_info("%s holds %zu image(s)", a->container_runtime, n);
     agent_container_argv_free(a->images);
     a->images = names;
-    a->images_known = true;
     return news;
 }
 
@@ -100,7 +99,7 @@ static bool listing_done(struct agent *a, int code, int64_t now_ms)
             taken = take_list(a, names);
         else
             log_warn("out of memory listing images; keeping the last list");
-    } else if (code == EXIT_NOT_RUN && !a->images_known) {
+    } else if (code == EXIT_NOT_RUN && !a->images) {
         /* its first call: the runtime found on PATH does not run */
         const char *was = a->container_runtime;
         if (a->opts->container_runtime) {
@@ -206,7 +205,7 @@ void agent_images_start(struct agent *a, int64_t now_ms)
          * runtime competes with theirs, and a busy node lists once it is
          * idle (a listing costs tens of ms of CPU and the runtime's lock;
          * run beside a wave of task transitions it delays them) or 30 s on */
-        a->images_first_ms = now_ms + AGENT_IMAGES_FIRST_DELAY_MS;
+        a->images_begun_ms = now_ms;
         return;
     }
     /* prewarming holds the registration anyway: the list goes with it */
@@ -227,23 +226,14 @@ void agent_images_start(struct agent *a, int64_t now_ms)
         log_warn("cannot list images with %s", a->container_runtime);
 }
 
-/* Whether a task runs (or is starting) on the node. */
-static bool tasks_running(const struct agent *a)
-{
-    for (size_t i = 0; i < a->ntasks; i++)
-        if (a->tasks[i]->state == AGENT_TASK_RUNNING)
-            return true;
-    return false;
-}
-
 void agent_images_refresh(struct agent *a, int64_t now_ms)
 {
     if (!a->container_runtime || a->images_pid > 0)
         return;
     if (!a->images_at_ms) { /* never listed: see agent.h */
-        if (now_ms >= a->images_first_ms &&
-            (!tasks_running(a) ||
-             now_ms >= a->images_first_ms - AGENT_IMAGES_FIRST_DELAY_MS + AGENT_IMAGES_REFRESH_MS))
+        int64_t since = now_ms - a->images_begun_ms;
+        if (since >= AGENT_IMAGES_FIRST_DELAY_MS &&
+            (agent_running_tasks(a) == 0 || since >= AGENT_IMAGES_REFRESH_MS))
             listing_start(a, now_ms);
         return;
     }
@@ -254,7 +244,7 @@ void agent_images_refresh(struct agent *a, int64_t now_ms)
 
 json_t *agent_images_json(const struct agent *a)
 {
-    if (!a->container_runtime || !a->images_known)
+    if (!a->container_runtime || !a->images)
         return NULL;
     json_t *list = json_array();
     for (char **p = a->images; list && p && *p; p++)

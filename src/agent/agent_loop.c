@@ -239,20 +239,11 @@ static bool probe(struct agent *a, int64_t now)
                             a->opts->health_timeout_s, path, now);
 }
 
-static size_t running_tasks(const struct agent *a)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < a->ntasks; i++)
-        if (a->tasks[i]->state == AGENT_TASK_RUNNING)
-            n++;
-    return n;
-}
-
 static void shutdown_tasks(struct agent *a, volatile sig_atomic_t *signals)
 {
     a->shutting_down = true;
     int64_t now = clock_mono_ms();
-    size_t n = running_tasks(a);
+    size_t n = agent_running_tasks(a);
     if (n)
         log_info("stopping %zu task(s)", n);
     /* NULL reason: the job ended because the node went away, and its exit
@@ -260,7 +251,7 @@ static void shutdown_tasks(struct agent *a, volatile sig_atomic_t *signals)
     for (size_t i = 0; i < a->ntasks; i++)
         agent_task_stop(a->tasks[i], NULL, a->tasks[i]->kill_grace_s, SIGTERM, now);
     bool killed = false;
-    while (running_tasks(a) > 0) {
+    while (agent_running_tasks(a) > 0) {
         if (*signals > 1 && !killed) {
             log_warn("second signal: killing every task now");
             for (size_t i = 0; i < a->ntasks; i++)

@@ -11,6 +11,15 @@
 /* While the server stays away, say so this often. */
 #define AGENT_DOWN_WARN_MS 30000
 
+size_t agent_running_tasks(const struct agent *a)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i]->state == AGENT_TASK_RUNNING)
+            n++;
+    return n;
+}
+
 struct agent_task *agent_find_task(struct agent *a, int64_t job_id, int64_t attempt)
 {
     for (size_t i = 0; i < a->ntasks; i++)

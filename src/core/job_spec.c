@@ -393,17 +393,23 @@ static const struct {
  * that check_name accepts, so the canonical spec (stored, and parsed again
  * when the server reloads) is itself valid: control characters become '_',
  * and it is cut to JOB_SPEC_MAX_NAME bytes on a UTF-8 boundary. */
+size_t job_spec_cut_utf8(const char *s, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    size_t n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--; /* s[n] continues a character: cut before that character */
+    return n;
+}
+
 static json_t *default_name(const char *program)
 {
     const char *base = strrchr(program, '/');
     base = base && base[1] ? base + 1 : program;
     char name[JOB_SPEC_MAX_NAME + 1];
     size_t n = strlen(base);
-    if (n > JOB_SPEC_MAX_NAME) {
-        n = JOB_SPEC_MAX_NAME;
-        while (n > 0 && ((unsigned char)base[n] & 0xc0) == 0x80)
-            n--; /* base[n] continues a character: cut before that character */
-    }
+    n = job_spec_cut_utf8(base, n, JOB_SPEC_MAX_NAME);
     for (size_t i = 0; i < n; i++)
         name[i] = ((unsigned char)base[i] < 0x20 || base[i] == 0x7f) ? '_' : base[i];
     name[n] = '\0';

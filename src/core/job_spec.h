@@ -36,4 +36,8 @@ int job_spec_from_object(json_t *obj, json_t **spec_out, struct job *job, struct
 /* Signal number for a checkpoint_signal name ("SIGTERM", "TERM", "15"), or -1. */
 int job_spec_signal_number(const char *name);
 
+/* The length of s (len bytes) cut to at most max bytes on a UTF-8
+ * boundary, so that what is kept stays valid text. */
+size_t job_spec_cut_utf8(const char *s, size_t len, size_t max);
+
 #endif

@@ -58,12 +58,22 @@ static json_t *member_with(json_t *spec, const char *name, const char *index)
     return member;
 }
 
+/* The array's name as its members begin theirs: cut (on a UTF-8
+ * boundary) to leave room for [i]. Its length in bytes. */
+static int member_prefix(json_t *spec, const char **prefix)
+{
+    json_t *name = json_object_get(spec, "name");
+    *prefix = json_string_value(name);
+    return (int)job_spec_cut_utf8(*prefix, json_string_length(name), JOB_SPEC_MAX_NAME - 8);
+}
+
 /* Member i's name: the array's, cut to leave room, then [i]. */
 #define MEMBER_NAME_SIZE (JOB_SPEC_MAX_NAME + 16)
 static void member_name(json_t *spec, int i, char name[MEMBER_NAME_SIZE])
 {
-    snprintf(name, MEMBER_NAME_SIZE, "%.*s[%d]", JOB_SPEC_MAX_NAME - 8,
-             json_string_value(json_object_get(spec, "name")), i);
+    const char *prefix;
+    int len = member_prefix(spec, &prefix);
+    snprintf(name, MEMBER_NAME_SIZE, "%.*s[%d]", len, prefix, i);
 }
 
 /* Member i of an array job (see member_with). */
@@ -125,10 +135,9 @@ static int member_texts(json_t *spec, int count, char **texts, char *names)
     json_t *tpl = member_with(spec, "@@tide-array-name@@", "@@tide-array-index@@");
     char *text = tpl ? json_write_compact(tpl, false, NULL) : NULL;
     json_decref(tpl);
-    char prefix[MEMBER_NAME_SIZE];
-    snprintf(prefix, sizeof prefix, "%.*s", JOB_SPEC_MAX_NAME - 8,
-             json_string_value(json_object_get(spec, "name")));
-    json_t *pj = json_string(prefix);
+    const char *prefix;
+    int prefix_len = member_prefix(spec, &prefix);
+    json_t *pj = json_stringn(prefix, (size_t)prefix_len);
     char *quoted = pj ? json_dumps(pj, JSON_ENCODE_ANY) : NULL;
     json_decref(pj);
     const char *name_at = text ? strstr(text, NAME_MARK) : NULL;

@@ -83,6 +83,21 @@ def test_answered_jobs_survive_a_kill_9_right_after_the_answer():
         assert len(set(ids)) == 500
 
 
+def test_an_array_whose_long_name_is_cut_inside_a_character_is_stored_whole():
+    """A member's name is the array's cut to leave room for [i]: the cut
+    falls on a UTF-8 boundary, so a long name ending in two-byte characters
+    neither fails the array nor the job batched beside it."""
+    with Cluster(agents=0) as c:
+        name = "a" * 247 + "\u00e9" * 4  # 255 bytes: a cut at 248 would split the first é
+        out = batch(c, [{"command": ["true"], "gpus": 0, "name": name, "array": 3},
+                        {"command": ["true"], "gpus": 0, "name": "beside"}])
+        r = out["jobs"]
+        assert all("id" in j for j in r), r
+        members = [c.job(i)["name"] for i in r[0]["ids"]]
+        assert members == ["a" * 247 + f"[{i}]" for i in range(3)], members
+        assert c.job(r[1]["id"])["name"] == "beside"
+
+
 def test_a_big_array_and_its_neighbours_get_their_own_rows_and_events():
     """10,000 tasks and two single jobs in one batch (many multi-row
     statements, one spec dumped for the array's members): each task its
@@ -189,6 +204,7 @@ if __name__ == "__main__":
         test_a_bad_body_is_refused_naming_jobs,
         test_answered_jobs_survive_a_kill_9_right_after_the_answer,
         test_a_big_array_and_its_neighbours_get_their_own_rows_and_events,
+        test_an_array_whose_long_name_is_cut_inside_a_character_is_stored_whole,
         test_an_idempotency_key_replays_job_by_job,
         test_submit_file_reports_refused_lines_and_submits_the_rest,
         test_submit_file_with_a_malformed_line_submits_nothing,

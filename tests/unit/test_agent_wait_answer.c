@@ -75,8 +75,9 @@ static void test_the_wait_thread_hands_an_answer_with_actions_to_the_loop(void *
     agent_servers_release(&servers);
 }
 
-/* A server whose waits are held until hold_release is set (at most 20 s). */
-static int held, hold_release;
+/* A server whose waits are held until hold_release is set (at most 20 s);
+ * answered counts the waits it has let go. */
+static int held, hold_release, answered;
 
 static enum MHD_Result on_held_request(void *cls, struct MHD_Connection *conn, const char *url,
                                        const char *method, const char *version, const char *data,
@@ -94,6 +95,7 @@ static enum MHD_Result on_held_request(void *cls, struct MHD_Connection *conn, c
     __atomic_fetch_add(&held, 1, __ATOMIC_SEQ_CST);
     for (int i = 0; i < 2000 && !__atomic_load_n(&hold_release, __ATOMIC_SEQ_CST); i++)
         usleep(10 * 1000);
+    __atomic_fetch_add(&answered, 1, __ATOMIC_SEQ_CST);
     static const char body[] = "{\"wake\": false}";
     struct MHD_Response *r =
         MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
@@ -125,6 +127,8 @@ static void test_stopping_the_wake_abandons_a_wait_the_server_holds(void **state
     agent_wake_stop(w);
     assert_true(w->done);
     assert_int_equal(__atomic_load_n(&hold_release, __ATOMIC_SEQ_CST), 0);
+    /* the server still holds the wait: the stop returned without its answer */
+    assert_int_equal(__atomic_load_n(&answered, __ATOMIC_SEQ_CST), 0);
     __atomic_store_n(&hold_release, 1, __ATOMIC_SEQ_CST);
     MHD_stop_daemon(d);
     assert_int_equal(__atomic_load_n(&held, __ATOMIC_SEQ_CST), 1); /* no wait after the stop */
