@@ -228,6 +228,15 @@ void agent_images_start(struct agent *a, int64_t now_ms)
 
 void agent_images_refresh(struct agent *a, int64_t now_ms)
 {
+    if (a->images_pid > 0 && now_ms - a->images_at_ms >= AGENT_IMAGES_REFRESH_MS) {
+        /* a runtime stuck on its lock would hold every later listing up:
+         * stopped, it is reaped as any listing (keeping the last list),
+         * and the next one is due a refresh later */
+        log_warn("%s images still running after %d s; stopped", a->container_runtime,
+                 AGENT_IMAGES_REFRESH_MS / 1000);
+        kill(a->images_pid, SIGKILL);
+        a->images_at_ms = now_ms;
+    }
     if (!a->container_runtime || a->images_pid > 0)
         return;
     if (!a->images_at_ms) { /* never listed: see agent.h */

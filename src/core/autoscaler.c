@@ -310,7 +310,7 @@ static bool node_could_take(const struct node *n, const struct job *job, int gpu
 /* Whether the spot rule lets job on pool's nodes. */
 static bool spot_allows(const struct pool *pool, const struct job *job)
 {
-    return pool->billing != BILLING_SPOT || job->preemptible || (job->rules && job->rules->allow_spot);
+    return pool->billing != BILLING_SPOT || queue_job_may_use_spot(job);
 }
 
 /* Whether pool's nodes may hold gpus GPUs of job (shape, spot, the
@@ -485,7 +485,7 @@ static bool pool_could_hold(const struct pool *pool, const struct job *job);
 static void note_spot_refused(const struct autoscaler *a, struct scale_up *u,
                               const struct job *job)
 {
-    if (job->preemptible || (job->rules && job->rules->allow_spot))
+    if (queue_job_may_use_spot(job))
         return;
     for (int p = 0; p < a->npools; p++) {
         const struct pool *pool = &a->pools[p];

@@ -339,7 +339,7 @@ static bool any_node_will_do(const struct eta_plan *p, const struct job *job)
     return job->gpus <= MAXG && job->max_nodes <= 1 && job->gpu_model[0] == '\0' &&
            job->gpu_memory_mib == 0 && job->mig[0] == '\0' &&
            (!job->rules || job->rules->npools == 0) &&
-           (!p->any_spot || job->preemptible || (job->rules && job->rules->allow_spot));
+           (!p->any_spot || queue_job_may_use_spot(job));
 }
 
 /* The node with the fewest free GPUs that still has k (best fit); -1: none. */

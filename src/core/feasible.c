@@ -68,7 +68,7 @@ static bool pool_passes(const struct pool *p, const struct job *job, int k, enum
 {
     if (p->max_nodes <= 0 || !queue_allows_pool(job->rules, p->name))
         return false;
-    if (p->billing == BILLING_SPOT && !job->preemptible && !(job->rules && job->rules->allow_spot))
+    if (p->billing == BILLING_SPOT && !queue_job_may_use_spot(job))
         return false; /* as queue_allows_node rules for the nodes it would make */
     if (job->gpus == 0 || upto < ST_MODEL)
         return true;

@@ -113,7 +113,12 @@ bool queue_allows_node(const struct job *job, const struct node *node)
 {
     if (!queue_allows_pool(job->rules, node->pool))
         return false;
-    return !node->spot || job->preemptible || (job->rules && job->rules->allow_spot);
+    return !node->spot || queue_job_may_use_spot(job);
+}
+
+bool queue_job_may_use_spot(const struct job *job)
+{
+    return job->preemptible || (job->rules && job->rules->allow_spot);
 }
 
 int queue_effective_priority(const struct queue_config *q, const struct job *job, int64_t now_ms)
@@ -133,9 +138,8 @@ int64_t queue_next_escalation_ms(const struct queue_config *q, const struct job 
         return INT64_MAX;
     if (now_ms < job->submit_ms || q->max_wait_s > INT64_MAX / 2000000)
         return now_ms;
-    if (queue_effective_priority(q, job, now_ms) >= 100000)
-        return INT64_MAX;
-    int64_t step_ms = q->max_wait_s * 1000;
     int64_t steps = (now_ms - job->submit_ms) / 1000 / q->max_wait_s;
-    return job->submit_ms + (steps + 1) * step_ms;
+    if (job->priority + steps * q->escalation >= 100000)
+        return INT64_MAX; /* queue_effective_priority's cap: no step left */
+    return job->submit_ms + (steps + 1) * q->max_wait_s * 1000;
 }

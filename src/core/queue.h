@@ -75,6 +75,10 @@ bool queue_allows_pool(const struct queue_config *q, const char *pool);
 bool queue_allows_node(const struct job *job, const struct node *node);
 
 /* A waiting job's priority after escalation for waiting past max_wait_s. */
+/* Whether job may run on spot nodes: it is preemptible, or its queue has
+ * allow_spot. */
+bool queue_job_may_use_spot(const struct job *job);
+
 int queue_effective_priority(const struct queue_config *q, const struct job *job, int64_t now_ms);
 
 /* When queue_effective_priority next changes for job after now_ms

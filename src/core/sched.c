@@ -247,9 +247,11 @@ static bool take_pending(struct scheduler *s, struct job *job, int64_t now_ms, b
     }
     const struct queue_config *q = s->cfg.queues ? queue_of_job_remember(s->cfg.queues, job) : NULL;
     job->effective_priority = queue_effective_priority(q, job, now_ms);
-    int64_t next = queue_next_escalation_ms(q, job, now_ms);
-    if (next < s->quiet_until_ms)
-        s->quiet_until_ms = next;
+    if (s->quiet.wanted) { /* only passes over new jobs read it */
+        int64_t next = queue_next_escalation_ms(q, job, now_ms);
+        if (next < s->quiet_until_ms)
+            s->quiet_until_ms = next;
+    }
     if (s->cfg.fairshare)
         fairshare_classify(s->cfg.fairshare, job);
     else

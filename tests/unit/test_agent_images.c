@@ -199,6 +199,32 @@ static void test_the_images_are_listed_in_the_background_and_reported_once_in(vo
     agent_images_release(&a);
 }
 
+/* A listing that does not end within a refresh (a runtime stuck on its
+ * lock) is stopped, the last list kept, and the next one runs later. */
+static void test_a_listing_stuck_for_a_refresh_is_stopped_and_the_last_list_kept(void **state)
+{
+    (void)state;
+    touch_release();
+    start(runtime);
+    assert_true(wait_listing());
+    int64_t first = a.images_at_ms;
+    unlink(release); /* the next `images` hangs */
+    agent_images_refresh(&a, first + AGENT_IMAGES_REFRESH_MS);
+    assert_true(a.images_pid > 0);
+    agent_images_refresh(&a, first + 2 * AGENT_IMAGES_REFRESH_MS - 1);
+    assert_true(a.images_pid > 0); /* not yet a refresh old */
+    agent_images_refresh(&a, first + 2 * AGENT_IMAGES_REFRESH_MS);
+    assert_false(wait_listing()); /* stopped: no new list */
+    assert_int_equal(a.images_pid, 0);
+    json_t *list = agent_images_json(&a);
+    assert_int_equal(json_array_size(list), 2); /* the last one */
+    json_decref(list);
+    touch_release();
+    agent_images_refresh(&a, first + 3 * AGENT_IMAGES_REFRESH_MS);
+    assert_true(a.images_pid > 0); /* and the next is due a refresh later */
+    agent_images_release(&a);
+}
+
 /* The nice value the fake runtime's `images` ran with (-100: none seen). */
 static int listing_nice(void)
 {
@@ -319,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_an_empty_jobs_dir_as_the_agent_makes_it_asks_for_no_leftovers),
         cmocka_unit_test(test_a_work_dir_with_jobs_has_its_leftover_containers_looked_for),
         cmocka_unit_test(test_the_images_are_listed_in_the_background_and_reported_once_in),
+        cmocka_unit_test(test_a_listing_stuck_for_a_refresh_is_stopped_and_the_last_list_kept),
         cmocka_unit_test(test_the_first_listing_waits_for_its_delay_and_runs_nicer),
         cmocka_unit_test(test_a_busy_node_lists_its_images_once_idle_or_30_s_after_its_start),
         cmocka_unit_test(test_the_runtime_is_found_on_path_without_being_run),
