@@ -76,6 +76,11 @@ static void assert_index_matches_scan(void)
         assert_int_equal(ngot, nwant);
         for (size_t k = 0; k < ngot; k++)
             assert_int_equal(got[k], want[k]);
+        /* and the index itself holds nothing more: no entry left behind
+         * (cluster_node_job_ids would hide one) */
+        size_t listed;
+        node_jobs_of(&c.node_jobs, c.nodes[i].id, &listed);
+        assert_int_equal(listed, nwant);
     }
 }
 
