@@ -19,6 +19,12 @@ int fs_mkdir_p(const char *path, mode_t mode)
     size_t n = strlen(path);
     if (n == 0 || n >= sizeof buf)
         return -ENAMETOOLONG;
+    /* one call when the parents are there (most calls: a job's directory
+     * under one that exists); the walk only when one is missing */
+    if (mkdir(path, mode) == 0 || errno == EEXIST)
+        return 0;
+    if (errno != ENOENT)
+        return -errno;
     memcpy(buf, path, n + 1);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')

@@ -4,11 +4,9 @@
  * chunks in, and start/stop/ack messages out. The reply is sent only after
  * the state changes it implies are committed.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -534,10 +532,9 @@ void api_agent_make_checkpoint_dirs(json_t *actions)
         const char *dir = json_string_value(json_object_get(msg, "checkpoint_dir"));
         if (!dir)
             continue;
-        /* One call when it is there already (every start after the first);
-         * the parents only for a job's first. */
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST && fs_mkdir_p(dir, 0755) != 0)
-            log_warn("cannot create %s: %s", dir, strerror(errno));
+        int rc = fs_mkdir_p(dir, 0755);
+        if (rc < 0)
+            log_warn("cannot create %s: %s", dir, strerror(-rc));
     }
 }
 

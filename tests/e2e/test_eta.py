@@ -42,7 +42,8 @@ def test_pending_jobs_behind_a_max_runtime_job_show_an_eta_and_its_basis():
         shown = c.cli("show", str(d["id"]), check=True).stdout
         eta_line = next(line for line in shown.splitlines() if line.startswith("eta:"))
         assert "in " in eta_line and "basis max_runtime" in eta_line, shown
-        for j in (a, b, d):
+        # the waiting ones first: once a is gone they start, and end at once
+        for j in (d, b, a):
             c.api("DELETE", f"/v1/jobs/{j['id']}")
 
 
