@@ -606,16 +606,18 @@ static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state 
 }
 
 /* After a pass: whether the next may look at new jobs only
- * (sched_pass_new), and what it needs to. */
+ * (sched_pass_new), and what it needs to. nodes_kept: q's words are the
+ * nodes as they are now (sched_pass_new compared them at its start, and a
+ * pass that stays quiet changes no node), so they are not taken again. */
 static void note_quiet(struct scheduler *s, struct cluster *c, const struct pass_state *st,
-                       bool every_job, size_t nbackoff)
+                       bool every_job, size_t nbackoff, bool nodes_kept)
 {
     struct sched_quiet *q = &s->quiet;
     q->valid = q->wanted && every_job && !st->placed && !st->reservation.active && !st->broke &&
                !s->preempt_pool.n && !nbackoff && s->kept.n == s->norder &&
                sched_quiet_rules_timeless(s->cfg.fairshare != NULL, s->cfg.budgets != NULL,
                                           s->cfg.queue_round_robin);
-    if (!q->valid || sched_quiet_nodes_take(q, c) != 0)
+    if (!q->valid || (!nodes_kept && sched_quiet_nodes_take(q, c) != 0))
         return;
     q->njobs = c->njobs;
     q->jobs_removed = c->jobs_removed;
@@ -658,7 +660,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
         return TIDE_ENOMEM;
     }
     backfill_hold(c, &st.reservation, false);
-    note_quiet(s, c, &st, ids == NULL, nbackoff);
+    note_quiet(s, c, &st, ids == NULL, nbackoff, false);
     detach_index(s, c);
     return st.placed;
 }
@@ -742,7 +744,7 @@ int sched_pass_new(struct scheduler *s, struct cluster *c, int64_t now_ms, struc
         return TIDE_ENOMEM;
     }
     backfill_hold(c, &st.reservation, false);
-    note_quiet(s, c, &st, true, nbackoff);
+    note_quiet(s, c, &st, true, nbackoff, true);
     detach_index(s, c);
     return st.placed;
 }

@@ -401,6 +401,27 @@ static void test_passes_keep_nothing_until_the_owner_asks(void **state)
     assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), 0);
 }
 
+static void test_a_quiet_pass_over_new_jobs_keeps_the_nodes_it_compared(void **state)
+{
+    (void)state;
+    both_init(&order_priority, true);
+    both_node(4, 2, false); /* 2 free: the 4-GPU jobs wait */
+    both_job(shaped(2, 4, 0));
+    both_full_pass(NOW);
+    both_job(shaped(3, 4, 0));
+    assert_new_pass_as_full(NOW, 0);
+    /* It compared the nodes and took them as they were: the next pass over
+     * new jobs needs nothing more, and a node that changes still shows. */
+    assert_true(a.s.quiet.valid);
+    assert_true(sched_quiet_nodes_same(&a.s.quiet, &a.c));
+    both_job(shaped(4, 4, 0));
+    assert_new_pass_as_full(NOW, 0);
+    a.c.nodes[0].gpus[0].job_id = 0;
+    assert_false(sched_quiet_nodes_same(&a.s.quiet, &a.c));
+    both_job(shaped(5, 4, 0));
+    assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), TIDE_ECONFLICT);
+}
+
 #define T(f) cmocka_unit_test_teardown(f, teardown)
 
 int main(void)
@@ -423,6 +444,7 @@ int main(void)
         T(test_an_escalation_falling_due_makes_the_pass_full),
         T(test_no_pass_before_means_a_full_pass),
         T(test_passes_keep_nothing_until_the_owner_asks),
+        T(test_a_quiet_pass_over_new_jobs_keeps_the_nodes_it_compared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
