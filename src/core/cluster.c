@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tide_err.h"
 #include "core/array.h"
 #include "core/gpu_share.h"
 #include "core/placement_index.h"
@@ -263,6 +264,32 @@ size_t cluster_node_job_ids(struct cluster *c, int64_t node_id, int64_t *out, si
     }
     qsort(out, n < cap ? n : cap, sizeof *out, cmp_id);
     return n;
+}
+
+int cluster_node_ids_fill(struct cluster *c, int64_t node_id, struct cluster_node_ids *out)
+{
+    out->ids = out->some;
+    out->n = cluster_node_job_ids(c, node_id, out->some, sizeof out->some / sizeof *out->some);
+    if (out->n <= sizeof out->some / sizeof *out->some)
+        return 0;
+    size_t n = out->n;
+    out->n = 0;
+    if (!(out->ids = malloc(n * sizeof *out->ids))) {
+        out->ids = out->some;
+        return TIDE_ENOMEM;
+    }
+    out->n = cluster_node_job_ids(c, node_id, out->ids, n);
+    return 0;
+}
+
+void cluster_node_ids_release(struct cluster_node_ids *ids)
+{
+    if (ids && ids->ids != ids->some)
+        free(ids->ids);
+    if (ids) {
+        ids->ids = ids->some;
+        ids->n = 0;
+    }
 }
 
 struct job *cluster_add_job(struct cluster *c, const struct job *job)

@@ -296,6 +296,21 @@ void cluster_assign_part(struct cluster *c, struct job *job, struct node *node,
  * were written. O(jobs on the node) through c->node_jobs. */
 size_t cluster_node_job_ids(struct cluster *c, int64_t node_id, int64_t *out, size_t cap);
 
+/* A node's job ids as cluster_node_job_ids finds them, all of them: in
+ * `some` when they fit, else in an allocation. Lives on the caller's stack
+ * (ids may point into it: not to be copied). */
+struct cluster_node_ids {
+    int64_t *ids;
+    size_t n;
+    int64_t some[64];
+};
+
+/* Fills out with the ids of node_id's jobs (cluster_node_job_ids: rising
+ * ids). Returns 0, or TIDE_ENOMEM with out empty. cluster_node_ids_release
+ * frees what it took either way. */
+int cluster_node_ids_fill(struct cluster *c, int64_t node_id, struct cluster_node_ids *out);
+void cluster_node_ids_release(struct cluster_node_ids *ids);
+
 /* Whether job has a task on node (first node or a part). */
 bool job_on_node(const struct job *job, int64_t node_id);
 

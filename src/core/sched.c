@@ -837,21 +837,17 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
         int64_t node_id = node->id;
         /* Its jobs by the cluster's index, each requeued (now off this
          * node) or removed in turn. */
-        int64_t some[64], *ids = some;
-        size_t nids = cluster_node_job_ids(c, node_id, some, 64);
-        if (nids > 64 && (ids = malloc(nids * sizeof *ids)) != NULL) {
-            cluster_node_job_ids(c, node_id, ids, nids);
-        } else if (nids > 64) { /* out of memory: every job, as before the index */
-            fail_jobs_on_node_scan(c, node_id, now_ms, out);
+        struct cluster_node_ids its;
+        if (cluster_node_ids_fill(c, node_id, &its) != 0) {
+            fail_jobs_on_node_scan(c, node_id, now_ms, out); /* every job, as before the index */
             continue;
         }
-        for (size_t k = 0; k < nids; k++) {
-            struct job *job = cluster_find_job(c, ids[k]);
+        for (size_t k = 0; k < its.n; k++) {
+            struct job *job = cluster_find_job(c, its.ids[k]);
             if (job && job_on_node(job, node_id) && job_state_is_on_node(job->state))
                 sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, now_ms, out);
         }
-        if (ids != some)
-            free(ids);
+        cluster_node_ids_release(&its);
     }
     return lost;
 }
