@@ -237,8 +237,9 @@ struct cluster {
     /* The jobs with a task on each node (node_jobs.h), kept by
      * cluster_add_job, cluster_assign, cluster_assign_part and
      * cluster_unassign: change a job's placement only through those.
-     * node_jobs_lost: an add ran out of memory, so cluster_node_job_ids
-     * scans the jobs instead. */
+     * node_jobs_lost: an add ran out of memory; the next
+     * cluster_node_job_ids makes the index again from the jobs (and scans
+     * them while that runs out of memory too). */
     struct node_jobs node_jobs;
     bool node_jobs_lost;
     /* Jobs removed since cluster_init (cluster_remove_job,

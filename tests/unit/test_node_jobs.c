@@ -429,6 +429,29 @@ static void test_a_lost_node_with_more_jobs_than_the_stack_holds_requeues_them_a
     assert_index_matches_scan();
 }
 
+static void test_an_index_that_missed_a_job_is_made_again_and_used_after(void **state)
+{
+    (void)state;
+    place(1, 1, 1);
+    place(2, 1, 1);
+    place(3, 1, 2);
+    /* As an add that ran out of memory leaves it: job 2 missing, the flag set. */
+    node_jobs_remove(&c.node_jobs, 1, 2);
+    c.node_jobs_lost = true;
+    int64_t ids[64];
+    assert_int_equal(on_node(1, ids), 2);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 2);
+    /* made again, not scanned for every later call */
+    assert_false(c.node_jobs_lost);
+    assert_index_matches_scan();
+    cluster_remove_job(&c, 2);
+    place(4, 1, 1);
+    assert_int_equal(on_node(1, ids), 2);
+    assert_int_equal(ids[1], 4);
+    assert_index_matches_scan();
+}
+
 static void test_index_alone_adds_and_removes(void **state)
 {
     (void)state;
@@ -482,6 +505,7 @@ int main(void)
         T(test_job_assigned_twice_to_the_same_node_is_listed_once),
         T(test_a_node_with_more_jobs_than_the_stack_holds_gets_them_all),
         T(test_a_lost_node_with_more_jobs_than_the_stack_holds_requeues_them_all),
+        T(test_an_index_that_missed_a_job_is_made_again_and_used_after),
         cmocka_unit_test(test_index_alone_adds_and_removes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
