@@ -461,6 +461,20 @@ static int order_reserve(struct scheduler *s, size_t need)
     return 0;
 }
 
+/* A job of queue slot q (-1: none) was started: it counts against the
+ * queue's caps; one that started behind the reservation (short_enough)
+ * leaves its GPUs let go until a job that is not. */
+static void note_started(struct pass_state *st, int q, const struct job *job, bool short_enough)
+{
+    if (short_enough)
+        st->hold_deferred = true;
+    if (q >= 0) {
+        st->usage.jobs[q]++;
+        st->usage.gpus[q] += job->gpus;
+    }
+    st->placed++;
+}
+
 /* Walks s->order[from..to) with st, placing, preempting, reserving and
  * explaining. Returns 0 or TIDE_ENOMEM. */
 static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state *st, size_t from,
@@ -534,13 +548,7 @@ static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state 
             if (g == PLACEMENT_FOUND) {
                 if (push_gang_start(s, c, job, now_ms, out) != 0)
                     return TIDE_ENOMEM;
-                if (short_enough)
-                    st->hold_deferred = true;
-                if (q >= 0) {
-                    st->usage.jobs[q]++;
-                    st->usage.gpus[q] += job->gpus;
-                }
-                st->placed++;
+                note_started(st, q, job, short_enough);
                 continue;
             }
             if (g == PLACEMENT_NOT_NOW || r == PLACEMENT_NEVER)
@@ -551,13 +559,7 @@ static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state 
                                    s->cfg.placement->node_order);
             if (push_start(s, c, job, &choice, now_ms, out) != 0)
                 return TIDE_ENOMEM;
-            if (short_enough)
-                st->hold_deferred = true;
-            if (q >= 0) {
-                st->usage.jobs[q]++;
-                st->usage.gpus[q] += job->gpus;
-            }
-            st->placed++;
+            note_started(st, q, job, short_enough);
             continue;
         }
         if (short_enough && s->preempt_pool.n)
