@@ -190,11 +190,18 @@ static size_t submit_array_ids(struct cli_client *c, json_t *spec, const char *k
     return n;
 }
 
+/* What submit_ids did with an answer it printed as it came (--json, no
+ * --wait) instead of reading ids from it. */
+struct answer_printed {
+    bool done;  /* printed: there are no ids, and the command is over */
+    int status; /* the command's exit status then (1: stdout failed) */
+};
+
 /* The ids of the job(s) spec makes, through POST /v1/jobs; with --json and
- * no --wait its answer is printed instead (*printed set, its status
- * returned). Returns how many (0 with err set). */
+ * no --wait its answer is printed instead (printed->done set). Returns how
+ * many (0 with err set, or when printed). */
 static size_t submit_ids(struct cli_client *c, json_t *spec, const char *key, int wait,
-                         long long **ids, int *printed, struct tide_err *err)
+                         long long **ids, struct answer_printed *printed, struct tide_err *err)
 {
     *ids = NULL;
     char *body = json_dumps(spec, JSON_COMPACT);
@@ -208,7 +215,8 @@ static size_t submit_ids(struct cli_client *c, json_t *spec, const char *key, in
     if (rc < 0)
         return 0;
     if (c->json && !wait) {
-        *printed = 1 + cli_print_body(resp.body, resp.len); /* 1: printed, 2: stdout failed */
+        printed->done = true;
+        printed->status = cli_print_body(resp.body, resp.len);
         http_response_release(&resp);
         return 0;
     }
@@ -231,14 +239,14 @@ static int submit_and_report(struct cli_client *c, json_t *spec, json_t *overrid
     char key[CLI_IDEMPOTENCY_KEY_SIZE]; /* a retry on another server must not submit twice */
     cli_idempotency_key_new(key);
     long long *ids = NULL;
-    int printed = 0;
+    struct answer_printed printed = {.done = false};
     /* An array printed as ids, or waited for, needs only its ids. */
     bool array = json_integer_value(json_object_get(spec, "array")) > 1;
     size_t n = array && !(c->json && !wait)
                    ? submit_array_ids(c, spec, key, &ids, &err)
                    : submit_ids(c, spec, key, wait, &ids, &printed, &err);
-    if (printed)
-        return printed - 1;
+    if (printed.done)
+        return printed.status;
     if (n == 0) {
         free(ids);
         return submit_fail(overrides, &err);

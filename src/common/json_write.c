@@ -327,14 +327,6 @@ void json_buf_real(struct json_buf *b, double v)
     put_real(b, v);
 }
 
-void json_buf_value(struct json_buf *b, const json_t *v)
-{
-    if (!v)
-        b->failed = true;
-    else
-        put_value(b, v, 0);
-}
-
 char *json_buf_finish(struct json_buf *b, size_t *len)
 {
     if (!reserve(b, 0)) {

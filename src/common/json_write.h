@@ -42,8 +42,6 @@ void json_buf_string(struct json_buf *b, const char *s);
 void json_buf_integer(struct json_buf *b, json_int_t v);
 /* v as jansson writes a real (see json_write_compact). */
 void json_buf_real(struct json_buf *b, double v);
-/* v's compact text (NULL counts as a failure). */
-void json_buf_value(struct json_buf *b, const json_t *v);
 /* The text written (NUL-terminated, length in *len unless len is NULL), a
  * new string the caller frees; NULL after any failure. b is empty again
  * either way. */

@@ -100,9 +100,7 @@ static int meter(struct billing *b, const struct cluster *c, const struct pool *
         }
     }
     for (int p = 0; p < npools && p < TIDE_MAX_POOLS; p++) {
-        int billed = alive[p];
-        if (pools[p].billing == BILLING_RESERVED && billed < pools[p].min_nodes)
-            billed = pools[p].min_nodes;
+        int billed = billing_nodes_billed(&pools[p], alive[p]);
         b->pools[p].node_ms += (int64_t)billed * dt;
         b->pools[p].gpu_ms += gpu_ms[p];
         if (b->ledger && (billed || gpu_ms[p]) &&
@@ -112,16 +110,37 @@ static int meter(struct billing *b, const struct cluster *c, const struct pool *
     return 0;
 }
 
+int billing_nodes_billed(const struct pool *pool, int alive)
+{
+    return pool->billing == BILLING_RESERVED && alive < pool->min_nodes ? pool->min_nodes : alive;
+}
+
+/* Whether a tick at now_ms has time to meter; the first only starts the
+ * clock. */
+static bool clock_runs(struct billing *b, int64_t now_ms)
+{
+    if (!b->started) {
+        b->started = true;
+        b->last_ms = now_ms;
+        return false;
+    }
+    return now_ms > b->last_ms;
+}
+
+int64_t billing_clock_step(struct billing *b, int64_t now_ms)
+{
+    if (!clock_runs(b, now_ms))
+        return 0;
+    int64_t dt = now_ms - b->last_ms;
+    b->last_ms = now_ms;
+    return dt;
+}
+
 int billing_tick(struct billing *b, const struct cluster *c, const struct pool *pools, int npools,
                  int64_t now_ms)
 {
-    if (!b->started || now_ms <= b->last_ms) {
-        if (!b->started) {
-            b->started = true;
-            b->last_ms = now_ms;
-        }
+    if (!clock_runs(b, now_ms))
         return 0;
-    }
     /* Without a ledger days don't matter: one step. With one, a tick that
      * spans midnight UTC is split there. */
     while (b->last_ms < now_ms) {

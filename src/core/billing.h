@@ -61,6 +61,16 @@ void billing_release(struct billing *b);
 int billing_tick(struct billing *b, const struct cluster *c, const struct pool *pools, int npools,
                  int64_t now_ms);
 
+/* The clock's step to now_ms: the ms since the last tick, moving the clock
+ * to now_ms; 0 on the first call (which only starts it) and when now_ms is
+ * not past the last tick. For a caller that meters by itself (the
+ * simulator's sim_meter.c) as billing_tick would. */
+int64_t billing_clock_step(struct billing *b, int64_t now_ms);
+
+/* The nodes pool bills while alive of them exist: reserved pools bill
+ * min_nodes at least, used or not. */
+int billing_nodes_billed(const struct pool *pool, int alive);
+
 /* Adds gpu_ms to (project, pool), e.g. when loading saved counters. */
 int billing_add_usage(struct billing *b, const char *project, int pool, int64_t gpu_ms);
 

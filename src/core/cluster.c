@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tide_err.h"
 #include "core/array.h"
 #include "core/gpu_share.h"
 #include "core/placement_index.h"
@@ -244,9 +245,26 @@ static int cmp_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* After an add ran out of memory the index misses jobs: made again from
+ * every job's placement, as cluster_add_job notes it. Still lost when
+ * memory is short again. */
+static void node_jobs_rebuild(struct cluster *c)
+{
+    node_jobs_clear(&c->node_jobs);
+    c->node_jobs_lost = false;
+    for (size_t j = 0; j < c->njobs && !c->node_jobs_lost; j++) {
+        const struct job *job = &c->jobs[j];
+        node_jobs_note(c, job->node_id, job->id);
+        for (int i = 0; i < job->nparts; i++)
+            node_jobs_note(c, job->parts[i].node_id, job->id);
+    }
+}
+
 size_t cluster_node_job_ids(struct cluster *c, int64_t node_id, int64_t *out, size_t cap)
 {
     size_t n = 0;
+    if (c->node_jobs_lost)
+        node_jobs_rebuild(c);
     if (c->node_jobs_lost) {
         for (size_t j = 0; j < c->njobs; j++)
             if (job_on_node(&c->jobs[j], node_id) && n++ < cap)
@@ -263,6 +281,32 @@ size_t cluster_node_job_ids(struct cluster *c, int64_t node_id, int64_t *out, si
     }
     qsort(out, n < cap ? n : cap, sizeof *out, cmp_id);
     return n;
+}
+
+int cluster_node_ids_fill(struct cluster *c, int64_t node_id, struct cluster_node_ids *out)
+{
+    out->ids = out->some;
+    out->n = cluster_node_job_ids(c, node_id, out->some, sizeof out->some / sizeof *out->some);
+    if (out->n <= sizeof out->some / sizeof *out->some)
+        return 0;
+    size_t n = out->n;
+    out->n = 0;
+    if (!(out->ids = malloc(n * sizeof *out->ids))) {
+        out->ids = out->some;
+        return TIDE_ENOMEM;
+    }
+    out->n = cluster_node_job_ids(c, node_id, out->ids, n);
+    return 0;
+}
+
+void cluster_node_ids_release(struct cluster_node_ids *ids)
+{
+    if (ids && ids->ids != ids->some)
+        free(ids->ids);
+    if (ids) {
+        ids->ids = ids->some;
+        ids->n = 0;
+    }
 }
 
 struct job *cluster_add_job(struct cluster *c, const struct job *job)

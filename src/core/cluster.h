@@ -237,8 +237,9 @@ struct cluster {
     /* The jobs with a task on each node (node_jobs.h), kept by
      * cluster_add_job, cluster_assign, cluster_assign_part and
      * cluster_unassign: change a job's placement only through those.
-     * node_jobs_lost: an add ran out of memory, so cluster_node_job_ids
-     * scans the jobs instead. */
+     * node_jobs_lost: an add ran out of memory; the next
+     * cluster_node_job_ids makes the index again from the jobs (and scans
+     * them while that runs out of memory too). */
     struct node_jobs node_jobs;
     bool node_jobs_lost;
     /* Jobs removed since cluster_init (cluster_remove_job,
@@ -295,6 +296,21 @@ void cluster_assign_part(struct cluster *c, struct job *job, struct node *node,
  * Returns how many there are, which may exceed cap: then only the first cap
  * were written. O(jobs on the node) through c->node_jobs. */
 size_t cluster_node_job_ids(struct cluster *c, int64_t node_id, int64_t *out, size_t cap);
+
+/* A node's job ids as cluster_node_job_ids finds them, all of them: in
+ * `some` when they fit, else in an allocation. Lives on the caller's stack
+ * (ids may point into it: not to be copied). */
+struct cluster_node_ids {
+    int64_t *ids;
+    size_t n;
+    int64_t some[64];
+};
+
+/* Fills out with the ids of node_id's jobs (cluster_node_job_ids: rising
+ * ids). Returns 0, or TIDE_ENOMEM with out empty. cluster_node_ids_release
+ * frees what it took either way. */
+int cluster_node_ids_fill(struct cluster *c, int64_t node_id, struct cluster_node_ids *out);
+void cluster_node_ids_release(struct cluster_node_ids *ids);
 
 /* Whether job has a task on node (first node or a part). */
 bool job_on_node(const struct job *job, int64_t node_id);

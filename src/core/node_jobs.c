@@ -100,6 +100,12 @@ int node_jobs_add(struct node_jobs *ix, int64_t node_id, int64_t job_id)
     return 0;
 }
 
+void node_jobs_clear(struct node_jobs *ix)
+{
+    for (size_t i = 0; i < ix->nlists; i++)
+        ix->lists[i].n = 0;
+}
+
 void node_jobs_remove(struct node_jobs *ix, int64_t node_id, int64_t job_id)
 {
     struct node_jobs_list *l = find_list(ix, node_id);

@@ -38,6 +38,9 @@ void node_jobs_release(struct node_jobs *ix);
  * of memory (then the index misses it). */
 int node_jobs_add(struct node_jobs *ix, int64_t node_id, int64_t job_id);
 
+/* Empties every node's list, keeping the memory (to fill it again). */
+void node_jobs_clear(struct node_jobs *ix);
+
 /* Forgets job_id on node_id; nothing when it was not there. */
 void node_jobs_remove(struct node_jobs *ix, int64_t node_id, int64_t job_id);
 

@@ -209,17 +209,12 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
 
     /* Jobs placed here that the agent did not mention: the node's own, by
      * the cluster's index, not every job in the cluster. */
-    int64_t some[64], *ids = some;
-    size_t nids = cluster_node_job_ids(c, node_id, some, 64);
-    if (nids > 64) {
-        ids = malloc(nids * sizeof *ids);
-        if (!ids)
-            return TIDE_ENOMEM;
-        cluster_node_job_ids(c, node_id, ids, nids);
-    }
-    for (size_t k = 0; k < nids; k++) {
+    struct cluster_node_ids mine;
+    if (cluster_node_ids_fill(c, node_id, &mine) != 0)
+        return TIDE_ENOMEM;
+    for (size_t k = 0; k < mine.n; k++) {
         /* Looked up each time: an earlier one's end may have moved jobs. */
-        struct job *job = cluster_find_job(c, ids[k]);
+        struct job *job = cluster_find_job(c, mine.ids[k]);
         if (!job || !job_on_node(job, node_id) || !job_state_is_on_node(job->state) ||
             job_part_exited(job, node_id) || job_reported(tasks, ntasks, job))
             continue;
@@ -236,7 +231,6 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
         sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "task vanished from its node", -1, 0,
                            now_ms, out);
     }
-    if (ids != some)
-        free(ids);
+    cluster_node_ids_release(&mine);
     return failed ? TIDE_ENOMEM : 0;
 }

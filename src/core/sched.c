@@ -461,6 +461,20 @@ static int order_reserve(struct scheduler *s, size_t need)
     return 0;
 }
 
+/* A job of queue slot q (-1: none) was started: it counts against the
+ * queue's caps; one that started behind the reservation (short_enough)
+ * leaves its GPUs let go until a job that is not. */
+static void note_started(struct pass_state *st, int q, const struct job *job, bool short_enough)
+{
+    if (short_enough)
+        st->hold_deferred = true;
+    if (q >= 0) {
+        st->usage.jobs[q]++;
+        st->usage.gpus[q] += job->gpus;
+    }
+    st->placed++;
+}
+
 /* Walks s->order[from..to) with st, placing, preempting, reserving and
  * explaining. Returns 0 or TIDE_ENOMEM. */
 static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state *st, size_t from,
@@ -534,13 +548,7 @@ static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state 
             if (g == PLACEMENT_FOUND) {
                 if (push_gang_start(s, c, job, now_ms, out) != 0)
                     return TIDE_ENOMEM;
-                if (short_enough)
-                    st->hold_deferred = true;
-                if (q >= 0) {
-                    st->usage.jobs[q]++;
-                    st->usage.gpus[q] += job->gpus;
-                }
-                st->placed++;
+                note_started(st, q, job, short_enough);
                 continue;
             }
             if (g == PLACEMENT_NOT_NOW || r == PLACEMENT_NEVER)
@@ -551,13 +559,7 @@ static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state 
                                    s->cfg.placement->node_order);
             if (push_start(s, c, job, &choice, now_ms, out) != 0)
                 return TIDE_ENOMEM;
-            if (short_enough)
-                st->hold_deferred = true;
-            if (q >= 0) {
-                st->usage.jobs[q]++;
-                st->usage.gpus[q] += job->gpus;
-            }
-            st->placed++;
+            note_started(st, q, job, short_enough);
             continue;
         }
         if (short_enough && s->preempt_pool.n)
@@ -606,16 +608,18 @@ static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state 
 }
 
 /* After a pass: whether the next may look at new jobs only
- * (sched_pass_new), and what it needs to. */
+ * (sched_pass_new), and what it needs to. nodes_kept: q's words are the
+ * nodes as they are now (sched_pass_new compared them at its start, and a
+ * pass that stays quiet changes no node), so they are not taken again. */
 static void note_quiet(struct scheduler *s, struct cluster *c, const struct pass_state *st,
-                       bool every_job, size_t nbackoff)
+                       bool every_job, size_t nbackoff, bool nodes_kept)
 {
     struct sched_quiet *q = &s->quiet;
     q->valid = q->wanted && every_job && !st->placed && !st->reservation.active && !st->broke &&
                !s->preempt_pool.n && !nbackoff && s->kept.n == s->norder &&
                sched_quiet_rules_timeless(s->cfg.fairshare != NULL, s->cfg.budgets != NULL,
                                           s->cfg.queue_round_robin);
-    if (!q->valid || sched_quiet_nodes_take(q, c) != 0)
+    if (!q->valid || (!nodes_kept && sched_quiet_nodes_take(q, c) != 0))
         return;
     q->njobs = c->njobs;
     q->jobs_removed = c->jobs_removed;
@@ -658,7 +662,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
         return TIDE_ENOMEM;
     }
     backfill_hold(c, &st.reservation, false);
-    note_quiet(s, c, &st, ids == NULL, nbackoff);
+    note_quiet(s, c, &st, ids == NULL, nbackoff, false);
     detach_index(s, c);
     return st.placed;
 }
@@ -742,7 +746,7 @@ int sched_pass_new(struct scheduler *s, struct cluster *c, int64_t now_ms, struc
         return TIDE_ENOMEM;
     }
     backfill_hold(c, &st.reservation, false);
-    note_quiet(s, c, &st, true, nbackoff);
+    note_quiet(s, c, &st, true, nbackoff, true);
     detach_index(s, c);
     return st.placed;
 }
@@ -835,21 +839,17 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
         int64_t node_id = node->id;
         /* Its jobs by the cluster's index, each requeued (now off this
          * node) or removed in turn. */
-        int64_t some[64], *ids = some;
-        size_t nids = cluster_node_job_ids(c, node_id, some, 64);
-        if (nids > 64 && (ids = malloc(nids * sizeof *ids)) != NULL) {
-            cluster_node_job_ids(c, node_id, ids, nids);
-        } else if (nids > 64) { /* out of memory: every job, as before the index */
-            fail_jobs_on_node_scan(c, node_id, now_ms, out);
+        struct cluster_node_ids its;
+        if (cluster_node_ids_fill(c, node_id, &its) != 0) {
+            fail_jobs_on_node_scan(c, node_id, now_ms, out); /* every job, as before the index */
             continue;
         }
-        for (size_t k = 0; k < nids; k++) {
-            struct job *job = cluster_find_job(c, ids[k]);
+        for (size_t k = 0; k < its.n; k++) {
+            struct job *job = cluster_find_job(c, its.ids[k]);
             if (job && job_on_node(job, node_id) && job_state_is_on_node(job->state))
                 sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, now_ms, out);
         }
-        if (ids != some)
-            free(ids);
+        cluster_node_ids_release(&its);
     }
     return lost;
 }

@@ -551,6 +551,37 @@ static bool could_ever_fit(const struct job *job, void *ctx)
     return fits_ever(ctx, job);
 }
 
+/* The preemptible jobs on node that w outranks as they stand at t, each
+ * once, into vic (with the GPUs each holds there); earliest is scratch.
+ * Returns how many. */
+static int node_victims(struct sim_state *st, const struct node *node, const struct job *w,
+                        int64_t t, struct victim *vic, struct job *earliest)
+{
+    const struct order_ops *order = st->s.cfg.order;
+    int nv = 0;
+    for (int g = 0; g < node->ngpus; g++) {
+        int64_t id = node->gpus[g].job_id;
+        if (!id)
+            continue;
+        bool dup = false;
+        for (int v = 0; v < nv && !dup; v++)
+            dup = vic[v].job->id == id;
+        if (dup)
+            continue;
+        struct job *r = cluster_find_job(&st->c, id);
+        if (!r->preemptible)
+            continue;
+        as_seen_now(st, earliest, r, t, true);
+        if (order->compare(w, earliest) >= 0)
+            continue;
+        vic[nv].job = r;
+        as_seen_now(st, &vic[nv].seen, r, t, false);
+        vic[nv].here = gpus_on(r, node->id);
+        nv++;
+    }
+    return nv;
+}
+
 /* Requeues, for the first of the waiting jobs cands[0..np) (best first)
  * that outranks running jobs holding enough GPUs on one node, the fewest
  * of them (last in policy order first). Returns 1 when it preempted, else 0. */
@@ -571,28 +602,9 @@ static int preempt_for(struct sim_state *st, int64_t t, struct victim *vic, stru
             struct node *node = &st->c.nodes[n];
             if (w->gpus > 0 && !placement_gpu_matches(&node->gpus[0], w))
                 continue;
-            int nv = 0, victim_gpus = 0;
-            for (int g = 0; g < node->ngpus; g++) {
-                int64_t id = node->gpus[g].job_id;
-                if (!id)
-                    continue;
-                bool dup = false;
-                for (int v = 0; v < nv && !dup; v++)
-                    dup = vic[v].job->id == id;
-                if (dup)
-                    continue;
-                struct job *r = cluster_find_job(&st->c, id);
-                if (!r->preemptible)
-                    continue;
-                as_seen_now(st, &earliest, r, t, true);
-                if (order->compare(w, &earliest) >= 0)
-                    continue;
-                vic[nv].job = r;
-                as_seen_now(st, &vic[nv].seen, r, t, false);
-                vic[nv].here = gpus_on(r, node->id);
-                victim_gpus += vic[nv].here;
-                nv++;
-            }
+            int nv = node_victims(st, node, w, t, vic, &earliest), victim_gpus = 0;
+            for (int v = 0; v < nv; v++)
+                victim_gpus += vic[v].here;
             if (free + victim_gpus < w->gpus)
                 continue;
             qsort_r(vic, (size_t)nv, sizeof *vic, victim_last_first, (void *)order);
@@ -608,25 +620,8 @@ static int preempt_for(struct sim_state *st, int64_t t, struct victim *vic, stru
             continue;
         /* Redo the chosen node's list and requeue from the back. */
         struct node *node = &st->c.nodes[best_node];
-        int nv = 0, free = st->node_cap[best_node] - st->node_used[best_node];
-        for (int g = 0; g < node->ngpus; g++) {
-            int64_t id = node->gpus[g].job_id;
-            if (!id)
-                continue;
-            bool dup = false;
-            for (int v = 0; v < nv && !dup; v++)
-                dup = vic[v].job->id == id;
-            struct job *r = cluster_find_job(&st->c, id);
-            if (dup || !r->preemptible)
-                continue;
-            as_seen_now(st, &earliest, r, t, true);
-            if (order->compare(w, &earliest) >= 0)
-                continue;
-            vic[nv].job = r;
-            as_seen_now(st, &vic[nv].seen, r, t, false);
-            vic[nv].here = gpus_on(r, node->id);
-            nv++;
-        }
+        int nv = node_victims(st, node, w, t, vic, &earliest);
+        int free = st->node_cap[best_node] - st->node_used[best_node];
         qsort_r(vic, (size_t)nv, sizeof *vic, victim_last_first, (void *)order);
         for (int v = 0; v < nv && free < w->gpus; v++) {
             free += vic[v].here;

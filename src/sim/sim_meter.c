@@ -19,22 +19,10 @@ int sim_meter_tick(struct sim_state *st, int64_t t)
     struct billing *b = &st->el->billing;
     if (st->cfg->meter_by_walk)
         return billing_tick(b, &st->c, st->el->pools, st->el->npools, t);
-    if (!b->started || t <= b->last_ms) { /* billing_tick's start of the clock */
-        if (!b->started) {
-            b->started = true;
-            b->last_ms = t;
-        }
-        return 0;
-    }
-    int64_t dt = t - b->last_ms;
-    for (int p = 0; p < st->el->npools; p++) {
-        const struct pool *pool = &st->el->pools[p];
-        int billed = st->alive_by_pool[p];
-        if (pool->billing == BILLING_RESERVED && billed < pool->min_nodes)
-            billed = pool->min_nodes;
-        b->pools[p].node_ms += (int64_t)billed * dt;
-    }
-    b->last_ms = t;
+    int64_t dt = billing_clock_step(b, t);
+    for (int p = 0; dt && p < st->el->npools; p++)
+        b->pools[p].node_ms +=
+            (int64_t)billing_nodes_billed(&st->el->pools[p], st->alive_by_pool[p]) * dt;
     return 0;
 }
 

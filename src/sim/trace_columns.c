@@ -159,6 +159,14 @@ int trace_columns_next_row(struct trace_columns *c, struct trace *t, char **fiel
     }
 }
 
+int trace_columns_push(struct trace_columns *c, struct trace *t, const struct trace_job *job,
+                       struct tide_err *err)
+{
+    if (trace_push(t, job) != 0)
+        return tide_err_set(err, TIDE_ENOMEM, "trace", "out of memory at line %ld", c->line);
+    return 0;
+}
+
 void trace_columns_release(struct trace_columns *c)
 {
     free(c->buf);

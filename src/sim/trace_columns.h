@@ -48,6 +48,11 @@ int trace_columns_read_header_or_positional(struct trace_columns *c, FILE *f,
 int trace_columns_next_row(struct trace_columns *c, struct trace *t, char **fields,
                            struct tide_err *err);
 
+/* Appends the row's job to t (trace_push). Returns 0, or TIDE_ENOMEM with
+ * err naming the row's line. */
+int trace_columns_push(struct trace_columns *c, struct trace *t, const struct trace_job *job,
+                       struct tide_err *err);
+
 void trace_columns_release(struct trace_columns *c);
 
 #endif

@@ -38,10 +38,8 @@ static int itp_read(FILE *f, struct trace *t, struct tide_err *err)
         job.gpus = (int)gpus;
         snprintf(job.project, sizeof job.project, "default");
         snprintf(job.queue, sizeof job.queue, "default");
-        if (trace_push(t, &job) != 0) {
-            trace_columns_release(&cols);
-            return tide_err_set(err, TIDE_ENOMEM, "trace", "out of memory at line %ld", cols.line);
-        }
+        if ((n = trace_columns_push(&cols, t, &job, err)) != 0)
+            break;
     }
     trace_columns_release(&cols);
     return n;

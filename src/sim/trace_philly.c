@@ -46,10 +46,8 @@ static int philly_read(FILE *f, struct trace *t, struct tide_err *err)
                  cols.index[C_VC] >= 0 && fields[cols.index[C_VC]][0] ? fields[cols.index[C_VC]]
                                                                       : "default");
         snprintf(job.queue, sizeof job.queue, "default");
-        if (trace_push(t, &job) != 0) {
-            trace_columns_release(&cols);
-            return tide_err_set(err, TIDE_ENOMEM, "trace", "out of memory at line %ld", cols.line);
-        }
+        if ((n = trace_columns_push(&cols, t, &job, err)) != 0)
+            break;
     }
     trace_columns_release(&cols);
     return n;

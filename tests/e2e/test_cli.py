@@ -4,7 +4,8 @@ only to a URL in the list (the token never goes elsewhere); when every URL
 fails the error says what each answered; a submit whose answer was lost is
 retried on the next server with the same Idempotency-Key and makes one job.
 The followers and the lossy proxy are small Python servers in this file.
-Also `--array 0-M`, Slurm's spelling of M+1 tasks, and that the client
+Also `--array 0-M`, Slurm's spelling of M+1 tasks, `submit --json`'s
+answer printed as it came (exit 1 when stdout fails), and that the client
 commands run from the executable alone while server/agent/up need
 tide-roles.so beside it."""
 import http.server
@@ -236,6 +237,19 @@ def test_an_array_range_from_zero_is_that_many_tasks():
         assert len(c.jobs()) == 3
 
 
+def test_submit_json_prints_the_answer_as_it_came_and_fails_when_stdout_does():
+    with Cluster(agents=0) as c:
+        p = c.cli("submit", "--json", "--gpus", "0", "--", "true", check=True)
+        job = json.loads(p.stdout)
+        assert job["state"] == "pending" and job["spec"]["command"] == ["true"], job
+        env = dict(os.environ, TIDE_SERVER=c.url, TIDE_TOKEN=c.admin)
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([TIDE, "submit", "--json", "--gpus", "0", "--", "true"], env=env,
+                               stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+        assert p.returncode == 1, (p.returncode, p.stderr)
+        assert len(c.jobs()) == 2  # submitted all the same: only its answer was lost
+
+
 def test_client_commands_need_only_the_executable_and_roles_say_what_is_missing():
     with Cluster(agents=0) as c:
         alone = tempfile.mkdtemp(prefix="tide-alone-")
@@ -265,5 +279,6 @@ if __name__ == "__main__":
         test_an_array_the_server_refuses_names_the_flag_and_makes_nothing,
         test_a_bad_server_list_is_refused_naming_its_source,
         test_an_array_range_from_zero_is_that_many_tasks,
+        test_submit_json_prints_the_answer_as_it_came_and_fails_when_stdout_does,
         test_client_commands_need_only_the_executable_and_roles_say_what_is_missing,
     ])

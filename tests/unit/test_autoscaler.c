@@ -881,17 +881,21 @@ static void twin_remove_job(struct twin *t, int64_t id)
     cluster_remove_job(&t->scan.c, id);
 }
 
+static void assert_same_action_lists(const struct pool_action_list *x, const struct pool_action_list *y)
+{
+    assert_int_equal(x->len, y->len);
+    for (size_t i = 0; i < x->len; i++) {
+        assert_int_equal(x->items[i].type, y->items[i].type);
+        assert_int_equal(x->items[i].pool, y->items[i].pool);
+        assert_int_equal(x->items[i].count, y->items[i].count);
+        assert_int_equal(x->items[i].node_id, y->items[i].node_id);
+        assert_string_equal(x->items[i].reason, y->items[i].reason);
+    }
+}
+
 static void assert_same_actions(const struct twin *t)
 {
-    const struct pool_action_list *a = &t->scan.out, *b = &t->by_shape.out;
-    assert_int_equal(a->len, b->len);
-    for (size_t i = 0; i < a->len; i++) {
-        assert_int_equal(a->items[i].type, b->items[i].type);
-        assert_int_equal(a->items[i].pool, b->items[i].pool);
-        assert_int_equal(a->items[i].count, b->items[i].count);
-        assert_int_equal(a->items[i].node_id, b->items[i].node_id);
-        assert_string_equal(a->items[i].reason, b->items[i].reason);
-    }
+    assert_same_action_lists(&t->scan.out, &t->by_shape.out);
     for (int p = 0; p < t->scan.npools; p++) {
         assert_int_equal(t->scan.a.state[p].pending_jobs, t->by_shape.a.state[p].pending_jobs);
         assert_int_equal(t->scan.a.state[p].nodes_wanted, t->by_shape.a.state[p].nodes_wanted);
@@ -1156,6 +1160,84 @@ static void test_free_gpus_from_an_attached_index_give_the_same_decisions(void *
     fx_stop(&f[1]);
 }
 
+/* Node i's pool index as the simulator keeps it for the autoscaler. */
+static void give_node_pools(struct fx *f, int *pools, size_t n)
+{
+    f->a.node_pools = pools;
+    f->a.nnode_pools = n;
+}
+
+static void test_given_node_pools_decide_as_the_pools_names_do(void **state)
+{
+    (void)state;
+    /* f[0] finds each node's pool by name, f[1] is given them */
+    struct fx f[2];
+    int given[4] = {1, 0, 0, 0};
+    for (int k = 0; k < 2; k++) {
+        f[k] = (struct fx){.pools = {fx_pool("cheap", 2, 0, 4, 1000000),
+                                     fx_pool("big", 8, 1, 4, 8000000)},
+                           .npools = 2};
+        fx_start(&f[k]);
+        for (int64_t i = 0; i < 4; i++) {
+            struct node n = fx_pool_node(100 + i, &f[k].pools[given[i]], NODE_READY, 0);
+            assert_non_null(cluster_put_node(&f[k].c, &n));
+        }
+        assert_non_null(fx_add_running(&f[k].c, fx_job(900, 2), 103, 0)); /* cheap: busy */
+        add_jobs(&f[k], 2, 8, 0); /* one fits the idle big node, one needs a new one */
+    }
+    give_node_pools(&f[1], given, 4);
+    int64_t at[] = {10 * S, 30 * S, 100 * S, 200 * S};
+    for (size_t t = 0; t < sizeof at / sizeof *at; t++) {
+        decide(&f[0], at[t]);
+        decide(&f[1], at[t]);
+        assert_same_action_lists(&f[0].out, &f[1].out);
+        if (t == 0)
+            assert_int_equal(created(&f[1].out, 1), 1);
+    }
+    /* the idle cheap nodes went; the big one is the pool's minimum; the
+     * busy one waits for its task */
+    assert_int_equal(cluster_find_node(&f[1].c, 100)->state, NODE_READY);
+    assert_int_equal(cluster_find_node(&f[1].c, 101)->state, NODE_RELEASED);
+    assert_int_not_equal(cluster_find_node(&f[1].c, 103)->state, NODE_RELEASED);
+    fx_stop(&f[0]);
+    fx_stop(&f[1]);
+}
+
+static void test_a_node_given_no_pool_is_no_pools_to_release(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_READY, 0);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    int given[1] = {-1}; /* the caller's word goes over the node's name */
+    give_node_pools(&f, given, 1);
+    decide(&f, 100 * S);
+    decide(&f, 1000 * S);
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 0);
+    assert_int_equal(cluster_find_node(&f.c, 100)->state, NODE_READY);
+    fx_stop(&f);
+}
+
+static void test_a_node_past_the_given_pools_is_found_by_its_pools_name(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    for (int64_t i = 0; i < 2; i++) {
+        struct node n = fx_pool_node(100 + i, &f.pools[0], NODE_READY, 0);
+        assert_non_null(cluster_put_node(&f.c, &n));
+    }
+    int given[1] = {-1}; /* node 101 joined after the caller's array was made */
+    give_node_pools(&f, given, 1);
+    decide(&f, 100 * S); /* idle from now */
+    decide(&f, 160 * S);
+    assert_int_equal(count_type(&f.out, POOL_RELEASE), 1);
+    assert_int_equal(f.out.items[0].node_id, 101);
+    assert_int_equal(cluster_find_node(&f.c, 100)->state, NODE_READY);
+    fx_stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1206,6 +1288,9 @@ int main(void)
         cmocka_unit_test(test_room_on_a_coming_spot_node_is_not_counted_for_a_non_preemptible_job),
         cmocka_unit_test(test_a_spot_pool_scales_up_only_for_jobs_that_may_run_on_spot),
         cmocka_unit_test(test_free_gpus_from_an_attached_index_give_the_same_decisions),
+        cmocka_unit_test(test_given_node_pools_decide_as_the_pools_names_do),
+        cmocka_unit_test(test_a_node_given_no_pool_is_no_pools_to_release),
+        cmocka_unit_test(test_a_node_past_the_given_pools_is_found_by_its_pools_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,6 +140,31 @@ static void test_node_cost_rounds_down_to_the_micro_unit(void **state)
     assert_int_equal(billing_node_cost_micros(&p, &n, 1000 + HOUR), 1000000);
 }
 
+static void test_the_clock_steps_from_its_first_tick_and_never_back(void **state)
+{
+    (void)state;
+    struct billing b;
+    billing_init(&b);
+    assert_int_equal(billing_clock_step(&b, 0), 0); /* a virtual clock's start: 0 */
+    assert_true(b.started);
+    assert_int_equal(billing_clock_step(&b, 500), 500);
+    assert_int_equal(billing_clock_step(&b, 400), 0); /* not past the last tick */
+    assert_int_equal(b.last_ms, 500);
+    assert_int_equal(billing_clock_step(&b, 1500), 1000);
+    assert_int_equal(b.last_ms, 1500);
+    billing_release(&b);
+}
+
+static void test_reserved_pools_bill_their_minimum_and_others_what_is_alive(void **state)
+{
+    (void)state;
+    struct pool reserved = fx_pool(BILLING_RESERVED, 1, 1), spot = fx_pool(BILLING_SPOT, 1, 1);
+    reserved.min_nodes = spot.min_nodes = 3;
+    assert_int_equal(billing_nodes_billed(&reserved, 1), 3);
+    assert_int_equal(billing_nodes_billed(&reserved, 5), 5);
+    assert_int_equal(billing_nodes_billed(&spot, 1), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -149,6 +174,8 @@ int main(void)
         cmocka_unit_test(test_pack_hours_are_drawn_before_the_rate_applies),
         cmocka_unit_test(test_cost_is_split_by_gpu_seconds_and_the_rest_is_idle),
         cmocka_unit_test(test_node_cost_rounds_down_to_the_micro_unit),
+        cmocka_unit_test(test_the_clock_steps_from_its_first_tick_and_never_back),
+        cmocka_unit_test(test_reserved_pools_bill_their_minimum_and_others_what_is_alive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

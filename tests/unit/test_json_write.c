@@ -175,7 +175,6 @@ static void test_a_long_text_grows_the_buffer_and_stays_whole(void **state)
 static void test_a_text_written_piece_by_piece_reads_as_the_same_values(void **state)
 {
     (void)state;
-    json_t *spec = json_pack("{s:[s,s], s:{s:s}}", "command", "echo", "a\"b", "env", "K", "v\n");
     struct json_buf b = {0};
     json_buf_text(&b, "{\"id\":");
     json_buf_integer(&b, -42);
@@ -183,22 +182,19 @@ static void test_a_text_written_piece_by_piece_reads_as_the_same_values(void **s
     json_buf_string(&b, "caf\xc3\xa9 \"x\"\t");
     json_buf_text(&b, ",\"t\":");
     json_buf_real(&b, 1796300409.5);
-    json_buf_text(&b, ",\"spec\":");
-    json_buf_value(&b, spec);
-    json_buf_text(&b, "}");
+    json_buf_text(&b, ",\"spec\":{\"command\":[\"echo\"]}}"); /* a stored spec text */
     size_t len = 0;
     char *got = json_buf_finish(&b, &len);
     assert_non_null(got);
     assert_int_equal(len, strlen(got));
-    json_t *want = json_pack("{s:i, s:s, s:f, s:O}", "id", -42, "name", "caf\xc3\xa9 \"x\"\t",
-                             "t", 1796300409.5, "spec", spec);
+    json_t *want = json_pack("{s:i, s:s, s:f, s:{s:[s]}}", "id", -42, "name",
+                             "caf\xc3\xa9 \"x\"\t", "t", 1796300409.5, "spec", "command", "echo");
     char *want_text = json_dumps(want, JSON_COMPACT);
     assert_string_equal(got, want_text);
     assert_null(b.data); /* b is empty again */
     free(got);
     free(want_text);
     json_decref(want);
-    json_decref(spec);
 }
 
 static void test_a_piece_that_fails_fails_the_whole_text(void **state)
@@ -208,9 +204,6 @@ static void test_a_piece_that_fails_fails_the_whole_text(void **state)
     json_buf_text(&b, "[");
     json_buf_string(&b, "\xff"); /* not UTF-8 */
     json_buf_text(&b, "]");
-    assert_null(json_buf_finish(&b, NULL));
-    json_buf_text(&b, "[");
-    json_buf_value(&b, NULL);
     assert_null(json_buf_finish(&b, NULL));
     json_buf_text(&b, "abandoned");
     json_buf_release(&b); /* (ASan would see a leak otherwise) */

@@ -382,6 +382,76 @@ static void test_job_assigned_twice_to_the_same_node_is_listed_once(void **state
     assert_int_equal(on_node(1, ids), 0);
 }
 
+/* n CPU-only jobs from id 1000 up, running on node_id, added already placed. */
+static void add_many_on(int64_t node_id, int n)
+{
+    for (int k = n - 1; k >= 0; k--) { /* added in falling ids: the fill sorts */
+        struct job j = fx_job(1000 + k, 0);
+        j.node_id = node_id;
+        j.state = JOB_RUNNING;
+        j.attempt = 1;
+        assert_non_null(cluster_add_job(&c, &j));
+    }
+}
+
+static void test_a_node_with_more_jobs_than_the_stack_holds_gets_them_all(void **state)
+{
+    (void)state;
+    add_many_on(2, 100);
+    place(1, 1, 1);
+    struct cluster_node_ids got;
+    assert_int_equal(cluster_node_ids_fill(&c, 2, &got), 0);
+    assert_int_equal(got.n, 100);
+    assert_ptr_not_equal(got.ids, got.some);
+    for (size_t k = 0; k < got.n; k++)
+        assert_int_equal(got.ids[k], 1000 + (int64_t)k);
+    cluster_node_ids_release(&got);
+    assert_int_equal(cluster_node_ids_fill(&c, 1, &got), 0);
+    assert_int_equal(got.n, 1);
+    assert_ptr_equal(got.ids, got.some);
+    assert_int_equal(got.ids[0], 1);
+    cluster_node_ids_release(&got);
+    assert_int_equal(got.n, 0);
+}
+
+static void test_a_lost_node_with_more_jobs_than_the_stack_holds_requeues_them_all(void **state)
+{
+    (void)state;
+    add_many_on(2, 100);
+    place(1, 1, 1);
+    for (size_t i = 0; i < c.nnodes; i++)
+        c.nodes[i].last_heartbeat_ms = 1000 + TIMEOUT_MS;
+    cluster_find_node(&c, 2)->last_heartbeat_ms = 1000;
+    assert_int_equal(sched_check_nodes(&s, &c, 1000 + TIMEOUT_MS + 1, &out), 1);
+    for (int64_t id = 1000; id < 1100; id++)
+        assert_non_null(fx_find(&out, ACTION_REQUEUE, id));
+    assert_null(fx_find(&out, ACTION_REQUEUE, 1));
+    assert_index_matches_scan();
+}
+
+static void test_an_index_that_missed_a_job_is_made_again_and_used_after(void **state)
+{
+    (void)state;
+    place(1, 1, 1);
+    place(2, 1, 1);
+    place(3, 1, 2);
+    /* As an add that ran out of memory leaves it: job 2 missing, the flag set. */
+    node_jobs_remove(&c.node_jobs, 1, 2);
+    c.node_jobs_lost = true;
+    int64_t ids[64];
+    assert_int_equal(on_node(1, ids), 2);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 2);
+    /* made again, not scanned for every later call */
+    assert_false(c.node_jobs_lost);
+    assert_index_matches_scan();
+    cluster_remove_job(&c, 2);
+    place(4, 1, 1);
+    assert_int_equal(on_node(1, ids), 2);
+    assert_int_equal(ids[1], 4);
+    assert_index_matches_scan();
+}
+
 static void test_index_alone_adds_and_removes(void **state)
 {
     (void)state;
@@ -433,6 +503,9 @@ int main(void)
         T(test_node_among_many_pending_jobs_lists_only_its_own),
         T(test_index_matches_a_scan_through_random_changes),
         T(test_job_assigned_twice_to_the_same_node_is_listed_once),
+        T(test_a_node_with_more_jobs_than_the_stack_holds_gets_them_all),
+        T(test_a_lost_node_with_more_jobs_than_the_stack_holds_requeues_them_all),
+        T(test_an_index_that_missed_a_job_is_made_again_and_used_after),
         cmocka_unit_test(test_index_alone_adds_and_removes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

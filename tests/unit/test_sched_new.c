@@ -401,6 +401,81 @@ static void test_passes_keep_nothing_until_the_owner_asks(void **state)
     assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), 0);
 }
 
+static void test_a_quiet_pass_over_new_jobs_keeps_the_nodes_it_compared(void **state)
+{
+    (void)state;
+    both_init(&order_priority, true);
+    both_node(4, 2, false); /* 2 free: the 4-GPU jobs wait */
+    both_job(shaped(2, 4, 0));
+    both_full_pass(NOW);
+    both_job(shaped(3, 4, 0));
+    assert_new_pass_as_full(NOW, 0);
+    /* It compared the nodes and took them as they were: the next pass over
+     * new jobs needs nothing more, and a node that changes still shows. */
+    assert_true(a.s.quiet.valid);
+    assert_true(sched_quiet_nodes_same(&a.s.quiet, &a.c));
+    both_job(shaped(4, 4, 0));
+    assert_new_pass_as_full(NOW, 0);
+    a.c.nodes[0].gpus[0].job_id = 0;
+    assert_false(sched_quiet_nodes_same(&a.s.quiet, &a.c));
+    both_job(shaped(5, 4, 0));
+    assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), TIDE_ECONFLICT);
+}
+
+/* Both sides without explanations (the simulator's and a quiet server's
+ * passes): waiting jobs get no reason written, and a walk may stop early. */
+static void both_unexplained(void)
+{
+    a.s.cfg.explain = b.s.cfg.explain = false;
+}
+
+static void test_without_explanations_new_jobs_wait_and_start_as_in_a_full_pass(void **state)
+{
+    (void)state;
+    both_init(&order_priority, true);
+    both_unexplained();
+    both_node(4, 2, false); /* 2 free: the 4-GPU jobs are passed over unasked */
+    for (int64_t id = 2; id < 10; id++)
+        both_job(shaped(id, 4, 0));
+    both_full_pass(NOW);
+    assert_true(a.s.quiet.valid);
+    both_job(shaped(10, 4, 0));
+    assert_new_pass_as_full(NOW, 0);
+    assert_string_equal(fx_reason(cluster_find_job(&a.c, 10)), "");
+    both_job(shaped(11, 1, 0));
+    both_job(shaped(12, 4, 0));
+    assert_new_pass_as_full(NOW, 1);
+    assert_int_equal(cluster_find_job(&a.c, 11)->state, JOB_STARTING);
+}
+
+static void test_without_explanations_a_walk_cut_short_leaves_a_full_pass_next(void **state)
+{
+    (void)state;
+    both_init(&order_priority, true);
+    both_unexplained();
+    both_node(2, 2, false); /* no GPU free: the walk ends at the first job */
+    both_job(shaped(2, 1, 0));
+    both_job(shaped(3, 1, 0));
+    both_full_pass(NOW);
+    assert_false(a.s.quiet.valid);
+    both_job(shaped(4, 1, 0));
+    assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), TIDE_ECONFLICT);
+}
+
+static void test_without_explanations_strict_order_behind_a_blocked_job_is_full(void **state)
+{
+    (void)state;
+    both_init(&order_fifo_strict, true);
+    both_unexplained();
+    both_node(4, 2, false); /* 2 free, but the head wants 4 */
+    both_job(shaped(2, 4, 0));
+    both_job(shaped(3, 1, 0)); /* behind it, unlooked at: the walk stops */
+    both_full_pass(NOW);
+    assert_int_equal(cluster_find_job(&a.c, 3)->state, JOB_PENDING);
+    both_job(shaped(4, 1, 0));
+    assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), TIDE_ECONFLICT);
+}
+
 #define T(f) cmocka_unit_test_teardown(f, teardown)
 
 int main(void)
@@ -423,6 +498,10 @@ int main(void)
         T(test_an_escalation_falling_due_makes_the_pass_full),
         T(test_no_pass_before_means_a_full_pass),
         T(test_passes_keep_nothing_until_the_owner_asks),
+        T(test_a_quiet_pass_over_new_jobs_keeps_the_nodes_it_compared),
+        T(test_without_explanations_new_jobs_wait_and_start_as_in_a_full_pass),
+        T(test_without_explanations_a_walk_cut_short_leaves_a_full_pass_next),
+        T(test_without_explanations_strict_order_behind_a_blocked_job_is_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
