@@ -136,7 +136,8 @@ int api_health_persist(struct server *srv, int64_t node_id, const struct health_
 struct server {
     struct server_config cfg;
     pthread_mutex_t lock;
-    pthread_cond_t wake; /* signalled when the scheduler has work */
+    pthread_cond_t wake; /* signalled when the scheduler has work (sched_loop.c) */
+    bool sched_waiting; /* the scheduler thread waits for a kick (not in a pass or its rest) */
     bool sched_wanted;
     bool sched_submitted; /* new jobs since the last pass (sched_loop_kick_submitted) */
     /* agent_wake.c: per node, what was decided and delivered and the
