@@ -32,6 +32,11 @@ void agent_wake_job(struct server *srv, int64_t job_id)
         agent_wake_node(srv, job->parts[i].node_id);
 }
 
+void agent_wake_hold(struct server *srv, int64_t node_id)
+{
+    wake_slots_hold(&srv->agent_wake, node_id);
+}
+
 void agent_wake_delivered(struct server *srv, int64_t node_id)
 {
     wake_slots_delivered(&srv->agent_wake, node_id);

@@ -14,6 +14,8 @@ struct wake_slot {
     uint64_t delivered; /* decided as of the last reply that carried it */
     pthread_cond_t cond; /* CLOCK_MONOTONIC; broadcast by decisions for this node */
     int parked;          /* waits in wake_slots_wait now */
+    bool held;           /* by holder (wake_slots_hold) */
+    pthread_t holder;
     uint64_t wakeups;    /* times a parked wait returned from the condition */
 };
 
@@ -97,15 +99,28 @@ void wake_slots_decided(struct wake_slots *w, int64_t node_id)
     if (!s)
         return;
     s->decided++;
-    if (s->parked)
+    /* the holder's reply carries it; a wait woken now would only find it
+     * delivered once it had the lock back */
+    if (s->parked && !(s->held && pthread_equal(s->holder, pthread_self())))
         pthread_cond_broadcast(&s->cond);
+}
+
+void wake_slots_hold(struct wake_slots *w, int64_t node_id)
+{
+    struct wake_slot *s = get(w, node_id);
+    if (s) {
+        s->held = true;
+        s->holder = pthread_self();
+    }
 }
 
 void wake_slots_delivered(struct wake_slots *w, int64_t node_id)
 {
     struct wake_slot *s = get(w, node_id);
-    if (s)
+    if (s) {
         s->delivered = s->decided;
+        s->held = false;
+    }
 }
 
 bool wake_slots_undelivered(struct wake_slots *w, int64_t node_id)

@@ -38,7 +38,14 @@ void wake_slots_release(struct wake_slots *w);
  * waits (only those) are woken. Out of memory or an id out of range only
  * loses the wake (the heartbeat still comes). */
 void wake_slots_decided(struct wake_slots *w, int64_t node_id);
-/* Everything decided for node_id so far is being sent to its agent. */
+/* The calling thread is building a reply for node_id that will carry
+ * everything decided for it (a heartbeat's): its own decisions for the
+ * node move the counter but wake no wait, until its
+ * wake_slots_delivered(node_id) ends the hold. Other threads' decisions
+ * wake as ever, so a hold left behind delays nothing of theirs. */
+void wake_slots_hold(struct wake_slots *w, int64_t node_id);
+/* Everything decided for node_id so far is being sent to its agent (and
+ * the node's hold, if any, ends). */
 void wake_slots_delivered(struct wake_slots *w, int64_t node_id);
 /* Whether something was decided for node_id that was not delivered. */
 bool wake_slots_undelivered(struct wake_slots *w, int64_t node_id);

@@ -260,6 +260,59 @@ static void test_a_parked_wait_survives_the_table_growing(void **state)
     wake_slots_release(&w);
 }
 
+static void test_a_holders_own_decisions_wake_no_wait_of_its_node(void **state)
+{
+    (void)state;
+    static struct wake_slots w;
+    assert_int_equal(wake_slots_init(&w), 0);
+    static const int stop = 0;
+    struct waiter a;
+    start_wait(&a, &w, 8, 60000, &stop);
+    until_parked(&w, 8, 1);
+    /* a heartbeat for node 8: its reply carries what it decides */
+    pthread_mutex_lock(&mu);
+    wake_slots_hold(&w, 8);
+    wake_slots_decided(&w, 8);
+    wake_slots_decided(&w, 8);
+    wake_slots_delivered(&w, 8);
+    pthread_mutex_unlock(&mu);
+    sleep_ms(50); /* as in the first test: time for a wrong wake to show */
+    assert_int_equal(wakeups(&w, 8), 0);
+    /* the hold ended with the delivery: the next decision wakes the wait */
+    decide(&w, 8);
+    pthread_join(a.thread, NULL);
+    assert_true(a.woke);
+    assert_int_equal(wakeups(&w, 8), 1);
+    wake_slots_release(&w);
+}
+
+static void *decide_9(void *arg)
+{
+    decide(arg, 9);
+    return NULL;
+}
+
+static void test_a_hold_left_behind_delays_no_other_threads_decision(void **state)
+{
+    (void)state;
+    static struct wake_slots w;
+    assert_int_equal(wake_slots_init(&w), 0);
+    static const int stop = 0;
+    pthread_mutex_lock(&mu);
+    wake_slots_hold(&w, 9); /* a reply that never said it was delivered */
+    pthread_mutex_unlock(&mu);
+    struct waiter a;
+    start_wait(&a, &w, 9, 60000, &stop);
+    until_parked(&w, 9, 1);
+    pthread_t other; /* the scheduler's thread, say */
+    assert_int_equal(pthread_create(&other, NULL, decide_9, &w), 0);
+    pthread_join(other, NULL);
+    pthread_join(a.thread, NULL);
+    assert_true(a.woke);
+    assert_int_equal(wakeups(&w, 9), 1);
+    wake_slots_release(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +323,8 @@ int main(void)
         cmocka_unit_test(test_wake_all_ends_every_wait_once_stop_is_set),
         cmocka_unit_test(test_a_wait_for_an_id_without_a_slot_sleeps_to_its_deadline),
         cmocka_unit_test(test_a_parked_wait_survives_the_table_growing),
+        cmocka_unit_test(test_a_holders_own_decisions_wake_no_wait_of_its_node),
+        cmocka_unit_test(test_a_hold_left_behind_delays_no_other_threads_decision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
