@@ -1,57 +1,24 @@
 /*
- * Per-node wake counters for the agents' long-poll (agent_wake.h). A
- * node's counter moves when something is decided for it and is marked
- * delivered by each heartbeat reply and wait answer; a wait returns while
- * the two differ.
- * One condition variable, broadcast: waits are few (one per agent) and
- * each rechecks only its own node.
+ * The server's side of the agents' long-poll (agent_wake.h) over the
+ * per-node wake slots (wake_slots.h): a node's counter moves when
+ * something is decided for it and is marked delivered by each heartbeat
+ * reply and wait answer; a wait returns while the two differ, woken by
+ * its own node's decisions only.
  */
 #include "server/agent_wake.h"
 
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "core/cluster.h"
 
-struct agent_wake_slot {
-    uint64_t decided;   /* bumped per decision for the node */
-    uint64_t delivered; /* decided as of the last heartbeat reply */
-};
-
-static struct agent_wake_slot *slot_of(struct server *srv, int64_t node_id)
-{
-    if (node_id <= 0 || node_id > (int64_t)1 << 30)
-        return NULL;
-    if ((size_t)node_id >= srv->wake_nslots) {
-        size_t n = srv->wake_nslots ? srv->wake_nslots : 64;
-        while (n <= (size_t)node_id)
-            n *= 2;
-        struct agent_wake_slot *grown = realloc(srv->wake_slots, n * sizeof *grown);
-        if (!grown)
-            return NULL;
-        memset(grown + srv->wake_nslots, 0, (n - srv->wake_nslots) * sizeof *grown);
-        srv->wake_slots = grown;
-        srv->wake_nslots = n;
-    }
-    return &srv->wake_slots[node_id];
-}
-
 void agent_wake_release(struct server *srv)
 {
-    free(srv->wake_slots);
-    srv->wake_slots = NULL;
-    srv->wake_nslots = 0;
+    wake_slots_release(&srv->agent_wake);
 }
 
 void agent_wake_node(struct server *srv, int64_t node_id)
 {
-    struct agent_wake_slot *s = slot_of(srv, node_id);
-    if (!s)
-        return;
-    s->decided++;
-    pthread_cond_broadcast(&srv->agent_wake);
+    wake_slots_decided(&srv->agent_wake, node_id);
 }
 
 void agent_wake_job(struct server *srv, int64_t job_id)
@@ -65,22 +32,19 @@ void agent_wake_job(struct server *srv, int64_t job_id)
         agent_wake_node(srv, job->parts[i].node_id);
 }
 
+void agent_wake_hold(struct server *srv, int64_t node_id)
+{
+    wake_slots_hold(&srv->agent_wake, node_id);
+}
+
 void agent_wake_delivered(struct server *srv, int64_t node_id)
 {
-    struct agent_wake_slot *s = slot_of(srv, node_id);
-    if (s)
-        s->delivered = s->decided;
+    wake_slots_delivered(&srv->agent_wake, node_id);
 }
 
 void agent_wake_all(struct server *srv)
 {
-    pthread_cond_broadcast(&srv->agent_wake);
-}
-
-static bool undelivered(struct server *srv, int64_t node_id)
-{
-    struct agent_wake_slot *s = slot_of(srv, node_id);
-    return s && s->decided != s->delivered;
+    wake_slots_wake_all(&srv->agent_wake);
 }
 
 int api_agent_wait(struct server *srv, struct api_request *req, struct api_reply *reply)
@@ -106,19 +70,18 @@ int api_agent_wait(struct server *srv, struct api_request *req, struct api_reply
      * hung server to an agent's fencing. */
     if (wait_ms > srv->cfg.node_timeout_ms / 2)
         wait_ms = srv->cfg.node_timeout_ms / 2;
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
+    struct timespec deadline; /* the slots' conditions wait on this clock */
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
     int64_t ns = deadline.tv_nsec + wait_ms * 1000000;
     deadline.tv_sec += ns / 1000000000;
     deadline.tv_nsec = ns % 1000000000;
     int64_t node_id = req->token.node_id;
     pthread_mutex_lock(&srv->lock);
     bool known = cluster_find_node(&srv->cluster, node_id) != NULL;
-    while (known && !srv->stopping && !undelivered(srv, node_id))
-        if (pthread_cond_timedwait(&srv->agent_wake, &srv->lock, &deadline) == ETIMEDOUT)
-            break;
+    if (known)
+        wake_slots_wait(&srv->agent_wake, &srv->lock, node_id, &deadline, &srv->stopping);
     const struct node *node = cluster_find_node(&srv->cluster, node_id);
-    bool wake = node && undelivered(srv, node_id);
+    bool wake = node && wake_slots_undelivered(&srv->agent_wake, node_id);
     /* The answer carries what the node is to do now, derived from state as
      * a heartbeat reply's is: a lost answer loses nothing (the next
      * heartbeat derives it again) and a start the agent already has is

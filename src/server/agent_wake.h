@@ -24,6 +24,11 @@ void agent_wake_release(struct server *srv);
 void agent_wake_node(struct server *srv, int64_t node_id);
 /* The same for every node job_id is placed on (a gang's too). */
 void agent_wake_job(struct server *srv, int64_t job_id);
+/* The caller (a heartbeat) will answer node_id with everything decided
+ * for it, ending with agent_wake_delivered in the same hold of the lock:
+ * its own decisions for the node meanwhile wake none of the node's waits,
+ * which would find them delivered (wake_slots_hold). Caller holds the lock. */
+void agent_wake_hold(struct server *srv, int64_t node_id);
 /* A heartbeat reply or wait answer for node_id is being sent with
  * everything decided so far. Caller holds the lock. */
 void agent_wake_delivered(struct server *srv, int64_t node_id);

@@ -16,10 +16,16 @@
 #include "server/server.h"
 #include "server/usage_meter.h"
 
+/* Kicks wake the scheduler thread only while it waits for one
+ * (srv->sched_waiting): during a pass or its rest it reads the flags when
+ * it next looks for work, and a wake-up then would only have it take the
+ * lock (which the kicker holds) to sleep again. */
 void sched_loop_kick(struct server *srv)
 {
+    bool known = srv->sched_wanted;
     srv->sched_wanted = true;
-    pthread_cond_signal(&srv->wake);
+    if (!known && srv->sched_waiting)
+        pthread_cond_signal(&srv->wake);
 }
 
 void sched_loop_kick_submitted(struct server *srv)
@@ -29,7 +35,8 @@ void sched_loop_kick_submitted(struct server *srv)
     if (srv->sched_submitted)
         return;
     srv->sched_submitted = true;
-    pthread_cond_signal(&srv->wake);
+    if (srv->sched_waiting)
+        pthread_cond_signal(&srv->wake);
 }
 
 /* The shortest rest before a pass that only submissions kicked: a new
@@ -73,6 +80,7 @@ static bool wait_for_work(struct server *srv, int64_t pass_us)
         submit_rest_us = SCHED_SUBMIT_REST_MIN_US - pass_us;
     struct timespec submits_due = realtime_in_us(submit_rest_us);
     struct timespec deadline = realtime_in_us((int64_t)srv->cfg.sched_interval_ms * 1000);
+    srv->sched_waiting = true;
     while (!srv->sched_wanted && !srv->stopping) {
         const struct timespec *until = &deadline;
         if (srv->sched_submitted) {
@@ -85,6 +93,7 @@ static bool wait_for_work(struct server *srv, int64_t pass_us)
         if (pthread_cond_timedwait(&srv->wake, &srv->lock, until) == ETIMEDOUT && until == &deadline)
             break;
     }
+    srv->sched_waiting = false;
     bool unkicked = !srv->sched_wanted;
     srv->sched_wanted = false;
     srv->sched_submitted = false;

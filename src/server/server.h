@@ -24,6 +24,7 @@
 #include "server/auth_limit.h"
 #include "server/auth_memo.h"
 #include "server/lead.h"
+#include "server/wake_slots.h"
 #include "store/store.h"
 
 #define SERVER_MAX_BODY_BYTES (1024 * 1024)
@@ -135,14 +136,13 @@ int api_health_persist(struct server *srv, int64_t node_id, const struct health_
 struct server {
     struct server_config cfg;
     pthread_mutex_t lock;
-    pthread_cond_t wake; /* signalled when the scheduler has work */
+    pthread_cond_t wake; /* signalled when the scheduler has work (sched_loop.c) */
+    bool sched_waiting; /* the scheduler thread waits for a kick (not in a pass or its rest) */
     bool sched_wanted;
     bool sched_submitted; /* new jobs since the last pass (sched_loop_kick_submitted) */
-    /* agent_wake.c: broadcast when something is decided for a node whose
-     * agent may be parked in POST /v1/agent/wait; slots indexed by node id. */
-    pthread_cond_t agent_wake;
-    struct agent_wake_slot *wake_slots;
-    size_t wake_nslots;
+    /* agent_wake.c: per node, what was decided and delivered and the
+     * condition its agent's POST /v1/agent/wait parks on (wake_slots.h). */
+    struct wake_slots agent_wake;
     volatile int stopping;
     struct store *store;
     struct server_lead lead; /* leader or follower (lead.h, docs/ha.md) */

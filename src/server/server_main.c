@@ -432,7 +432,10 @@ int server_main(int argc, char **argv)
     auth_limit_init(&srv.auth_limit);
     auth_cache_init(&srv.auth_cache);
     pthread_cond_init(&srv.wake, NULL);
-    pthread_cond_init(&srv.agent_wake, NULL);
+    if (wake_slots_init(&srv.agent_wake) != 0) {
+        log_error("out of memory");
+        return 1;
+    }
     server_metrics_init(&srv.metrics);
     sched_init(&srv.sched, &sc);
     eta_plan_init(&srv.eta_plan);

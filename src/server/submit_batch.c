@@ -273,6 +273,8 @@ static int check_idempotency(struct server *srv, struct submit_work *list,
 static void check_work(struct server *srv, struct submit_work *list, const struct key_index *idx,
                        struct submit_work *w, int64_t now)
 {
+    if (w->rc) /* refused before it was queued (prepare_work) */
+        return;
     if (w->idempotency_key) {
         w->rc = check_idempotency(srv, list, idx, w, now);
         if (w->rc || w->replay_ids || w->replay_of)
@@ -334,7 +336,7 @@ static bool is_replay(const struct submit_work *w)
  * its rows (names) and the spec texts they were inserted with; and w's
  * idempotency key, in the open transaction. */
 static int record_work(struct server *srv, struct submit_work *w, const struct store_new_job *rows,
-                       char *const *texts, int64_t now, struct tide_err *err)
+                       int64_t now, struct tide_err *err)
 {
     int rc = 0;
     const char *owner = w->req->token.name;
@@ -344,7 +346,7 @@ static int record_work(struct server *srv, struct submit_work *w, const struct s
             struct job copy = w->job;
             copy.id = w->ids[i];
             json_buf_text(&w->rows, i ? "," : "");
-            inserted_job_text(&w->rows, &copy, rows[i].name, texts[i], owner, now);
+            inserted_job_text(&w->rows, &copy, rows[i].name, w->texts[i], owner, now);
         }
         json_buf_text(&w->rows, w->nids > 1 ? "]}\n" : "\n");
     }
@@ -358,52 +360,28 @@ static int record_work(struct server *srv, struct submit_work *w, const struct s
 
 /* Inserts the rows of list's works that are not refused or replays (n
  * rows in all) in the open transaction, their jobs and their events each
- * in a few multi-row statements; fills each work's ids. */
+ * in a few multi-row statements, from the texts prepare_work made; fills
+ * each work's ids. */
 static int insert_all(struct server *srv, struct submit_work *list, size_t n, int64_t now,
                       struct tide_err *err)
 {
     struct store_new_job *rows = calloc(n ? n : 1, sizeof *rows);
     struct store_new_event *events = calloc(n ? n : 1, sizeof *events);
-    char *names = NULL;
-    char **texts = calloc(n ? n : 1, sizeof *texts);
-    size_t narray = 0;
-    for (struct submit_work *w = list; w; w = w->next)
-        if (!w->rc && !is_replay(w) && w->nids > 1)
-            narray += (size_t)w->nids;
-    if (narray)
-        names = malloc(narray * MEMBER_NAME_SIZE);
-    int rc = rows && events && texts && (names || !narray)
-                 ? 0
-                 : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    size_t k = 0, a = 0;
+    int rc = rows && events ? 0 : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    size_t k = 0;
     for (struct submit_work *w = list; !rc && w; w = w->next) {
         if (w->rc || is_replay(w))
             continue;
-        if (w->nids > 1) {
-            char *wnames = names + a * MEMBER_NAME_SIZE;
-            rc = member_texts(w->spec, w->nids, texts + k, wnames);
-            for (int i = 0; i < w->nids; i++)
-                rows[k + (size_t)i].name = wnames + (size_t)i * MEMBER_NAME_SIZE;
-            a += (size_t)w->nids;
-        } else {
-            texts[k] = json_write_compact(w->spec, false, NULL);
-            rows[k].name = json_string_value(json_object_get(w->spec, "name"));
-            rc = texts[k] ? 0 : -1;
-        }
         for (int i = 0; i < w->nids; i++, k++) {
             rows[k].job = &w->job;
             rows[k].owner = w->req->token.name;
-            /* the insert takes its spec; an answer written here keeps the text */
-            rows[k].spec = w->ids_only || !texts[k] ? texts[k] : strdup(texts[k]);
-            if (w->ids_only)
-                texts[k] = NULL;
-            else if (!rows[k].spec)
-                rc = -1;
+            rows[k].name = w->nids > 1 ? w->names + (size_t)i * MEMBER_NAME_SIZE
+                                       : json_string_value(json_object_get(w->spec, "name"));
+            rows[k].spec = w->specs[i]; /* the insert takes it */
+            w->specs[i] = NULL;
             events[k].project = w->job.project; /* no lookup of the row just inserted */
             events[k].message = w->nids > 1 ? "submitted as part of an array" : "submitted";
         }
-        if (rc)
-            rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     }
     if (!rc)
         rc = store_jobs_insert_many(srv->store, rows, k, now, err);
@@ -419,15 +397,11 @@ static int insert_all(struct server *srv, struct submit_work *list, size_t n, in
             continue;
         for (int i = 0; i < w->nids; i++)
             w->ids[i] = rows[k + (size_t)i].id;
-        rc = record_work(srv, w, rows + k, texts + k, now, err);
+        rc = record_work(srv, w, rows + k, now, err);
         k += (size_t)w->nids;
     }
-    for (size_t i = 0; texts && i < n; i++)
-        free(texts[i]);
     free(rows);
     free(events);
-    free(texts);
-    free(names);
     return rc;
 }
 
@@ -635,6 +609,44 @@ void submit_batch_stop(struct server *srv)
     free(sb);
 }
 
+/* On the HTTP thread, before the lock: w's rows' spec texts (and their
+ * copies for the answer, and an array's names), so that the batch's
+ * commit only inserts them. Out of memory refuses w alone. */
+static void prepare_work(struct submit_work *w)
+{
+    int count = work_count(w);
+    w->specs = calloc((size_t)count, sizeof *w->specs);
+    w->texts = w->ids_only ? NULL : calloc((size_t)count, sizeof *w->texts);
+    w->names = count > 1 ? malloc((size_t)count * MEMBER_NAME_SIZE) : NULL;
+    bool ok = w->specs && (w->ids_only || w->texts) && (count == 1 || w->names);
+    char **made = w->ids_only ? w->specs : w->texts;
+    if (ok && count > 1)
+        ok = member_texts(w->spec, count, made, w->names) == 0;
+    else if (ok)
+        ok = (made[0] = json_write_compact(w->spec, false, NULL)) != NULL;
+    for (int i = 0; ok && !w->ids_only && i < count; i++)
+        ok = (w->specs[i] = strdup(w->texts[i])) != NULL;
+    if (!ok)
+        w->rc = tide_err_set(&w->err, TIDE_ENOMEM, NULL, "out of memory");
+}
+
+/* What prepare_work made and the batch did not take. */
+static void release_prepared(struct submit_work *w)
+{
+    int count = work_count(w);
+    for (int i = 0; i < count; i++) {
+        if (w->specs)
+            free(w->specs[i]);
+        if (w->texts)
+            free(w->texts[i]);
+    }
+    free(w->specs);
+    free(w->texts);
+    free(w->names);
+    w->specs = w->texts = NULL;
+    w->names = NULL;
+}
+
 static void work_reset(struct submit_work *w)
 {
     w->rc = 0;
@@ -648,6 +660,8 @@ static void work_reset(struct submit_work *w)
     w->rows = (struct json_buf){0};
     w->next = NULL;
     w->done = false;
+    w->specs = w->texts = NULL;
+    w->names = NULL;
 }
 
 /* Queues first..last (linked) in one go, so that one transaction takes them
@@ -686,6 +700,7 @@ void submit_batch_run_many(struct server *srv, struct submit_work **works, size_
         return;
     for (size_t i = 0; i < n; i++) {
         work_reset(works[i]);
+        prepare_work(works[i]);
         if (i > 0)
             works[i - 1]->next = works[i];
     }
@@ -694,9 +709,11 @@ void submit_batch_run_many(struct server *srv, struct submit_work **works, size_
         pthread_mutex_lock(&srv->lock);
         commit_batch(srv, works[0]);
         pthread_mutex_unlock(&srv->lock);
-        return;
+    } else {
+        queue_and_wait(sb, srv, works[0], works[n - 1]);
     }
-    queue_and_wait(sb, srv, works[0], works[n - 1]);
+    for (size_t i = 0; i < n; i++)
+        release_prepared(works[i]);
 }
 
 void submit_batch_run(struct server *srv, struct submit_work *w)

@@ -35,6 +35,12 @@ struct submit_work {
     char *out_text;      /* or the same as JSON text (a line), when just inserted; caller frees */
     json_t *replay_ids;          /* the jobs an earlier use of the key made */
     struct submit_work *replay_of; /* an earlier work of this batch with the key */
+    /* Made on the HTTP thread before the lock is taken: the spec text of
+     * each of its rows (work_count of them) for the insert, which takes
+     * them; unless ids_only, a copy of each for the answer; an array's
+     * members' names (MEMBER_NAME_SIZE each). */
+    char **specs, **texts;
+    char *names;
     /* The batch's: */
     int64_t *ids; /* the job ids inserted for it, nids of them */
     int nids;
