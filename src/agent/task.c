@@ -29,6 +29,7 @@
 
 #include "agent/leftovers.h"
 #include "agent/task_env.h"
+#include "agent/task_exec.h"
 #include "common/fsutil.h"
 #include "common/log.h"
 
@@ -191,26 +192,27 @@ struct child_args {
     const struct agent_task_spec *spec;
     const char *cwd;
     char **envp;
+    const char *exec_path; /* where PATH leads spec->command[0]; NULL: search */
+    const struct agent_task_signals *sigs; /* the agent's caught signals */
     int log_fd, null_fd, report_fd, cgroup_fd;
     pid_t parent;
 };
 
+/* Programs found on PATH, for the vfork children (only agent_task_start's
+ * thread uses it). */
+static struct agent_exec_cache exec_cache;
+
 /* In the child, first: every signal the agent catches goes back to its
  * default, so no handler of the agent's can run on its memory (they come
- * in blocked). SIGPIPE, which the agent ignores, is the task's to see. */
-static void child_reset_signals(void)
+ * in blocked). SIGPIPE, which the agent ignores, is the task's to see (it
+ * is in the set). The set was read by the parent (task_exec.h). */
+static void child_reset_signals(const struct agent_task_signals *sigs)
 {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; sig++) {
-        struct sigaction cur;
-        /* libc's own signals answer EINVAL and are left alone */
-        if (sigaction(sig, NULL, &cur) == 0 && cur.sa_handler != SIG_DFL &&
-            cur.sa_handler != SIG_IGN)
-            sigaction(sig, &dfl, NULL);
-    }
-    sigaction(SIGPIPE, &dfl, NULL);
+    for (size_t i = 0; i < sigs->n; i++)
+        sigaction(sigs->sigs[i], &dfl, NULL);
 }
 
 /* The child between vfork and exec: see the top of this file for what it
@@ -219,7 +221,7 @@ __attribute__((noreturn)) static void child_run(const struct child_args *a)
 {
     const struct agent_task_spec *spec = a->spec;
     struct child_failure f = {STAGE_SETUP, 0};
-    child_reset_signals();
+    child_reset_signals(a->sigs);
     setpgid(0, 0);
     /* before anything the task could allocate or fork */
     if (a->cgroup_fd >= 0 && (f.err = -agent_cgroup_join(a->cgroup_fd)) != 0) {
@@ -251,6 +253,10 @@ __attribute__((noreturn)) static void child_run(const struct child_args *a)
         f.err = errno;
         goto fail;
     }
+    /* where the parent found it on PATH; anything else (gone since, now a
+     * script without #!) searches as ever, with execvpe's own errors */
+    if (a->exec_path)
+        execve(a->exec_path, spec->command, a->envp);
     execvpe(spec->command[0], spec->command, a->envp);
     f.stage = STAGE_EXEC;
     f.err = errno;
@@ -318,6 +324,9 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
     struct child_args args = {.spec = spec,
                               .cwd = cwd,
                               .envp = envp,
+                              .exec_path = agent_exec_cache_find(&exec_cache, spec->command[0],
+                                                                 NULL, now_ms),
+                              .sigs = agent_task_signals_caught(),
                               .log_fd = log_fd,
                               .null_fd = null_fd,
                               .report_fd = report[1],
