@@ -17,6 +17,9 @@
 /* How often tasks are reaped and deadlines checked: short, so exits are
  * reported and SIGKILLs sent close to on time. */
 #define LOOP_TICK_MS 50
+/* How often every task is asked whether it exited though no SIGCHLD came
+ * (none is missed; this only bounds what a lost one would cost). */
+#define REAP_ALL_MS 1000
 /* Quickest follow-up heartbeat after a change (a task exited or was
  * started: the server hears of it at once), and with logs left over. */
 #define HEARTBEAT_MIN_GAP_MS 2
@@ -31,7 +34,8 @@
 #define FINAL_HEARTBEAT_TRIES 3
 
 struct loop_state {
-    int64_t last_reap_ms; /* when every task was last polled */
+    int64_t last_reap_ms;     /* when every task's deadlines were last checked */
+    int64_t last_reap_all_ms; /* when every task was last asked whether it exited */
     int64_t next_heartbeat_ms;
     int64_t last_heartbeat_ms;
     int64_t next_register_ms;
@@ -135,14 +139,15 @@ static void enforce_gpu_memory(struct agent *a, struct agent_task *t, int64_t no
     agent_task_stop(t, "gpu memory over limit", 0, SIGKILL, now);
 }
 
-/* Reaps every task; true when one exited. */
-static bool reap(struct agent *a, int64_t now)
+/* Reaps every task that may have exited (all of them when maybe_exited)
+ * and checks every task's deadlines; true when one exited. */
+static bool reap(struct agent *a, bool maybe_exited, int64_t now)
 {
     bool changed = false;
     for (size_t i = 0; i < a->ntasks; i++) {
         struct agent_task *t = a->tasks[i];
         enforce_gpu_memory(a, t, now);
-        if (agent_task_poll(t, now)) {
+        if (agent_task_poll_since(t, maybe_exited, now)) {
             log_info("job %" PRId64 ".%" PRId64 ": %s", t->job_id, t->attempt, t->reason);
             changed = true;
         }
@@ -259,7 +264,7 @@ static void shutdown_tasks(struct agent *a, volatile sig_atomic_t *signals)
             killed = true;
         }
         sleep_ms(LOOP_TICK_MS);
-        reap(a, clock_mono_ms());
+        reap(a, true, clock_mono_ms());
     }
 }
 
@@ -308,10 +313,16 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         changed |= confirm_starts(a);
         /* the loop turns far more often than tasks end (every start
          * handshake, wake and heartbeat): the tasks are polled when a child
-         * has exited, and on the tick for deadlines and stops */
-        if (agent_wake_child_exited() || now - s.last_reap_ms >= LOOP_TICK_MS) {
+         * has exited, and on the tick for deadlines and stops. With SIGCHLD
+         * watched, the tick asks the kernel only every REAP_ALL_MS, in case. */
+        bool exited = agent_wake_child_exited();
+        if (exited || now - s.last_reap_ms >= LOOP_TICK_MS) {
+            bool all = exited || !agent_wake_watches_children() ||
+                       now - s.last_reap_all_ms >= REAP_ALL_MS;
             s.last_reap_ms = now;
-            changed |= reap(a, now);
+            if (all)
+                s.last_reap_all_ms = now;
+            changed |= reap(a, all, now);
         }
         changed |= probe(a, now);
         changed |= agent_images_poll(a, now); /* a new image list goes out at once */

@@ -616,8 +616,15 @@ static void finish_cgroup(struct agent_task *t)
 
 bool agent_task_poll(struct agent_task *t, int64_t now_ms)
 {
+    return agent_task_poll_since(t, true, now_ms);
+}
+
+bool agent_task_poll_since(struct agent_task *t, bool maybe_exited, int64_t now_ms)
+{
     if (t->state != AGENT_TASK_RUNNING)
         return false;
+    if (!maybe_exited)
+        goto deadlines;
     siginfo_t info;
     memset(&info, 0, sizeof info);
     /* WNOWAIT keeps the leader a zombie, so its pid cannot be reused as a
@@ -650,6 +657,7 @@ bool agent_task_poll(struct agent_task *t, int64_t now_ms)
         }
         return true;
     }
+deadlines:
     if (t->deadline_ms && now_ms >= t->deadline_ms && !t->stopping)
         agent_task_stop(t, "max_runtime", t->kill_grace_s, SIGTERM, now_ms);
     if (t->stopping && t->kill_at_ms && now_ms >= t->kill_at_ms) {
