@@ -241,6 +241,10 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
             srv->failures[cls]++;
         count_for_metrics(srv, &actions->items[i], now_ms);
     }
+    /* a heartbeat waiting for this pass takes what it decided for its node
+     * before the long-poll woken above can (api_agent.c) */
+    if (!rc)
+        api_agent_actions_applied(srv);
     if (rc) {
         store_rollback(srv->store);
         log_error("persisting %zu actions failed (%s); reloading state from the database",
