@@ -93,18 +93,48 @@ static int ensure_dir(const char *path, mode_t mode, bool *made)
     return fs_mkdir_p(path, mode); /* *made stays false: it may have raced */
 }
 
-/* Makes the directory at path (never a link) the run-as user's, mode 0700.
+/* Makes the directory at path (never a link) the run-as user's, mode 0700
+ * (already so when made now: mkdir's 0700 is only narrowed by the umask).
  * Nothing to do without a switch. 0 or -errno. */
-static int give_dir(const char *path, const struct agent_run_as *r)
+static int give_dir(const char *path, const struct agent_run_as *r, bool made_0700)
 {
     if (!r || !r->change)
         return 0;
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    int e = fchown(fd, r->uid, r->gid) != 0 || fchmod(fd, 0700) != 0 ? -errno : 0;
+    int e = fchown(fd, r->uid, r->gid) != 0 || (!made_0700 && fchmod(fd, 0700) != 0) ? -errno : 0;
     close(fd);
     return e;
+}
+
+/* The logs directory last made or found, so that each start after the
+ * first skips its mkdir (a log that cannot be opened makes it again). */
+static char *logs_dir_known;
+
+/* Makes sure logs_dir exists, with a mkdir only the first time (or when
+ * again is set). 0 or -errno. */
+static int ensure_logs_dir(const char *logs_dir, bool again)
+{
+    if (!again && logs_dir_known && !strcmp(logs_dir_known, logs_dir))
+        return 0;
+    bool made;
+    int e = ensure_dir(logs_dir, 0711, &made);
+    if (e == 0 && (!logs_dir_known || strcmp(logs_dir_known, logs_dir))) {
+        free(logs_dir_known);
+        logs_dir_known = strdup(logs_dir); /* NULL only costs a mkdir next time */
+    }
+    return e;
+}
+
+/* /dev/null, opened once for every task's stdin (close-on-exec: only the
+ * children's dup2 passes it on); -1 with errno when it cannot be. */
+static int dev_null(void)
+{
+    static int fd = -1;
+    if (fd < 0)
+        fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd;
 }
 
 /* Marks t as exited without a process having run. */
@@ -297,6 +327,14 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
     if (spec->run_as && spec->run_as->change)
         snprintf(t->start_user, sizeof t->start_user, "%s", spec->run_as->name);
     int log_fd = open(t->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    char logs_dir[PATH_MAX];
+    const char *slash = strrchr(t->log_path, '/');
+    /* the logs directory went away since it was last made */
+    if (log_fd < 0 && errno == ENOENT && slash &&
+        (size_t)snprintf(logs_dir, sizeof logs_dir, "%.*s", (int)(slash - t->log_path),
+                         t->log_path) < sizeof logs_dir &&
+        ensure_logs_dir(logs_dir, true) == 0)
+        log_fd = open(t->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (log_fd < 0) {
         char why[256];
         snprintf(why, sizeof why, "cannot open log %s: %s", t->log_path, strerror(errno));
@@ -308,7 +346,7 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
         fchown(log_fd, spec->run_as->uid, spec->run_as->gid) != 0)
         log_warn("job %" PRId64 ": cannot hand its log to user %s: %s", t->job_id,
                  spec->run_as->name, strerror(errno));
-    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int null_fd = dev_null();
     int report[2] = {-1, -1};
     /* non-blocking: the loop reads it among other work; the child's one
      * write fits in the empty pipe */
@@ -316,8 +354,6 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
         char why[128];
         snprintf(why, sizeof why, "%s", strerror(errno));
         close(log_fd);
-        if (null_fd >= 0)
-            close(null_fd);
         fail_start(t, why);
         return 0;
     }
@@ -339,7 +375,6 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
      * write end and its exec (or death) is the pipe's end */
     close(report[1]);
     close(log_fd);
-    close(null_fd);
     if (pid < 0) {
         close(report[0]);
         char why[128];
@@ -496,8 +531,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
         goto done;
     }
-    bool made = false;
-    int e = ensure_dir(logs_dir, 0711, &made);
+    int e = ensure_logs_dir(logs_dir, false);
     if (e != 0) {
         rc = tide_err_set(err, TIDE_EIO, NULL, "cannot create %s: %s", logs_dir, strerror(-e));
         goto done;
@@ -509,7 +543,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     bool job_dir_new = false;
     e = ensure_dir(job_dir, 0700, &job_dir_new);
     if (e == 0)
-        e = give_dir(job_dir, spec->run_as);
+        e = give_dir(job_dir, spec->run_as, job_dir_new);
     if (e != 0) {
         char why[PATH_MAX + 64];
         snprintf(why, sizeof why, "cannot create %s: %s", job_dir, strerror(-e));
@@ -518,7 +552,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     }
     /* the server's checkpoint directory, where it is on this machine (a
      * remote server's path is not here: nothing to do) */
-    if (spec->checkpoint_dir && (e = give_dir(spec->checkpoint_dir, spec->run_as)) != 0 &&
+    if (spec->checkpoint_dir && (e = give_dir(spec->checkpoint_dir, spec->run_as, false)) != 0 &&
         e != -ENOENT && e != -ENOTDIR)
         log_warn("job %" PRId64 ": cannot hand %s to its user: %s", t->job_id, spec->checkpoint_dir,
                  strerror(-e));

@@ -170,6 +170,28 @@ static void test_a_program_gone_from_path_fails_as_before_and_runs_when_back(voi
     free(saved);
 }
 
+/* The logs directory is made at the first start only; one removed since
+ * is made again when a log cannot be opened. */
+static void test_a_start_after_the_logs_directory_was_removed_makes_it_again(void **state)
+{
+    (void)state;
+    char *argv[] = {"true", NULL};
+    struct agent_task *t = start(70, argv, NULL);
+    confirm(t);
+    reap(t);
+    agent_task_destroy(t);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/logs'", work);
+    assert_int_equal(system(cmd), 0);
+    t = start(71, argv, NULL);
+    confirm(t);
+    reap(t);
+    assert_string_equal(t->reason, "exit 0");
+    struct stat st;
+    assert_int_equal(stat(t->log_path, &st), 0);
+    agent_task_destroy(t);
+}
+
 static void test_a_failed_start_found_by_poll_keeps_its_reason(void **state)
 {
     (void)state;
@@ -407,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_a_task_that_execs_stays_running_once_confirmed),
         cmocka_unit_test(test_a_program_that_cannot_exec_fails_with_its_reason),
         cmocka_unit_test(test_a_program_gone_from_path_fails_as_before_and_runs_when_back),
+        cmocka_unit_test(test_a_start_after_the_logs_directory_was_removed_makes_it_again),
         cmocka_unit_test(test_a_failed_start_found_by_poll_keeps_its_reason),
         cmocka_unit_test(test_a_missing_workdir_fails_naming_the_workdir),
         cmocka_unit_test(test_a_task_that_ends_at_once_reports_its_exit_not_a_start_failure),
