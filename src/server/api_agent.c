@@ -618,9 +618,10 @@ json_t *api_agent_node_actions(struct server *srv, const struct node *node)
  * separately: one request per job fewer. Bounded, as the agent's loop waits
  * for the reply; the wait answer still brings whatever comes later. */
 #define REPORT_PASS_WAIT_MS 20
-/* A pass that applies nothing (places nothing) calls no one: the waiting
- * heartbeat also looks every this often whether one ran. */
-#define REPORT_PASS_STEP_MS 1
+/* Every pass ends in apply_actions, which wakes the waiting heartbeats;
+ * they also look every this often whether one ran, in case (a failed
+ * apply). */
+#define REPORT_PASS_STEP_MS 5
 
 /* Whether some job waits to be placed (the pass then may place one here). */
 static bool some_job_pending(const struct cluster *c)
