@@ -1,10 +1,12 @@
 /* The agent's main loop (agent_loop.h). */
 #include "agent/agent_loop.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "agent/agent_heartbeat.h"
@@ -139,11 +141,44 @@ static void enforce_gpu_memory(struct agent *a, struct agent_task *t, int64_t no
     agent_task_stop(t, "gpu memory over limit", 0, SIGKILL, now);
 }
 
-/* Reaps every task that may have exited (all of them when maybe_exited)
- * and checks every task's deadlines; true when one exited. */
+static struct agent_task *task_of_pid(const struct agent *a, pid_t pid)
+{
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i]->pid == pid && a->tasks[i]->state == AGENT_TASK_RUNNING)
+            return a->tasks[i];
+    return NULL;
+}
+
+/* Asks the kernel which children have exited (WNOWAIT: each stays a zombie
+ * for its owner to reap) and reaps those that are tasks, one waitid each
+ * rather than one per task. False when a child that is no task's (an image
+ * listing, the probe) is among them: the caller then asks of every task. */
+static bool reap_exited(struct agent *a, int64_t now, bool *changed)
+{
+    for (size_t n = 0; n <= a->ntasks; n++) {
+        siginfo_t info;
+        memset(&info, 0, sizeof info);
+        if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0)
+            return errno == ECHILD; /* no child at all */
+        if (!info.si_pid)
+            return true;
+        struct agent_task *t = task_of_pid(a, info.si_pid);
+        if (!t || !agent_task_poll_since(t, true, now))
+            return false;
+        log_info("job %" PRId64 ".%" PRId64 ": %s", t->job_id, t->attempt, t->reason);
+        *changed = true;
+    }
+    return false;
+}
+
+/* Reaps every task that may have exited (maybe_exited: a child has, or it
+ * is time to ask anyway) and checks every task's deadlines; true when one
+ * exited. */
 static bool reap(struct agent *a, bool maybe_exited, int64_t now)
 {
     bool changed = false;
+    if (maybe_exited && reap_exited(a, now, &changed))
+        maybe_exited = false;
     for (size_t i = 0; i < a->ntasks; i++) {
         struct agent_task *t = a->tasks[i];
         enforce_gpu_memory(a, t, now);
