@@ -659,6 +659,7 @@ static void add_node_actions(struct server *srv, const struct node *node, json_t
 
 /* A heartbeat waiting for the next scheduling pass (await_pass). */
 struct report_waiter {
+    struct server *srv; /* a test may run more than one */
     int64_t node_id;
     long long passes; /* srv->sched_passes when it began to wait */
     json_t *actions;  /* its reply's, which the pass adds to */
@@ -674,7 +675,7 @@ void api_agent_actions_applied(struct server *srv)
     bool any = false;
     for (struct report_waiter *w = report_waiters; w; w = w->next) {
         /* only a pass moves the count: another heartbeat's apply is not it */
-        if (w->done || w->passes == srv->sched_passes)
+        if (w->srv != srv || w->done || w->passes == srv->sched_passes)
             continue;
         const struct node *node = cluster_find_node(&srv->cluster, w->node_id);
         if (node)
@@ -692,7 +693,7 @@ void api_agent_actions_applied(struct server *srv)
  * REPORT_PASS_WAIT_MS. */
 static void await_pass(struct server *srv, int64_t node_id, json_t *actions)
 {
-    struct report_waiter w = {.node_id = node_id, .passes = srv->sched_passes,
+    struct report_waiter w = {.srv = srv, .node_id = node_id, .passes = srv->sched_passes,
                               .actions = actions, .next = report_waiters};
     report_waiters = &w;
     struct timespec now;
