@@ -2,7 +2,9 @@
  * The agent protocol (docs/api.md): registration with the join token, then
  * heartbeats with the node token that carry telemetry, task states and log
  * chunks in, and start/stop/ack messages out. The reply is sent only after
- * the state changes it implies are committed.
+ * the state changes it implies are committed; one that reports an exit
+ * while jobs wait also waits (briefly) for the scheduling pass it kicked,
+ * so that it carries the start the exit made room for.
  */
 #include <stdio.h>
 #include <stdlib.h>
