@@ -146,8 +146,9 @@ char *agent_heartbeat_body(struct agent *a, bool *more_logs)
     }
     size_t budget = HEARTBEAT_LOG_BUDGET;
     int64_t now = clock_mono_ms();
-    /* each heartbeat on the interval looks at every log */
-    int64_t recheck_ms = a->heartbeat_ms > 1 ? a->heartbeat_ms / 2 : 1;
+    /* each heartbeat on the interval looks at every log (a tenth of it is
+     * slack for a heartbeat that comes a little early) */
+    int64_t recheck_ms = a->heartbeat_ms > 1 ? a->heartbeat_ms * 9 / 10 : 1;
     /* start with a different task each time so one chatty task cannot
      * keep the others' output waiting */
     for (size_t k = 0; k < a->ntasks; k++) {

@@ -137,6 +137,16 @@ static int dev_null(void)
     return fd;
 }
 
+/* The agent's pid, asked once (glibc keeps no copy: a system call each
+ * time), for the children's check that they were not orphaned. */
+static pid_t agent_pid(void)
+{
+    static pid_t pid;
+    if (!pid)
+        pid = getpid();
+    return pid;
+}
+
 /* Marks t as exited without a process having run. */
 static void fail_start(struct agent_task *t, const char *why)
 {
@@ -367,7 +377,7 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
                               .null_fd = null_fd,
                               .report_fd = report[1],
                               .cgroup_fd = t->cgroup ? t->cgroup->procs_fd : -1,
-                              .parent = getpid()};
+                              .parent = agent_pid()};
     pid_t pid = start_child(&args);
     int fork_errno = errno;
     agent_cgroup_close_procs(t->cgroup);
