@@ -169,14 +169,14 @@ static int parse_workdir(struct agent *a, json_t *action, int64_t job_id, struct
 /* The user the job runs as (run_as.h): its optional `user`, else the
  * agent's default; a refusal makes the action invalid. */
 static int parse_user(struct agent *a, json_t *action, struct agent_run_as *r,
-                      struct start_args *s)
+                      struct start_args *s, int64_t now_ms)
 {
     json_t *u = json_object_get(action, "user");
     if (u && !json_is_null(u) && (!json_is_string(u) || !*json_string_value(u)))
         return invalid(s, "%s must be a non-empty string or null", "user");
     char why[256];
-    if (agent_run_as_resolve(a->opts, u && !json_is_null(u) ? json_string_value(u) : NULL, r,
-                             why, sizeof why) != 0)
+    if (agent_run_as_resolve_cached(a->opts, u && !json_is_null(u) ? json_string_value(u) : NULL,
+                                    r, why, sizeof why, now_ms) != 0)
         return invalid(s, "%s", why);
     return 0;
 }
@@ -232,7 +232,7 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
            opt_uint(action, "gpu_memory_limit_mib", 0, INT64_MAX / 2, &gpu_limit, &s) ||
            opt_uint(action, "memory_mib", 0, INT64_MAX >> 20, &memory, &s) ||
            opt_uint(action, "cpus", 0, 1000000, &cpus, &s) || parse_workdir(a, action, job_id, &s) ||
-           parse_user(a, action, &run_as, &s) || parse_mounts(action, &s));
+           parse_user(a, action, &run_as, &s, now_ms) || parse_mounts(action, &s));
     json_t *image = json_object_get(action, "image");
     if (image && !json_is_null(image) && (!json_is_string(image) || !json_string_length(image)))
         invalid(&s, "%s must be a non-empty string", "image");

@@ -80,14 +80,22 @@ static json_t *task_json(const struct agent_task *t)
                      t->has_signal ? json_integer(t->signal) : json_null(), "reason", t->reason);
 }
 
-/* Appends t's next log chunk (if any) to logs, within *budget bytes. */
-static int add_log(json_t *logs, const struct agent_task *t, size_t *budget, bool *more)
+/* Appends t's next log chunk (if any) to logs, within *budget bytes. A
+ * running task whose log had nothing new is looked at again only after
+ * recheck_ms: heartbeats follow every start and exit (milliseconds apart
+ * under load), and a stat per task each time was most of the agent's file
+ * system calls. An exited task's is read at every heartbeat until drained. */
+static int add_log(json_t *logs, struct agent_task *t, size_t *budget, bool *more, int64_t now,
+                   int64_t recheck_ms)
 {
     size_t max = *budget < TASK_LOG_CHUNK_MAX ? *budget : TASK_LOG_CHUNK_MAX;
     if (max == 0) {
         *more = true;
         return 0;
     }
+    bool running = t->state == AGENT_TASK_RUNNING;
+    if (running && t->log_idle_ms && now - t->log_idle_ms < recheck_ms)
+        return 0;
     char *data = NULL;
     size_t len = 0;
     bool left = false;
@@ -99,6 +107,7 @@ static int add_log(json_t *logs, const struct agent_task *t, size_t *budget, boo
     }
     if (left)
         *more = true;
+    t->log_idle_ms = running && !data && !left ? now : 0;
     if (!data)
         return 0;
     size_t encoded = 0;
@@ -136,11 +145,15 @@ char *agent_heartbeat_body(struct agent *a, bool *more_logs)
             goto done;
     }
     size_t budget = HEARTBEAT_LOG_BUDGET;
+    int64_t now = clock_mono_ms();
+    /* each heartbeat on the interval looks at every log (a tenth of it is
+     * slack for a heartbeat that comes a little early) */
+    int64_t recheck_ms = a->heartbeat_ms > 1 ? a->heartbeat_ms * 9 / 10 : 1;
     /* start with a different task each time so one chatty task cannot
      * keep the others' output waiting */
     for (size_t k = 0; k < a->ntasks; k++) {
-        const struct agent_task *t = a->tasks[(a->log_rotate + k) % a->ntasks];
-        if (add_log(logs, t, &budget, more_logs) != 0)
+        struct agent_task *t = a->tasks[(a->log_rotate + k) % a->ntasks];
+        if (add_log(logs, t, &budget, more_logs, now, recheck_ms) != 0)
             goto done;
     }
     a->log_rotate++;

@@ -1,10 +1,12 @@
 /* The agent's main loop (agent_loop.h). */
 #include "agent/agent_loop.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "agent/agent_heartbeat.h"
@@ -17,6 +19,9 @@
 /* How often tasks are reaped and deadlines checked: short, so exits are
  * reported and SIGKILLs sent close to on time. */
 #define LOOP_TICK_MS 50
+/* How often every task is asked whether it exited though no SIGCHLD came
+ * (none is missed; this only bounds what a lost one would cost). */
+#define REAP_ALL_MS 1000
 /* Quickest follow-up heartbeat after a change (a task exited or was
  * started: the server hears of it at once), and with logs left over. */
 #define HEARTBEAT_MIN_GAP_MS 2
@@ -31,7 +36,8 @@
 #define FINAL_HEARTBEAT_TRIES 3
 
 struct loop_state {
-    int64_t last_reap_ms; /* when every task was last polled */
+    int64_t last_reap_ms;     /* when every task's deadlines were last checked */
+    int64_t last_reap_all_ms; /* when every task was last asked whether it exited */
     int64_t next_heartbeat_ms;
     int64_t last_heartbeat_ms;
     int64_t next_register_ms;
@@ -135,14 +141,48 @@ static void enforce_gpu_memory(struct agent *a, struct agent_task *t, int64_t no
     agent_task_stop(t, "gpu memory over limit", 0, SIGKILL, now);
 }
 
-/* Reaps every task; true when one exited. */
-static bool reap(struct agent *a, int64_t now)
+static struct agent_task *task_of_pid(const struct agent *a, pid_t pid)
+{
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i]->pid == pid && a->tasks[i]->state == AGENT_TASK_RUNNING)
+            return a->tasks[i];
+    return NULL;
+}
+
+/* Asks the kernel which children have exited (WNOWAIT: each stays a zombie
+ * for its owner to reap) and reaps those that are tasks, one waitid each
+ * rather than one per task. False when a child that is no task's (an image
+ * listing, the probe) is among them: the caller then asks of every task. */
+static bool reap_exited(struct agent *a, int64_t now, bool *changed)
+{
+    for (size_t n = 0; n <= a->ntasks; n++) {
+        siginfo_t info;
+        memset(&info, 0, sizeof info);
+        if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0)
+            return errno == ECHILD; /* no child at all */
+        if (!info.si_pid)
+            return true;
+        struct agent_task *t = task_of_pid(a, info.si_pid);
+        if (!t || !agent_task_poll_since(t, true, now))
+            return false;
+        log_info("job %" PRId64 ".%" PRId64 ": %s", t->job_id, t->attempt, t->reason);
+        *changed = true;
+    }
+    return false;
+}
+
+/* Reaps every task that may have exited (maybe_exited: a child has, or it
+ * is time to ask anyway) and checks every task's deadlines; true when one
+ * exited. */
+static bool reap(struct agent *a, bool maybe_exited, int64_t now)
 {
     bool changed = false;
+    if (maybe_exited && reap_exited(a, now, &changed))
+        maybe_exited = false;
     for (size_t i = 0; i < a->ntasks; i++) {
         struct agent_task *t = a->tasks[i];
         enforce_gpu_memory(a, t, now);
-        if (agent_task_poll(t, now)) {
+        if (agent_task_poll_since(t, maybe_exited, now)) {
             log_info("job %" PRId64 ".%" PRId64 ": %s", t->job_id, t->attempt, t->reason);
             changed = true;
         }
@@ -259,7 +299,7 @@ static void shutdown_tasks(struct agent *a, volatile sig_atomic_t *signals)
             killed = true;
         }
         sleep_ms(LOOP_TICK_MS);
-        reap(a, clock_mono_ms());
+        reap(a, true, clock_mono_ms());
     }
 }
 
@@ -308,10 +348,16 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         changed |= confirm_starts(a);
         /* the loop turns far more often than tasks end (every start
          * handshake, wake and heartbeat): the tasks are polled when a child
-         * has exited, and on the tick for deadlines and stops */
-        if (agent_wake_child_exited() || now - s.last_reap_ms >= LOOP_TICK_MS) {
+         * has exited, and on the tick for deadlines and stops. With SIGCHLD
+         * watched, the tick asks the kernel only every REAP_ALL_MS, in case. */
+        bool exited = agent_wake_child_exited();
+        if (exited || now - s.last_reap_ms >= LOOP_TICK_MS) {
+            bool all = exited || !agent_wake_watches_children() ||
+                       now - s.last_reap_all_ms >= REAP_ALL_MS;
             s.last_reap_ms = now;
-            changed |= reap(a, now);
+            if (all)
+                s.last_reap_all_ms = now;
+            changed |= reap(a, all, now);
         }
         changed |= probe(a, now);
         changed |= agent_images_poll(a, now); /* a new image list goes out at once */

@@ -31,6 +31,8 @@
 static int child_wake_fd = -1;
 /* Set by on_child, cleared by agent_wake_child_exited. */
 static volatile sig_atomic_t child_exited;
+/* on_child is SIGCHLD's handler */
+static bool child_handler;
 
 /* A task exited: wake the main loop to reap it now rather than at its next
  * tick (self-pipe; async-signal-safe). */
@@ -184,6 +186,8 @@ struct agent_wake *agent_wake_start(struct agent_servers *servers)
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGCHLD, &sa, NULL) != 0)
         log_warn("agent wake: SIGCHLD: %s; exits are seen on the 50 ms tick", strerror(errno));
+    else
+        child_handler = true;
     /* joinable, so that agent_wake_stop may signal it until it is joined */
     if (pthread_create(&w->thread, NULL, wake_thread, w) != 0)
         return NULL;
@@ -237,6 +241,11 @@ char *agent_wake_take(struct agent_wake *w, char *token, size_t n)
         snprintf(token, n, "%s", w->answer_token);
     pthread_mutex_unlock(&w->mu);
     return answer;
+}
+
+bool agent_wake_watches_children(void)
+{
+    return child_handler;
 }
 
 bool agent_wake_child_exited(void)

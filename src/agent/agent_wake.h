@@ -55,6 +55,9 @@ char *agent_wake_take(struct agent_wake *w, char *token, size_t n);
 /* Whether a child has exited (SIGCHLD) since the last call that said so;
  * clears that. False without the handler (agent_wake_start failed). */
 bool agent_wake_child_exited(void);
+/* Whether SIGCHLD's handler is in place, so that agent_wake_child_exited
+ * false means no child has exited. */
+bool agent_wake_watches_children(void);
 /* Waits up to ms for a wake (the server's, or a child's exit), or until
  * one of the nfds descriptors in fds is readable (a task's start
  * handshake, task.h); true when a wake came (all pending are taken). */

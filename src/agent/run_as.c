@@ -103,6 +103,48 @@ int agent_run_as_resolve(const struct agent_opts *o, const char *requested, stru
     return 0;
 }
 
+/* A resolved user (the job's `user`, or the default for none), kept for
+ * RUN_AS_CACHE_TTL_MS: the password and group files were read per start. */
+struct run_as_cached {
+    bool used;
+    bool requested; /* false: the default user */
+    char name[64];  /* the job's `user` */
+    const struct agent_opts *opts;
+    int64_t at_ms;
+    struct agent_run_as r;
+};
+#define RUN_AS_CACHE_SLOTS 8
+static struct run_as_cached run_as_cache[RUN_AS_CACHE_SLOTS];
+static size_t run_as_cache_next;
+
+int agent_run_as_resolve_cached(const struct agent_opts *o, const char *requested,
+                                struct agent_run_as *r, char *why, size_t why_n, int64_t now_ms)
+{
+    if (requested && strlen(requested) >= sizeof run_as_cache[0].name)
+        return agent_run_as_resolve(o, requested, r, why, why_n);
+    for (size_t i = 0; i < RUN_AS_CACHE_SLOTS; i++) {
+        const struct run_as_cached *c = &run_as_cache[i];
+        if (c->used && c->opts == o && c->requested == (requested != NULL) &&
+            (!requested || !strcmp(c->name, requested)) && now_ms - c->at_ms >= 0 &&
+            now_ms - c->at_ms < RUN_AS_CACHE_TTL_MS) {
+            *r = c->r;
+            return 0;
+        }
+    }
+    int rc = agent_run_as_resolve(o, requested, r, why, why_n);
+    if (rc != 0)
+        return rc; /* a refusal is asked again each time */
+    struct run_as_cached *c = &run_as_cache[run_as_cache_next];
+    run_as_cache_next = (run_as_cache_next + 1) % RUN_AS_CACHE_SLOTS;
+    c->used = true;
+    c->requested = requested != NULL;
+    snprintf(c->name, sizeof c->name, "%s", requested ? requested : "");
+    c->opts = o;
+    c->at_ms = now_ms;
+    c->r = *r;
+    return 0;
+}
+
 /* The kernel's calls for 32-bit ids (the plain ones on 64-bit machines). */
 #ifdef SYS_setresuid32
 #define RUN_AS_SYS_SETGROUPS SYS_setgroups32

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "agent/agent_opts.h"
@@ -38,6 +39,14 @@ bool agent_run_as_default(const struct agent_opts *o, char *out, size_t n);
  * the field (`user ...`) when the policy refuses it or it does not exist. */
 int agent_run_as_resolve(const struct agent_opts *o, const char *requested, struct agent_run_as *r,
                          char *why, size_t why_n);
+
+/* agent_run_as_resolve, answered from what it said for the same options
+ * and `user` within RUN_AS_CACHE_TTL_MS (monotonic now_ms): a user changed
+ * in the password or group files is seen that much later. Refusals are not
+ * kept. */
+#define RUN_AS_CACHE_TTL_MS 10000
+int agent_run_as_resolve_cached(const struct agent_opts *o, const char *requested,
+                                struct agent_run_as *r, char *why, size_t why_n, int64_t now_ms);
 
 /* In the child: drops to r's user (groups, gid, uid: real, effective and
  * saved, each checked, and a check that root cannot be regained). Raw

@@ -29,6 +29,7 @@
 
 #include "agent/leftovers.h"
 #include "agent/task_env.h"
+#include "agent/task_exec.h"
 #include "common/fsutil.h"
 #include "common/log.h"
 
@@ -92,18 +93,58 @@ static int ensure_dir(const char *path, mode_t mode, bool *made)
     return fs_mkdir_p(path, mode); /* *made stays false: it may have raced */
 }
 
-/* Makes the directory at path (never a link) the run-as user's, mode 0700.
+/* Makes the directory at path (never a link) the run-as user's, mode 0700
+ * (already so when made now: mkdir's 0700 is only narrowed by the umask).
  * Nothing to do without a switch. 0 or -errno. */
-static int give_dir(const char *path, const struct agent_run_as *r)
+static int give_dir(const char *path, const struct agent_run_as *r, bool made_0700)
 {
     if (!r || !r->change)
         return 0;
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    int e = fchown(fd, r->uid, r->gid) != 0 || fchmod(fd, 0700) != 0 ? -errno : 0;
+    int e = fchown(fd, r->uid, r->gid) != 0 || (!made_0700 && fchmod(fd, 0700) != 0) ? -errno : 0;
     close(fd);
     return e;
+}
+
+/* The logs directory last made or found, so that each start after the
+ * first skips its mkdir (a log that cannot be opened makes it again). */
+static char *logs_dir_known;
+
+/* Makes sure logs_dir exists, with a mkdir only the first time (or when
+ * again is set). 0 or -errno. */
+static int ensure_logs_dir(const char *logs_dir, bool again)
+{
+    if (!again && logs_dir_known && !strcmp(logs_dir_known, logs_dir))
+        return 0;
+    bool made;
+    int e = ensure_dir(logs_dir, 0711, &made);
+    if (e == 0 && (!logs_dir_known || strcmp(logs_dir_known, logs_dir))) {
+        free(logs_dir_known);
+        logs_dir_known = strdup(logs_dir); /* NULL only costs a mkdir next time */
+    }
+    return e;
+}
+
+/* /dev/null, opened once for every task's stdin (close-on-exec: only the
+ * children's dup2 passes it on); -1 with errno when it cannot be. */
+static int dev_null(void)
+{
+    static int fd = -1;
+    if (fd < 0)
+        fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd;
+}
+
+/* The agent's pid, asked once (glibc keeps no copy: a system call each
+ * time), for the children's check that they were not orphaned. */
+static pid_t agent_pid(void)
+{
+    static pid_t pid;
+    if (!pid)
+        pid = getpid();
+    return pid;
 }
 
 /* Marks t as exited without a process having run. */
@@ -191,26 +232,27 @@ struct child_args {
     const struct agent_task_spec *spec;
     const char *cwd;
     char **envp;
+    const char *exec_path; /* where PATH leads spec->command[0]; NULL: search */
+    const struct agent_task_signals *sigs; /* the agent's caught signals */
     int log_fd, null_fd, report_fd, cgroup_fd;
     pid_t parent;
 };
 
+/* Programs found on PATH, for the vfork children (only agent_task_start's
+ * thread uses it). */
+static struct agent_exec_cache exec_cache;
+
 /* In the child, first: every signal the agent catches goes back to its
  * default, so no handler of the agent's can run on its memory (they come
- * in blocked). SIGPIPE, which the agent ignores, is the task's to see. */
-static void child_reset_signals(void)
+ * in blocked). SIGPIPE, which the agent ignores, is the task's to see (it
+ * is in the set). The set was read by the parent (task_exec.h). */
+static void child_reset_signals(const struct agent_task_signals *sigs)
 {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; sig++) {
-        struct sigaction cur;
-        /* libc's own signals answer EINVAL and are left alone */
-        if (sigaction(sig, NULL, &cur) == 0 && cur.sa_handler != SIG_DFL &&
-            cur.sa_handler != SIG_IGN)
-            sigaction(sig, &dfl, NULL);
-    }
-    sigaction(SIGPIPE, &dfl, NULL);
+    for (size_t i = 0; i < sigs->n; i++)
+        sigaction(sigs->sigs[i], &dfl, NULL);
 }
 
 /* The child between vfork and exec: see the top of this file for what it
@@ -219,7 +261,7 @@ __attribute__((noreturn)) static void child_run(const struct child_args *a)
 {
     const struct agent_task_spec *spec = a->spec;
     struct child_failure f = {STAGE_SETUP, 0};
-    child_reset_signals();
+    child_reset_signals(a->sigs);
     setpgid(0, 0);
     /* before anything the task could allocate or fork */
     if (a->cgroup_fd >= 0 && (f.err = -agent_cgroup_join(a->cgroup_fd)) != 0) {
@@ -251,6 +293,10 @@ __attribute__((noreturn)) static void child_run(const struct child_args *a)
         f.err = errno;
         goto fail;
     }
+    /* where the parent found it on PATH; anything else (gone since, now a
+     * script without #!) searches as ever, with execvpe's own errors */
+    if (a->exec_path)
+        execve(a->exec_path, spec->command, a->envp);
     execvpe(spec->command[0], spec->command, a->envp);
     f.stage = STAGE_EXEC;
     f.err = errno;
@@ -291,6 +337,14 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
     if (spec->run_as && spec->run_as->change)
         snprintf(t->start_user, sizeof t->start_user, "%s", spec->run_as->name);
     int log_fd = open(t->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    char logs_dir[PATH_MAX];
+    const char *slash = strrchr(t->log_path, '/');
+    /* the logs directory went away since it was last made */
+    if (log_fd < 0 && errno == ENOENT && slash &&
+        (size_t)snprintf(logs_dir, sizeof logs_dir, "%.*s", (int)(slash - t->log_path),
+                         t->log_path) < sizeof logs_dir &&
+        ensure_logs_dir(logs_dir, true) == 0)
+        log_fd = open(t->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (log_fd < 0) {
         char why[256];
         snprintf(why, sizeof why, "cannot open log %s: %s", t->log_path, strerror(errno));
@@ -302,7 +356,7 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
         fchown(log_fd, spec->run_as->uid, spec->run_as->gid) != 0)
         log_warn("job %" PRId64 ": cannot hand its log to user %s: %s", t->job_id,
                  spec->run_as->name, strerror(errno));
-    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int null_fd = dev_null();
     int report[2] = {-1, -1};
     /* non-blocking: the loop reads it among other work; the child's one
      * write fits in the empty pipe */
@@ -310,19 +364,20 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
         char why[128];
         snprintf(why, sizeof why, "%s", strerror(errno));
         close(log_fd);
-        if (null_fd >= 0)
-            close(null_fd);
         fail_start(t, why);
         return 0;
     }
     struct child_args args = {.spec = spec,
                               .cwd = cwd,
                               .envp = envp,
+                              .exec_path = agent_exec_cache_find(&exec_cache, spec->command[0],
+                                                                 NULL, now_ms),
+                              .sigs = agent_task_signals_caught(),
                               .log_fd = log_fd,
                               .null_fd = null_fd,
                               .report_fd = report[1],
                               .cgroup_fd = t->cgroup ? t->cgroup->procs_fd : -1,
-                              .parent = getpid()};
+                              .parent = agent_pid()};
     pid_t pid = start_child(&args);
     int fork_errno = errno;
     agent_cgroup_close_procs(t->cgroup);
@@ -330,7 +385,6 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
      * write end and its exec (or death) is the pipe's end */
     close(report[1]);
     close(log_fd);
-    close(null_fd);
     if (pid < 0) {
         close(report[0]);
         char why[128];
@@ -487,8 +541,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
         goto done;
     }
-    bool made = false;
-    int e = ensure_dir(logs_dir, 0711, &made);
+    int e = ensure_logs_dir(logs_dir, false);
     if (e != 0) {
         rc = tide_err_set(err, TIDE_EIO, NULL, "cannot create %s: %s", logs_dir, strerror(-e));
         goto done;
@@ -500,7 +553,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     bool job_dir_new = false;
     e = ensure_dir(job_dir, 0700, &job_dir_new);
     if (e == 0)
-        e = give_dir(job_dir, spec->run_as);
+        e = give_dir(job_dir, spec->run_as, job_dir_new);
     if (e != 0) {
         char why[PATH_MAX + 64];
         snprintf(why, sizeof why, "cannot create %s: %s", job_dir, strerror(-e));
@@ -509,7 +562,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     }
     /* the server's checkpoint directory, where it is on this machine (a
      * remote server's path is not here: nothing to do) */
-    if (spec->checkpoint_dir && (e = give_dir(spec->checkpoint_dir, spec->run_as)) != 0 &&
+    if (spec->checkpoint_dir && (e = give_dir(spec->checkpoint_dir, spec->run_as, false)) != 0 &&
         e != -ENOENT && e != -ENOTDIR)
         log_warn("job %" PRId64 ": cannot hand %s to its user: %s", t->job_id, spec->checkpoint_dir,
                  strerror(-e));
@@ -607,8 +660,15 @@ static void finish_cgroup(struct agent_task *t)
 
 bool agent_task_poll(struct agent_task *t, int64_t now_ms)
 {
+    return agent_task_poll_since(t, true, now_ms);
+}
+
+bool agent_task_poll_since(struct agent_task *t, bool maybe_exited, int64_t now_ms)
+{
     if (t->state != AGENT_TASK_RUNNING)
         return false;
+    if (!maybe_exited)
+        goto deadlines;
     siginfo_t info;
     memset(&info, 0, sizeof info);
     /* WNOWAIT keeps the leader a zombie, so its pid cannot be reused as a
@@ -641,6 +701,7 @@ bool agent_task_poll(struct agent_task *t, int64_t now_ms)
         }
         return true;
     }
+deadlines:
     if (t->deadline_ms && now_ms >= t->deadline_ms && !t->stopping)
         agent_task_stop(t, "max_runtime", t->kill_grace_s, SIGTERM, now_ms);
     if (t->stopping && t->kill_at_ms && now_ms >= t->kill_at_ms) {

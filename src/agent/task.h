@@ -101,6 +101,9 @@ struct agent_task {
     char *jobs_dir;       /* WORK/jobs, to find what the task left behind */
 
     int64_t log_acked; /* bytes of the log the server holds */
+    /* when a heartbeat last found nothing new in the running task's log
+     * (monotonic); 0: never looked or it had more */
+    int64_t log_idle_ms;
     bool acked;        /* the server has recorded the exit */
     int drain_tries;   /* heartbeats since acked without log progress */
     struct agent_task_guard *guard;
@@ -164,6 +167,11 @@ bool agent_task_confirm(struct agent_task *t);
  * is reported with its reason, not as `exit 127`. Returns true when the
  * task just exited. */
 bool agent_task_poll(struct agent_task *t, int64_t now_ms);
+
+/* agent_task_poll, where maybe_exited false says no child can have exited
+ * since the last poll (no SIGCHLD came): only the deadlines are checked,
+ * without a system call. */
+bool agent_task_poll_since(struct agent_task *t, bool maybe_exited, int64_t now_ms);
 
 /* Asks a running task to stop: SIGTERM to its group now, SIGKILL after
  * grace_s. The first stop's reason is the one reported (NULL: report how

@@ -2,11 +2,14 @@
  * The agent protocol (docs/api.md): registration with the join token, then
  * heartbeats with the node token that carry telemetry, task states and log
  * chunks in, and start/stop/ack messages out. The reply is sent only after
- * the state changes it implies are committed.
+ * the state changes it implies are committed; one that reports an exit
+ * while jobs wait also waits (briefly) for the scheduling pass it kicked,
+ * so that it carries the start the exit made room for.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -611,6 +614,111 @@ json_t *api_agent_node_actions(struct server *srv, const struct node *node)
     return actions;
 }
 
+/* How long a heartbeat that reported an exit waits for the scheduling pass
+ * it kicked, so that its reply carries what that pass decides for the node
+ * (the next start, above all) instead of the long-poll answering it
+ * separately: one request per job fewer. Bounded, as the agent's loop waits
+ * for the reply; the wait answer still brings whatever comes later. */
+#define REPORT_PASS_WAIT_MS 20
+/* Every pass ends in apply_actions, which wakes the waiting heartbeats;
+ * they also look every this often whether one ran, in case (a failed
+ * apply). */
+#define REPORT_PASS_STEP_MS 5
+
+/* Whether some job waits to be placed (the pass then may place one here). */
+static bool some_job_pending(const struct cluster *c)
+{
+    for (size_t i = 0; i < c->njobs; i++)
+        if (c->jobs[i].state == JOB_PENDING)
+            return true;
+    return false;
+}
+
+/* Adds to actions the node's starts and stops (api_agent_node_actions)
+ * that it does not hold yet, by type and job. */
+static void add_node_actions(struct server *srv, const struct node *node, json_t *actions)
+{
+    json_t *more = api_agent_node_actions(srv, node);
+    size_t i, k;
+    json_t *m, *a;
+    json_array_foreach(more, i, m)
+    {
+        const char *type = json_string_value(json_object_get(m, "type"));
+        json_int_t job_id = json_integer_value(json_object_get(m, "job_id"));
+        bool have = false;
+        json_array_foreach(actions, k, a)
+        {
+            const char *t = json_string_value(json_object_get(a, "type"));
+            if (t && type && !strcmp(t, type) &&
+                json_integer_value(json_object_get(a, "job_id")) == job_id)
+                have = true;
+        }
+        if (!have)
+            json_array_append(actions, m);
+    }
+    json_decref(more);
+}
+
+/* A heartbeat waiting for the next scheduling pass (await_pass). */
+struct report_waiter {
+    struct server *srv; /* a test may run more than one */
+    int64_t node_id;
+    long long passes; /* srv->sched_passes when it began to wait */
+    json_t *actions;  /* its reply's, which the pass adds to */
+    bool done;        /* the pass added them and marked them delivered */
+    struct report_waiter *next;
+};
+/* The heartbeats waiting, and their wake-up; under srv->lock. */
+static struct report_waiter *report_waiters;
+static pthread_cond_t report_cond = PTHREAD_COND_INITIALIZER;
+
+void api_agent_actions_applied(struct server *srv)
+{
+    bool any = false;
+    for (struct report_waiter *w = report_waiters; w; w = w->next) {
+        /* only a pass moves the count: another heartbeat's apply is not it */
+        if (w->srv != srv || w->done || w->passes == srv->sched_passes)
+            continue;
+        const struct node *node = cluster_find_node(&srv->cluster, w->node_id);
+        if (node)
+            add_node_actions(srv, node, w->actions);
+        agent_wake_delivered(srv, w->node_id);
+        w->done = true;
+        any = true;
+    }
+    if (any)
+        pthread_cond_broadcast(&report_cond);
+}
+
+/* Waits, lock held (released meanwhile), until a scheduling pass has run
+ * since the call, adding what it decided for node_id to actions, or
+ * REPORT_PASS_WAIT_MS. */
+static void await_pass(struct server *srv, int64_t node_id, json_t *actions)
+{
+    struct report_waiter w = {.srv = srv, .node_id = node_id, .passes = srv->sched_passes,
+                              .actions = actions, .next = report_waiters};
+    report_waiters = &w;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t until_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec +
+                       (int64_t)REPORT_PASS_WAIT_MS * 1000000;
+    while (!w.done && srv->sched_passes == w.passes && !srv->stopping) {
+        clock_gettime(CLOCK_REALTIME, &now);
+        int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+        if (now_ns >= until_ns)
+            break;
+        int64_t at_ns = now_ns + (int64_t)REPORT_PASS_STEP_MS * 1000000;
+        if (at_ns > until_ns)
+            at_ns = until_ns;
+        struct timespec at = {.tv_sec = at_ns / 1000000000, .tv_nsec = at_ns % 1000000000};
+        pthread_cond_timedwait(&report_cond, &srv->lock, &at);
+    }
+    struct report_waiter **p = &report_waiters;
+    while (*p != &w)
+        p = &(*p)->next;
+    *p = w.next;
+}
+
 int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
     if (req->token.kind != TOKEN_NODE)
@@ -694,6 +802,15 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     for (size_t i = 0; !rc && i < srv->actions.len; i++)
         if (srv->actions.items[i].type == ACTION_ACK)
             agent_wake_job(srv, srv->actions.items[i].job_id);
+    /* An exit freed room here and jobs wait: the pass just kicked will
+     * likely start one on this node, and this reply can carry it (srv->
+     * actions is another heartbeat's once the lock is let go). */
+    if (!rc && kick && node && some_job_pending(&srv->cluster)) {
+        /* what it holds so far, so the long-poll woken by its own apply
+         * does not answer while it waits */
+        agent_wake_delivered(srv, req->token.node_id);
+        await_pass(srv, req->token.node_id, actions);
+    }
     /* this reply carries all that is decided for the node so far */
     agent_wake_delivered(srv, req->token.node_id);
     pthread_mutex_unlock(&srv->lock);

@@ -223,8 +223,10 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
     for (size_t i = 0; i < actions->len && !durable; i++)
         durable = actions->items[i].type != ACTION_SEND_START &&
                   actions->items[i].type != ACTION_SEND_STOP && actions->items[i].type != ACTION_ACK;
-    if (!durable)
+    if (!durable) {
+        api_agent_actions_applied(srv); /* a pass that placed nothing ran, too */
         return 0;
+    }
     int rc = store_begin(srv->store, err);
     for (size_t i = 0; !rc && i < actions->len; i++)
         rc = apply_one(srv, &actions->items[i], now_ms, err);
@@ -241,6 +243,10 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
             srv->failures[cls]++;
         count_for_metrics(srv, &actions->items[i], now_ms);
     }
+    /* a heartbeat waiting for this pass takes what it decided for its node
+     * before the long-poll woken above can (api_agent.c) */
+    if (!rc)
+        api_agent_actions_applied(srv);
     if (rc) {
         store_rollback(srv->store);
         log_error("persisting %zu actions failed (%s); reloading state from the database",

@@ -232,6 +232,12 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
 /* Whether name may name a node: 1 to TIDE_NAME_MAX - 1 letters, digits, '-', '_', '.'. */
 bool api_agent_node_name_valid(const char *name);
 int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply);
+/* Actions were applied (none, for a pass that decided nothing) and their
+ * nodes woken (apply.c): a heartbeat that waits for the scheduling pass its
+ * exit report kicked takes, when this is that pass, its node's starts and
+ * stops into its reply and marks them delivered (api_agent.c), so the
+ * long-poll does not answer them too. Caller holds the lock. */
+void api_agent_actions_applied(struct server *srv);
 /* What node's agent is to do now, derived from state as a heartbeat that
  * mentions only the tasks the server knows it has would: a "start" for each
  * task placed there and not yet reported, a "stop" for each reported one

@@ -25,6 +25,7 @@
 
 #include "agent/run_as.h"
 #include "agent/task.h"
+#include "agent/task_exec.h"
 #include "common/fsutil.h"
 
 static char work[64];
@@ -123,6 +124,71 @@ static void test_a_program_that_cannot_exec_fails_with_its_reason(void **state)
     assert_non_null(strstr(log, "tide: start failed: /nonexistent/tide-no-such-program"));
     free(log);
     assert_false(agent_task_poll(t, 1)); /* the child was reaped with the answer */
+    agent_task_destroy(t);
+}
+
+/* A program found on PATH is remembered (task_exec.h); once it is gone the
+ * child searches again and fails as execvpe always did, and one that is
+ * put back runs. */
+static void test_a_program_gone_from_path_fails_as_before_and_runs_when_back(void **state)
+{
+    (void)state;
+    char bin[128], prog[160], path[4200];
+    snprintf(bin, sizeof bin, "%s/bin", work);
+    assert_int_equal(mkdir(bin, 0755), 0);
+    snprintf(prog, sizeof prog, "%s/tide-test-prog", bin);
+    assert_int_equal(symlink("/bin/true", prog), 0);
+    const char *old = getenv("PATH");
+    char *saved = strdup(old ? old : "/usr/bin:/bin");
+    snprintf(path, sizeof path, "%s:%s", bin, saved);
+    assert_int_equal(setenv("PATH", path, 1), 0);
+    char *argv[] = {"tide-test-prog", NULL};
+    struct agent_task *t = start(60, argv, NULL);
+    confirm(t);
+    assert_int_equal(t->state, AGENT_TASK_RUNNING);
+    reap(t);
+    assert_string_equal(t->reason, "exit 0");
+    agent_task_destroy(t);
+    assert_int_equal(unlink(prog), 0);
+    t = start(61, argv, NULL);
+    confirm(t);
+    assert_int_equal(t->state, AGENT_TASK_EXITED);
+    assert_string_equal(t->reason, "start failed: tide-test-prog: No such file or directory");
+    agent_task_destroy(t);
+    /* back as a script without #!: execvpe's own fallback runs it with sh */
+    FILE *f = fopen(prog, "w");
+    assert_non_null(f);
+    fputs("exit 3\n", f);
+    fclose(f);
+    assert_int_equal(chmod(prog, 0755), 0);
+    t = start(62, argv, NULL);
+    confirm(t);
+    reap(t);
+    assert_string_equal(t->reason, "exit 3");
+    agent_task_destroy(t);
+    assert_int_equal(setenv("PATH", saved, 1), 0);
+    free(saved);
+}
+
+/* The logs directory is made at the first start only; one removed since
+ * is made again when a log cannot be opened. */
+static void test_a_start_after_the_logs_directory_was_removed_makes_it_again(void **state)
+{
+    (void)state;
+    char *argv[] = {"true", NULL};
+    struct agent_task *t = start(70, argv, NULL);
+    confirm(t);
+    reap(t);
+    agent_task_destroy(t);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/logs'", work);
+    assert_int_equal(system(cmd), 0);
+    t = start(71, argv, NULL);
+    confirm(t);
+    reap(t);
+    assert_string_equal(t->reason, "exit 0");
+    struct stat st;
+    assert_int_equal(stat(t->log_path, &st), 0);
     agent_task_destroy(t);
 }
 
@@ -239,6 +305,7 @@ static void test_a_task_starts_with_no_signal_blocked_and_sigpipe_default(void *
     assert_int_equal(sigaction(SIGUSR1, &sa, &old_usr1), 0);
     sa.sa_handler = SIG_IGN;
     assert_int_equal(sigaction(SIGPIPE, &sa, &old_pipe), 0);
+    agent_task_signals_refresh(); /* installed after earlier tests' starts */
     sigset_t usr2, before, after;
     sigemptyset(&usr2);
     sigaddset(&usr2, SIGUSR2);
@@ -263,6 +330,7 @@ static void test_a_task_starts_with_no_signal_blocked_and_sigpipe_default(void *
     assert_int_equal(pthread_sigmask(SIG_SETMASK, &before, NULL), 0);
     sigaction(SIGUSR1, &old_usr1, NULL);
     sigaction(SIGPIPE, &old_pipe, NULL);
+    agent_task_signals_refresh();
 }
 
 /* A thread of the agent's (libcurl's resolver, the wake thread): waits for
@@ -360,6 +428,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_task_that_execs_stays_running_once_confirmed),
         cmocka_unit_test(test_a_program_that_cannot_exec_fails_with_its_reason),
+        cmocka_unit_test(test_a_program_gone_from_path_fails_as_before_and_runs_when_back),
+        cmocka_unit_test(test_a_start_after_the_logs_directory_was_removed_makes_it_again),
         cmocka_unit_test(test_a_failed_start_found_by_poll_keeps_its_reason),
         cmocka_unit_test(test_a_missing_workdir_fails_naming_the_workdir),
         cmocka_unit_test(test_a_task_that_ends_at_once_reports_its_exit_not_a_start_failure),

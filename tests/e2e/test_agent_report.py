@@ -1,0 +1,70 @@
+"""End to end: the reply to a heartbeat that reports an exit carries the
+start that the exit made room for (docs/api.md "Agent protocol"), so the
+long-poll has nothing left to answer: one request per job fewer. A node
+driven by hand, so that the heartbeat reply is the only place the start
+could come from before the wait."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Cluster, run_tests, wait_until  # noqa: E402
+
+
+def starts_of(out):
+    return [(a["job_id"], a["attempt"]) for a in out["actions"] if a["type"] == "start"]
+
+
+def test_the_exit_report_reply_carries_the_next_start_and_the_wait_stays_parked():
+    with Cluster(agents=0, node_timeout_ms=60000) as c:
+        body = {"name": "hand", "cpus": 8, "memory_mib": 1024,
+                "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
+        status, out = c.request("POST", "/v1/agent/register", body, token=c.join)
+        assert status == 200, out
+        token = out["node_token"]
+        first = c.submit(command=["true"], gpus=1)["id"]
+        second = c.submit(command=["true"], gpus=1)["id"]
+        wait_until(lambda: c.job(first)["state"] == "starting", 10, what="first placed")
+        assert c.job(second)["state"] == "pending"
+        running = {"job_id": first, "attempt": 1, "state": "running"}
+        status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": [running]}, token=token)
+        assert status == 200 and c.job(first)["state"] == "running", out
+        exited = dict(running, state="exited", exit_code=0)
+        status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": [exited]}, token=token)
+        assert status == 200, out
+        assert [(a["job_id"], a["attempt"]) for a in out["ack"]] == [(first, 1)], out
+        assert starts_of(out) == [(second, 1)], out
+        start = [a for a in out["actions"] if a["type"] == "start"][0]
+        assert start["gpus"] == [0] and start["command"] == ["true"], start
+        # delivered with the reply: the wait has nothing to answer
+        status, out = c.request("POST", "/v1/agent/wait", {"wait_ms": 200}, token=token)
+        assert status == 200 and out["wake"] is False and "actions" not in out, out
+        # and a lost reply loses nothing: the next heartbeat has it again
+        status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": []}, token=token)
+        assert status == 200 and starts_of(out) == [(second, 1)], out
+        # the last exit, with nothing waiting, is answered without a start
+        for state in ("running", "exited"):
+            task = {"job_id": second, "attempt": 1, "state": state, "exit_code": 0}
+            status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": [task]},
+                                    token=token)
+            assert status == 200 and out["actions"] == [], out
+        assert c.job(first)["state"] == "succeeded" and c.job(second)["state"] == "succeeded"
+
+
+def test_real_agents_run_a_queue_one_job_after_another_with_each_start_once():
+    # One GPU, a queue of short jobs: each start comes with the previous
+    # exit's reply, and none of them runs twice.
+    with Cluster(agents=1, fake_gpus="1xH200:141GB") as c:
+        ids = [c.submit(command=["sh", "-c", "echo run >> %s/runs.$TIDE_JOB_ID" % c.dir],
+                        gpus=1)["id"] for _ in range(6)]
+        for job in ids:
+            assert c.wait_state(job, "succeeded", 30)["attempt"] == 1
+        for job in ids:
+            with open("%s/runs.%d" % (c.dir, job)) as f:
+                assert f.read() == "run\n"
+
+
+if __name__ == "__main__":
+    run_tests([
+        test_the_exit_report_reply_carries_the_next_start_and_the_wait_stays_parked,
+        test_real_agents_run_a_queue_one_job_after_another_with_each_start_once,
+    ])
