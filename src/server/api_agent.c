@@ -625,13 +625,13 @@ json_t *api_agent_node_actions(struct server *srv, const struct node *node)
  * apply). */
 #define REPORT_PASS_STEP_MS 5
 
-/* Whether some job waits to be placed (the pass then may place one here). */
-static bool some_job_pending(const struct cluster *c)
+/* Whether jobs waited at the last pass (the next may then place one here):
+ * its count, not a walk over every job the server holds, finished ones
+ * too. Off only when a submit came after that pass; the long-poll then
+ * brings the start. */
+static bool jobs_waited(const struct server *srv)
 {
-    for (size_t i = 0; i < c->njobs; i++)
-        if (c->jobs[i].state == JOB_PENDING)
-            return true;
-    return false;
+    return srv->sched.norder > 0;
 }
 
 /* Adds to actions the node's starts and stops (api_agent_node_actions)
@@ -672,12 +672,25 @@ struct report_waiter {
 static struct report_waiter *report_waiters;
 static pthread_cond_t report_cond = PTHREAD_COND_INITIALIZER;
 
+/* Whether the apply running now is the pass w waits for: only a pass
+ * moves the count, so another heartbeat's apply is not it. */
+static bool waits_for_this_apply(const struct report_waiter *w, const struct server *srv)
+{
+    return w->srv == srv && !w->done && w->passes != srv->sched_passes;
+}
+
+void api_agent_actions_applying(struct server *srv)
+{
+    for (struct report_waiter *w = report_waiters; w; w = w->next)
+        if (waits_for_this_apply(w, srv))
+            agent_wake_hold(srv, w->node_id);
+}
+
 void api_agent_actions_applied(struct server *srv)
 {
     bool any = false;
     for (struct report_waiter *w = report_waiters; w; w = w->next) {
-        /* only a pass moves the count: another heartbeat's apply is not it */
-        if (w->srv != srv || w->done || w->passes == srv->sched_passes)
+        if (!waits_for_this_apply(w, srv))
             continue;
         const struct node *node = cluster_find_node(&srv->cluster, w->node_id);
         if (node)
@@ -738,6 +751,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(body);
         return api_error_msg(reply, TIDE_EAUTH, NULL, "unknown node: register again");
     }
+    agent_wake_hold(srv, node->id); /* the reply carries what this heartbeat decides */
     if (parse_reports(json_object_get(body, "tasks"), reports, &nreports, reply) != 0) {
         agent_wake_delivered(srv, node->id); /* no wake storm for a refused heartbeat */
         pthread_mutex_unlock(&srv->lock);
@@ -805,7 +819,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     /* An exit freed room here and jobs wait: the pass just kicked will
      * likely start one on this node, and this reply can carry it (srv->
      * actions is another heartbeat's once the lock is let go). */
-    if (!rc && kick && node && some_job_pending(&srv->cluster)) {
+    if (!rc && kick && node && jobs_waited(srv)) {
         /* what it holds so far, so the long-poll woken by its own apply
          * does not answer while it waits */
         agent_wake_delivered(srv, req->token.node_id);

@@ -234,6 +234,10 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
         rc = store_commit(srv->store, err);
     if (!rc)
         eta_refresh_learn(srv, actions, now_ms);
+    /* a heartbeat waiting for this pass will carry what it decides for its
+     * node: that node's long-poll is not woken for it (api_agent.c) */
+    if (!rc)
+        api_agent_actions_applying(srv);
     for (size_t i = 0; !rc && i < actions->len; i++) {
         /* their agents hear of it now, not at their next heartbeat */
         agent_wake_node(srv, actions->items[i].node_id);

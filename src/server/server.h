@@ -238,6 +238,12 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
  * stops into its reply and marks them delivered (api_agent.c), so the
  * long-poll does not answer them too. Caller holds the lock. */
 void api_agent_actions_applied(struct server *srv);
+/* Called by apply.c before it wakes the nodes of the actions it committed:
+ * the nodes of heartbeats waiting for this pass are held (agent_wake_hold),
+ * so their long-polls are not woken for what those replies will carry;
+ * api_agent_actions_applied then marks it delivered, which ends the hold.
+ * Caller holds the lock. */
+void api_agent_actions_applying(struct server *srv);
 /* What node's agent is to do now, derived from state as a heartbeat that
  * mentions only the tasks the server knows it has would: a "start" for each
  * task placed there and not yet reported, a "stop" for each reported one
