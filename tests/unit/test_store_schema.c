@@ -2,7 +2,8 @@
  * The store on SQLite and on PostgreSQL (test_store_target.h): versioned
  * migrations (a new database, a newer one refused, a SQLite file made by
  * tide before schema versions upgraded), the core rows surviving a reopen
- * with ids past 32 bits, leadership (SQLite always grants; on PostgreSQL one
+ * with ids past 32 bits, a SQLite file held by one process alone (no -shm),
+ * leadership (SQLite always grants; on PostgreSQL one
  * store of two leads, the other takes over with the next epoch), and store
  * URLs shown without their password.
  */
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -430,6 +433,78 @@ static void test_a_sqlite_database_from_before_the_added_columns_upgrades(void *
     check_upgraded(f->s);
 }
 
+/* Counts jobs in path with SQLite's default VFS, as a sqlite3 shell would,
+ * and exits with the count, 255 when the file is locked (SQLITE_BUSY), 254
+ * on any other failure: run by this binary's `--count-jobs PATH`. */
+static int count_jobs_main(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int code = 254;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM jobs", -1, &st, NULL) == SQLITE_OK) {
+        int r = sqlite3_step(st);
+        code = r == SQLITE_ROW ? (int)sqlite3_column_int64(st, 0) : r == SQLITE_BUSY ? 255 : 254;
+    } else if (db && sqlite3_errcode(db) == SQLITE_BUSY) {
+        code = 255;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return code;
+}
+
+/* The jobs another process counts in path: -1 when it finds the file
+ * locked, -2 on any other failure. A new program, not a fork: a forked
+ * child would inherit this process's SQLite lock bookkeeping. */
+static int count_jobs_elsewhere(const char *path)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/proc/self/exe", "test_store_schema", "--count-jobs", path, (char *)NULL);
+        _exit(253);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    int code = WEXITSTATUS(status);
+    assert_int_not_equal(code, 253);
+    return code == 255 ? -1 : code == 254 ? -2 : code;
+}
+
+static void test_a_sqlite_store_holds_its_file_alone_and_keeps_no_shared_index(void **state)
+{
+    struct fixture *f = *state;
+    if (test_store_target_is_pg(&f->t))
+        skip();
+    char shm[1100];
+    snprintf(shm, sizeof shm, "%s-shm", f->t.path);
+    f->s = test_store_target_open(&f->t);
+    store_close(f->s);
+    /* An older tide's WAL index, left by a kill -9: never read, removed at open. */
+    FILE *old = fopen(shm, "w");
+    assert_non_null(old);
+    fputs("not a WAL index", old);
+    fclose(old);
+    f->s = test_store_target_open(&f->t);
+    test_store_add_job(f->s, "vision");
+    struct stat st;
+    assert_int_equal(stat(shm, &st), -1);
+    assert_int_equal(count_jobs_elsewhere(f->t.path), -1);
+    /* The store's own events reader still reads alongside its writer. */
+    assert_int_equal(store_event_add(f->s, 5, "job_running", 0, 0, "seen", NULL), 0);
+    struct event_filter flt = {0};
+    json_t *evs = NULL;
+    bool more = true;
+    assert_int_equal(store_events_query(f->s, &flt, &evs, &more, NULL), 0);
+    assert_int_equal(json_array_size(evs), 1);
+    assert_false(more);
+    json_decref(evs);
+    store_close(f->s);
+    f->s = NULL;
+    assert_int_equal(count_jobs_elsewhere(f->t.path), 1);
+}
+
 static void test_sqlite_always_grants_leadership_with_a_new_epoch(void **state)
 {
     struct fixture *f = *state;
@@ -603,8 +678,10 @@ static void test_an_unreachable_database_is_named_without_its_password(void **st
     assert_non_null(strstr(err.message, "postgres://[broken"));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--count-jobs"))
+        return count_jobs_main(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_new_store_is_at_the_latest_schema_version, setup,
                                         teardown),
@@ -618,6 +695,8 @@ int main(void)
             test_a_sqlite_database_made_by_tide_before_versions_upgrades, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_sqlite_database_from_before_the_added_columns_upgrades, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_sqlite_store_holds_its_file_alone_and_keeps_no_shared_index, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_always_grants_leadership_with_a_new_epoch,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_stores_on_one_postgres_lead_one_at_a_time, setup,
