@@ -80,7 +80,7 @@ static void test_a_new_store_is_at_the_latest_schema_version(void **state)
 {
     struct fixture *f = *state;
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 2);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 3);
     assert_int_equal(query_int(f->s, "SELECT COUNT(*) FROM schema_version"), 1);
     store_close(f->s);
     f->s = test_store_target_open(&f->t); /* opening again changes nothing */
@@ -98,7 +98,7 @@ static void test_a_database_newer_than_this_tide_is_refused(void **state)
     assert_int_equal(store_open(f->t.path, &f->s, &err), TIDE_EINVAL);
     assert_null(f->s);
     assert_string_equal(err.message,
-                        "database schema is version 7, this tide knows up to 2: upgrade tide");
+                        "database schema is version 7, this tide knows up to 3: upgrade tide");
     assert_string_equal(err.field, "store");
 }
 
@@ -240,14 +240,14 @@ static void test_a_version_1_database_upgrades_to_fewer_job_and_event_indexes(vo
     store_close(f->s);
 
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 2);
-    const char *gone[] = {"jobs_by_state", "jobs_by_project", "jobs_by_end", "events_by_node",
-                          "events_by_pool"};
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 3);
+    const char *gone[] = {"jobs_by_state",  "jobs_by_project", "jobs_by_end",      "events_by_node",
+                          "events_by_pool", "events_by_time",  "events_by_project"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
         if (has_index(f->s, pg, gone[i]))
             fail_msg("index %s is still there", gone[i]);
     const char *kept[] = {"jobs_ended_by_end", "events_with_node", "events_with_pool",
-                          "events_by_job", "events_by_project", "events_by_time"};
+                          "events_by_job"};
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
         if (!has_index(f->s, pg, kept[i]))
             fail_msg("index %s is missing", kept[i]);
@@ -265,6 +265,78 @@ static void test_a_version_1_database_upgrades_to_fewer_job_and_event_indexes(vo
     assert_int_equal(store_job_get(f->s, id, &job, NULL), 0);
     assert_string_equal(json_string_value(json_object_get(job, "project")), "vision");
     json_decref(job);
+}
+
+/* The ids of the events flt lists, as "1,2,3" (at most size bytes). */
+static void listed_ids(struct store *s, const struct event_filter *flt, char *out, size_t size)
+{
+    json_t *evs = NULL;
+    bool more;
+    struct tide_err err = {0};
+    if (store_events_query(s, flt, &evs, &more, &err) != 0)
+        fail_msg("list events: %s", err.message);
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < json_array_size(evs) && o < size; i++)
+        o += (size_t)snprintf(out + o, size - o, "%s%lld", i ? "," : "",
+                              (long long)json_integer_value(
+                                  json_object_get(json_array_get(evs, i), "id")));
+    json_decref(evs);
+}
+
+/* Version 2 as a database at version 2 has it: the event time and project indexes. */
+static const char v2_event_indexes[] =
+    "CREATE INDEX events_by_project ON events(project);"
+    "CREATE INDEX events_by_time ON events(time_ms);"
+    "UPDATE schema_version SET version = 2";
+
+static void test_a_version_2_database_loses_the_event_time_and_project_indexes(void **state)
+{
+    struct fixture *f = *state;
+    bool pg = test_store_target_is_pg(&f->t);
+    f->s = test_store_target_open(&f->t);
+    exec_ok(f->s, v2_event_indexes);
+    int64_t vision = test_store_add_job(f->s, "vision");
+    int64_t speech = test_store_add_job(f->s, "speech");
+    /* Times not in id order at the edges: the filters still compare each row's time. */
+    const struct {
+        int64_t time, job;
+    } adds[] = {{3000, vision}, {1000, speech}, {2000, vision}, {5000, speech}, {4000, vision}};
+    int64_t ids[5];
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(store_event_add(f->s, adds[i].time, "job_running", adds[i].job, 0,
+                                         "running", NULL),
+                         0);
+        ids[i] = query_int(f->s, "SELECT MAX(id) FROM events");
+    }
+    store_close(f->s);
+
+    f->s = test_store_target_open(&f->t);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 3);
+    assert_int_equal(has_index(f->s, pg, "events_by_time"), 0);
+    assert_int_equal(has_index(f->s, pg, "events_by_project"), 0);
+    assert_int_equal(has_index(f->s, pg, "events_by_job"), 1);
+    char got[128], want[128];
+    struct event_filter flt = {0};
+    flt.from_ms = 2000;
+    flt.to_ms = 5000;
+    listed_ids(f->s, &flt, got, sizeof got);
+    snprintf(want, sizeof want, "%lld,%lld,%lld", (long long)ids[0], (long long)ids[2],
+             (long long)ids[4]);
+    assert_string_equal(got, want);
+    memset(&flt, 0, sizeof flt);
+    flt.project = "vision";
+    flt.tail = 2;
+    listed_ids(f->s, &flt, got, sizeof got);
+    snprintf(want, sizeof want, "%lld,%lld", (long long)ids[2], (long long)ids[4]);
+    assert_string_equal(got, want);
+    memset(&flt, 0, sizeof flt);
+    flt.projects = json_pack("[s]", "speech"); /* a project-limited token */
+    flt.to_ms = 5000;
+    listed_ids(f->s, &flt, got, sizeof got);
+    json_decref(flt.projects);
+    snprintf(want, sizeof want, "%lld", (long long)ids[1]);
+    assert_string_equal(got, want);
 }
 
 /* What tide made before schema versions: its CREATE TABLE IF NOT EXISTS
@@ -367,7 +439,7 @@ static void make_old_database(const char *path, bool with_main)
 /* The old rows read back through the store, and new rows written. */
 static void check_upgraded(struct store *s)
 {
-    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), 2);
+    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), 3);
     struct cluster c;
     cluster_init(&c);
     assert_int_equal(store_nodes_load(s, &c, 100, NULL), 0);
@@ -691,6 +763,8 @@ int main(int argc, char **argv)
             test_jobs_nodes_and_tokens_come_back_after_a_reopen_with_big_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_version_1_database_upgrades_to_fewer_job_and_event_indexes, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_version_2_database_loses_the_event_time_and_project_indexes, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_sqlite_database_made_by_tide_before_versions_upgrades, setup, teardown),
         cmocka_unit_test_setup_teardown(
