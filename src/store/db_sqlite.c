@@ -4,7 +4,8 @@
  * the machine. Connections are FULLMUTEX, so a read-only one may be shared
  * by threads (WAL lets it read committed data while the writer writes).
  *
- * Files are opened through SQLite's "unix-excl" VFS: the first lock takes a
+ * Files are opened through SQLite's "unix-excl" VFS (under db_sqlite_vfs.h,
+ * which gathers a transaction's WAL writes into one): the first lock takes a
  * POSIX write lock on the file for the whole process, held until its last
  * connection closes, so no other process can open the database while this
  * one has it, and the connections of this process coordinate in memory: no
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "store/db.h"
+#include "store/db_sqlite_vfs.h"
 
 /* BEGIN IMMEDIATE, COMMIT and ROLLBACK, prepared at their first use:
  * sqlite3_exec would parse them for every transaction. */
@@ -304,8 +306,13 @@ int db_sqlite_open(const char *path, bool read_only, struct db **out, struct tid
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     d->base.ops = &sqlite_ops;
     d->base.dialect = DB_SQLITE;
+    const char *vfs = memory ? NULL : db_sqlite_vfs(err);
+    if (!memory && !vfs) {
+        free(d);
+        return TIDE_EIO;
+    }
     int flags = SQLITE_OPEN_READWRITE | (read_only ? 0 : SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX;
-    int r = sqlite3_open_v2(path, &d->h, flags, memory ? NULL : "unix-excl");
+    int r = sqlite3_open_v2(path, &d->h, flags, vfs);
     if (r != SQLITE_OK)
         return open_failed(d, path, read_only, r, d->h ? sqlite3_errmsg(d->h) : "out of memory",
                            err);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -505,6 +506,41 @@ static void test_a_sqlite_database_from_before_the_added_columns_upgrades(void *
     check_upgraded(f->s);
 }
 
+/* Commits jobs into the store at path until killed: one job a transaction,
+ * and every 5th transaction 60 jobs with 4 KiB specs (more than the WAL
+ * writes gathered at once); after each commit, the number of jobs committed
+ * so far on a line on stdout. Run by this binary's `--commit-jobs PATH`. */
+static int commit_jobs_main(const char *path)
+{
+    struct store *s = NULL;
+    struct tide_err err = {0};
+    if (store_open(path, &s, &err) != 0)
+        return 2;
+    char big[4096];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    for (long total = 0, round = 1;; round++) {
+        int n = round % 5 ? 1 : 60;
+        if (store_begin(s, &err) != 0)
+            return 3;
+        for (int i = 0; i < n; i++) {
+            struct job j;
+            memset(&j, 0, sizeof j);
+            snprintf(j.project, sizeof j.project, "p");
+            snprintf(j.queue, sizeof j.queue, "default");
+            json_t *spec = json_pack("{s:s, s:s}", "name", "t", "pad", n > 1 ? big : "");
+            if (store_job_insert(s, &j, spec, "tester", 1000, &err) != 0)
+                return 4;
+            json_decref(spec);
+        }
+        if (store_commit(s, &err) != 0)
+            return 5;
+        total += n;
+        printf("%ld\n", total);
+        fflush(stdout);
+    }
+}
+
 /* Counts jobs in path with SQLite's default VFS, as a sqlite3 shell would,
  * and exits with the count, 255 when the file is locked (SQLITE_BUSY), 254
  * on any other failure: run by this binary's `--count-jobs PATH`. */
@@ -575,6 +611,56 @@ static void test_a_sqlite_store_holds_its_file_alone_and_keeps_no_shared_index(v
     store_close(f->s);
     f->s = NULL;
     assert_int_equal(count_jobs_elsewhere(f->t.path), 1);
+}
+
+/* kill -9 between and during commits: every commit acknowledged is there,
+ * and the file is whole (the WAL's writes are gathered until each commit's
+ * sync, so a kill loses at most the transaction not yet acknowledged). */
+static void test_a_sqlite_store_killed_mid_writes_keeps_every_acknowledged_commit(void **state)
+{
+    struct fixture *f = *state;
+    if (test_store_target_is_pg(&f->t))
+        skip();
+    for (int kill_after = 7; kill_after <= 47; kill_after += 20) {
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            close(fds[1]);
+            execl("/proc/self/exe", "test_store_schema", "--commit-jobs", f->t.path, (char *)NULL);
+            _exit(253);
+        }
+        close(fds[1]);
+        FILE *acks = fdopen(fds[0], "r");
+        assert_non_null(acks);
+        long acked = 0, total;
+        for (int i = 0; i < kill_after && fscanf(acks, "%ld", &total) == 1; i++)
+            acked = total;
+        assert_int_equal(kill(pid, SIGKILL), 0);
+        while (fscanf(acks, "%ld", &total) == 1) /* sent before the kill */
+            acked = total;
+        fclose(acks);
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFSIGNALED(status));
+        assert_true(acked > 0);
+        f->s = test_store_target_open(&f->t);
+        int64_t jobs = query_int(f->s, "SELECT COUNT(*) FROM jobs");
+        if (jobs < acked)
+            fail_msg("%lld jobs after the kill, %ld were acknowledged", (long long)jobs, acked);
+        struct tide_err err = {0};
+        struct db_stmt *st = db_prepare(store_db(f->s), "PRAGMA integrity_check", &err);
+        assert_non_null(st);
+        assert_int_equal(db_step(st, "check", &err), DB_ROW);
+        assert_string_equal(db_column_text(st, 0), "ok");
+        db_finalize(st);
+        exec_ok(f->s, "DELETE FROM jobs");
+        store_close(f->s);
+        f->s = NULL;
+    }
 }
 
 static void test_sqlite_always_grants_leadership_with_a_new_epoch(void **state)
@@ -754,6 +840,8 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--count-jobs"))
         return count_jobs_main(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--commit-jobs"))
+        return commit_jobs_main(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_new_store_is_at_the_latest_schema_version, setup,
                                         teardown),
@@ -771,6 +859,8 @@ int main(int argc, char **argv)
             test_a_sqlite_database_from_before_the_added_columns_upgrades, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_sqlite_store_holds_its_file_alone_and_keeps_no_shared_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_sqlite_store_killed_mid_writes_keeps_every_acknowledged_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_always_grants_leadership_with_a_new_epoch,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_stores_on_one_postgres_lead_one_at_a_time, setup,
