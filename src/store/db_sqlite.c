@@ -3,6 +3,17 @@
  * with synchronous=FULL, so a commit survives a crash of the process and of
  * the machine. Connections are FULLMUTEX, so a read-only one may be shared
  * by threads (WAL lets it read committed data while the writer writes).
+ *
+ * Files are opened through SQLite's "unix-excl" VFS (under db_sqlite_vfs.h,
+ * which gathers a transaction's WAL writes into one): the first lock takes a
+ * POSIX write lock on the file for the whole process, held until its last
+ * connection closes, so no other process can open the database while this
+ * one has it, and the connections of this process coordinate in memory: no
+ * fcntl lock per transaction or read, and the WAL index lives in the heap
+ * (no -shm file). A read-only connection is opened read-write with
+ * query_only: SQLite's read-only open would leave the process regime and
+ * take (and release) real POSIX locks, which belong to the process and
+ * would drop the writer's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +25,7 @@
 #include <unistd.h>
 
 #include "store/db.h"
+#include "store/db_sqlite_vfs.h"
 
 /* BEGIN IMMEDIATE, COMMIT and ROLLBACK, prepared at their first use:
  * sqlite3_exec would parse them for every transaction. */
@@ -227,8 +239,9 @@ static const struct db_ops sqlite_ops = {
 };
 
 /* The database holds tokens' hashes and jobs' env secrets: only the server's
- * user may read it. SQLite gives its -wal and -shm files the database's mode,
- * so creating it 0600 covers them; older databases are tightened too. */
+ * user may read it. SQLite gives its -wal file the database's mode, so
+ * creating it 0600 covers it; older databases are tightened too (and an
+ * older tide's -shm until it is removed at open). */
 static int restrict_db_files(const char *path, struct tide_err *err)
 {
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -251,10 +264,39 @@ static int restrict_db_files(const char *path, struct tide_err *err)
     return 0;
 }
 
+/* What an open failure says: a database another process holds gets its own words. */
+static int open_failed(struct db_sqlite *d, const char *path, bool read_only, int code,
+                       const char *msg, struct tide_err *err)
+{
+    int rc;
+    if ((code & 0xff) == SQLITE_BUSY)
+        rc = tide_err_set(err, TIDE_EIO, NULL,
+                          "database %s is in use by another process (tide's server holds its "
+                          "SQLite file alone: stop the other one first)",
+                          path);
+    else
+        rc = tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s%s: %s", path,
+                          read_only ? " for reading" : "", msg);
+    sq_close(&d->base);
+    return rc;
+}
+
+/* Runs sql at open; SQLite's code (SQLITE_OK on success), its message in msg. */
+static int open_exec(struct db_sqlite *d, const char *sql, char *msg, size_t size)
+{
+    char *m = NULL;
+    int r = sqlite3_exec(d->h, sql, NULL, NULL, &m);
+    if (r != SQLITE_OK)
+        snprintf(msg, size, "%s", m ? m : sqlite3_errstr(r));
+    sqlite3_free(m);
+    return r;
+}
+
 int db_sqlite_open(const char *path, bool read_only, struct db **out, struct tide_err *err)
 {
     *out = NULL;
-    if (!read_only && strcmp(path, ":memory:") != 0) {
+    bool memory = strcmp(path, ":memory:") == 0;
+    if (!read_only && !memory) {
         int rc = restrict_db_files(path, err);
         if (rc)
             return rc;
@@ -264,24 +306,30 @@ int db_sqlite_open(const char *path, bool read_only, struct db **out, struct tid
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     d->base.ops = &sqlite_ops;
     d->base.dialect = DB_SQLITE;
-    int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-                SQLITE_OPEN_FULLMUTEX;
-    if (sqlite3_open_v2(path, &d->h, flags, NULL) != SQLITE_OK) {
-        int rc = tide_err_set(err, TIDE_EIO, NULL, "cannot open database %s%s: %s", path,
-                              read_only ? " for reading" : "",
-                              d->h ? sqlite3_errmsg(d->h) : "out of memory");
-        sq_close(&d->base);
-        return rc;
+    const char *vfs = memory ? NULL : db_sqlite_vfs(err);
+    if (!memory && !vfs) {
+        free(d);
+        return TIDE_EIO;
     }
+    int flags = SQLITE_OPEN_READWRITE | (read_only ? 0 : SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX;
+    int r = sqlite3_open_v2(path, &d->h, flags, vfs);
+    if (r != SQLITE_OK)
+        return open_failed(d, path, read_only, r, d->h ? sqlite3_errmsg(d->h) : "out of memory",
+                           err);
     sqlite3_busy_timeout(d->h, 5000);
-    if (!read_only) {
-        int rc = sq_exec(
-            &d->base, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
-            err);
-        if (rc) {
-            sq_close(&d->base);
-            return rc;
-        }
+    char msg[256];
+    r = open_exec(d,
+                  read_only ? "PRAGMA query_only=ON; SELECT COUNT(*) FROM sqlite_master;"
+                            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                              " PRAGMA foreign_keys=ON;",
+                  msg, sizeof msg);
+    if (r != SQLITE_OK)
+        return open_failed(d, path, read_only, r, msg, err);
+    if (!read_only && !memory) {
+        /* An older tide's shared WAL index: nobody else can use it now. */
+        char shm[4096];
+        if ((size_t)snprintf(shm, sizeof shm, "%s-shm", path) < sizeof shm)
+            unlink(shm);
     }
     *out = &d->base;
     return 0;

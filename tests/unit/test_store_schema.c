@@ -2,7 +2,8 @@
  * The store on SQLite and on PostgreSQL (test_store_target.h): versioned
  * migrations (a new database, a newer one refused, a SQLite file made by
  * tide before schema versions upgraded), the core rows surviving a reopen
- * with ids past 32 bits, leadership (SQLite always grants; on PostgreSQL one
+ * with ids past 32 bits, a SQLite file held by one process alone (no -shm),
+ * leadership (SQLite always grants; on PostgreSQL one
  * store of two leads, the other takes over with the next epoch), and store
  * URLs shown without their password.
  */
@@ -13,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -77,7 +81,7 @@ static void test_a_new_store_is_at_the_latest_schema_version(void **state)
 {
     struct fixture *f = *state;
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 2);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 3);
     assert_int_equal(query_int(f->s, "SELECT COUNT(*) FROM schema_version"), 1);
     store_close(f->s);
     f->s = test_store_target_open(&f->t); /* opening again changes nothing */
@@ -95,7 +99,7 @@ static void test_a_database_newer_than_this_tide_is_refused(void **state)
     assert_int_equal(store_open(f->t.path, &f->s, &err), TIDE_EINVAL);
     assert_null(f->s);
     assert_string_equal(err.message,
-                        "database schema is version 7, this tide knows up to 2: upgrade tide");
+                        "database schema is version 7, this tide knows up to 3: upgrade tide");
     assert_string_equal(err.field, "store");
 }
 
@@ -237,14 +241,14 @@ static void test_a_version_1_database_upgrades_to_fewer_job_and_event_indexes(vo
     store_close(f->s);
 
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 2);
-    const char *gone[] = {"jobs_by_state", "jobs_by_project", "jobs_by_end", "events_by_node",
-                          "events_by_pool"};
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 3);
+    const char *gone[] = {"jobs_by_state",  "jobs_by_project", "jobs_by_end",      "events_by_node",
+                          "events_by_pool", "events_by_time",  "events_by_project"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
         if (has_index(f->s, pg, gone[i]))
             fail_msg("index %s is still there", gone[i]);
     const char *kept[] = {"jobs_ended_by_end", "events_with_node", "events_with_pool",
-                          "events_by_job", "events_by_project", "events_by_time"};
+                          "events_by_job"};
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
         if (!has_index(f->s, pg, kept[i]))
             fail_msg("index %s is missing", kept[i]);
@@ -262,6 +266,78 @@ static void test_a_version_1_database_upgrades_to_fewer_job_and_event_indexes(vo
     assert_int_equal(store_job_get(f->s, id, &job, NULL), 0);
     assert_string_equal(json_string_value(json_object_get(job, "project")), "vision");
     json_decref(job);
+}
+
+/* The ids of the events flt lists, as "1,2,3" (at most size bytes). */
+static void listed_ids(struct store *s, const struct event_filter *flt, char *out, size_t size)
+{
+    json_t *evs = NULL;
+    bool more;
+    struct tide_err err = {0};
+    if (store_events_query(s, flt, &evs, &more, &err) != 0)
+        fail_msg("list events: %s", err.message);
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < json_array_size(evs) && o < size; i++)
+        o += (size_t)snprintf(out + o, size - o, "%s%lld", i ? "," : "",
+                              (long long)json_integer_value(
+                                  json_object_get(json_array_get(evs, i), "id")));
+    json_decref(evs);
+}
+
+/* Version 2 as a database at version 2 has it: the event time and project indexes. */
+static const char v2_event_indexes[] =
+    "CREATE INDEX events_by_project ON events(project);"
+    "CREATE INDEX events_by_time ON events(time_ms);"
+    "UPDATE schema_version SET version = 2";
+
+static void test_a_version_2_database_loses_the_event_time_and_project_indexes(void **state)
+{
+    struct fixture *f = *state;
+    bool pg = test_store_target_is_pg(&f->t);
+    f->s = test_store_target_open(&f->t);
+    exec_ok(f->s, v2_event_indexes);
+    int64_t vision = test_store_add_job(f->s, "vision");
+    int64_t speech = test_store_add_job(f->s, "speech");
+    /* Times not in id order at the edges: the filters still compare each row's time. */
+    const struct {
+        int64_t time, job;
+    } adds[] = {{3000, vision}, {1000, speech}, {2000, vision}, {5000, speech}, {4000, vision}};
+    int64_t ids[5];
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(store_event_add(f->s, adds[i].time, "job_running", adds[i].job, 0,
+                                         "running", NULL),
+                         0);
+        ids[i] = query_int(f->s, "SELECT MAX(id) FROM events");
+    }
+    store_close(f->s);
+
+    f->s = test_store_target_open(&f->t);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 3);
+    assert_int_equal(has_index(f->s, pg, "events_by_time"), 0);
+    assert_int_equal(has_index(f->s, pg, "events_by_project"), 0);
+    assert_int_equal(has_index(f->s, pg, "events_by_job"), 1);
+    char got[128], want[128];
+    struct event_filter flt = {0};
+    flt.from_ms = 2000;
+    flt.to_ms = 5000;
+    listed_ids(f->s, &flt, got, sizeof got);
+    snprintf(want, sizeof want, "%lld,%lld,%lld", (long long)ids[0], (long long)ids[2],
+             (long long)ids[4]);
+    assert_string_equal(got, want);
+    memset(&flt, 0, sizeof flt);
+    flt.project = "vision";
+    flt.tail = 2;
+    listed_ids(f->s, &flt, got, sizeof got);
+    snprintf(want, sizeof want, "%lld,%lld", (long long)ids[2], (long long)ids[4]);
+    assert_string_equal(got, want);
+    memset(&flt, 0, sizeof flt);
+    flt.projects = json_pack("[s]", "speech"); /* a project-limited token */
+    flt.to_ms = 5000;
+    listed_ids(f->s, &flt, got, sizeof got);
+    json_decref(flt.projects);
+    snprintf(want, sizeof want, "%lld", (long long)ids[1]);
+    assert_string_equal(got, want);
 }
 
 /* What tide made before schema versions: its CREATE TABLE IF NOT EXISTS
@@ -364,7 +440,7 @@ static void make_old_database(const char *path, bool with_main)
 /* The old rows read back through the store, and new rows written. */
 static void check_upgraded(struct store *s)
 {
-    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), 2);
+    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), 3);
     struct cluster c;
     cluster_init(&c);
     assert_int_equal(store_nodes_load(s, &c, 100, NULL), 0);
@@ -428,6 +504,163 @@ static void test_a_sqlite_database_from_before_the_added_columns_upgrades(void *
     make_old_database(f->t.path, false);
     f->s = test_store_target_open(&f->t);
     check_upgraded(f->s);
+}
+
+/* Commits jobs into the store at path until killed: one job a transaction,
+ * and every 5th transaction 60 jobs with 4 KiB specs (more than the WAL
+ * writes gathered at once); after each commit, the number of jobs committed
+ * so far on a line on stdout. Run by this binary's `--commit-jobs PATH`. */
+static int commit_jobs_main(const char *path)
+{
+    struct store *s = NULL;
+    struct tide_err err = {0};
+    if (store_open(path, &s, &err) != 0)
+        return 2;
+    char big[4096];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    for (long total = 0, round = 1;; round++) {
+        int n = round % 5 ? 1 : 60;
+        if (store_begin(s, &err) != 0)
+            return 3;
+        for (int i = 0; i < n; i++) {
+            struct job j;
+            memset(&j, 0, sizeof j);
+            snprintf(j.project, sizeof j.project, "p");
+            snprintf(j.queue, sizeof j.queue, "default");
+            json_t *spec = json_pack("{s:s, s:s}", "name", "t", "pad", n > 1 ? big : "");
+            if (store_job_insert(s, &j, spec, "tester", 1000, &err) != 0)
+                return 4;
+            json_decref(spec);
+        }
+        if (store_commit(s, &err) != 0)
+            return 5;
+        total += n;
+        printf("%ld\n", total);
+        fflush(stdout);
+    }
+}
+
+/* Counts jobs in path with SQLite's default VFS, as a sqlite3 shell would,
+ * and exits with the count, 255 when the file is locked (SQLITE_BUSY), 254
+ * on any other failure: run by this binary's `--count-jobs PATH`. */
+static int count_jobs_main(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int code = 254;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM jobs", -1, &st, NULL) == SQLITE_OK) {
+        int r = sqlite3_step(st);
+        code = r == SQLITE_ROW ? (int)sqlite3_column_int64(st, 0) : r == SQLITE_BUSY ? 255 : 254;
+    } else if (db && sqlite3_errcode(db) == SQLITE_BUSY) {
+        code = 255;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return code;
+}
+
+/* The jobs another process counts in path: -1 when it finds the file
+ * locked, -2 on any other failure. A new program, not a fork: a forked
+ * child would inherit this process's SQLite lock bookkeeping. */
+static int count_jobs_elsewhere(const char *path)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/proc/self/exe", "test_store_schema", "--count-jobs", path, (char *)NULL);
+        _exit(253);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    int code = WEXITSTATUS(status);
+    assert_int_not_equal(code, 253);
+    return code == 255 ? -1 : code == 254 ? -2 : code;
+}
+
+static void test_a_sqlite_store_holds_its_file_alone_and_keeps_no_shared_index(void **state)
+{
+    struct fixture *f = *state;
+    if (test_store_target_is_pg(&f->t))
+        skip();
+    char shm[1100];
+    snprintf(shm, sizeof shm, "%s-shm", f->t.path);
+    f->s = test_store_target_open(&f->t);
+    store_close(f->s);
+    /* An older tide's WAL index, left by a kill -9: never read, removed at open. */
+    FILE *old = fopen(shm, "w");
+    assert_non_null(old);
+    fputs("not a WAL index", old);
+    fclose(old);
+    f->s = test_store_target_open(&f->t);
+    test_store_add_job(f->s, "vision");
+    struct stat st;
+    assert_int_equal(stat(shm, &st), -1);
+    assert_int_equal(count_jobs_elsewhere(f->t.path), -1);
+    /* The store's own events reader still reads alongside its writer. */
+    assert_int_equal(store_event_add(f->s, 5, "job_running", 0, 0, "seen", NULL), 0);
+    struct event_filter flt = {0};
+    json_t *evs = NULL;
+    bool more = true;
+    assert_int_equal(store_events_query(f->s, &flt, &evs, &more, NULL), 0);
+    assert_int_equal(json_array_size(evs), 1);
+    assert_false(more);
+    json_decref(evs);
+    store_close(f->s);
+    f->s = NULL;
+    assert_int_equal(count_jobs_elsewhere(f->t.path), 1);
+}
+
+/* kill -9 between and during commits: every commit acknowledged is there,
+ * and the file is whole (the WAL's writes are gathered until each commit's
+ * sync, so a kill loses at most the transaction not yet acknowledged). */
+static void test_a_sqlite_store_killed_mid_writes_keeps_every_acknowledged_commit(void **state)
+{
+    struct fixture *f = *state;
+    if (test_store_target_is_pg(&f->t))
+        skip();
+    for (int kill_after = 7; kill_after <= 47; kill_after += 20) {
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            close(fds[1]);
+            execl("/proc/self/exe", "test_store_schema", "--commit-jobs", f->t.path, (char *)NULL);
+            _exit(253);
+        }
+        close(fds[1]);
+        FILE *acks = fdopen(fds[0], "r");
+        assert_non_null(acks);
+        long acked = 0, total;
+        for (int i = 0; i < kill_after && fscanf(acks, "%ld", &total) == 1; i++)
+            acked = total;
+        assert_int_equal(kill(pid, SIGKILL), 0);
+        while (fscanf(acks, "%ld", &total) == 1) /* sent before the kill */
+            acked = total;
+        fclose(acks);
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFSIGNALED(status));
+        assert_true(acked > 0);
+        f->s = test_store_target_open(&f->t);
+        int64_t jobs = query_int(f->s, "SELECT COUNT(*) FROM jobs");
+        if (jobs < acked)
+            fail_msg("%lld jobs after the kill, %ld were acknowledged", (long long)jobs, acked);
+        struct tide_err err = {0};
+        struct db_stmt *st = db_prepare(store_db(f->s), "PRAGMA integrity_check", &err);
+        assert_non_null(st);
+        assert_int_equal(db_step(st, "check", &err), DB_ROW);
+        assert_string_equal(db_column_text(st, 0), "ok");
+        db_finalize(st);
+        exec_ok(f->s, "DELETE FROM jobs");
+        store_close(f->s);
+        f->s = NULL;
+    }
 }
 
 static void test_sqlite_always_grants_leadership_with_a_new_epoch(void **state)
@@ -603,8 +836,12 @@ static void test_an_unreachable_database_is_named_without_its_password(void **st
     assert_non_null(strstr(err.message, "postgres://[broken"));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--count-jobs"))
+        return count_jobs_main(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--commit-jobs"))
+        return commit_jobs_main(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_new_store_is_at_the_latest_schema_version, setup,
                                         teardown),
@@ -615,9 +852,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_a_version_1_database_upgrades_to_fewer_job_and_event_indexes, setup, teardown),
         cmocka_unit_test_setup_teardown(
+            test_a_version_2_database_loses_the_event_time_and_project_indexes, setup, teardown),
+        cmocka_unit_test_setup_teardown(
             test_a_sqlite_database_made_by_tide_before_versions_upgrades, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_sqlite_database_from_before_the_added_columns_upgrades, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_sqlite_store_holds_its_file_alone_and_keeps_no_shared_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_sqlite_store_killed_mid_writes_keeps_every_acknowledged_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_always_grants_leadership_with_a_new_epoch,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_stores_on_one_postgres_lead_one_at_a_time, setup,
