@@ -24,8 +24,9 @@ struct agent_task_signals {
 /* Reads the process's handlers now into *s (NSIG sigaction calls). */
 void agent_task_signals_scan(struct agent_task_signals *s);
 
-/* The agent's set, scanned at the first call and kept: a handler installed
- * after the first task started needs agent_task_signals_refresh. */
+/* The agent's set, scanned at the first call and kept. The agent installs
+ * all its handlers (agent_main.c, agent_wake.c) before its first start, so
+ * only tests, which install more later, call agent_task_signals_refresh. */
 const struct agent_task_signals *agent_task_signals_caught(void);
 void agent_task_signals_refresh(void);
 

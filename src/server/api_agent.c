@@ -6,6 +6,7 @@
  * while jobs wait also waits (briefly) for the scheduling pass it kicked,
  * so that it carries the start the exit made room for.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -620,10 +621,6 @@ json_t *api_agent_node_actions(struct server *srv, const struct node *node)
  * separately: one request per job fewer. Bounded, as the agent's loop waits
  * for the reply; the wait answer still brings whatever comes later. */
 #define REPORT_PASS_WAIT_MS 20
-/* Every pass ends in apply_actions, which wakes the waiting heartbeats;
- * they also look every this often whether one ran, in case (a failed
- * apply). */
-#define REPORT_PASS_STEP_MS 5
 
 /* Whether jobs waited at the last pass (the next may then place one here):
  * its count, not a walk over every job the server holds, finished ones
@@ -659,74 +656,52 @@ static void add_node_actions(struct server *srv, const struct node *node, json_t
     json_decref(more);
 }
 
-/* A heartbeat waiting for the next scheduling pass (await_pass). */
+/* A heartbeat waiting for the next scheduling pass (await_pass), in
+ * srv->report_waiters. */
 struct report_waiter {
-    struct server *srv; /* a test may run more than one */
     int64_t node_id;
-    long long passes; /* srv->sched_passes when it began to wait */
-    json_t *actions;  /* its reply's, which the pass adds to */
-    bool done;        /* the pass added them and marked them delivered */
+    json_t *actions; /* its reply's, which the pass adds to */
+    bool done;       /* the pass added them and marked them delivered */
     struct report_waiter *next;
 };
-/* The heartbeats waiting, and their wake-up; under srv->lock. */
-static struct report_waiter *report_waiters;
-static pthread_cond_t report_cond = PTHREAD_COND_INITIALIZER;
 
-/* Whether the apply running now is the pass w waits for: only a pass
- * moves the count, so another heartbeat's apply is not it. */
-static bool waits_for_this_apply(const struct report_waiter *w, const struct server *srv)
-{
-    return w->srv == srv && !w->done && w->passes != srv->sched_passes;
-}
-
+/* The scheduler thread holds srv->lock from its pass through the apply, so
+ * every heartbeat waiting now recorded its exit before this pass began:
+ * this is the pass each waits for. */
 void api_agent_actions_applying(struct server *srv)
 {
-    for (struct report_waiter *w = report_waiters; w; w = w->next)
-        if (waits_for_this_apply(w, srv))
-            agent_wake_hold(srv, w->node_id);
+    for (struct report_waiter *w = srv->report_waiters; w; w = w->next)
+        agent_wake_hold(srv, w->node_id);
 }
 
 void api_agent_actions_applied(struct server *srv)
 {
-    bool any = false;
-    for (struct report_waiter *w = report_waiters; w; w = w->next) {
-        if (!waits_for_this_apply(w, srv))
-            continue;
+    for (struct report_waiter *w = srv->report_waiters; w; w = w->next) {
         const struct node *node = cluster_find_node(&srv->cluster, w->node_id);
         if (node)
             add_node_actions(srv, node, w->actions);
-        agent_wake_delivered(srv, w->node_id);
+        agent_wake_delivered(srv, w->node_id); /* also ends the hold */
         w->done = true;
-        any = true;
     }
-    if (any)
-        pthread_cond_broadcast(&report_cond);
+    if (srv->report_waiters)
+        pthread_cond_broadcast(&srv->report_pass);
 }
 
-/* Waits, lock held (released meanwhile), until a scheduling pass has run
- * since the call, adding what it decided for node_id to actions, or
- * REPORT_PASS_WAIT_MS. */
+/* Waits, lock held (released meanwhile), until the next scheduling pass has
+ * added what it decided for node_id to actions, or REPORT_PASS_WAIT_MS. */
 static void await_pass(struct server *srv, int64_t node_id, json_t *actions)
 {
-    struct report_waiter w = {.srv = srv, .node_id = node_id, .passes = srv->sched_passes,
-                              .actions = actions, .next = report_waiters};
-    report_waiters = &w;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    int64_t until_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec +
-                       (int64_t)REPORT_PASS_WAIT_MS * 1000000;
-    while (!w.done && srv->sched_passes == w.passes && !srv->stopping) {
-        clock_gettime(CLOCK_REALTIME, &now);
-        int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-        if (now_ns >= until_ns)
+    struct report_waiter w = {.node_id = node_id, .actions = actions, .next = srv->report_waiters};
+    srv->report_waiters = &w;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    int64_t ns = until.tv_nsec + (int64_t)REPORT_PASS_WAIT_MS * 1000000;
+    until.tv_sec += ns / 1000000000;
+    until.tv_nsec = ns % 1000000000;
+    while (!w.done && !srv->stopping)
+        if (pthread_cond_timedwait(&srv->report_pass, &srv->lock, &until) == ETIMEDOUT)
             break;
-        int64_t at_ns = now_ns + (int64_t)REPORT_PASS_STEP_MS * 1000000;
-        if (at_ns > until_ns)
-            at_ns = until_ns;
-        struct timespec at = {.tv_sec = at_ns / 1000000000, .tv_nsec = at_ns % 1000000000};
-        pthread_cond_timedwait(&report_cond, &srv->lock, &at);
-    }
-    struct report_waiter **p = &report_waiters;
+    struct report_waiter **p = &srv->report_waiters;
     while (*p != &w)
         p = &(*p)->next;
     *p = w.next;
@@ -768,6 +743,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     action_list_clear(&srv->actions);
     static struct health_notes health;
     if (api_health_from_heartbeat(srv, node, body, now, &srv->actions, &health, reply) != 0) {
+        agent_wake_delivered(srv, node->id); /* ends the hold, as above */
         pthread_mutex_unlock(&srv->lock);
         json_decref(body);
         return 0;
@@ -825,7 +801,13 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         agent_wake_delivered(srv, req->token.node_id);
         await_pass(srv, req->token.node_id, actions);
     }
-    /* this reply carries all that is decided for the node so far */
+    /* This reply carries all that is decided for the node so far: also what
+     * other threads decided for it (a cancel, a gang member's stop) while
+     * this heartbeat applied or waited, which its own actions lack. The
+     * node's state says it all, as a wait answer's does. */
+    node = cluster_find_node(&srv->cluster, req->token.node_id);
+    if (!rc && node)
+        add_node_actions(srv, node, actions);
     agent_wake_delivered(srv, req->token.node_id);
     pthread_mutex_unlock(&srv->lock);
     json_decref(body);

@@ -223,10 +223,8 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
     for (size_t i = 0; i < actions->len && !durable; i++)
         durable = actions->items[i].type != ACTION_SEND_START &&
                   actions->items[i].type != ACTION_SEND_STOP && actions->items[i].type != ACTION_ACK;
-    if (!durable) {
-        api_agent_actions_applied(srv); /* a pass that placed nothing ran, too */
+    if (!durable)
         return 0;
-    }
     int rc = store_begin(srv->store, err);
     for (size_t i = 0; !rc && i < actions->len; i++)
         rc = apply_one(srv, &actions->items[i], now_ms, err);
@@ -234,10 +232,6 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
         rc = store_commit(srv->store, err);
     if (!rc)
         eta_refresh_learn(srv, actions, now_ms);
-    /* a heartbeat waiting for this pass will carry what it decides for its
-     * node: that node's long-poll is not woken for it (api_agent.c) */
-    if (!rc)
-        api_agent_actions_applying(srv);
     for (size_t i = 0; !rc && i < actions->len; i++) {
         /* their agents hear of it now, not at their next heartbeat */
         agent_wake_node(srv, actions->items[i].node_id);
@@ -247,10 +241,6 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
             srv->failures[cls]++;
         count_for_metrics(srv, &actions->items[i], now_ms);
     }
-    /* a heartbeat waiting for this pass takes what it decided for its node
-     * before the long-poll woken above can (api_agent.c) */
-    if (!rc)
-        api_agent_actions_applied(srv);
     if (rc) {
         store_rollback(srv->store);
         log_error("persisting %zu actions failed (%s); reloading state from the database",

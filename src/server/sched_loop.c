@@ -152,8 +152,12 @@ static void *sched_thread(void *arg)
         srv->sched_passes++;
         usage_meter_tick(srv, now);
         struct tide_err err;
+        /* heartbeats waiting for this pass carry what it decides for their
+         * nodes: those long-polls are not woken for it (api_agent.c) */
+        api_agent_actions_applying(srv);
         if (apply_actions(srv, &actions, now, &err) != 0)
             log_error("scheduling pass not persisted: %s", err.message);
+        api_agent_actions_applied(srv);
         double pass_s = metrics_now_s() - pass_start;
         metrics_observe_pass(&srv->metrics, pass_s);
         pass_us = (int64_t)(pass_s * 1e6);

@@ -133,6 +133,8 @@ int api_health_from_heartbeat(struct server *srv, struct node *node, json_t *bod
 int api_health_persist(struct server *srv, int64_t node_id, const struct health_notes *notes,
                        int64_t now_ms, struct tide_err *err);
 
+struct report_waiter; /* api_agent.c */
+
 struct server {
     struct server_config cfg;
     pthread_mutex_t lock;
@@ -143,6 +145,10 @@ struct server {
     /* agent_wake.c: per node, what was decided and delivered and the
      * condition its agent's POST /v1/agent/wait parks on (wake_slots.h). */
     struct wake_slots agent_wake;
+    /* api_agent.c: heartbeats that reported an exit and wait for the pass
+     * it kicked, and their wake-up (CLOCK_MONOTONIC) */
+    struct report_waiter *report_waiters;
+    pthread_cond_t report_pass;
     volatile int stopping;
     struct store *store;
     struct server_lead lead; /* leader or follower (lead.h, docs/ha.md) */
@@ -232,18 +238,14 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
 /* Whether name may name a node: 1 to TIDE_NAME_MAX - 1 letters, digits, '-', '_', '.'. */
 bool api_agent_node_name_valid(const char *name);
 int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply);
-/* Actions were applied (none, for a pass that decided nothing) and their
- * nodes woken (apply.c): a heartbeat that waits for the scheduling pass its
- * exit report kicked takes, when this is that pass, its node's starts and
- * stops into its reply and marks them delivered (api_agent.c), so the
- * long-poll does not answer them too. Caller holds the lock. */
-void api_agent_actions_applied(struct server *srv);
-/* Called by apply.c before it wakes the nodes of the actions it committed:
- * the nodes of heartbeats waiting for this pass are held (agent_wake_hold),
- * so their long-polls are not woken for what those replies will carry;
- * api_agent_actions_applied then marks it delivered, which ends the hold.
- * Caller holds the lock. */
+/* The scheduler thread around a pass's apply_actions (sched_loop.c), lock
+ * held throughout. Before: the nodes of heartbeats waiting for the pass
+ * their exit kicked are held (agent_wake_hold), so their long-polls are not
+ * woken for what those replies will carry. After (on failure too): each
+ * such reply takes its node's starts and stops, derived from state, they
+ * are marked delivered (which ends the hold) and the heartbeats go on. */
 void api_agent_actions_applying(struct server *srv);
+void api_agent_actions_applied(struct server *srv);
 /* What node's agent is to do now, derived from state as a heartbeat that
  * mentions only the tasks the server knows it has would: a "start" for each
  * task placed there and not yet reported, a "stop" for each reported one

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/args.h"
@@ -432,6 +433,11 @@ int server_main(int argc, char **argv)
     auth_limit_init(&srv.auth_limit);
     auth_cache_init(&srv.auth_cache);
     pthread_cond_init(&srv.wake, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&srv.report_pass, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     if (wake_slots_init(&srv.agent_wake) != 0) {
         log_error("out of memory");
         return 1;
@@ -569,6 +575,7 @@ out:
     auth_cache_release(&srv.auth_cache);
     cluster_release(&srv.cluster);
     agent_wake_release(&srv);
+    pthread_cond_destroy(&srv.report_pass);
     action_list_release(&srv.actions);
     server_metrics_release(&srv.metrics);
     lead_release(&srv.lead);

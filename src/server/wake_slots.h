@@ -60,7 +60,7 @@ void wake_slots_wake_all(struct wake_slots *w);
 bool wake_slots_wait(struct wake_slots *w, pthread_mutex_t *mu, int64_t node_id,
                      const struct timespec *deadline, const volatile int *stop);
 
-/* For tests and /metrics: the waits parked for node_id now, and how many
+/* For tests: the waits parked for node_id now, and how many
  * times one of its parked waits was woken (by a decision for the node or
  * wake_slots_wake_all; a timeout is no wake-up). */
 int wake_slots_parked(const struct wake_slots *w, int64_t node_id);
