@@ -187,6 +187,16 @@ int64_t clock_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+struct timespec clock_in_us(clockid_t clock, int64_t us)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    int64_t ns = t.tv_nsec + us * 1000;
+    t.tv_sec += ns / 1000000000;
+    t.tv_nsec = ns % 1000000000;
+    return t;
+}
+
 int64_t clock_mono_ms(void)
 {
     struct timespec ts;

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/types.h>
 
 /* mkdir -p with the given mode for directories it creates. 0 or -errno. */
@@ -31,6 +32,10 @@ int64_t clock_now_ms(void);
 
 /* Monotonic clock in milliseconds, for timeouts and intervals. */
 int64_t clock_mono_ms(void);
+
+/* clock (CLOCK_REALTIME, CLOCK_MONOTONIC) us microseconds from now: the
+ * deadline of a pthread_cond_timedwait on a condition of that clock. */
+struct timespec clock_in_us(clockid_t clock, int64_t us);
 
 /* Sleeps for ms milliseconds (restarts on EINTR unless *stop becomes non-zero). */
 void clock_sleep_ms(int64_t ms, volatile int *stop);

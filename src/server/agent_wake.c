@@ -9,6 +9,7 @@
 
 #include <time.h>
 
+#include "common/fsutil.h"
 #include "core/cluster.h"
 
 void agent_wake_release(struct server *srv)
@@ -70,11 +71,8 @@ int api_agent_wait(struct server *srv, struct api_request *req, struct api_reply
      * hung server to an agent's fencing. */
     if (wait_ms > srv->cfg.node_timeout_ms / 2)
         wait_ms = srv->cfg.node_timeout_ms / 2;
-    struct timespec deadline; /* the slots' conditions wait on this clock */
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    int64_t ns = deadline.tv_nsec + wait_ms * 1000000;
-    deadline.tv_sec += ns / 1000000000;
-    deadline.tv_nsec = ns % 1000000000;
+    /* the slots' conditions wait on this clock */
+    struct timespec deadline = clock_in_us(CLOCK_MONOTONIC, wait_ms * 1000);
     int64_t node_id = req->token.node_id;
     pthread_mutex_lock(&srv->lock);
     bool known = cluster_find_node(&srv->cluster, node_id) != NULL;

@@ -693,11 +693,7 @@ static void await_pass(struct server *srv, int64_t node_id, json_t *actions)
 {
     struct report_waiter w = {.node_id = node_id, .actions = actions, .next = srv->report_waiters};
     srv->report_waiters = &w;
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    int64_t ns = until.tv_nsec + (int64_t)REPORT_PASS_WAIT_MS * 1000000;
-    until.tv_sec += ns / 1000000000;
-    until.tv_nsec = ns % 1000000000;
+    struct timespec until = clock_in_us(CLOCK_MONOTONIC, (int64_t)REPORT_PASS_WAIT_MS * 1000);
     while (!w.done && !srv->stopping)
         if (pthread_cond_timedwait(&srv->report_pass, &srv->lock, &until) == ETIMEDOUT)
             break;

@@ -43,16 +43,6 @@ void sched_loop_kick_submitted(struct server *srv)
  * job waits at most this long (after a pass) for its first pass. */
 #define SCHED_SUBMIT_REST_MIN_US 1000
 
-static struct timespec realtime_in_us(int64_t us)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    int64_t ns = t.tv_nsec + us * 1000;
-    t.tv_sec += ns / 1000000000;
-    t.tv_nsec = ns % 1000000000;
-    return t;
-}
-
 static bool before(const struct timespec *a, const struct timespec *b)
 {
     return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
@@ -71,20 +61,20 @@ static bool before(const struct timespec *a, const struct timespec *b)
  * other kick): then a pass over the new jobs may do (sched_pass_new). */
 static bool wait_for_work(struct server *srv, int64_t pass_us)
 {
-    struct timespec rest = realtime_in_us(pass_us);
+    struct timespec rest = clock_in_us(CLOCK_REALTIME, pass_us);
     while (pass_us > 0 && !srv->stopping)
         if (pthread_cond_timedwait(&srv->wake, &srv->lock, &rest) == ETIMEDOUT)
             break;
     int64_t submit_rest_us = pass_us * (SCHED_SUBMIT_REST - 1);
     if (submit_rest_us < SCHED_SUBMIT_REST_MIN_US - pass_us)
         submit_rest_us = SCHED_SUBMIT_REST_MIN_US - pass_us;
-    struct timespec submits_due = realtime_in_us(submit_rest_us);
-    struct timespec deadline = realtime_in_us((int64_t)srv->cfg.sched_interval_ms * 1000);
+    struct timespec submits_due = clock_in_us(CLOCK_REALTIME, submit_rest_us);
+    struct timespec deadline = clock_in_us(CLOCK_REALTIME, (int64_t)srv->cfg.sched_interval_ms * 1000);
     srv->sched_waiting = true;
     while (!srv->sched_wanted && !srv->stopping) {
         const struct timespec *until = &deadline;
         if (srv->sched_submitted) {
-            struct timespec now = realtime_in_us(0);
+            struct timespec now = clock_in_us(CLOCK_REALTIME, 0);
             if (!before(&now, &submits_due))
                 break;
             if (before(&submits_due, &deadline))

@@ -63,11 +63,25 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+static void test_a_deadline_in_microseconds_carries_into_seconds(void **state)
+{
+    (void)state;
+    struct timespec before, after;
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    struct timespec t = clock_in_us(CLOCK_MONOTONIC, 2500000); /* 2.5 s */
+    clock_gettime(CLOCK_MONOTONIC, &after);
+    assert_true(t.tv_nsec >= 0 && t.tv_nsec < 1000000000);
+    int64_t at = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    assert_true(at >= (int64_t)before.tv_sec * 1000000000 + before.tv_nsec + 2500000000LL);
+    assert_true(at <= (int64_t)after.tv_sec * 1000000000 + after.tv_nsec + 2500000000LL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_mkdir_p_makes_missing_parents_and_takes_what_is_there,
                                         setup, teardown),
+        cmocka_unit_test(test_a_deadline_in_microseconds_carries_into_seconds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
