@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -122,5 +123,8 @@ class BenchCluster:
                 p.wait(20)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.environ.get("TIDE_BENCH_KEEP"):
+            print(f"  kept {self.dir} (TIDE_BENCH_KEEP)", file=sys.stderr)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
         return False
