@@ -12,6 +12,7 @@
 
 #include "agent/agent_actions.h"
 #include "agent/agent_images.h"
+#include "agent/log_spares.h"
 #include "agent/task_log.h"
 #include "common/fsutil.h"
 #include "common/http_client.h"
@@ -198,6 +199,15 @@ static int64_t file_size(const char *path)
     return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
 }
 
+/* Removes a drained log, or keeps it for a later task where no process of
+ * its own can still write to it. 0 or -errno. */
+static int release_log(const struct agent_task *t)
+{
+    if (agent_task_log_reusable(t))
+        return log_spares_put(t->log_path);
+    return unlink(t->log_path) == 0 ? 0 : -errno;
+}
+
 /* Forgets acknowledged tasks once the server holds their whole log (or has
  * stopped taking it). */
 static void forget_acked(struct agent *a, const int64_t *before)
@@ -211,14 +221,15 @@ static void forget_acked(struct agent *a, const int64_t *before)
         else
             t->drain_tries = 0;
         bool drained = t->log_acked >= file_size(t->log_path);
+        int e;
         if (!drained && t->drain_tries <= DRAIN_MAX_TRIES)
             continue;
         if (!drained)
             log_warn("job %" PRId64 ".%" PRId64 ": server stopped taking its log at byte %" PRId64
                      "; %s is kept",
                      t->job_id, t->attempt, t->log_acked, t->log_path);
-        else if (unlink(t->log_path) != 0 && errno != ENOENT) /* the server holds all of it */
-            log_warn("cannot remove %s: %s", t->log_path, strerror(errno));
+        else if ((e = release_log(t)) != 0 && e != -ENOENT) /* the server holds all of it */
+            log_warn("cannot remove %s: %s", t->log_path, strerror(-e));
         agent_drop_task(a, i);
     }
 }

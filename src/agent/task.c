@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent/leftovers.h"
+#include "agent/log_spares.h"
 #include "agent/task_env.h"
 #include "agent/task_exec.h"
 #include "common/fsutil.h"
@@ -145,6 +146,17 @@ static pid_t agent_pid(void)
     if (!pid)
         pid = getpid();
     return pid;
+}
+
+/* Who owns a task's log: the run-as user's, else the agent's (asked once). */
+static uid_t log_owner(const struct agent_run_as *r)
+{
+    static uid_t agent_uid = (uid_t)-1;
+    if (r && r->change)
+        return r->uid;
+    if (agent_uid == (uid_t)-1)
+        agent_uid = geteuid();
+    return agent_uid;
 }
 
 /* Marks t as exited without a process having run. */
@@ -602,6 +614,8 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
             goto done;
         run.run_as = NULL; /* the runtime stays the agent's; --user switches inside */
     }
+    /* a spare of the log's owner saves making a file (log_spares.h) */
+    log_spares_take(t->log_path, log_owner(run.run_as));
     if (spawn(t, &run, spec->workdir && !spec->image ? spec->workdir : job_dir, envp, now_ms) != 0)
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
 done:
@@ -740,6 +754,12 @@ void agent_task_kill_now(struct agent_task *t)
             agent_container_signal(t->container_runtime, t->container_name, SIGKILL);
         kill(-t->pid, SIGKILL);
     }
+}
+
+bool agent_task_log_reusable(const struct agent_task *t)
+{
+    return t->state == AGENT_TASK_EXITED && t->cgroup && t->cgroup->removed &&
+           !t->container_runtime;
 }
 
 void agent_task_destroy(struct agent_task *t)

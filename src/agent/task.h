@@ -183,6 +183,11 @@ void agent_task_stop(struct agent_task *t, const char *reason, int grace_s, int 
 /* SIGKILLs a running task's group at once (a second shutdown signal). */
 void agent_task_kill_now(struct agent_task *t);
 
+/* Whether no process of the exited task can still hold its log open (its
+ * cgroup was removed empty, and no container runtime ran it), so the log
+ * may become a later task's (log_spares.h). */
+bool agent_task_log_reusable(const struct agent_task *t);
+
 /* Frees the task; it must have exited (or never started). Accepts NULL. */
 void agent_task_destroy(struct agent_task *t);
 
