@@ -7,7 +7,8 @@ on an idle cluster (submit -> running as the server recorded both, p50/p99
 over LATENCY jobs submitted one at a time), and server and agent CPU per job
 (utime+stime from /proc), and the agents' tasks' CPU per job (their reaped
 children's, from fork to exit: the image listings' included), and the HTTP
-requests the server served per job while the agents ran them. Never fails on speed.
+requests the server served and the database's disk flushes (fdatasync) per
+job while the agents ran them. Never fails on speed.
 Usage: e2e.py TIDE_BIN [--agents N] [--jobs N] [--latency N] [--clients N]"""
 import argparse
 import os
@@ -69,10 +70,15 @@ def main():
         submit_s = time.monotonic() - t
         server_cpu0 = cpu_s(c.procs["server"].pid)
 
-        def requests_served(text):
+        def counter(text, name):
             return sum(float(line.split()[1]) for line in text.splitlines()
-                       if line.startswith("tide_http_requests_total "))
-        requests0 = requests_served(call("GET", "/metrics", raw=True))
+                       if line.startswith(name + " "))
+
+        def requests_served(text):
+            return counter(text, "tide_http_requests_total")
+        metrics0 = call("GET", "/metrics", raw=True)
+        requests0 = requests_served(metrics0)
+        syncs0 = counter(metrics0, "tide_store_syncs_total")
         t0 = time.time()
         c.start_agents(args.agents, args.gpus)
         polls = 0
@@ -97,6 +103,7 @@ def main():
         # this script's own calls (start_agents' node listings every 0.2 s
         # are a few, counted in; the /metrics polls left out).
         requests = requests_served(text) - requests0 - polls
+        syncs = counter(text, "tide_store_syncs_total") - syncs0
         agent_cpu = sum(cpu_s(pid) for pid in c.agent_pids())
         task_cpu = sum(children_cpu_s(pid) for pid in c.agent_pids())
         server_cpu = cpu_s(c.procs["server"].pid) - server_cpu0
@@ -192,6 +199,8 @@ def main():
                   f"p50 {pct(lat, 50):.0f} ms, p99 {pct(lat, 99):.0f} ms")
         print(f"  HTTP requests per job: {requests / args.jobs:.2f} (the agents' registrations, "
               f"heartbeats and answered waits, and start_agents' few node listings)")
+        print(f"  database disk flushes per job: {syncs / args.jobs:.2f} (fdatasync of its WAL; "
+              f"commits that answers share count once)")
         print(f"  CPU per job: server {server_cpu / args.jobs * 1000:.2f} ms, "
               f"agents {agent_cpu / args.jobs * 1000:.2f} ms (all {args.agents}), their tasks "
               f"{task_cpu / args.jobs * 1000:.2f} ms (fork to exit: `sleep` and the image listings)")

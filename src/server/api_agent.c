@@ -749,7 +749,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     if (rc)
         tide_err_set(&err, rc, NULL, "out of memory");
     if (!rc)
-        rc = apply_actions(srv, &srv->actions, now, &err);
+        rc = apply_actions_deferred(srv, &srv->actions, now, &err);
     if (!rc && (health.nfaults || health.probe))
         rc = api_health_persist(srv, req->token.node_id, &health, now, &err);
     json_t *actions = json_array(), *acks = json_array();

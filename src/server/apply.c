@@ -216,8 +216,23 @@ static void count_for_metrics(struct server *srv, const struct action *a, int64_
     }
 }
 
+static int apply_and_commit(struct server *srv, const struct action_list *actions, int64_t now_ms,
+                            bool deferred, struct tide_err *err);
+
 int apply_actions(struct server *srv, const struct action_list *actions, int64_t now_ms,
                   struct tide_err *err)
+{
+    return apply_and_commit(srv, actions, now_ms, false, err);
+}
+
+int apply_actions_deferred(struct server *srv, const struct action_list *actions, int64_t now_ms,
+                           struct tide_err *err)
+{
+    return apply_and_commit(srv, actions, now_ms, true, err);
+}
+
+static int apply_and_commit(struct server *srv, const struct action_list *actions, int64_t now_ms,
+                            bool deferred, struct tide_err *err)
 {
     bool durable = false;
     for (size_t i = 0; i < actions->len && !durable; i++)
@@ -229,7 +244,7 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
     for (size_t i = 0; !rc && i < actions->len; i++)
         rc = apply_one(srv, &actions->items[i], now_ms, err);
     if (!rc)
-        rc = store_commit(srv->store, err);
+        rc = deferred ? store_commit_deferred(srv->store, err) : store_commit(srv->store, err);
     if (!rc)
         eta_refresh_learn(srv, actions, now_ms);
     for (size_t i = 0; !rc && i < actions->len; i++) {

@@ -293,6 +293,27 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply 
     return r;
 }
 
+/* No answer tells of a commit that is not on disk yet: the heartbeat and
+ * the scheduling pass commit without waiting for the disk (apply_actions_
+ * deferred), so every answer waits for one flush of all commits so far,
+ * shared with the answers waiting at the same time; most find it done. An
+ * answer whose flush failed becomes an error: what it told of may be lost
+ * with the machine. */
+static void answer_only_what_is_on_disk(struct server *srv, struct api_reply *reply)
+{
+    struct tide_err err;
+    tide_err_clear(&err);
+    if (!srv->store || store_sync(srv->store, &err) == 0)
+        return;
+    log_error("%s", err.message);
+    if (reply->response)
+        MHD_destroy_response(reply->response);
+    json_decref(reply->json);
+    free(reply->text);
+    *reply = (struct api_reply){.status = 200};
+    api_error(reply, &err);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -361,6 +382,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                       SERVER_MAX_BODY_BYTES);
     else
         route(srv, front->role, &req, &reply);
+    answer_only_what_is_on_disk(srv, &reply);
     if (reply.status == 201 && !strcmp(method, "POST") && !strcmp(url, "/v1/jobs"))
         metrics_observe_submit(&srv->metrics, metrics_now_s() - up->arrived_s);
     token_info_release(&req.token);

@@ -145,7 +145,7 @@ static void *sched_thread(void *arg)
         /* heartbeats waiting for this pass carry what it decides for their
          * nodes: those long-polls are not woken for it (api_agent.c) */
         api_agent_actions_applying(srv);
-        if (apply_actions(srv, &actions, now, &err) != 0)
+        if (apply_actions_deferred(srv, &actions, now, &err) != 0)
             log_error("scheduling pass not persisted: %s", err.message);
         api_agent_actions_applied(srv);
         double pass_s = metrics_now_s() - pass_start;

@@ -301,6 +301,13 @@ bool auth_project_allowed(const struct api_request *req, const char *project);
  * failure rolls back and reloads the cluster from the store. */
 int apply_actions(struct server *srv, const struct action_list *actions, int64_t now_ms,
                   struct tide_err *err);
+/* The same, committed without waiting for the disk (store_commit_deferred):
+ * for the heartbeat and the scheduling pass, whose decisions leave only in
+ * HTTP answers, and every answer waits for store_sync (http.c). The
+ * server's lock is then not held across the disk's flush, and the flush is
+ * shared by the answers waiting at the same time. */
+int apply_actions_deferred(struct server *srv, const struct action_list *actions, int64_t now_ms,
+                           struct tide_err *err);
 /* Rebuilds the cluster cache from the store (start-up and after errors). */
 int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *err);
 

@@ -33,6 +33,23 @@ int db_commit(struct db *db, struct tide_err *err)
     return db_exec(db, "COMMIT", err);
 }
 
+int db_commit_deferred(struct db *db, struct tide_err *err)
+{
+    if (db->ops->commit_deferred)
+        return db->ops->commit_deferred(db, err);
+    return db_commit(db, err);
+}
+
+int db_sync(struct db *db, struct tide_err *err)
+{
+    return db->ops->sync ? db->ops->sync(db, err) : 0;
+}
+
+uint64_t db_sync_count(struct db *db)
+{
+    return db->ops->sync_count ? db->ops->sync_count(db) : 0;
+}
+
 void db_rollback(struct db *db)
 {
     if (db->ops->rollback)

@@ -49,6 +49,10 @@ struct db_ops {
     int64_t (*last_insert_id)(struct db_stmt *st);
     int (*reconnect)(struct db *db, struct tide_err *err);
     void (*pin)(struct db *db);
+    /* Optional (NULL: commit, and nothing to sync): see db_commit_deferred. */
+    int (*commit_deferred)(struct db *db, struct tide_err *err);
+    int (*sync)(struct db *db, struct tide_err *err);
+    uint64_t (*sync_count)(struct db *db);
 };
 
 /* What every backend's connection and statement start with. */
@@ -73,10 +77,26 @@ enum db_dialect db_dialect(const struct db *db);
 /* Runs sql: one or more statements separated by ';', no parameters. */
 int db_exec(struct db *db, const char *sql, struct tide_err *err);
 
-/* A transaction on db: SQLite takes its write lock at once (BEGIN IMMEDIATE). */
+/* A transaction on db: SQLite takes its write lock at once (BEGIN IMMEDIATE).
+ * A commit, and a write outside a transaction, returns once it is on disk. */
 int db_begin(struct db *db, struct tide_err *err);
 int db_commit(struct db *db, struct tide_err *err);
 void db_rollback(struct db *db);
+
+/* Commits without waiting for the disk: the transaction is visible at once
+ * and on disk after the next db_sync (or any later commit's return), which
+ * whoever acts on it outside the process must wait for. SQLite only (see
+ * wal_sync.h); PostgreSQL commits as db_commit. */
+int db_commit_deferred(struct db *db, struct tide_err *err);
+
+/* Returns once every commit made on db so far is on disk; concurrent calls
+ * share one flush. Thread-safe; call it without the locks committers take.
+ * 0, or TIDE_EIO with err. */
+int db_sync(struct db *db, struct tide_err *err);
+
+/* Disk flushes db_sync and commits have made (0 where the backend does not
+ * count them). */
+uint64_t db_sync_count(struct db *db);
 
 /* A new statement for sql; NULL with err on failure. keep: it will be
  * stepped many times (the database keeps its plan until finalized). */

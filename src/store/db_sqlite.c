@@ -26,15 +26,22 @@
 
 #include "store/db.h"
 #include "store/db_sqlite_vfs.h"
+#include "store/wal_sync.h"
 
 /* BEGIN IMMEDIATE, COMMIT and ROLLBACK, prepared at their first use:
  * sqlite3_exec would parse them for every transaction. */
 enum { TX_BEGIN, TX_COMMIT, TX_ROLLBACK, TX_COUNT };
 
+/* WAL frames after which a commit checkpoints (SQLite's default). */
+#define CHECKPOINT_FRAMES 1000
+
 struct db_sqlite {
     struct db base;
     sqlite3 *h;
     sqlite3_stmt *tx[TX_COUNT];
+    struct wal_sync *wal; /* a writable file's: its commits' syncs; else NULL */
+    bool deferring;       /* the commit under way is db_commit_deferred's */
+    char sync_error[sizeof((struct tide_err *)0)->message]; /* why the last commit's sync failed */
 };
 
 struct stmt_sqlite {
@@ -54,6 +61,12 @@ static sqlite3_stmt *stmt(struct db_stmt *st)
 
 static int fail(struct db *db, struct tide_err *err, const char *what)
 {
+    struct db_sqlite *d = (struct db_sqlite *)db;
+    if (d->sync_error[0]) { /* on_commit's own words say more than "disk I/O error" */
+        int rc = tide_err_set(err, TIDE_EIO, NULL, "%s", d->sync_error);
+        d->sync_error[0] = '\0';
+        return rc;
+    }
     return tide_err_set(err, TIDE_EIO, NULL, "database: %s: %s", what, sqlite3_errmsg(handle(db)));
 }
 
@@ -63,6 +76,7 @@ static void sq_close(struct db *db)
     for (int i = 0; i < TX_COUNT; i++)
         sqlite3_finalize(d->tx[i]);
     sqlite3_close(d->h);
+    wal_sync_free(d->wal);
     free(d);
 }
 
@@ -92,6 +106,49 @@ static int sq_begin(struct db *db, struct tide_err *err)
 static int sq_commit(struct db *db, struct tide_err *err)
 {
     return sq_tx(db, TX_COMMIT, err);
+}
+
+static int sq_commit_deferred(struct db *db, struct tide_err *err)
+{
+    struct db_sqlite *d = (struct db_sqlite *)db;
+    d->deferring = true;
+    int rc = sq_tx(db, TX_COMMIT, err);
+    d->deferring = false;
+    return rc;
+}
+
+static int sq_sync(struct db *db, struct tide_err *err)
+{
+    struct db_sqlite *d = (struct db_sqlite *)db;
+    return d->wal ? wal_sync_flush(d->wal, err) : 0;
+}
+
+static uint64_t sq_sync_count(struct db *db)
+{
+    struct db_sqlite *d = (struct db_sqlite *)db;
+    return d->wal ? wal_sync_count(d->wal) : 0;
+}
+
+/* sqlite3_wal_hook: every commit of a writable connection (an explicit
+ * one, a statement's own, a script's) lands here once its frames are in
+ * the WAL and published. It is on disk before the statement returns unless
+ * db_commit_deferred made it; then the WAL checkpoints as SQLite's own hook
+ * would, which this one replaces. An error fails the statement, though its
+ * commit stands (it may not survive the machine). */
+static int on_commit(void *arg, sqlite3 *h, const char *schema, int frames)
+{
+    struct db_sqlite *d = arg;
+    wal_sync_committed(d->wal);
+    if (!d->deferring) {
+        struct tide_err err;
+        if (wal_sync_flush(d->wal, &err) != 0) {
+            snprintf(d->sync_error, sizeof d->sync_error, "%s", err.message);
+            return SQLITE_IOERR_FSYNC;
+        }
+    }
+    if (frames >= CHECKPOINT_FRAMES)
+        sqlite3_wal_checkpoint_v2(h, schema, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    return SQLITE_OK;
 }
 
 static void sq_rollback(struct db *db)
@@ -236,6 +293,9 @@ static const struct db_ops sqlite_ops = {
     .last_insert_id = sq_last_insert_id,
     .reconnect = sq_reconnect,
     .pin = sq_pin,
+    .commit_deferred = sq_commit_deferred,
+    .sync = sq_sync,
+    .sync_count = sq_sync_count,
 };
 
 /* The database holds tokens' hashes and jobs' env secrets: only the server's
@@ -326,6 +386,15 @@ int db_sqlite_open(const char *path, bool read_only, struct db **out, struct tid
     if (r != SQLITE_OK)
         return open_failed(d, path, read_only, r, msg, err);
     if (!read_only && !memory) {
+        /* commits sync through on_commit: at synchronous=NORMAL SQLite
+         * itself syncs the WAL only to checkpoint it */
+        d->wal = wal_sync_new(path);
+        if (!d->wal)
+            return open_failed(d, path, read_only, SQLITE_NOMEM, "out of memory", err);
+        sqlite3_wal_hook(d->h, on_commit, d);
+        r = open_exec(d, "PRAGMA synchronous=NORMAL;", msg, sizeof msg);
+        if (r != SQLITE_OK)
+            return open_failed(d, path, read_only, r, msg, err);
         /* An older tide's shared WAL index: nobody else can use it now. */
         char shm[4096];
         if ((size_t)snprintf(shm, sizeof shm, "%s-shm", path) < sizeof shm)

@@ -2,6 +2,7 @@
 #include "store/db_sqlite_vfs.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@ struct gfile {
     unsigned char *buf; /* WAL files: bytes not written yet (GATHER_MAX, made at first use) */
     sqlite3_int64 off;  /* where buf[0] belongs in the file */
     size_t len;
+    bool commit_page_next; /* the last write was a commit frame's header */
 };
 
 static sqlite3_vfs *real_vfs;
@@ -50,9 +52,19 @@ static int flush(struct gfile *f)
 
 /* --- a WAL file: writes gathered, everything else sees them first --- */
 
-static int wal_write(sqlite3_file *file, const void *data, int amt, sqlite3_int64 off)
+/* A WAL frame's header: 24 bytes, the page's number then, in a commit's
+ * last frame only, the database's size in pages (big-endian), else 0. */
+#define WAL_FRAME_HEADER 24
+
+static bool commit_frame_header(const void *data, int amt)
 {
-    struct gfile *f = gf(file);
+    const unsigned char *h = data;
+    return amt == WAL_FRAME_HEADER && (h[4] | h[5] | h[6] | h[7]) != 0;
+}
+
+/* Keeps the write in the buffer when it continues what is there. */
+static int gather(struct gfile *f, const void *data, int amt, sqlite3_int64 off)
+{
     if (f->len && off == f->off + (sqlite3_int64)f->len && f->len + (size_t)amt <= GATHER_MAX) {
         memcpy(f->buf + f->len, data, (size_t)amt);
         f->len += (size_t)amt;
@@ -68,6 +80,18 @@ static int wal_write(sqlite3_file *file, const void *data, int amt, sqlite3_int6
         return SQLITE_OK;
     }
     return f->real->pMethods->xWrite(f->real, data, amt, off);
+}
+
+/* A commit's frames reach the file by the end of its last frame's page,
+ * before SQLite publishes them in the WAL index: another connection may
+ * read them from then on, and at synchronous=NORMAL no sync comes first. */
+static int wal_write(sqlite3_file *file, const void *data, int amt, sqlite3_int64 off)
+{
+    struct gfile *f = gf(file);
+    bool last_page = f->commit_page_next;
+    f->commit_page_next = commit_frame_header(data, amt);
+    int rc = gather(f, data, amt, off);
+    return rc == SQLITE_OK && last_page ? flush(f) : rc;
 }
 
 static int wal_read(sqlite3_file *file, void *out, int amt, sqlite3_int64 off)

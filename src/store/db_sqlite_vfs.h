@@ -4,14 +4,12 @@
  * memory, the WAL index is in the heap) with the writes to a WAL file
  * gathered. SQLite writes each WAL frame as two pwrite calls (its 24-byte
  * header, then the page); here the consecutive writes of a transaction are
- * kept in a buffer and reach the file in one call when SQLite syncs the WAL
- * (each commit at synchronous=FULL), reads or sizes that part of it, writes
- * elsewhere, truncates or closes it, or the buffer is full. Nothing reaches
- * the disk later than before: SQLite's own sync is the point where a write
- * must be there, and the buffer is written just before it.
- *
- * It relies on synchronous=FULL: another connection may read a committed
- * frame only after the commit's sync, so the frames are in the file by then.
+ * kept in a buffer and reach the file in one call once the commit's last
+ * frame is written (its header says so), or when SQLite syncs the WAL,
+ * reads or sizes that part of it, writes elsewhere, truncates or closes it,
+ * or the buffer is full. So a commit's frames are in the file before SQLite
+ * publishes them to the other connections (in its WAL index, after the
+ * frames), at any synchronous setting, and before any sync of the WAL.
  * Database and journal files other than the WAL pass through untouched.
  */
 #ifndef TIDE_STORE_DB_SQLITE_VFS_H

@@ -76,9 +76,20 @@ bool store_is_url(const char *url_or_path);
 void store_url_shown(const char *url_or_path, char *out, size_t size);
 void store_close(struct store *s);
 
+/* A transaction; its commit returns once it is on disk. */
 int store_begin(struct store *s, struct tide_err *err);
 int store_commit(struct store *s, struct tide_err *err);
 void store_rollback(struct store *s);
+
+/* Commits without waiting for the disk: visible at once, on disk after the
+ * next store_sync (db.h, db_commit_deferred). For a caller whose effects
+ * leave the server only in HTTP answers, which wait for store_sync. */
+int store_commit_deferred(struct store *s, struct tide_err *err);
+/* Returns once every commit so far is on disk, sharing one flush with the
+ * threads that ask meanwhile. Thread-safe, without the server's lock. */
+int store_sync(struct store *s, struct tide_err *err);
+/* Disk flushes of the store's commits so far (0 on PostgreSQL). */
+uint64_t store_sync_count(struct store *s);
 
 /* Tokens are looked up by the SHA-256 hex of their value. */
 int store_token_put(struct store *s, const char *hash, enum token_kind kind, const char *name,

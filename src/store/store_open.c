@@ -188,6 +188,21 @@ int store_commit(struct store *s, struct tide_err *err)
     return db_commit(s->db, err);
 }
 
+int store_commit_deferred(struct store *s, struct tide_err *err)
+{
+    return db_commit_deferred(s->db, err);
+}
+
+int store_sync(struct store *s, struct tide_err *err)
+{
+    return db_sync(s->db, err);
+}
+
+uint64_t store_sync_count(struct store *s)
+{
+    return db_sync_count(s->db);
+}
+
 void store_rollback(struct store *s)
 {
     db_rollback(s->db);
