@@ -4,7 +4,7 @@
 # tasks (bench/bench_task_start.c), GET /metrics under a 10,000-job
 # queue (bench/metrics.py), the dashboard's API calls under a 10k-job queue
 # (bench/dashboard.py), event listings (bench/events.py), the end-to-end row
-# (bench/e2e.py: 1,000 jobs on 16 agents), the submit paths (bench/submit.py:
+# (bench/e2e.py: 1,000 jobs on 16 agents, and where its CPU goes: bench/e2e_profile.py), the submit paths (bench/submit.py:
 # POST /v1/jobs from 1 and 8 connections with wrk, batches, arrays, the CLI), the CLI per call (bench/cli.sh)
 # and containers. Prints numbers; never fails on speed.
 set -euo pipefail
@@ -49,6 +49,13 @@ python3 "$(dirname "$0")/events.py" "$tide"
 echo
 echo "== end to end: 16 agents x 8 fake GPUs, 1,000 jobs of sleep 1 (bench/e2e.py)"
 python3 "$(dirname "$0")/e2e.py" "$tide" || echo "end-to-end bench failed; skipping"
+echo
+echo "== end to end, where it goes: system calls and CPU per job by process (bench/e2e_profile.py, perf)"
+if command -v perf >/dev/null 2>&1; then
+  python3 "$(dirname "$0")/e2e_profile.py" "$tide" || echo "e2e profile failed; skipping"
+else
+  echo "perf is not installed (Debian: linux-perf); skipping"
+fi
 
 echo
 echo "== submit: POST /v1/jobs from 1 and 8 connections (wrk; SQLite WAL, synchronous=FULL),"
