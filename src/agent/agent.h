@@ -91,9 +91,16 @@ struct agent {
     size_t images_len;
 };
 
-/* The task for (job_id, attempt), or NULL. */
+/* Whether a task ever ran in work_dir. Every task's directory is made
+ * under WORK/jobs before it starts and stays there, and the agent makes
+ * WORK/jobs itself (empty) at start: an empty or missing one never ran a
+ * task, so nothing of an earlier run is looked for (its containers, its
+ * processes). In doubt: true. */
+bool agent_work_ran_tasks(const char *work_dir);
+
 /* Tasks running (or starting) on the node. */
 size_t agent_running_tasks(const struct agent *a);
+/* The task for (job_id, attempt), or NULL. */
 struct agent_task *agent_find_task(struct agent *a, int64_t job_id, int64_t attempt);
 
 /* True when (job_id, attempt) was acknowledged and forgotten lately. */

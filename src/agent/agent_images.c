@@ -1,7 +1,6 @@
 /* The agent's runtime, prewarmed images and image list (agent_images.h). */
 #include "agent/agent_images.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -151,28 +150,6 @@ bool agent_images_poll(struct agent *a, int64_t now_ms)
     return listing_done(a, code, now_ms);
 }
 
-/* Whether a task ever ran in work_dir. Every task's directory is made
- * under WORK/jobs before it starts and stays there, and the agent makes
- * WORK/jobs itself (empty) before this is asked: an empty or missing one
- * never ran a task, and the runtime is asked nothing (a runtime's calls
- * take a lock that the agents of one machine queue on). In doubt: true. */
-static bool ran_a_task(const char *work_dir)
-{
-    char jobs[PATH_MAX];
-    int w = snprintf(jobs, sizeof jobs, "%s/jobs", work_dir);
-    if (w < 0 || (size_t)w >= sizeof jobs)
-        return true;
-    DIR *d = opendir(jobs);
-    if (!d)
-        return errno != ENOENT;
-    bool any = false;
-    struct dirent *e;
-    while (!any && (e = readdir(d)) != NULL)
-        any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return any;
-}
-
 void agent_images_start(struct agent *a, int64_t now_ms)
 {
     a->images_fd = -1;
@@ -191,7 +168,7 @@ void agent_images_start(struct agent *a, int64_t now_ms)
     /* this agent's tasks died with its last run; their containers did not.
      * With some, the leftovers go before the node registers, so none is
      * left when a task of its job could start again. */
-    int left = ran_a_task(a->work_dir)
+    int left = agent_work_ran_tasks(a->work_dir)
                    ? agent_container_remove_leftovers(a->container_runtime, a->work_dir)
                    : 0;
     if (left > 0)

@@ -118,9 +118,14 @@ static int prepare_work_dir(struct agent *a)
 }
 
 /* Before this agent reports to the server (which then gives the GPUs of
- * an earlier run's tasks away), kills what that run's tasks left behind. */
+ * an earlier run's tasks away), kills what that run's tasks left behind.
+ * A work dir that never ran a task is not looked for in /proc (every
+ * process's environment read: agents that start beside running tasks paid
+ * for theirs). */
 static void kill_leftovers(struct agent *a)
 {
+    if (!agent_work_ran_tasks(a->work_dir))
+        return;
     char jobs[PATH_MAX];
     snprintf(jobs, sizeof jobs, "%s/jobs", a->work_dir);
     int n = agent_leftovers_kill("/proc", jobs, -1);

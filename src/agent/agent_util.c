@@ -1,7 +1,10 @@
 /* Small helpers on struct agent shared by its parts (agent.h). */
 #include "agent/agent.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +13,23 @@
 
 /* While the server stays away, say so this often. */
 #define AGENT_DOWN_WARN_MS 30000
+
+bool agent_work_ran_tasks(const char *work_dir)
+{
+    char jobs[PATH_MAX];
+    int w = snprintf(jobs, sizeof jobs, "%s/jobs", work_dir);
+    if (w < 0 || (size_t)w >= sizeof jobs)
+        return true;
+    DIR *d = opendir(jobs);
+    if (!d)
+        return errno != ENOENT;
+    bool any = false;
+    struct dirent *e;
+    while (!any && (e = readdir(d)) != NULL)
+        any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return any;
+}
 
 size_t agent_running_tasks(const struct agent *a)
 {
