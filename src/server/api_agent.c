@@ -308,8 +308,11 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
         rc = store_event_add(srv->store, now, probe_change > 0 ? "node_drained" : "node_undrained",
                              0, node.id, probe_change > 0 ? node.drain_reason : "health probe passed",
                              &err);
+    /* on disk before the agent hears of its token: every answer waits for
+     * store_sync (http.c), outside the lock, so agents that register
+     * together share the disk's flushes */
     if (!rc)
-        rc = store_commit(srv->store, &err);
+        rc = store_commit_deferred(srv->store, &err);
     if (rc)
         store_rollback(srv->store);
     else if (!cluster_put_node(&srv->cluster, &node))
