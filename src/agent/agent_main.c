@@ -18,6 +18,7 @@
 #include "agent/agent_node.h"
 #include "agent/agent_opts.h"
 #include "agent/leftovers.h"
+#include "agent/log_spares.h"
 #include "cli/report.h"
 #include "cli/roles.h"
 #include "common/fsutil.h"
@@ -94,6 +95,11 @@ static int open_work_dir(struct agent *a)
             return 1;
         }
     }
+    char logs[PATH_MAX];
+    snprintf(logs, sizeof logs, "%s/logs", a->work_dir);
+    int spares = log_spares_clear(logs); /* an earlier run's, owners unknown */
+    if (spares < 0)
+        log_warn("cannot read %s: %s", logs, strerror(-spares));
     log_info("jobs run as %s%s", user, other && !a->opts->job_user ? " (no --job-user given)" : "");
     if (!other && (a->opts->job_user || a->opts->allow_users || a->opts->allow_root_jobs))
         log_warn("--job-user, --allow-users and --allow-root-jobs need an agent running as root; "

@@ -1,6 +1,7 @@
 /* Spare task logs, kept for later tasks (log_spares.h). */
 #include "agent/log_spares.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -44,9 +45,10 @@ bool log_spares_take(const char *path, uid_t uid)
     for (int i = 0; !taken && i < LOG_SPARES_MAX && !strcmp(dir, spares.dir); i++) {
         if (!spares.full[i] || spares.owner[i] != uid || !spare_path(dir, i, spare, sizeof spare))
             continue;
-        /* never over a file already at path: it holds a log */
+        /* never over a file already at path: it holds a log; the mode its
+         * user may have changed is the log's again */
         if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
-            taken = true;
+            taken = chmod(path, 0600) == 0 || unlink(path) != 0;
         else if (errno == EEXIST)
             break;
         spares.full[i] = false; /* taken, or gone from under us */
@@ -89,4 +91,23 @@ void log_spares_forget(void)
     memset(spares.full, 0, sizeof spares.full);
     spares.dir[0] = '\0';
     pthread_mutex_unlock(&spares.mu);
+}
+
+int log_spares_clear(const char *logs_dir)
+{
+    log_spares_forget();
+    DIR *d = opendir(logs_dir);
+    if (!d)
+        return errno == ENOENT ? 0 : -errno;
+    int removed = 0;
+    struct dirent *e;
+    char path[PATH_MAX];
+    while ((e = readdir(d)) != NULL) {
+        int n = snprintf(path, sizeof path, "%s/%s", logs_dir, e->d_name);
+        if (!strncmp(e->d_name, ".spare-", 7) && n > 0 && (size_t)n < sizeof path &&
+            unlink(path) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
 }

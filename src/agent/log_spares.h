@@ -34,4 +34,9 @@ int log_spares_put(const char *path);
  * spares of the same slot). For tests. */
 void log_spares_forget(void);
 
+/* Removes the spares an earlier run left in logs_dir and forgets the
+ * process's: the agent's start. Returns how many files went, or -errno
+ * when the directory cannot be read (a missing one holds none). */
+int log_spares_clear(const char *logs_dir);
+
 #endif

@@ -312,6 +312,11 @@ static ssize_t read_logs(void *cls, uint64_t pos, char *buf, size_t max)
             return MHD_CONTENT_READER_END_WITH_ERROR;
         bool done;
         int latest = latest_attempt(ls->srv, ls->job_id, &done);
+        /* the stream tells of an attempt's end only once it is on disk, as
+         * every answer does (http.c) */
+        struct tide_err err;
+        if ((ls->attempt < latest || done) && store_sync(ls->srv->store, &err) != 0)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
         if (ls->attempt < latest) {
             ls->attempt++;
             ls->offset = 0;

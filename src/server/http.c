@@ -293,12 +293,12 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply 
     return r;
 }
 
-/* No answer tells of a commit that is not on disk yet: the heartbeat and
- * the scheduling pass commit without waiting for the disk (apply_actions_
- * deferred), so every answer waits for one flush of all commits so far,
- * shared with the answers waiting at the same time; most find it done. An
- * answer whose flush failed becomes an error: what it told of may be lost
- * with the machine. */
+/* No answer tells of a commit that is not on disk yet: the hot path's
+ * commits (heartbeats, scheduling passes, submissions, registrations) do
+ * not wait for the disk (store_commit_deferred), so every answer waits for
+ * one flush of all commits so far, shared with the answers waiting at the
+ * same time; most find it done. An answer whose flush failed becomes an
+ * error: what it told of may be lost with the machine. */
 static void answer_only_what_is_on_disk(struct server *srv, struct api_reply *reply)
 {
     struct tide_err err;

@@ -92,6 +92,7 @@ static int sq_tx(struct db *db, int which, struct tide_err *err)
         d->tx[which] = NULL;
         return fail(db, err, what[which]);
     }
+    d->sync_error[0] = '\0';
     int r = sqlite3_step(d->tx[which]);
     int rc = r == SQLITE_DONE ? 0 : fail(db, err, what[which]);
     sqlite3_reset(d->tx[which]);
@@ -103,9 +104,14 @@ static int sq_begin(struct db *db, struct tide_err *err)
     return sq_tx(db, TX_BEGIN, err);
 }
 
+/* On disk before it returns, with every commit before it: also a commit
+ * that wrote nothing (no WAL hook then), which callers may use as a
+ * barrier before acting outside the process. */
 static int sq_commit(struct db *db, struct tide_err *err)
 {
-    return sq_tx(db, TX_COMMIT, err);
+    int rc = sq_tx(db, TX_COMMIT, err);
+    struct db_sqlite *d = (struct db_sqlite *)db;
+    return rc == 0 && d->wal ? wal_sync_flush(d->wal, err) : rc;
 }
 
 static int sq_commit_deferred(struct db *db, struct tide_err *err)
@@ -130,15 +136,22 @@ static uint64_t sq_sync_count(struct db *db)
 }
 
 /* sqlite3_wal_hook: every commit of a writable connection (an explicit
- * one, a statement's own, a script's) lands here once its frames are in
- * the WAL and published. It is on disk before the statement returns unless
- * db_commit_deferred made it; then the WAL checkpoints as SQLite's own hook
- * would, which this one replaces. An error fails the statement, though its
- * commit stands (it may not survive the machine). */
+ * one, a statement's own, a script's) lands here once its frames are
+ * written and published. What the VFS still gathers goes to the file (the
+ * frames' rewritten headers), and the commit is on disk before the
+ * statement returns unless db_commit_deferred made it; then the WAL
+ * checkpoints as SQLite's own hook would, which this one replaces. An
+ * error fails the statement, though its commit stands (it may not survive
+ * the machine). */
 static int on_commit(void *arg, sqlite3 *h, const char *schema, int frames)
 {
     struct db_sqlite *d = arg;
-    wal_sync_committed(d->wal);
+    sqlite3_file *wal = NULL;
+    if (sqlite3_file_control(h, schema, SQLITE_FCNTL_JOURNAL_POINTER, &wal) == SQLITE_OK) {
+        int rc = db_sqlite_vfs_flush_wal(wal);
+        if (rc != SQLITE_OK)
+            return rc;
+    }
     if (!d->deferring) {
         struct tide_err err;
         if (wal_sync_flush(d->wal, &err) != 0) {
@@ -159,9 +172,12 @@ static void sq_rollback(struct db *db)
 
 static int sq_exec(struct db *db, const char *sql, struct tide_err *err)
 {
+    struct db_sqlite *d = (struct db_sqlite *)db;
+    d->sync_error[0] = '\0';
     char *msg = NULL;
     if (sqlite3_exec(handle(db), sql, NULL, NULL, &msg) != SQLITE_OK) {
-        int rc = tide_err_set(err, TIDE_EIO, NULL, "database: %s", msg ? msg : "error");
+        int rc = tide_err_set(err, TIDE_EIO, NULL, "database: %s",
+                              d->sync_error[0] ? d->sync_error : msg ? msg : "error");
         sqlite3_free(msg);
         return rc;
     }
@@ -208,6 +224,7 @@ static void sq_bind_null(struct db_stmt *st, int i)
 
 static int sq_step(struct db_stmt *st, const char *what, struct tide_err *err)
 {
+    ((struct db_sqlite *)st->db)->sync_error[0] = '\0';
     int r = sqlite3_step(stmt(st));
     if (r == SQLITE_ROW)
         return DB_ROW;

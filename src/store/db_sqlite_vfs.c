@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/wal_sync.h"
+
 #define VFS_NAME "tide-excl"
 
 /* Bytes gathered at most: 30 frames of 4 KiB pages in one write. SQLite's
@@ -47,7 +49,9 @@ static int flush(struct gfile *f)
         return SQLITE_OK;
     int n = (int)f->len;
     f->len = 0;
-    return f->real->pMethods->xWrite(f->real, f->buf, n, f->off);
+    int rc = f->real->pMethods->xWrite(f->real, f->buf, n, f->off);
+    wal_sync_note_write(); /* only WAL files gather */
+    return rc;
 }
 
 /* --- a WAL file: writes gathered, everything else sees them first --- */
@@ -79,7 +83,9 @@ static int gather(struct gfile *f, const void *data, int amt, sqlite3_int64 off)
         f->len = (size_t)amt;
         return SQLITE_OK;
     }
-    return f->real->pMethods->xWrite(f->real, data, amt, off);
+    rc = f->real->pMethods->xWrite(f->real, data, amt, off);
+    wal_sync_note_write();
+    return rc;
 }
 
 /* A commit's frames reach the file by the end of its last frame's page,
@@ -114,7 +120,10 @@ static int wal_sync(sqlite3_file *file, int flags)
 static int wal_truncate(sqlite3_file *file, sqlite3_int64 size)
 {
     int rc = flush(gf(file));
-    return rc != SQLITE_OK ? rc : real(file)->pMethods->xTruncate(real(file), size);
+    if (rc == SQLITE_OK)
+        rc = real(file)->pMethods->xTruncate(real(file), size);
+    wal_sync_note_write();
+    return rc;
 }
 
 static int wal_file_size(sqlite3_file *file, sqlite3_int64 *size)
@@ -263,6 +272,11 @@ static const sqlite3_io_methods wal_methods = {
     any_fetch,
     any_unfetch,
 };
+
+int db_sqlite_vfs_flush_wal(sqlite3_file *file)
+{
+    return file && file->pMethods == &wal_methods ? flush(gf(file)) : SQLITE_OK;
+}
 
 /* --- the VFS: opens through unix-excl, the rest is unix-excl's own --- */
 

@@ -10,12 +10,15 @@
 #include <string.h>
 #include <unistd.h>
 
+/* WAL writes of the process (atomic). */
+static uint64_t wal_writes;
+
 struct wal_sync {
     pthread_mutex_t mu;
     pthread_cond_t done; /* a sync ended */
-    uint64_t committed;  /* commits counted (atomic: counted under the committer's own lock) */
-    uint64_t synced;     /* the commits the last successful sync covered */
+    uint64_t synced;     /* the writes the last successful sync covered */
     bool syncing;        /* a thread is in fdatasync */
+    int failed;          /* the errno of a failed sync, for good; 0 */
     uint64_t syncs;      /* fdatasync calls (atomic) */
     int fd;              /* the WAL, read-only (fdatasync needs no write access); -1 until opened */
     bool dir_synced;     /* the WAL's name is on disk too */
@@ -47,9 +50,9 @@ void wal_sync_free(struct wal_sync *w)
     free(w);
 }
 
-void wal_sync_committed(struct wal_sync *w)
+void wal_sync_note_write(void)
 {
-    __atomic_add_fetch(&w->committed, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&wal_writes, 1, __ATOMIC_RELEASE);
 }
 
 uint64_t wal_sync_count(const struct wal_sync *w)
@@ -78,11 +81,13 @@ static int sync_dir_of(const char *path)
 }
 
 /* One fdatasync of the WAL (opened, and its directory synced, the first
- * time). Called by the one syncing thread, without w->mu. 0 or -errno. */
+ * time). Called by the one syncing thread, without w->mu. 0 or -errno. A
+ * WAL not made yet holds nothing to sync (the writes counted were another
+ * store's). */
 static int sync_once(struct wal_sync *w)
 {
     if (w->fd < 0 && (w->fd = open(w->path, O_RDONLY | O_CLOEXEC)) < 0)
-        return -errno;
+        return errno == ENOENT ? 0 : -errno;
     if (!w->dir_synced) {
         int e = sync_dir_of(w->path);
         if (e)
@@ -95,28 +100,32 @@ static int sync_once(struct wal_sync *w)
 
 int wal_sync_flush(struct wal_sync *w, struct tide_err *err)
 {
-    uint64_t want = __atomic_load_n(&w->committed, __ATOMIC_ACQUIRE);
+    uint64_t want = __atomic_load_n(&wal_writes, __ATOMIC_ACQUIRE);
     pthread_mutex_lock(&w->mu);
-    int e = 0;
-    while (!e && w->synced < want) {
+    while (!w->failed && w->synced < want) {
         if (w->syncing) {
             pthread_cond_wait(&w->done, &w->mu);
             continue;
         }
-        /* every commit counted by now has its frames in the file */
-        uint64_t covers = __atomic_load_n(&w->committed, __ATOMIC_ACQUIRE);
+        /* every write counted by now is in the file */
+        uint64_t covers = __atomic_load_n(&wal_writes, __ATOMIC_ACQUIRE);
         w->syncing = true;
         pthread_mutex_unlock(&w->mu);
-        e = sync_once(w);
+        int e = sync_once(w);
         pthread_mutex_lock(&w->mu);
         w->syncing = false;
-        if (!e && covers > w->synced)
+        if (e)
+            w->failed = -e;
+        else if (covers > w->synced)
             w->synced = covers;
         pthread_cond_broadcast(&w->done);
     }
+    int failed = w->failed;
     pthread_mutex_unlock(&w->mu);
-    if (e)
-        return tide_err_set(err, TIDE_EIO, NULL, "database: cannot sync %s: %s", w->path,
-                            strerror(-e));
+    if (failed)
+        return tide_err_set(err, TIDE_EIO, NULL,
+                            "database: cannot sync %s: %s; what was committed since may be lost "
+                            "with the machine: restart the server",
+                            w->path, strerror(failed));
     return 0;
 }

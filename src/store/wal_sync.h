@@ -1,14 +1,21 @@
 /*
  * Group sync of a SQLite WAL file. The store's writer connection runs at
  * synchronous=NORMAL, so a commit writes its frames to the WAL and returns
- * without waiting for the disk; wal_sync_flush then makes every commit made
- * so far durable with one fdatasync of the WAL, shared by the threads that
- * ask at the same time: one that asks while another's sync is under way
- * waits for it, and for one more only if its commit came after that one
+ * without waiting for the disk; wal_sync_flush then makes every WAL write
+ * made so far durable with one fdatasync of the WAL, shared by the threads
+ * that ask at the same time: one that asks while another's sync is under
+ * way waits for it, and for one more only if a write came after that one
  * began. A server that answers only after the flush keeps the promise of
  * synchronous=FULL (nothing acknowledged is lost when the machine stops)
  * while its lock is no longer held across the disk's flush and concurrent
  * requests share one.
+ * Writes are counted by the VFS as they reach the file (db_sqlite_vfs.c),
+ * before SQLite publishes a commit to the other connections, so whatever a
+ * reader could have seen is covered by the next flush. The count is the
+ * process's, all WAL files together: a flush of one store may follow
+ * another's writes for nothing, never miss its own.
+ * A failed fdatasync is final: Linux may drop the pages it could not write
+ * and report the next sync as a success, so every later flush fails too.
  */
 #ifndef TIDE_STORE_WAL_SYNC_H
 #define TIDE_STORE_WAL_SYNC_H
@@ -24,13 +31,14 @@ struct wal_sync;
 struct wal_sync *wal_sync_new(const char *db_path);
 void wal_sync_free(struct wal_sync *w);
 
-/* A commit's frames are in the WAL file (not yet on disk). Thread-safe. */
-void wal_sync_committed(struct wal_sync *w);
+/* Bytes went to a WAL file (the VFS, after each write). Thread-safe. */
+void wal_sync_note_write(void);
 
-/* Returns once every commit counted before the call is on disk: 0, or
- * TIDE_EIO with err when the WAL cannot be opened or synced (what was
- * committed may then be lost with the machine). Thread-safe; never call it
- * while holding a lock that a committer needs longer than a disk flush. */
+/* Returns once every WAL write counted before the call is on disk: 0, or
+ * TIDE_EIO with err when the WAL cannot be opened or synced, now or ever
+ * before (what was committed may then be lost with the machine).
+ * Thread-safe; never call it while holding a lock that a committer needs
+ * longer than a disk flush. */
 int wal_sync_flush(struct wal_sync *w, struct tide_err *err);
 
 /* fdatasync calls made so far (for /metrics and tests). */

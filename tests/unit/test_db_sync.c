@@ -3,8 +3,9 @@
  * db_sqlite.c, wal_sync.c, db_sqlite_vfs.c) on a real SQLite file: a
  * deferred commit is visible at once to the file's other connection (its
  * WAL frames are in the file before SQLite publishes them), flushes are
- * counted where they happen, and commits from several threads, each
- * followed by its db_sync, all survive a reopen.
+ * counted where they happen, commits from several threads, each followed
+ * by its db_sync, all survive a reopen, and one synced before a kill -9
+ * survives it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,9 +14,11 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store/db.h"
@@ -128,9 +131,52 @@ static void test_only_a_plain_commit_flushes_before_it_returns(void **state)
     /* nothing new: nothing to flush */
     assert_int_equal(db_sync(w, &err), 0);
     assert_int_equal(db_sync_count(w), before + 2);
+    /* a statement's own commit flushes too (the WAL hook is in place) */
+    exec_ok(w, "INSERT INTO t(id, body) VALUES(4, 'x')");
+    assert_int_equal(db_sync_count(w), before + 3);
     db_close(w);
     w = open_db(false);
-    assert_int_equal(count_rows(w), 3);
+    assert_int_equal(count_rows(w), 4);
+    db_close(w);
+}
+
+/* A child commits (deferred), asks db_sync, and is killed without closing
+ * anything: what it was told is on disk must be found by the next open.
+ * The transaction outgrows a tiny page cache, so SQLite writes pages to
+ * the WAL early, writes them again and, at the commit, rewrites the frames'
+ * headers with no page after the last one (what the VFS must not keep). */
+static void test_a_synced_deferred_commit_survives_a_kill(void **state)
+{
+    (void)state;
+    struct db *w = open_db(false);
+    exec_ok(w, "CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT)");
+    db_close(w);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct db *c = NULL;
+        struct tide_err err;
+        if (db_sqlite_open(path, false, &c, &err) != 0 ||
+            db_exec(c, "PRAGMA cache_size=2", &err) != 0 || db_begin(c, &err) != 0 ||
+            db_exec(c, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400)"
+                       " INSERT INTO t(id, body) SELECT i, printf('%0500d', i) FROM n", &err) != 0 ||
+            db_exec(c, "UPDATE t SET body = printf('%0600d', id)", &err) != 0 ||
+            db_commit_deferred(c, &err) != 0 || db_sync(c, &err) != 0)
+            _exit(3);
+        raise(SIGKILL);
+        _exit(4);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    w = open_db(false);
+    assert_int_equal(count_rows(w), 400);
+    struct tide_err err;
+    struct db_stmt *st = db_prepare(w, "SELECT COUNT(*) FROM t WHERE LENGTH(body) = 600", &err);
+    assert_non_null(st);
+    assert_int_equal(db_step(st, "count", &err), DB_ROW);
+    assert_int_equal(db_column_int64(st, 0), 400);
+    db_finalize(st);
     db_close(w);
 }
 
@@ -193,6 +239,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_commits_of_several_threads_each_synced_all_survive_a_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_synced_deferred_commit_survives_a_kill, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -138,6 +138,31 @@ static void test_spares_of_another_directory_are_not_taken(void **state)
     assert_false(exists(path));
 }
 
+static void test_a_taken_spare_is_mode_0600_again(void **state)
+{
+    (void)state;
+    write_file(in_dir("1.1.log"), "x");
+    assert_int_equal(log_spares_put(in_dir("1.1.log")), 0);
+    /* its user may change the mode of the file it owns */
+    assert_int_equal(chmod(in_dir(".spare-0.log"), 0644), 0);
+    assert_true(log_spares_take(in_dir("2.1.log"), geteuid()));
+    struct stat st;
+    assert_int_equal(stat(in_dir("2.1.log"), &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+}
+
+static void test_an_earlier_runs_spares_are_removed_at_start(void **state)
+{
+    (void)state;
+    write_file(in_dir(".spare-7.log"), "");
+    write_file(in_dir(".spare-63.log"), "");
+    write_file(in_dir("5.2.log"), "a log not yet drained");
+    assert_int_equal(log_spares_clear(dir), 2);
+    assert_false(exists(in_dir(".spare-7.log")));
+    assert_false(exists(in_dir(".spare-63.log")));
+    assert_true(exists(in_dir("5.2.log")));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -149,6 +174,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_logs_beyond_the_spares_kept_are_removed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_spares_of_another_directory_are_not_taken, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_taken_spare_is_mode_0600_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_earlier_runs_spares_are_removed_at_start, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
