@@ -442,6 +442,13 @@ static int reader_fill(struct reader *r, int *why)
         r->buf = grown;
         r->cap = r->cap * 2 + 1;
     }
+    /* the answer's first bytes are seldom there yet when asked for: wait
+     * first rather than pay a recv that finds nothing */
+    int ready = r->got_any ? 1 : wait_fd(r->fd, POLLIN, r->deadline);
+    if (ready <= 0) {
+        *why = wait_why(ready);
+        return -1;
+    }
     for (;;) {
         ssize_t n = recv(r->fd, r->buf + r->len, r->cap - 1 - r->len, 0);
         if (n > 0) {
@@ -460,7 +467,7 @@ static int reader_fill(struct reader *r, int *why)
             continue;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            int ready = wait_fd(r->fd, POLLIN, r->deadline);
+            ready = wait_fd(r->fd, POLLIN, r->deadline);
             if (ready <= 0) {
                 *why = wait_why(ready);
                 return -1;
