@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -340,23 +341,33 @@ static int connect_target(const struct target *t, long long deadline, int *why)
     return fd;
 }
 
-static int send_all(int fd, const char *data, size_t len, long long deadline, int *why)
+/* Sends the parts in iov[0..n) (advanced in place) in one sendmsg when
+ * the socket takes it all, as it does for a request's few kilobytes. */
+static int send_parts(int fd, struct iovec *iov, int n, long long deadline, int *why)
 {
-    while (len > 0) {
-        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-        if (n > 0) {
-            data += n;
-            len -= (size_t)n;
+    while (n > 0) {
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
+        if (sent > 0) {
+            while (n > 0 && (size_t)sent >= iov->iov_len) {
+                sent -= (ssize_t)iov->iov_len;
+                iov++;
+                n--;
+            }
+            if (n > 0) {
+                iov->iov_base = (char *)iov->iov_base + sent;
+                iov->iov_len -= (size_t)sent;
+            }
             continue;
         }
-        if (n < 0 && errno == EINTR) {
+        if (sent < 0 && errno == EINTR) {
             if (http_client_cancelled()) {
                 *why = WHY_CANCELLED;
                 return -1;
             }
             continue;
         }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             int ready = wait_fd(fd, POLLOUT, deadline);
             if (ready <= 0) {
                 *why = wait_why(ready);
@@ -364,7 +375,7 @@ static int send_all(int fd, const char *data, size_t len, long long deadline, in
             }
             continue;
         }
-        *why = n < 0 ? errno : EPIPE;
+        *why = sent < 0 ? errno : EPIPE;
         return -1;
     }
     return 0;
@@ -379,33 +390,28 @@ static int is_header_safe(const char *s)
     return 1;
 }
 
-static char *build_request(const char *method, const struct target *t, const char *token,
-                           const char *idem_key, const char *body, size_t *len)
+/* Writes the request line and headers (the body goes out as it is, see
+ * send_parts) into buf; returns the length they need, which may be size
+ * or more (then nothing usable was written), as snprintf does. */
+static size_t build_head(char *buf, size_t size, const char *method, const struct target *t,
+                         const char *token, const char *idem_key, const char *body)
 {
-    char *out = NULL;
-    FILE *f = open_memstream(&out, len);
-    if (!f)
-        return NULL;
     int v6 = t->bracketed || strchr(t->host, ':');
-    fprintf(f, "%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nUser-Agent: tide\r\n"
-               "Accept: application/json\r\n",
-            method, t->path, v6 ? "[" : "", t->host, v6 ? "]" : "", t->port);
-    if (token && *token)
-        fprintf(f, "Authorization: Bearer %s\r\n", token);
-    if (idem_key)
-        fprintf(f, "Idempotency-Key: %s\r\n", idem_key);
+    int has_token = token && *token;
+    char length[96] = "";
     if (body)
-        fprintf(f, "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-                strlen(body), body);
+        snprintf(length, sizeof length,
+                 "Content-Type: application/json\r\nContent-Length: %zu\r\n", strlen(body));
     else if (!strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH"))
-        fputs("Content-Length: 0\r\n\r\n", f);
-    else
-        fputs("\r\n", f);
-    if (fclose(f) != 0) {
-        free(out);
-        return NULL;
-    }
-    return out;
+        snprintf(length, sizeof length, "Content-Length: 0\r\n");
+    int n = snprintf(buf, size,
+                     "%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nUser-Agent: tide\r\n"
+                     "Accept: application/json\r\n%s%s%s%s%s%s%s\r\n",
+                     method, t->path, v6 ? "[" : "", t->host, v6 ? "]" : "", t->port,
+                     has_token ? "Authorization: Bearer " : "", has_token ? token : "",
+                     has_token ? "\r\n" : "", idem_key ? "Idempotency-Key: " : "",
+                     idem_key ? idem_key : "", idem_key ? "\r\n" : "", length);
+    return n < 0 ? 0 : (size_t)n;
 }
 
 /* ---- reading the answer ---- */
@@ -415,8 +421,9 @@ static char *build_request(const char *method, const struct target *t, const cha
 struct reader {
     int fd;
     long long deadline;
-    char *buf;
+    char *buf; /* the caller's (on its stack) until more is needed */
     size_t pos, len, cap;
+    int on_heap;  /* buf was allocated here */
     int got_any; /* any byte of an answer came */
 };
 
@@ -434,11 +441,14 @@ static int reader_fill(struct reader *r, int *why)
             *why = WHY_NOT_HTTP; /* a header block or chunk line without end */
             return -1;
         }
-        char *grown = realloc(r->buf, r->cap * 2 + 1);
+        char *grown = r->on_heap ? realloc(r->buf, r->cap * 2 + 1) : malloc(r->cap * 2 + 1);
         if (!grown) {
             *why = ENOMEM;
             return -1;
         }
+        if (!r->on_heap)
+            memcpy(grown, r->buf, r->len + 1);
+        r->on_heap = 1;
         r->buf = grown;
         r->cap = r->cap * 2 + 1;
     }
@@ -516,7 +526,7 @@ static int body_append(struct body *b, const char *p, size_t n, int *why)
         return -1;
     }
     if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
+        size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1)
             cap *= 2;
         char *grown = realloc(b->data, cap);
@@ -707,7 +717,12 @@ static int read_answer(struct reader *r, const char *method, struct http_plain_e
         if (h.content_length > HTTP_PLAIN_BODY_MAX) {
             *why = WHY_TOO_BIG;
             rc = -1;
+        } else if (!(b.data = malloc((size_t)h.content_length + 1))) {
+            *why = ENOMEM; /* one allocation of the right size */
+            rc = -1;
         } else {
+            b.cap = (size_t)h.content_length + 1;
+            b.data[0] = '\0';
             rc = body_take(r, &b, (unsigned long long)h.content_length, 0, why);
         }
     } else {
@@ -785,13 +800,18 @@ int http_plain_request(const char *method, const char *url, const char *token,
         return tide_err_set(err, TIDE_EIO, NULL, "%s %s: cancelled", method, url);
     long long start = now_ms();
     long long deadline = start + (timeout_ms > 0 ? timeout_ms : 30000);
-    size_t req_len;
-    char *req = build_request(method, &t, token, idem, json_body, &req_len);
-    struct reader r = {.fd = -1, .deadline = deadline, .cap = 8192};
-    if (!req || !(r.buf = malloc(r.cap))) {
-        free(req);
-        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    /* the request's head and the answer's first bytes fit on the stack:
+     * no allocation of a kilobyte or more per request, which would make
+     * malloc sort its small free chunks each time (malloc_consolidate) */
+    char head_buf[2048], read_buf[4096];
+    char *head = head_buf;
+    size_t head_len = build_head(head_buf, sizeof head_buf, method, &t, token, idem, json_body);
+    if (head_len >= sizeof head_buf) {
+        if (!(head = malloc(head_len + 1)))
+            return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        build_head(head, head_len + 1, method, &t, token, idem, json_body);
     }
+    struct reader r = {.fd = -1, .deadline = deadline, .buf = read_buf, .cap = sizeof read_buf};
     struct plain_thread *pt = thread_state();
     int fd = pt ? take_kept(pt, &t, start) : -1;
     int reused = fd >= 0, why = 0, connecting = 0, keep_it = 0, rc = 0;
@@ -811,7 +831,10 @@ int http_plain_request(const char *method, const char *url, const char *token,
         r.fd = fd;
         r.pos = r.len = 0;
         r.got_any = 0;
-        if (send_all(fd, req, req_len, deadline, &why) == 0 &&
+        struct iovec iov[2] = {{.iov_base = head, .iov_len = head_len},
+                               {.iov_base = (void *)json_body,
+                                .iov_len = json_body ? strlen(json_body) : 0}};
+        if (send_parts(fd, iov, json_body ? 2 : 1, deadline, &why) == 0 &&
             read_answer(&r, method, extra, resp, &keep_it, &why) == 0)
             break;
         close(fd);
@@ -824,8 +847,10 @@ int http_plain_request(const char *method, const char *url, const char *token,
         if (extra)
             extra->leader[0] = '\0';
     }
-    free(r.buf);
-    free(req);
+    if (r.on_heap)
+        free(r.buf);
+    if (head != head_buf)
+        free(head);
     if (rc == 0) {
         if (keep_it && pt)
             keep(pt, &t, fd, now_ms());

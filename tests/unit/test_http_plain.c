@@ -83,6 +83,14 @@ static void serve_one(int fd)
         char head[9000];
         snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s", len, req);
         write_str(fd, head);
+    } else if (!strcmp(path, "/bighead")) {
+        char pad[10001];
+        memset(pad, 'p', sizeof pad - 1);
+        pad[sizeof pad - 1] = '\0';
+        write_str(fd, "HTTP/1.1 200 OK\r\nX-Pad: ");
+        write_str(fd, pad);
+        write_str(fd, "\r\nContent-Length: 2\r\n\r\nok");
+        drain(fd);
     } else if (!strcmp(path, "/garbage")) {
         write_str(fd, "SSH-2.0-OpenSSH_9.2\r\n\r\n");
     } else if (!strcmp(path, "/slow")) {
@@ -206,6 +214,27 @@ static void test_token_key_and_body_are_sent(void **state)
     http_response_release(&resp);
 }
 
+static void test_a_long_request_head_and_a_long_answer_head_go_through(void **state)
+{
+    (void)state;
+    char token[3001]; /* a head past the client's stack buffer */
+    memset(token, 't', sizeof token - 1);
+    token[sizeof token - 1] = '\0';
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/echo", server_port);
+    assert_int_equal(http_plain_request("POST", url, token, "{\"b\":2}", 5000, NULL, &resp, &err),
+                     0);
+    assert_int_equal(resp.status, 200);
+    assert_non_null(strstr(resp.body, token));
+    assert_non_null(strstr(resp.body, "\r\n\r\n{\"b\":2}"));
+    http_response_release(&resp);
+    http_plain_thread_release();
+    assert_int_equal(get("/bighead", "GET", NULL, NULL, 5000), 0); /* 10 kB of headers */
+    assert_int_equal(resp.status, 200);
+    assert_string_equal(resp.body, "ok");
+    http_response_release(&resp);
+}
+
 static void test_a_token_with_a_line_break_is_refused_before_sending(void **state)
 {
     (void)state;
@@ -270,6 +299,8 @@ int main(void)
             forget_connections),
         cmocka_unit_test_teardown(test_the_leader_header_is_reported, forget_connections),
         cmocka_unit_test_teardown(test_token_key_and_body_are_sent, forget_connections),
+        cmocka_unit_test_teardown(test_a_long_request_head_and_a_long_answer_head_go_through,
+                                  forget_connections),
         cmocka_unit_test_teardown(test_a_token_with_a_line_break_is_refused_before_sending,
                                   forget_connections),
         cmocka_unit_test_teardown(test_no_answer_is_an_error_that_says_why, forget_connections),
