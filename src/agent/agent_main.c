@@ -205,13 +205,14 @@ int agent_main(int argc, char **argv)
         kill_leftovers(&a);
         agent_images_start(&a, clock_mono_ms());
     }
-    /* the guard forks without exec, so start it before libcurl has threads */
+    /* the guard forks without exec, so start it before libcurl (https://
+     * servers only) may have threads */
     if (rc == 0 && (rc = agent_task_guard_start(&a.guard)) != 0) {
         log_error("cannot start the task guard: %s", strerror(-rc));
         rc = 1;
     }
     if (rc == 0 && http_client_global_init() != 0) {
-        log_error("cannot initialise libcurl");
+        log_error("cannot initialise the HTTP client (libcurl, for https://)");
         rc = 1;
     }
     if (rc == 0) {
@@ -225,7 +226,7 @@ int agent_main(int argc, char **argv)
                          "network in clear text; use an https:// server (docs/api.md, \"TLS\")",
                          opts.server_urls[i]);
         rc = agent_loop_run(&a, &agent_signals);
-        /* no curl_global_cleanup: the long-poll thread (agent_wake.h) may
+        /* no curl_global_cleanup (https://): the long-poll thread (agent_wake.h) may
          * still be inside a request, and the process is about to exit */
     }
     agent_release(&a);

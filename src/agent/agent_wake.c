@@ -23,8 +23,8 @@
 /* After a failed wait (server down, restarting): the main loop's
  * heartbeats find out when it is back; this only retries. */
 #define WAKE_RETRY_MS 1000
-/* How long agent_wake_stop waits for the thread (libcurl sees the stop
- * within about a second even without the signal). */
+/* How long agent_wake_stop waits for the thread (the HTTP client sees the
+ * stop within about a second even without the signal). */
 #define WAKE_STOP_MS 3000
 
 /* The pipe's write end for on_child (a signal handler sees only globals). */
@@ -203,8 +203,8 @@ void agent_wake_stop(struct agent_wake *w)
     __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&w->cond);
     pthread_mutex_unlock(&w->mu);
-    /* a wait parked in poll() returns at the signal (EINTR) and libcurl
-     * then sees the flag; on_child only writes a byte to the pipe */
+    /* a wait parked in poll() returns at the signal (EINTR) and the HTTP
+     * client then sees the flag; on_child only writes a byte to the pipe */
     pthread_kill(w->thread, SIGCHLD);
     pthread_mutex_lock(&w->mu);
     bool done = cond_wait_ms(w, WAKE_STOP_MS, true);

@@ -42,8 +42,8 @@ struct agent_wake {
 struct agent_wake *agent_wake_start(struct agent_servers *servers);
 /* Stops the thread before the agent exits: its wait under way is
  * abandoned (a signal cuts it short) and its kept connection closed, so
- * nothing of it runs while the agent frees the server list and libcurl's
- * TLS library cleans up at exit. Waits for that up to 3 s. */
+ * nothing of it runs while the agent frees the server list and (with an
+ * https:// server) libcurl's TLS library cleans up at exit. Waits for that up to 3 s. */
 void agent_wake_stop(struct agent_wake *w);
 /* Gives the thread the node token (after registering) and how long a wait
  * may be held; an empty token pauses it. */

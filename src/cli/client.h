@@ -73,8 +73,8 @@ void cli_client_release(struct cli_client *c);
  * that URL is in the list (once per URL; a hint elsewhere is never
  * followed, so the token does not travel there), else to the next URL.
  * After one round the error lists what each URL answered. The server that
- * answered becomes c->server. http:// goes over plain_http.h, https:// over
- * libcurl. idempotency_key (NULL for none) is sent as Idempotency-Key. */
+ * answered becomes c->server. http:// goes over common/http_plain.h, https://
+ * over libcurl. idempotency_key (NULL for none) is sent as Idempotency-Key. */
 int cli_client_send(struct cli_client *c, const char *method, const char *path,
                     const char *body, const char *idempotency_key, long timeout_ms,
                     struct http_response *resp, struct tide_err *err);

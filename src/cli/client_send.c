@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cli/client.h"
-#include "cli/plain_http.h"
+#include "common/http_plain.h"
 
 /* Whether curl's reason is about the server's certificate or the handshake. */
 static int is_tls_failure(const char *why)
@@ -50,10 +50,10 @@ static int send_to(struct cli_client *c, const char *base, const char *method, c
     snprintf(url, n, "%s%s", base, path);
     int rc;
     leader[0] = '\0';
-    if (plain_http_handles(url)) {
-        struct plain_http_extra x = {.idempotency_key = key};
-        rc = plain_http_request(method, url, c->token, body, timeout_ms, &x, resp, err);
-        *unsent = rc < 0 && x.sent == 0;
+    if (http_plain_handles(url)) { /* for the X-Tide-Leader header */
+        struct http_plain_extra x = {.idempotency_key = key};
+        rc = http_plain_request(method, url, c->token, body, timeout_ms, &x, resp, err);
+        *unsent = rc < 0 && x.unsent;
         snprintf(leader, leader_size, "%s", x.leader);
     } else {
         struct http_request_extra x = {.idempotency_key = key};

@@ -528,7 +528,7 @@ int cli_up_main(int argc, char **argv)
         return 0;
     }
     if (http_client_global_init() != 0) {
-        tide_err_set(&err, TIDE_EIO, NULL, "cannot initialise libcurl");
+        tide_err_set(&err, TIDE_EIO, NULL, "cannot initialise the HTTP client (libcurl)");
         return cli_fail("up", &err);
     }
     if (up_make_dirs(&u, &err) < 0 || up_prepare_tls(&u, &err) < 0 ||

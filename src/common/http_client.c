@@ -1,11 +1,14 @@
 /*
- * libcurl glue for http_client.h. libcurl is loaded with dlopen on first
- * use, not linked: mapping it and the ~30 libraries it needs costs a few ms
- * per process, which every short `tide` command would pay for nothing.
+ * http_client.h: http:// requests go to the plain-socket client
+ * (http_plain.h), https:// ones and streams to libcurl. libcurl is loaded
+ * with dlopen when first needed, not linked: mapping it and the ~30
+ * libraries it needs costs ~7 ms of CPU per process, which an agent or a
+ * short `tide` command talking to an http:// server would pay for nothing.
  * Each calling thread keeps one curl handle, so its connection to a server
  * (and a TLS session) stays open from one request to the next.
  */
 #include "common/http_client.h"
+#include "common/http_plain.h"
 
 #include <curl/curl.h>
 #include <dlfcn.h>
@@ -36,11 +39,6 @@ static struct {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static int curl_loaded; /* 1 loaded and initialised, -1 failed */
 static char curl_load_error[256];
-
-/* How long a kept connection may sit unused and still be reused: under the
- * server's HTTP_GUARD_HEADER_TIMEOUT_S (10 s), after which it closes a
- * silent connection, so that a request does not race that close. */
-#define CLIENT_KEEP_IDLE_S 5L
 
 /* A thread's curl handle, which holds its open connections. All of them
  * are on one list, so the handles of threads still running at exit stay
@@ -84,6 +82,7 @@ static void release_own_handle(void)
 
 void http_client_thread_release(void)
 {
+    http_plain_thread_release();
     if (__atomic_load_n(&curl_loaded, __ATOMIC_ACQUIRE) == 1)
         release_own_handle();
 }
@@ -202,6 +201,8 @@ static int need_curl(struct tide_err *err)
 
 int http_client_global_init(void)
 {
+    if (!tls_ca_path && !tls_cert_path)
+        return 0; /* libcurl waits for the first https:// request, if any */
     return need_curl(NULL) == 0 ? 0 : TIDE_EIO;
 }
 
@@ -315,7 +316,7 @@ static void apply_common(CURL *c, int *sends, char *errbuf)
     *sends = 0;
     curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl.easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, close_on_exec);
-    curl.easy_setopt(c, CURLOPT_MAXAGE_CONN, CLIENT_KEEP_IDLE_S);
+    curl.easy_setopt(c, CURLOPT_MAXAGE_CONN, (long)HTTP_PLAIN_KEEP_IDLE_S);
     if (curl.easy_setopt(c, CURLOPT_PREREQFUNCTION, count_send) != CURLE_OK ||
         curl.easy_setopt(c, CURLOPT_PREREQDATA, sends) != CURLE_OK) {
         curl.easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
@@ -408,6 +409,13 @@ int http_request_ex(const char *method, const char *url, const char *token,
     memset(resp, 0, sizeof *resp);
     if (extra)
         extra->unsent = 1;
+    if (http_plain_handles(url)) {
+        struct http_plain_extra x = {.idempotency_key = extra ? extra->idempotency_key : NULL};
+        int rc = http_plain_request(method, url, token, json_body, timeout_ms, &x, resp, err);
+        if (extra)
+            extra->unsent = rc != 0 && x.unsent;
+        return rc;
+    }
     if (need_curl(err) != 0)
         return TIDE_EIO;
     if (cancelled())

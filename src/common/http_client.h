@@ -1,13 +1,16 @@
 /*
- * A small blocking HTTP/JSON client over libcurl, shared by the CLI and the
- * agent. One call, one request; thread-safe after http_client_global_init().
+ * A small blocking HTTP/JSON client, shared by the CLI and the agent. One
+ * call, one request; thread-safe after http_client_global_init(). http://
+ * URLs go over plain sockets (common/http_plain.h); https:// ones, and
+ * http_stream, over libcurl, loaded (dlopen) only when first needed, so a
+ * process that talks to http:// servers alone never maps it.
  * Each thread keeps its own connections open between its requests (reused
  * when idle under 5 s, the server closes them after 10 s), closed when the
- * thread ends or the process exits. A request that went out on a kept
- * connection the server had closed is repeated once on a new connection,
- * as HTTP clients do; that counts as sent (see http_request_extra.unsent).
- * libcurl is loaded on first use (dlopen), so a process that makes no
- * request through here does not pay for mapping it.
+ * thread ends, at http_client_thread_release, or when the process exits;
+ * a forked child does not close or use its parent's. Sockets are
+ * close-on-exec. A request that went out on a kept connection the server
+ * had closed is repeated once on a new connection, as HTTP clients do;
+ * that counts as sent (see http_request_extra.unsent).
  */
 #ifndef TIDE_HTTP_CLIENT_H
 #define TIDE_HTTP_CLIENT_H
@@ -23,9 +26,11 @@ struct http_response {
     size_t len;
 };
 
-/* Loads and initialises libcurl. Call once per process before starting
- * threads; a request made without it loads libcurl itself. Returns 0 or
- * TIDE_EIO (libcurl.so.4 missing or failing to start). */
+/* Call once per process before starting threads, after
+ * http_client_set_ca/_identity. Loads and initialises libcurl now when a
+ * CA or client identity was set (TLS is expected); otherwise the first
+ * https:// request does, and a process using only http:// never does.
+ * Returns 0 or TIDE_EIO (libcurl.so.4 missing or failing to start). */
 int http_client_global_init(void);
 
 /* Makes every later request of this process verify an https:// server
@@ -46,7 +51,9 @@ int http_client_set_identity(const char *cert_path, const char *key_path, const 
 /* Sends method to url with an optional bearer token and JSON body (NULL for
  * none). Fills resp (release with http_response_release) when the server
  * answered at all, whatever the status. Returns 0, or TIDE_EIO with err set
- * when the server could not be reached or timed out. */
+ * when the server could not be reached or timed out; for an http:// URL
+ * also TIDE_EINVAL (a URL it cannot parse, a token with a control
+ * character) or TIDE_ETOOBIG (an answer over HTTP_PLAIN_BODY_MAX). */
 int http_request(const char *method, const char *url, const char *token, const char *json_body,
                  long timeout_ms, struct http_response *resp, struct tide_err *err);
 
@@ -64,9 +71,9 @@ int http_request_ex(const char *method, const char *url, const char *token,
                     const char *json_body, long timeout_ms, struct http_request_extra *extra,
                     struct http_response *resp, struct tide_err *err);
 
-/* Streams a GET response body to on_data as it arrives (logs -f). Stops when
- * the server closes or on_data returns non-zero. Returns 0 or TIDE_EIO; the
- * HTTP status lands in *status. */
+/* Streams a GET response body to on_data as it arrives (logs -f), over
+ * libcurl whatever the scheme. Stops when the server closes or on_data
+ * returns non-zero. Returns 0 or TIDE_EIO; the HTTP status lands in *status. */
 int http_stream(const char *url, const char *token, long *status,
                 int (*on_data)(const char *data, size_t len, void *ctx), void *ctx,
                 struct tide_err *err);
@@ -84,8 +91,9 @@ void http_client_cancel_on(const int *flag);
  * request that failed then says nothing about the server. */
 bool http_client_cancelled(void);
 
-/* Closes the calling thread's kept connections and frees its handle now
- * rather than when the thread ends; a later request opens new ones. */
+/* Closes the calling thread's kept connections (plain and libcurl's) and
+ * frees its handle now rather than when the thread ends; a later request
+ * opens new ones. */
 void http_client_thread_release(void);
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * Unit tests for the CLI's plain HTTP/1.1 client (src/cli/plain_http.c):
- * a forked child serves canned answers on a loopback socket, one per path,
- * so framing, headers and failures are checked against real bytes.
+ * Unit tests for the plain HTTP/1.1 client (src/common/http_plain.c): a
+ * forked child serves canned answers on a loopback socket, one per path and
+ * connection, so framing, headers and failures are checked against real
+ * bytes. Kept connections are tested in test_http_client.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/plain_http.h"
+#include "common/http_plain.h"
 
 static pid_t server_pid;
 static int server_port, dead_port;
@@ -80,9 +81,16 @@ static void serve_one(int fd)
         drain(fd);
     } else if (!strcmp(path, "/echo")) {
         char head[9000];
-        snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s", len,
-                 req);
+        snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s", len, req);
         write_str(fd, head);
+    } else if (!strcmp(path, "/bighead")) {
+        char pad[10001];
+        memset(pad, 'p', sizeof pad - 1);
+        pad[sizeof pad - 1] = '\0';
+        write_str(fd, "HTTP/1.1 200 OK\r\nX-Pad: ");
+        write_str(fd, pad);
+        write_str(fd, "\r\nContent-Length: 2\r\n\r\nok");
+        drain(fd);
     } else if (!strcmp(path, "/garbage")) {
         write_str(fd, "SSH-2.0-OpenSSH_9.2\r\n\r\n");
     } else if (!strcmp(path, "/slow")) {
@@ -130,16 +138,25 @@ static int teardown(void **state)
     return 0;
 }
 
+/* After each test: the server here answers one request per connection
+ * (some then wait for the client to close), so none is kept for the next. */
+static int forget_connections(void **state)
+{
+    (void)state;
+    http_plain_thread_release();
+    return 0;
+}
+
 static struct http_response resp;
 static struct tide_err err;
 
-static int get(const char *path, const char *method, const char *body,
-               struct plain_http_extra *x, long timeout_ms)
+static int get(const char *path, const char *method, const char *body, struct http_plain_extra *x,
+               long timeout_ms)
 {
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d%s", server_port, path);
     tide_err_clear(&err);
-    return plain_http_request(method, url, "tok", body, timeout_ms, x, &resp, &err);
+    return http_plain_request(method, url, "tok", body, timeout_ms, x, &resp, &err);
 }
 
 static void test_a_content_length_ends_the_body_without_waiting_for_close(void **state)
@@ -173,7 +190,7 @@ static void test_a_body_without_length_ends_at_close_and_any_status_is_an_answer
 static void test_the_leader_header_is_reported(void **state)
 {
     (void)state;
-    struct plain_http_extra x = {0};
+    struct http_plain_extra x = {0};
     assert_int_equal(get("/leader", "GET", NULL, &x, 5000), 0);
     assert_int_equal(resp.status, 503);
     assert_string_equal(x.leader, "http://10.0.0.2:8080");
@@ -184,7 +201,7 @@ static void test_the_leader_header_is_reported(void **state)
 static void test_token_key_and_body_are_sent(void **state)
 {
     (void)state;
-    struct plain_http_extra x = {.idempotency_key = "k-123"};
+    struct http_plain_extra x = {.idempotency_key = "k-123"};
     assert_int_equal(get("/echo", "POST", "{\"a\":1}", &x, 5000), 0);
     assert_int_equal(resp.status, 200);
     assert_non_null(strstr(resp.body, "POST /echo HTTP/1.1\r\n"));
@@ -192,8 +209,29 @@ static void test_token_key_and_body_are_sent(void **state)
     assert_non_null(strstr(resp.body, "\r\nIdempotency-Key: k-123\r\n"));
     assert_non_null(strstr(resp.body, "\r\nContent-Length: 7\r\n"));
     assert_non_null(strstr(resp.body, "\r\n\r\n{\"a\":1}"));
-    assert_int_equal(x.sent, 1);
+    assert_int_equal(x.unsent, 0);
     assert_string_equal(x.leader, "");
+    http_response_release(&resp);
+}
+
+static void test_a_long_request_head_and_a_long_answer_head_go_through(void **state)
+{
+    (void)state;
+    char token[3001]; /* a head past the client's stack buffer */
+    memset(token, 't', sizeof token - 1);
+    token[sizeof token - 1] = '\0';
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/echo", server_port);
+    assert_int_equal(http_plain_request("POST", url, token, "{\"b\":2}", 5000, NULL, &resp, &err),
+                     0);
+    assert_int_equal(resp.status, 200);
+    assert_non_null(strstr(resp.body, token));
+    assert_non_null(strstr(resp.body, "\r\n\r\n{\"b\":2}"));
+    http_response_release(&resp);
+    http_plain_thread_release();
+    assert_int_equal(get("/bighead", "GET", NULL, NULL, 5000), 0); /* 10 kB of headers */
+    assert_int_equal(resp.status, 200);
+    assert_string_equal(resp.body, "ok");
     http_response_release(&resp);
 }
 
@@ -202,20 +240,20 @@ static void test_a_token_with_a_line_break_is_refused_before_sending(void **stat
     (void)state;
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/echo", server_port);
-    assert_int_equal(plain_http_request("GET", url, "tok\r\nX-Evil: 1", NULL, 5000, NULL, &resp,
-                                        &err),
-                     TIDE_EINVAL);
+    assert_int_equal(
+        http_plain_request("GET", url, "tok\r\nX-Evil: 1", NULL, 5000, NULL, &resp, &err),
+        TIDE_EINVAL);
     assert_string_equal(err.field, "token");
 }
 
 static void assert_no_answer(const char *path, long timeout_ms, const char *reason)
 {
-    struct plain_http_extra x = {0};
+    struct http_plain_extra x = {0};
     assert_int_equal(get(path, "GET", NULL, &x, timeout_ms), TIDE_EIO);
     if (!strstr(err.message, reason))
         fail_msg("%s: '%s' lacks '%s'", path, err.message, reason);
     assert_null(resp.body);
-    assert_int_equal(x.sent, 1);
+    assert_int_equal(x.unsent, 0);
 }
 
 static void test_no_answer_is_an_error_that_says_why(void **state)
@@ -231,21 +269,20 @@ static void test_a_refused_connection_sent_nothing(void **state)
     (void)state;
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/jobs", dead_port);
-    struct plain_http_extra x = {0};
-    assert_int_equal(plain_http_request("POST", url, NULL, "{}", 5000, &x, &resp, &err),
-                     TIDE_EIO);
+    struct http_plain_extra x = {0};
+    assert_int_equal(http_plain_request("POST", url, NULL, "{}", 5000, &x, &resp, &err), TIDE_EIO);
     assert_non_null(strstr(err.message, "refused"));
-    assert_int_equal(x.sent, 0);
+    assert_int_equal(x.unsent, 1);
 }
 
 static void test_urls_it_cannot_parse_are_refused(void **state)
 {
     (void)state;
-    const char *bad[] = {"https://127.0.0.1/", "http://", "http://h:0/", "http://h:99999/",
-                         "http://[::1/", "http://h:80x/"};
+    const char *bad[] = {"https://127.0.0.1/", "http://",      "http://h:0/",
+                         "http://h:99999/",    "http://[::1/", "http://h:80x/"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tide_err_clear(&err);
-        assert_int_equal(plain_http_request("GET", bad[i], NULL, NULL, 1000, NULL, &resp, &err),
+        assert_int_equal(http_plain_request("GET", bad[i], NULL, NULL, 1000, NULL, &resp, &err),
                          TIDE_EINVAL);
     }
 }
@@ -254,15 +291,21 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_a_content_length_ends_the_body_without_waiting_for_close),
-        cmocka_unit_test(test_a_chunked_body_is_joined),
-        cmocka_unit_test(test_a_body_without_length_ends_at_close_and_any_status_is_an_answer),
-        cmocka_unit_test(test_the_leader_header_is_reported),
-        cmocka_unit_test(test_token_key_and_body_are_sent),
-        cmocka_unit_test(test_a_token_with_a_line_break_is_refused_before_sending),
-        cmocka_unit_test(test_no_answer_is_an_error_that_says_why),
-        cmocka_unit_test(test_a_refused_connection_sent_nothing),
-        cmocka_unit_test(test_urls_it_cannot_parse_are_refused),
+        cmocka_unit_test_teardown(test_a_content_length_ends_the_body_without_waiting_for_close,
+                                  forget_connections),
+        cmocka_unit_test_teardown(test_a_chunked_body_is_joined, forget_connections),
+        cmocka_unit_test_teardown(
+            test_a_body_without_length_ends_at_close_and_any_status_is_an_answer,
+            forget_connections),
+        cmocka_unit_test_teardown(test_the_leader_header_is_reported, forget_connections),
+        cmocka_unit_test_teardown(test_token_key_and_body_are_sent, forget_connections),
+        cmocka_unit_test_teardown(test_a_long_request_head_and_a_long_answer_head_go_through,
+                                  forget_connections),
+        cmocka_unit_test_teardown(test_a_token_with_a_line_break_is_refused_before_sending,
+                                  forget_connections),
+        cmocka_unit_test_teardown(test_no_answer_is_an_error_that_says_why, forget_connections),
+        cmocka_unit_test_teardown(test_a_refused_connection_sent_nothing, forget_connections),
+        cmocka_unit_test_teardown(test_urls_it_cannot_parse_are_refused, forget_connections),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
