@@ -100,7 +100,10 @@ int agent_servers_request(struct agent_servers *s, const char *method, const cha
         long left = (long)(deadline - clock_mono_ms());
         if (tries > 0 && left < SERVERS_MIN_TRY_MS)
             left = SERVERS_MIN_TRY_MS;
-        int rc = http_request(method, url, token, body, left > 0 ? left : 1, resp, err);
+        /* the agent protocol does nothing twice for a request sent again
+         * (heartbeats carry states and log offsets, waits change nothing) */
+        struct http_request_extra x = {.repeatable = 1};
+        int rc = http_request_ex(method, url, token, body, left > 0 ? left : 1, &x, resp, err);
         if (rc != 0) {
             /* a cancelled request (agent_wake_stop) is no sign of a dead server */
             if (s->count == 1 || http_client_cancelled())

@@ -410,7 +410,8 @@ int http_request_ex(const char *method, const char *url, const char *token,
     if (extra)
         extra->unsent = 1;
     if (http_plain_handles(url)) {
-        struct http_plain_extra x = {.idempotency_key = extra ? extra->idempotency_key : NULL};
+        struct http_plain_extra x = {.idempotency_key = extra ? extra->idempotency_key : NULL,
+                                     .repeatable = extra && extra->repeatable};
         int rc = http_plain_request(method, url, token, json_body, timeout_ms, &x, resp, err);
         if (extra)
             extra->unsent = rc != 0 && x.unsent;

@@ -60,6 +60,9 @@ int http_request(const char *method, const char *url, const char *token, const c
 /* Optional extras of http_request_ex. */
 struct http_request_extra {
     const char *idempotency_key; /* sent as Idempotency-Key when not NULL */
+    int repeatable; /* the server does nothing twice for it (as with a key,
+                     * or GET, HEAD, PUT, DELETE): it may be sent again when a
+                     * kept connection died under it; else that fails */
     int unsent; /* out: 1 when it failed before any of the request left
                  * (no connection, TLS refused, and it was not sent on a kept
                  * connection either), so another server may be tried

@@ -47,7 +47,19 @@ struct target {
 
 int http_plain_handles(const char *url)
 {
-    return url && !strncasecmp(url, "http://", 7);
+    if (!url || strncasecmp(url, "http://", 7))
+        return 0;
+    const char *host = url + 7;
+    if (*host == '[')
+        return 1;
+    char name[64];
+    size_t n = strcspn(host, ":/?#");
+    if (n == 0 || n >= sizeof name)
+        return 0;
+    memcpy(name, host, n);
+    name[n] = '\0';
+    struct in_addr a;
+    return inet_pton(AF_INET, name, &a) == 1 || !strcasecmp(name, "localhost");
 }
 
 static int parse_url(const char *url, struct target *t)
@@ -331,7 +343,7 @@ static int connect_target(const struct target *t, long long deadline, int *why)
     struct addrinfo *list = NULL;
     int rc = getaddrinfo(t->host, t->port, &hints, &list);
     if (rc != 0) {
-        *why = -rc; /* negative: a getaddrinfo code, see reason_text */
+        *why = rc < 0 ? rc : -rc; /* negative: glibc's EAI_* code, see reason_text */
         return -1;
     }
     int fd = -1;
@@ -647,7 +659,12 @@ static int read_head(struct reader *r, struct answer_head *h, struct http_plain_
             }
             memcpy(num, v, vlen);
             num[vlen] = '\0';
-            h->content_length = strtoll(num, NULL, 10);
+            long long n = strtoll(num, NULL, 10);
+            if (h->content_length >= 0 && h->content_length != n) {
+                *why = WHY_NOT_HTTP; /* two lengths: which body is it? */
+                return -1;
+            }
+            h->content_length = n;
         } else if ((v = header_value(hl, len, "Transfer-Encoding", &vlen))) {
             h->chunked = vlen >= 7 && !strncasecmp(v + vlen - 7, "chunked", 7);
         } else if ((v = header_value(hl, len, "Connection", &vlen))) {
@@ -668,13 +685,14 @@ static int read_chunked(struct reader *r, struct body *b, int *why)
         char *line = reader_line(r, why);
         if (!line)
             return -1;
-        char *end;
-        errno = 0;
-        unsigned long long size = strtoull(line, &end, 16);
-        if (end == line || errno != 0 || (*end && *end != ';' && *end != ' ' && *end != '\t')) {
+        /* 1 to 16 hex digits, then an extension or the end: no sign, space or 0x */
+        size_t digits = strspn(line, "0123456789abcdefABCDEF");
+        const char *end = line + digits;
+        if (digits == 0 || digits > 16 || (*end && *end != ';' && *end != ' ' && *end != '\t')) {
             *why = WHY_NOT_HTTP;
             return -1;
         }
+        unsigned long long size = strtoull(line, NULL, 16);
         if (size > (unsigned long long)HTTP_PLAIN_BODY_MAX) {
             *why = WHY_TOO_BIG;
             return -1;
@@ -737,7 +755,9 @@ static int read_answer(struct reader *r, const char *method, struct http_plain_e
         free(b.data);
         return -1;
     }
+    /* a length beside chunked framing: the next answer's start is in doubt */
     *keep_it = !to_close && !h.conn_close && (h.minor >= 1 || h.conn_keep_alive) &&
+               !(h.chunked && h.content_length >= 0) &&
                r->pos == r->len; /* bytes past the answer: out of step */
     resp->status = h.status;
     resp->body = b.data;
@@ -750,7 +770,7 @@ static int read_answer(struct reader *r, const char *method, struct http_plain_e
 static void reason_text(int why, int connecting, long timeout_ms, char *buf, size_t size)
 {
     if (why < 0)
-        snprintf(buf, size, "cannot resolve the host name: %s", gai_strerror(-why));
+        snprintf(buf, size, "cannot resolve the host name: %s", gai_strerror(why));
     else if (why == WHY_NOT_HTTP)
         snprintf(buf, size, "the answer is not HTTP/1.x");
     else if (why == WHY_TOO_BIG)
@@ -792,6 +812,9 @@ int http_plain_request(const char *method, const char *url, const char *token,
                                                         "http://HOST[:PORT][/PATH]",
                             method, url);
     const char *idem = extra ? extra->idempotency_key : NULL;
+    /* the server may have done it before the connection died under it */
+    bool repeatable = idem || (extra && extra->repeatable) || !strcmp(method, "GET") ||
+                      !strcmp(method, "HEAD") || !strcmp(method, "PUT") || !strcmp(method, "DELETE");
     if ((token && !is_header_safe(token)) || (idem && !is_header_safe(idem)))
         return tide_err_set(err, TIDE_EINVAL, token && !is_header_safe(token) ? "token" : NULL,
                             "%s %s: the %s holds a control character", method, url,
@@ -839,7 +862,7 @@ int http_plain_request(const char *method, const char *url, const char *token,
             break;
         close(fd);
         fd = -1;
-        if (!reused || !is_dead_kept(why, r.got_any)) {
+        if (!reused || !repeatable || !is_dead_kept(why, r.got_any)) {
             rc = -1;
             break;
         }

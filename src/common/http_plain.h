@@ -23,13 +23,19 @@
 /* Optional request and answer extras. */
 struct http_plain_extra {
     const char *idempotency_key; /* sent as Idempotency-Key when not NULL */
+    int repeatable; /* the server does nothing twice for it (as with a key,
+                     * or GET, HEAD, PUT, DELETE): it may be sent again when a
+                     * kept connection died under it */
     char leader[256];            /* out: the X-Tide-Leader header, "" when none */
     int unsent; /* out: 1 when none of the request can have left (no
                  * connection could be made, and it had not gone out on a
                  * kept connection either), so another server may be tried */
 };
 
-/* Whether url starts with "http://" (the only scheme this client speaks). */
+/* Whether this client takes url: http:// with a numeric host (IPv4,
+ * [IPv6]) or localhost. A host name goes to libcurl, whose resolver keeps
+ * to the request's time limit and its cancellation; glibc's getaddrinfo
+ * here would block for as long as the name servers take. */
 int http_plain_handles(const char *url);
 
 /* Sends method to url (http://HOST[:PORT]/PATH; HOST a name, an IPv4

@@ -264,6 +264,18 @@ static void test_each_thread_has_its_own_connection_closed_when_it_ends(void **s
     assert_int_equal(counter(&srv.closed), 1);
 }
 
+static void test_a_post_without_a_key_is_not_sent_again_when_its_kept_connection_dies(void **state)
+{
+    (void)state;
+    assert_int_equal(request("GET", "/drop-next", NULL), 200);
+    struct http_request_extra x = {0};
+    /* the server may have done it before the connection died: not twice */
+    assert_int_equal(request("POST", "/ok", &x), -1);
+    assert_int_equal(x.unsent, 0);
+    assert_int_equal(counter(&srv.requests), 2);
+    assert_int_equal(counter(&srv.accepted), 1);
+}
+
 static void test_a_kept_connection_the_server_closed_is_replaced(void **state)
 {
     (void)state;
@@ -461,6 +473,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_each_thread_has_its_own_connection_closed_when_it_ends,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_post_without_a_key_is_not_sent_again_when_its_kept_connection_dies, setup,
+            teardown),
         cmocka_unit_test_setup_teardown(test_a_kept_connection_the_server_closed_is_replaced, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(

@@ -287,6 +287,20 @@ static void test_urls_it_cannot_parse_are_refused(void **state)
     }
 }
 
+static void test_only_numeric_hosts_and_localhost_go_over_plain_http(void **state)
+{
+    (void)state;
+    assert_true(http_plain_handles("http://127.0.0.1:8080/v1/jobs"));
+    assert_true(http_plain_handles("http://[::1]:8080/"));
+    assert_true(http_plain_handles("http://localhost:1/"));
+    assert_true(http_plain_handles("HTTP://10.1.2.3"));
+    /* a name waits on the resolver: libcurl's keeps to the time limit */
+    assert_false(http_plain_handles("http://tide.example.com:8080/"));
+    assert_false(http_plain_handles("http://127.0.0.1.example.com/"));
+    assert_false(http_plain_handles("https://127.0.0.1/"));
+    assert_false(http_plain_handles("http:///"));
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -306,6 +320,7 @@ int main(void)
         cmocka_unit_test_teardown(test_no_answer_is_an_error_that_says_why, forget_connections),
         cmocka_unit_test_teardown(test_a_refused_connection_sent_nothing, forget_connections),
         cmocka_unit_test_teardown(test_urls_it_cannot_parse_are_refused, forget_connections),
+        cmocka_unit_test(test_only_numeric_hosts_and_localhost_go_over_plain_http),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
