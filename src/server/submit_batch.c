@@ -532,10 +532,8 @@ static void commit_batch(struct server *srv, struct submit_work *list)
     }
     if (inserts && !rc)
         rc = insert_all(srv, list, rows, now, &err);
-    /* on disk before any answer: every answer waits for store_sync (http.c),
-     * outside the lock, so the next batch commits while this one flushes */
     if (inserts && !rc)
-        rc = store_commit_deferred(srv->store, &err);
+        rc = store_commit(srv->store, &err);
     else if (inserts)
         store_rollback(srv->store);
     bool reloaded = false;
