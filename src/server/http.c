@@ -294,7 +294,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply 
 }
 
 /* No answer tells of a commit that is not on disk yet: the hot path's
- * commits (heartbeats, scheduling passes, submissions, registrations) do
+ * commits (heartbeats, scheduling passes, registrations) do
  * not wait for the disk (store_commit_deferred), so every answer waits for
  * one flush of all commits so far, shared with the answers waiting at the
  * same time; most find it done. An answer whose flush failed becomes an
