@@ -217,21 +217,6 @@ static void count_for_metrics(struct server *srv, const struct action *a, int64_
 }
 
 static int apply_and_commit(struct server *srv, const struct action_list *actions, int64_t now_ms,
-                            bool deferred, struct tide_err *err);
-
-int apply_actions(struct server *srv, const struct action_list *actions, int64_t now_ms,
-                  struct tide_err *err)
-{
-    return apply_and_commit(srv, actions, now_ms, false, err);
-}
-
-int apply_actions_deferred(struct server *srv, const struct action_list *actions, int64_t now_ms,
-                           struct tide_err *err)
-{
-    return apply_and_commit(srv, actions, now_ms, true, err);
-}
-
-static int apply_and_commit(struct server *srv, const struct action_list *actions, int64_t now_ms,
                             bool deferred, struct tide_err *err)
 {
     bool durable = false;
@@ -265,4 +250,16 @@ static int apply_and_commit(struct server *srv, const struct action_list *action
             log_error("reload failed: %s", reload_err.message);
     }
     return rc;
+}
+
+int apply_actions(struct server *srv, const struct action_list *actions, int64_t now_ms,
+                  struct tide_err *err)
+{
+    return apply_and_commit(srv, actions, now_ms, false, err);
+}
+
+int apply_actions_deferred(struct server *srv, const struct action_list *actions, int64_t now_ms,
+                           struct tide_err *err)
+{
+    return apply_and_commit(srv, actions, now_ms, true, err);
 }
