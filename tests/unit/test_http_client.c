@@ -44,7 +44,7 @@ static struct {
 static void write_all(int fd, const char *s, size_t n)
 {
     while (n) {
-        ssize_t w = write(fd, s, n);
+        ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
         if (w <= 0)
             return;
         s += w;
@@ -280,7 +280,9 @@ static void test_a_kept_connection_the_server_closed_is_replaced(void **state)
 {
     (void)state;
     assert_int_equal(request("GET", "/answer-then-close", NULL), 200);
-    struct http_request_extra x = {0};
+    /* the close may reach the client after it picked the connection again:
+     * then only a request the server does nothing twice for is repeated */
+    struct http_request_extra x = {.repeatable = 1};
     assert_int_equal(request("POST", "/ok", &x), 200);
     assert_int_equal(counter(&srv.requests), 2);
     assert_int_equal(counter(&srv.accepted), 2);
@@ -465,7 +467,7 @@ static void test_http_requests_never_load_libcurl(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
+    /* SIGPIPE keeps its default, as in the CLI: the client must never raise it */
     if (http_client_global_init() != 0)
         return 1;
     const struct CMUnitTest tests[] = {
