@@ -212,6 +212,8 @@ void agent_wake_stop(struct agent_wake *w)
     w->started = false;
     if (done) {
         pthread_join(w->thread, NULL); /* it only returns now */
+        free(w->answer); /* one the loop did not take */
+        w->answer = NULL;
         return;
     }
     log_warn("agent wake: the long-poll thread did not stop within %d ms", WAKE_STOP_MS);
