@@ -58,7 +58,7 @@ else
 fi
 
 echo
-echo "== submit: POST /v1/jobs from 1 and 8 connections (wrk; SQLite WAL, synchronous=FULL),"
+echo "== submit: POST /v1/jobs from 1 and 8 connections (wrk; SQLite WAL, each commit flushed),"
 echo "   batches, 1,000-task arrays, the CLI (bench/submit.py)"
 command -v wrk >/dev/null 2>&1 || apt-get install -y -qq wrk >/dev/null 2>&1 || true
 python3 "$(dirname "$0")/submit.py" "$tide" || echo "submit bench failed; skipping"

@@ -1,7 +1,9 @@
 /*
- * SQLite under the connection layer (db.h): one database file in WAL mode
- * with synchronous=FULL, so a commit survives a crash of the process and of
- * the machine. Connections are FULLMUTEX, so a read-only one may be shared
+ * SQLite under the connection layer (db.h): one database file in WAL mode.
+ * The writer runs at synchronous=NORMAL and flushes the WAL itself
+ * (wal_sync.h): a commit is on disk before it returns, so it survives a
+ * crash of the process and of the machine, unless db_commit_deferred made
+ * it; then db_sync does. Connections are FULLMUTEX, so a read-only one may be shared
  * by threads (WAL lets it read committed data while the writer writes).
  *
  * Files are opened through SQLite's "unix-excl" VFS (under db_sqlite_vfs.h,
