@@ -1,7 +1,7 @@
 /*
  * Group commit for POST /v1/jobs. Every accepted job is durable before its
- * 201, and each commit is an fsync: one
- * commit per request caps the submit rate at the disk's fsync rate. Here
+ * 201, and each commit is an fsync: one commit per request caps the submit
+ * rate at the disk's fsync rate. Here
  * the HTTP threads queue their checked submissions, and whichever finds
  * nobody committing commits everything queued in one transaction, answers
  * the others, and hands what queued meanwhile to its first waiter. No

@@ -3,8 +3,9 @@
  * The writer runs at synchronous=NORMAL and flushes the WAL itself
  * (wal_sync.h): a commit is on disk before it returns, so it survives a
  * crash of the process and of the machine, unless db_commit_deferred made
- * it; then db_sync does. Connections are FULLMUTEX, so a read-only one may be shared
- * by threads (WAL lets it read committed data while the writer writes).
+ * it; then db_sync does. Connections are FULLMUTEX, so a read-only one may
+ * be shared by threads (WAL lets it read committed data while the writer
+ * writes).
  *
  * Files are opened through SQLite's "unix-excl" VFS (under db_sqlite_vfs.h,
  * which gathers a transaction's WAL writes into one): the first lock takes a
