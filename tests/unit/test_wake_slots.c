@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "common/fsutil.h"
 #include "server/wake_slots.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -25,20 +26,10 @@ struct waiter {
     bool woke; /* wake_slots_wait's answer */
 };
 
-static struct timespec mono_in_ms(int64_t ms)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    int64_t ns = t.tv_nsec + ms * 1000000;
-    t.tv_sec += ns / 1000000000;
-    t.tv_nsec = ns % 1000000000;
-    return t;
-}
-
 static void *wait_thread(void *arg)
 {
     struct waiter *a = arg;
-    struct timespec deadline = mono_in_ms(a->wait_ms);
+    struct timespec deadline = clock_in_us(CLOCK_MONOTONIC, a->wait_ms * 1000);
     pthread_mutex_lock(&mu);
     a->woke = wake_slots_wait(a->w, &mu, a->node_id, &deadline, a->stop);
     if (a->woke && !a->keep)
@@ -226,11 +217,11 @@ static void test_a_wait_for_an_id_without_a_slot_sleeps_to_its_deadline(void **s
     static struct wake_slots w;
     assert_int_equal(wake_slots_init(&w), 0);
     static const int stop = 0;
-    struct timespec before = mono_in_ms(0);
+    struct timespec before = clock_in_us(CLOCK_MONOTONIC, 0);
     struct waiter a;
     start_wait(&a, &w, WAKE_SLOTS_MAX_NODE_ID + 1, 30, &stop);
     pthread_join(a.thread, NULL);
-    struct timespec after = mono_in_ms(0);
+    struct timespec after = clock_in_us(CLOCK_MONOTONIC, 0);
     assert_false(a.woke);
     /* not at once: its agent would ask again in a tight loop */
     int64_t ms = (after.tv_sec - before.tv_sec) * 1000 + (after.tv_nsec - before.tv_nsec) / 1000000;
