@@ -1,7 +1,7 @@
 /*
  * `tide`: dispatches to the subcommand named by argv[1]. The client
- * commands are linked in; server, agent and up live in tide-roles.so beside
- * this executable and are loaded only when run (see roles_module.h).
+ * commands and the agent are linked in; server and up live in tide-roles.so
+ * beside this executable and are loaded only when run (see roles_module.h).
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -21,7 +21,7 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
     {"up", NULL, "start a server and two local agents with fake GPUs under ./.tide/"},
     {"server", NULL, "run the scheduler and REST API"},
-    {"agent", NULL, "run a node agent that registers GPUs and runs tasks"},
+    {"agent", agent_main, "run a node agent that registers GPUs and runs tasks"},
     {"submit", cli_submit_main, "submit a job (flags -- CMD ARGS..., or a YAML/JSON file)"},
     {"jobs", cli_jobs_main, "list jobs"},
     {"show", cli_show_main, "show one job"},

@@ -1,10 +1,10 @@
 /*
  * Entry points of every `tide` subcommand. One command serves every role;
  * main.c dispatches on argv[1] and each role lives in its own folder. The
- * client commands are linked into the executable; server_main, agent_main
- * and cli_up_main are in tide-roles.so, loaded only for them
- * (roles_module.h): a client command must not call into src/server,
- * src/agent, src/store or src/providers, or `tide` no longer links.
+ * client commands and agent_main are linked into the executable;
+ * server_main and cli_up_main are in tide-roles.so, loaded only for them
+ * (roles_module.h): a client command or the agent must not call into
+ * src/server, src/store or src/providers, or `tide` no longer links.
  * Each returns the process exit status (0 success, 1 failure, 2 bad usage).
  */
 #ifndef TIDE_ROLES_H

@@ -10,7 +10,6 @@
 
 const struct tide_role tide_roles_module[] = {
     {"server", server_main},
-    {"agent", agent_main},
     {"up", cli_up_main},
     {NULL, NULL},
 };
