@@ -19,6 +19,7 @@
 #include "agent/gpu.h"
 #include "agent/task.h"
 #include "agent/task_guard.h"
+#include "common/dir_spares.h"
 
 /* Most tasks one agent tracks at once (running plus unacknowledged). */
 #define AGENT_MAX_TASKS 1024
@@ -49,6 +50,7 @@ struct agent {
     struct agent_probe probe;        /* the health probe (--health-command) */
     struct agent_task_guard guard;
     struct agent_cgroups cgroups; /* what the machine offers for task limits */
+    struct dir_spares *job_dirs;  /* spares for WORK/jobs/ID; NULL: each is made */
 
     struct agent_task *tasks[AGENT_MAX_TASKS];
     size_t ntasks;
@@ -93,8 +95,8 @@ struct agent {
 
 /* Whether a task ever ran in work_dir. Every task's directory is made
  * under WORK/jobs before it starts and stays there, and the agent makes
- * WORK/jobs itself (empty) at start: an empty or missing one never ran a
- * task, so nothing of an earlier run is looked for (its containers, its
+ * WORK/jobs itself (empty) at start: one with no job's directory (only
+ * spares, dot names) or a missing one never ran a task, so nothing of an earlier run is looked for (its containers, its
  * processes). In doubt: true. */
 bool agent_work_ran_tasks(const char *work_dir);
 

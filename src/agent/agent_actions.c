@@ -265,6 +265,7 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
         .guard = &a->guard,
         .cgroups = &a->cgroups,
         .container_runtime = a->container_runtime,
+        .job_dirs = a->job_dirs,
     };
     struct agent_task *t = NULL;
     struct tide_err err;

@@ -139,8 +139,22 @@ static void kill_leftovers(struct agent *a)
         log_warn("killed %d process(es) left by the tasks of an earlier run of this agent", n);
 }
 
+/* Job directories made ahead, between waves of starts (dir_spares.h):
+ * enough for every GPU to start a task twice over. */
+static void start_job_dir_spares(struct agent *a)
+{
+    char jobs[PATH_MAX];
+    snprintf(jobs, sizeof jobs, "%s/jobs", a->work_dir);
+    size_t keep = 2 * a->gpus.count;
+    keep = keep < 8 ? 8 : keep > 64 ? 64 : keep;
+    a->job_dirs = dir_spares_create(jobs, (int)keep, 0700);
+    if (!a->job_dirs)
+        log_warn("no spare job directories (%s): each start makes its own", strerror(errno));
+}
+
 static void agent_release(struct agent *a)
 {
+    dir_spares_destroy(a->job_dirs);
     for (size_t i = 0; i < a->ntasks; i++)
         agent_task_destroy(a->tasks[i]);
     a->ntasks = 0;
@@ -215,6 +229,8 @@ int agent_main(int argc, char **argv)
         log_error("cannot initialise the HTTP client (libcurl, for https://)");
         rc = 1;
     }
+    if (rc == 0)
+        start_job_dir_spares(&a); /* a thread: after the guard's fork */
     if (rc == 0) {
         log_info("node %s, work dir %s, %zu GPU(s) (%s), server %s%s%s", opts.name, a.work_dir,
                  a.gpus.count, a.gpus.driver, opts.server_url, opts.ca ? ", CA " : "",

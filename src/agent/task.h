@@ -20,6 +20,7 @@
 #include "agent/run_as.h"
 #include "agent/task_container.h"
 #include "agent/task_guard.h"
+#include "common/dir_spares.h"
 #include "common/tide_err.h"
 
 enum agent_task_state {
@@ -69,6 +70,7 @@ struct agent_task_site {
     struct agent_task_guard *guard;      /* kills groups if the agent dies; may be NULL */
     const struct agent_cgroups *cgroups; /* per-task cgroups; NULL or no ops: none */
     const char *container_runtime;       /* podman or docker; NULL: images cannot run */
+    struct dir_spares *job_dirs;         /* spare job directories; may be NULL */
 };
 
 struct agent_task {

@@ -90,7 +90,7 @@ int api_agent_wait(struct server *srv, struct api_request *req, struct api_reply
     pthread_mutex_unlock(&srv->lock);
     if (!known)
         return api_error_msg(reply, TIDE_EAUTH, NULL, "unknown node: register again");
-    api_agent_make_checkpoint_dirs(actions);
+    api_agent_make_checkpoint_dirs(srv, actions);
     reply->json = json_pack("{s:b, s:I}", "wake", wake, "epoch", (json_int_t)lead_epoch(&srv->lead));
     if (reply->json && json_array_size(actions) > 0)
         json_object_set(reply->json, "actions", actions);

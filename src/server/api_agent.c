@@ -530,7 +530,7 @@ static json_t *start_message(struct server *srv, struct node *node, const struct
     return msg;
 }
 
-void api_agent_make_checkpoint_dirs(json_t *actions)
+void api_agent_make_checkpoint_dirs(struct server *srv, json_t *actions)
 {
     size_t i;
     json_t *msg;
@@ -539,7 +539,12 @@ void api_agent_make_checkpoint_dirs(json_t *actions)
         const char *dir = json_string_value(json_object_get(msg, "checkpoint_dir"));
         if (!dir)
             continue;
-        int rc = fs_mkdir_p(dir, 0755);
+        /* -EEXIST: made for an earlier attempt, or sent before */
+        int rc = dir_spares_take(srv->checkpoint_spares, dir);
+        if (rc == -EEXIST)
+            rc = 0;
+        else if (rc != 0)
+            rc = fs_mkdir_p(dir, 0755);
         if (rc < 0)
             log_warn("cannot create %s: %s", dir, strerror(-rc));
     }
@@ -816,7 +821,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(offsets);
         return api_error(reply, &err);
     }
-    api_agent_make_checkpoint_dirs(actions);
+    api_agent_make_checkpoint_dirs(srv, actions);
     /* epoch: agents ignore replies of a deposed leader (docs/ha.md) */
     reply->json = json_pack("{s:o, s:o, s:o, s:I, s:I}", "actions", actions, "ack", acks,
                             "log_offsets", offsets, "node_timeout_ms",

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/dir_spares.h"
 #include "common/tide_err.h"
 #include "core/action.h"
 #include "core/budget.h"
@@ -160,6 +161,7 @@ struct server {
     struct auth_limit auth_limit; /* failed authentications per address */
     struct auth_cache auth_cache; /* recently seen admin and user tokens (auth_cache.h) */
     struct retention *retention;  /* the sweeper (retention.h); NULL when all is kept */
+    struct dir_spares *checkpoint_spares; /* for DATA/checkpoints/ID; NULL: each is made */
     struct submit_batch *submits; /* group commit of submissions (submit_batch.h); NULL: inline */
     struct usage_meter *usage; /* the usage ledger (usage_meter.h); NULL before start */
     struct http_front fronts[HTTP_ROLE_COUNT]; /* what each listener's requests carry (http.c) */
@@ -253,10 +255,10 @@ void api_agent_actions_applied(struct server *srv);
  * holds the lock; changes nothing (a lost answer loses nothing). */
 json_t *api_agent_node_actions(struct server *srv, const struct node *node);
 /* Creates the checkpoint directory of each start message in actions (a
- * JSON array; NULL is fine). Called after the lock is released and before
- * the reply goes: creating a job's directory is a filesystem write that
- * need not hold up every other request. */
-void api_agent_make_checkpoint_dirs(json_t *actions);
+ * JSON array; NULL is fine), from srv's spares when one is ready. Called
+ * after the lock is released and before the reply goes: creating a job's
+ * directory is a filesystem write that need not hold up other requests. */
+void api_agent_make_checkpoint_dirs(struct server *srv, json_t *actions);
 /* The agent protocol's body parsers, without a server (for tests/fuzz/):
  * a registration into node; a heartbeat's tasks into out (at most 1024,
  * *n set); its gpus telemetry into node, all checked before any is kept.

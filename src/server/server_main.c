@@ -126,6 +126,9 @@ static const struct cli_opt server_opts[] = {
     {NULL, 0, 0},
 };
 
+/* Spare checkpoint directories kept: two waves of starts on 128 GPUs. */
+#define SERVER_CHECKPOINT_SPARES 256
+
 /* The flags as given (the last of a repeated one wins), applied after
  * --config so that flags win over the file. */
 #define SERVER_MAX_CONFIGS 8
@@ -352,6 +355,12 @@ static int server_open(struct server *srv, struct tide_err *err)
     if (rc)
         return rc;
     char path[1024];
+    /* checkpoint directories made between waves of starts (dir_spares.h) */
+    snprintf(path, sizeof path, "%s/checkpoints", srv->cfg.data_dir);
+    srv->checkpoint_spares = dir_spares_create(path, SERVER_CHECKPOINT_SPARES, 0755);
+    if (!srv->checkpoint_spares)
+        log_warn("no spare checkpoint directories (%s): each start makes its own",
+                 strerror(errno));
     snprintf(path, sizeof path, "%s/tide.db", srv->cfg.data_dir);
     return store_open(srv->cfg.store[0] ? srv->cfg.store : path, &srv->store, err);
 }
@@ -558,6 +567,7 @@ out:
     submit_batch_stop(&srv); /* no HTTP thread submits any more */
     retention_stop(&srv);
     pool_loop_stop(&srv);
+    dir_spares_destroy(srv.checkpoint_spares); /* no HTTP thread takes one any more */
     if (sched_started) {
         pthread_mutex_lock(&srv.lock);
         pthread_cond_signal(&srv.wake);

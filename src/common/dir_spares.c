@@ -1,0 +1,230 @@
+/* Spare directories made ahead of need (dir_spares.h). */
+#include "common/dir_spares.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/fsutil.h"
+
+/* After a mkdir failed for a reason other than a name in use (a full disk,
+ * no rights), the next try waits this long. */
+#define DIR_SPARES_RETRY_MS 1000
+
+struct dir_spares {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cond; /* CLOCK_MONOTONIC: a take, or stop */
+    char *parent;
+    mode_t mode;
+    int keep;
+    unsigned *ready; /* the numbers N of the ready ".spare-N", a stack */
+    int nready;
+    unsigned next;        /* the number the thread tries next */
+    int64_t last_take_ms; /* monotonic; the thread waits for quiet after it */
+    int64_t retry_at_ms;  /* monotonic; after a failed mkdir */
+    bool stop;
+};
+
+static bool spare_path(const struct dir_spares *s, unsigned n, char *out, size_t size)
+{
+    int w = snprintf(out, size, "%s/.spare-%u", s->parent, n);
+    return w >= 0 && (size_t)w < size;
+}
+
+/* n when name is ".spare-N" exactly, else -1. */
+static long spare_number(const char *name)
+{
+    if (strncmp(name, ".spare-", 7) || name[7] < '0' || name[7] > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(name + 7, &end, 10);
+    return *end || errno || n >= UINT_MAX ? -1 : (long)n;
+}
+
+/* Whether the directory at name in dfd is empty. */
+static bool dir_is_empty(int dfd, const char *name)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return false;
+    }
+    bool empty = true;
+    struct dirent *e;
+    while (empty && (e = readdir(d)) != NULL)
+        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+    closedir(d);
+    return empty;
+}
+
+/* Takes up the spares an earlier run left: only empty directories of this
+ * user no wider than the pool's mode, which nobody else can have used. */
+static int adopt(struct dir_spares *s)
+{
+    DIR *d = opendir(s->parent);
+    if (!d)
+        return -errno;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long n = spare_number(e->d_name);
+        if (n < 0)
+            continue;
+        if ((unsigned)n >= s->next)
+            s->next = (unsigned)n + 1;
+        struct stat st;
+        if (s->nready >= s->keep ||
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777 & ~s->mode) ||
+            !dir_is_empty(dirfd(d), e->d_name))
+            continue;
+        s->ready[s->nready++] = (unsigned)n;
+    }
+    closedir(d);
+    return 0;
+}
+
+/* Waits on s->cond until the monotonic time at_ms, or a signal. */
+static void wait_until(struct dir_spares *s, int64_t at_ms)
+{
+    int64_t ms = at_ms - clock_mono_ms();
+    if (ms <= 0)
+        return;
+    struct timespec at = clock_in_us(CLOCK_MONOTONIC, ms * 1000);
+    pthread_cond_timedwait(&s->cond, &s->mu, &at);
+}
+
+static void *fill(void *arg)
+{
+    struct dir_spares *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop) {
+        if (s->nready >= s->keep) {
+            pthread_cond_wait(&s->cond, &s->mu);
+            continue;
+        }
+        int64_t now = clock_mono_ms(), quiet_at = s->last_take_ms + DIR_SPARES_QUIET_MS;
+        if (now < quiet_at || now < s->retry_at_ms) {
+            wait_until(s, quiet_at > s->retry_at_ms ? quiet_at : s->retry_at_ms);
+            continue;
+        }
+        unsigned n = s->next++;
+        pthread_mutex_unlock(&s->mu);
+        char path[PATH_MAX];
+        int e = !spare_path(s, n, path, sizeof path) ? ENAMETOOLONG
+                : mkdir(path, s->mode) != 0     ? errno
+                                                : 0;
+        pthread_mutex_lock(&s->mu);
+        if (!e)
+            s->ready[s->nready++] = n;
+        else if (e != EEXIST) /* EEXIST: a leftover not adopted; try the next name */
+            s->retry_at_ms = clock_mono_ms() + DIR_SPARES_RETRY_MS;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void free_pool(struct dir_spares *s)
+{
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->mu);
+    free(s->ready);
+    free(s->parent);
+    free(s);
+}
+
+struct dir_spares *dir_spares_create(const char *parent, int keep, mode_t mode)
+{
+    if (keep < 1 || keep > DIR_SPARES_MAX) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct dir_spares *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&s->mu, NULL);
+    s->parent = strdup(parent);
+    s->ready = calloc((size_t)keep, sizeof *s->ready);
+    s->keep = keep;
+    s->mode = mode & 07777;
+    s->last_take_ms = clock_mono_ms(); /* a start's first takes come soon */
+    int e = !s->parent || !s->ready ? ENOMEM : -adopt(s);
+    if (!e)
+        e = pthread_create(&s->thread, NULL, fill, s);
+    if (e) {
+        free_pool(s);
+        errno = e;
+        return NULL;
+    }
+    pthread_setname_np(s->thread, "tide-spares");
+    return s;
+}
+
+int dir_spares_take(struct dir_spares *s, const char *path)
+{
+    if (!s)
+        return -ENOENT;
+    pthread_mutex_lock(&s->mu);
+    s->last_take_ms = clock_mono_ms();
+    bool any = s->nready > 0;
+    unsigned n = any ? s->ready[--s->nready] : 0;
+    pthread_cond_signal(&s->cond); /* the thread refills once takes pause */
+    pthread_mutex_unlock(&s->mu);
+    if (!any)
+        return -ENOENT;
+    char spare[PATH_MAX];
+    if (!spare_path(s, n, spare, sizeof spare))
+        return -ENAMETOOLONG;
+    if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+        return 0;
+    int e = errno;
+    /* still there (path was taken, or its directory is missing): keep it */
+    struct stat st;
+    if (lstat(spare, &st) == 0) {
+        pthread_mutex_lock(&s->mu);
+        if (s->nready < s->keep)
+            s->ready[s->nready++] = n;
+        pthread_mutex_unlock(&s->mu);
+    }
+    return -e;
+}
+
+int dir_spares_ready(struct dir_spares *s)
+{
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->mu);
+    int n = s->nready;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+void dir_spares_destroy(struct dir_spares *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_signal(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    free_pool(s);
+}
