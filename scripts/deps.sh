@@ -14,6 +14,7 @@ packages=(
   libgnutls28-dev
   nettle-dev
   podman
+  catatonit
   runc
   busybox-static
   openssl
