@@ -19,6 +19,11 @@
 /* After a mkdir failed for a reason other than a name in use (a full disk,
  * no rights), the next try waits this long. */
 #define DIR_SPARES_RETRY_MS 1000
+/* While every CPU is busy, the thread looks again this much later, and
+ * after this long makes the spare anyway (a machine never idle still gets
+ * them, as a start would have made them). */
+#define DIR_SPARES_BUSY_MS 20
+#define DIR_SPARES_BUSY_MAX_MS 1000
 
 struct dir_spares {
     pthread_t thread;
@@ -29,9 +34,13 @@ struct dir_spares {
     int keep;
     unsigned *ready; /* the numbers N of the ready ".spare-N", a stack */
     int nready;
-    unsigned next;        /* the number the thread tries next */
-    int64_t last_take_ms; /* monotonic; the thread waits for quiet after it */
-    int64_t retry_at_ms;  /* monotonic; after a failed mkdir */
+    unsigned next;         /* the number the thread tries next */
+    int64_t last_take_ms;  /* monotonic; the thread waits for quiet after it */
+    int64_t retry_at_ms;   /* monotonic; after a failed mkdir */
+    int64_t busy_since_ms; /* monotonic; since when it waits for a free CPU, or 0 */
+    long ncpus;            /* online */
+    int loadavg_fd;        /* /proc/loadavg, read again with pread; -1: none */
+    bool full_wait;        /* the thread waits for a take (the pool is full) */
     bool stop;
 };
 
@@ -86,8 +95,7 @@ static int adopt(struct dir_spares *s)
         if ((unsigned)n >= s->next)
             s->next = (unsigned)n + 1;
         struct stat st;
-        if (s->nready >= s->keep ||
-            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        if (s->nready >= s->keep || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
             !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777 & ~s->mode) ||
             !dir_is_empty(dirfd(d), e->d_name))
             continue;
@@ -95,6 +103,23 @@ static int adopt(struct dir_spares *s)
     }
     closedir(d);
     return 0;
+}
+
+/* Whether a CPU is free now: fewer tasks other than this thread are
+ * runnable than there are CPUs (/proc/loadavg's "R/T"). A pool whose quiet
+ * started ahead of other processes' (an agent beside fifteen others in a
+ * wave) must not compete with their starts. In doubt: true. */
+static bool cpu_free(const struct dir_spares *s)
+{
+    char text[128];
+    ssize_t n = s->loadavg_fd >= 0 ? pread(s->loadavg_fd, text, sizeof text - 1, 0) : -1;
+    long running;
+    if (n <= 0)
+        return true;
+    text[n] = '\0';
+    if (sscanf(text, "%*s %*s %*s %ld/", &running) != 1)
+        return true;
+    return running - 1 < s->ncpus;
 }
 
 /* Waits on s->cond until the monotonic time at_ms, or a signal. */
@@ -113,7 +138,9 @@ static void *fill(void *arg)
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         if (s->nready >= s->keep) {
+            s->full_wait = true;
             pthread_cond_wait(&s->cond, &s->mu);
+            s->full_wait = false;
             continue;
         }
         int64_t now = clock_mono_ms(), quiet_at = s->last_take_ms + DIR_SPARES_QUIET_MS;
@@ -121,12 +148,22 @@ static void *fill(void *arg)
             wait_until(s, quiet_at > s->retry_at_ms ? quiet_at : s->retry_at_ms);
             continue;
         }
+        pthread_mutex_unlock(&s->mu);
+        bool free_cpu = cpu_free(s);
+        pthread_mutex_lock(&s->mu);
+        if (!free_cpu && !s->busy_since_ms)
+            s->busy_since_ms = now;
+        if (!free_cpu && now - s->busy_since_ms < DIR_SPARES_BUSY_MAX_MS) {
+            wait_until(s, clock_mono_ms() + DIR_SPARES_BUSY_MS);
+            continue;
+        }
+        s->busy_since_ms = 0;
         unsigned n = s->next++;
         pthread_mutex_unlock(&s->mu);
         char path[PATH_MAX];
         int e = !spare_path(s, n, path, sizeof path) ? ENAMETOOLONG
-                : mkdir(path, s->mode) != 0     ? errno
-                                                : 0;
+                : mkdir(path, s->mode) != 0          ? errno
+                                                     : 0;
         pthread_mutex_lock(&s->mu);
         if (!e)
             s->ready[s->nready++] = n;
@@ -139,6 +176,8 @@ static void *fill(void *arg)
 
 static void free_pool(struct dir_spares *s)
 {
+    if (s->loadavg_fd >= 0)
+        close(s->loadavg_fd);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->mu);
     free(s->ready);
@@ -155,6 +194,7 @@ struct dir_spares *dir_spares_create(const char *parent, int keep, mode_t mode)
     struct dir_spares *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    s->loadavg_fd = -1;
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -165,6 +205,10 @@ struct dir_spares *dir_spares_create(const char *parent, int keep, mode_t mode)
     s->ready = calloc((size_t)keep, sizeof *s->ready);
     s->keep = keep;
     s->mode = mode & 07777;
+    s->loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    s->ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (s->ncpus < 1)
+        s->ncpus = 1;
     s->last_take_ms = clock_mono_ms(); /* a start's first takes come soon */
     int e = !s->parent || !s->ready ? ENOMEM : -adopt(s);
     if (!e)
@@ -186,7 +230,8 @@ int dir_spares_take(struct dir_spares *s, const char *path)
     s->last_take_ms = clock_mono_ms();
     bool any = s->nready > 0;
     unsigned n = any ? s->ready[--s->nready] : 0;
-    pthread_cond_signal(&s->cond); /* the thread refills once takes pause */
+    if (s->full_wait) /* else it is waiting for quiet, and sees this take then */
+        pthread_cond_signal(&s->cond);
     pthread_mutex_unlock(&s->mu);
     if (!any)
         return -ENOENT;

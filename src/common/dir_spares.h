@@ -7,11 +7,14 @@
  * the starts were about a sixth of the server's and the agents' CPU, spent
  * in the burst of starts after a wave of task ends, delaying the rest.
  *
- * A thread of the pool's own makes the spares, and only once takes have
- * paused for DIR_SPARES_QUIET_MS: it works between one wave of starts and
- * the next, never during one (where it would compete for the CPU and hold
- * the parent directory's lock that the take's rename needs). When none is
- * ready the caller makes the directory itself, as without a pool.
+ * A thread of the pool's own makes the spares, only once takes have paused
+ * for DIR_SPARES_QUIET_MS and while a CPU is free (or a second has gone by
+ * without one): it works between one
+ * wave of starts and the next, never during one (where it would compete for
+ * the CPU and hold the parent directory's lock that a take's rename needs;
+ * so it runs at normal priority, and is not left holding that lock as a
+ * SCHED_IDLE thread could be). When none is ready the caller makes the
+ * directory itself, as without a pool.
  * Spares are named ".spare-N" in their parent: a dot name, never a job's.
  */
 #ifndef TIDE_COMMON_DIR_SPARES_H

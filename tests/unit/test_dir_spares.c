@@ -207,8 +207,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_pool_makes_its_spares_as_empty_dot_named_directories,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_take_renames_a_spare_into_place_and_it_is_made_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_take_renames_a_spare_into_place_and_it_is_made_again,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_take_never_replaces_what_is_at_its_path, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
