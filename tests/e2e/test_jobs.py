@@ -1,6 +1,7 @@
 """End to end: mixed job sizes, failures, max_runtime, cancel, logs, restarts."""
 import os
 import signal
+import stat
 import sys
 import time
 
@@ -171,6 +172,30 @@ def test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes():
         assert "HTTP 413" not in agent_log and "body over" not in agent_log, agent_log[-2000:]
 
 
+def test_a_jobs_directories_are_spares_made_ahead_and_renamed_into_place():
+    with Cluster(agents=1) as c:
+        checkpoints = os.path.join(c.data, "checkpoints")
+        jobs = os.path.join(c.dir, "agents", "node-1", "jobs")
+
+        def spares(parent):
+            return {os.lstat(os.path.join(parent, n)).st_ino for n in os.listdir(parent)
+                    if n.startswith(".spare-")}
+        # made once the pools have seen no take for a moment, on a free CPU
+        wait_until(lambda: spares(checkpoints) and spares(jobs), 20,
+                   what="spare job and checkpoint directories")
+        ahead = spares(checkpoints), spares(jobs)
+        j = c.submit(command=["sh", "-c", "pwd; echo kept > $TIDE_CHECKPOINT_DIR/state"], gpus=1)
+        done = c.wait_final([j["id"]])[j["id"]]
+        assert done["state"] == "succeeded", done
+        for parent, made in zip((checkpoints, jobs), ahead):
+            st = os.lstat(os.path.join(parent, str(j["id"])))
+            assert st.st_ino in made, (parent, st.st_ino, made)
+            assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700, oct(st.st_mode)
+        with open(os.path.join(checkpoints, str(j["id"]), "state")) as f:
+            assert f.read() == "kept\n"
+        assert os.path.join(jobs, str(j["id"])) in c.logs(j["id"])
+
+
 def test_old_finished_jobs_and_events_are_forgotten_with_their_files():
     config = "retention:\n  finished_jobs_s: 2\n  events_s: 6\n  sweep_s: 1\n"
     with Cluster(agents=1, config=config) as c:
@@ -264,6 +289,7 @@ if __name__ == "__main__":
         test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice,
         test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
         test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes,
+        test_a_jobs_directories_are_spares_made_ahead_and_renamed_into_place,
         test_old_finished_jobs_and_events_are_forgotten_with_their_files,
         test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once,
         test_paused_server_declares_no_node_lost_and_uses_no_retry,

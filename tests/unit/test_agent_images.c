@@ -127,12 +127,15 @@ static void test_a_work_dir_that_never_ran_a_task_asks_for_no_leftover_container
     agent_images_release(&a);
 }
 
-static void test_an_empty_jobs_dir_as_the_agent_makes_it_asks_for_no_leftovers(void **state)
+static void test_a_jobs_dir_with_no_job_in_it_asks_for_no_leftovers(void **state)
 {
     (void)state;
-    char jobs[160];
+    char jobs[160], spare[200];
     snprintf(jobs, sizeof jobs, "%s/jobs", work);
+    snprintf(spare, sizeof spare, "%s/jobs/.spare-0", work);
     assert_int_equal(mkdir(jobs, 0711), 0);
+    /* a spare job directory made ahead (dir_spares.h) is no job's */
+    assert_int_equal(mkdir(spare, 0700), 0);
     touch_release();
     start(runtime);
     assert_true(wait_listing());
@@ -140,6 +143,7 @@ static void test_an_empty_jobs_dir_as_the_agent_makes_it_asks_for_no_leftovers(v
     assert_null(strstr(text, "ps "));
     free(text);
     agent_images_release(&a);
+    assert_int_equal(rmdir(spare), 0);
     assert_int_equal(rmdir(jobs), 0);
 }
 
@@ -342,7 +346,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_work_dir_that_never_ran_a_task_asks_for_no_leftover_containers),
-        cmocka_unit_test(test_an_empty_jobs_dir_as_the_agent_makes_it_asks_for_no_leftovers),
+        cmocka_unit_test(test_a_jobs_dir_with_no_job_in_it_asks_for_no_leftovers),
         cmocka_unit_test(test_a_work_dir_with_jobs_has_its_leftover_containers_looked_for),
         cmocka_unit_test(test_the_images_are_listed_in_the_background_and_reported_once_in),
         cmocka_unit_test(test_a_listing_stuck_for_a_refresh_is_stopped_and_the_last_list_kept),
