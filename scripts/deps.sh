@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tide builds and tests with, only those missing,
-# so a second run costs a few dpkg queries and nothing else.
+# Installs the Debian packages tide builds, tests and benches with (wrk: make
+# bench's POST rows), only those missing, so a second run costs a few dpkg
+# queries and nothing else.
 set -euo pipefail
 
 packages=(
@@ -18,6 +19,7 @@ packages=(
   runc
   busybox-static
   openssl
+  wrk
 )
 
 missing=()
