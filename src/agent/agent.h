@@ -96,8 +96,9 @@ struct agent {
 /* Whether a task ever ran in work_dir. Every task's directory is made
  * under WORK/jobs before it starts and stays there, and the agent makes
  * WORK/jobs itself (empty) at start: one with no job's directory (only
- * spares, dot names) or a missing one never ran a task, so nothing of an earlier run is looked for (its containers, its
- * processes). In doubt: true. */
+ * spares, dot names) or a missing one never ran a task, so nothing of an
+ * earlier run is looked for (its containers, its processes). In doubt:
+ * true. */
 bool agent_work_ran_tasks(const char *work_dir);
 
 /* Tasks running (or starting) on the node. */

@@ -563,15 +563,8 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
         goto done;
     }
     bool job_dir_new = false;
-    /* a spare is an empty 0700 directory as a mkdir makes; -EEXIST: a
-     * later attempt's directory, already there */
-    e = dir_spares_take(site->job_dirs, job_dir);
-    if (e == 0)
-        job_dir_new = true;
-    else if (e != -EEXIST)
-        e = ensure_dir(job_dir, 0700, &job_dir_new);
-    else
-        e = 0;
+    /* an earlier attempt's directory is kept as it is */
+    e = dir_spares_make(site->job_dirs, job_dir, 0700, &job_dir_new);
     if (e == 0)
         e = give_dir(job_dir, spec->run_as, job_dir_new);
     if (e != 0) {

@@ -539,12 +539,9 @@ void api_agent_make_checkpoint_dirs(struct server *srv, json_t *actions)
         const char *dir = json_string_value(json_object_get(msg, "checkpoint_dir"));
         if (!dir)
             continue;
-        /* -EEXIST: made for an earlier attempt, or sent before */
-        int rc = dir_spares_take(srv->checkpoint_spares, dir);
-        if (rc == -EEXIST)
-            rc = 0;
-        else if (rc != 0)
-            rc = fs_mkdir_p(dir, 0755);
+        /* there already for an earlier attempt, or a start sent before */
+        bool made;
+        int rc = dir_spares_make(srv->checkpoint_spares, dir, 0700, &made);
         if (rc < 0)
             log_warn("cannot create %s: %s", dir, strerror(-rc));
     }

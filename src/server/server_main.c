@@ -357,7 +357,7 @@ static int server_open(struct server *srv, struct tide_err *err)
     char path[1024];
     /* checkpoint directories made between waves of starts (dir_spares.h) */
     snprintf(path, sizeof path, "%s/checkpoints", srv->cfg.data_dir);
-    srv->checkpoint_spares = dir_spares_create(path, SERVER_CHECKPOINT_SPARES, 0755);
+    srv->checkpoint_spares = dir_spares_create(path, SERVER_CHECKPOINT_SPARES, 0700);
     if (!srv->checkpoint_spares)
         log_warn("no spare checkpoint directories (%s): each start makes its own",
                  strerror(errno));

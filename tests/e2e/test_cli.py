@@ -6,8 +6,8 @@ retried on the next server with the same Idempotency-Key and makes one job.
 The followers and the lossy proxy are small Python servers in this file.
 Also `--array 0-M`, Slurm's spelling of M+1 tasks, `submit --json`'s
 answer printed as it came (exit 1 when stdout fails), and that the client
-commands run from the executable alone while server/agent/up need
-tide-roles.so beside it."""
+commands and the agent run from the executable alone while server and up
+need tide-roles.so beside it."""
 import http.server
 import json
 import os
@@ -259,6 +259,10 @@ def test_client_commands_need_only_the_executable_and_roles_say_what_is_missing(
             p = subprocess.run([os.path.join(alone, "tide"), "submit", "--gpus", "0", "--", "true"],
                                env=env, capture_output=True, text=True, timeout=60)
             assert p.returncode == 0 and "submitted job" in p.stdout, p.stderr
+            # the agent is in the executable: a node needs no more than it
+            p = subprocess.run([os.path.join(alone, "tide"), "agent", "--help"], env=env,
+                               capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0 and "--server" in p.stdout, (p.returncode, p.stderr)
             p = subprocess.run([os.path.join(alone, "tide"), "server", "--help"], env=env,
                                capture_output=True, text=True, timeout=60)
             assert p.returncode == 1, (p.returncode, p.stdout)

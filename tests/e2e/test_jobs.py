@@ -180,9 +180,10 @@ def test_a_jobs_directories_are_spares_made_ahead_and_renamed_into_place():
         def spares(parent):
             return {os.lstat(os.path.join(parent, n)).st_ino for n in os.listdir(parent)
                     if n.startswith(".spare-")}
-        # made once the pools have seen no take for a moment, on a free CPU
-        wait_until(lambda: spares(checkpoints) and spares(jobs), 20,
-                   what="spare job and checkpoint directories")
+        # made once the pools have seen no take for a moment, on a free CPU;
+        # full pools (the server's 256, 2 per GPU on the agent) make no more
+        wait_until(lambda: len(spares(checkpoints)) == 256 and len(spares(jobs)) == 8, 120,
+                   what="full pools of spare job and checkpoint directories")
         ahead = spares(checkpoints), spares(jobs)
         j = c.submit(command=["sh", "-c", "pwd; echo kept > $TIDE_CHECKPOINT_DIR/state"], gpus=1)
         done = c.wait_final([j["id"]])[j["id"]]

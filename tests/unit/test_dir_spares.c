@@ -132,14 +132,49 @@ static void test_a_take_without_a_spare_or_pool_tells_the_caller_to_make_its_own
 {
     (void)state;
     assert_int_equal(dir_spares_take(NULL, in_dir("1")), -ENOENT);
+    char sub[128], away[128], path[160];
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    snprintf(away, sizeof away, "%s/away", dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    struct dir_spares *s = dir_spares_create(sub, 1, 0700);
+    assert_non_null(s);
+    wait_ready(s, 1);
+    /* its parent moved away: the spare is not where the pool made it (and
+     * is let go), and the pool can make no other */
+    assert_int_equal(rename(sub, away), 0);
+    snprintf(path, sizeof path, "%s/1", away);
+    assert_int_equal(dir_spares_take(s, path), -ENOENT);
+    assert_int_equal(dir_spares_ready(s), 0);
+    snprintf(path, sizeof path, "%s/2", away);
+    assert_int_equal(dir_spares_take(s, path), -ENOENT);
+    assert_int_equal(access(path, F_OK), -1);
+    dir_spares_destroy(s);
+    assert_int_equal(rename(away, sub), 0);
+}
+
+static void test_make_takes_a_spare_or_makes_the_directory_itself(void **state)
+{
+    (void)state;
+    bool made = false;
+    char deep[128];
+    snprintf(deep, sizeof deep, "%s/a/b", dir);
+    assert_int_equal(dir_spares_make(NULL, in_dir("1"), 0700, &made), 0);
+    assert_true(made);
+    assert_int_equal(dir_spares_make(NULL, in_dir("1"), 0700, &made), 0);
+    assert_false(made); /* kept as it was */
+    assert_int_equal(dir_spares_make(NULL, deep, 0700, &made), 0);
+    assert_false(made); /* its parent too: it may have raced */
+    assert_int_equal(access(deep, F_OK), 0);
     struct dir_spares *s = dir_spares_create(dir, 1, 0700);
     assert_non_null(s);
     wait_ready(s, 1);
-    assert_int_equal(dir_spares_take(s, in_dir("1")), 0);
-    /* the next is made only once takes have paused: not yet */
-    int rc = dir_spares_take(s, in_dir("2"));
-    assert_true(rc == -ENOENT || rc == 0);
-    assert_int_equal(access(in_dir("2"), F_OK) == 0, rc == 0);
+    ino_t spare = inode_of(in_dir(".spare-0"));
+    assert_int_equal(dir_spares_make(s, in_dir("1"), 0700, &made), 0);
+    assert_false(made);
+    assert_int_equal(dir_spares_ready(s), 1); /* not spent on a directory already there */
+    assert_int_equal(dir_spares_make(s, in_dir("2"), 0700, &made), 0);
+    assert_true(made);
+    assert_int_equal(inode_of(in_dir("2")), spare);
     dir_spares_destroy(s);
 }
 
@@ -164,19 +199,23 @@ static void test_only_an_earlier_runs_clean_spares_are_adopted(void **state)
     assert_true(fd >= 0);
     close(fd);
     assert_int_equal(mkdir(in_dir(".spare-11"), 0700), 0);
-    assert_int_equal(chmod(in_dir(".spare-11"), 0755), 0); /* wider than asked */
+    assert_int_equal(chmod(in_dir(".spare-11"), 0755), 0); /* not the pool's mode */
+    assert_int_equal(mkdir(in_dir(".spare-2"), 0700), 0);
+    assert_int_equal(chmod(in_dir(".spare-2"), 0500), 0);
     assert_int_equal(mkdir(in_dir(".spare-x"), 0700), 0);  /* not a spare's name */
+    assert_int_equal(mkdir(in_dir(".spare-05"), 0700), 0); /* nor this: never written so */
     ino_t clean = inode_of(in_dir(".spare-3"));
     struct dir_spares *s = dir_spares_create(dir, 1, 0700);
     assert_non_null(s);
-    assert_int_equal(dir_spares_ready(s), 1); /* adopted at once, none made */
+    wait_ready(s, 1); /* adopted: the pool is full, none made */
+    assert_int_equal(count_named(".spare-"), 6);
     assert_int_equal(dir_spares_take(s, in_dir("40")), 0);
     assert_int_equal(inode_of(in_dir("40")), clean);
     /* the others are left alone, and a new spare takes a fresh name */
     wait_ready(s, 1);
     assert_int_equal(access(in_dir(".spare-8/left"), F_OK), 0);
     assert_int_equal(access(in_dir(".spare-12"), F_OK), 0);
-    assert_int_equal(access(in_dir(".spare-x"), F_OK), 0);
+    assert_int_equal(count_named(".spare-"), 6);
     dir_spares_destroy(s);
 }
 
@@ -197,7 +236,9 @@ static void test_bad_arguments_give_no_pool(void **state)
     errno = 0;
     assert_null(dir_spares_create(dir, 0, 0700));
     assert_int_equal(errno, EINVAL);
+    errno = 0;
     assert_null(dir_spares_create(dir, DIR_SPARES_MAX + 1, 0700));
+    assert_int_equal(errno, EINVAL);
     assert_null(dir_spares_create(in_dir("missing"), 1, 0700));
     assert_int_equal(errno, ENOENT);
 }
@@ -213,6 +254,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_a_take_without_a_spare_or_pool_tells_the_caller_to_make_its_own, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_make_takes_a_spare_or_makes_the_directory_itself,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_missing_target_directory_keeps_the_spare, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_only_an_earlier_runs_clean_spares_are_adopted, setup,
