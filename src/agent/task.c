@@ -31,7 +31,6 @@
 #include "agent/log_spares.h"
 #include "agent/task_env.h"
 #include "agent/task_exec.h"
-#include "common/fsutil.h"
 #include "common/log.h"
 
 extern char **environ;
@@ -77,23 +76,6 @@ static void log_append_line(const char *path, const char *line)
     close(fd);
 }
 
-/* Makes sure the directory at path exists: one mkdir when its parent does
- * (every start but the first), the whole chain (mode) otherwise. *made is
- * true when that one mkdir created it. 0 or -errno. */
-static int ensure_dir(const char *path, mode_t mode, bool *made)
-{
-    *made = false;
-    if (mkdir(path, mode) == 0) {
-        *made = true;
-        return 0;
-    }
-    if (errno == EEXIST)
-        return 0;
-    if (errno != ENOENT)
-        return -errno;
-    return fs_mkdir_p(path, mode); /* *made stays false: it may have raced */
-}
-
 /* Makes the directory at path (never a link) the run-as user's, mode 0700
  * (already so when made now: mkdir's 0700 is only narrowed by the umask).
  * Nothing to do without a switch. 0 or -errno. */
@@ -120,7 +102,7 @@ static int ensure_logs_dir(const char *logs_dir, bool again)
     if (!again && logs_dir_known && !strcmp(logs_dir_known, logs_dir))
         return 0;
     bool made;
-    int e = ensure_dir(logs_dir, 0711, &made);
+    int e = dir_spares_make(NULL, logs_dir, 0711, &made); /* no pool: a mkdir */
     if (e == 0 && (!logs_dir_known || strcmp(logs_dir_known, logs_dir))) {
         free(logs_dir_known);
         logs_dir_known = strdup(logs_dir); /* NULL only costs a mkdir next time */
