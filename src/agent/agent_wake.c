@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/agent_servers.h"
+#include "common/fsutil.h"
 #include "common/http_client.h"
 #include "common/log.h"
 
@@ -159,14 +160,7 @@ struct agent_wake *agent_wake_start(struct agent_servers *servers)
     w->fds[0] = w->fds[1] = -1;
     if (pthread_mutex_init(&w->mu, NULL) != 0)
         return NULL;
-    pthread_condattr_t ca;
-    if (pthread_condattr_init(&ca) != 0)
-        return NULL;
-    int crc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (!crc)
-        crc = pthread_cond_init(&w->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    if (crc != 0)
+    if (clock_cond_init(&w->cond, CLOCK_MONOTONIC) != 0)
         return NULL;
     w->servers = servers;
     if (pipe(w->fds) != 0) {

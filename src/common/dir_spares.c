@@ -221,14 +221,7 @@ static void free_pool(struct dir_spares *s)
 /* The lock and its condition (on the monotonic clock); 0 or an errno. */
 static int init_sync(struct dir_spares *s)
 {
-    pthread_condattr_t attr;
-    int e = pthread_condattr_init(&attr);
-    if (e)
-        return e;
-    e = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    if (!e)
-        e = pthread_cond_init(&s->cond, &attr);
-    pthread_condattr_destroy(&attr);
+    int e = clock_cond_init(&s->cond, CLOCK_MONOTONIC);
     if (!e && (e = pthread_mutex_init(&s->mu, NULL)) != 0)
         pthread_cond_destroy(&s->cond);
     return e;

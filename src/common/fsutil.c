@@ -212,3 +212,16 @@ void clock_sleep_ms(int64_t ms, volatile int *stop)
             return;
     }
 }
+
+int clock_cond_init(pthread_cond_t *cond, clockid_t clock)
+{
+    pthread_condattr_t attr;
+    int rc = pthread_condattr_init(&attr);
+    if (rc)
+        return rc;
+    rc = pthread_condattr_setclock(&attr, clock);
+    if (!rc)
+        rc = pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+    return rc;
+}

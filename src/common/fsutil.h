@@ -5,6 +5,7 @@
 #ifndef TIDE_FSUTIL_H
 #define TIDE_FSUTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -36,6 +37,10 @@ int64_t clock_mono_ms(void);
 /* clock (CLOCK_REALTIME, CLOCK_MONOTONIC) us microseconds from now: the
  * deadline of a pthread_cond_timedwait on a condition of that clock. */
 struct timespec clock_in_us(clockid_t clock, int64_t us);
+
+/* Initialises cond so that its timed waits read clock (their deadlines from
+ * clock_in_us). 0 or an errno value. */
+int clock_cond_init(pthread_cond_t *cond, clockid_t clock);
 
 /* Sleeps for ms milliseconds (restarts on EINTR unless *stop becomes non-zero). */
 void clock_sleep_ms(int64_t ms, volatile int *stop);

@@ -442,11 +442,10 @@ int server_main(int argc, char **argv)
     auth_limit_init(&srv.auth_limit);
     auth_cache_init(&srv.auth_cache);
     pthread_cond_init(&srv.wake, NULL);
-    pthread_condattr_t monotonic;
-    pthread_condattr_init(&monotonic);
-    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
-    pthread_cond_init(&srv.report_pass, &monotonic);
-    pthread_condattr_destroy(&monotonic);
+    if (clock_cond_init(&srv.report_pass, CLOCK_MONOTONIC) != 0) {
+        log_error("cannot set up the scheduler's condition");
+        return 1;
+    }
     if (wake_slots_init(&srv.agent_wake) != 0) {
         log_error("out of memory");
         return 1;

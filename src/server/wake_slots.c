@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fsutil.h"
+
 struct wake_slot {
     uint64_t decided;   /* bumped per decision for the node */
     uint64_t delivered; /* decided as of the last reply that carried it */
@@ -19,25 +21,12 @@ struct wake_slot {
     uint64_t wakeups;    /* times a parked wait returned from the condition */
 };
 
-static int cond_init_monotonic(pthread_cond_t *cond)
-{
-    pthread_condattr_t attr;
-    int rc = pthread_condattr_init(&attr);
-    if (rc)
-        return rc;
-    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    if (!rc)
-        rc = pthread_cond_init(cond, &attr);
-    pthread_condattr_destroy(&attr);
-    return rc;
-}
-
 int wake_slots_init(struct wake_slots *w)
 {
     w->slots = NULL;
     w->nslots = 0;
     w->slotless_parked = 0;
-    return cond_init_monotonic(&w->slotless);
+    return clock_cond_init(&w->slotless, CLOCK_MONOTONIC);
 }
 
 void wake_slots_release(struct wake_slots *w)
@@ -84,7 +73,7 @@ static struct wake_slot *get(struct wake_slots *w, int64_t node_id)
     }
     if (!w->slots[node_id]) {
         struct wake_slot *s = calloc(1, sizeof *s);
-        if (!s || cond_init_monotonic(&s->cond) != 0) {
+        if (!s || clock_cond_init(&s->cond, CLOCK_MONOTONIC) != 0) {
             free(s);
             return NULL;
         }
