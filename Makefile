@@ -3,7 +3,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build run test asan bench fuzz fmt clean
+.PHONY: all deps build run test asan bench fuzz gpu-check fmt clean
 
 all: build
 
@@ -28,6 +28,11 @@ asan: deps
 
 bench: build
 	@bash bench/run.sh $(BUILD)
+
+# The NVML agent on this machine's NVIDIA GPUs (needs a GPU and PyTorch;
+# not part of test: CI has no GPU). See docs/health.md.
+gpu-check: build
+	@python3 tests/gpu/nvml_check.py $(BUILD)/tide
 
 # libFuzzer harnesses (tests/fuzz/), FUZZ_SECONDS each; see scripts/fuzz.sh.
 fuzz: deps
