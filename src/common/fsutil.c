@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "common/remove_tree.h"
 
 int fs_mkdir_p(const char *path, mode_t mode)
 {
@@ -138,23 +139,30 @@ int fs_write_file_atomic(const char *path, const char *data, size_t len, mode_t 
     return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    int rc = type == FTW_DP ? rmdir(path) : unlink(path);
-    return rc != 0 && errno != ENOENT ? -errno : 0;
-}
-
 int fs_remove_tree(const char *path)
 {
-    struct stat st;
-    if (lstat(path, &st) != 0)
+    char dir[4096];
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--; /* "a/b/" is "a/b" */
+    if (n >= sizeof dir)
+        return -ENAMETOOLONG;
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    char *slash = strrchr(dir, '/');
+    char name[NAME_MAX + 1];
+    if (snprintf(name, sizeof name, "%s", slash ? slash + 1 : dir) >= (int)sizeof name)
+        return -ENAMETOOLONG;
+    if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+        return -EINVAL;
+    if (slash)
+        slash[slash == dir] = '\0'; /* "/x": its directory is "/" */
+    int fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
-    /* depth first (files before their directory), physical: a symlink is
-     * removed itself, never what it points to */
-    int rc = nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return rc < 0 ? -errno : rc;
+    int rc = remove_tree_at(fd, name);
+    close(fd);
+    return rc;
 }
 
 int fs_random_hex(char *out, size_t nbytes)

@@ -14,8 +14,9 @@
 /* mkdir -p with the given mode for directories it creates. 0 or -errno. */
 int fs_mkdir_p(const char *path, mode_t mode);
 
-/* rm -r: removes path and everything under it, never following symlinks
- * out of it. A missing path is success. 0 or -errno. */
+/* rm -r: removes path and everything under it, as remove_tree_at does (no
+ * link followed, no mount point entered). A missing path is success. 0 or
+ * -errno (-EINVAL for a path ending in "." or ".."). */
 int fs_remove_tree(const char *path);
 
 /* Reads a whole file into a new NUL-terminated buffer the caller frees.
