@@ -16,6 +16,7 @@
 #include "agent/agent_probe.h"
 #include "agent/agent_servers.h"
 #include "agent/cgroup.h"
+#include "agent/job_dir_sweep.h"
 #include "agent/gpu.h"
 #include "agent/task.h"
 #include "agent/task_guard.h"
@@ -51,6 +52,7 @@ struct agent {
     struct agent_task_guard guard;
     struct agent_cgroups cgroups; /* what the machine offers for task limits */
     struct dir_spares *job_dirs;  /* spares for WORK/jobs/ID; NULL: each is made */
+    struct job_dir_sweep *job_dir_sweep; /* removes WORK/jobs/ID kept long enough; NULL: none */
 
     struct agent_task *tasks[AGENT_MAX_TASKS];
     size_t ntasks;
@@ -94,9 +96,10 @@ struct agent {
 };
 
 /* Whether a task ever ran in work_dir. Every task's directory is made
- * under WORK/jobs before it starts and stays there, and the agent makes
- * WORK/jobs itself (empty) at start: one with no job's directory (only
- * spares, dot names) or a missing one never ran a task, so nothing of an
+ * under WORK/jobs before it starts, and stays there until the sweep
+ * (job_dir_sweep.h) leaves WORK/jobs/.ran and removes it; the agent makes
+ * WORK/jobs itself (empty) at start: one that holds only spares
+ * (".spare-N") or a missing one never ran a task, so nothing of an
  * earlier run is looked for (its containers, its processes). In doubt:
  * true. */
 bool agent_work_ran_tasks(const char *work_dir);

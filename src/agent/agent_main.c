@@ -152,8 +152,23 @@ static void start_job_dir_spares(struct agent *a)
         log_warn("no spare job directories (%s): each start makes its own", strerror(errno));
 }
 
+/* Job directories removed once kept --job-dir-keep-s (job_dir_sweep.h);
+ * a thread, so after the guard's fork, and after the leftovers of an
+ * earlier run were looked for by their directories. */
+static void start_job_dir_sweep(struct agent *a)
+{
+    if (a->opts->job_dir_keep_s < 0)
+        return;
+    char jobs[PATH_MAX];
+    snprintf(jobs, sizeof jobs, "%s/jobs", a->work_dir);
+    a->job_dir_sweep = job_dir_sweep_create(jobs, a->opts->job_dir_keep_s);
+    if (!a->job_dir_sweep)
+        log_warn("job directories are kept for good: %s", strerror(errno));
+}
+
 static void agent_release(struct agent *a)
 {
+    job_dir_sweep_destroy(a->job_dir_sweep);
     dir_spares_destroy(a->job_dirs);
     for (size_t i = 0; i < a->ntasks; i++)
         agent_task_destroy(a->tasks[i]);
@@ -229,8 +244,10 @@ int agent_main(int argc, char **argv)
         log_error("cannot initialise the HTTP client (libcurl, for https://)");
         rc = 1;
     }
-    if (rc == 0)
-        start_job_dir_spares(&a); /* a thread: after the guard's fork */
+    if (rc == 0) {
+        start_job_dir_spares(&a); /* threads: after the guard's fork */
+        start_job_dir_sweep(&a);
+    }
     if (rc == 0) {
         log_info("node %s, work dir %s, %zu GPU(s) (%s), server %s%s%s", opts.name, a.work_dir,
                  a.gpus.count, a.gpus.driver, opts.server_url, opts.ca ? ", CA " : "",

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent_servers.h"
+#include "agent/job_dir_sweep.h"
 #include "cli/args.h"
 #include "common/fsutil.h"
 
@@ -36,6 +37,9 @@ void agent_opts_usage(FILE *out)
                  "                      1xA100:80GB:mig=1g.10gb*7 or 1xA100:80GB:mig=3g.40gb*2\n"
                  "  --heartbeat-ms N    heartbeat interval (default: the server's, else 1000)\n"
                  "  --kill-grace-s N    SIGTERM to SIGKILL delay when stopping tasks (default 10)\n"
+                 "  --job-dir-keep-s N  remove a job's directory (WORK/jobs/ID) and what its\n"
+                 "                      tasks left there N s after its last task here ended\n"
+                 "                      (default 86400, a day; 0: at once; -1: never)\n"
                  "  --cpus N            CPUs to report (default: online CPUs)\n"
                  "  --memory-mib N      memory to report (default: physical memory)\n"
                  "  --ca FILE           PEM CA (or self-signed certificate) that an https\n"
@@ -202,7 +206,8 @@ static const struct cli_opt agent_flags[] = {
     {"--health-interval-s", CLI_OPT_VALUE, 17}, {"--health-timeout-s", CLI_OPT_VALUE, 18},
     {"--job-user", CLI_OPT_VALUE, 19},    {"--allow-users", CLI_OPT_VALUE, 20},
     {"--allow-root-jobs", CLI_OPT_FLAG, 21}, {"--container-runtime", CLI_OPT_VALUE, 22},
-    {"--prewarm-image", CLI_OPT_VALUE, 23}, {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
+    {"--prewarm-image", CLI_OPT_VALUE, 23}, {"--job-dir-keep-s", CLI_OPT_VALUE, 24},
+    {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},    {NULL, 0, 0},
 };
 
@@ -272,6 +277,11 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
     if (!strcmp(flag, "--kill-grace-s")) {
         if ((rc = cli_parse_range(flag, v, 0, 86400, &n, err)) == 0)
             o->kill_grace_s = (int)n;
+        return rc;
+    }
+    if (!strcmp(flag, "--job-dir-keep-s")) {
+        if ((rc = cli_parse_range(flag, v, -1, 10LL * 365 * 86400, &n, err)) == 0)
+            o->job_dir_keep_s = (int)n;
         return rc;
     }
     if (!strcmp(flag, "--cpus")) {
@@ -353,6 +363,7 @@ int agent_opts_parse(int argc, char **argv, struct agent_opts *o, struct tide_er
 {
     memset(o, 0, sizeof *o);
     o->kill_grace_s = -1;
+    o->job_dir_keep_s = JOB_DIR_KEEP_S_DEFAULT;
     struct cli_args a;
     const char *v;
     int id, r, rc = 0;

@@ -32,6 +32,7 @@ struct agent_opts {
     bool allow_root_jobs; /* --allow-root-jobs: a job may run as root */
     int heartbeat_ms; /* 0: what the server says, else 1000 */
     int kill_grace_s;
+    int job_dir_keep_s; /* WORK/jobs/ID kept this long once done; -1: for good */
     int cpus;
     int64_t memory_mib;
     char *fake_fault_file;  /* faults injected into fake GPUs; NULL: none */

@@ -26,7 +26,8 @@ bool agent_work_ran_tasks(const char *work_dir)
     bool any = false;
     struct dirent *e;
     while (!any && (e = readdir(d)) != NULL)
-        any = e->d_name[0] != '.'; /* ".spare-N": made ahead (dir_spares.h) */
+        any = strncmp(e->d_name, ".spare-", 7) && strcmp(e->d_name, ".") &&
+              strcmp(e->d_name, ".."); /* spares are made ahead (dir_spares.h) */
     closedir(d);
     return any;
 }
@@ -62,6 +63,7 @@ void agent_drop_task(struct agent *a, size_t i)
     size_t slot = a->nforgotten++ % AGENT_FORGOTTEN_MAX;
     a->forgotten[slot].job_id = a->tasks[i]->job_id;
     a->forgotten[slot].attempt = a->tasks[i]->attempt;
+    job_dir_sweep_release(a->job_dir_sweep, a->tasks[i]->job_id);
     agent_task_destroy(a->tasks[i]);
     memmove(&a->tasks[i], &a->tasks[i + 1], (a->ntasks - i - 1) * sizeof a->tasks[0]);
     a->ntasks--;

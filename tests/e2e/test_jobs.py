@@ -197,6 +197,29 @@ def test_a_jobs_directories_are_spares_made_ahead_and_renamed_into_place():
         assert os.path.join(jobs, str(j["id"])) in c.logs(j["id"])
 
 
+def test_a_jobs_directory_goes_once_kept_but_not_what_its_links_point_to():
+    with Cluster(agents=0) as c:
+        c.start_agent("node-1", extra=["--job-dir-keep-s", "1"])
+        outside = os.path.join(c.dir, "outside")
+        os.makedirs(outside)
+        with open(os.path.join(outside, "precious"), "w") as f:
+            f.write("keep me")
+        # scratch files, a directory left read-only, links out of the tree
+        j = c.submit(command=["sh", "-c", f"echo data > out; mkdir -p a/b; echo x > a/b/y; "
+                                          f"ln -s {outside} dir-link; "
+                                          f"ln -s {outside}/precious file-link; chmod 500 a"],
+                     gpus=1)
+        done = c.wait_final([j["id"]])[j["id"]]
+        assert done["state"] == "succeeded", done
+        job_dir = os.path.join(c.dir, "agents", "node-1", "jobs", str(j["id"]))
+        wait_until(lambda: not os.path.lexists(job_dir), 30,
+                   what="the job's directory removed a second after its task was done")
+        with open(os.path.join(outside, "precious")) as f:
+            assert f.read() == "keep me"
+        jobs = os.listdir(os.path.dirname(job_dir))
+        assert ".ran" in jobs and not [n for n in jobs if n.startswith((".trash-", ".kept-"))], jobs
+
+
 def test_old_finished_jobs_and_events_are_forgotten_with_their_files():
     config = "retention:\n  finished_jobs_s: 2\n  events_s: 6\n  sweep_s: 1\n"
     with Cluster(agents=1, config=config) as c:
@@ -291,6 +314,7 @@ if __name__ == "__main__":
         test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
         test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes,
         test_a_jobs_directories_are_spares_made_ahead_and_renamed_into_place,
+        test_a_jobs_directory_goes_once_kept_but_not_what_its_links_point_to,
         test_old_finished_jobs_and_events_are_forgotten_with_their_files,
         test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once,
         test_paused_server_declares_no_node_lost_and_uses_no_retry,

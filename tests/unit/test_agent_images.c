@@ -167,6 +167,29 @@ static void test_a_work_dir_with_jobs_has_its_leftover_containers_looked_for(voi
     assert_int_equal(rmdir(jobs), 0);
 }
 
+/* Once the sweep removed every job directory (job_dir_sweep.h), its
+ * marker still says tasks ran here. */
+static void test_a_jobs_dir_whose_job_directories_were_removed_still_counts_as_used(void **state)
+{
+    (void)state;
+    char jobs[160], marker[200], want[200];
+    snprintf(jobs, sizeof jobs, "%s/jobs", work);
+    snprintf(marker, sizeof marker, "%s/jobs/.ran", work);
+    assert_int_equal(mkdir(jobs, 0711), 0);
+    FILE *f = fopen(marker, "w");
+    assert_non_null(f);
+    assert_int_equal(fclose(f), 0);
+    touch_release();
+    start(runtime);
+    char *text = read_calls();
+    snprintf(want, sizeof want, "ps --all --quiet --filter label=tide.agent=%s", work);
+    assert_non_null(strstr(text, want));
+    free(text);
+    agent_images_release(&a);
+    assert_int_equal(unlink(marker), 0);
+    assert_int_equal(rmdir(jobs), 0);
+}
+
 static void test_the_images_are_listed_in_the_background_and_reported_once_in(void **state)
 {
     (void)state;
@@ -348,6 +371,7 @@ int main(void)
         cmocka_unit_test(test_a_work_dir_that_never_ran_a_task_asks_for_no_leftover_containers),
         cmocka_unit_test(test_a_jobs_dir_with_no_job_in_it_asks_for_no_leftovers),
         cmocka_unit_test(test_a_work_dir_with_jobs_has_its_leftover_containers_looked_for),
+        cmocka_unit_test(test_a_jobs_dir_whose_job_directories_were_removed_still_counts_as_used),
         cmocka_unit_test(test_the_images_are_listed_in_the_background_and_reported_once_in),
         cmocka_unit_test(test_a_listing_stuck_for_a_refresh_is_stopped_and_the_last_list_kept),
         cmocka_unit_test(test_the_first_listing_waits_for_its_delay_and_runs_nicer),

@@ -1,0 +1,162 @@
+/*
+ * Unit tests for the retention of job directories on the agent
+ * (src/agent/job_dir_sweep.c): a real sweep thread over real directories.
+ * A directory goes once kept long enough and no task holds it; a held one,
+ * a recent one, spares and names that are no job's stay; trash an earlier
+ * run left is finished.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/job_dir_sweep.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    umask(022);
+    snprintf(dir, sizeof dir, "/tmp/tide-job-dir-sweep-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *in_dir(const char *rel)
+{
+    static char paths[4][1024];
+    static int next;
+    char *p = paths[next++ % 4];
+    snprintf(p, 1024, "%s/%s", dir, rel);
+    return p;
+}
+
+static bool exists(const char *rel)
+{
+    struct stat st;
+    return lstat(in_dir(rel), &st) == 0;
+}
+
+/* A job directory with a file in it, last changed age_s ago. */
+static void job_dir(const char *name, int age_s)
+{
+    char rel[64];
+    assert_int_equal(mkdir(in_dir(name), 0700), 0);
+    snprintf(rel, sizeof rel, "%s/out", name);
+    FILE *f = fopen(in_dir(rel), "w");
+    assert_non_null(f);
+    assert_int_equal(fclose(f), 0);
+    struct timespec times[2] = {{.tv_sec = time(NULL) - age_s}, {.tv_sec = time(NULL) - age_s}};
+    assert_int_equal(utimensat(AT_FDCWD, in_dir(name), times, 0), 0);
+}
+
+/* Waits (at most 10 s) until rel exists or not, as wanted. */
+static bool wait_exists(const char *rel, bool wanted)
+{
+    for (int i = 0; i < 1000 && exists(rel) != wanted; i++)
+        usleep(10 * 1000);
+    return exists(rel) == wanted;
+}
+
+static void test_old_unheld_directories_go_and_the_rest_stay(void **state)
+{
+    (void)state;
+    job_dir("5", 7200);
+    job_dir("7", 10);
+    job_dir("x12", 7200);  /* no job's name */
+    job_dir("012", 7200);  /* nor this one */
+    job_dir(".spare-1", 7200);
+    job_dir(".trash-9", 0); /* an earlier run's removal, cut short */
+    struct job_dir_sweep *s = job_dir_sweep_create(dir, 3600);
+    assert_non_null(s);
+    assert_true(wait_exists("5", false));
+    assert_true(wait_exists(".trash-9", false));
+    assert_true(exists(".ran")); /* left before the first removal */
+    job_dir_sweep_destroy(s);
+    assert_true(exists("7"));
+    assert_true(exists("x12"));
+    assert_true(exists("012"));
+    assert_true(exists(".spare-1"));
+    assert_false(exists(".trash-5"));
+}
+
+static void test_a_held_directory_stays_until_kept_long_enough_after_its_release(void **state)
+{
+    (void)state;
+    struct job_dir_sweep *s = job_dir_sweep_create(dir, 1);
+    assert_non_null(s);
+    job_dir_sweep_hold(s, 6);
+    job_dir_sweep_hold(s, 6); /* two tasks of job 6 */
+    job_dir("6", 7200);
+    job_dir("8", 7200);
+    assert_true(wait_exists("8", false)); /* a sweep ran after both were made */
+    assert_true(exists("6"));
+    job_dir_sweep_release(s, 6);
+    usleep(2500 * 1000); /* more than two sweeps */
+    assert_true(exists("6"));
+    job_dir_sweep_release(s, 6); /* its time is now: it goes a second on */
+    struct stat st;
+    assert_int_equal(stat(in_dir("6"), &st), 0);
+    assert_true(st.st_mtime >= time(NULL) - 1);
+    assert_true(wait_exists("6", false));
+    job_dir_sweep_destroy(s);
+}
+
+static void test_what_cannot_be_removed_whole_is_set_aside(void **state)
+{
+    (void)state;
+    job_dir("3", 7200);
+    /* too deep to remove: the rest goes, the tree is renamed once */
+    char rel[1024] = "3/deep";
+    for (int i = 0; i < 130; i++) {
+        assert_int_equal(mkdir(in_dir(rel), 0700), 0);
+        strcat(rel, "/d");
+    }
+    struct timespec old[2] = {{.tv_sec = time(NULL) - 7200}, {.tv_sec = time(NULL) - 7200}};
+    assert_int_equal(utimensat(AT_FDCWD, in_dir("3"), old, 0), 0);
+    struct job_dir_sweep *s = job_dir_sweep_create(dir, 3600);
+    assert_non_null(s);
+    assert_true(wait_exists("3", false));
+    job_dir_sweep_destroy(s);
+    assert_false(exists(".trash-3"));
+    int kept = 0;
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "ls -A %s | grep -c '^\\.kept-3-'", dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_int_equal(fscanf(p, "%d", &kept), 1);
+    pclose(p);
+    assert_int_equal(kept, 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_old_unheld_directories_go_and_the_rest_stay, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_held_directory_stays_until_kept_long_enough_after_its_release, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_what_cannot_be_removed_whole_is_set_aside, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
