@@ -22,30 +22,19 @@
 
 #include "common/dir_spares.h"
 #include "common/fsutil.h"
-
-static char dir[64];
+#include "temp_dir.h"
 
 static int setup(void **state)
 {
     (void)state;
     umask(022);
-    snprintf(dir, sizeof dir, "/tmp/tide-dir-spares-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return temp_dir_make("tide-dir-spares");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    return fs_remove_tree(dir) == 0 ? 0 : -1;
-}
-
-static const char *in_dir(const char *name)
-{
-    static char paths[4][256];
-    static int next;
-    char *p = paths[next++ % 4];
-    snprintf(p, 256, "%s/%s", dir, name);
-    return p;
+    return temp_dir_remove();
 }
 
 /* Waits (at most 10 s: the pool waits for quiet first) until s has n ready. */

@@ -21,32 +21,19 @@
 #include <unistd.h>
 
 #include "agent/job_dir_sweep.h"
-
-static char dir[64];
+#include "temp_dir.h"
 
 static int setup(void **state)
 {
     (void)state;
     umask(022);
-    snprintf(dir, sizeof dir, "/tmp/tide-job-dir-sweep-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return temp_dir_make("tide-job-dir-sweep");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static const char *in_dir(const char *rel)
-{
-    static char paths[4][1024];
-    static int next;
-    char *p = paths[next++ % 4];
-    snprintf(p, 1024, "%s/%s", dir, rel);
-    return p;
+    return temp_dir_remove();
 }
 
 static bool exists(const char *rel)

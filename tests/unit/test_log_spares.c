@@ -18,34 +18,19 @@
 #include <unistd.h>
 
 #include "agent/log_spares.h"
-
-static char dir[64];
+#include "temp_dir.h"
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/tide-log-spares-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
     log_spares_forget();
-    return 0;
+    return temp_dir_make("tide-log-spares");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static const char *in_dir(const char *name)
-{
-    static char paths[4][256];
-    static int next;
-    char *p = paths[next++ % 4];
-    snprintf(p, 256, "%s/%s", dir, name);
-    return p;
+    return temp_dir_remove();
 }
 
 /* Writes text to a new file at path; its inode. */

@@ -22,32 +22,19 @@
 
 #include "common/fsutil.h"
 #include "common/remove_tree.h"
-
-static char dir[64];
+#include "temp_dir.h"
 
 static int setup(void **state)
 {
     (void)state;
     umask(022);
-    snprintf(dir, sizeof dir, "/tmp/tide-remove-tree-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return temp_dir_make("tide-remove-tree");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static const char *in_dir(const char *rel)
-{
-    static char paths[4][512];
-    static int next;
-    char *p = paths[next++ % 4];
-    snprintf(p, 512, "%s/%s", dir, rel);
-    return p;
+    return temp_dir_remove();
 }
 
 static void make_file(const char *rel, const char *text)
