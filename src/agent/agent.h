@@ -16,8 +16,8 @@
 #include "agent/agent_probe.h"
 #include "agent/agent_servers.h"
 #include "agent/cgroup.h"
-#include "agent/job_dir_sweep.h"
 #include "agent/gpu.h"
+#include "agent/job_dir_sweep.h"
 #include "agent/task.h"
 #include "agent/task_guard.h"
 #include "common/dir_spares.h"
@@ -96,8 +96,8 @@ struct agent {
 };
 
 /* Whether a task ever ran in work_dir. Every task's directory is made
- * under WORK/jobs before it starts, and stays there until the sweep
- * (job_dir_sweep.h) leaves WORK/jobs/.ran and removes it; the agent makes
+ * under WORK/jobs before it starts, and stays there until the agent leaves
+ * WORK/jobs/.ran and removes it (job_dir_sweep.h); the agent makes
  * WORK/jobs itself (empty) at start: one that holds only spares
  * (".spare-N") or a missing one never ran a task, so nothing of an
  * earlier run is looked for (its containers, its processes). In doubt:
@@ -106,6 +106,9 @@ bool agent_work_ran_tasks(const char *work_dir);
 
 /* Tasks running (or starting) on the node. */
 size_t agent_running_tasks(const struct agent *a);
+/* Whether a task of job_id (any attempt, any state) is in agent's table: its
+ * directory is in use (job_dir_sweep_retire_due's in_use). */
+bool agent_job_has_task(int64_t job_id, void *agent);
 /* The task for (job_id, attempt), or NULL. */
 struct agent_task *agent_find_task(struct agent *a, int64_t job_id, int64_t attempt);
 

@@ -270,11 +270,9 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
     struct agent_task *t = NULL;
     struct tide_err err;
     tide_err_clear(&err);
-    job_dir_sweep_hold(a->job_dir_sweep, job_id); /* before the directory is made */
     int rc = agent_task_start(&spec, &site, now_ms, &t, &err);
     start_args_release(&s);
     if (rc != 0) {
-        job_dir_sweep_release(a->job_dir_sweep, job_id);
         /* not even a failure report could be made; the server will resend */
         log_error("job %" PRId64 ".%" PRId64 ": %s", job_id, attempt, err.message);
         return false;

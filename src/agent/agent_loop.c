@@ -365,6 +365,8 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
          * together, once each runs or has failed with its reason. */
         bool hold = open_starts(a, start_fds, now, &starting_since_ms) &&
                     now - starting_since_ms < START_HOLD_MS;
+        if (!hold) /* directories kept long enough go to the trash */
+            job_dir_sweep_retire_due(a->job_dir_sweep, agent_job_has_task, a);
         /* A node with a health probe registers once the first one is in,
          * so it never takes work before its health is known. */
         bool probe_first = a->opts->health_command && !a->probe.has_result;

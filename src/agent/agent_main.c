@@ -163,7 +163,10 @@ static void start_job_dir_sweep(struct agent *a)
     snprintf(jobs, sizeof jobs, "%s/jobs", a->work_dir);
     a->job_dir_sweep = job_dir_sweep_create(jobs, a->opts->job_dir_keep_s);
     if (!a->job_dir_sweep)
-        log_warn("job directories are kept for good: %s", strerror(errno));
+        log_warn("job directories are kept for good: %s",
+                 errno == ENOSYS ? "mount points cannot be told apart here (no mount ids from "
+                                   "statx nor /proc/self/fdinfo)"
+                                 : strerror(errno));
 }
 
 static void agent_release(struct agent *a)

@@ -41,6 +41,15 @@ size_t agent_running_tasks(const struct agent *a)
     return n;
 }
 
+bool agent_job_has_task(int64_t job_id, void *agent)
+{
+    const struct agent *a = agent;
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i]->job_id == job_id)
+            return true;
+    return false;
+}
+
 struct agent_task *agent_find_task(struct agent *a, int64_t job_id, int64_t attempt)
 {
     for (size_t i = 0; i < a->ntasks; i++)
@@ -63,7 +72,7 @@ void agent_drop_task(struct agent *a, size_t i)
     size_t slot = a->nforgotten++ % AGENT_FORGOTTEN_MAX;
     a->forgotten[slot].job_id = a->tasks[i]->job_id;
     a->forgotten[slot].attempt = a->tasks[i]->attempt;
-    job_dir_sweep_release(a->job_dir_sweep, a->tasks[i]->job_id);
+    job_dir_sweep_touch(a->job_dir_sweep, a->tasks[i]->job_id); /* kept from now */
     agent_task_destroy(a->tasks[i]);
     memmove(&a->tasks[i], &a->tasks[i + 1], (a->ntasks - i - 1) * sizeof a->tasks[0]);
     a->ntasks--;

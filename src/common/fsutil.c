@@ -160,7 +160,7 @@ int fs_remove_tree(const char *path)
     int fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
-    int rc = remove_tree_at(fd, name);
+    int rc = remove_tree_at(fd, name, NULL);
     close(fd);
     return rc;
 }

@@ -15,8 +15,9 @@
 int fs_mkdir_p(const char *path, mode_t mode);
 
 /* rm -r: removes path and everything under it, as remove_tree_at does (no
- * link followed, no mount point entered). A missing path is success. 0 or
- * -errno (-EINVAL for a path ending in "." or ".."). */
+ * link followed, no mount point entered; a trailing '/' is ignored, so
+ * "file/" removes the file). A missing path is success. 0 or -errno
+ * (-EINVAL for "" and a path ending in "." or ".."). */
 int fs_remove_tree(const char *path);
 
 /* Reads a whole file into a new NUL-terminated buffer the caller frees.

@@ -1,9 +1,10 @@
 /*
  * Unit tests for the retention of job directories on the agent
  * (src/agent/job_dir_sweep.c): a real sweep thread over real directories.
- * A directory goes once kept long enough and no task holds it; a held one,
- * a recent one, spares and names that are no job's stay; trash an earlier
- * run left is finished.
+ * The test plays the agent's loop. A directory goes once kept long enough
+ * and no task uses it; one in use, one touched, spares and names that are
+ * no job's stay; an earlier run's directories are kept once more; trash an
+ * earlier run left is finished; what cannot go is set aside.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -55,75 +56,89 @@ static void job_dir(const char *name, int age_s)
     assert_int_equal(utimensat(AT_FDCWD, in_dir(name), times, 0), 0);
 }
 
-/* Waits (at most 10 s) until rel exists or not, as wanted. */
-static bool wait_exists(const char *rel, bool wanted)
+static bool in_use_none(int64_t job_id, void *arg)
 {
-    for (int i = 0; i < 1000 && exists(rel) != wanted; i++)
+    (void)job_id;
+    (void)arg;
+    return false;
+}
+
+/* Job 6's directory is in use. */
+static bool in_use_six(int64_t job_id, void *arg)
+{
+    (void)arg;
+    return job_id == 6;
+}
+
+/* Plays the agent's loop (at most 10 s) until rel exists or not, as
+ * wanted. */
+static bool loop_until(struct job_dir_sweep *s, bool (*in_use)(int64_t, void *), const char *rel,
+                       bool wanted)
+{
+    for (int i = 0; i < 1000 && exists(rel) != wanted; i++) {
+        job_dir_sweep_retire_due(s, in_use, NULL);
         usleep(10 * 1000);
+    }
     return exists(rel) == wanted;
 }
 
-static void test_old_unheld_directories_go_and_the_rest_stay(void **state)
+static void test_an_earlier_runs_directories_are_kept_once_more_then_go(void **state)
 {
     (void)state;
-    job_dir("5", 7200);
-    job_dir("7", 10);
-    job_dir("x12", 7200);  /* no job's name */
-    job_dir("012", 7200);  /* nor this one */
+    job_dir("5", 7200); /* its task may have died with the last run */
+    job_dir("x12", 7200); /* no job's name */
+    job_dir("012", 7200); /* nor this one */
     job_dir(".spare-1", 7200);
     job_dir(".trash-9", 0); /* an earlier run's removal, cut short */
-    struct job_dir_sweep *s = job_dir_sweep_create(dir, 3600);
+    struct job_dir_sweep *s = job_dir_sweep_create(dir, 1);
     assert_non_null(s);
-    assert_true(wait_exists("5", false));
-    assert_true(wait_exists(".trash-9", false));
-    assert_true(exists(".ran")); /* left before the first removal */
+    assert_true(loop_until(s, in_use_none, ".trash-9", false)); /* the first look */
+    struct stat st;
+    assert_int_equal(stat(in_dir("5"), &st), 0);
+    assert_true(st.st_mtime >= time(NULL) - 2); /* counted from that look */
+    assert_false(exists(".ran"));
+    assert_true(loop_until(s, in_use_none, "5", false));
+    assert_true(exists(".ran")); /* left before the first rename */
     job_dir_sweep_destroy(s);
-    assert_true(exists("7"));
     assert_true(exists("x12"));
     assert_true(exists("012"));
     assert_true(exists(".spare-1"));
     assert_false(exists(".trash-5"));
 }
 
-static void test_a_held_directory_stays_until_kept_long_enough_after_its_release(void **state)
+static void test_a_directory_in_use_or_touched_stays(void **state)
 {
     (void)state;
     struct job_dir_sweep *s = job_dir_sweep_create(dir, 1);
     assert_non_null(s);
-    job_dir_sweep_hold(s, 6);
-    job_dir_sweep_hold(s, 6); /* two tasks of job 6 */
-    job_dir("6", 7200);
-    job_dir("8", 7200);
-    assert_true(wait_exists("8", false)); /* a sweep ran after both were made */
-    assert_true(exists("6"));
-    job_dir_sweep_release(s, 6);
-    usleep(2500 * 1000); /* more than two sweeps */
-    assert_true(exists("6"));
-    job_dir_sweep_release(s, 6); /* its time is now: it goes a second on */
+    job_dir("6", 0);
+    job_dir("8", 0);
+    assert_true(loop_until(s, in_use_six, "8", false));
+    usleep(2500 * 1000); /* more than two looks */
+    assert_true(loop_until(s, in_use_six, "6", true));
+    job_dir_sweep_touch(s, 6); /* its task is done: a second from now */
     struct stat st;
     assert_int_equal(stat(in_dir("6"), &st), 0);
     assert_true(st.st_mtime >= time(NULL) - 1);
-    assert_true(wait_exists("6", false));
+    assert_true(loop_until(s, in_use_none, "6", false));
     job_dir_sweep_destroy(s);
 }
 
 static void test_what_cannot_be_removed_whole_is_set_aside(void **state)
 {
     (void)state;
-    job_dir("3", 7200);
+    job_dir("3", 0);
     /* too deep to remove: the rest goes, the tree is renamed once */
     char rel[1024] = "3/deep";
     for (int i = 0; i < 130; i++) {
         assert_int_equal(mkdir(in_dir(rel), 0700), 0);
         strcat(rel, "/d");
     }
-    struct timespec old[2] = {{.tv_sec = time(NULL) - 7200}, {.tv_sec = time(NULL) - 7200}};
-    assert_int_equal(utimensat(AT_FDCWD, in_dir("3"), old, 0), 0);
-    struct job_dir_sweep *s = job_dir_sweep_create(dir, 3600);
+    struct job_dir_sweep *s = job_dir_sweep_create(dir, 1);
     assert_non_null(s);
-    assert_true(wait_exists("3", false));
+    assert_true(loop_until(s, in_use_none, "3", false));
+    assert_true(loop_until(s, in_use_none, ".trash-3", false));
     job_dir_sweep_destroy(s);
-    assert_false(exists(".trash-3"));
     int kept = 0;
     char cmd[160];
     snprintf(cmd, sizeof cmd, "ls -A %s | grep -c '^\\.kept-3-'", dir);
@@ -137,11 +152,9 @@ static void test_what_cannot_be_removed_whole_is_set_aside(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_old_unheld_directories_go_and_the_rest_stay, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_held_directory_stays_until_kept_long_enough_after_its_release, setup,
-            teardown),
+        cmocka_unit_test_setup_teardown(test_an_earlier_runs_directories_are_kept_once_more_then_go,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_directory_in_use_or_touched_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(test_what_cannot_be_removed_whole_is_set_aside, setup,
                                         teardown),
     };

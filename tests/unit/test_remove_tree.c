@@ -2,7 +2,8 @@
  * Unit tests for removing trees a job filled (src/common/remove_tree.c,
  * and fs_remove_tree over it): real files in a temporary directory. What a
  * link points to and what a mount shows must survive; what is too deep
- * stays; a directory left 0500 still goes.
+ * stays; directories their owner left 0500 or 0000 still go; a stopped
+ * removal ends early.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
@@ -66,25 +68,62 @@ static void test_a_tree_goes_but_not_what_its_links_point_to(void **state)
     assert_int_equal(mkfifo(in_dir("job/a/fifo"), 0600), 0);
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     assert_true(fd >= 0);
-    assert_int_equal(remove_tree_at(fd, "job"), 0);
+    assert_int_equal(remove_tree_at(fd, "job", NULL), 0);
     assert_false(exists("job"));
     assert_true(exists("outside/precious"));
-    assert_int_equal(remove_tree_at(fd, "job"), 0); /* already gone */
+    assert_int_equal(remove_tree_at(fd, "job", NULL), 0); /* already gone */
     close(fd);
+}
+
+/* Makes job/locked (0500) and job/closed (0000), each with a file, and
+ * removes job: 0 when all went. */
+static int remove_read_only_tree(void)
+{
+    if (mkdir(in_dir("job"), 0700) != 0 || mkdir(in_dir("job/locked"), 0700) != 0 ||
+        mkdir(in_dir("job/closed"), 0700) != 0)
+        return -1;
+    FILE *f = fopen(in_dir("job/locked/f"), "w");
+    FILE *g = fopen(in_dir("job/closed/g"), "w");
+    if (!f || !g || fclose(f) != 0 || fclose(g) != 0)
+        return -1;
+    if (chmod(in_dir("job/locked"), 0500) != 0 || chmod(in_dir("job/closed"), 0) != 0)
+        return -1;
+    return fs_remove_tree(in_dir("job/")) == 0 && !exists("job") ? 0 : -1;
 }
 
 static void test_read_only_directories_of_the_owner_go_too(void **state)
 {
     (void)state;
+    if (geteuid() != 0) {
+        assert_int_equal(remove_read_only_tree(), 0);
+        return;
+    }
+    /* root may write anywhere: the owner's case needs another user */
+    assert_int_equal(chown(dir, 65534, 65534), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(setgid(65534) == 0 && setuid(65534) == 0 && remove_read_only_tree() == 0 ? 0 : 1);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_a_stopped_removal_ends_early(void **state)
+{
+    (void)state;
     assert_int_equal(mkdir(in_dir("job"), 0700), 0);
-    assert_int_equal(mkdir(in_dir("job/locked"), 0700), 0);
-    make_file("job/locked/f", "x");
-    assert_int_equal(chmod(in_dir("job/locked"), 0500), 0);
-    assert_int_equal(mkdir(in_dir("job/closed"), 0700), 0);
-    make_file("job/closed/g", "x");
-    assert_int_equal(chmod(in_dir("job/closed"), 0), 0);
-    assert_int_equal(fs_remove_tree(in_dir("job/")), 0);
+    make_file("job/a", "x");
+    make_file("job/b", "x");
+    bool stop = true;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    assert_int_equal(remove_tree_at(fd, "job", &stop), -ECANCELED);
+    assert_true(exists("job/a") && exists("job/b"));
+    stop = false;
+    assert_int_equal(remove_tree_at(fd, "job", &stop), 0);
     assert_false(exists("job"));
+    close(fd);
 }
 
 static void test_a_mount_point_is_not_entered(void **state)
@@ -97,8 +136,8 @@ static void test_a_mount_point_is_not_entered(void **state)
     make_file("job/scratch", "x");
     /* a bind mount of the same filesystem: only its mount id tells it */
     if (mount(in_dir("outside"), in_dir("job/mnt"), NULL, MS_BIND, NULL) != 0) {
-        print_message("skipped: cannot bind-mount here (%s)\n", strerror(errno));
-        return;
+        print_message("cannot bind-mount here: %s\n", strerror(errno));
+        skip();
     }
     int rc = fs_remove_tree(in_dir("job"));
     bool precious = exists("outside/precious") && exists("job/mnt/precious");
@@ -138,6 +177,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_read_only_directories_of_the_owner_go_too, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_a_stopped_removal_ends_early, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_mount_point_is_not_entered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deeper_than_the_limit_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paths_fs_remove_tree_refuses, setup, teardown),
