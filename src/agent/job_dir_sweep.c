@@ -106,15 +106,12 @@ static void look(struct job_dir_sweep *s)
 {
     int fd = openat(s->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    int64_t *due = malloc(DUE_MAX * sizeof *due);
-    if (!d || !due) {
-        if (d)
-            closedir(d);
-        else if (fd >= 0)
+    if (!d) {
+        if (fd >= 0)
             close(fd);
-        free(due);
         return;
     }
+    int64_t *due = NULL; /* made once one is due */
     size_t ndue = 0, failed = 0;
     char first_failed[NAME_MAX + 1] = "";
     int first_rc = 0;
@@ -129,14 +126,15 @@ static void look(struct job_dir_sweep *s)
             }
             continue;
         }
+        int64_t id = job_id_of(e->d_name);
         struct stat st;
-        if (job_id_of(e->d_name) < 0 || fstatat(s->fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        if (id < 0 || fstatat(s->fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
             !S_ISDIR(st.st_mode) || st.st_mtime > now - s->keep_s)
             continue;
         if (!s->looked) /* maybe a task's that died with the last run */
             (void)utimensat(s->fd, e->d_name, NULL, AT_SYMLINK_NOFOLLOW);
-        else if (ndue < DUE_MAX)
-            due[ndue++] = job_id_of(e->d_name);
+        else if (ndue < DUE_MAX && (due || (due = malloc(DUE_MAX * sizeof *due))))
+            due[ndue++] = id;
     }
     closedir(d);
     s->looked = true;
@@ -171,9 +169,8 @@ struct job_dir_sweep *job_dir_sweep_create(const char *jobs_dir, int keep_s)
     s->fd = open(jobs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     s->path = strdup(jobs_dir);
     s->keep_s = keep_s < 0 ? 0 : keep_s;
-    s->every_s = s->keep_s / 4;
-    s->every_s = s->every_s < 1 ? 1 : s->every_s > JOB_DIR_SWEEP_EVERY_S ? JOB_DIR_SWEEP_EVERY_S
-                                                                        : s->every_s;
+    int quarter = s->keep_s / 4;
+    s->every_s = quarter < 1 ? 1 : quarter > JOB_DIR_SWEEP_EVERY_S ? JOB_DIR_SWEEP_EVERY_S : quarter;
     int e = s->fd < 0 ? errno : !s->path ? ENOMEM : 0;
     if (!e && !remove_tree_can_tell_mounts(s->fd))
         e = ENOSYS;

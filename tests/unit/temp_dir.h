@@ -3,13 +3,15 @@
  * test gets a new one under /tmp (temp_dir_make, from its cmocka setup)
  * and loses it with all it holds (temp_dir_remove, from its teardown, by
  * rm -rf: not tide's own removal, which some of them test). Static
- * functions: include it in one file of a test program.
+ * functions: include it, after cmocka.h, in one file of a test program.
  */
 #ifndef TIDE_TESTS_TEMP_DIR_H
 #define TIDE_TESTS_TEMP_DIR_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The directory of the test under way. */
 static char dir[64];
@@ -38,6 +40,19 @@ static const char *in_dir(const char *rel)
     char *p = paths[next++ % 4];
     snprintf(p, sizeof paths[0], "%s/%s", dir, rel);
     return p;
+}
+
+/* How many entries of dir have names starting with prefix. */
+static inline int count_named(const char *prefix)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += !strncmp(e->d_name, prefix, strlen(prefix));
+    closedir(d);
+    return n;
 }
 
 #endif

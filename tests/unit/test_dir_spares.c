@@ -45,19 +45,6 @@ static void wait_ready(struct dir_spares *s, int n)
     assert_int_equal(dir_spares_ready(s), n);
 }
 
-/* Entries of dir whose names start with prefix. */
-static int count_named(const char *prefix)
-{
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += !strncmp(e->d_name, prefix, strlen(prefix));
-    closedir(d);
-    return n;
-}
-
 static ino_t inode_of(const char *path)
 {
     struct stat st;

@@ -139,14 +139,7 @@ static void test_what_cannot_be_removed_whole_is_set_aside(void **state)
     assert_true(loop_until(s, in_use_none, "3", false));
     assert_true(loop_until(s, in_use_none, ".trash-3", false));
     job_dir_sweep_destroy(s);
-    int kept = 0;
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "ls -A %s | grep -c '^\\.kept-3-'", dir);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    assert_int_equal(fscanf(p, "%d", &kept), 1);
-    pclose(p);
-    assert_int_equal(kept, 1);
+    assert_int_equal(count_named(".kept-3-"), 1);
 }
 
 int main(void)
