@@ -55,6 +55,34 @@ def wrk_rows(c, server, seconds, label):
               f"{pass_s / max(passes, 1) * 1000:.1f} ms mean")
 
 
+def floor_rows(c, seconds):
+    """The 1-client row's ceiling on this machine: wrk -c1 against
+    bench_flush_floor, which only reads a request, writes and flushes a
+    commit's worth of WAL, and answers (and again without the flush)."""
+    floor = os.path.join(os.path.dirname(os.path.abspath(c.tide)), "bench", "bench_flush_floor")
+    if not shutil.which("wrk") or not os.path.exists(floor):
+        print("  floor for 1 client: wrk or bench_flush_floor missing; skipping")
+        return
+    script = os.path.join(c.dir, "floor.lua")
+    with open(script, "w") as f:
+        f.write('wrk.method = "POST"\nwrk.body = \'{"command":["true"],"gpus":1,"name":"bench"}\'\n')
+    rates = []
+    for extra in ([], ["--no-flush"]):
+        p = subprocess.Popen([floor, c.dir] + extra, stdout=subprocess.PIPE, text=True)
+        try:
+            port = int(p.stdout.readline().split()[1])
+            out = subprocess.run(["wrk", "-t1", "-c1", f"-d{seconds}s", "--latency", "-s", script,
+                                  f"http://127.0.0.1:{port}/"], capture_output=True, text=True).stdout
+        finally:
+            p.kill()
+            p.wait()
+        rate = re.search(r"Requests/sec:\s*([\d.]+)", out)
+        p50 = re.search(r"50%\s+(\S+)", out)
+        rates.append(f"{float(rate.group(1)) if rate else 0:,.0f}/s (p50 {p50.group(1) if p50 else '?'})")
+    print(f"  floor for 1 client on this machine (bench/bench_flush_floor.c: read a request, "
+          f"write and fdatasync 12 KB of WAL, answer): {rates[0]}; without the fdatasync: {rates[1]}")
+
+
 def rates_ok(c):
     """Whether the server has POST /v1/jobs:batch."""
     try:
@@ -83,6 +111,7 @@ def main():
     with BenchCluster(args.tide, "tide-bench-submit-") as c:
         c.start_server(["--store", args.store] if args.store else [])
         tide, d, url, token, server = c.tide, c.dir, c.url, c.token, c.procs["server"]
+        floor_rows(c, args.seconds)
         wrk_rows(c, server, args.seconds, "(queue empty)")
 
         def post(path, body):
