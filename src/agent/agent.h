@@ -73,9 +73,10 @@ struct agent {
     bool server_down;     /* the last call did not reach the server */
     int64_t down_warn_ms; /* when that was last logged (monotonic) */
     int64_t down_since_ms;
-    /* When the server last answered a heartbeat (monotonic): past
-     * node_timeout_ms from it, the server has given this node's tasks away,
-     * so the agent stops them (fencing); no heartbeat waits beyond that. */
+    /* When the last heartbeat the server answered was sent (monotonic):
+     * the server heard from the node no earlier, however late its answer
+     * came back. Near node_timeout_ms from it the server gives this node's
+     * tasks away, so the agent stops them first (agent_fence_at_ms). */
     int64_t last_contact_ms;
     /* Containers (task_container.h): the runtime, NULL when none is
      * installed, and the images it holds as last listed (NULL-terminated,
@@ -103,6 +104,13 @@ struct agent {
  * earlier run is looked for (its containers, its processes). In doubt:
  * true. */
 bool agent_work_ran_tasks(const char *work_dir);
+
+/* When the node must have stopped its tasks (monotonic), or 0 when it has
+ * no deadline yet: a tenth of the node timeout before the server, which
+ * counts from when it received the last heartbeat, may declare the node
+ * lost and start its jobs elsewhere. The margin covers the agent's loop
+ * tick and the kill. No heartbeat waits past it. */
+int64_t agent_fence_at_ms(const struct agent *a);
 
 /* Tasks running (or starting) on the node. */
 size_t agent_running_tasks(const struct agent *a);

@@ -324,8 +324,8 @@ int agent_heartbeat_send(struct agent *a, int64_t now_ms, bool *changed, bool *m
         return tide_err_set(err, TIDE_EIO, NULL, "heartbeat: out of memory");
     /* Never wait past the moment this node must fence itself (agent_loop.c). */
     int64_t timeout_ms = HEARTBEAT_TIMEOUT_MS;
-    if (a->node.node_timeout_ms && a->last_contact_ms) {
-        int64_t left = a->last_contact_ms + a->node.node_timeout_ms - now_ms;
+    if (agent_fence_at_ms(a)) {
+        int64_t left = agent_fence_at_ms(a) - now_ms;
         if (left < timeout_ms)
             timeout_ms = left > HEARTBEAT_MIN_TIMEOUT_MS ? left : HEARTBEAT_MIN_TIMEOUT_MS;
     }

@@ -109,7 +109,7 @@ static void heartbeat(struct agent *a, struct loop_state *s, int64_t now)
     s->last_heartbeat_ms = now;
     s->next_heartbeat_ms = now + a->heartbeat_ms;
     if (rc == 0) {
-        a->last_contact_ms = clock_mono_ms(); /* the server has just heard from us */
+        a->last_contact_ms = now; /* sent then: the server heard from us no earlier */
         agent_note_server(a, true, NULL, now);
         if (changed)
             s->next_heartbeat_ms = now + HEARTBEAT_MIN_GAP_MS;
@@ -224,12 +224,13 @@ static size_t open_starts(const struct agent *a, int *fds, int64_t now, int64_t 
 
 /* Fencing: once the server has not heard from this node for its node
  * timeout, it has declared the node lost and requeued the tasks elsewhere;
- * running them on would run each job twice. Checked before every heartbeat,
- * so an agent that was frozen (SIGSTOP) stops its tasks as it wakes. */
+ * running them on would run each job twice, so they stop a little before
+ * (agent_fence_at_ms). Checked at every turn of the loop, so an agent that
+ * was frozen (SIGSTOP) stops its tasks as it wakes. */
 static bool fence_if_cut_off(struct agent *a, int64_t now)
 {
-    if (!a->node.node_timeout_ms || !a->last_contact_ms ||
-        now - a->last_contact_ms <= a->node.node_timeout_ms)
+    int64_t fence_at = agent_fence_at_ms(a);
+    if (!fence_at || now < fence_at)
         return false;
     char reason[96];
     snprintf(reason, sizeof reason, "fenced: no contact with the server for %" PRId64 " s",
@@ -258,8 +259,8 @@ static bool take_wait_answer(struct agent *a, struct loop_state *s, int64_t now)
     if (!answer)
         return false;
     bool changed = false;
-    bool cut_off = a->node.node_timeout_ms && a->last_contact_ms &&
-                   now - a->last_contact_ms > a->node.node_timeout_ms;
+    int64_t fence_at = agent_fence_at_ms(a);
+    bool cut_off = fence_at && now >= fence_at;
     if (a->registered && !a->shutting_down && !cut_off && a->node.node_token &&
         !strcmp(token, a->node.node_token) &&
         agent_heartbeat_apply_actions(a, answer, now, &changed) == TIDE_ECONFLICT)

@@ -32,6 +32,13 @@ bool agent_work_ran_tasks(const char *work_dir)
     return any;
 }
 
+int64_t agent_fence_at_ms(const struct agent *a)
+{
+    if (!a->node.node_timeout_ms || !a->last_contact_ms)
+        return 0;
+    return a->last_contact_ms + a->node.node_timeout_ms - a->node.node_timeout_ms / 10;
+}
+
 size_t agent_running_tasks(const struct agent *a)
 {
     size_t n = 0;

@@ -7,6 +7,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import Cluster, processes_with_env, run_tests, wait_until  # noqa: E402
+from relay import Relay  # noqa: E402
 
 
 def test_fifty_mixed_jobs_finish_with_their_exit_codes_and_logs():
@@ -271,6 +272,40 @@ def test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once():
                    for e in events), events
 
 
+def test_an_answer_that_came_back_late_does_not_keep_a_cut_off_node_running():
+    # The server counts a node's silence from when a heartbeat arrived; the
+    # agent must count from when it sent it, not from when the answer came
+    # back: here the answers are held 2 s, then the network breaks, so an
+    # agent counting from the answer would run its task on for about 2 s
+    # after the server gave the job to another node.
+    with Cluster(agents=0, node_timeout_ms=3000, fake_gpus="1xH200:141GB") as c:
+        alive = os.path.join(c.dir, "alive-1")
+        second = os.path.join(c.dir, "started-2")
+        relay = Relay(int(c.agent_url.rsplit(":", 1)[1]))
+        direct_url, c.agent_url = c.agent_url, relay.url
+        c.start_agent("node-1")
+        c.agent_url = direct_url
+        try:
+            j = c.submit(command=["sh", "-c", 'if [ "$TIDE_ATTEMPT" = 1 ]; then '
+                                  f'while :; do date +%s.%N >> {alive}; sleep 0.05; done; '
+                                  f'else date +%s.%N > {second}; fi'], gpus=1)
+            c.wait_state(j["id"], "running")
+            c.start_agent("node-2")  # idle, ready for the job once node-1 is lost
+            relay.hold_then_cut(2.0)
+            done = c.wait_final([j["id"]], timeout=60)[j["id"]]
+            assert done["state"] == "succeeded" and done["node"] == "node-2", done
+            wait_until(lambda: "fenced" in c.log("agent-node-1"), 15, what="node-1 fenced")
+            time.sleep(0.5)
+            with open(alive) as f:
+                last_alive = max(float(t) for t in f.read().split())
+            with open(second) as f:
+                started = float(f.read())
+            assert last_alive < started, \
+                f"attempt 1 ran {last_alive - started:.2f} s past attempt 2's start"
+        finally:
+            relay.close()
+
+
 def test_paused_server_declares_no_node_lost_and_uses_no_retry():
     with Cluster(agents=2, node_timeout_ms=2000) as c:
         ends = os.path.join(c.dir, "ends")
@@ -317,6 +352,7 @@ if __name__ == "__main__":
         test_a_jobs_directory_goes_once_kept_but_not_what_its_links_point_to,
         test_old_finished_jobs_and_events_are_forgotten_with_their_files,
         test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once,
+        test_an_answer_that_came_back_late_does_not_keep_a_cut_off_node_running,
         test_paused_server_declares_no_node_lost_and_uses_no_retry,
         test_restarted_agent_reconciles_and_reruns_lost_tasks,
     ])
