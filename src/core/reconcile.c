@@ -126,6 +126,17 @@ static bool report_is_success(const struct task_report *r)
            strcmp(r->reason, "max_runtime") != 0 && strcmp(r->reason, "cancelled") != 0;
 }
 
+/* The last task of a gang job whose part failed ended (or will never
+ * start): the job ends as that first failure. */
+static void record_gang_failure(struct cluster *c, struct job *job, int64_t now_ms,
+                                struct action_list *out)
+{
+    struct task_report whole = {.job_id = job->id, .attempt = job->attempt, .exited = true,
+                                .exit_code = job->gang_exit_code, .signal = job->gang_signal};
+    snprintf(whole.reason, sizeof whole.reason, "%s", job->gang_reason);
+    record_exit(c, job, &whole, now_ms, out);
+}
+
 /* One task of a gang job ended. The job ends when all have: as its first
  * failure, or as a success when every task succeeded. A failure makes the
  * others be stopped (see the running branch). */
@@ -140,13 +151,10 @@ static void record_gang_exit(struct cluster *c, struct job *job, int64_t node_id
     }
     if (!job_mark_part_exited(job, node_id))
         return;
-    struct task_report whole = *r;
-    if (job->gang_failed) {
-        whole.exit_code = job->gang_exit_code;
-        whole.signal = job->gang_signal;
-        snprintf(whole.reason, sizeof whole.reason, "%s", job->gang_reason);
-    }
-    record_exit(c, job, &whole, now_ms, out);
+    if (job->gang_failed)
+        record_gang_failure(c, job, now_ms, out);
+    else
+        record_exit(c, job, r, now_ms, out);
 }
 
 static bool job_reported(const struct task_report *tasks, size_t n, const struct job *job)
@@ -224,8 +232,16 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
             failed |= push(out, ACTION_SEND_START, job, 0, 0, node_id, "start");
             continue;
         }
+        if (never_started && job->nparts > 0 && job->gang_failed) {
+            /* A part that will never start, the gang having failed: it ends
+             * with nothing to stop, and as the last, ends the job as that
+             * failure (not as vanished, which would requeue it for free). */
+            if (job_mark_part_exited(job, node_id))
+                record_gang_failure(c, job, now_ms, out);
+            continue;
+        }
         if (never_started && job->nparts > 0 && !job_mark_part_exited(job, node_id))
-            continue; /* a gang part that never started after the gang failed: nothing to stop */
+            continue; /* cancelled before this part started: nothing to stop */
         /* Running but unknown to its agent (it restarted), or cancelled before
          * it started: either way this attempt is over. */
         sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "task vanished from its node", -1, 0,

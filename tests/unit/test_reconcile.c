@@ -426,6 +426,52 @@ static void test_lost_node_back_with_its_old_tasks_gets_them_stopped(void **stat
     assert_int_equal(cluster_find_job(&c, 1)->state, JOB_PENDING);
 }
 
+/* A gang job of one GPU on node 1 and one on node 2 (its part), running on
+ * node 1 and not yet started on node 2. */
+static struct job *add_gang_started_on_node_1(int64_t id)
+{
+    struct job j = fx_job(id, 2);
+    j.max_nodes = 2;
+    struct job *job = cluster_add_job(&c, &j);
+    assert_non_null(job);
+    int idx = 0;
+    cluster_assign(&c, job, cluster_find_node(&c, 1), &idx, 1);
+    cluster_assign_part(&c, job, cluster_find_node(&c, 2), &idx, 1);
+    job->state = JOB_STARTING;
+    job->attempt = 1;
+    struct task_report r = running(id, 1);
+    heartbeat_at(1, &r, 1, NOW);
+    assert_int_equal(job->state, JOB_RUNNING);
+    return job;
+}
+
+static void test_gang_whose_part_failed_before_the_other_started_ends_as_that_failure(void **state)
+{
+    (void)state;
+    add_gang_started_on_node_1(7);
+    struct task_report r = exited(7, 1, 3, 0, "exit 3");
+    heartbeat_at(1, &r, 1, NOW + 1000);
+    assert_null(fx_find(&out, ACTION_FINISH, 7)); /* its part on node 2 has not ended */
+    heartbeat_at(2, NULL, 0, NOW + 2000); /* node 2 never started it: it never will */
+    assert_null(fx_find(&out, ACTION_SEND_START, 7));
+    assert_null(fx_find(&out, ACTION_REQUEUE, 7)); /* not "vanished": that would cost no retry */
+    const struct action *a = fx_find(&out, ACTION_FINISH, 7);
+    assert_non_null(a);
+    assert_int_equal(a->state, JOB_FAILED);
+    assert_int_equal(a->exit_code, 3);
+    assert_string_equal(a->reason, "exit 3");
+    assert_null(cluster_find_job(&c, 7));
+}
+
+static void test_gang_part_not_yet_started_is_sent_its_start_while_the_gang_is_well(void **state)
+{
+    (void)state;
+    add_gang_started_on_node_1(7);
+    heartbeat_at(2, NULL, 0, NOW + 1000);
+    assert_non_null(fx_find(&out, ACTION_SEND_START, 7));
+    assert_int_equal(cluster_find_job(&c, 7)->state, JOB_RUNNING);
+}
+
 static void test_failed_attempt_is_retried_and_the_retry_can_succeed(void **state)
 {
     (void)state;
@@ -488,6 +534,8 @@ int main(void)
         T(test_lost_node_heartbeating_again_comes_back),
         T(test_lost_node_back_with_its_old_tasks_gets_them_stopped),
         T(test_failed_attempt_is_retried_and_the_retry_can_succeed),
+    T(test_gang_whose_part_failed_before_the_other_started_ends_as_that_failure),
+    T(test_gang_part_not_yet_started_is_sent_its_start_while_the_gang_is_well),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
