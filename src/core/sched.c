@@ -819,10 +819,15 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
     int lost = 0;
     int64_t stalled_ms = s->last_node_check_ms ? now_ms - s->last_node_check_ms : 0;
     s->last_node_check_ms = now_ms;
-    if (stalled_ms > s->cfg.node_timeout_ms / 2)
+    /* now is the wall clock's. A check far behind the last reads as a
+     * stall: every node's silence moves on by it. A clock stepped back
+     * leaves heartbeats heard "later" than now, which would keep a dead
+     * node alive for the step's length: they are heard now instead. */
+    if (stalled_ms > s->cfg.node_timeout_ms / 2 || stalled_ms < 0)
         for (size_t n = 0; n < c->nnodes; n++) {
             int64_t *heard = &c->nodes[n].last_heartbeat_ms;
-            *heard = *heard + stalled_ms < now_ms ? *heard + stalled_ms : now_ms;
+            int64_t moved = stalled_ms > 0 ? *heard + stalled_ms : *heard;
+            *heard = moved < now_ms ? moved : now_ms;
         }
     for (size_t n = 0; n < c->nnodes; n++) {
         struct node *node = &c->nodes[n];

@@ -77,7 +77,7 @@ static void *sweeper(void *arg)
             log_info("retention: forgot %zu old jobs and events", dropped);
         pthread_mutex_lock(&r->mu);
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += srv->cfg.retention_sweep_s;
         while (!srv->stopping && pthread_cond_timedwait(&r->wake, &r->mu, &until) != ETIMEDOUT)
             ;
@@ -94,7 +94,10 @@ int retention_start(struct server *srv, struct tide_err *err)
     if (!r)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->wake, NULL);
+    if (clock_cond_init(&r->wake, CLOCK_MONOTONIC) != 0) {
+        free(r);
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "cannot set up the retention thread's condition");
+    }
     srv->retention = r;
     if (pthread_create(&r->thread, NULL, sweeper, srv) != 0) {
         srv->retention = NULL;

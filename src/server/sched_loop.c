@@ -61,20 +61,20 @@ static bool before(const struct timespec *a, const struct timespec *b)
  * other kick): then a pass over the new jobs may do (sched_pass_new). */
 static bool wait_for_work(struct server *srv, int64_t pass_us)
 {
-    struct timespec rest = clock_in_us(CLOCK_REALTIME, pass_us);
+    struct timespec rest = clock_in_us(CLOCK_MONOTONIC, pass_us);
     while (pass_us > 0 && !srv->stopping)
         if (pthread_cond_timedwait(&srv->wake, &srv->lock, &rest) == ETIMEDOUT)
             break;
     int64_t submit_rest_us = pass_us * (SCHED_SUBMIT_REST - 1);
     if (submit_rest_us < SCHED_SUBMIT_REST_MIN_US - pass_us)
         submit_rest_us = SCHED_SUBMIT_REST_MIN_US - pass_us;
-    struct timespec submits_due = clock_in_us(CLOCK_REALTIME, submit_rest_us);
-    struct timespec deadline = clock_in_us(CLOCK_REALTIME, (int64_t)srv->cfg.sched_interval_ms * 1000);
+    struct timespec submits_due = clock_in_us(CLOCK_MONOTONIC, submit_rest_us);
+    struct timespec deadline = clock_in_us(CLOCK_MONOTONIC, (int64_t)srv->cfg.sched_interval_ms * 1000);
     srv->sched_waiting = true;
     while (!srv->sched_wanted && !srv->stopping) {
         const struct timespec *until = &deadline;
         if (srv->sched_submitted) {
-            struct timespec now = clock_in_us(CLOCK_REALTIME, 0);
+            struct timespec now = clock_in_us(CLOCK_MONOTONIC, 0);
             if (!before(&now, &submits_due))
                 break;
             if (before(&submits_due, &deadline))

@@ -441,8 +441,9 @@ int server_main(int argc, char **argv)
     pthread_mutex_init(&srv.lock, NULL);
     auth_limit_init(&srv.auth_limit);
     auth_cache_init(&srv.auth_cache);
-    pthread_cond_init(&srv.wake, NULL);
-    if (clock_cond_init(&srv.report_pass, CLOCK_MONOTONIC) != 0) {
+    /* monotonic: a step of the wall clock must not stall passes or node checks */
+    if (clock_cond_init(&srv.wake, CLOCK_MONOTONIC) != 0 ||
+        clock_cond_init(&srv.report_pass, CLOCK_MONOTONIC) != 0) {
         log_error("cannot set up the scheduler's condition");
         return 1;
     }

@@ -461,6 +461,25 @@ static void test_lost_node_is_reported_once(void **state)
     assert_int_equal(out.len, 0);
 }
 
+static void test_a_clock_stepped_back_does_not_keep_a_silent_node_alive_longer(void **state)
+{
+    (void)state;
+    add_node(fx_h200_node(1, 2));
+    add_running(fx_job(1, 2), 1);
+    int64_t heard = 1000000;
+    cluster_find_node(&c, 1)->last_heartbeat_ms = heard;
+    assert_int_equal(sched_check_nodes(&s, &c, heard, &out), 0);
+    /* The wall clock steps back 10 timeouts; the node stays silent. */
+    int64_t back = heard - 10 * TIMEOUT_MS;
+    int64_t t = back;
+    while (t < back + TIMEOUT_MS) {
+        assert_int_equal(sched_check_nodes(&s, &c, t, &out), 0);
+        t += TIMEOUT_MS / 4;
+    }
+    assert_int_equal(sched_check_nodes(&s, &c, back + TIMEOUT_MS + 1, &out), 1);
+    assert_non_null(fx_find(&out, ACTION_REQUEUE, 1));
+}
+
 static void test_a_stalled_server_does_not_judge_nodes_by_its_own_stall(void **state)
 {
     (void)state;
@@ -877,6 +896,7 @@ int main(void)
         T(test_node_silent_past_the_timeout_is_lost),
         T(test_node_silent_exactly_the_timeout_is_not_lost),
         T(test_lost_node_is_reported_once),
+        T(test_a_clock_stepped_back_does_not_keep_a_silent_node_alive_longer),
         T(test_a_stalled_server_does_not_judge_nodes_by_its_own_stall),
         T(test_job_on_lost_node_is_requeued_using_no_retry),
         T(test_node_loss_leaves_a_jobs_retries_for_its_own_failures),
