@@ -78,6 +78,14 @@ struct agent {
      * came back. Near node_timeout_ms from it the server gives this node's
      * tasks away, so the agent stops them first (agent_fence_at_ms). */
     int64_t last_contact_ms;
+    /* This run's id and the number of its last heartbeat: the server
+     * refuses a heartbeat older than one it has read (docs/api.md). */
+    char heartbeat_run[33];
+    int64_t heartbeat_seq;
+    /* The "decision" of the last heartbeat reply or wait answer applied: a
+     * wait answer with a lower one was derived before that reply, from
+     * state the reply already corrected, and is not applied. */
+    uint64_t last_decision;
     /* Containers (task_container.h): the runtime, NULL when none is
      * installed, and the images it holds as last listed (NULL-terminated,
      * may be NULL), refreshed every AGENT_IMAGES_REFRESH_MS or after a

@@ -158,7 +158,8 @@ char *agent_heartbeat_body(struct agent *a, bool *more_logs)
             goto done;
     }
     a->log_rotate++;
-    root = json_pack("{s:o, s:o, s:o}", "gpus", gpus, "tasks", tasks, "logs", logs);
+    root = json_pack("{s:o, s:o, s:o, s:s, s:I}", "gpus", gpus, "tasks", tasks, "logs", logs,
+                     "run", a->heartbeat_run, "seq", (json_int_t)++a->heartbeat_seq);
     gpus = tasks = logs = NULL; /* json_pack's "o" took them, even on failure */
     if (root && a->probe.has_result &&
         json_object_set_new(root, "health_probe",
@@ -253,6 +254,14 @@ static int parse_current_reply(struct agent *a, const char *body, json_t **root)
     return 0;
 }
 
+/* The reply's "decision" (the node's count of server decisions it
+ * reflects), 0 when it has none. */
+static uint64_t decision_of(json_t *root)
+{
+    json_t *d = json_object_get(root, "decision");
+    return json_is_integer(d) && json_integer_value(d) > 0 ? (uint64_t)json_integer_value(d) : 0;
+}
+
 static void apply_actions(struct agent *a, json_t *root, int64_t now_ms, bool *changed)
 {
     size_t i;
@@ -293,6 +302,9 @@ int agent_heartbeat_apply_reply(struct agent *a, const char *body, int64_t now_m
             t->acked = true;
     }
     forget_acked(a, before);
+    /* heartbeat replies come in order: each sets it, also lower (a new
+     * server counts from 0) */
+    a->last_decision = decision_of(root);
     json_t *timeout = json_object_get(root, "node_timeout_ms");
     if (json_is_integer(timeout) && json_integer_value(timeout) > 0 &&
         json_integer_value(timeout) <= INT32_MAX)
@@ -310,6 +322,13 @@ int agent_heartbeat_apply_actions(struct agent *a, const char *body, int64_t now
     int rc = parse_current_reply(a, body, &root);
     if (rc)
         return rc;
+    uint64_t decision = decision_of(root);
+    if (decision && decision < a->last_decision) {
+        json_decref(root);
+        return 1; /* derived before the last reply applied: stale */
+    }
+    if (decision)
+        a->last_decision = decision;
     apply_actions(a, root, now_ms, changed);
     json_decref(root);
     return 0;

@@ -26,7 +26,10 @@ char *agent_heartbeat_body(struct agent *a, bool *more_logs);
  * nothing of it is applied); *changed is set when tasks were started. */
 int agent_heartbeat_apply_reply(struct agent *a, const char *body, int64_t now_ms, bool *changed);
 /* Applies the "actions" of a wait answer (POST /v1/agent/wait) the same
- * way, and nothing else of it: the same returns, the same epoch check. */
+ * way, and nothing else of it: the same returns, the same epoch check;
+ * and 1, applying nothing, when its "decision" is lower than that of the
+ * last reply or answer applied (it was derived before that one, from
+ * state that one already brought up to date). */
 int agent_heartbeat_apply_actions(struct agent *a, const char *body, int64_t now_ms,
                                   bool *changed);
 

@@ -251,7 +251,9 @@ static bool fence_if_cut_off(struct agent *a, int64_t now)
 /* Acts on the starts and stops a wait answer carried (agent_wake.h), as a
  * heartbeat reply's: at once, rather than after the heartbeat the wake
  * asks for (which follows and reports them). Not when the answer was for
- * another registration, nor once cut off from the server (fencing). */
+ * another registration, nor once cut off from the server (fencing), nor
+ * when a heartbeat reply applied meanwhile was derived after it (its
+ * "decision" is lower: agent_heartbeat_apply_actions). */
 static bool take_wait_answer(struct agent *a, struct loop_state *s, int64_t now)
 {
     char token[sizeof s->wake->answer_token];

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "agent/agent.h"
 #include "agent/agent_images.h"
@@ -217,6 +218,8 @@ int agent_main(int argc, char **argv)
     static struct agent a; /* large (task table); static keeps it off the stack */
     memset(&a, 0, sizeof a);
     a.opts = &opts;
+    if (fs_random_hex(a.heartbeat_run, 16) != 0) /* numbering without it: the time will do */
+        snprintf(a.heartbeat_run, sizeof a.heartbeat_run, "%llx", (unsigned long long)time(NULL));
     a.guard.fd = -1;
     if (agent_servers_init(&a.servers, opts.server_urls, opts.nservers) != 0) {
         log_error("cannot set up the server list");

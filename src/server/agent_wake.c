@@ -38,9 +38,9 @@ void agent_wake_hold(struct server *srv, int64_t node_id)
     wake_slots_hold(&srv->agent_wake, node_id);
 }
 
-void agent_wake_delivered(struct server *srv, int64_t node_id)
+uint64_t agent_wake_delivered(struct server *srv, int64_t node_id)
 {
-    wake_slots_delivered(&srv->agent_wake, node_id);
+    return wake_slots_delivered(&srv->agent_wake, node_id);
 }
 
 void agent_wake_all(struct server *srv)
@@ -85,15 +85,16 @@ int api_agent_wait(struct server *srv, struct api_request *req, struct api_reply
      * heartbeat derives it again) and a start the agent already has is
      * ignored by it, so nothing runs twice. */
     json_t *actions = wake ? api_agent_node_actions(srv, node) : NULL;
-    if (wake)
-        agent_wake_delivered(srv, node_id);
+    uint64_t decision = wake ? agent_wake_delivered(srv, node_id) : 0;
     pthread_mutex_unlock(&srv->lock);
     if (!known)
         return api_error_msg(reply, TIDE_EAUTH, NULL, "unknown node: register again");
     api_agent_make_checkpoint_dirs(srv, actions);
     reply->json = json_pack("{s:b, s:I}", "wake", wake, "epoch", (json_int_t)lead_epoch(&srv->lead));
-    if (reply->json && json_array_size(actions) > 0)
+    if (reply->json && json_array_size(actions) > 0) {
         json_object_set(reply->json, "actions", actions);
+        json_object_set_new(reply->json, "decision", json_integer((json_int_t)decision));
+    }
     json_decref(actions);
     return 0;
 }

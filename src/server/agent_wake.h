@@ -30,8 +30,9 @@ void agent_wake_job(struct server *srv, int64_t job_id);
  * which would find them delivered (wake_slots_hold). Caller holds the lock. */
 void agent_wake_hold(struct server *srv, int64_t node_id);
 /* A heartbeat reply or wait answer for node_id is being sent with
- * everything decided so far. Caller holds the lock. */
-void agent_wake_delivered(struct server *srv, int64_t node_id);
+ * everything decided so far. Caller holds the lock. Returns the node's
+ * count of decisions (wake_slots_delivered): the reply's "decision". */
+uint64_t agent_wake_delivered(struct server *srv, int64_t node_id);
 /* Wakes every parked wait (shutdown). Caller holds the lock. */
 void agent_wake_all(struct server *srv);
 

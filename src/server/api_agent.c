@@ -708,6 +708,25 @@ static void await_pass(struct server *srv, int64_t node_id, json_t *actions)
     *p = w.next;
 }
 
+/* A heartbeat older than one already read from the same run of its agent
+ * (it waited for the lock while a newer one went first, and its agent,
+ * having timed out, sent that newer one): its task list is out of date,
+ * and read now it would take a task started since for one that vanished.
+ * Otherwise notes it as the node's latest. Heartbeats without "run" and
+ * "seq" are never stale. */
+static bool heartbeat_is_stale(struct node *node, json_t *body)
+{
+    const char *run = json_string_value(json_object_get(body, "run"));
+    json_t *seq = json_object_get(body, "seq");
+    if (!run || !json_is_integer(seq) || strlen(run) >= sizeof node->heartbeat_run)
+        return false;
+    if (!strcmp(run, node->heartbeat_run) && json_integer_value(seq) < node->heartbeat_seq)
+        return true;
+    snprintf(node->heartbeat_run, sizeof node->heartbeat_run, "%s", run);
+    node->heartbeat_seq = json_integer_value(seq);
+    return false;
+}
+
 int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
     if (req->token.kind != TOKEN_NODE)
@@ -726,6 +745,12 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         pthread_mutex_unlock(&srv->lock);
         json_decref(body);
         return api_error_msg(reply, TIDE_EAUTH, NULL, "unknown node: register again");
+    }
+    if (heartbeat_is_stale(node, body)) {
+        pthread_mutex_unlock(&srv->lock);
+        json_decref(body);
+        return api_error_msg(reply, TIDE_ECONFLICT, "seq",
+                             "stale heartbeat: a newer one from this agent was already read");
     }
     agent_wake_hold(srv, node->id); /* the reply carries what this heartbeat decides */
     if (parse_reports(json_object_get(body, "tasks"), reports, &nreports, reply) != 0) {
@@ -809,7 +834,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     node = cluster_find_node(&srv->cluster, req->token.node_id);
     if (!rc && node)
         add_node_actions(srv, node, actions);
-    agent_wake_delivered(srv, req->token.node_id);
+    uint64_t decision = agent_wake_delivered(srv, req->token.node_id);
     pthread_mutex_unlock(&srv->lock);
     json_decref(body);
     if (rc) {
@@ -819,11 +844,12 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         return api_error(reply, &err);
     }
     api_agent_make_checkpoint_dirs(srv, actions);
-    /* epoch: agents ignore replies of a deposed leader (docs/ha.md) */
-    reply->json = json_pack("{s:o, s:o, s:o, s:I, s:I}", "actions", actions, "ack", acks,
+    /* epoch: agents ignore replies of a deposed leader (docs/ha.md);
+     * decision: and wait answers derived before this reply */
+    reply->json = json_pack("{s:o, s:o, s:o, s:I, s:I, s:I}", "actions", actions, "ack", acks,
                             "log_offsets", offsets, "node_timeout_ms",
                             (json_int_t)srv->cfg.node_timeout_ms, "epoch",
-                            (json_int_t)lead_epoch(&srv->lead));
+                            (json_int_t)lead_epoch(&srv->lead), "decision", (json_int_t)decision);
     return 0;
 }
 

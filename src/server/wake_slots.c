@@ -103,13 +103,14 @@ void wake_slots_hold(struct wake_slots *w, int64_t node_id)
     }
 }
 
-void wake_slots_delivered(struct wake_slots *w, int64_t node_id)
+uint64_t wake_slots_delivered(struct wake_slots *w, int64_t node_id)
 {
     struct wake_slot *s = get(w, node_id);
-    if (s) {
-        s->delivered = s->decided;
-        s->held = false;
-    }
+    if (!s)
+        return 0;
+    s->delivered = s->decided;
+    s->held = false;
+    return s->delivered;
 }
 
 bool wake_slots_undelivered(struct wake_slots *w, int64_t node_id)

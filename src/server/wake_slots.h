@@ -45,8 +45,9 @@ void wake_slots_decided(struct wake_slots *w, int64_t node_id);
  * wake as ever, so a hold left behind delays nothing of theirs. */
 void wake_slots_hold(struct wake_slots *w, int64_t node_id);
 /* Everything decided for node_id so far is being sent to its agent (and
- * the node's hold, if any, ends). */
-void wake_slots_delivered(struct wake_slots *w, int64_t node_id);
+ * the node's hold, if any, ends). Returns the node's count of decisions
+ * so far (0 without a slot): the reply's "decision" (docs/api.md). */
+uint64_t wake_slots_delivered(struct wake_slots *w, int64_t node_id);
 /* Whether something was decided for node_id that was not delivered. */
 bool wake_slots_undelivered(struct wake_slots *w, int64_t node_id);
 /* Wakes every parked wait of every node (shutdown: they see *stop). */

@@ -50,6 +50,46 @@ def test_the_exit_report_reply_carries_the_next_start_and_the_wait_stays_parked(
         assert c.job(first)["state"] == "succeeded" and c.job(second)["state"] == "succeeded"
 
 
+def test_a_heartbeat_older_than_one_already_read_is_refused_and_changes_nothing():
+    # An agent's heartbeat that waited for the server's lock while the next
+    # one (sent after the first timed out) went first: its task list, read
+    # now, would take the running task for one that vanished and requeue it.
+    with Cluster(agents=0, node_timeout_ms=60000) as c:
+        body = {"name": "hand", "cpus": 8, "memory_mib": 1024,
+                "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
+        status, out = c.request("POST", "/v1/agent/register", body, token=c.join)
+        assert status == 200, out
+        token = out["node_token"]
+        job = c.submit(command=["sleep", "60"], gpus=1)["id"]
+        wait_until(lambda: c.job(job)["state"] == "starting", 10, what="the job placed")
+
+        def heartbeat(tasks, **numbering):
+            return c.request("POST", "/v1/agent/heartbeat", dict(numbering, tasks=tasks),
+                             token=token)
+        running = [{"job_id": job, "attempt": 1, "state": "running"}]
+        status, out = heartbeat(running, run="a1", seq=2)
+        assert status == 200 and c.job(job)["state"] == "running", out
+        assert isinstance(out["decision"], int) and out["decision"] > 0, out
+        status, out = heartbeat([], run="a1", seq=1)  # built before the task started
+        assert status == 409 and "stale heartbeat" in out["error"]["message"], out
+        assert c.job(job)["state"] == "running" and c.job(job)["attempt"] == 1
+        status, out = heartbeat(running, run="a1", seq=3)
+        assert status == 200 and out["actions"] == [], out
+        status, out = heartbeat(running, run="a1", seq=3)  # the same one sent again
+        assert status == 200, out
+        status, out = heartbeat(running, run="b7", seq=1)  # a new run of the agent
+        assert status == 200, out
+        status, out = heartbeat(running)  # an agent that does not number them
+        assert status == 200 and c.job(job)["state"] == "running", out
+        # a cancel rides the wait answer, counted after the last reply
+        last = out["decision"]
+        c.api("DELETE", f"/v1/jobs/{job}")
+        status, out = c.request("POST", "/v1/agent/wait", {"wait_ms": 2000}, token=token)
+        assert status == 200 and out["wake"] is True, out
+        assert [a["type"] for a in out["actions"]] == ["stop"], out
+        assert out["decision"] > last, out
+
+
 def test_real_agents_run_a_queue_one_job_after_another_with_each_start_once():
     # One GPU, a queue of short jobs: each start comes with the previous
     # exit's reply, and none of them runs twice.
@@ -65,6 +105,7 @@ def test_real_agents_run_a_queue_one_job_after_another_with_each_start_once():
 
 if __name__ == "__main__":
     run_tests([
+        test_a_heartbeat_older_than_one_already_read_is_refused_and_changes_nothing,
         test_the_exit_report_reply_carries_the_next_start_and_the_wait_stays_parked,
         test_real_agents_run_a_queue_one_job_after_another_with_each_start_once,
     ])

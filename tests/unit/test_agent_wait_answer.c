@@ -2,7 +2,8 @@
  * (src/agent/agent_wake.c, agent_heartbeat.c): the long-poll thread hands
  * an answer that carries actions to the main loop, against a real HTTP
  * server on loopback (libmicrohttpd), and applying one keeps the
- * heartbeat reply's guards (the epoch, starts of tasks already finished). */
+ * heartbeat reply's guards (the epoch, starts of tasks already finished)
+ * and does not undo a newer heartbeat reply (its decision count). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -170,6 +171,47 @@ static void test_a_late_start_of_a_task_already_finished_and_forgotten_is_ignore
     agent_servers_release(&a.servers);
 }
 
+/* One wait answer with a start of job 7 (attempt 1, already forgotten,
+ * so that applying it starts nothing here) carrying decision d. */
+static int apply_wait_answer(int decision, bool *changed)
+{
+    char answer[256];
+    snprintf(answer, sizeof answer,
+             "{\"wake\": true, \"epoch\": 1, \"decision\": %d, \"actions\": [{\"type\": "
+             "\"start\", \"job_id\": 7, \"attempt\": 1, \"command\": [\"true\"], \"gpus\": []}]}",
+             decision);
+    return agent_heartbeat_apply_actions(&a, answer, 0, changed);
+}
+
+static void test_a_wait_answer_derived_before_the_last_heartbeat_reply_is_not_applied(void **state)
+{
+    (void)state;
+    char *urls[] = {"http://127.0.0.1:1"};
+    memset(&a, 0, sizeof a);
+    assert_int_equal(agent_servers_init(&a.servers, urls, 1), 0);
+    a.forgotten[0].job_id = 7;
+    a.forgotten[0].attempt = 1;
+    a.nforgotten = 1;
+    bool changed = true;
+    const char *reply = "{\"epoch\": 1, \"decision\": 5, \"actions\": [], \"ack\": []}";
+    assert_int_equal(agent_heartbeat_apply_reply(&a, reply, 0, &changed), 0);
+    assert_int_equal(a.last_decision, 5);
+    /* derived at decision 4, read after the reply of decision 5 */
+    assert_int_equal(apply_wait_answer(4, &changed), 1);
+    assert_false(changed);
+    assert_int_equal(a.last_decision, 5);
+    /* as recent as the reply, or newer: applied */
+    assert_int_equal(apply_wait_answer(5, &changed), 0);
+    assert_int_equal(apply_wait_answer(6, &changed), 0);
+    assert_int_equal(a.last_decision, 6);
+    /* a restarted server counts from 0 again: its replies set the count */
+    reply = "{\"epoch\": 1, \"decision\": 2, \"actions\": [], \"ack\": []}";
+    assert_int_equal(agent_heartbeat_apply_reply(&a, reply, 0, &changed), 0);
+    assert_int_equal(apply_wait_answer(3, &changed), 0);
+    assert_int_equal(a.ntasks, 0);
+    agent_servers_release(&a.servers);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_stopping_the_wake_abandons_a_wait_the_server_holds),
         cmocka_unit_test(test_a_wait_answer_of_a_deposed_leader_or_not_json_is_not_applied),
         cmocka_unit_test(test_a_late_start_of_a_task_already_finished_and_forgotten_is_ignored),
+        cmocka_unit_test(test_a_wait_answer_derived_before_the_last_heartbeat_reply_is_not_applied),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
