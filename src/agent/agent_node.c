@@ -150,6 +150,12 @@ int agent_node_register(struct agent *a, struct tide_err *err)
                             "cannot register: no join token (--token, --token-file or "
                             "TIDE_JOIN_TOKEN)");
     json_t *body = register_body(a);
+    /* this run's id: a registration sent again after its answer was lost
+     * is told from another agent taking the live node's name */
+    if (body && json_object_set_new(body, "run", json_string(a->heartbeat_run))) {
+        json_decref(body);
+        body = NULL;
+    }
     /* the first health probe's result (agent_loop.c waits for it), so a
      * failing node is drained from the moment it joins */
     if (body && a->probe.has_result &&

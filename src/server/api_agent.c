@@ -234,7 +234,13 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     int64_t now = clock_now_ms();
     pthread_mutex_lock(&srv->lock);
     struct node *old = cluster_find_node_by_name(&srv->cluster, node.name);
-    if (old && node_is_alive(srv, old, now)) {
+    /* The same run of the agent that registered the node or heartbeats for
+     * it: its registration again, the answer to the last one lost. */
+    const char *run = json_string_value(json_object_get(body, "run"));
+    if (run && strlen(run) >= sizeof node.heartbeat_run)
+        run = NULL;
+    bool same_agent = old && run && old->heartbeat_run[0] && !strcmp(run, old->heartbeat_run);
+    if (old && node_is_alive(srv, old, now) && !same_agent) {
         /* The join token is shared: with it alone, nobody may take over a
          * live node's name (and with it its jobs and their secrets). */
         int64_t ago = now - old->last_heartbeat_ms;
@@ -285,6 +291,7 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
         probe_change = gpu_health_probe(&node, json_is_true(json_object_get(probe, "ok")),
                                         string_field(probe, "output", ""), now);
     node.last_heartbeat_ms = now;
+    snprintf(node.heartbeat_run, sizeof node.heartbeat_run, "%s", run ? run : "");
     int rc = store_begin(srv->store, &err);
     if (!rc && bound) /* used up with the registration it makes, or not at all */
         rc = store_token_use_join(srv->store, req->token_hash, &err);

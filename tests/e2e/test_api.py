@@ -287,6 +287,27 @@ def test_a_live_nodes_name_cannot_be_taken_with_the_join_token():
         assert len(c.node("node-1")["gpus"]) == 4
 
 
+def test_a_registration_sent_again_after_its_answer_was_lost_is_answered_again():
+    # The same run of an agent (its "run" id) registering a live node again
+    # is its own lost answer, not another agent taking the name.
+    with Cluster(agents=0) as c:
+        body = {"name": "hand", "cpus": 1, "memory_mib": 1, "run": "r-1",
+                "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
+        status, first = c.request("POST", "/v1/agent/register", body, token=c.join)
+        assert status == 200, first
+        status, again = c.request("POST", "/v1/agent/register", body, token=c.join)
+        assert status == 200 and again["node_id"] == first["node_id"], again
+        status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": []},
+                                token=first["node_token"])
+        assert status == 401, "the lost answer's token is replaced"
+        status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": [], "run": "r-1",
+                                                                "seq": 1}, token=again["node_token"])
+        assert status == 200, out
+        for other in (dict(body, run="r-2"), {k: v for k, v in body.items() if k != "run"}):
+            status, out = c.request("POST", "/v1/agent/register", other, token=c.join)
+            assert status == 409 and out["error"]["field"] == "name", out
+
+
 def test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder():
     with Cluster(agents=0) as c:
         same_data = subprocess.run(
@@ -455,6 +476,7 @@ if __name__ == "__main__":
         test_tokens_expire_can_be_listed_and_revoked,
         test_guessing_tokens_is_cut_off_after_repeated_failures,
         test_a_live_nodes_name_cannot_be_taken_with_the_join_token,
+        test_a_registration_sent_again_after_its_answer_was_lost_is_answered_again,
         test_project_tokens_cannot_see_or_touch_other_projects,
         test_job_listings_come_in_pages_with_a_cursor_and_the_cli_pages_through,
         test_metrics_count_jobs_nodes_and_gpus,
