@@ -152,8 +152,15 @@ static int on_commit(void *arg, sqlite3 *h, const char *schema, int frames)
     sqlite3_file *wal = NULL;
     if (sqlite3_file_control(h, schema, SQLITE_FCNTL_JOURNAL_POINTER, &wal) == SQLITE_OK) {
         int rc = db_sqlite_vfs_flush_wal(wal);
-        if (rc != SQLITE_OK)
+        if (rc != SQLITE_OK) {
+            /* the commit is visible but its frames' headers may not be in
+             * the file: recovery would stop there, and lose what follows */
+            wal_sync_fail(d->wal, EIO);
+            snprintf(d->sync_error, sizeof d->sync_error,
+                     "database: cannot write the WAL's frames; what is committed from now on may "
+                     "be lost with the machine: restart the server");
             return rc;
+        }
     }
     if (!d->deferring) {
         struct tide_err err;

@@ -98,6 +98,14 @@ static int sync_once(struct wal_sync *w)
     return fdatasync(w->fd) == 0 ? 0 : -errno;
 }
 
+void wal_sync_fail(struct wal_sync *w, int errnum)
+{
+    pthread_mutex_lock(&w->mu);
+    if (!w->failed)
+        w->failed = errnum > 0 ? errnum : EIO;
+    pthread_mutex_unlock(&w->mu);
+}
+
 int wal_sync_flush(struct wal_sync *w, struct tide_err *err)
 {
     uint64_t want = __atomic_load_n(&wal_writes, __ATOMIC_ACQUIRE);

@@ -41,6 +41,12 @@ void wal_sync_note_write(void);
  * longer than a disk flush. */
 int wal_sync_flush(struct wal_sync *w, struct tide_err *err);
 
+/* A write to the WAL failed where the file may now hold a commit that
+ * recovery would stop at (its frames' headers not written): every later
+ * flush fails, as after a failed fdatasync, since what is written after it
+ * may not be found again. errnum: the errno to report. Thread-safe. */
+void wal_sync_fail(struct wal_sync *w, int errnum);
+
 /* fdatasync calls made so far (for /metrics and tests). */
 uint64_t wal_sync_count(const struct wal_sync *w);
 

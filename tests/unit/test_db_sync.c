@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "store/db.h"
+#include "store/wal_sync.h"
 
 static char dir[64], path[128];
 
@@ -230,6 +232,28 @@ static void test_commits_of_several_threads_each_synced_all_survive_a_reopen(voi
     db_close(w);
 }
 
+static void test_a_failed_wal_write_fails_every_later_flush(void **state)
+{
+    (void)state;
+    struct db *db = open_db(false);
+    exec_ok(db, "CREATE TABLE t(v)");
+    db_close(db);
+    struct wal_sync *w = wal_sync_new(path);
+    assert_non_null(w);
+    struct tide_err err;
+    tide_err_clear(&err);
+    wal_sync_note_write();
+    assert_int_equal(wal_sync_flush(w, &err), 0);
+    wal_sync_fail(w, ENOSPC);
+    for (int i = 0; i < 2; i++) { /* for good, whether anything was written since or not */
+        wal_sync_note_write();
+        assert_int_equal(wal_sync_flush(w, &err), TIDE_EIO);
+        assert_non_null(strstr(err.message, strerror(ENOSPC)));
+    }
+    assert_int_equal(wal_sync_flush(w, &err), TIDE_EIO);
+    wal_sync_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +263,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_commits_of_several_threads_each_synced_all_survive_a_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_failed_wal_write_fails_every_later_flush, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_a_synced_deferred_commit_survives_a_kill, setup,
                                         teardown),
     };
