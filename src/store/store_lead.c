@@ -74,7 +74,11 @@ int store_try_lead(struct store *s, const char *url, int64_t now_ms, int64_t *ep
         got = take_lock(s, err);
     if (got <= 0)
         return got;
-    db_pin(db); /* from now on, losing this session loses the lead */
+    /* A session that breaks before the epoch is committed loses the lock
+     * with it and fails what follows (it is never reopened by itself), so
+     * this server has not led: it stays free to reconnect and try again.
+     * Pinned only once it leads: from then on, losing this session loses
+     * the lead (pinned before, a break here left it unable to ever lead). */
     int rc = db_begin(db, err);
     if (!rc)
         rc = bump_epoch(s, url, now_ms, epoch, err);
@@ -85,6 +89,7 @@ int store_try_lead(struct store *s, const char *url, int64_t now_ms, int64_t *ep
         db_exec(db, "SELECT pg_advisory_unlock(" LEAD_LOCK_KEY ")", NULL);
         return rc;
     }
+    db_pin(db);
     return 1;
 }
 
