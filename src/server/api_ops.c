@@ -221,8 +221,7 @@ int api_nodes_operate(struct server *srv, struct api_request *req, const char *n
                 rc = store_commit(srv->store, &err);
             if (rc) {
                 store_rollback(srv->store);
-                struct tide_err ignored;
-                server_reload_cluster(srv, now, &ignored);
+                server_resync_cluster(srv, now);
             }
         }
         node = cluster_find_node(&srv->cluster, id);
@@ -256,8 +255,7 @@ int api_nodes_operate(struct server *srv, struct api_request *req, const char *n
                     store_rollback(srv->store);
             }
             if (rc) {
-                struct tide_err ignored;
-                server_reload_cluster(srv, now, &ignored);
+                server_resync_cluster(srv, now);
             } else {
                 out = json_pack("{s:I, s:s, s:b, s:i}", "id", (json_int_t)id, "name", node_name,
                                 "deleted", 1, "jobs_requeued", moved);

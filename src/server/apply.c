@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "core/image.h"
@@ -132,23 +133,25 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
 
 int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *err)
 {
-    cluster_release(&srv->cluster);
-    cluster_init(&srv->cluster);
+    /* Loaded aside and put in place whole: a load that fails halfway
+     * leaves the cluster as it was, never nodes without their jobs. */
+    struct cluster fresh;
+    cluster_init(&fresh);
     /* Passes sort (ties by id), and agents' messages go by the per-node
      * index in id order: nothing needs the jobs in submission order, and
      * keeping it made each finished job move every later one (O(jobs),
      * under the lock). */
-    srv->cluster.jobs_any_order = true;
-    int rc = store_nodes_load(srv->store, &srv->cluster, now_ms, err);
+    fresh.jobs_any_order = true;
+    int rc = store_nodes_load(srv->store, &fresh, now_ms, err);
     if (!rc) /* which pool each node belongs to */
-        rc = store_pool_nodes_load(srv->store, &srv->cluster, NULL, NULL, err);
+        rc = store_pool_nodes_load(srv->store, &fresh, NULL, NULL, err);
     if (!rc)
-        rc = store_gpu_faults_load(srv->store, &srv->cluster, err);
+        rc = store_gpu_faults_load(srv->store, &fresh, err);
     if (!rc)
-        rc = store_jobs_load_active(srv->store, &srv->cluster, err);
+        rc = store_jobs_load_active(srv->store, &fresh, err);
     /* What a job takes from its queue and its project rather than its spec. */
-    for (size_t i = 0; !rc && i < srv->cluster.njobs; i++) {
-        struct job *job = &srv->cluster.jobs[i];
+    for (size_t i = 0; !rc && i < fresh.njobs; i++) {
+        struct job *job = &fresh.jobs[i];
         const struct queue_config *q = queue_find(&srv->cfg.queues, job->queue);
         job->effective_priority = queue_effective_priority(q, job, now_ms);
         job->rules = q;
@@ -157,9 +160,31 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
             job->idle_after_s = q->idle_after_s;
         }
     }
-    if (!rc && fairshare_mark_borrowed(&srv->cfg.fairshare, &srv->cluster) != 0)
+    if (!rc && fairshare_mark_borrowed(&srv->cfg.fairshare, &fresh) != 0)
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    return rc;
+    if (rc) {
+        cluster_release(&fresh);
+        return rc;
+    }
+    cluster_release(&srv->cluster);
+    srv->cluster = fresh;
+    return 0;
+}
+
+void server_resync_cluster(struct server *srv, int64_t now_ms)
+{
+    struct tide_err err;
+    tide_err_clear(&err);
+    if (server_reload_cluster(srv, now_ms, &err) == 0)
+        return;
+    /* The cache holds what the store refused: acting on it could stop
+     * tasks that run, forget exits that were never stored, or place jobs
+     * on GPUs that are busy. A restart loads what is stored. */
+    log_error("reloading the cluster from the database failed too (%s): stopping at once; "
+              "restart this server",
+              err.message);
+    fflush(NULL);
+    _exit(3);
 }
 
 /* Classifies how an attempt ended, for tide_job_failures_total. */
@@ -245,9 +270,7 @@ static int apply_and_commit(struct server *srv, const struct action_list *action
         store_rollback(srv->store);
         log_error("persisting %zu actions failed (%s); reloading state from the database",
                   actions->len, err ? err->message : "?");
-        struct tide_err reload_err;
-        if (server_reload_cluster(srv, now_ms, &reload_err) != 0)
-            log_error("reload failed: %s", reload_err.message);
+        server_resync_cluster(srv, now_ms);
     }
     return rc;
 }

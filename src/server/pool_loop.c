@@ -273,8 +273,7 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
             call_free(c);
         }
         log_error("pool decisions not persisted (%s); reloading state", err.message);
-        if (server_reload_cluster(srv, now, &err) != 0)
-            log_error("reload failed: %s", err.message);
+        server_resync_cluster(srv, now);
         return;
     }
     if (undrained)
@@ -615,8 +614,7 @@ static void reconcile_listed(struct pool_loop *pl, int p, const struct provider_
             store_rollback(srv->store);
         norphans = 0;
         log_error("pool %s: reconcile not persisted (%s); reloading", pool->name, err.message);
-        if (server_reload_cluster(srv, now, &err) != 0)
-            log_error("reload failed: %s", err.message);
+        server_resync_cluster(srv, now);
     }
     for (int i = 0; i < norphans; i++) {
         struct pool_call *call = call_add(pl);

@@ -310,8 +310,14 @@ int apply_actions(struct server *srv, const struct action_list *actions, int64_t
  * shared by the answers waiting at the same time. */
 int apply_actions_deferred(struct server *srv, const struct action_list *actions, int64_t now_ms,
                            struct tide_err *err);
-/* Rebuilds the cluster cache from the store (start-up and after errors). */
+/* Rebuilds the cluster cache from the store (at start). On failure the
+ * cache is left as it was. */
 int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *err);
+/* After a write the store refused: brings the cache back to what is
+ * stored (server_reload_cluster), or, when that fails too, stops the
+ * process at once (exit status 3, as a lost lead): a cache ahead of the
+ * store must not answer agents. */
+void server_resync_cluster(struct server *srv, int64_t now_ms);
 
 /* sched_loop.c: the scheduler thread. */
 int sched_loop_start(struct server *srv, pthread_t *thread);

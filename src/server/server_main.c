@@ -74,7 +74,8 @@ static const char server_usage[] =
     "unless --insecure-plain-http is given (docs/api.md, \"TLS\").\n"
     "With a store that several servers share, a server follows until the store makes\n"
     "it the leader; a leader that loses its store connection exits with status 3\n"
-    "(docs/ha.md).\n";
+    "(docs/ha.md), as does a server that cannot read the store back after a write it\n"
+    "refused (docs/store.md).\n";
 
 enum {
     OPT_LISTEN = 1,

@@ -420,8 +420,7 @@ static void finish_work(struct server *srv, struct submit_work *w, const int64_t
         copy.state = JOB_PENDING;
         if (!cluster_add_job(&srv->cluster, &copy)) {
             /* Durable but not cached: the reload brings it in. */
-            struct tide_err ignored;
-            server_reload_cluster(srv, now, &ignored);
+            server_resync_cluster(srv, now);
             *reloaded = true;
         }
     }
