@@ -143,6 +143,10 @@ struct job {
     int64_t submit_ms;
     int64_t start_ms;         /* when the current attempt was placed; 0 when pending */
     int64_t not_before_ms;    /* pending, but not to be placed before this (retry backoff) */
+    /* Not placed before this either: its last attempt may still run on a
+     * node deleted while its agent was alive (operator_remove_node). In
+     * memory only. */
+    int64_t restart_after_ms;
     int64_t attained_gpu_ms;  /* GPU-milliseconds used by earlier attempts (LAS) */
     int64_t last_failure_ms;  /* when the last attempt failed (retry backoff); 0: none */
     int preemptions;          /* attempts ended by preemption */

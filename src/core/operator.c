@@ -139,7 +139,7 @@ int operator_node_jobs(const struct cluster *c, int64_t node_id)
     return n;
 }
 
-int operator_remove_node(struct cluster *c, int64_t node_id, int64_t now_ms,
+int operator_remove_node(struct cluster *c, int64_t node_id, int64_t now_ms, int64_t stop_ms,
                          struct action_list *out, struct tide_err *err)
 {
     struct node *node;
@@ -148,6 +148,7 @@ int operator_remove_node(struct cluster *c, int64_t node_id, int64_t now_ms,
         return rc;
     char why[TIDE_REASON_MAX];
     snprintf(why, sizeof why, "node %s deleted", node->name);
+    int64_t stopped_by = node->state == NODE_LOST ? 0 : node->last_heartbeat_ms + stop_ms;
     int moved = 0;
     for (size_t j = 0; j < c->njobs;) {
         struct job *job = &c->jobs[j];
@@ -157,10 +158,14 @@ int operator_remove_node(struct cluster *c, int64_t node_id, int64_t now_ms,
         }
         size_t before = out->len;
         /* Passing through "preempted" is what makes the requeue use no retry. */
+        int64_t job_id = job->id;
         job->state = JOB_PREEMPTED;
         sched_fail_attempt(c, job, JOB_PREEMPTED, JOB_FAILED, why, -1, 0, now_ms, out);
         if (out->len == before)
             return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        struct job *again = cluster_find_job(c, job_id); /* requeued, unless it ended */
+        if (again && again->restart_after_ms < stopped_by)
+            again->restart_after_ms = stopped_by;
         moved++;
         /* Requeued (now off the node) or removed: look at index j again. */
     }

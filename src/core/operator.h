@@ -49,10 +49,14 @@ int operator_node_jobs(const struct cluster *c, int64_t node_id);
 
 /* Removes a node joined by hand from the cluster. Jobs still on it are put
  * back in the queue (ACTION_REQUEUE, reason "node NAME deleted") without
- * using a retry; a job with a cancel under way ends cancelled. Returns the
- * number of jobs requeued or ended, TIDE_ENOENT, TIDE_ECONFLICT (a pool's
- * node), TIDE_ENOMEM. */
-int operator_remove_node(struct cluster *c, int64_t node_id, int64_t now_ms,
+ * using a retry; a job with a cancel under way ends cancelled. Unless the
+ * node was lost, its agent may still run their tasks: those stop at the
+ * latest stop_ms after it was last heard from (the agent fences itself
+ * within the node timeout, or registers again and is told to stop them),
+ * and the jobs are not placed again before that (restart_after_ms).
+ * Returns the number of jobs requeued or ended, TIDE_ENOENT,
+ * TIDE_ECONFLICT (a pool's node), TIDE_ENOMEM. */
+int operator_remove_node(struct cluster *c, int64_t node_id, int64_t now_ms, int64_t stop_ms,
                          struct action_list *out, struct tide_err *err);
 
 #endif

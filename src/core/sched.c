@@ -238,10 +238,13 @@ static bool take_pending(struct scheduler *s, struct job *job, int64_t now_ms, b
     job->reserved_start_ms = 0;
     job->reserved_node_id = 0;
     job->not_before_ms = retry_not_before_ms(&s->cfg, job);
+    bool deleted_node = job->restart_after_ms > job->not_before_ms;
+    if (deleted_node)
+        job->not_before_ms = job->restart_after_ms;
     if (job->not_before_ms > now_ms) {
         if (explain)
-            wait_reason_set(job, WAIT_RETRY, 0, 0, (job->not_before_ms - now_ms + 999) / 1000,
-                            NULL);
+            wait_reason_set(job, deleted_node ? WAIT_DELETED_NODE : WAIT_RETRY, 0, 0,
+                            (job->not_before_ms - now_ms + 999) / 1000, NULL);
         *backoff = true;
         return false;
     }

@@ -22,6 +22,12 @@ char *wait_cause_format(const struct wait_cause *w, const char *text, const stru
     case WAIT_RETRY:
         snprintf(out, size, "retry backoff: next attempt in %lld s", (long long)w->id);
         break;
+    case WAIT_DELETED_NODE:
+        snprintf(out, size,
+                 "its last attempt may still run on a deleted node until its agent stops it: "
+                 "next attempt in %lld s",
+                 (long long)w->id);
+        break;
     case WAIT_QUEUE_JOBS:
         snprintf(out, size, "queue %s is at its cap of %d running jobs", job->queue, (int)w->n1);
         break;

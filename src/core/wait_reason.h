@@ -27,6 +27,7 @@ enum wait_kind {
     WAIT_OVER_LOAD,  /* free GPUs over the load thresholds: memory `n1` %, utilisation `n2` % */
     WAIT_HOST_SHARE, /* its GPUs are free on a node, its CPUs or memory are not */
     WAIT_GPUS_FREE,  /* waiting for its GPUs free on one node; `n1` the most free now */
+    WAIT_DELETED_NODE, /* its last attempt may still run on a deleted node: next in `id` seconds */
 };
 
 struct wait_cause {

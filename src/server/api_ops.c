@@ -238,7 +238,11 @@ int api_nodes_operate(struct server *srv, struct api_request *req, const char *n
                               "to requeue them (no retry used)",
                               node_name, running, running == 1 ? "" : "s");
         } else {
-            int moved = operator_remove_node(&srv->cluster, id, now, &actions, &err);
+            /* its agent, if alive, stops their tasks within this of last
+             * heard: fencing by the node timeout, or the stops it gets
+             * when it registers again (their grace) */
+            int64_t stop_ms = (int64_t)srv->cfg.node_timeout_ms + srv->cfg.kill_grace_s * 1000LL;
+            int moved = operator_remove_node(&srv->cluster, id, now, stop_ms, &actions, &err);
             rc = moved < 0 ? moved : apply_actions(srv, &actions, now, &err);
             char msg[TIDE_REASON_MAX];
             snprintf(msg, sizeof msg, "deleted by %s%s", req->token.name,

@@ -185,7 +185,7 @@ static void test_pool_node_is_left_to_its_autoscaler(void **state)
     snprintf(n.pool, sizeof n.pool, "h200");
     add_node(n);
     assert_int_equal(operator_drain_node(&c, 1, NULL, &err), TIDE_ECONFLICT);
-    assert_int_equal(operator_remove_node(&c, 1, 1000, &out, &err), TIDE_ECONFLICT);
+    assert_int_equal(operator_remove_node(&c, 1, 1000, 0, &out, &err), TIDE_ECONFLICT);
     assert_int_equal(operator_drain_node(&c, 7, NULL, &err), TIDE_ENOENT);
     assert_string_equal(err.field, "node");
 }
@@ -195,7 +195,7 @@ static void test_removed_node_requeues_its_jobs_without_using_a_retry(void **sta
     (void)state;
     start_one(); /* retries: 0, so a counted failure would end it */
     add_node(fx_h200_node(2, 1));
-    int moved = operator_remove_node(&c, 1, 5000, &out, &err);
+    int moved = operator_remove_node(&c, 1, 5000, 30000, &out, &err);
     assert_int_equal(moved, 1);
     assert_null(cluster_find_node(&c, 1));
     assert_non_null(cluster_find_node(&c, 2));
@@ -206,8 +206,26 @@ static void test_removed_node_requeues_its_jobs_without_using_a_retry(void **sta
     assert_non_null(job);
     assert_int_equal(job->state, JOB_PENDING);
     assert_int_equal(job->preemptions, 1);
+    /* Node 1 was heard at 2000 and its agent may still run the task until
+     * 30 s after (it fences itself, or registers again and is told to stop
+     * it): node 2 does not start it before. */
     action_list_clear(&out);
-    assert_int_equal(sched_pass(&s, &c, 6000, &out), 1);
+    assert_int_equal(sched_pass(&s, &c, 6000, &out), 0);
+    assert_non_null(strstr(fx_reason(job), "may still run on a deleted node"));
+    assert_int_equal(sched_pass(&s, &c, 2000 + 30000 - 1, &out), 0);
+    assert_int_equal(sched_pass(&s, &c, 2000 + 30000, &out), 1);
+    assert_int_equal(fx_find(&out, ACTION_START, 1)->node_id, 2);
+}
+
+static void test_a_lost_nodes_jobs_start_again_at_once_when_it_is_deleted(void **state)
+{
+    (void)state;
+    start_one();
+    add_node(fx_h200_node(2, 1));
+    cluster_find_node(&c, 1)->state = NODE_LOST; /* silent past the timeout: its agent fenced */
+    assert_int_equal(operator_remove_node(&c, 1, 5000, 30000, &out, &err), 1);
+    action_list_clear(&out);
+    assert_int_equal(sched_pass(&s, &c, 5001, &out), 1);
     assert_int_equal(fx_find(&out, ACTION_START, 1)->node_id, 2);
 }
 
@@ -229,6 +247,8 @@ int main(void)
             test_drained_node_stays_drained_when_it_comes_back_from_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pool_node_is_left_to_its_autoscaler, setup, teardown),
         cmocka_unit_test_setup_teardown(test_removed_node_requeues_its_jobs_without_using_a_retry,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_lost_nodes_jobs_start_again_at_once_when_it_is_deleted,
                                         setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
