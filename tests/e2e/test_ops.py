@@ -91,6 +91,10 @@ def test_delete_refuses_a_busy_node_unless_forced_and_force_requeues_without_a_r
         assert "1 job(s) requeued" in p.stdout, p.stdout
         assert c.node(busy) is None
         assert busy not in c.cli("nodes", "--all", check=True).stdout
+        # not before the node timeout and kill grace since it was last heard
+        wait_until(lambda: "may still run on a deleted node" in
+                   (c.job(j["id"]).get("pending_reason") or ""), 10,
+                   what="the job waiting for the deleted node's task to have stopped")
         open_gate(gate)
         done = c.wait_final([j["id"]], timeout=60)[j["id"]]
         # retries 0: a counted failure would have ended it failed
