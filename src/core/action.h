@@ -22,6 +22,8 @@ enum action_type {
     ACTION_ACK,        /* tell the agent a finished task is recorded */
     ACTION_PREEMPT,    /* job → preempted: its agent checkpoints and stops it, then it requeues */
     ACTION_IDLE_WARN,  /* job's GPUs have idled half its reclaim window: warn (an event) */
+    ACTION_PART_EXITED, /* a gang job's task on node ended before its others: keep what
+                         * its parts did (which ended, the first failure) */
 };
 
 struct action {

@@ -137,11 +137,21 @@ static void record_gang_failure(struct cluster *c, struct job *job, int64_t now_
     record_exit(c, job, &whole, now_ms, out);
 }
 
+/* A gang job's task on node_id ended and others have not: what its parts
+ * did so far is to be kept (so that a restarted server neither starts that
+ * task again nor forgets the failure). 0, or 1 when out of memory. */
+static int part_exited(const struct job *job, int64_t node_id, struct action_list *out)
+{
+    struct action a = {.type = ACTION_PART_EXITED, .job_id = job->id, .attempt = job->attempt,
+                       .node_id = node_id, .exit_code = -1};
+    return action_list_push(out, &a) ? 0 : 1;
+}
+
 /* One task of a gang job ended. The job ends when all have: as its first
  * failure, or as a success when every task succeeded. A failure makes the
- * others be stopped (see the running branch). */
-static void record_gang_exit(struct cluster *c, struct job *job, int64_t node_id,
-                             const struct task_report *r, int64_t now_ms, struct action_list *out)
+ * others be stopped (see the running branch). 0, or 1 when out of memory. */
+static int record_gang_exit(struct cluster *c, struct job *job, int64_t node_id,
+                            const struct task_report *r, int64_t now_ms, struct action_list *out)
 {
     if (!report_is_success(r) && !job->gang_failed) {
         job->gang_failed = true;
@@ -150,11 +160,12 @@ static void record_gang_exit(struct cluster *c, struct job *job, int64_t node_id
         snprintf(job->gang_reason, sizeof job->gang_reason, "%s", r->reason);
     }
     if (!job_mark_part_exited(job, node_id))
-        return;
+        return part_exited(job, node_id, out);
     if (job->gang_failed)
         record_gang_failure(c, job, now_ms, out);
     else
         record_exit(c, job, r, now_ms, out);
+    return 0;
 }
 
 static bool job_reported(const struct task_report *tasks, size_t n, const struct job *job)
@@ -194,7 +205,7 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
         mark_part_reported(job, node_id);
         if (r->exited) {
             if (job->nparts > 0)
-                record_gang_exit(c, job, node_id, r, now_ms, out);
+                failed |= record_gang_exit(c, job, node_id, r, now_ms, out);
             else
                 record_exit(c, job, r, now_ms, out);
             failed |= push(out, ACTION_ACK, NULL, r->job_id, r->attempt, node_id, "recorded");
@@ -238,10 +249,14 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
              * failure (not as vanished, which would requeue it for free). */
             if (job_mark_part_exited(job, node_id))
                 record_gang_failure(c, job, now_ms, out);
+            else
+                failed |= part_exited(job, node_id, out);
             continue;
         }
-        if (never_started && job->nparts > 0 && !job_mark_part_exited(job, node_id))
-            continue; /* cancelled before this part started: nothing to stop */
+        if (never_started && job->nparts > 0 && !job_mark_part_exited(job, node_id)) {
+            failed |= part_exited(job, node_id, out); /* cancelled before it started */
+            continue;
+        }
         /* Running but unknown to its agent (it restarted), or cancelled before
          * it started: either way this attempt is over. */
         sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "task vanished from its node", -1, 0,

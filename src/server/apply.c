@@ -113,6 +113,10 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
     }
     case ACTION_IDLE_WARN:
         return store_event_add(st, now_ms, "job_idle_warning", a->job_id, a->node_id, a->reason, err);
+    case ACTION_PART_EXITED: {
+        const struct job *job = cluster_find_job(&srv->cluster, a->job_id);
+        return job ? store_job_gang_save(st, job, err) : 0;
+    }
     case ACTION_NODE_LOST: {
         int rc = store_node_set_state(st, a->node_id, NODE_LOST, err);
         return rc ? rc : store_event_add(st, now_ms, "node_lost", 0, a->node_id, a->reason, err);

@@ -145,6 +145,10 @@ int store_job_update(struct store *s, const struct job_update *u, struct tide_er
  * (preemption, an operator's requeue, its node lost, its task vanished):
  * such attempts use up no retry, across restarts too. */
 int store_job_count_free_attempt(struct store *s, int64_t job_id, struct tide_err *err);
+/* Keeps what a gang job's parts did so far in its row: which ended (by
+ * node) and its first failure. Cleared by every store_job_update that
+ * changes the job's placement; read back by store_jobs_load_active. */
+int store_job_gang_save(struct store *s, const struct job *job, struct tide_err *err);
 /* Sets (reason) or clears (NULL) an operator's hold on a job. */
 int store_job_set_hold(struct store *s, int64_t job_id, const char *reason, struct tide_err *err);
 /* Adds every unfinished job to c, GPUs assigned as stored. */

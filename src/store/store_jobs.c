@@ -175,6 +175,34 @@ int store_job_count_free_attempt(struct store *s, int64_t job_id, struct tide_er
     return step_done(st, err, "count a free attempt");
 }
 
+int store_job_gang_save(struct store *s, const struct job *job, struct tide_err *err)
+{
+    json_t *ended = json_array();
+    if (ended && job->first_part_exited)
+        json_array_append_new(ended, json_integer(job->node_id));
+    for (int i = 0; ended && i < job->nparts; i++)
+        if (job->parts[i].exited)
+            json_array_append_new(ended, json_integer(job->parts[i].node_id));
+    json_t *gang = ended ? json_pack("{s:o}", "exited", ended) : NULL;
+    if (gang && job->gang_failed)
+        json_object_set_new(gang, "failed",
+                            json_pack("{s:i, s:i, s:s}", "exit_code", job->gang_exit_code, "signal",
+                                      job->gang_signal, "reason", job->gang_reason));
+    char *text = gang ? json_dumps(gang, JSON_COMPACT) : NULL;
+    json_decref(gang);
+    if (!text)
+        return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+    struct db_stmt *st = prepare(s, "UPDATE jobs SET gang=? WHERE id=?", err);
+    int rc = st ? 0 : TIDE_EIO;
+    if (st) {
+        db_bind_text(st, 1, text);
+        db_bind_int64(st, 2, job->id);
+        rc = step_done(st, err, "keep a gang's ended parts");
+    }
+    free(text);
+    return rc;
+}
+
 int store_job_set_hold(struct store *s, int64_t job_id, const char *reason, struct tide_err *err)
 {
     struct db_stmt *st = prepare(s, "UPDATE jobs SET hold_reason=? WHERE id=?", err);
@@ -396,6 +424,7 @@ int store_job_update(struct store *s, const struct job_update *u, struct tide_er
                 " cancel_requested=CASE WHEN ?11 < 0 THEN cancel_requested ELSE ?11 END,"
                 " parts=CASE WHEN ?5 = 0 THEN NULL WHEN CAST(?12 AS TEXT) IS NULL THEN parts ELSE "
                 "CAST(?12 AS TEXT) END"
+                ", gang=CASE WHEN ?5 < 0 THEN gang ELSE NULL END" /* a new placement: none ended */
                 " WHERE id=?1",
                 err);
     if (!st)
@@ -450,13 +479,35 @@ static void restore_parts(struct cluster *c, struct job *job, struct db_stmt *st
     json_decref(parts);
 }
 
+/* Gives a loaded gang job back what its parts did (store_job_gang_save). */
+static void restore_gang(struct job *job, struct db_stmt *st, int col)
+{
+    json_t *gang = column_json(st, col);
+    size_t i;
+    json_t *node_id;
+    json_array_foreach(json_object_get(gang, "exited"), i, node_id)
+    {
+        if (json_is_integer(node_id))
+            job_mark_part_exited(job, json_integer_value(node_id));
+    }
+    json_t *failed = json_object_get(gang, "failed");
+    if (json_is_object(failed)) {
+        job->gang_failed = true;
+        job->gang_exit_code = (int)json_integer_value(json_object_get(failed, "exit_code"));
+        job->gang_signal = (int)json_integer_value(json_object_get(failed, "signal"));
+        const char *reason = json_string_value(json_object_get(failed, "reason"));
+        snprintf(job->gang_reason, sizeof job->gang_reason, "%s", reason ? reason : "");
+    }
+    json_decref(gang);
+}
+
 int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *err)
 {
     struct db_stmt *st =
         prepare(s,
                 "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, "
                 "start_ms, parts,"
-                " hold_reason, owner, free_attempts FROM jobs"
+                " hold_reason, owner, free_attempts, gang FROM jobs"
                 " WHERE state NOT IN ('succeeded','failed','cancelled','timeout') ORDER BY id",
                 err);
     if (!st)
@@ -508,6 +559,8 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
                 (int)json_integer_value(g);
             cluster_assign(c, stored, node, idx, n);
             restore_parts(c, stored, st, 9);
+            if (stored->nparts > 0)
+                restore_gang(stored, st, 13);
         } else if (job_state_is_on_node(job.state) || job.state == JOB_LOST ||
                    job.state == JOB_PREEMPTED) {
             /* Its node is gone from the store: the attempt cannot be followed. */

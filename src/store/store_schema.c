@@ -219,10 +219,20 @@ static const char v3_indexes[] =
     "DROP INDEX IF EXISTS events_by_time;"
     "DROP INDEX IF EXISTS events_by_project;";
 
+/* Version 4: a gang job's parts that ended while others ran, and its first
+ * failure (store_job_gang_save), which lived only in memory: a restarted
+ * server started an ended part again, or never saw the gang end. */
+static int v4_sqlite(struct db *db, struct tide_err *err)
+{
+    int has = has_column(db, "jobs", "gang", err);
+    return has < 0 ? has : has ? 0 : db_exec(db, "ALTER TABLE jobs ADD COLUMN gang TEXT", err);
+}
+
 static const struct migration migrations[] = {
     {1, v1_sqlite, v1_postgres, v1_sqlite_after, v1_indexes},
     {2, NULL, NULL, NULL, v2_indexes},
     {3, NULL, NULL, NULL, v3_indexes},
+    {4, NULL, "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS gang TEXT", v4_sqlite, NULL},
 };
 
 #define KNOWN_VERSION ((int)(sizeof migrations / sizeof migrations[0]))

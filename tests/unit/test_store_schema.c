@@ -81,7 +81,7 @@ static void test_a_new_store_is_at_the_latest_schema_version(void **state)
 {
     struct fixture *f = *state;
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 3);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 4);
     assert_int_equal(query_int(f->s, "SELECT COUNT(*) FROM schema_version"), 1);
     store_close(f->s);
     f->s = test_store_target_open(&f->t); /* opening again changes nothing */
@@ -99,7 +99,7 @@ static void test_a_database_newer_than_this_tide_is_refused(void **state)
     assert_int_equal(store_open(f->t.path, &f->s, &err), TIDE_EINVAL);
     assert_null(f->s);
     assert_string_equal(err.message,
-                        "database schema is version 7, this tide knows up to 3: upgrade tide");
+                        "database schema is version 7, this tide knows up to 4: upgrade tide");
     assert_string_equal(err.field, "store");
 }
 
@@ -207,6 +207,95 @@ static void test_jobs_nodes_and_tokens_come_back_after_a_reopen_with_big_ids(voi
     free(j);
 }
 
+/* A node of one GPU called name, stored. */
+static struct node *stored_node(struct store *s, const char *name)
+{
+    struct node *n = calloc(1, sizeof *n);
+    assert_non_null(n);
+    snprintf(n->name, sizeof n->name, "%s", name);
+    n->state = NODE_READY;
+    json_t *info =
+        json_pack("{s:i, s:i, s:[{s:i, s:s, s:s, s:i}]}", "cpus", 8, "memory_mib", 4096, "gpus",
+                  "index", 0, "uuid", "GPU-0", "name", "H200", "memory_total_mib", 1000);
+    assert_int_equal(store_node_upsert(s, n, info, 1000, NULL), 0);
+    json_decref(info);
+    return n;
+}
+
+static void test_a_gangs_ended_parts_and_first_failure_come_back_after_a_reopen(void **state)
+{
+    struct fixture *f = *state;
+    f->s = test_store_target_open(&f->t);
+    /* as a version 3 database has it: no gang column */
+    exec_ok(f->s, "ALTER TABLE jobs DROP COLUMN gang");
+    exec_ok(f->s, "UPDATE schema_version SET version = 3");
+    store_close(f->s);
+    f->s = test_store_target_open(&f->t);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 4);
+    struct node *a = stored_node(f->s, "node-a"), *b = stored_node(f->s, "node-b"),
+                *d = stored_node(f->s, "node-d");
+    struct job *j = calloc(1, sizeof *j);
+    assert_non_null(j);
+    json_t *spec = spec_of("{\"name\": \"mpi\", \"command\": [\"true\"], \"gpus\": 3,"
+                           " \"nodes\": 3}",
+                           j);
+    assert_int_equal(store_begin(f->s, NULL), 0);
+    assert_int_equal(store_job_insert(f->s, j, spec, "alice", 1000, NULL), 0);
+    assert_int_equal(store_commit(f->s, NULL), 0);
+    json_decref(spec);
+    int gpus[] = {0};
+    json_t *parts = json_pack("[[I, [i]], [I, [i]]]", (json_int_t)b->id, 0, (json_int_t)d->id, 0);
+    struct job_update u = {.job_id = j->id, .state = JOB_RUNNING, .reason = "placed",
+                           .attempt = 1, .node_id = a->id, .gpus = gpus, .ngpus = 1,
+                           .exit_code = -2, .signal = -1, .start_ms = 2000,
+                           .cancel_requested = -1, .parts = parts};
+    assert_int_equal(store_job_update(f->s, &u, NULL), 0);
+    /* node-b's part failed (exit 3) while the others run */
+    struct cluster c;
+    cluster_init(&c);
+    assert_int_equal(store_nodes_load(f->s, &c, 3000, NULL), 0);
+    assert_int_equal(store_jobs_load_active(f->s, &c, NULL), 0);
+    struct job *live = cluster_find_job(&c, j->id);
+    assert_non_null(live);
+    assert_int_equal(live->nparts, 2);
+    assert_false(job_mark_part_exited(live, b->id));
+    live->gang_failed = true;
+    live->gang_exit_code = 3;
+    snprintf(live->gang_reason, sizeof live->gang_reason, "exit 3");
+    assert_int_equal(store_job_gang_save(f->s, live, NULL), 0);
+    cluster_release(&c);
+    store_close(f->s);
+
+    f->s = test_store_target_open(&f->t);
+    cluster_init(&c);
+    assert_int_equal(store_nodes_load(f->s, &c, 4000, NULL), 0);
+    assert_int_equal(store_jobs_load_active(f->s, &c, NULL), 0);
+    struct job *back = cluster_find_job(&c, j->id);
+    assert_non_null(back);
+    assert_true(job_part_exited(back, b->id));
+    assert_false(job_part_exited(back, a->id));
+    assert_false(job_part_exited(back, d->id));
+    assert_true(back->gang_failed);
+    assert_int_equal(back->gang_exit_code, 3);
+    assert_string_equal(back->gang_reason, "exit 3");
+    cluster_release(&c);
+    /* a new placement starts with no part ended */
+    u.attempt = 2;
+    assert_int_equal(store_job_update(f->s, &u, NULL), 0);
+    cluster_init(&c);
+    assert_int_equal(store_nodes_load(f->s, &c, 4000, NULL), 0);
+    assert_int_equal(store_jobs_load_active(f->s, &c, NULL), 0);
+    back = cluster_find_job(&c, j->id);
+    assert_false(job_part_exited(back, b->id));
+    assert_false(back->gang_failed);
+    cluster_release(&c);
+    json_decref(parts);
+    free(a);
+    free(b);
+    free(d);
+    free(j);
+}
+
 /* 1 when the store's database has an index of that name, else 0. */
 static int64_t has_index(struct store *s, bool pg, const char *name)
 {
@@ -241,7 +330,7 @@ static void test_a_version_1_database_upgrades_to_fewer_job_and_event_indexes(vo
     store_close(f->s);
 
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 3);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 4);
     const char *gone[] = {"jobs_by_state",  "jobs_by_project", "jobs_by_end",      "events_by_node",
                           "events_by_pool", "events_by_time",  "events_by_project"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
@@ -313,7 +402,7 @@ static void test_a_version_2_database_loses_the_event_time_and_project_indexes(v
     store_close(f->s);
 
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 3);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 4);
     assert_int_equal(has_index(f->s, pg, "events_by_time"), 0);
     assert_int_equal(has_index(f->s, pg, "events_by_project"), 0);
     assert_int_equal(has_index(f->s, pg, "events_by_job"), 1);
@@ -440,7 +529,7 @@ static void make_old_database(const char *path, bool with_main)
 /* The old rows read back through the store, and new rows written. */
 static void check_upgraded(struct store *s)
 {
-    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), 3);
+    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), 4);
     struct cluster c;
     cluster_init(&c);
     assert_int_equal(store_nodes_load(s, &c, 100, NULL), 0);
@@ -861,6 +950,8 @@ int main(int argc, char **argv)
             test_a_sqlite_store_holds_its_file_alone_and_keeps_no_shared_index, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_sqlite_store_killed_mid_writes_keeps_every_acknowledged_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_gangs_ended_parts_and_first_failure_come_back_after_a_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_always_grants_leadership_with_a_new_epoch,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_stores_on_one_postgres_lead_one_at_a_time, setup,
