@@ -114,10 +114,12 @@ struct agent {
 bool agent_work_ran_tasks(const char *work_dir);
 
 /* When the node must have stopped its tasks (monotonic), or 0 when it has
- * no deadline yet: a tenth of the node timeout before the server, which
- * counts from when it received the last heartbeat, may declare the node
- * lost and start its jobs elsewhere. The margin covers the agent's loop
- * tick and the kill. No heartbeat waits past it. */
+ * no deadline yet: a tenth of the node timeout (at least
+ * AGENT_FENCE_MARGIN_MIN_MS, at most half) before the server, which counts
+ * from when it received the last heartbeat, may declare the node lost and
+ * start its jobs elsewhere. The margin covers a heartbeat's shortest wait,
+ * the agent's loop tick and the kill. No heartbeat waits past it. */
+#define AGENT_FENCE_MARGIN_MIN_MS 250
 int64_t agent_fence_at_ms(const struct agent *a);
 
 /* Tasks running (or starting) on the node. */

@@ -65,7 +65,8 @@ static void choose_interval(struct agent *a)
         a->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
 }
 
-/* Returns false when the failure is final (first registration refused). */
+/* Returns false when the failure is final (a first registration refused,
+ * but for a live node of that name, which may be this agent's own). */
 static bool try_register(struct agent *a, struct loop_state *s, int64_t now)
 {
     struct tide_err err;
@@ -87,7 +88,7 @@ static bool try_register(struct agent *a, struct loop_state *s, int64_t now)
         s->next_heartbeat_ms = now;
         return true;
     }
-    if (rc != TIDE_EIO && !s->ever_registered) {
+    if (rc != TIDE_EIO && rc != TIDE_EBUSY && !s->ever_registered) {
         log_error("%s", err.message);
         return false;
     }

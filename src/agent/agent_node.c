@@ -181,6 +181,12 @@ int agent_node_register(struct agent *a, struct tide_err *err)
     } else if (resp.status >= 500 || resp.status == 0) {
         rc = tide_err_set(err, TIDE_EIO, NULL, "register failed: %s",
                           agent_server_message(&resp, msg, sizeof msg));
+    } else if (resp.status == 409) {
+        /* the name's node is alive: another agent's, or this one's whose
+         * registration answer was lost to a server that then restarted
+         * (it forgot the run): it is free once the node is lost */
+        rc = tide_err_set(err, TIDE_EBUSY, NULL, "register: %s",
+                          agent_server_message(&resp, msg, sizeof msg));
     } else if (resp.status != 200 && resp.status != 201) {
         rc = tide_err_set(err, TIDE_EINVAL, NULL, "register refused: %s",
                           agent_server_message(&resp, msg, sizeof msg));

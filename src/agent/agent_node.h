@@ -16,7 +16,9 @@ int agent_node_load(struct agent *a, struct tide_err *err);
 /* POSTs /v1/agent/register with the join token, then saves node.json.
  * Returns 0; TIDE_EAUTH when the server refused the token (or there is
  * none); TIDE_EINVAL when it refused the request or answered nonsense;
- * TIDE_EIO when it could not be reached or failed. */
+ * TIDE_EBUSY when the name's node is alive (409: tried again, as it may be
+ * this agent's own registration whose answer was lost); TIDE_EIO when it
+ * could not be reached or failed. */
 int agent_node_register(struct agent *a, struct tide_err *err);
 
 /* Frees a->node's token. */

@@ -34,9 +34,15 @@ bool agent_work_ran_tasks(const char *work_dir)
 
 int64_t agent_fence_at_ms(const struct agent *a)
 {
-    if (!a->node.node_timeout_ms || !a->last_contact_ms)
+    int64_t timeout = a->node.node_timeout_ms;
+    if (!timeout || !a->last_contact_ms)
         return 0;
-    return a->last_contact_ms + a->node.node_timeout_ms - a->node.node_timeout_ms / 10;
+    /* A tenth, but never less than a heartbeat's shortest wait, a loop
+     * tick and the kill (short timeouts), nor more than half of it. */
+    int64_t margin = timeout / 10 > AGENT_FENCE_MARGIN_MIN_MS ? timeout / 10 : AGENT_FENCE_MARGIN_MIN_MS;
+    if (margin > timeout / 2)
+        margin = timeout / 2;
+    return a->last_contact_ms + timeout - margin;
 }
 
 size_t agent_running_tasks(const struct agent *a)

@@ -71,10 +71,11 @@ struct node {
     char name[TIDE_NAME_MAX];
     enum node_state state;
     int64_t last_heartbeat_ms;
-    /* The agent run and number of the last heartbeat read (the server
-     * refuses an older one of the same run; api_agent.c). */
+    /* The agent run and number of the last heartbeat read, and when the
+     * first of that run arrived (monotonic; the server refuses older ones:
+     * api_agent.c). */
     char heartbeat_run[33];
-    int64_t heartbeat_seq;
+    int64_t heartbeat_seq, heartbeat_run_ms;
     int cpus;
     int64_t memory_mib;
     int cpus_allocated;

@@ -292,6 +292,7 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
                                         string_field(probe, "output", ""), now);
     node.last_heartbeat_ms = now;
     snprintf(node.heartbeat_run, sizeof node.heartbeat_run, "%s", run ? run : "");
+    node.heartbeat_run_ms = clock_mono_ms();
     int rc = store_begin(srv->store, &err);
     if (!rc && bound) /* used up with the registration it makes, or not at all */
         rc = store_token_use_join(srv->store, req->token_hash, &err);
@@ -715,21 +716,28 @@ static void await_pass(struct server *srv, int64_t node_id, json_t *actions)
     *p = w.next;
 }
 
-/* A heartbeat older than one already read from the same run of its agent
- * (it waited for the lock while a newer one went first, and its agent,
- * having timed out, sent that newer one): its task list is out of date,
- * and read now it would take a task started since for one that vanished.
- * Otherwise notes it as the node's latest. Heartbeats without "run" and
- * "seq" are never stale. */
-static bool heartbeat_is_stale(struct node *node, json_t *body)
+/* A heartbeat older than one already read from its agent: of the same run
+ * with a lower number (it waited for the lock while a newer one went
+ * first, its agent having timed it out), or of another run that arrived
+ * (arrived_ms) before the current run's first was read (the agent
+ * restarted meanwhile). Its task list is out of date, and read now it
+ * would take a task started since for one that vanished. Otherwise notes
+ * it as the node's latest. Heartbeats without "run" and "seq" are never
+ * stale. */
+static bool heartbeat_is_stale(struct node *node, json_t *body, int64_t arrived_ms)
 {
     const char *run = json_string_value(json_object_get(body, "run"));
     json_t *seq = json_object_get(body, "seq");
     if (!run || !json_is_integer(seq) || strlen(run) >= sizeof node->heartbeat_run)
         return false;
-    if (!strcmp(run, node->heartbeat_run) && json_integer_value(seq) < node->heartbeat_seq)
+    bool same_run = !strcmp(run, node->heartbeat_run);
+    if (same_run ? json_integer_value(seq) < node->heartbeat_seq
+                 : arrived_ms < node->heartbeat_run_ms)
         return true;
-    snprintf(node->heartbeat_run, sizeof node->heartbeat_run, "%s", run);
+    if (!same_run) {
+        snprintf(node->heartbeat_run, sizeof node->heartbeat_run, "%s", run);
+        node->heartbeat_run_ms = arrived_ms;
+    }
     node->heartbeat_seq = json_integer_value(seq);
     return false;
 }
@@ -744,7 +752,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     static struct task_report reports[MAX_TASKS_PER_HEARTBEAT];
     struct tide_err err;
     tide_err_clear(&err);
-    int64_t now = clock_now_ms();
+    int64_t now = clock_now_ms(), arrived_ms = clock_mono_ms(); /* before the lock */
     pthread_mutex_lock(&srv->lock);
     size_t nreports = 0;
     struct node *node = cluster_find_node(&srv->cluster, req->token.node_id);
@@ -753,7 +761,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(body);
         return api_error_msg(reply, TIDE_EAUTH, NULL, "unknown node: register again");
     }
-    if (heartbeat_is_stale(node, body)) {
+    if (heartbeat_is_stale(node, body, arrived_ms)) {
         pthread_mutex_unlock(&srv->lock);
         json_decref(body);
         return api_error_msg(reply, TIDE_ECONFLICT, "seq",

@@ -235,8 +235,6 @@ int api_jobs_cancel(struct server *srv, struct api_request *req, int64_t id, str
     int64_t now = clock_now_ms();
     struct action_list actions;
     action_list_init(&actions);
-    const struct job *known = cluster_find_job(&srv->cluster, id);
-    bool asked_before = known && known->cancel_requested; /* a cancel stored earlier */
     int rc = sched_cancel(&srv->cluster, id, &actions);
     if (rc == TIDE_ENOENT) {
         rc = tide_err_set(&err, TIDE_ECONFLICT, NULL, "job %lld has already finished", (long long)id);
@@ -256,11 +254,10 @@ int api_jobs_cancel(struct server *srv, struct api_request *req, int64_t id, str
         if (!rc)
             rc = store_commit(srv->store, &err);
         if (rc) {
+            /* the client is told it failed: memory goes back to what the
+             * store holds (a commit whose flush failed may stand there) */
             store_rollback(srv->store);
-            /* not stored: the client is told it failed, so it must not
-             * happen (the next heartbeat would carry the stop) */
-            if (cj)
-                cj->cancel_requested = asked_before;
+            server_resync_cluster(srv, now);
         }
     }
     if (!rc)

@@ -308,6 +308,23 @@ def test_a_registration_sent_again_after_its_answer_was_lost_is_answered_again()
             assert status == 409 and out["error"]["field"] == "name", out
 
 
+def test_an_agent_whose_name_is_held_by_a_live_node_waits_for_it_to_be_lost():
+    # A first registration refused with 409 may be the agent's own whose
+    # answer was lost to a server that restarted: it tries again, and gets
+    # the name once that node is lost, rather than giving up.
+    with Cluster(agents=0, node_timeout_ms=3000) as c:
+        body = {"name": "node-x", "cpus": 1, "memory_mib": 1,
+                "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
+        status, out = c.request("POST", "/v1/agent/register", body, token=c.join)
+        assert status == 200, out
+        c.start_agent("node-x", wait=False)
+        wait_until(lambda: "is alive" in c.log("agent-node-x"), 10, what="the agent refused")
+        assert c.agents["node-x"].poll() is None, "the agent gave up"
+        wait_until(lambda: c.node("node-x")["state"] == "ready" and
+                   len(c.node("node-x")["gpus"]) == 4, 20,
+                   what="the agent registered once the held node was lost")
+
+
 def test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder():
     with Cluster(agents=0) as c:
         same_data = subprocess.run(
@@ -477,6 +494,7 @@ if __name__ == "__main__":
         test_guessing_tokens_is_cut_off_after_repeated_failures,
         test_a_live_nodes_name_cannot_be_taken_with_the_join_token,
         test_a_registration_sent_again_after_its_answer_was_lost_is_answered_again,
+        test_an_agent_whose_name_is_held_by_a_live_node_waits_for_it_to_be_lost,
         test_project_tokens_cannot_see_or_touch_other_projects,
         test_job_listings_come_in_pages_with_a_cursor_and_the_cli_pages_through,
         test_metrics_count_jobs_nodes_and_gpus,
