@@ -306,6 +306,30 @@ def test_an_answer_that_came_back_late_does_not_keep_a_cut_off_node_running():
             relay.close()
 
 
+def test_a_gang_part_that_ended_is_not_run_again_after_a_server_kill():
+    # Rank 1 ends at once, rank 0 runs on; the server is killed and started
+    # again before rank 0 ends. What the ended part did was stored before
+    # its exit was acknowledged: it is not started again, and the gang ends
+    # when rank 0 does.
+    with Cluster(agents=2, fake_gpus="1xH200:141GB") as c:
+        runs = os.path.join(c.dir, "runs")
+        gate = os.path.join(c.dir, "gate")
+        script = (f'echo "$TIDE_GANG_RANK" >> {runs}; '
+                  f'if [ "$TIDE_GANG_RANK" = 0 ]; then while [ ! -e {gate} ]; do sleep 0.1; done; fi')
+        j = c.submit(command=["sh", "-c", script], gpus=2, nodes=2)
+        wait_until(lambda: os.path.exists(runs) and sorted(open(runs).read().split()) == ["0", "1"],
+                   20, what="both ranks started")
+        time.sleep(1.5)  # rank 1's exit reported and acknowledged (heartbeats every 300 ms)
+        c.kill_server(signal.SIGKILL)
+        c.start_server()
+        time.sleep(2)  # heartbeats from both agents to the new server
+        open(gate, "w").close()
+        done = c.wait_final([j["id"]], timeout=30)[j["id"]]
+        assert done["state"] == "succeeded" and done["attempt"] == 1, done
+        with open(runs) as f:
+            assert sorted(f.read().split()) == ["0", "1"], "each rank ran once"
+
+
 def test_paused_server_declares_no_node_lost_and_uses_no_retry():
     with Cluster(agents=2, node_timeout_ms=2000) as c:
         ends = os.path.join(c.dir, "ends")
@@ -353,6 +377,7 @@ if __name__ == "__main__":
         test_old_finished_jobs_and_events_are_forgotten_with_their_files,
         test_frozen_nodes_job_without_retries_runs_elsewhere_and_finishes_once,
         test_an_answer_that_came_back_late_does_not_keep_a_cut_off_node_running,
+        test_a_gang_part_that_ended_is_not_run_again_after_a_server_kill,
         test_paused_server_declares_no_node_lost_and_uses_no_retry,
         test_restarted_agent_reconciles_and_reruns_lost_tasks,
     ])

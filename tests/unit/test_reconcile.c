@@ -452,6 +452,10 @@ static void test_gang_whose_part_failed_before_the_other_started_ends_as_that_fa
     struct task_report r = exited(7, 1, 3, 0, "exit 3");
     heartbeat_at(1, &r, 1, NOW + 1000);
     assert_null(fx_find(&out, ACTION_FINISH, 7)); /* its part on node 2 has not ended */
+    const struct action *kept = fx_find(&out, ACTION_PART_EXITED, 7); /* stored before the ack */
+    assert_non_null(kept);
+    assert_int_equal(kept->node_id, 1);
+    assert_non_null(fx_find(&out, ACTION_ACK, 7));
     heartbeat_at(2, NULL, 0, NOW + 2000); /* node 2 never started it: it never will */
     assert_null(fx_find(&out, ACTION_SEND_START, 7));
     assert_null(fx_find(&out, ACTION_REQUEUE, 7)); /* not "vanished": that would cost no retry */
