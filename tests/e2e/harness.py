@@ -300,6 +300,17 @@ class Cluster:
             raise ApiError(status, out)
         return out
 
+    def register_by_hand(self, name="hand", **fields):
+        """Registers a node of one GPU with the join token, as an agent
+        would (fields added to the body); returns its answer (node_id,
+        node_token). The test then heartbeats for it."""
+        body = dict({"name": name, "cpus": 8, "memory_mib": 1024,
+                     "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}, **fields)
+        status, out = self.request("POST", "/v1/agent/register", body, token=self.join)
+        if status != 200:
+            raise ApiError(status, out)
+        return out
+
     def submit(self, token=None, **spec):
         return self.api("POST", "/v1/jobs", spec, token, expect=201)
 

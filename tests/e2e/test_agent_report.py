@@ -16,11 +16,7 @@ def starts_of(out):
 
 def test_the_exit_report_reply_carries_the_next_start_and_the_wait_stays_parked():
     with Cluster(agents=0, node_timeout_ms=60000) as c:
-        body = {"name": "hand", "cpus": 8, "memory_mib": 1024,
-                "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
-        status, out = c.request("POST", "/v1/agent/register", body, token=c.join)
-        assert status == 200, out
-        token = out["node_token"]
+        token = c.register_by_hand()["node_token"]
         first = c.submit(command=["true"], gpus=1)["id"]
         second = c.submit(command=["true"], gpus=1)["id"]
         wait_until(lambda: c.job(first)["state"] == "starting", 10, what="first placed")
@@ -55,11 +51,7 @@ def test_a_heartbeat_older_than_one_already_read_is_refused_and_changes_nothing(
     # one (sent after the first timed out) went first: its task list, read
     # now, would take the running task for one that vanished and requeue it.
     with Cluster(agents=0, node_timeout_ms=60000) as c:
-        body = {"name": "hand", "cpus": 8, "memory_mib": 1024,
-                "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
-        status, out = c.request("POST", "/v1/agent/register", body, token=c.join)
-        assert status == 200, out
-        token = out["node_token"]
+        token = c.register_by_hand()["node_token"]
         job = c.submit(command=["sleep", "60"], gpus=1)["id"]
         wait_until(lambda: c.job(job)["state"] == "starting", 10, what="the job placed")
 

@@ -313,10 +313,7 @@ def test_an_agent_whose_name_is_held_by_a_live_node_waits_for_it_to_be_lost():
     # answer was lost to a server that restarted: it tries again, and gets
     # the name once that node is lost, rather than giving up.
     with Cluster(agents=0, node_timeout_ms=3000) as c:
-        body = {"name": "node-x", "cpus": 1, "memory_mib": 1,
-                "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
-        status, out = c.request("POST", "/v1/agent/register", body, token=c.join)
-        assert status == 200, out
+        c.register_by_hand("node-x")
         c.start_agent("node-x", wait=False)
         wait_until(lambda: "is alive" in c.log("agent-node-x"), 10, what="the agent refused")
         assert c.agents["node-x"].poll() is None, "the agent gave up"

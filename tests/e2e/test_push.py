@@ -69,11 +69,7 @@ def test_a_wait_answer_carries_the_start_once_and_a_lost_one_comes_again_in_a_he
     # A node driven by hand: its wait answer is the only place the start
     # can come from before it heartbeats.
     with Cluster(agents=0, node_timeout_ms=60000) as c:
-        body = {"name": "hand", "cpus": 8, "memory_mib": 1024,
-                "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
-        status, out = c.request("POST", "/v1/agent/register", body, token=c.join)
-        assert status == 200, out
-        token = out["node_token"]
+        token = c.register_by_hand()["node_token"]
         status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": []}, token=token)
         assert status == 200 and out["actions"] == [], out
         job = c.submit(command=["true"], gpus=1)["id"]
@@ -103,9 +99,7 @@ def test_a_wait_answer_carries_the_start_once_and_a_lost_one_comes_again_in_a_he
 
 def test_a_cancel_rides_the_wait_answer_as_a_stop():
     with Cluster(agents=0, node_timeout_ms=60000) as c:
-        body = {"name": "hand", "gpus": [{"index": 0, "memory_total_mib": 1000}]}
-        status, out = c.request("POST", "/v1/agent/register", body, token=c.join)
-        token = out["node_token"]
+        token = c.register_by_hand()["node_token"]
         job = c.submit(command=["sleep", "60"], gpus=1)["id"]
         c.wait_state(job, "starting", 10)
         task = {"job_id": job, "attempt": 1, "state": "running"}

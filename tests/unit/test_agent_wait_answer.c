@@ -152,16 +152,22 @@ static void test_a_wait_answer_of_a_deposed_leader_or_not_json_is_not_applied(vo
     agent_servers_release(&a.servers);
 }
 
-static void test_a_late_start_of_a_task_already_finished_and_forgotten_is_ignored(void **state)
+/* An agent (no server behind it) that has finished and forgotten job 7's
+ * attempt 1: a start of it is ignored, so applying one starts nothing. */
+static void agent_that_forgot_job_7(void)
 {
-    (void)state;
     char *urls[] = {"http://127.0.0.1:1"};
     memset(&a, 0, sizeof a);
     assert_int_equal(agent_servers_init(&a.servers, urls, 1), 0);
-    /* built before the task's exit was recorded, read after its ack */
     a.forgotten[0].job_id = 7;
     a.forgotten[0].attempt = 1;
     a.nforgotten = 1;
+}
+
+static void test_a_late_start_of_a_task_already_finished_and_forgotten_is_ignored(void **state)
+{
+    (void)state;
+    agent_that_forgot_job_7(); /* the answer was built before the exit was recorded */
     const char *late = "{\"wake\": true, \"epoch\": 1, \"actions\": [{\"type\": \"start\", "
                        "\"job_id\": 7, \"attempt\": 1, \"command\": [\"true\"], \"gpus\": []}]}";
     bool changed = true;
@@ -171,8 +177,8 @@ static void test_a_late_start_of_a_task_already_finished_and_forgotten_is_ignore
     agent_servers_release(&a.servers);
 }
 
-/* One wait answer with a start of job 7 (attempt 1, already forgotten,
- * so that applying it starts nothing here) carrying decision d. */
+/* One wait answer with a start of job 7 (attempt 1, forgotten: see
+ * agent_that_forgot_job_7) carrying decision d. */
 static int apply_wait_answer(int decision, bool *changed)
 {
     char answer[256];
@@ -186,12 +192,7 @@ static int apply_wait_answer(int decision, bool *changed)
 static void test_a_wait_answer_derived_before_the_last_heartbeat_reply_is_not_applied(void **state)
 {
     (void)state;
-    char *urls[] = {"http://127.0.0.1:1"};
-    memset(&a, 0, sizeof a);
-    assert_int_equal(agent_servers_init(&a.servers, urls, 1), 0);
-    a.forgotten[0].job_id = 7;
-    a.forgotten[0].attempt = 1;
-    a.nforgotten = 1;
+    agent_that_forgot_job_7();
     bool changed = true;
     const char *reply = "{\"epoch\": 1, \"decision\": 5, \"actions\": [], \"ack\": []}";
     assert_int_equal(agent_heartbeat_apply_reply(&a, reply, 0, &changed), 0);
