@@ -742,6 +742,12 @@ static bool heartbeat_is_stale(struct node *node, json_t *body, int64_t arrived_
     return false;
 }
 
+/* A task (job and attempt) whose log is flushed before the answer. */
+struct task_report_key {
+    int64_t job_id;
+    int attempt;
+};
+
 int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
     if (req->token.kind != TOKEN_NODE)
@@ -790,6 +796,14 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         return 0;
     }
     json_t *offsets = store_log_chunks(srv, node, json_object_get(body, "logs"));
+    /* The answer acknowledges the exits reported here and their logs' last
+     * bytes, after which the agent forgets those tasks: their logs go to
+     * disk first (off the lock, below). Copied: reports is static. */
+    struct task_report_key ended[MAX_TASKS_PER_HEARTBEAT];
+    size_t nended = 0;
+    for (size_t i = 0; i < nreports; i++)
+        if (reports[i].exited)
+            ended[nended++] = (struct task_report_key){reports[i].job_id, reports[i].attempt};
     int rc = reconcile_heartbeat(&srv->cluster, node, reports, nreports, now, &srv->actions);
     if (rc)
         tide_err_set(&err, rc, NULL, "out of memory");
@@ -852,6 +866,14 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     uint64_t decision = agent_wake_delivered(srv, req->token.node_id);
     pthread_mutex_unlock(&srv->lock);
     json_decref(body);
+    for (size_t i = 0; !rc && i < nended; i++) { /* a failure: the agent sends it all again */
+        int e = log_store_sync(srv->cfg.data_dir, ended[i].job_id, ended[i].attempt);
+        if (e > 0)
+            __atomic_fetch_add(&srv->log_syncs, 1, __ATOMIC_RELAXED);
+        else if (e < 0)
+            rc = tide_err_set(&err, TIDE_EIO, NULL, "cannot flush the log of job %lld to disk: %s",
+                              (long long)ended[i].job_id, strerror(-e));
+    }
     if (rc) {
         json_decref(actions);
         json_decref(acks);

@@ -28,6 +28,33 @@ int64_t log_store_size(const char *data_dir, int64_t job_id, int attempt)
     return st.st_size;
 }
 
+/* fsync of the file or directory at path: 0 or -errno. */
+static int sync_path(const char *path, int flags)
+{
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = (flags & O_DIRECTORY ? fsync(fd) : fdatasync(fd)) == 0 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+int log_store_sync(const char *data_dir, int64_t job_id, int attempt)
+{
+    char path[1024];
+    log_path(path, sizeof path, data_dir, job_id, attempt);
+    int rc = sync_path(path, O_RDONLY);
+    if (rc == -ENOENT)
+        return 0; /* printed nothing */
+    snprintf(path, sizeof path, "%s/logs/%lld", data_dir, (long long)job_id);
+    if (!rc)
+        rc = sync_path(path, O_RDONLY | O_DIRECTORY);
+    snprintf(path, sizeof path, "%s/logs", data_dir);
+    if (!rc)
+        rc = sync_path(path, O_RDONLY | O_DIRECTORY);
+    return rc ? rc : 1;
+}
+
 int64_t log_store_append(const char *data_dir, int64_t job_id, int attempt, int64_t offset,
                          const char *data, size_t len)
 {

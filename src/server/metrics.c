@@ -42,7 +42,7 @@ struct snapshot {
     int gpus_total, gpus_allocated, gpus_fragmented;
     struct gpu_sample *gpus;
     size_t ngpus;
-    long long http_requests, http_connections, sched_passes, jobs_submitted, store_syncs;
+    long long http_requests, http_connections, sched_passes, jobs_submitted, store_syncs, log_syncs;
     long long failures[FAILURE_CLASS_COUNT];
     long long gpu_faults[GPU_FAULT_KIND_COUNT];
     char *pool_text; /* the pool section, already formatted */
@@ -121,6 +121,7 @@ static int take_snapshot(struct server *srv, struct snapshot *s)
     s->gpus_fragmented = cluster_fragmented_gpus(c, smallest_waiting);
     s->http_requests = __atomic_load_n(&srv->http_requests, __ATOMIC_RELAXED);
     s->store_syncs = (long long)store_sync_count(srv->store);
+    s->log_syncs = __atomic_load_n(&srv->log_syncs, __ATOMIC_RELAXED);
     s->http_connections = __atomic_load_n(&srv->http_connections, __ATOMIC_RELAXED);
     s->sched_passes = srv->sched_passes;
     s->jobs_submitted = srv->jobs_submitted;
@@ -276,6 +277,9 @@ static void print_rest(FILE *out, const struct snapshot *s)
     family(out, "tide_store_syncs_total", "counter",
            "Disk flushes of the database's commits (0 on PostgreSQL).");
     fprintf(out, "tide_store_syncs_total %lld\n", s->store_syncs);
+    family(out, "tide_log_syncs_total", "counter",
+           "Flushes of a finished task's log before its last bytes were acknowledged.");
+    fprintf(out, "tide_log_syncs_total %lld\n", s->log_syncs);
     family(out, "tide_scheduler_passes_total", "counter", "Scheduling passes run.");
     fprintf(out, "tide_scheduler_passes_total %lld\n", s->sched_passes);
     family(out, "tide_scheduler_pass_seconds", "histogram",

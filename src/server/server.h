@@ -168,6 +168,7 @@ struct server {
     /* Counters for /metrics, under lock. */
     long long http_requests; /* atomic (__atomic builtins), not under lock */
     long long http_connections; /* connections accepted; atomic like http_requests */
+    long long log_syncs;        /* log_store_sync calls of heartbeats; atomic likewise */
     long long sched_passes;
     long long jobs_submitted;
     long long failures[FAILURE_CLASS_COUNT];
@@ -347,6 +348,10 @@ void eta_refresh_seed(struct server *srv);
 int64_t log_store_append(const char *data_dir, int64_t job_id, int attempt, int64_t offset,
                          const char *data, size_t len);
 int64_t log_store_size(const char *data_dir, int64_t job_id, int attempt);
+/* Flushes the attempt's log to disk, and the directories that name it (a
+ * log made since the last flush must be found after a crash). 1 when it
+ * did, 0 when there is no log, or a negative errno. */
+int log_store_sync(const char *data_dir, int64_t job_id, int attempt);
 /* Reads up to max bytes of the attempt's log from offset into buf. */
 int64_t log_store_read(const char *data_dir, int64_t job_id, int attempt, int64_t offset, char *buf,
                        size_t max);

@@ -289,6 +289,24 @@ def test_every_metric_the_grafana_dashboard_queries_exists():
             assert p.returncode == 0, p.stdout + p.stderr
 
 
+def test_a_finished_tasks_log_is_flushed_before_its_last_bytes_are_acknowledged():
+    # Once the answer acknowledges an exit and its log's last bytes, the
+    # agent forgets the task: the server flushes the log first. A job that
+    # printed nothing has no log to flush.
+    with Cluster(agents=1) as c:
+        def log_syncs():
+            return get(parse(c.api("GET", "/metrics")),
+                       "tide_log_syncs_total")
+        quiet = c.submit(command=["true"], gpus=1)["id"]
+        assert c.wait_final([quiet])[quiet]["state"] == "succeeded"
+        assert log_syncs() == 0
+        loud = c.submit(command=["sh", "-c", "echo started; sleep 1; echo done"], gpus=1)["id"]
+        assert c.wait_final([loud])[loud]["state"] == "succeeded"
+        # counted as the answer to the exit's heartbeat goes, just after the exit is stored
+        wait_until(lambda: log_syncs() >= 1, 10, what="the log flushed")
+        assert c.api("GET", f"/v1/jobs/{loud}/logs").endswith("done\n")
+
+
 def test_an_agent_keeps_its_connections_across_requests_and_a_server_restart():
     with Cluster(agents=1) as c:
         check_agent_keeps_connections(c)
@@ -299,5 +317,6 @@ if __name__ == "__main__":
         test_metrics_pass_promtool_and_agree_with_the_api,
         test_metrics_need_a_metrics_token_that_reads_nothing_else,
         test_every_metric_the_grafana_dashboard_queries_exists,
+        test_a_finished_tasks_log_is_flushed_before_its_last_bytes_are_acknowledged,
         test_an_agent_keeps_its_connections_across_requests_and_a_server_restart,
     ])
