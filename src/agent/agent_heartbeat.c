@@ -342,9 +342,9 @@ int agent_heartbeat_send(struct agent *a, int64_t now_ms, bool *changed, bool *m
     if (!body)
         return tide_err_set(err, TIDE_EIO, NULL, "heartbeat: out of memory");
     /* Never wait past the moment this node must fence itself (agent_loop.c). */
-    int64_t timeout_ms = HEARTBEAT_TIMEOUT_MS;
-    if (agent_fence_at_ms(a)) {
-        int64_t left = agent_fence_at_ms(a) - now_ms;
+    int64_t timeout_ms = HEARTBEAT_TIMEOUT_MS, fence_at = agent_fence_at_ms(a);
+    if (fence_at) {
+        int64_t left = fence_at - now_ms;
         if (left < timeout_ms)
             timeout_ms = left > HEARTBEAT_MIN_TIMEOUT_MS ? left : HEARTBEAT_MIN_TIMEOUT_MS;
     }

@@ -65,6 +65,21 @@ static const char *string_field(json_t *obj, const char *key, const char *fallba
     return s ? s : fallback;
 }
 
+/* The agent run's id of a registration or heartbeat ("" when it gives
+ * none) into run (sizeof node.heartbeat_run); 0, or -1 with a 400. */
+static int run_field(json_t *body, char *run, size_t size, struct api_reply *reply)
+{
+    json_t *v = json_object_get(body, "run");
+    run[0] = '\0';
+    if (!v)
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) < 1 || json_string_length(v) >= size)
+        return api_error_msg(reply, TIDE_EINVAL, "run", "run: must be a string of 1 to %zu characters",
+                             size - 1), -1;
+    snprintf(run, size, "%s", json_string_value(v));
+    return 0;
+}
+
 /* The memory limit of job's share of its GPU on node, 0 when it holds its
  * GPUs whole (or a MIG instance, which the hardware limits). */
 static int64_t share_limit_mib(const struct node *node, const struct job *job)
@@ -113,6 +128,8 @@ static int node_from_registration(json_t *body, struct node *node, struct api_re
         return api_error_msg(reply, TIDE_EINVAL, "name",
                              "name: may contain only letters, digits, '-', '_' and '.'"), -1;
     snprintf(node->name, sizeof node->name, "%s", name);
+    if (run_field(body, node->heartbeat_run, sizeof node->heartbeat_run, reply))
+        return -1;
     long long v;
     if (bounded_field(body, "cpus", 0, AGENT_MAX_CPUS, 0, "", &v, reply))
         return -1;
@@ -236,10 +253,7 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     struct node *old = cluster_find_node_by_name(&srv->cluster, node.name);
     /* The same run of the agent that registered the node or heartbeats for
      * it: its registration again, the answer to the last one lost. */
-    const char *run = json_string_value(json_object_get(body, "run"));
-    if (run && strlen(run) >= sizeof node.heartbeat_run)
-        run = NULL;
-    bool same_agent = old && run && old->heartbeat_run[0] && !strcmp(run, old->heartbeat_run);
+    bool same_agent = old && node.heartbeat_run[0] && !strcmp(node.heartbeat_run, old->heartbeat_run);
     if (old && node_is_alive(srv, old, now) && !same_agent) {
         /* The join token is shared: with it alone, nobody may take over a
          * live node's name (and with it its jobs and their secrets). */
@@ -291,8 +305,7 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
         probe_change = gpu_health_probe(&node, json_is_true(json_object_get(probe, "ok")),
                                         string_field(probe, "output", ""), now);
     node.last_heartbeat_ms = now;
-    snprintf(node.heartbeat_run, sizeof node.heartbeat_run, "%s", run ? run : "");
-    node.heartbeat_run_ms = clock_mono_ms();
+    node.heartbeat_run_ms = clock_mono_ms(); /* heartbeat_run: node_from_registration's */
     int rc = store_begin(srv->store, &err);
     if (!rc && bound) /* used up with the registration it makes, or not at all */
         rc = store_token_use_join(srv->store, req->token_hash, &err);
@@ -716,29 +729,32 @@ static void await_pass(struct server *srv, int64_t node_id, json_t *actions)
     *p = w.next;
 }
 
+/* A heartbeat's numbering: its agent run and its number (docs/api.md). */
+struct heartbeat_number {
+    char run[sizeof((struct node *)0)->heartbeat_run]; /* "": not numbered */
+    long long seq;
+    int64_t arrived_ms; /* monotonic, taken before the lock */
+};
+
 /* A heartbeat older than one already read from its agent: of the same run
  * with a lower number (it waited for the lock while a newer one went
  * first, its agent having timed it out), or of another run that arrived
- * (arrived_ms) before the current run's first was read (the agent
- * restarted meanwhile). Its task list is out of date, and read now it
- * would take a task started since for one that vanished. Otherwise notes
- * it as the node's latest. Heartbeats without "run" and "seq" are never
- * stale. */
-static bool heartbeat_is_stale(struct node *node, json_t *body, int64_t arrived_ms)
+ * before the current run's first was read (the agent restarted
+ * meanwhile). Its task list is out of date, and read now it would take a
+ * task started since for one that vanished. Otherwise notes it as the
+ * node's latest. A heartbeat without "run" and "seq" is never stale. */
+static bool heartbeat_is_stale(struct node *node, const struct heartbeat_number *h)
 {
-    const char *run = json_string_value(json_object_get(body, "run"));
-    json_t *seq = json_object_get(body, "seq");
-    if (!run || !json_is_integer(seq) || strlen(run) >= sizeof node->heartbeat_run)
+    if (!h->run[0] || !h->seq)
         return false;
-    bool same_run = !strcmp(run, node->heartbeat_run);
-    if (same_run ? json_integer_value(seq) < node->heartbeat_seq
-                 : arrived_ms < node->heartbeat_run_ms)
+    bool same_run = !strcmp(h->run, node->heartbeat_run);
+    if (same_run ? h->seq < node->heartbeat_seq : h->arrived_ms < node->heartbeat_run_ms)
         return true;
     if (!same_run) {
-        snprintf(node->heartbeat_run, sizeof node->heartbeat_run, "%s", run);
-        node->heartbeat_run_ms = arrived_ms;
+        snprintf(node->heartbeat_run, sizeof node->heartbeat_run, "%s", h->run);
+        node->heartbeat_run_ms = h->arrived_ms;
     }
-    node->heartbeat_seq = json_integer_value(seq);
+    node->heartbeat_seq = h->seq;
     return false;
 }
 
@@ -758,7 +774,13 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     static struct task_report reports[MAX_TASKS_PER_HEARTBEAT];
     struct tide_err err;
     tide_err_clear(&err);
-    int64_t now = clock_now_ms(), arrived_ms = clock_mono_ms(); /* before the lock */
+    int64_t now = clock_now_ms();
+    struct heartbeat_number number = {.arrived_ms = clock_mono_ms()};
+    if (run_field(body, number.run, sizeof number.run, reply) ||
+        bounded_field(body, "seq", 1, INT64_MAX, 0, "", &number.seq, reply)) {
+        json_decref(body);
+        return 0;
+    }
     pthread_mutex_lock(&srv->lock);
     size_t nreports = 0;
     struct node *node = cluster_find_node(&srv->cluster, req->token.node_id);
@@ -767,7 +789,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(body);
         return api_error_msg(reply, TIDE_EAUTH, NULL, "unknown node: register again");
     }
-    if (heartbeat_is_stale(node, body, arrived_ms)) {
+    if (heartbeat_is_stale(node, &number)) {
         pthread_mutex_unlock(&srv->lock);
         json_decref(body);
         return api_error_msg(reply, TIDE_ECONFLICT, "seq",

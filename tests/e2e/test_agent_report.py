@@ -80,6 +80,12 @@ def test_a_heartbeat_older_than_one_already_read_is_refused_and_changes_nothing(
         assert status == 200 and out["wake"] is True, out
         assert [a["type"] for a in out["actions"]] == ["stop"], out
         assert out["decision"] > last, out
+        # numbering that is not one: refused naming the field
+        for bad in ({"run": "b7", "seq": "3"}, {"run": "b7", "seq": 0}, {"run": 7, "seq": 3},
+                    {"run": "x" * 33, "seq": 3}, {"run": "", "seq": 3}):
+            status, out = heartbeat(running, **bad)
+            field = "seq" if isinstance(bad["run"], str) and 0 < len(bad["run"]) < 33 else "run"
+            assert status == 400 and out["error"]["field"] == field, (bad, out)
 
 
 def test_real_agents_run_a_queue_one_job_after_another_with_each_start_once():

@@ -306,6 +306,9 @@ def test_a_registration_sent_again_after_its_answer_was_lost_is_answered_again()
         for other in (dict(body, run="r-2"), {k: v for k, v in body.items() if k != "run"}):
             status, out = c.request("POST", "/v1/agent/register", other, token=c.join)
             assert status == 409 and out["error"]["field"] == "name", out
+        for bad in (["r-1"], "r" * 33):
+            status, out = c.request("POST", "/v1/agent/register", dict(body, run=bad), token=c.join)
+            assert status == 400 and out["error"]["field"] == "run", out
 
 
 def test_an_agent_whose_name_is_held_by_a_live_node_waits_for_it_to_be_lost():

@@ -147,31 +147,37 @@ static void check_leftover_containers_looked_for(bool wanted)
     agent_images_release(&a);
 }
 
+/* WORK/jobs holding one entry, name (a directory, or a file when not
+ * dir): whether the agent then looks for an earlier run's containers. */
+static void check_jobs_entry(const char *name, bool dir, bool looked_for)
+{
+    char jobs[160], entry[200];
+    snprintf(jobs, sizeof jobs, "%s/jobs", work);
+    snprintf(entry, sizeof entry, "%s/jobs/%s", work, name);
+    assert_int_equal(mkdir(jobs, 0711), 0);
+    if (dir) {
+        assert_int_equal(mkdir(entry, 0700), 0);
+    } else {
+        FILE *f = fopen(entry, "w");
+        assert_non_null(f);
+        assert_int_equal(fclose(f), 0);
+    }
+    check_leftover_containers_looked_for(looked_for);
+    assert_int_equal(dir ? rmdir(entry) : unlink(entry), 0);
+    assert_int_equal(rmdir(jobs), 0);
+}
+
 static void test_a_jobs_dir_with_no_job_in_it_asks_for_no_leftovers(void **state)
 {
     (void)state;
-    char jobs[160], spare[200];
-    snprintf(jobs, sizeof jobs, "%s/jobs", work);
-    snprintf(spare, sizeof spare, "%s/jobs/.spare-0", work);
-    assert_int_equal(mkdir(jobs, 0711), 0);
     /* a spare job directory made ahead (dir_spares.h) is no job's */
-    assert_int_equal(mkdir(spare, 0700), 0);
-    check_leftover_containers_looked_for(false);
-    assert_int_equal(rmdir(spare), 0);
-    assert_int_equal(rmdir(jobs), 0);
+    check_jobs_entry(".spare-0", true, false);
 }
 
 static void test_a_work_dir_with_jobs_has_its_leftover_containers_looked_for(void **state)
 {
     (void)state;
-    char jobs[160], job[200];
-    snprintf(jobs, sizeof jobs, "%s/jobs", work);
-    snprintf(job, sizeof job, "%s/jobs/7", work);
-    assert_int_equal(mkdir(jobs, 0711), 0);
-    assert_int_equal(mkdir(job, 0700), 0);
-    check_leftover_containers_looked_for(true);
-    assert_int_equal(rmdir(job), 0);
-    assert_int_equal(rmdir(jobs), 0);
+    check_jobs_entry("7", true, true);
 }
 
 /* Once the sweep removed every job directory (job_dir_sweep.h), its
@@ -179,16 +185,7 @@ static void test_a_work_dir_with_jobs_has_its_leftover_containers_looked_for(voi
 static void test_a_jobs_dir_whose_job_directories_were_removed_still_counts_as_used(void **state)
 {
     (void)state;
-    char jobs[160], marker[200];
-    snprintf(jobs, sizeof jobs, "%s/jobs", work);
-    snprintf(marker, sizeof marker, "%s/jobs/.ran", work);
-    assert_int_equal(mkdir(jobs, 0711), 0);
-    FILE *f = fopen(marker, "w");
-    assert_non_null(f);
-    assert_int_equal(fclose(f), 0);
-    check_leftover_containers_looked_for(true);
-    assert_int_equal(unlink(marker), 0);
-    assert_int_equal(rmdir(jobs), 0);
+    check_jobs_entry(".ran", false, true);
 }
 
 static void test_the_images_are_listed_in_the_background_and_reported_once_in(void **state)
