@@ -221,9 +221,12 @@ static bool node_is_alive(const struct server *srv, const struct node *node, int
 
 int api_agent_register(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
-    bool bound = req->token.kind == TOKEN_JOIN_BOUND;
+    bool used = req->token.kind == TOKEN_JOIN_USED;
+    bool bound = req->token.kind == TOKEN_JOIN_BOUND || used;
     if (req->token.kind != TOKEN_JOIN && !bound)
         return api_error_msg(reply, TIDE_EPERM, NULL, "registering needs a join token");
+    struct tide_err err;
+    tide_err_clear(&err);
     json_t *body = parse_body(req, reply);
     if (!body)
         return 0;
@@ -236,12 +239,14 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     }
     if (bound && strcmp(req->token.name, node.name) != 0) {
         json_decref(body);
+        if (used) {
+            auth_join_used_error(req, &err);
+            return api_error(reply, &err);
+        }
         return api_error_msg(reply, TIDE_EPERM, "name",
                              "name: this join token registers only node '%s', not '%s'",
                              req->token.name, node.name);
     }
-    struct tide_err err;
-    tide_err_clear(&err);
     if (!bound && srv->cfg.tls_client_cn_is_node &&
         http_tls_client_name_is(req->conn, node.name, &err) != 0) {
         json_decref(body);
@@ -254,6 +259,12 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     /* The same run of the agent that registered the node or heartbeats for
      * it: its registration again, the answer to the last one lost. */
     bool same_agent = old && node.heartbeat_run[0] && !strcmp(node.heartbeat_run, old->heartbeat_run);
+    if (used && !same_agent) { /* a bound join token is one agent run's */
+        pthread_mutex_unlock(&srv->lock);
+        json_decref(body);
+        auth_join_used_error(req, &err);
+        return api_error(reply, &err);
+    }
     if (old && node_is_alive(srv, old, now) && !same_agent) {
         /* The join token is shared: with it alone, nobody may take over a
          * live node's name (and with it its jobs and their secrets). */
@@ -307,7 +318,7 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
     node.last_heartbeat_ms = now;
     node.heartbeat_run_ms = clock_mono_ms(); /* heartbeat_run: node_from_registration's */
     int rc = store_begin(srv->store, &err);
-    if (!rc && bound) /* used up with the registration it makes, or not at all */
+    if (!rc && bound && !used) /* used up with the registration it makes, or not at all */
         rc = store_token_use_join(srv->store, req->token_hash, &err);
     if (!rc)
         rc = store_node_upsert(srv->store, &node, body, now, &err);

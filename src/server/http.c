@@ -201,12 +201,13 @@ static int route(struct server *srv, enum http_role role, struct api_request *re
      * token name it (the shared join token is checked against the name it
      * registers, api_agent.c). */
     if (agent_path && srv->cfg.tls_client_cn_is_node &&
-        (req->token.kind == TOKEN_NODE || req->token.kind == TOKEN_JOIN_BOUND) &&
+        (req->token.kind == TOKEN_NODE || req->token.kind == TOKEN_JOIN_BOUND ||
+         req->token.kind == TOKEN_JOIN_USED) &&
         http_tls_client_name_is(req->conn, req->token.name, &err) != 0)
         return api_error(reply, &err);
     /* Join and node tokens are for the agent protocol only, and user tokens never are. */
     bool agent_token = req->token.kind == TOKEN_JOIN || req->token.kind == TOKEN_JOIN_BOUND ||
-                       req->token.kind == TOKEN_NODE;
+                       req->token.kind == TOKEN_JOIN_USED || req->token.kind == TOKEN_NODE;
     if (agent_path != agent_token)
         return api_error_msg(reply, TIDE_EPERM, NULL, "this token may not call %s", p);
     if (req->token.kind == TOKEN_METRICS && !(get && !strcmp(p, "/metrics")))

@@ -292,8 +292,12 @@ int api_nodes_operate(struct server *srv, struct api_request *req, const char *n
 
 /* auth.c: creates admin.token and join.token on first start. */
 int auth_bootstrap(struct server *srv, struct tide_err *err);
-/* Checks the bearer token of req; fills req->token. 0, TIDE_EAUTH. */
+/* Checks the bearer token of req; fills req->token. 0, TIDE_EAUTH. A
+ * used-up join token passes only to the registration, which takes it from
+ * the run that used it alone (api_agent.c). */
 int auth_check(struct server *srv, struct api_request *req, struct tide_err *err);
+/* The 401 of a used-up join token; returns TIDE_EAUTH. */
+int auth_join_used_error(const struct api_request *req, struct tide_err *err);
 /* Issues a new random token of kind and stores its hash; out gets the value. */
 int auth_issue(struct server *srv, enum token_kind kind, const char *name, json_t *projects,
                int64_t node_id, char out[65], struct tide_err *err);

@@ -22,7 +22,8 @@
 
 /* Stored as integers: append new kinds. TOKEN_METRICS may read /metrics only.
  * TOKEN_JOIN_BOUND registers only the node its name names, once; it then
- * becomes TOKEN_JOIN_USED, which nothing accepts (store_tokens.h). */
+ * becomes TOKEN_JOIN_USED, which only that registration's agent run may
+ * use again, to register once more (store_tokens.h, api_agent.c). */
 enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE, TOKEN_METRICS,
                   TOKEN_JOIN_BOUND, TOKEN_JOIN_USED };
 

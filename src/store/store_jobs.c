@@ -220,6 +220,11 @@ static void node_from_info(struct node *n, json_t *info)
     n->memory_mib = json_integer_value(json_object_get(info, "memory_mib"));
     const char *driver = json_string_value(json_object_get(info, "driver"));
     snprintf(n->driver, sizeof n->driver, "%s", driver ? driver : "");
+    /* the run that registered it: its registration sent again after a
+     * restart is still its own (api_agent.c) */
+    const char *run = json_string_value(json_object_get(info, "run"));
+    if (run && strlen(run) < sizeof n->heartbeat_run)
+        snprintf(n->heartbeat_run, sizeof n->heartbeat_run, "%s", run);
     json_t *gpus = json_object_get(info, "gpus");
     size_t i;
     json_t *g;

@@ -309,6 +309,13 @@ def test_a_registration_sent_again_after_its_answer_was_lost_is_answered_again()
         for bad in (["r-1"], "r" * 33):
             status, out = c.request("POST", "/v1/agent/register", dict(body, run=bad), token=c.join)
             assert status == 400 and out["error"]["field"] == "run", out
+        # the run is kept with the node: a server restart does not forget it
+        c.kill_server()
+        c.start_server()
+        status, after = c.request("POST", "/v1/agent/register", body, token=c.join)
+        assert status == 200 and after["node_id"] == first["node_id"], after
+        status, out = c.request("POST", "/v1/agent/register", dict(body, run="r-2"), token=c.join)
+        assert status == 409 and out["error"]["field"] == "name", out
 
 
 def test_an_agent_whose_name_is_held_by_a_live_node_waits_for_it_to_be_lost():

@@ -55,6 +55,39 @@ def test_a_bound_join_token_registers_its_node_once_and_no_other():
         assert status == 200 and out["node_token"], (status, out)
 
 
+def test_a_used_bound_join_token_answers_again_only_the_run_that_used_it():
+    # Its registration's answer lost, the agent sends it again with the
+    # token it used: the same run gets a new node token, across a server
+    # restart too; nobody else gets in with the token.
+    with Cluster(agents=0) as c:
+        token = bound_token(c, "gpu-r")
+        body = {"name": "gpu-r", "cpus": 1, "memory_mib": 1, "run": "run-1",
+                "gpus": [{"index": 0, "name": "H200", "memory_total_mib": 1000}]}
+        status, first = c.request("POST", "/v1/agent/register", body, token=token)
+        assert status == 200, first
+        status, again = c.request("POST", "/v1/agent/register", body, token=token)
+        assert status == 200 and again["node_id"] == first["node_id"], again
+        status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": []},
+                                token=first["node_token"])
+        assert status == 401, "the lost answer's token is replaced"
+        for other in (dict(body, run="run-2"), {k: v for k, v in body.items() if k != "run"}):
+            status, out = c.request("POST", "/v1/agent/register", other, token=token)
+            assert status == 401, (status, out)
+            assert "already registered node 'gpu-r'" in out["error"]["message"], out
+        # the token stays an agent's: the user API refuses it as before
+        status, out = c.request("GET", "/v1/jobs", token=token)
+        assert status == 401 and "already registered" in out["error"]["message"], out
+        c.kill_server()
+        c.start_server()
+        status, after = c.request("POST", "/v1/agent/register", body, token=token)
+        assert status == 200 and after["node_id"] == first["node_id"], after
+        status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": [], "run": "run-1",
+                                                                "seq": 1}, token=after["node_token"])
+        assert status == 200, out
+        listed = {t["name"]: t for t in c.api("GET", "/v1/tokens")["tokens"]}
+        assert listed["gpu-r"]["used"] is True, listed
+
+
 def test_bound_join_tokens_expire_and_can_be_revoked_unused():
     with Cluster(agents=0) as c:
         short = bound_token(c, "gpu-e", "--expires", "1s")
@@ -103,6 +136,7 @@ def test_the_shared_join_token_is_refused_when_turned_off():
 if __name__ == "__main__":
     run_tests([
         test_a_bound_join_token_registers_its_node_once_and_no_other,
+        test_a_used_bound_join_token_answers_again_only_the_run_that_used_it,
         test_bound_join_tokens_expire_and_can_be_revoked_unused,
         test_the_shared_join_token_is_refused_when_turned_off,
     ])
