@@ -299,6 +299,11 @@ static int push_start(struct scheduler *s, struct cluster *c, struct job *job,
     job->state = JOB_STARTING;
     job->attempt++;
     job->start_ms = now_ms;
+    /* idle reclaim watches each attempt afresh: an earlier one's idle
+     * clock would stop this one at its first heartbeat */
+    job->idle_since_ms = 0;
+    job->idle_warned = false;
+    job->reclaim_requested = false;
     wait_reason_text(job)[0] = '\0';
     struct action a = {.type = ACTION_START, .job_id = job->id, .attempt = job->attempt,
                        .node_id = choice->node->id, .state = JOB_STARTING, .exit_code = -1};

@@ -10,6 +10,7 @@
 
 #include "core/queue.h"
 #include "core/reconcile.h"
+#include "core/sched.h"
 
 #include "cluster_fixture.h"
 
@@ -213,6 +214,36 @@ static void test_reclaimed_job_exiting_0_still_ends_failed(void **state)
     assert_int_equal(strncmp(a->reason, "idle reclaim", 12), 0);
 }
 
+static void test_a_requeued_job_starts_its_idle_clock_again_on_its_next_attempt(void **state)
+{
+    (void)state;
+    heartbeat(T0_MS);
+    heartbeat(T0_MS + S(WINDOW_S / 2)); /* idle, warned */
+    /* its node is lost; it is requeued and placed again much later */
+    struct job *job = cluster_find_job(&c, 1);
+    action_list_clear(&out);
+    sched_fail_attempt(&c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, T0_MS + S(WINDOW_S / 2),
+                       &out);
+    assert_non_null(fx_find(&out, ACTION_REQUEUE, 1));
+    struct scheduler s;
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    sched_init(&s, &cfg);
+    action_list_clear(&out);
+    int64_t later = T0_MS + S(WINDOW_S * 10);
+    assert_int_equal(sched_pass(&s, &c, later, &out), 1);
+    sched_release(&s);
+    job = cluster_find_job(&c, 1);
+    assert_int_equal(job->attempt, 2);
+    job->state = JOB_RUNNING;
+    action_list_clear(&out);
+    struct task_report r = {.job_id = 1, .attempt = 2, .exit_code = -1};
+    assert_int_equal(reconcile_heartbeat(&c, cluster_find_node(&c, 1), &r, 1, later, &out), 0);
+    assert_false(stops_for_idling());
+    assert_int_equal(fx_count(&out, ACTION_IDLE_WARN, 1), 0);
+    assert_false(cluster_find_job(&c, 1)->reclaim_requested);
+}
+
 static void test_idle_window_comes_from_the_jobs_queue(void **state)
 {
     (void)state;
@@ -249,6 +280,7 @@ int main(void)
         T(test_job_without_an_idle_window_is_never_reclaimed),
         T(test_reclaimed_job_ends_failed_for_idle_reclaim_without_a_retry),
         T(test_reclaimed_job_exiting_0_still_ends_failed),
+        T(test_a_requeued_job_starts_its_idle_clock_again_on_its_next_attempt),
         T(test_idle_window_comes_from_the_jobs_queue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
