@@ -31,6 +31,9 @@ static int final_state(struct resolve *r, int64_t id)
 static bool resolve_one(struct job *job, void *arg)
 {
     struct resolve *r = arg;
+    if (job->held && (job->state != JOB_PENDING || job->attempt > 0))
+        job->held = false; /* it started once, its dependencies met: a reload reads
+                            * them again, and those since purged must not fail it */
     if (!job->held)
         return false;
     bool waiting = false;

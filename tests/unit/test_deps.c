@@ -135,6 +135,31 @@ static void test_job_fails_when_a_dependency_does_not_exist(void **state)
     assert_string_equal(a->reason, "dependency 99 does not exist");
 }
 
+static void test_a_job_that_started_is_not_failed_for_a_dependency_purged_since(void **state)
+{
+    (void)state;
+    /* as a reload reads them: the spec marks every job with dependencies
+     * held, the running one and the requeued one too; dependency 99 was
+     * purged by retention long ago */
+    struct node n = fx_h200_node(1, 8);
+    assert_non_null(cluster_put_node(&c, &n));
+    struct job j = fx_job(10, 1);
+    j.held = true;
+    j.depends_on[j.ndeps++] = 99;
+    j.attempt = 1;
+    assert_non_null(fx_add_running(&c, j, 1, 1000));
+    struct job requeued = fx_job(11, 1);
+    requeued.held = true;
+    requeued.depends_on[requeued.ndeps++] = 99;
+    requeued.attempt = 1;
+    assert_non_null(cluster_add_job(&c, &requeued));
+    resolve();
+    assert_int_equal(out.len, 0);
+    assert_non_null(cluster_find_job(&c, 10));
+    assert_false(cluster_find_job(&c, 11)->held);
+    assert_int_equal(lookups, 0);
+}
+
 static void test_job_fails_at_once_when_one_dependency_failed_and_another_still_runs(void **state)
 {
     (void)state;
@@ -224,6 +249,7 @@ int main(void)
         T(test_job_fails_when_a_dependency_failed),
         T(test_job_fails_when_a_dependency_was_cancelled),
         T(test_job_fails_when_a_dependency_does_not_exist),
+        T(test_a_job_that_started_is_not_failed_for_a_dependency_purged_since),
         T(test_job_fails_at_once_when_one_dependency_failed_and_another_still_runs),
         T(test_consecutive_held_jobs_are_all_resolved),
         T(test_jobs_that_are_not_held_are_left_alone),
