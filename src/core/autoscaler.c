@@ -177,14 +177,16 @@ static void turns_at(struct autoscaler *a, int64_t now_ms, int64_t t)
         a->quiet_until_ms = t;
 }
 
-static bool node_has_tasks(const struct node *n)
+static bool node_has_tasks(struct cluster *c, const struct node *n)
 {
     if (n->cpus_allocated > 0 || n->memory_allocated_mib > 0)
         return true;
     for (int g = 0; g < n->ngpus; g++)
         if (gpu_in_use(&n->gpus[g]))
             return true;
-    return false;
+    /* a job that asked for none of these still runs there */
+    int64_t one;
+    return cluster_node_job_ids(c, n->id, &one, 1) > 0;
 }
 
 static int node_utilization_pct(const struct node *n)
@@ -235,13 +237,13 @@ static int fail_stuck_nodes(struct autoscaler *a, struct cluster *c, int64_t now
         if (n->state == NODE_PROVISIONING && now_ms - n->created_ms > limit_ms)
             snprintf(why, sizeof why, "did not register within boot_timeout %llds",
                      (long long)a->pools[p].boot_timeout_s);
-        else if (n->state == NODE_LOST && !node_has_tasks(n) &&
+        else if (n->state == NODE_LOST && !node_has_tasks(c, n) &&
                  now_ms - n->last_heartbeat_ms > limit_ms)
             snprintf(why, sizeof why, "lost for over %llds", (long long)a->pools[p].boot_timeout_s);
         else if (n->health_failed && (n->state == NODE_DRAINING || n->state == NODE_LOST) &&
-                 !node_has_tasks(n)) /* gpu_health.h: repeated faults */
+                 !node_has_tasks(c, n)) /* gpu_health.h: repeated faults */
             snprintf(why, sizeof why, "%s", n->drain_reason);
-        else if (n->probe_drained && n->state == NODE_DRAINING && !node_has_tasks(n) &&
+        else if (n->probe_drained && n->state == NODE_DRAINING && !node_has_tasks(c, n) &&
                  now_ms - n->probe_drained_ms > limit_ms) /* gpu_health.h: its probe */
             snprintf(why, sizeof why, "%.100s for over %llds", n->drain_reason,
                      (long long)a->pools[p].boot_timeout_s);
@@ -894,7 +896,7 @@ static int scale_down(struct autoscaler *a, struct cluster *c, int *live, int64_
         if (p < 0)
             continue;
         const struct pool *pool = &a->pools[p];
-        if (n->state == NODE_DRAINING && !node_has_tasks(n) && !n->probe_drained) {
+        if (n->state == NODE_DRAINING && !node_has_tasks(c, n) && !n->probe_drained) {
             n->state = NODE_RELEASED;
             n->ended_ms = now_ms;
             if (push(out, POOL_RELEASE, p, 1, n->id,
@@ -904,7 +906,7 @@ static int scale_down(struct autoscaler *a, struct cluster *c, int *live, int64_
         }
         if (n->state != NODE_READY)
             continue;
-        bool tasks = node_has_tasks(n);
+        bool tasks = node_has_tasks(c, n);
         bool idle = !tasks || (a->state[p].pending_jobs == 0 &&
                                node_utilization_pct(n) < pool->scale_down_utilization_pct);
         if (!idle) {

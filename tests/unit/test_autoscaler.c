@@ -277,6 +277,24 @@ static void test_idle_node_is_released_only_after_the_window(void **state)
     fx_stop(&f);
 }
 
+static void test_a_node_running_a_job_that_asked_for_no_gpu_cpu_or_memory_is_kept(void **state)
+{
+    (void)state;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_READY, 0);
+    assert_non_null(cluster_put_node(&f.c, &n));
+    assert_non_null(fx_add_running(&f.c, fx_job(1, 0), 100, 0)); /* gpus 0, cpus 0, no memory */
+    /* idle GPUs may drain it (low utilisation), but it goes only once
+     * the job has ended */
+    for (int t = 100; t <= 1000; t += 100) {
+        decide(&f, t * S);
+        assert_int_equal(count_type(&f.out, POOL_RELEASE), 0);
+    }
+    assert_int_not_equal(cluster_find_node(&f.c, 100)->state, NODE_RELEASED);
+    fx_stop(&f);
+}
+
 static void test_never_scales_below_min_nodes(void **state)
 {
     (void)state;
@@ -1253,6 +1271,7 @@ int main(void)
         cmocka_unit_test(test_falls_back_to_a_pool_that_fits_or_has_room),
         cmocka_unit_test(test_keeps_min_nodes_from_zero),
         cmocka_unit_test(test_idle_node_is_released_only_after_the_window),
+        cmocka_unit_test(test_a_node_running_a_job_that_asked_for_no_gpu_cpu_or_memory_is_kept),
         cmocka_unit_test(test_never_scales_below_min_nodes),
         cmocka_unit_test(test_cooldown_after_scale_up_delays_scale_down),
         cmocka_unit_test(test_busy_node_is_not_drained_and_drained_node_waits_for_tasks),
