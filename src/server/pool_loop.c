@@ -504,14 +504,22 @@ static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_nod
     int norphans = 0, rc = 0;
     for (int i = 0; !rc && i < n; i++) {
         struct node *node = NULL;
-        for (size_t k = 0; k < pl->nnodes && !node; k++)
-            if (pl->nodes[k].pool == p && listed[i].id[0] &&
-                !strcmp(pl->nodes[k].provider_id, listed[i].id))
+        bool elsewhere = false; /* another pool's, or joined by hand */
+        for (size_t k = 0; k < pl->nnodes && !node && !elsewhere; k++)
+            if (listed[i].id[0] && !strcmp(pl->nodes[k].provider_id, listed[i].id)) {
                 node = cluster_find_node(&srv->cluster, pl->nodes[k].node_id);
-        if (!node && listed[i].name[0])
+                elsewhere = pl->nodes[k].pool != p;
+            }
+        /* by name, and by id as a name: a create that returned no id has
+         * its node's name recorded as the id */
+        if (!node && !elsewhere && listed[i].name[0])
             node = cluster_find_node_by_name(&srv->cluster, listed[i].name);
+        if (!node && !elsewhere && listed[i].id[0])
+            node = cluster_find_node_by_name(&srv->cluster, listed[i].id);
         if (node && strcmp(node->pool, pool->name))
-            node = NULL;
+            elsewhere = true;
+        if (elsewhere)
+            continue; /* a list may match more than its pool's: never delete those */
         struct pool_node_rt *r = node ? rt_find(pl, node->id, false) : NULL;
         if ((!node && pool_has_call(pl, p, CALL_CREATE)) || delete_queued(pl, p, &listed[i]))
             continue; /* what a create on its way makes, or going already */

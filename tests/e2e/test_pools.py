@@ -139,6 +139,29 @@ def test_exec_provider_is_listed_at_start_and_orphans_are_deleted():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them():
+    # A provider's list filter can match more than its pool (a name prefix,
+    # say): a node joined by hand, by its name or by its name as the id, is
+    # not this pool's orphan.
+    tmp = tempfile.mkdtemp(prefix="tide-exec-")
+    prog = install_exec_provider(tmp)
+    try:
+        with Cluster(agents=0, config=pool_config("exec", prog)) as c:
+            c.register_by_hand("elastic-hand")
+            with open(os.path.join(tmp, "list"), "w") as f:
+                f.write('{"nodes":[{"id":"vm-ghost","name":"ghost-1"},{"id":"elastic-hand"},'
+                        '{"id":"vm-other","name":"elastic-hand"}]}\n')
+            c.kill_server()
+            c.start_server()
+            deleted = os.path.join(tmp, "deleted")
+            wait_until(lambda: os.path.exists(deleted), 20, 0.2, what="the orphan deleted")
+            time.sleep(1)
+            assert open(deleted).read().split() == ["vm-ghost"], open(deleted).read()
+            assert c.node("elastic-hand")["state"] == "ready"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_tide_up_has_a_default_elastic_pool():
     tmp = tempfile.mkdtemp(prefix="tide-up-")
     proc = subprocess.Popen([TIDE, "up", "--dir", tmp, "--port", "0", "--agents", "1"],
@@ -292,6 +315,7 @@ if __name__ == "__main__":
                test_exec_provider_is_retried_with_backoff_and_deletes_released_nodes,
                test_bad_pool_config_is_refused_with_line_and_key,
                test_exec_provider_is_listed_at_start_and_orphans_are_deleted,
+               test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them,
                test_tide_up_has_a_default_elastic_pool,
                test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere,
                test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait,
