@@ -195,16 +195,19 @@ enum preempt_result preempt_plan(const struct placement_config *cfg,
         return PREEMPT_NONE; /* victims are counted in whole GPUs */
     int best_taken = INT32_MAX;
     bool pending = false;
+    struct node *pending_node = NULL;
     struct preempt_plan trial;
     for (size_t from = 0; from < pool->n;) {
         size_t to = from + 1;
         while (to < pool->n && pool->entries[to].node == pool->entries[from].node)
             to++;
-        const struct node *node = pool->entries[from].node;
+        struct node *node = pool->entries[from].node;
         if (node->state == NODE_READY && node->ngpus >= job->gpus &&
             queue_allows_node(job, node)) {
             bool node_pending = false;
             int taken = plan_on_node(cfg, pool, from, to, job, &trial, &node_pending);
+            if (node_pending && !pending_node)
+                pending_node = node;
             pending |= node_pending;
             if (taken < best_taken || (taken == best_taken && taken != INT32_MAX &&
                                        trial.nvictims < plan->nvictims)) {
@@ -214,7 +217,10 @@ enum preempt_result preempt_plan(const struct placement_config *cfg,
         }
         from = to;
     }
-    if (pending)
+    if (pending) {
+        memset(plan, 0, sizeof *plan);
+        plan->node = pending_node; /* where the earlier preemptions free room */
         return PREEMPT_PENDING;
+    }
     return best_taken == INT32_MAX ? PREEMPT_NONE : PREEMPT_PLANNED;
 }

@@ -45,7 +45,8 @@ struct preempt_plan {
 enum preempt_result {
     PREEMPT_NONE,    /* nothing to preempt makes room */
     PREEMPT_PLANNED, /* plan filled: stop these */
-    PREEMPT_PENDING, /* earlier preemptions already free enough: wait for them */
+    PREEMPT_PENDING, /* earlier preemptions already free enough: wait for them
+                      * (plan's node: where; no victims) */
 };
 
 /* Plans preemption for `job` (its effective_priority and in_quota set). */

@@ -356,10 +356,16 @@ static int push_gang_start(struct scheduler *s, struct cluster *c, struct job *j
 
 /* Tries to make room for job by preempting; true when it is handled
  * (victims chosen now, or earlier ones still stopping). */
-static bool try_preemption(struct scheduler *s, struct job *job, struct action_list *out)
+static bool try_preemption(struct scheduler *s, struct cluster *c, struct job *job,
+                           int64_t now_ms, struct action_list *out)
 {
     struct preempt_plan plan;
     enum preempt_result r = preempt_plan(&s->cfg.placement_cfg, &s->preempt_pool, job, &plan);
+    if ((r == PREEMPT_PENDING || r == PREEMPT_PLANNED) && plan.node) {
+        /* what its victims free, and what is free there now, is its own */
+        preempt_claim_note(&s->claims, job->id, plan.node->id, now_ms);
+        preempt_claim_hold_new(&s->claims, c, job->id);
+    }
     if (r == PREEMPT_PENDING) {
         if (s->cfg.explain)
             snprintf(wait_reason_text(job), sizeof job->wait_reason,
@@ -485,8 +491,8 @@ static void note_started(struct pass_state *st, int q, const struct job *job, bo
 
 /* Walks s->order[from..to) with st, placing, preempting, reserving and
  * explaining. Returns 0 or TIDE_ENOMEM. */
-static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state *st, size_t from,
-                      size_t to, int64_t now_ms, struct action_list *out)
+static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *st, size_t from,
+                     size_t to, int64_t now_ms, struct action_list *out)
 {
     bool explain = s->cfg.explain;
     bool strict = s->cfg.order->strict;
@@ -500,6 +506,9 @@ static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state 
             wait_reason_set(job, WAIT_BEHIND, 0, 0, st->stopped_at->id, s->cfg.order->name);
             continue;
         }
+        /* Its claimed node is free to it alone; what jobs before it could
+         * not get there says nothing of what it can (no shortcuts below). */
+        bool claimed = s->claims.n && preempt_claim_take(&s->claims, c, job);
         bool short_enough = st->reservation.active && backfill_fits_before(&st->reservation, job, now_ms);
         if (st->hold_deferred && !short_enough) {
             backfill_hold(c, &st->reservation, true);
@@ -530,7 +539,7 @@ static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state 
             continue;
         /* Without explanations the node check is moot: a dominated job that
          * no node could hold gets NEVER below, which ends the same way. */
-        if (unconstrained(job) && dominating_failure(st->failed, st->nfailed, job) &&
+        if (!claimed && unconstrained(job) && dominating_failure(st->failed, st->nfailed, job) &&
             (!explain || dominated_fits(&st->dominated, c, job))) {
             if (explain)
                 wait_reason_set(job, WAIT_ONE_NODE, 0, 0, 0, NULL);
@@ -576,8 +585,9 @@ static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state 
             st->hold_deferred = true;
         if (r != PLACEMENT_NOT_NOW)
             continue;
-        if (s->preempt_pool.n && !preemption_hopeless(st->no_victims, st->nno_victims, job)) {
-            if (try_preemption(s, job, out)) {
+        if (s->preempt_pool.n &&
+            (claimed || !preemption_hopeless(st->no_victims, st->nno_victims, job))) {
+            if (try_preemption(s, c, job, now_ms, out)) {
                 if (strict && !st->reservation.active)
                     st->stopped_at = job;
                 continue;
@@ -613,6 +623,17 @@ static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state 
             st->stopped_at = job;
     }
     return 0;
+}
+
+/* walk_jobs with the preemption claims' nodes held for their jobs. */
+static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state *st, size_t from,
+                      size_t to, int64_t now_ms, struct action_list *out)
+{
+    if (s->claims.n)
+        preempt_claims_hold(&s->claims, c, now_ms);
+    int rc = walk_jobs(s, c, st, from, to, now_ms, out);
+    preempt_claims_unhold(&s->claims, c);
+    return rc;
 }
 
 /* After a pass: whether the next may look at new jobs only

@@ -18,6 +18,7 @@
 #include "core/order_keep.h"
 #include "core/placement.h"
 #include "core/preempt.h"
+#include "core/preempt_claim.h"
 #include "core/queue.h"
 #include "core/sched_quiet.h"
 
@@ -62,6 +63,7 @@ struct scheduler {
     struct order_keep kept; /* the last pass's order, to sort the next one faster */
     struct order_keep kept_claimed; /* the same after fair share's claims reorder it */
     struct preempt_pool preempt_pool; /* scratch: what a pass may preempt */
+    struct preempt_claims claims;     /* nodes held for the jobs preempting there */
     struct gang_choice gang;          /* scratch: a multi-node placement */
     struct placement_index *index; /* nodes by free GPUs, rebuilt each pass */
     int64_t last_node_check_ms;    /* sched_check_nodes' last call, 0 before the first */

@@ -157,7 +157,9 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
     for (size_t i = 0; !rc && i < fresh.njobs; i++) {
         struct job *job = &fresh.jobs[i];
         const struct queue_config *q = queue_find(&srv->cfg.queues, job->queue);
-        job->effective_priority = queue_effective_priority(q, job, now_ms);
+        /* a running job's is what it was when it started: its run is no wait */
+        job->effective_priority = queue_effective_priority(
+            q, job, job_state_is_on_node(job->state) && job->start_ms ? job->start_ms : now_ms);
         job->rules = q;
         if (q) {
             job->idle_util_pct = q->idle_util_pct;

@@ -2,6 +2,7 @@
 checkpoint-resume, retries with backoff, backfill reservations."""
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import Cluster, run_tests, wait_until  # noqa: E402
@@ -116,6 +117,29 @@ def test_preempted_job_checkpoints_and_resumes_with_the_right_result():
                    for e in events), events
         # The urgent job ran while the preempted one waited.
         assert final[high["id"]]["end_time"] < lowj["end_time"]
+
+
+def test_a_running_job_keeps_the_priority_it_started_with_across_a_server_restart():
+    # Escalation counts waiting: a restart once counted a preemptible job's
+    # whole run as waiting, which lifted it above the work meant to preempt it.
+    config = QUEUES + """  - name: slowspare
+    max_wait_s: 1
+    escalation: 100
+    preemptible: true
+"""
+    with Cluster(agents=1, fake_gpus="1xT4:16GB", config=config, kill_grace_s=2) as c:
+        low = c.submit(command=["sleep", "60"], gpus=1, queue="slowspare")
+        c.wait_state(low["id"], "running")
+        time.sleep(3)
+        c.kill_server()
+        c.start_server()
+        assert c.job(low["id"])["state"] == "running"
+        high = c.submit(command=["true"], gpus=1, priority=10)
+        final = c.wait_final([high["id"]], timeout=40)
+        assert final[high["id"]]["state"] == "succeeded", final
+        events = c.api("GET", f"/v1/events?job={low['id']}")["events"]
+        assert any(e["kind"] == "job_preempted" for e in events), events
+        c.api("DELETE", f"/v1/jobs/{low['id']}")
 
 
 def test_non_preemptible_work_is_never_preempted():
@@ -311,6 +335,7 @@ if __name__ == "__main__":
         test_queue_cap_keeps_one_job_running_at_a_time,
         test_waiting_past_max_wait_escalates_priority,
         test_preempted_job_checkpoints_and_resumes_with_the_right_result,
+        test_a_running_job_keeps_the_priority_it_started_with_across_a_server_restart,
         test_non_preemptible_work_is_never_preempted,
         test_failed_attempt_is_retried_after_a_backoff,
         test_backfill_reserves_gpus_for_the_blocked_job,

@@ -346,11 +346,82 @@ static void test_preempted_job_keeps_its_place_against_later_jobs_of_its_priorit
     assert_int_equal(job(20)->state, JOB_PENDING);
 }
 
+static void test_a_victim_older_than_its_preemptor_does_not_take_its_gpus_back(void **state)
+{
+    (void)state;
+    /* fifo puts the requeued victim first: without the preemptor's claim
+     * it started again on the GPUs it gave up, and was preempted again */
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    cfg.order = &order_fifo;
+    sched_release(&s);
+    sched_init(&s, &cfg);
+    add_node(1, 8);
+    add_running(1, 8, 1, true, 100); /* submitted at 1 ms */
+    job(1)->effective_priority = job(1)->priority = -50;
+    add_pending(10, 8, 100);
+    pass_at(NOW_MS);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
+    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    assert_int_equal(job(1)->state, JOB_PENDING);
+    action_list_clear(&out);
+    assert_int_equal(pass_at(NOW_MS + 2000), 1);
+    assert_int_equal(job(10)->state, JOB_STARTING);
+    assert_int_equal(job(1)->state, JOB_PENDING);
+    /* the claim ended with the start: the victim waits as any job does */
+    action_list_clear(&out);
+    assert_int_equal(pass_at(NOW_MS + 3000), 0);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+}
+
+static void test_gpus_a_preemption_counted_on_go_to_no_later_job(void **state)
+{
+    (void)state;
+    add_node(1, 8);
+    add_running(1, 4, 1, true, 100);
+    job(1)->effective_priority = job(1)->priority = -50;
+    add_pending(10, 8, 100);
+    add_pending(11, 4, 10); /* fits the 4 free GPUs, not preemptible */
+    pass_at(NOW_MS);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
+    assert_int_equal(job(11)->state, JOB_PENDING);
+    assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 4); /* the hold is gone */
+    pass_at(NOW_MS + 500); /* victim still stopping: still held for job 10 */
+    assert_int_equal(job(11)->state, JOB_PENDING);
+    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    action_list_clear(&out);
+    pass_at(NOW_MS + 2000);
+    assert_int_equal(job(10)->state, JOB_STARTING);
+    assert_int_equal(job(11)->state, JOB_PENDING);
+}
+
+static void test_a_claim_holds_only_its_own_node(void **state)
+{
+    (void)state;
+    add_node(1, 8);
+    add_node(2, 4);
+    add_running(1, 8, 1, true, 100);
+    job(1)->effective_priority = job(1)->priority = -50;
+    add_pending(10, 8, 100);
+    pass_at(NOW_MS);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
+    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    add_pending(11, 4, 200); /* before job 10 in the order: node 2 is free to it */
+    action_list_clear(&out);
+    assert_int_equal(pass_at(NOW_MS + 2000), 2);
+    assert_int_equal(job(11)->state, JOB_STARTING);
+    assert_int_equal(job(11)->node_id, 2);
+    assert_int_equal(job(10)->node_id, 1);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        T(test_a_victim_older_than_its_preemptor_does_not_take_its_gpus_back),
+        T(test_gpus_a_preemption_counted_on_go_to_no_later_job),
+        T(test_a_claim_holds_only_its_own_node),
         T(test_preemption_never_picks_non_preemptible_work),
         T(test_no_preemption_when_only_non_preemptible_work_would_make_room),
         T(test_preemption_off_preempts_nothing),

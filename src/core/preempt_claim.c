@@ -1,0 +1,102 @@
+/* Preemption claims: a preempting job's node held for it (preempt_claim.h). */
+#include "core/preempt_claim.h"
+
+#include <string.h>
+
+#include "core/core_banned.h"
+#include "core/gpu_share.h"
+
+/* A holder's id: negative (no job has one) and its claimant's own, so two
+ * holders never share one (a backfill reservation's is -1). */
+static int64_t holder_id(int64_t job_id)
+{
+    return -1000 - job_id;
+}
+
+static void drop(struct preempt_claims *cl, int i)
+{
+    memmove(&cl->items[i], &cl->items[i + 1], sizeof cl->items[0] * (size_t)(cl->n - i - 1));
+    cl->n--;
+}
+
+static void hold(struct preempt_claim *k, struct cluster *c)
+{
+    struct node *node = cluster_find_node(c, k->node_id);
+    if (!node)
+        return;
+    int free_now[TIDE_MAX_GPUS_PER_NODE], n = 0;
+    for (int g = 0; g < node->ngpus; g++)
+        if (gpu_is_free(&node->gpus[g]))
+            free_now[n++] = node->gpus[g].index;
+    memset(&k->holder, 0, sizeof k->holder);
+    k->holder.id = holder_id(k->job_id);
+    if (n == 0)
+        return;
+    cluster_assign(c, &k->holder, node, free_now, n);
+    k->held = true;
+}
+
+static void unhold(struct preempt_claim *k, struct cluster *c)
+{
+    if (k->held)
+        cluster_unassign(c, &k->holder);
+    k->held = false;
+}
+
+void preempt_claim_note(struct preempt_claims *cl, int64_t job_id, int64_t node_id,
+                        int64_t now_ms)
+{
+    int i = 0;
+    while (i < cl->n && cl->items[i].job_id != job_id)
+        i++;
+    if (i == cl->n) {
+        if (cl->n == PREEMPT_MAX_CLAIMS)
+            return;
+        cl->n++;
+        memset(&cl->items[i], 0, sizeof cl->items[i]);
+        cl->items[i].job_id = job_id;
+    }
+    cl->items[i].node_id = node_id;
+    cl->items[i].until_ms = now_ms + PREEMPT_CLAIM_MS;
+}
+
+void preempt_claims_hold(struct preempt_claims *cl, struct cluster *c, int64_t now_ms)
+{
+    for (int i = 0; i < cl->n;) {
+        struct preempt_claim *k = &cl->items[i];
+        const struct job *job = cluster_find_job(c, k->job_id);
+        const struct node *node = cluster_find_node(c, k->node_id);
+        if (!job || job->state != JOB_PENDING || job->held || job->on_hold ||
+            job->cancel_requested || !node || node->state != NODE_READY || k->until_ms <= now_ms) {
+            drop(cl, i);
+            continue;
+        }
+        k->held = false;
+        hold(k, c);
+        i++;
+    }
+}
+
+bool preempt_claim_take(struct preempt_claims *cl, struct cluster *c, const struct job *job)
+{
+    for (int i = 0; i < cl->n; i++)
+        if (cl->items[i].job_id == job->id) {
+            unhold(&cl->items[i], c);
+            drop(cl, i);
+            return true;
+        }
+    return false;
+}
+
+void preempt_claim_hold_new(struct preempt_claims *cl, struct cluster *c, int64_t job_id)
+{
+    for (int i = 0; i < cl->n; i++)
+        if (cl->items[i].job_id == job_id && !cl->items[i].held)
+            hold(&cl->items[i], c);
+}
+
+void preempt_claims_unhold(struct preempt_claims *cl, struct cluster *c)
+{
+    for (int i = 0; i < cl->n; i++)
+        unhold(&cl->items[i], c);
+}
