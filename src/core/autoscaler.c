@@ -402,7 +402,17 @@ struct held_back {
 };
 
 /* What one scale-up call has decided so far, per pool. */
+/* What a capped queue runs, plus the jobs this call found nodes for: a
+ * job its queue's cap holds back gets none (it would leave them idle, to
+ * be released and asked for again). */
+struct queue_room {
+    const struct queue_config *rules;
+    int jobs, gpus;
+};
+
 struct scale_up {
+    struct queue_room rooms[TIDE_MAX_QUEUES]; /* the capped queues met so far */
+    int nrooms;
     struct held_back held[TIDE_MAX_POOLS]; /* the last gang job held back */
     int alive[TIDE_MAX_POOLS];    /* nodes that exist, are coming or will be created */
     int create[TIDE_MAX_POOLS];   /* nodes to create for waiting jobs */
@@ -552,6 +562,60 @@ static int scale_for_gang(struct autoscaler *a, struct scale_up *u, const struct
     return 0;
 }
 
+/* The jobs of queue `rules` on nodes now (a gang counted once, on its
+ * first node): O(the cluster's running jobs), once per capped queue. */
+static struct queue_room count_queue(struct cluster *c, const struct queue_config *rules)
+{
+    struct queue_room r = {.rules = rules};
+    for (size_t i = 0; i < c->nnodes; i++) {
+        struct cluster_node_ids ids;
+        cluster_node_ids_fill(c, c->nodes[i].id, &ids);
+        for (size_t k = 0; k < ids.n; k++) {
+            const struct job *job = cluster_find_job(c, ids.ids[k]);
+            if (job && job->rules == rules && job->node_id == c->nodes[i].id &&
+                job_state_is_on_node(job->state)) {
+                r.jobs++;
+                r.gpus += job->gpus;
+            }
+        }
+        cluster_node_ids_release(&ids);
+    }
+    return r;
+}
+
+/* Takes job's place under its queue's caps; false when they hold it back. */
+static bool queue_room_take(struct scale_up *u, struct cluster *c, const struct job *job)
+{
+    const struct queue_config *q = job->rules;
+    if (!q || (q->max_running_jobs <= 0 && q->max_running_gpus <= 0))
+        return true;
+    int i = 0;
+    while (i < u->nrooms && u->rooms[i].rules != q)
+        i++;
+    if (i == u->nrooms) {
+        if (u->nrooms == TIDE_MAX_QUEUES)
+            return true;
+        u->rooms[u->nrooms++] = count_queue(c, q);
+    }
+    struct queue_room *r = &u->rooms[i];
+    if ((q->max_running_jobs > 0 && r->jobs >= q->max_running_jobs) ||
+        (q->max_running_gpus > 0 && r->gpus + job->gpus > q->max_running_gpus))
+        return false;
+    r->jobs++;
+    r->gpus += job->gpus;
+    return true;
+}
+
+/* Gives back what queue_room_take took for a job that got nothing. */
+static void queue_room_give_back(struct scale_up *u, const struct job *job)
+{
+    for (int i = 0; i < u->nrooms; i++)
+        if (u->rooms[i].rules == job->rules) {
+            u->rooms[i].jobs--;
+            u->rooms[i].gpus -= job->gpus;
+        }
+}
+
 /* Finds job room on an existing or coming node, or new nodes for it;
  * *nothing is set when it found no room and no pool (a gang job: for no
  * split either). */
@@ -692,11 +756,17 @@ static int scale_up_by_shape(struct autoscaler *a, struct cluster *c, struct sca
             const struct job *job = cluster_find_job(c, slot.id);
             if (!job || job->state != JOB_PENDING)
                 continue; /* the caller's list is behind: not waiting */
+            if (!queue_room_take(u, c, job)) {
+                best->parked = true; /* a shape is one queue's: its cap holds the rest */
+                continue;
+            }
             size_t nbins = u->nbins;
             bool nothing;
             int rc = scale_for_job(a, u, job, now_ms, out, &nothing);
             if (rc)
                 return rc;
+            if (nothing)
+                queue_room_give_back(u, job);
             if (u->nbins != nbins) { /* new nodes' room: shapes may fit again */
                 for (int k = g; k < end; k++)
                     if (a->walk[k].parked) {
@@ -818,11 +888,15 @@ static int scale_up(struct autoscaler *a, struct cluster *c, int *live, int64_t 
             a->state[p].pending_jobs += holds[p];
         if (job->max_nodes <= 1 && known_hopeless(&hopeless, job))
             continue;
+        if (!queue_room_take(&u, c, job))
+            continue;
         size_t nbins = u.nbins;
         bool nothing;
         int rc = scale_for_job(a, &u, job, now_ms, out, &nothing);
         if (rc)
             return rc;
+        if (nothing)
+            queue_room_give_back(&u, job);
         if (u.nbins != nbins)
             hopeless.n = 0; /* new nodes' room: shapes may fit again */
         else if (nothing && job->max_nodes <= 1 && hopeless.n < HOPELESS_SHAPES)

@@ -295,6 +295,50 @@ static void test_a_node_running_a_job_that_asked_for_no_gpu_cpu_or_memory_is_kep
     fx_stop(&f);
 }
 
+/* A queue capped at one running GPU, five 1-GPU jobs waiting in it and
+ * one running (running: on a ready node), looked at with or without a
+ * demand index: nodes only for what the cap lets run. */
+static void check_queue_cap_bounds_new_nodes(bool running, bool by_shape)
+{
+    struct queue_config capped;
+    memset(&capped, 0, sizeof capped);
+    snprintf(capped.name, sizeof capped.name, "capped");
+    capped.max_running_gpus = 1;
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 10, 1000000)}, .npools = 1};
+    fx_start(&f);
+    struct demand d;
+    demand_init(&d);
+    if (by_shape)
+        f.a.demand = &d;
+    if (running) {
+        struct node n = fx_pool_node(100, &f.pools[0], NODE_READY, 0);
+        assert_non_null(cluster_put_node(&f.c, &n));
+        struct job j = fx_job(99, 1);
+        j.rules = &capped;
+        assert_non_null(fx_add_running(&f.c, j, 100, 0));
+    }
+    for (int i = 1; i <= 5; i++) {
+        struct job j = fx_job(i, 1);
+        j.rules = &capped;
+        const struct job *in = cluster_add_job(&f.c, &j);
+        assert_non_null(in);
+        assert_int_equal(demand_add(&d, in), 0);
+    }
+    decide(&f, 100 * S);
+    assert_int_equal(created(&f.out, 0), running ? 0 : 1);
+    demand_release(&d);
+    fx_stop(&f);
+}
+
+static void test_jobs_their_queue_cap_holds_back_get_no_nodes(void **state)
+{
+    (void)state;
+    check_queue_cap_bounds_new_nodes(false, false);
+    check_queue_cap_bounds_new_nodes(true, false);
+    check_queue_cap_bounds_new_nodes(false, true);
+    check_queue_cap_bounds_new_nodes(true, true);
+}
+
 static void test_never_scales_below_min_nodes(void **state)
 {
     (void)state;
@@ -1272,6 +1316,7 @@ int main(void)
         cmocka_unit_test(test_keeps_min_nodes_from_zero),
         cmocka_unit_test(test_idle_node_is_released_only_after_the_window),
         cmocka_unit_test(test_a_node_running_a_job_that_asked_for_no_gpu_cpu_or_memory_is_kept),
+        cmocka_unit_test(test_jobs_their_queue_cap_holds_back_get_no_nodes),
         cmocka_unit_test(test_never_scales_below_min_nodes),
         cmocka_unit_test(test_cooldown_after_scale_up_delays_scale_down),
         cmocka_unit_test(test_busy_node_is_not_drained_and_drained_node_waits_for_tasks),
