@@ -40,15 +40,15 @@ bool placement_gpu_matches(const struct gpu *g, const struct job *job)
         return false;
     if (job->gpu_memory_mib > 0 && g->memory_total_mib < job->gpu_memory_mib)
         return false;
-    if (!job->gpu_model[0])
-        return true;
+    return !job->gpu_model[0] || gpu_model_matches(job->gpu_model, g->name);
+}
+
+bool gpu_model_matches(const char *pattern, const char *name)
+{
     /* NVML calls an H200 "NVIDIA H200"; users write "H200*". Accept both. */
-    const char *name = g->name;
-    if (fnmatch(job->gpu_model, name, FNM_CASEFOLD) == 0)
+    if (fnmatch(pattern, name, FNM_CASEFOLD) == 0)
         return true;
-    if (!strncasecmp(name, "NVIDIA ", 7) && fnmatch(job->gpu_model, name + 7, FNM_CASEFOLD) == 0)
-        return true;
-    return false;
+    return !strncasecmp(name, "NVIDIA ", 7) && fnmatch(pattern, name + 7, FNM_CASEFOLD) == 0;
 }
 
 bool placement_gpu_overloaded(const struct placement_config *cfg, const struct gpu *g)

@@ -73,6 +73,11 @@ void placement_config_defaults(struct placement_config *cfg);
  * (model glob and memory), ignoring whether it is free. */
 bool placement_gpu_matches(const struct gpu *g, const struct job *job);
 
+/* Whether a job's gpu_model glob names GPU model `name`: case aside, and
+ * with or without NVML's "NVIDIA " in front. Placement and the pools'
+ * autoscaler (pool.c) must agree on it. */
+bool gpu_model_matches(const char *pattern, const char *name);
+
 /* What a job asks of a node's host besides GPUs, for wait reasons:
  * " and 8 CPUs", " and 8 CPUs and 64000 MiB memory", or "" when it asks
  * for neither (a reason must not mention what nobody asked for). */

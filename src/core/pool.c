@@ -1,9 +1,10 @@
 /* Pool defaults and the questions the autoscaler and billing ask of a pool. */
 #include "core/pool.h"
 
-#include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "core/placement.h"
 
 #include "core/core_banned.h"
 
@@ -59,7 +60,7 @@ bool pool_fits_share(const struct pool *p, const struct job *job, int gpus)
         return false;
     if (gpus > 0 && job->gpu_memory_mib > p->gpu_memory_mib)
         return false;
-    if (gpus > 0 && job->gpu_model[0] && fnmatch(job->gpu_model, p->gpu_model, 0) != 0)
+    if (gpus > 0 && job->gpu_model[0] && !gpu_model_matches(job->gpu_model, p->gpu_model))
         return false;
     return true;
 }

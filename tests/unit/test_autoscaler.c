@@ -339,6 +339,30 @@ static void test_jobs_their_queue_cap_holds_back_get_no_nodes(void **state)
     check_queue_cap_bounds_new_nodes(true, true);
 }
 
+static void test_a_free_node_named_as_nvml_names_it_serves_a_model_glob(void **state)
+{
+    (void)state;
+    /* placement takes "h200*" on an "NVIDIA H200": so must the pools */
+    struct fx f = {.pools = {fx_pool("p", 1, 0, 4, 1000000)}, .npools = 1};
+    snprintf(f.pools[0].gpu_model, sizeof f.pools[0].gpu_model, "H200");
+    fx_start(&f);
+    struct node n = fx_pool_node(100, &f.pools[0], NODE_READY, 0);
+    snprintf(n.gpus[0].name, sizeof n.gpus[0].name, "NVIDIA H200");
+    assert_non_null(cluster_put_node(&f.c, &n));
+    struct job j = fx_job(1, 1);
+    snprintf(j.gpu_model, sizeof j.gpu_model, "h200*");
+    assert_non_null(cluster_add_job(&f.c, &j));
+    decide(&f, 100 * S);
+    assert_int_equal(created(&f.out, 0), 0);
+    /* and a pool whose model is written another way still serves it */
+    struct job k = fx_job(2, 1);
+    snprintf(k.gpu_model, sizeof k.gpu_model, "h200");
+    assert_non_null(cluster_add_job(&f.c, &k));
+    decide(&f, 200 * S);
+    assert_int_equal(created(&f.out, 0), 1);
+    fx_stop(&f);
+}
+
 static void test_never_scales_below_min_nodes(void **state)
 {
     (void)state;
@@ -1317,6 +1341,7 @@ int main(void)
         cmocka_unit_test(test_idle_node_is_released_only_after_the_window),
         cmocka_unit_test(test_a_node_running_a_job_that_asked_for_no_gpu_cpu_or_memory_is_kept),
         cmocka_unit_test(test_jobs_their_queue_cap_holds_back_get_no_nodes),
+        cmocka_unit_test(test_a_free_node_named_as_nvml_names_it_serves_a_model_glob),
         cmocka_unit_test(test_never_scales_below_min_nodes),
         cmocka_unit_test(test_cooldown_after_scale_up_delays_scale_down),
         cmocka_unit_test(test_busy_node_is_not_drained_and_drained_node_waits_for_tasks),
