@@ -47,6 +47,31 @@ static void stop_program(pid_t pid, int *status)
         ;
 }
 
+/* Waits for the program to exit once its output closed: it may run on
+ * (a script that printed its answer and waits for its VM), and is held to
+ * the same deadline and stop as while it wrote. 0 with *status, or an
+ * error (the caller stops it). */
+static int wait_program(pid_t pid, char *const argv[], int64_t deadline,
+                        volatile int *stopping, int *status, struct tide_err *err)
+{
+    for (int64_t nap_ms = 1;; nap_ms = nap_ms < EXEC_POLL_MS / 5 ? nap_ms * 2 : nap_ms) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return tide_err_set(err, TIDE_EIO, NULL, "%s %s: wait: %s", argv[0], argv[1],
+                                strerror(errno));
+        if (clock_mono_ms() >= deadline)
+            return tide_err_set(err, TIDE_EIO, NULL,
+                                "%s %s: closed its output but did not exit within %d s", argv[0],
+                                argv[1], EXEC_TIMEOUT_MS / 1000);
+        if (stopping && *stopping)
+            return tide_err_set(err, TIDE_EIO, NULL, "%s %s: stopped, the server is stopping",
+                                argv[0], argv[1]);
+        clock_sleep_ms(nap_ms, NULL);
+    }
+}
+
 /* Runs argv with extra environment entries (NAME=VALUE), collecting stdout,
  * until it exits, EXEC_TIMEOUT_MS pass or *stopping is set. Returns 0 with
  * *out (malloc'ed, NUL-terminated) or a negative code. */
@@ -129,11 +154,10 @@ static int run_program(char *const argv[], char *const extra_env[], volatile int
     }
     close(fds[0]);
     int status = 0;
+    if (!rc)
+        rc = wait_program(pid, argv, deadline, stopping, &status, err);
     if (rc)
         stop_program(pid, &status);
-    else
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
     if (!rc && WIFEXITED(status) && WEXITSTATUS(status) == 127)
         rc = tide_err_set(err, TIDE_EIO, NULL, "%s: cannot run it", argv[0]);
     else if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))

@@ -5,6 +5,7 @@
 #   go         a create for the pool `slow` waits for it (at most 120 s),
 #              so a test decides how long that call is in flight
 #   list-POOL  what `list POOL` prints (else `list`, else no nodes)
+#   hang-delete  a delete answers, closes its output and runs on
 # and it logs: creating / created (pool and node names), deleted, listed.
 dir=$(dirname "$0")
 case "$1" in
@@ -38,6 +39,11 @@ create)
 delete)
   name=${2#vm-}
   echo "$2" >> "$dir/deleted"
+  if [ -f "$dir/hang-delete" ]; then
+    echo '{"nodes":[]}'
+    exec >&-
+    sleep 1000
+  fi
   [ -f "$dir/$name.pid" ] && kill "$(cat "$dir/$name.pid")" 2>/dev/null
   echo '{"nodes":[]}'
   ;;

@@ -162,6 +162,28 @@ def test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_a_program_that_answers_and_runs_on_does_not_hold_the_server_up():
+    # A delete that printed its answer and closed its output, then waits
+    # for its VM: the server once waited for it with no deadline, and could
+    # not stop.
+    tmp = tempfile.mkdtemp(prefix="tide-exec-")
+    prog = install_exec_provider(tmp)
+    with open(os.path.join(tmp, "list"), "w") as f:
+        f.write('{"nodes":[{"id":"vm-ghost","name":"ghost-1"}]}\n')
+    open(os.path.join(tmp, "hang-delete"), "w").close()
+    try:
+        with Cluster(agents=0, config=pool_config("exec", prog)) as c:
+            wait_until(lambda: os.path.exists(os.path.join(tmp, "deleted")), 20, 0.2,
+                       what="the delete started")
+            time.sleep(0.5)
+            t = time.monotonic()
+            c.kill_server(signal.SIGTERM)
+            assert time.monotonic() - t < 10, "the server took too long to stop"
+            assert "stopped, the server is stopping" in c.log("server"), c.log("server")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_tide_up_has_a_default_elastic_pool():
     tmp = tempfile.mkdtemp(prefix="tide-up-")
     proc = subprocess.Popen([TIDE, "up", "--dir", tmp, "--port", "0", "--agents", "1"],
@@ -316,6 +338,7 @@ if __name__ == "__main__":
                test_bad_pool_config_is_refused_with_line_and_key,
                test_exec_provider_is_listed_at_start_and_orphans_are_deleted,
                test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them,
+               test_a_program_that_answers_and_runs_on_does_not_hold_the_server_up,
                test_tide_up_has_a_default_elastic_pool,
                test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere,
                test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait,
