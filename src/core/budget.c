@@ -143,6 +143,8 @@ int budget_tick(struct budget_set *bs, const struct cluster *c, const struct poo
             for (int a = 0; a < b->nalerts; a++)
                 if ((__int128)spent * 100 >= (__int128)b->alert_pct[a] * b->cap_micros[k])
                     crossed = b->alert_pct[a];
+            if (crossed < b->alerted_pct[k])
+                b->alerted_pct[k] = crossed; /* a raised cap: crossing again alerts again */
             if (crossed <= b->alerted_pct[k])
                 continue;
             b->alerted_pct[k] = crossed;

@@ -101,6 +101,25 @@ static void test_each_alert_threshold_is_reported_once_per_period(void **state)
     cluster_release(&f.c);
 }
 
+static void test_a_cap_raised_after_its_alerts_alerts_again_as_spend_crosses_the_new_one(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, false);
+    fx_run(&f, 10, "vision");
+    tick(&f, T0);
+    tick(&f, T0 + 75 * 60 * S);
+    assert_int_equal(tick(&f, T0 + 150 * 60 * S), 1); /* 10.00: 100 % */
+    assert_int_equal(f.alerts[0].pct, 100);
+    f.bs.items[0].cap_micros[BUDGET_DAILY] = 20000000; /* the operator doubles it */
+    assert_int_equal(tick(&f, T0 + 151 * 60 * S), 0);  /* 10.07: 50 % of 20, told before */
+    assert_int_equal(tick(&f, T0 + 240 * 60 * S), 1);  /* 16.00: 80 % */
+    assert_int_equal(f.alerts[0].pct, 80);
+    assert_int_equal(tick(&f, T0 + 300 * 60 * S), 1); /* 20.00: 100 % */
+    assert_int_equal(f.alerts[0].pct, 100);
+    cluster_release(&f.c);
+}
+
 static void test_hard_cap_holds_the_projects_pending_jobs_with_the_reason(void **state)
 {
     (void)state;
@@ -245,6 +264,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spend_is_the_gpu_time_at_the_pools_price_to_the_cent),
         cmocka_unit_test(test_each_alert_threshold_is_reported_once_per_period),
+        cmocka_unit_test(test_a_cap_raised_after_its_alerts_alerts_again_as_spend_crosses_the_new_one),
         cmocka_unit_test(test_hard_cap_holds_the_projects_pending_jobs_with_the_reason),
         cmocka_unit_test(test_no_nodes_are_added_for_a_project_at_its_hard_cap),
         cmocka_unit_test(test_months_are_calendar_months_in_utc),
