@@ -7,6 +7,7 @@
 
 #include "common/tide_err.h"
 #include "core/budget.h"
+#include "core/gpu_usage.h"
 
 #include "core/core_banned.h"
 
@@ -67,10 +68,33 @@ int billing_add_usage(struct billing *b, const char *project, int pool, int64_t 
 
 #define MS_PER_DAY 86400000LL
 
-/* Meters dt ms of the cluster as it is now into day. */
-static int meter(struct billing *b, const struct cluster *c, const struct pool *pools, int npools,
-                 int64_t day, int64_t dt)
+struct metering {
+    struct billing *b;
+    int pool;
+    int64_t day;
+    int64_t *gpu_ms; /* the pool's */
+};
+
+/* One job's GPU time on a node of the pool (gpu_usage_fn). */
+static int meter_job(const struct job *job, int64_t job_id, int64_t ms, void *ctx)
 {
+    (void)job_id;
+    struct metering *m = ctx;
+    const char *project = job ? job->project : "?";
+    *m->gpu_ms += ms;
+    if (billing_add_usage(m->b, project, m->pool, ms))
+        return TIDE_ENOMEM;
+    if (m->b->ledger && usage_ledger_add_user_use(m->b->ledger, m->day, m->pool, project,
+                                                  job ? job->queue : "?", job ? job->user : "", ms))
+        return TIDE_ENOMEM;
+    return 0;
+}
+
+/* Meters from_ms to to_ms of the cluster as it is now into day. */
+static int meter(struct billing *b, const struct cluster *c, const struct pool *pools, int npools,
+                 int64_t day, int64_t from_ms, int64_t to_ms)
+{
+    int64_t dt = to_ms - from_ms;
     int alive[TIDE_MAX_POOLS] = {0};
     int64_t gpu_ms[TIDE_MAX_POOLS] = {0};
     for (size_t i = 0; i < c->nnodes; i++) {
@@ -81,23 +105,10 @@ static int meter(struct billing *b, const struct cluster *c, const struct pool *
         if (p < 0)
             continue;
         alive[p]++;
-        /* A job's GPUs on a node are metered together (the sums are the same). */
-        for (int g = 0, run; g < n->ngpus; g += run) {
-            int64_t job_id = n->gpus[g].job_id;
-            for (run = 1; g + run < n->ngpus && n->gpus[g + run].job_id == job_id; run++)
-                ;
-            if (!job_id)
-                continue;
-            const struct job *job = cluster_find_job((struct cluster *)c, job_id);
-            const char *project = job ? job->project : "?";
-            gpu_ms[p] += dt * run;
-            if (billing_add_usage(b, project, p, dt * run))
-                return TIDE_ENOMEM;
-            if (b->ledger && usage_ledger_add_user_use(b->ledger, day, p, project,
-                                                       job ? job->queue : "?",
-                                                       job ? job->user : "", dt * run))
-                return TIDE_ENOMEM;
-        }
+        struct metering m = {.b = b, .pool = p, .day = day, .gpu_ms = &gpu_ms[p]};
+        int rc = gpu_usage_on_node((struct cluster *)c, n, from_ms, to_ms, meter_job, &m);
+        if (rc)
+            return rc;
     }
     for (int p = 0; p < npools && p < TIDE_MAX_POOLS; p++) {
         int billed = billing_nodes_billed(&pools[p], alive[p]);
@@ -148,7 +159,7 @@ int billing_tick(struct billing *b, const struct cluster *c, const struct pool *
         int64_t end = b->ledger ? (day + 1) * MS_PER_DAY : now_ms;
         if (end > now_ms)
             end = now_ms;
-        if (meter(b, c, pools, npools, day, end - b->last_ms))
+        if (meter(b, c, pools, npools, day, b->last_ms, end))
             return TIDE_ENOMEM;
         b->last_ms = end;
     }

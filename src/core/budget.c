@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "core/gpu_usage.h"
 
 #include "core/core_banned.h"
 
@@ -88,6 +89,27 @@ static void roll(struct budget *b, int64_t now_ms)
         }
 }
 
+struct spending {
+    struct budget_set *bs;
+    int64_t price; /* per GPU-hour */
+};
+
+/* A job's GPU time on a pool node, charged to its project (gpu_usage_fn). */
+static int spend(const struct job *job, int64_t job_id, int64_t gpu_ms, void *ctx)
+{
+    (void)job_id;
+    struct spending *sp = ctx;
+    struct budget *b = job ? (struct budget *)budget_find(sp->bs, job->project) : NULL;
+    for (int k = 0; b && k < BUDGET_PERIODS; k++) {
+        /* Whole micro-units carried out of the remainder: no int64
+         * overflow on a month of a large cluster, no rounding. */
+        b->spent_rem[k] += gpu_ms * sp->price;
+        b->spent_micros[k] += b->spent_rem[k] / MS_PER_HOUR;
+        b->spent_rem[k] %= MS_PER_HOUR;
+    }
+    return 0;
+}
+
 int budget_tick(struct budget_set *bs, const struct cluster *c, const struct pool *pools,
                 int npools, int64_t now_ms, struct budget_alert *alerts, int max_alerts)
 {
@@ -104,8 +126,6 @@ int budget_tick(struct budget_set *bs, const struct cluster *c, const struct poo
     bs->last_ms = now_ms;
     for (int i = 0; i < bs->count; i++)
         roll(&bs->items[i], now_ms);
-    int64_t last_job = 0;
-    struct budget *b = NULL;
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct node *n = &c->nodes[i];
         if (n->state == NODE_RELEASED || n->state == NODE_FAILED || !n->pool[0])
@@ -113,24 +133,8 @@ int budget_tick(struct budget_set *bs, const struct cluster *c, const struct poo
         int p = pool_find(pools, npools, n->pool);
         if (p < 0)
             continue;
-        int64_t price = pool_price_per_gpu_hour_micros(&pools[p]);
-        for (int g = 0; g < n->ngpus; g++) {
-            if (!n->gpus[g].job_id)
-                continue;
-            /* A job's GPUs are found one after another: look its budget up once. */
-            if (n->gpus[g].job_id != last_job) {
-                last_job = n->gpus[g].job_id;
-                const struct job *job = cluster_find_job((struct cluster *)c, last_job);
-                b = job ? (struct budget *)budget_find(bs, job->project) : NULL;
-            }
-            for (int k = 0; b && k < BUDGET_PERIODS; k++) {
-                /* Whole micro-units carried out of the remainder: no int64
-                 * overflow on a month of a large cluster, no rounding. */
-                b->spent_rem[k] += dt * price;
-                b->spent_micros[k] += b->spent_rem[k] / MS_PER_HOUR;
-                b->spent_rem[k] %= MS_PER_HOUR;
-            }
-        }
+        struct spending sp = {.bs = bs, .price = pool_price_per_gpu_hour_micros(&pools[p])};
+        gpu_usage_on_node((struct cluster *)c, n, now_ms - dt, now_ms, spend, &sp);
     }
     int nalerts = 0;
     for (int i = 0; i < bs->count; i++) {

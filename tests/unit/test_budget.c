@@ -77,6 +77,51 @@ static void test_spend_is_the_gpu_time_at_the_pools_price_to_the_cent(void **sta
     cluster_release(&f.c);
 }
 
+static void test_a_share_spends_its_part_of_the_gpu_and_mig_instances_their_slices(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, false);
+    /* a share promised half of GPU 0's memory */
+    struct job share = fx_job(10, 1);
+    snprintf(share.project, sizeof share.project, "vision");
+    share.gpu_memory_mib = FX_H200_MIB / 2;
+    assert_non_null(fx_add_running(&f.c, share, 1, T0));
+    assert_int_equal(cluster_find_node(&f.c, 1)->gpus[0].shared_jobs, 1);
+    /* and node 2's one GPU in MIG mode, its seven 1g instances held by
+     * seven jobs of the project: one GPU's worth */
+    struct node mig = fx_h200_node(2, 8);
+    snprintf(mig.pool, sizeof mig.pool, "p");
+    mig.gpus[0].mig_mode = true;
+    for (int k = 1; k < 8; k++) {
+        snprintf(mig.gpus[k].mig_profile, sizeof mig.gpus[k].mig_profile, "1g.18gb");
+        mig.gpus[k].mig_parent = 0;
+    }
+    struct node *n = cluster_put_node(&f.c, &mig);
+    assert_non_null(n);
+    for (int k = 1; k < 8; k++) {
+        struct job j = fx_job(20 + k, 1);
+        snprintf(j.project, sizeof j.project, "vision");
+        snprintf(j.mig, sizeof j.mig, "1g.18gb");
+        struct job *in = cluster_add_job(&f.c, &j);
+        assert_non_null(in);
+        int idx = k;
+        cluster_assign(&f.c, in, cluster_find_node(&f.c, 2), &idx, 1);
+    }
+    tick(&f, T0);
+    tick(&f, T0 + HOUR);
+    /* half a GPU-hour and one GPU-hour at 4.00, to the cent: a part of a
+     * GPU may round its last millisecond either way, once per job */
+    int64_t spent = budget_spent_micros(&f.bs.items[0], BUDGET_DAILY);
+    assert_in_range(spent, 6000000 - 10, 6000000 + 10);
+    /* an hour of 1 s ticks loses nothing to rounding either */
+    for (int64_t t = T0 + HOUR + S; t <= T0 + 2 * HOUR; t += S)
+        tick(&f, t);
+    spent = budget_spent_micros(&f.bs.items[0], BUDGET_DAILY);
+    assert_in_range(spent, 12000000 - 10, 12000000 + 10);
+    cluster_release(&f.c);
+}
+
 static void test_each_alert_threshold_is_reported_once_per_period(void **state)
 {
     (void)state;
@@ -263,6 +308,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spend_is_the_gpu_time_at_the_pools_price_to_the_cent),
+        cmocka_unit_test(test_a_share_spends_its_part_of_the_gpu_and_mig_instances_their_slices),
         cmocka_unit_test(test_each_alert_threshold_is_reported_once_per_period),
         cmocka_unit_test(test_a_cap_raised_after_its_alerts_alerts_again_as_spend_crosses_the_new_one),
         cmocka_unit_test(test_hard_cap_holds_the_projects_pending_jobs_with_the_reason),
