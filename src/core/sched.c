@@ -88,11 +88,16 @@ static bool unconstrained(const struct job *job)
            job->max_nodes <= 1 && (!job->rules || job->rules->npools == 0);
 }
 
-static bool dominating_failure(const struct failed_shape *shapes, int n, const struct job *job)
+/* An earlier job asking for no more failed: so does job, unless with
+ * preemption on it may preempt what that one could not. */
+static bool dominating_failure(const struct failed_shape *shapes, int n, const struct job *job,
+                               bool preempting)
 {
     for (int i = 0; i < n; i++)
         if (job->gpus >= shapes[i].gpus && job->cpus >= shapes[i].cpus &&
-            job->memory_mib >= shapes[i].memory_mib)
+            job->memory_mib >= shapes[i].memory_mib &&
+            (!preempting || (job->effective_priority <= shapes[i].priority &&
+                             (!job->in_quota || shapes[i].in_quota))))
             return true;
     return false;
 }
@@ -539,7 +544,8 @@ static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *
             continue;
         /* Without explanations the node check is moot: a dominated job that
          * no node could hold gets NEVER below, which ends the same way. */
-        if (!claimed && unconstrained(job) && dominating_failure(st->failed, st->nfailed, job) &&
+        if (!claimed && unconstrained(job) &&
+            dominating_failure(st->failed, st->nfailed, job, s->preempt_pool.n > 0) &&
             (!explain || dominated_fits(&st->dominated, c, job))) {
             if (explain)
                 wait_reason_set(job, WAIT_ONE_NODE, 0, 0, 0, NULL);
@@ -597,8 +603,9 @@ static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *
                     .gpus = job->gpus, .cpus = job->cpus, .priority = job->effective_priority};
         }
         if (!st->reservation.active && unconstrained(job) && st->nfailed < FAILED_SHAPES)
-            st->failed[st->nfailed++] = (struct failed_shape){.gpus = job->gpus, .cpus = job->cpus,
-                                                      .memory_mib = job->memory_mib};
+            st->failed[st->nfailed++] = (struct failed_shape){
+                .gpus = job->gpus, .cpus = job->cpus, .memory_mib = job->memory_mib,
+                .priority = job->effective_priority, .in_quota = job->in_quota};
         /* EASY: only the first job that cannot start gets a reservation. */
         if (s->cfg.backfill && !st->reservation_tried && (st->reservation_tried = true) &&
             backfill_reserve(&s->cfg.placement_cfg, c, job, now_ms, &st->reservation)) {

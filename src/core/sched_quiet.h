@@ -23,6 +23,10 @@
 struct failed_shape {
     int gpus, cpus;
     int64_t memory_mib;
+    /* what it could preempt: a job of higher priority, or within its
+     * quota where this one was not, may preempt more (sched.c) */
+    int priority;
+    bool in_quota;
 };
 
 #define FAILED_SHAPES 8

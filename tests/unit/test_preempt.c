@@ -374,6 +374,27 @@ static void test_a_victim_older_than_its_preemptor_does_not_take_its_gpus_back(v
     assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
 }
 
+static void test_a_job_behind_a_failed_one_of_its_size_still_preempts_if_it_may(void **state)
+{
+    (void)state;
+    /* fifo: job 10 (older, low priority) can preempt nothing; job 11 asks
+     * for as much, so it was passed over as hopeless, though it outranks
+     * the running job */
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    cfg.order = &order_fifo;
+    sched_release(&s);
+    sched_init(&s, &cfg);
+    add_node(1, 8);
+    add_running(1, 8, 1, true, 100);
+    job(1)->effective_priority = job(1)->priority = -50;
+    add_pending(10, 4, -60);
+    add_pending(11, 4, 100);
+    pass_at(NOW_MS);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
+    assert_string_equal(fx_reason(job(11)), "preempting 1 job on node-1");
+}
+
 static void test_gpus_a_preemption_counted_on_go_to_no_later_job(void **state)
 {
     (void)state;
@@ -420,6 +441,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_a_victim_older_than_its_preemptor_does_not_take_its_gpus_back),
+        T(test_a_job_behind_a_failed_one_of_its_size_still_preempts_if_it_may),
         T(test_gpus_a_preemption_counted_on_go_to_no_later_job),
         T(test_a_claim_holds_only_its_own_node),
         T(test_preemption_never_picks_non_preemptible_work),
