@@ -36,7 +36,7 @@ struct project_share *fairshare_add(struct fairshare *fs, const struct project_c
     return p;
 }
 
-void fairshare_update(struct fairshare *fs, const struct cluster *c, int64_t now_ms)
+void fairshare_update(struct fairshare *fs, struct cluster *c, int64_t now_ms)
 {
     if (fs->count == 0)
         return;
@@ -63,6 +63,22 @@ void fairshare_update(struct fairshare *fs, const struct cluster *c, int64_t now
         p->usage_gpu_s += (double)job->gpus * dt_s;
     }
     fs->updated_ms = now_ms;
+    /* A project back within its quota borrows nothing now: what its jobs
+     * borrowed when they started is no longer reclaimable by others. */
+    bool back = false;
+    for (int i = 0; i < fs->count; i++)
+        back |= fs->projects[i].borrowed_gpus > 0 &&
+                fs->projects[i].running_gpus <= fs->projects[i].cfg.quota_gpus;
+    for (size_t j = 0; back && j < c->njobs; j++) {
+        struct job *job = &c->jobs[j];
+        if (!job->borrowed || !job_state_is_on_node(job->state))
+            continue;
+        struct project_share *p = fairshare_find(fs, job->project);
+        if (p && p->running_gpus <= p->cfg.quota_gpus) {
+            job->borrowed = false;
+            p->borrowed_gpus -= job->gpus;
+        }
+    }
 }
 
 void fairshare_classify(const struct fairshare *fs, struct job *job)

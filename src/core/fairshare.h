@@ -45,8 +45,9 @@ struct project_share *fairshare_add(struct fairshare *fs, const struct project_c
 struct project_share *fairshare_find(struct fairshare *fs, const char *name);
 
 /* Decays use to now_ms, adds the GPU time of running jobs since the last
- * update, and recounts running and borrowed GPUs per project. */
-void fairshare_update(struct fairshare *fs, const struct cluster *c, int64_t now_ms);
+ * update, and recounts running and borrowed GPUs per project; the jobs of
+ * a project back within its quota no longer count as borrowed. */
+void fairshare_update(struct fairshare *fs, struct cluster *c, int64_t now_ms);
 
 /* Sets job->in_quota and job->share_key for a pending job. */
 void fairshare_classify(const struct fairshare *fs, struct job *job);

@@ -257,6 +257,28 @@ static void test_running_gpus_add_their_gpu_time_to_use(void **state)
     assert_int_equal(a->running_gpus, 2);
 }
 
+static void test_a_project_back_within_its_quota_borrows_nothing(void **state)
+{
+    (void)state;
+    struct project_share *a = add_project("a", 4, 1);
+    add_node(1, 8);
+    struct job first = project_job(1, "a", 4, false), second = project_job(2, "a", 4, true);
+    assert_non_null(fx_add_running(&c, first, 1, 0));
+    struct job *borrower = fx_add_running(&c, second, 1, 10);
+    assert_non_null(borrower);
+    borrower->borrowed = true; /* it started beyond the quota */
+    fairshare_update(&fs, &c, 1000);
+    assert_int_equal(a->borrowed_gpus, 4);
+    /* the first ends: the second is the project's quota now, not a loan
+     * another project's job may preempt */
+    cluster_unassign(&c, job(1));
+    cluster_remove_job(&c, 1);
+    fairshare_update(&fs, &c, 2000);
+    assert_false(job(2)->borrowed);
+    assert_int_equal(a->borrowed_gpus, 0);
+    assert_int_equal(a->running_gpus, 4);
+}
+
 static void test_after_a_restart_the_latest_starts_beyond_quota_are_borrowed(void **state)
 {
     (void)state;
@@ -340,6 +362,7 @@ int main(void)
         T(test_job_of_a_project_without_quota_goes_after_one_within_quota),
         T(test_without_projects_every_job_is_within_quota),
         T(test_without_projects_priority_alone_orders_jobs),
+        T(test_a_project_back_within_its_quota_borrows_nothing),
         T(test_after_a_restart_the_latest_starts_beyond_quota_are_borrowed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
