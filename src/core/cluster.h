@@ -154,6 +154,8 @@ struct job {
     bool doomed;              /* scratch of cluster_remove_jobs_if */
     int free_attempts;        /* attempts ended by no fault of the job (preemption, its node
                                  lost, its task vanished): they use up no retries */
+    int lost_attempts;        /* of those, lost with their node or task: capped
+                                 (SCHED_MAX_LOST_ATTEMPTS), preemptions are not */
     bool held;                /* waiting on dependencies: not to be placed */
     bool on_hold;             /* held by an operator (operator.h): not placed until released */
     int ndeps;

@@ -808,10 +808,17 @@ void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passe
         a.state = JOB_PREEMPTED;
         snprintf(a.reason, sizeof a.reason, "%s", failure);
         job->state = JOB_PENDING;
+    } else if (passed_through == JOB_LOST && final_state == JOB_FAILED &&
+               job->lost_attempts >= SCHED_MAX_LOST_ATTEMPTS) {
+        a.type = ACTION_FINISH;
+        a.state = JOB_FAILED;
+        snprintf(a.reason, sizeof a.reason, "%.100s; lost %d times before: not requeued again",
+                 failure, job->lost_attempts);
     } else if (passed_through == JOB_LOST && final_state == JOB_FAILED) {
         /* Nor is a node's death or an agent losing the task: requeue at once,
          * using no retry. */
         job->free_attempts++;
+        job->lost_attempts++;
         a.type = ACTION_REQUEUE;
         a.state = JOB_LOST;
         snprintf(a.reason, sizeof a.reason, "%s; requeued without using a retry", failure);

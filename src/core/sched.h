@@ -22,6 +22,11 @@
 #include "core/queue.h"
 #include "core/sched_quiet.h"
 
+/* A job whose attempts were lost this many times (its node lost, its task
+ * vanished or fenced) ends failed at the next loss rather than going
+ * round the nodes for ever: work that takes its host or agent down. */
+#define SCHED_MAX_LOST_ATTEMPTS 10
+
 struct sched_config {
     const struct order_ops *order; /* default: order_priority */
     const struct placement_ops *placement;

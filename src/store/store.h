@@ -144,8 +144,9 @@ int store_job_insert(struct store *s, struct job *job, json_t *spec, const char 
 int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err);
 /* Counts one more attempt of the job ended by no fault of its own
  * (preemption, an operator's requeue, its node lost, its task vanished):
- * such attempts use up no retry, across restarts too. */
-int store_job_count_free_attempt(struct store *s, int64_t job_id, struct tide_err *err);
+ * such attempts use up no retry, across restarts too. lost: it was lost
+ * with its node or task, which is also counted (SCHED_MAX_LOST_ATTEMPTS). */
+int store_job_count_free_attempt(struct store *s, int64_t job_id, bool lost, struct tide_err *err);
 /* Keeps what a gang job's parts did so far in its row: which ended (by
  * node) and its first failure. Cleared by every store_job_update that
  * changes the job's placement; read back by store_jobs_load_active. */

@@ -165,13 +165,16 @@ int store_node_delete(struct store *s, int64_t node_id, struct tide_err *err)
     return rc ? rc : store_token_delete_node(s, node_id, err);
 }
 
-int store_job_count_free_attempt(struct store *s, int64_t job_id, struct tide_err *err)
+int store_job_count_free_attempt(struct store *s, int64_t job_id, bool lost, struct tide_err *err)
 {
-    struct db_stmt *st =
-        prepare(s, "UPDATE jobs SET free_attempts = free_attempts + 1 WHERE id=?", err);
+    struct db_stmt *st = prepare(s,
+                                 "UPDATE jobs SET free_attempts = free_attempts + 1,"
+                                 " lost_attempts = lost_attempts + ?2 WHERE id=?1",
+                                 err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, job_id);
+    db_bind_int64(st, 2, lost);
     return step_done(st, err, "count a free attempt");
 }
 
@@ -512,7 +515,7 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
         prepare(s,
                 "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, "
                 "start_ms, parts,"
-                " hold_reason, owner, free_attempts, gang FROM jobs"
+                " hold_reason, owner, free_attempts, gang, lost_attempts FROM jobs"
                 " WHERE state NOT IN ('succeeded','failed','cancelled','timeout') ORDER BY id",
                 err);
     if (!st)
@@ -542,6 +545,7 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
         job.start_ms = db_column_int64(st, 8);
         snprintf(job.user, sizeof job.user, "%s", db_column_text(st, 11));
         job.free_attempts = (int)db_column_int64(st, 12);
+        job.lost_attempts = (int)db_column_int64(st, 14);
         if (!db_column_is_null(st, 10) && job.state == JOB_PENDING) {
             job.on_hold = true;
             snprintf(job.wait_reason, sizeof job.wait_reason, "held: %.150s",

@@ -228,11 +228,25 @@ static int v4_sqlite(struct db *db, struct tide_err *err)
     return has < 0 ? has : has ? 0 : db_exec(db, "ALTER TABLE jobs ADD COLUMN gang TEXT", err);
 }
 
+/* Version 5: how many of a job's attempts were lost with their node or
+ * task (jobs.lost_attempts): past SCHED_MAX_LOST_ATTEMPTS the job ends
+ * failed, across restarts too. */
+static int v5_sqlite(struct db *db, struct tide_err *err)
+{
+    int has = has_column(db, "jobs", "lost_attempts", err);
+    return has < 0 ? has
+           : has   ? 0
+                   : db_exec(db, "ALTER TABLE jobs ADD COLUMN lost_attempts INTEGER NOT NULL DEFAULT 0",
+                             err);
+}
+
 static const struct migration migrations[] = {
     {1, v1_sqlite, v1_postgres, v1_sqlite_after, v1_indexes},
     {2, NULL, NULL, NULL, v2_indexes},
     {3, NULL, NULL, NULL, v3_indexes},
     {4, NULL, "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS gang TEXT", v4_sqlite, NULL},
+    {5, NULL, "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lost_attempts BIGINT NOT NULL DEFAULT 0",
+     v5_sqlite, NULL},
 };
 
 #define KNOWN_VERSION ((int)(sizeof migrations / sizeof migrations[0]))

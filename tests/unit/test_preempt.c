@@ -435,6 +435,30 @@ static void test_a_claim_holds_only_its_own_node(void **state)
     assert_int_equal(job(10)->node_id, 1);
 }
 
+static void test_a_job_lost_too_many_times_ends_failed(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_pending(1, 1, 0);
+    for (int lost = 0; lost <= SCHED_MAX_LOST_ATTEMPTS; lost++) {
+        action_list_clear(&out);
+        assert_int_equal(pass_at(NOW_MS + lost), 1); /* placed (again: no backoff) */
+        job(1)->state = JOB_RUNNING;
+        action_list_clear(&out);
+        sched_fail_attempt(&c, job(1), JOB_LOST, JOB_FAILED, "node lost", -1, 0, NOW_MS + lost,
+                           &out);
+        if (lost < SCHED_MAX_LOST_ATTEMPTS) {
+            assert_non_null(fx_find(&out, ACTION_REQUEUE, 1));
+            continue;
+        }
+        const struct action *a = fx_find(&out, ACTION_FINISH, 1);
+        assert_non_null(a);
+        assert_int_equal(a->state, JOB_FAILED);
+        assert_string_equal(a->reason, "node lost; lost 10 times before: not requeued again");
+        assert_null(cluster_find_job(&c, 1));
+    }
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -444,6 +468,7 @@ int main(void)
         T(test_a_job_behind_a_failed_one_of_its_size_still_preempts_if_it_may),
         T(test_gpus_a_preemption_counted_on_go_to_no_later_job),
         T(test_a_claim_holds_only_its_own_node),
+        T(test_a_job_lost_too_many_times_ends_failed),
         T(test_preemption_never_picks_non_preemptible_work),
         T(test_no_preemption_when_only_non_preemptible_work_would_make_room),
         T(test_preemption_off_preempts_nothing),

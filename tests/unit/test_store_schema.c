@@ -81,7 +81,7 @@ static void test_a_new_store_is_at_the_latest_schema_version(void **state)
 {
     struct fixture *f = *state;
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 4);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 5);
     assert_int_equal(query_int(f->s, "SELECT COUNT(*) FROM schema_version"), 1);
     store_close(f->s);
     f->s = test_store_target_open(&f->t); /* opening again changes nothing */
@@ -99,7 +99,7 @@ static void test_a_database_newer_than_this_tide_is_refused(void **state)
     assert_int_equal(store_open(f->t.path, &f->s, &err), TIDE_EINVAL);
     assert_null(f->s);
     assert_string_equal(err.message,
-                        "database schema is version 7, this tide knows up to 4: upgrade tide");
+                        "database schema is version 7, this tide knows up to 5: upgrade tide");
     assert_string_equal(err.field, "store");
 }
 
@@ -222,6 +222,39 @@ static struct node *stored_node(struct store *s, const char *name)
     return n;
 }
 
+static void test_a_jobs_lost_attempts_are_counted_and_come_back_after_a_reopen(void **state)
+{
+    struct fixture *f = *state;
+    f->s = test_store_target_open(&f->t);
+    /* as a version 4 database has it: no lost_attempts column */
+    exec_ok(f->s, "ALTER TABLE jobs DROP COLUMN lost_attempts");
+    exec_ok(f->s, "UPDATE schema_version SET version = 4");
+    store_close(f->s);
+    f->s = test_store_target_open(&f->t);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 5);
+    struct job *j = calloc(1, sizeof *j);
+    assert_non_null(j);
+    json_t *spec = spec_of("{\"command\": [\"true\"], \"gpus\": 1}", j);
+    assert_int_equal(store_begin(f->s, NULL), 0);
+    assert_int_equal(store_job_insert(f->s, j, spec, "alice", 1000, NULL), 0);
+    assert_int_equal(store_commit(f->s, NULL), 0);
+    json_decref(spec);
+    assert_int_equal(store_job_count_free_attempt(f->s, j->id, true, NULL), 0);
+    assert_int_equal(store_job_count_free_attempt(f->s, j->id, false, NULL), 0); /* preempted */
+    assert_int_equal(store_job_count_free_attempt(f->s, j->id, true, NULL), 0);
+    store_close(f->s);
+    f->s = test_store_target_open(&f->t);
+    struct cluster c;
+    cluster_init(&c);
+    assert_int_equal(store_jobs_load_active(f->s, &c, NULL), 0);
+    struct job *back = cluster_find_job(&c, j->id);
+    assert_non_null(back);
+    assert_int_equal(back->free_attempts, 3);
+    assert_int_equal(back->lost_attempts, 2);
+    cluster_release(&c);
+    free(j);
+}
+
 static void test_a_gangs_ended_parts_and_first_failure_come_back_after_a_reopen(void **state)
 {
     struct fixture *f = *state;
@@ -231,7 +264,7 @@ static void test_a_gangs_ended_parts_and_first_failure_come_back_after_a_reopen(
     exec_ok(f->s, "UPDATE schema_version SET version = 3");
     store_close(f->s);
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 4);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 5);
     struct node *a = stored_node(f->s, "node-a"), *b = stored_node(f->s, "node-b"),
                 *d = stored_node(f->s, "node-d");
     struct job *j = calloc(1, sizeof *j);
@@ -330,7 +363,7 @@ static void test_a_version_1_database_upgrades_to_fewer_job_and_event_indexes(vo
     store_close(f->s);
 
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 4);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 5);
     const char *gone[] = {"jobs_by_state",  "jobs_by_project", "jobs_by_end",      "events_by_node",
                           "events_by_pool", "events_by_time",  "events_by_project"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
@@ -402,7 +435,7 @@ static void test_a_version_2_database_loses_the_event_time_and_project_indexes(v
     store_close(f->s);
 
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 4);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 5);
     assert_int_equal(has_index(f->s, pg, "events_by_time"), 0);
     assert_int_equal(has_index(f->s, pg, "events_by_project"), 0);
     assert_int_equal(has_index(f->s, pg, "events_by_job"), 1);
@@ -529,7 +562,7 @@ static void make_old_database(const char *path, bool with_main)
 /* The old rows read back through the store, and new rows written. */
 static void check_upgraded(struct store *s)
 {
-    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), 4);
+    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), 5);
     struct cluster c;
     cluster_init(&c);
     assert_int_equal(store_nodes_load(s, &c, 100, NULL), 0);
@@ -553,7 +586,7 @@ static void check_upgraded(struct store *s)
     json_decref(evs);
     /* Columns that came later work on the old rows. */
     assert_int_equal(store_job_set_hold(s, 41, "wait", NULL), 0);
-    assert_int_equal(store_job_count_free_attempt(s, 41, NULL), 0);
+    assert_int_equal(store_job_count_free_attempt(s, 41, true, NULL), 0);
     assert_int_equal(store_node_set_drain(s, 3, NODE_READY, "fix", NULL), 0);
     assert_int_equal(store_token_set_expiry(s, "h1", 99, NULL), 0);
     struct token_info t;
@@ -561,6 +594,7 @@ static void check_upgraded(struct store *s)
     assert_int_equal(t.expires_ms, 99);
     token_info_release(&t);
     assert_int_equal(query_int(s, "SELECT free_attempts FROM jobs WHERE id = 41"), 1);
+    assert_int_equal(query_int(s, "SELECT lost_attempts FROM jobs WHERE id = 41"), 1);
     assert_int_equal(query_int(s, "SELECT COUNT(*) FROM usage_uses WHERE \"user\" = ''"), 0);
     /* New ids follow the old ones. */
     struct job *j = calloc(1, sizeof *j);
@@ -950,6 +984,8 @@ int main(int argc, char **argv)
             test_a_sqlite_store_holds_its_file_alone_and_keeps_no_shared_index, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_sqlite_store_killed_mid_writes_keeps_every_acknowledged_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_jobs_lost_attempts_are_counted_and_come_back_after_a_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_gangs_ended_parts_and_first_failure_come_back_after_a_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_always_grants_leadership_with_a_new_epoch,
