@@ -12,6 +12,7 @@
 #include "server/agent_wake.h"
 #include "server/server.h"
 #include "server/submit_batch.h"
+#include "server/submit_limits.h"
 
 /* "eta" of a pending job (docs/api.md): when it is expected to start and
  * what that rests on; start_time and in_s are null when there is none. */
@@ -104,7 +105,11 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
     if (!given)
         return api_error_msg(reply, TIDE_EINVAL, NULL, "invalid JSON at line %d column %d: %s",
                              jerr.line, jerr.column, jerr.text);
-    int rc = api_jobs_check_spec(srv, req, given, &spec, &job, &err);
+    struct submit_size size = {0, 0};
+    submit_size_add(&size, given);
+    int rc = submit_size_check(&size, "array", &err);
+    if (!rc)
+        rc = api_jobs_check_spec(srv, req, given, &spec, &job, &err);
     json_decref(given);
     if (rc)
         return api_error(reply, &err);

@@ -12,6 +12,7 @@
 #include "common/sha256.h"
 #include "server/server.h"
 #include "server/submit_batch.h"
+#include "server/submit_limits.h"
 
 /* The most specs in one request (the 1 MiB body limit usually comes first). */
 #define BATCH_MAX_JOBS 10000
@@ -66,6 +67,14 @@ int api_jobs_submit_batch(struct server *srv, struct api_request *req, struct ap
                              BATCH_MAX_JOBS);
     }
     size_t n = json_array_size(specs);
+    struct submit_size size = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        submit_size_add(&size, json_array_get(specs, i));
+    struct tide_err too_big;
+    if (submit_size_check(&size, "jobs", &too_big) != 0) {
+        json_decref(body);
+        return api_error(reply, &too_big);
+    }
     struct submit_work *works = calloc(n, sizeof *works);
     struct submit_work **queued = calloc(n, sizeof *queued);
     json_t **entries = calloc(n, sizeof *entries);

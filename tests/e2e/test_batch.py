@@ -138,6 +138,32 @@ def test_a_big_array_and_its_neighbours_get_their_own_rows_and_events():
         assert all(e["project"] == "default" for e in events)
 
 
+def test_a_request_that_would_create_too_much_is_refused_whole_and_makes_nothing():
+    """One request may create at most 100,000 jobs, array members counted,
+    and 64 MiB of specs, each spec's size times its array: a 1 KB batch of
+    large arrays, or one large spec times its array, is refused before
+    anything is made, naming jobs (a batch) or array (one spec). The sizes
+    bench/submit.py sends (5,000 specs, arrays of 1,000) still pass."""
+    with Cluster(agents=0) as c:
+        many = [{"command": ["true"], "gpus": 0, "array": 10000}] * 11
+        status, out = c.request("POST", "/v1/jobs:batch", {"jobs": many})
+        assert status == 400 and out["error"]["field"] == "jobs", (status, out.get("error"))
+        assert "110000 jobs" in out["error"]["message"], out
+        wide = {"command": ["true"], "gpus": 0, "env": {"PAD": "x" * 100000}, "array": 700}
+        status, out = c.request("POST", "/v1/jobs:batch", {"jobs": [wide]})
+        assert status == 400 and out["error"]["field"] == "jobs", (status, out.get("error"))
+        assert "at most 64 MiB" in out["error"]["message"], out
+        status, out = c.request("POST", "/v1/jobs", wide)
+        assert status == 400 and out["error"]["field"] == "array", (status, out.get("error"))
+        assert "at most 64 MiB" in out["error"]["message"], out
+        assert c.jobs() == []
+        spec = {"command": ["true"], "gpus": 0, "name": "bench"}
+        assert batch(c, [spec] * 5000)["created"] == 5000
+        assert len(c.api("POST", "/v1/jobs", dict(spec, array=1000), expect=201)["jobs"]) == 1000
+        out = batch(c, [dict(spec, array=1000)])
+        assert out["created"] == 1 and len(out["jobs"][0]["ids"]) == 1000, out["created"]
+
+
 def test_an_idempotency_key_replays_job_by_job():
     with Cluster(agents=0) as c:
         specs = [{"command": ["true"], "gpus": 0, "name": "x"},
@@ -205,6 +231,7 @@ if __name__ == "__main__":
         test_answered_jobs_survive_a_kill_9_right_after_the_answer,
         test_a_big_array_and_its_neighbours_get_their_own_rows_and_events,
         test_an_array_whose_long_name_is_cut_inside_a_character_is_stored_whole,
+        test_a_request_that_would_create_too_much_is_refused_whole_and_makes_nothing,
         test_an_idempotency_key_replays_job_by_job,
         test_submit_file_reports_refused_lines_and_submits_the_rest,
         test_submit_file_with_a_malformed_line_submits_nothing,
