@@ -1,9 +1,10 @@
 /*
  * Bearer tokens: bootstrapping the admin and join tokens into files of mode
  * 0600, checking a request's token against the store (by SHA-256; recent
- * admin and user tokens from auth_cache.h), refusing used-up node-bound
- * join tokens (and the shared one when it is turned off), and project
- * scoping of user tokens.
+ * admin and user tokens from auth_cache.h) unless its address is limited
+ * and the token unknown (auth_limit.h, auth_known.h), refusing used-up
+ * node-bound join tokens (and the shared one when it is turned off), and
+ * project scoping of user tokens.
  */
 #include <errno.h>
 #include <microhttpd.h>
@@ -75,9 +76,9 @@ int auth_bootstrap(struct server *srv, struct tide_err *err)
     return rc;
 }
 
-/* The token's check, without the rate limit around it. */
-static int check_token(struct server *srv, struct api_request *req, int64_t now,
-                       struct tide_err *err)
+/* The SHA-256 (hex) of the request's bearer token, or TIDE_EAUTH when it
+ * has none that could be one. */
+static int bearer_hash(struct api_request *req, char hash[65], struct tide_err *err)
 {
     const char *header =
         MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -91,8 +92,14 @@ static int check_token(struct server *srv, struct api_request *req, int64_t now,
     size_t n = strlen(token);
     if (n == 0 || n > 256)
         return tide_err_set(err, TIDE_EAUTH, NULL, "invalid token");
-    char hash[65];
     auth_memo_hash(req->auth_memo, token, n, hash);
+    return 0;
+}
+
+/* The check of the token of hash, without the rate limit around it. */
+static int check_token(struct server *srv, struct api_request *req, const char hash[65],
+                       int64_t now, struct tide_err *err)
+{
     uint64_t generation;
     int rc = 0;
     if (!auth_cache_get(&srv->auth_cache, hash, now, &req->token, &generation)) {
@@ -106,7 +113,7 @@ static int check_token(struct server *srv, struct api_request *req, int64_t now,
         return tide_err_set(err, TIDE_EAUTH, NULL, "invalid token");
     if (rc)
         return rc;
-    memcpy(req->token_hash, hash, sizeof hash);
+    memcpy(req->token_hash, hash, sizeof req->token_hash);
     if (req->token.expires_ms && req->token.expires_ms <= now)
         rc = tide_err_set(err, TIDE_EAUTH, NULL, "token '%s' expired", req->token.name);
     else if (req->token.kind == TOKEN_JOIN_USED && strcmp(req->path, "/v1/agent/register") != 0)
@@ -135,14 +142,25 @@ int auth_check(struct server *srv, struct api_request *req, struct tide_err *err
         MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     const struct sockaddr *from = info ? info->client_addr : NULL;
     int64_t now = clock_now_ms();
+    char hash[65] = "";
+    int rc = bearer_hash(req, hash, err);
+    /* A limited address is refused without a look at its token, unless
+     * this server has seen the token pass: then it is a node's or a
+     * user's from behind the same address as the guesses, not a guess. */
     int64_t wait = auth_limit_wait_ms(&srv->auth_limit, from, now);
-    if (wait > 0)
+    if (wait > 0 && (rc || !auth_known_has(&srv->auth_known, hash)))
         return tide_err_set(err, TIDE_EBUSY, NULL,
                             "too many failed authentications from this address; retry in %lld s",
                             (long long)(wait + 999) / 1000);
-    int rc = check_token(srv, req, now, err);
-    if (rc == TIDE_EAUTH)
+    if (!rc)
+        rc = check_token(srv, req, hash, now, err);
+    if (!rc)
+        auth_known_add(&srv->auth_known, hash, now);
+    if (rc == TIDE_EAUTH) {
         auth_limit_failed(&srv->auth_limit, from, now);
+        if (hash[0])
+            auth_known_forget(&srv->auth_known, hash);
+    }
     return rc;
 }
 

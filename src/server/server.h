@@ -22,6 +22,7 @@
 #include "core/sched.h"
 #include "server/metrics.h"
 #include "server/auth_cache.h"
+#include "server/auth_known.h"
 #include "server/auth_limit.h"
 #include "server/auth_memo.h"
 #include "server/lead.h"
@@ -160,6 +161,7 @@ struct server {
     struct pool_loop *pool_loop; /* elastic pools (pool_loop.h); NULL without pools */
     struct auth_limit auth_limit; /* failed authentications per address */
     struct auth_cache auth_cache; /* recently seen admin and user tokens (auth_cache.h) */
+    struct auth_known auth_known; /* tokens seen passing, let through the limit (auth_known.h) */
     struct retention *retention;  /* the sweeper (retention.h); NULL when all is kept */
     struct dir_spares *checkpoint_spares; /* for DATA/checkpoints/ID; NULL: each is made */
     struct submit_batch *submits; /* group commit of submissions (submit_batch.h); NULL: inline */

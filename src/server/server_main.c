@@ -442,6 +442,7 @@ int server_main(int argc, char **argv)
     pthread_mutex_init(&srv.lock, NULL);
     auth_limit_init(&srv.auth_limit);
     auth_cache_init(&srv.auth_cache);
+    auth_known_init(&srv.auth_known);
     /* monotonic: a step of the wall clock must not stall passes or node checks */
     if (clock_cond_init(&srv.wake, CLOCK_MONOTONIC) != 0 ||
         clock_cond_init(&srv.report_pass, CLOCK_MONOTONIC) != 0) {
@@ -584,6 +585,7 @@ out:
     eta_estimator_release(&srv.eta_est);
     auth_limit_release(&srv.auth_limit);
     auth_cache_release(&srv.auth_cache);
+    auth_known_release(&srv.auth_known);
     cluster_release(&srv.cluster);
     agent_wake_release(&srv);
     pthread_cond_destroy(&srv.report_pass);

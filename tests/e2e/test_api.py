@@ -270,9 +270,38 @@ def test_guessing_tokens_is_cut_off_after_repeated_failures():
     with Cluster(agents=0) as c:
         codes = [c.request("GET", "/v1/jobs", token="guess-%d" % i)[0] for i in range(40)]
         assert codes[:30] == [401] * 30 and set(codes[30:]) == {429}, codes
-        status, out = c.request("GET", "/v1/jobs")  # even a good token, from that address
+        # even a good token, when this server has not seen it pass yet
+        status, out = c.request("GET", "/v1/jobs")
         assert status == 429 and "retry in" in out["error"]["message"], out
         assert c.request("GET", "/healthz", token="")[0] == 200
+
+
+def test_tokens_seen_passing_are_still_served_from_an_address_that_guessed():
+    """The tokens of an agent and of the admin on the host (or behind the
+    NAT) that guesses are not refused with it: the admin's token and a
+    node's heartbeats are answered, the agent keeps its node and its running
+    job past the node timeout; a guess, and a good token the server has
+    never seen pass, still get 429."""
+    with Cluster(agents=1) as c:
+        job = c.submit(gpus=1, command=["sleep", "60"])
+        c.wait_state(job["id"], "running")
+        hand = c.register_by_hand("hand", run="r-1")
+        beat = {"tasks": [], "run": "r-1", "seq": 1}
+        assert c.request("POST", "/v1/agent/heartbeat", beat, token=hand["node_token"])[0] == 200
+        unseen = c.api("POST", "/v1/tokens", {"name": "u", "projects": ["p"]}, expect=201)["token"]
+        codes = [c.request("GET", "/v1/jobs", token="guess-%d" % i)[0] for i in range(31)]
+        assert codes[-1] == 429, codes
+        status, out = c.request("GET", "/v1/jobs")
+        assert status == 200, (status, out)
+        status, out = c.request("POST", "/v1/agent/heartbeat", dict(beat, seq=2),
+                                token=hand["node_token"])
+        assert status == 200, (status, out)
+        assert c.request("GET", "/v1/jobs", token="guess-again")[0] == 429
+        assert c.request("GET", "/v1/jobs", token=unseen)[0] == 429
+        time.sleep(2 * c.node_timeout_ms / 1000)
+        assert c.node("node-1")["state"] == "ready", c.node("node-1")
+        assert c.job(job["id"])["state"] == "running", c.job(job["id"])
+        c.api("DELETE", f"/v1/jobs/{job['id']}")
 
 
 def test_a_live_nodes_name_cannot_be_taken_with_the_join_token():
@@ -499,6 +528,7 @@ if __name__ == "__main__":
         test_a_retried_submit_with_an_idempotency_key_makes_its_jobs_once,
         test_tokens_expire_can_be_listed_and_revoked,
         test_guessing_tokens_is_cut_off_after_repeated_failures,
+        test_tokens_seen_passing_are_still_served_from_an_address_that_guessed,
         test_a_live_nodes_name_cannot_be_taken_with_the_join_token,
         test_a_registration_sent_again_after_its_answer_was_lost_is_answered_again,
         test_an_agent_whose_name_is_held_by_a_live_node_waits_for_it_to_be_lost,
