@@ -1,6 +1,7 @@
 /* Job endpoints: submit, list (paged, read off the lock), show, cancel, logs
  * (with follow). */
 #include <microhttpd.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +281,7 @@ int api_jobs_cancel(struct server *srv, struct api_request *req, int64_t id, str
 /* Streaming state of one logs request. */
 struct log_stream {
     struct server *srv;
+    struct MHD_Connection *conn; /* the follower's, to notice it hang up */
     int64_t job_id;
     int attempt;    /* attempt being read */
     int64_t offset; /* within that attempt */
@@ -304,6 +306,21 @@ static int latest_attempt(struct server *srv, int64_t job_id, bool *done)
     }
     pthread_mutex_unlock(&srv->lock);
     return attempt;
+}
+
+/* Waits up to wait_ms for the client of conn to hang up. True when it has
+ * (its socket says the peer closed or failed): nothing reads the stream
+ * any more. */
+static bool client_left(struct MHD_Connection *conn, int wait_ms)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!info) {
+        usleep((useconds_t)wait_ms * 1000);
+        return false;
+    }
+    struct pollfd p = {.fd = info->connect_fd, .events = POLLRDHUP};
+    return poll(&p, 1, wait_ms) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
 static ssize_t read_logs(void *cls, uint64_t pos, char *buf, size_t max)
@@ -340,8 +357,11 @@ static ssize_t read_logs(void *cls, uint64_t pos, char *buf, size_t max)
             }
             return MHD_CONTENT_READER_END_OF_STREAM;
         }
-        /* A thread per connection: waiting here blocks only this request. */
-        usleep(200 * 1000);
+        /* A thread per connection: waiting here blocks only this request,
+         * but until the job prints, so a follower that left ends it (its
+         * thread and socket were held until then). */
+        if (client_left(ls->conn, 200))
+            return MHD_CONTENT_READER_END_WITH_ERROR;
     }
 }
 
@@ -357,7 +377,7 @@ int api_jobs_logs(struct server *srv, struct api_request *req, int64_t id, struc
     if (!ls)
         return api_error_msg(reply, TIDE_ENOMEM, NULL, "out of memory");
     const char *follow = api_query(req, "follow");
-    *ls = (struct log_stream){.srv = srv, .job_id = id, .attempt = 1,
+    *ls = (struct log_stream){.srv = srv, .conn = req->conn, .job_id = id, .attempt = 1,
                               .follow = follow && strcmp(follow, "0") && strcmp(follow, "false")};
     reply->response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_logs, ls, free);
     if (!reply->response) {

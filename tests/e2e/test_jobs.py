@@ -1,6 +1,8 @@
 """End to end: mixed job sizes, failures, max_runtime, cancel, logs, restarts."""
+import http.client
 import os
 import signal
+import socket
 import stat
 import sys
 import time
@@ -105,6 +107,43 @@ def test_logs_follow_streams_until_the_job_ends():
         p = c.cli("logs", "-f", str(j["id"]), check=True, timeout=30)
         assert p.stdout.splitlines()[-3:] == ["line1", "line2", "line3"], p.stdout
         assert c.job(j["id"])["state"] == "succeeded"
+
+
+OUTSIDE_CLIENT = "127.0.0.2"  # counted against the per-address cap, unlike 127.0.0.1
+PER_IP_LIMIT = 64  # src/server/http_guard.h
+
+
+def test_a_dropped_follow_of_a_silent_job_ends_with_its_thread_and_connection():
+    """A follow waits for output of a job that prints none (here a pending
+    one); a client that drops it must not leave its thread and socket held
+    until the job prints: the per-address cap's worth of follows dropped
+    leaves the server's threads as they were, and the address is served."""
+    with Cluster(agents=0) as c:
+        job = c.submit(gpus=1, command=["true"])  # no node: it waits, silent
+
+        def threads():
+            return len(os.listdir(f"/proc/{c.server.pid}/task"))
+        before = threads()
+        follows = []
+        for _ in range(PER_IP_LIMIT):
+            s = socket.create_connection(("127.0.0.1", c.port), timeout=10,
+                                         source_address=(OUTSIDE_CLIENT, 0))
+            s.sendall(f"GET /v1/jobs/{job['id']}/logs?follow=1 HTTP/1.1\r\nHost: x\r\n"
+                      f"Authorization: Bearer {c.admin}\r\n\r\n".encode())
+            follows.append(s)
+        for s in follows:  # the headers come at once; the body waits for output
+            assert s.recv(64).startswith(b"HTTP/1.1 200"), "a follow answered"
+        assert threads() >= before + PER_IP_LIMIT, (before, threads())
+        for s in follows:
+            s.close()
+        wait_until(lambda: threads() <= before + 2, 10, 0.2,
+                   what=f"the dropped follows' threads gone ({before} before)")
+        conn = http.client.HTTPConnection("127.0.0.1", c.port, timeout=10,
+                                          source_address=(OUTSIDE_CLIENT, 0))
+        conn.request("GET", "/v1/jobs", headers={"Authorization": f"Bearer {c.admin}"})
+        assert conn.getresponse().status == 200
+        conn.close()
+        assert c.job(job["id"])["state"] == "pending"
 
 
 def test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice():
@@ -369,6 +408,7 @@ if __name__ == "__main__":
         test_job_that_fits_nowhere_is_refused_with_a_reason,
         test_environment_of_a_task,
         test_logs_follow_streams_until_the_job_ends,
+        test_a_dropped_follow_of_a_silent_job_ends_with_its_thread_and_connection,
         test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice,
         test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
         test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes,
