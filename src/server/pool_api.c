@@ -26,7 +26,6 @@ static int64_t pool_idle_ms(const struct cluster *c, const struct pool *pool, in
 
 int api_pools_list(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
-    (void)req;
     json_t *pools = json_array();
     int64_t now = clock_now_ms();
     pthread_mutex_lock(&srv->lock);
@@ -41,7 +40,8 @@ int api_pools_list(struct server *srv, struct api_request *req, struct api_reply
         json_t *projects = json_array();
         for (size_t u = 0; u < pl->bill.nusage; u++) {
             const struct billing_usage *us = &pl->bill.usage[u];
-            if (us->pool != p)
+            /* a project-limited token sees its projects' spend only, as in /v1/usage */
+            if (us->pool != p || !auth_project_allowed(req, us->project))
                 continue;
             int64_t c = billing_usage_cost_micros(&pl->bill, srv->cfg.pools, us);
             char cs[40];

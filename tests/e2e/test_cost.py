@@ -96,6 +96,10 @@ def test_usage_by_project_and_queue_adds_up_to_the_pools_cost():
             raise AssertionError("other project's usage shown")
         except ApiError as e:
             assert e.status == 403, e
+        # ... and in the pools, only their projects' spend.
+        assert {r["project"] for r in pool(c)["projects"]} == {"vision", "speech"}, pool(c)
+        theirs = c.api("GET", "/v1/pools", token=tok)["pools"][0]
+        assert {r["project"] for r in theirs["projects"]} == {"vision"}, theirs["projects"]
         # Metering survives a restart: the same report afterwards.
         c.kill_server()
         c.start_server()
