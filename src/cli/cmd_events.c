@@ -12,6 +12,7 @@
 #include "cli/args.h"
 #include "cli/client.h"
 #include "cli/fmt.h"
+#include "cli/printable.h"
 #include "cli/report.h"
 #include "cli/roles.h"
 
@@ -93,9 +94,10 @@ static void print_event(json_t *e)
     json_t *j = json_object_get(e, "job_id");
     if (json_is_integer(j))
         snprintf(job, sizeof job, "%lld", (long long)json_integer_value(j));
-    printf("%-19s  %-22s  %6s  %-14s  %s\n", when, cli_json_text(json_object_get(e, "kind"), "?"), job,
-           cli_json_text(json_object_get(e, "node"), "-"),
-           cli_json_text(json_object_get(e, "message"), ""));
+    printf("%-19s  %-22s  %6s  %-14s  ", when, cli_json_text(json_object_get(e, "kind"), "?"), job,
+           cli_json_text(json_object_get(e, "node"), "-"));
+    cli_put_printable(cli_json_text(json_object_get(e, "message"), ""), stdout);
+    putchar('\n');
 }
 
 /* Prints one answer's events; *last gets the last id. Returns 0 or 1. */

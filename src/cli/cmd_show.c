@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/client.h"
 #include "cli/fmt.h"
+#include "cli/printable.h"
 #include "cli/report.h"
 #include "cli/roles.h"
 
@@ -50,15 +51,17 @@ static void print_argv(json_t *arr)
         if (i)
             putchar(' ');
         if (!needs_quotes(s)) {
-            fputs(s, stdout);
+            cli_put_printable(s, stdout);
             continue;
         }
         putchar('\'');
-        for (; *s; s++)
-            if (*s == '\'')
-                fputs("'\\''", stdout);
-            else
-                putchar(*s);
+        for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
+            char *part = strndup(s, (size_t)(q - s));
+            cli_put_printable(part ? part : "?", stdout);
+            free(part);
+            fputs("'\\''", stdout);
+        }
+        cli_put_printable(s, stdout);
         putchar('\'');
     }
 }
@@ -79,7 +82,7 @@ static void print_scalar(const char *key, json_t *v)
 {
     char buf[96];
     switch (json_typeof(v)) {
-    case JSON_STRING: fputs(json_string_value(v), stdout); break;
+    case JSON_STRING: cli_put_printable(json_string_value(v), stdout); break;
     case JSON_INTEGER:
         if (is_time_key(key)) {
             cli_fmt_time(v, buf, sizeof buf);
@@ -168,8 +171,9 @@ static void print_last_events(struct cli_client *c, long long job_id)
         struct tm tm;
         if (localtime_r(&secs, &tm))
             strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-        printf("  %s  %-20s  %s\n", when, cli_json_text(json_object_get(e, "kind"), "?"),
-               cli_json_text(json_object_get(e, "message"), ""));
+        printf("  %s  %-20s  ", when, cli_json_text(json_object_get(e, "kind"), "?"));
+        cli_put_printable(cli_json_text(json_object_get(e, "message"), ""), stdout);
+        putchar('\n');
     }
     json_decref(root);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/printable.h"
 #include "common/tide_err.h"
 
 struct cli_table {
@@ -48,7 +49,7 @@ int cli_table_add(struct cli_table *t, const char *const *cells)
     }
     char **row = t->cells + t->nrows * t->ncols;
     for (size_t c = 0; c < t->ncols; c++) {
-        row[c] = strdup(cells[c] ? cells[c] : "-");
+        row[c] = cli_printable_dup(cells[c] ? cells[c] : "-"); /* cells are the server's words */
         if (!row[c]) {
             while (c > 0)
                 free(row[--c]);

@@ -250,6 +250,26 @@ def test_submit_json_prints_the_answer_as_it_came_and_fails_when_stdout_does():
         assert len(c.jobs()) == 2  # submitted all the same: only its answer was lost
 
 
+def test_other_users_words_reach_the_terminal_with_their_control_characters_escaped():
+    # A command argument, a hold reason: a user's text, which could move the
+    # operator's cursor, erase lines or write the clipboard.
+    with Cluster(agents=0) as c:
+        job = c.submit(command=["echo", "\x1b]52;c;aGk=\x07"], gpus=0)
+        c.cli("hold", str(job["id"]), "--reason", "\x1b[1A\x1b[2Kok \u009b", check=True)
+        outputs = {
+            "show": c.cli("show", str(job["id"]), check=True).stdout,
+            "jobs": c.cli("jobs", check=True).stdout,
+            "events": c.cli("events", check=True).stdout,
+        }
+        for what, out in outputs.items():
+            assert "\x1b" not in out and "\x07" not in out and "\u009b" not in out, (what, out)
+        assert "\\x1b]52;c;aGk=\\x07" in outputs["show"], outputs["show"]
+        assert "\\x1b[1A\\x1b[2Kok \\u009b" in outputs["events"], outputs["events"]
+        # --json keeps the data as it is (JSON-escaped)
+        shown = json.loads(c.cli("show", "--json", str(job["id"]), check=True).stdout)
+        assert shown["spec"]["command"][1] == "\x1b]52;c;aGk=\x07", shown
+
+
 def test_client_commands_need_only_the_executable_and_roles_say_what_is_missing():
     with Cluster(agents=0) as c:
         alone = tempfile.mkdtemp(prefix="tide-alone-")
@@ -284,5 +304,6 @@ if __name__ == "__main__":
         test_a_bad_server_list_is_refused_naming_its_source,
         test_an_array_range_from_zero_is_that_many_tasks,
         test_submit_json_prints_the_answer_as_it_came_and_fails_when_stdout_does,
+        test_other_users_words_reach_the_terminal_with_their_control_characters_escaped,
         test_client_commands_need_only_the_executable_and_roles_say_what_is_missing,
     ])
