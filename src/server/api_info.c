@@ -117,6 +117,10 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
     else if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) >= TIDE_NAME_MAX)
         bad = api_error_msg(reply, TIDE_EINVAL, "name", "name: must be a string of 1 to %d characters",
                             TIDE_NAME_MAX - 1) + 1;
+    else if (!join && !strcmp(json_string_value(name), "admin"))
+        /* a name is who jobs and events say acted, and whose idempotency keys */
+        bad = api_error_msg(reply, TIDE_EINVAL, "name",
+                            "name: 'admin' is the administrator's; choose another") + 1;
     else if (kind && !metrics && !join &&
              !(json_is_string(kind) && !strcmp(json_string_value(kind), "user")))
         bad = api_error_msg(reply, TIDE_EINVAL, "kind",

@@ -249,6 +249,11 @@ def test_tokens_expire_can_be_listed_and_revoked():
         status, out = c.request("POST", "/v1/tokens",
                                 {"name": "x", "projects": ["p"], "expires_in_s": 0})
         assert status == 400 and out["error"]["field"] == "expires_in_s", out
+        # nobody else acts (owns jobs, holds, shares idempotency keys) as admin
+        for kind in ("user", "metrics"):
+            status, out = c.request("POST", "/v1/tokens",
+                                    {"name": "admin", "projects": ["other"], "kind": kind})
+            assert status == 400 and out["error"]["field"] == "name", out
 
         # The same through the CLI.
         made = c.cli("token", "create", "--name", "carol", "--project", "default",
