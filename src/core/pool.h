@@ -55,6 +55,9 @@ struct pool {
     int min_nodes, max_nodes;
     int64_t boot_time_s;    /* expected; ranks pools of equal price */
     int64_t boot_timeout_s; /* not registered by then: deleted and replaced */
+    /* How often its provider is asked what it holds (orphans to delete,
+     * spot interruptions); 0: every 15 s for spot, 300 s for others. */
+    int64_t list_interval_s;
     /* Container images every new node pulls before it registers (its agent's
      * --prewarm-image), and how long that takes: part of the boot estimate. */
     char images[POOL_MAX_IMAGES][POOL_IMAGE_MAX];

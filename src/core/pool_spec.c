@@ -12,7 +12,7 @@
 
 const char pool_spec_keys[] =
     "name, gpu, gpus_per_node, gpu_memory_mib, driver, region, provider, program, nodes, "
-    "min_nodes, max_nodes, boot_time_s, boot_timeout_s, price_per_gpu_hour, "
+    "min_nodes, max_nodes, boot_time_s, boot_timeout_s, list_interval_s, price_per_gpu_hour, "
     "price_per_node_hour, spot_price_per_node_hour, billing, pack_gpu_hours, scale_up_delay_s, "
     "scale_down_utilization, scale_down_window_s, cooldown_s, interruption_grace_s, schedule, "
     "steps, predictive, forecast_alpha_pct, health_command, health_interval_s, images, "
@@ -125,6 +125,7 @@ static const struct {
     {"max_nodes", 0, 10000, offsetof(struct pool, max_nodes), true, true},
     {"boot_time_s", 0, 86400, offsetof(struct pool, boot_time_s), false, true},
     {"boot_timeout_s", 1, 86400, offsetof(struct pool, boot_timeout_s), false, true},
+    {"list_interval_s", 1, 86400, offsetof(struct pool, list_interval_s), false, true},
     {"pull_time_s", 0, 86400, offsetof(struct pool, pull_time_s), false, true},
     {"pack_gpu_hours", 0, 100000000, offsetof(struct pool, pack_gpu_hours), false, true},
     {"scale_up_delay_s", 0, 86400, offsetof(struct pool, scale_up_delay_s), false, true},

@@ -296,14 +296,16 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
         snprintf(call->nodes[0].id, sizeof call->nodes[0].id, "%s", r->provider_id);
         r->call_in_flight = true;
     }
-    /* Spot pools: what the provider holds, every POOL_LIST_EVERY_MS. */
-    if (now - pl->last_list_ms < POOL_LIST_EVERY_MS)
-        return;
-    pl->last_list_ms = now;
+    /* What each provider holds, every list interval. */
     for (int p = 0; p < srv->cfg.npools; p++) {
-        if (!pl->providers[p].ops->list || srv->cfg.pools[p].billing != BILLING_SPOT ||
+        const struct pool *pool = &srv->cfg.pools[p];
+        int64_t every_ms = pool->list_interval_s        ? pool->list_interval_s * 1000
+                           : pool->billing == BILLING_SPOT ? POOL_LIST_EVERY_MS
+                                                           : POOL_LIST_OTHERS_EVERY_MS;
+        if (!pl->providers[p].ops->list || now - pl->last_list_ms[p] < every_ms ||
             pool_has_call(pl, p, CALL_LIST))
             continue;
+        pl->last_list_ms[p] = now;
         struct pool_call *call = call_add(pl);
         if (call && !(call->listed = calloc(POOL_LIST_MAX, sizeof *call->listed))) {
             pl->ncalls--;
@@ -643,7 +645,8 @@ static void reconcile_listed(struct pool_loop *pl, int p, const struct provider_
 static void reconcile_at_start(struct pool_loop *pl)
 {
     struct server *srv = pl->srv;
-    pl->last_list_ms = clock_now_ms();
+    for (int p = 0; p < srv->cfg.npools; p++)
+        pl->last_list_ms[p] = clock_now_ms();
     struct provider_node *listed = calloc(POOL_LIST_MAX, sizeof *listed);
     if (!listed) {
         log_error("pool reconcile: out of memory");
@@ -744,7 +747,9 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
         rc = store_pool_meters_load(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, err);
     if (!rc)
         rc = store_budgets_load(srv->store, &srv->cfg.budgets, err);
-    /* Nodes a provider was deleting when the server stopped: delete again. */
+    /* Each pool node's record (its pool and name). A released node whose
+     * delete a stop cut short is still listed by its provider: the list at
+     * start, or a periodic one, deletes it as an orphan. */
     for (size_t i = 0; !rc && i < srv->cluster.nnodes; i++) {
         const struct node *n = &srv->cluster.nodes[i];
         struct pool_node_rt *r = n->pool[0] ? rt_find(pl, n->id, true) : NULL;

@@ -20,7 +20,12 @@
 #define POOL_TICK_MS 1000
 #define POOL_MAX_BATCH 64
 #define POOL_LIST_MAX 256
-#define POOL_LIST_EVERY_MS 15000 /* spot pools: how often the provider is asked */
+/* How often a pool's provider is asked what it holds, unless the pool
+ * says (list_interval_s): spot pools for their interruptions, the others
+ * for what a create that failed part way, or a delete cut short by a
+ * server stop, left behind (deleted as orphans). */
+#define POOL_LIST_EVERY_MS 15000
+#define POOL_LIST_OTHERS_EVERY_MS 300000
 #define POOL_MAX_IN_FLIGHT 8     /* blocking provider calls running at once, all pools */
 
 struct pool_node_rt {
@@ -77,7 +82,7 @@ struct pool_loop {
     long long provider_calls[TIDE_MAX_POOLS][POOL_CALL_KINDS];
     long long provider_call_failures[TIDE_MAX_POOLS][POOL_CALL_KINDS];
     long long decisions[TIDE_MAX_POOLS][POOL_DECISION_KINDS];
-    int64_t last_list_ms;
+    int64_t last_list_ms[TIDE_MAX_POOLS]; /* each pool's last list */
 };
 
 /* Under the lock: meters the budgets; each threshold crossed is an event,

@@ -162,6 +162,36 @@ def test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_what_a_provider_holds_is_listed_again_and_its_orphans_deleted():
+    # A node the provider made that tide does not know of (a create that
+    # failed part way, say) shows up in a later list and is deleted; not
+    # only spot pools are listed again.
+    tmp = tempfile.mkdtemp(prefix="tide-exec-")
+    prog = install_exec_provider(tmp)
+    try:
+        config = pool_config("exec", prog) + "    list_interval_s: 1\n"
+        with Cluster(agents=0, config=config) as c:
+            listed = os.path.join(tmp, "listed")
+            wait_until(lambda: os.path.exists(listed), 20, 0.2, what="the list at start")
+            assert not os.path.exists(os.path.join(tmp, "deleted"))
+            with open(os.path.join(tmp, "list"), "w") as f:
+                f.write('{"nodes":[{"id":"vm-leak","name":"elastic-leak"}]}\n')
+            deleted = os.path.join(tmp, "deleted")
+            wait_until(lambda: os.path.exists(deleted), 20, 0.2, what="the orphan deleted")
+            assert open(deleted).read().split()[0] == "vm-leak"
+            assert len(open(listed).read().split()) >= 2
+        bad = Cluster(agents=0, config=config.replace("list_interval_s: 1", "list_interval_s: 0"))
+        try:
+            bad.start_server()
+            raise AssertionError("a list interval of 0 was taken")
+        except AssertionError as e:
+            assert "list_interval_s" in str(e), str(e)
+        finally:
+            bad.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_a_program_that_answers_and_runs_on_does_not_hold_the_server_up():
     # A delete that printed its answer and closed its output, then waits
     # for its VM: the server once waited for it with no deadline, and could
@@ -338,6 +368,7 @@ if __name__ == "__main__":
                test_bad_pool_config_is_refused_with_line_and_key,
                test_exec_provider_is_listed_at_start_and_orphans_are_deleted,
                test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them,
+               test_what_a_provider_holds_is_listed_again_and_its_orphans_deleted,
                test_a_program_that_answers_and_runs_on_does_not_hold_the_server_up,
                test_tide_up_has_a_default_elastic_pool,
                test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere,
