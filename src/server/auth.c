@@ -128,6 +128,27 @@ static int check_token(struct server *srv, struct api_request *req, const char h
     return rc;
 }
 
+bool auth_body_wanted(struct server *srv, struct api_request *req)
+{
+    char hash[65];
+    struct tide_err err;
+    if (bearer_hash(req, hash, &err) != 0)
+        return false;
+    if (auth_known_has(&srv->auth_known, hash))
+        return true;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    int64_t now = clock_now_ms();
+    if (auth_limit_wait_ms(&srv->auth_limit, info ? info->client_addr : NULL, now) > 0)
+        return false; /* refused unread anyway */
+    int rc = check_token(srv, req, hash, now, &err);
+    if (rc)
+        return rc != TIDE_EAUTH; /* a store that cannot answer: the request says so */
+    token_info_release(&req->token);
+    auth_known_add(&srv->auth_known, hash, now);
+    return true;
+}
+
 int auth_join_used_error(const struct api_request *req, struct tide_err *err)
 {
     return tide_err_set(err, TIDE_EAUTH, NULL,

@@ -45,6 +45,7 @@ struct upload {
     char *data; /* inline or malloc'd; NULL until a byte arrives */
     size_t len, cap;
     bool too_large;
+    bool unwanted; /* its token cannot pass: the body is dropped as it comes */
     double arrived_s; /* monotonic, for the submit latency histogram */
     char inline_data[UPLOAD_INLINE_BYTES];
 };
@@ -324,6 +325,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     const struct http_front *front = cls;
     struct server *srv = front->srv;
     struct upload *up = *con_cls;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct http_conn *hc = ci ? ci->socket_context : NULL;
     if (!up) {
         up = malloc(sizeof *up); /* not calloc: the inline buffer needs no clearing */
         if (!up)
@@ -331,14 +335,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         up->data = NULL;
         up->len = up->cap = 0;
         up->too_large = false;
+        up->unwanted = false;
         up->arrived_s = metrics_now_s();
         *con_cls = up;
         http_guard_headers_done(conn);
+        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+            struct api_request early = {.method = method, .path = url, .conn = conn,
+                                        .auth_memo = hc ? &hc->auth : NULL};
+            up->unwanted = !auth_body_wanted(srv, &early);
+        }
         return MHD_YES;
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        if (up->unwanted)
+            return MHD_YES; /* read and dropped: the answer refuses its token */
         if (up->too_large || up->len + n > SERVER_MAX_BODY_BYTES) {
             /* Keep reading (and dropping) so the client gets a clean 413. */
             up->too_large = true;
@@ -367,9 +379,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
 
     struct api_reply reply = {.status = 200};
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    struct http_conn *hc = ci ? ci->socket_context : NULL;
     struct api_request req = {.method = method, .path = url, .conn = conn,
                               .body = up->data ? up->data : "", .body_len = up->len,
                               .auth_memo = hc ? &hc->auth : NULL};

@@ -298,6 +298,11 @@ int auth_bootstrap(struct server *srv, struct tide_err *err);
  * used-up join token passes only to the registration, which takes it from
  * the run that used it alone (api_agent.c). */
 int auth_check(struct server *srv, struct api_request *req, struct tide_err *err);
+/* Whether req's body is worth reading: its token is one that passed here
+ * before, or passes now. A request that cannot be authenticated gets its
+ * answer (401, 429) without its body held in memory (up to the 1 MiB
+ * limit per connection, before any token was looked at). */
+bool auth_body_wanted(struct server *srv, struct api_request *req);
 /* The 401 of a used-up join token; returns TIDE_EAUTH. */
 int auth_join_used_error(const struct api_request *req, struct tide_err *err);
 /* Issues a new random token of kind and stores its hash; out gets the value. */

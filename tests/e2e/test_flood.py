@@ -159,6 +159,34 @@ def test_slowloris_of_2000_connections_and_bad_bodies_leave_the_api_and_agents_s
         assert len(c.jobs()) == 1  # none of the bad bodies made a job
 
 
+def server_rss_kib(c):
+    with open(f"/proc/{c.server.pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def test_bodies_of_requests_whose_token_cannot_pass_are_not_held_in_memory():
+    # 40 connections, each most of a 1 MiB body sent and then silent: with
+    # no token, or a made-up one, none of it is kept (it was: 40 MiB).
+    with Cluster(agents=0) as c:
+        body = b"x" * (1024 * 1024 - 4096)
+        before = server_rss_kib(c)
+        socks = []
+        for i in range(40):
+            s = socket.create_connection(("127.0.0.1", c.port), timeout=10)
+            auth = "" if i % 2 else "Authorization: Bearer made-up\r\n"
+            s.sendall(f"POST /v1/jobs HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json"
+                      f"\r\nContent-Length: {1024 * 1024}\r\n\r\n".encode() + body)
+            socks.append(s)
+        time.sleep(1)
+        grown_mib = (server_rss_kib(c) - before) / 1024
+        assert grown_mib < 16, f"the server holds {grown_mib:.0f} MiB of bodies it will refuse"
+        # a real token's body is read and served as ever
+        job = c.submit(command=["true"], gpus=0)
+        assert job["id"] > 0
+        for s in socks:
+            s.close()
+
+
 def test_a_connection_that_stops_sending_its_headers_is_closed():
     with Cluster(agents=0) as c:
         slow = open_half("127.0.0.1", c.port, 1)[0]
@@ -297,6 +325,7 @@ if __name__ == "__main__":
     run_tests([
         test_slowloris_of_2000_connections_and_bad_bodies_leave_the_api_and_agents_served,
         test_a_connection_that_stops_sending_its_headers_is_closed,
+        test_bodies_of_requests_whose_token_cannot_pass_are_not_held_in_memory,
         test_headers_up_to_the_documented_size_are_served_and_larger_ones_get_431,
         test_one_outside_address_holds_at_most_the_per_address_limit,
         test_agents_on_their_own_listener_keep_heartbeating_while_the_api_is_flooded_full,
