@@ -34,6 +34,8 @@ struct action {
     enum job_state state;      /* FINISH: the final state; REQUEUE: the state passed through */
     int exit_code;             /* -1 when none */
     int signal;                /* 0 when none */
+    int64_t not_before_ms;     /* REQUEUE: not placed before then (its node was force
+                                * deleted and may still run it); 0: none */
     char reason[TIDE_REASON_MAX];
 };
 

@@ -164,8 +164,12 @@ int operator_remove_node(struct cluster *c, int64_t node_id, int64_t now_ms, int
         if (out->len == before)
             return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
         struct job *again = cluster_find_job(c, job_id); /* requeued, unless it ended */
-        if (again && again->restart_after_ms < stopped_by)
+        if (again && again->restart_after_ms < stopped_by) {
             again->restart_after_ms = stopped_by;
+            for (size_t k = before; k < out->len; k++) /* kept with the requeue */
+                if (out->items[k].type == ACTION_REQUEUE && out->items[k].job_id == job_id)
+                    out->items[k].not_before_ms = stopped_by;
+        }
         moved++;
         /* Requeued (now off the node) or removed: look at index j again. */
     }

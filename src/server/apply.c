@@ -101,6 +101,8 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         /* sched_fail_attempt counted these in memory: no retry used */
         if (!rc && (a->state == JOB_PREEMPTED || a->state == JOB_LOST))
             rc = store_job_count_free_attempt(st, a->job_id, a->state == JOB_LOST, err);
+        if (!rc && a->not_before_ms)
+            rc = store_job_set_restart_after(st, a->job_id, a->not_before_ms, err);
         char msg[TIDE_REASON_MAX + 48];
         snprintf(msg, sizeof msg, "attempt %d %s: %s", a->attempt, job_state_name(a->state),
                  a->reason);

@@ -147,6 +147,10 @@ int store_job_update(struct store *s, const struct job_update *u, struct tide_er
  * such attempts use up no retry, across restarts too. lost: it was lost
  * with its node or task, which is also counted (SCHED_MAX_LOST_ATTEMPTS). */
 int store_job_count_free_attempt(struct store *s, int64_t job_id, bool lost, struct tide_err *err);
+/* Keeps a requeued job from starting before at_ms (job.restart_after_ms:
+ * its force-deleted node may still run it), across restarts too. */
+int store_job_set_restart_after(struct store *s, int64_t job_id, int64_t at_ms,
+                                struct tide_err *err);
 /* Keeps what a gang job's parts did so far in its row: which ended (by
  * node) and its first failure. Cleared by every store_job_update that
  * changes the job's placement; read back by store_jobs_load_active. */

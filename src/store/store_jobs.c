@@ -178,6 +178,17 @@ int store_job_count_free_attempt(struct store *s, int64_t job_id, bool lost, str
     return step_done(st, err, "count a free attempt");
 }
 
+int store_job_set_restart_after(struct store *s, int64_t job_id, int64_t at_ms,
+                                struct tide_err *err)
+{
+    struct db_stmt *st = prepare(s, "UPDATE jobs SET restart_after_ms=?2 WHERE id=?1", err);
+    if (!st)
+        return TIDE_EIO;
+    db_bind_int64(st, 1, job_id);
+    db_bind_int64(st, 2, at_ms);
+    return step_done(st, err, "keep a requeued job's earliest restart");
+}
+
 int store_job_gang_save(struct store *s, const struct job *job, struct tide_err *err)
 {
     json_t *ended = json_array();
@@ -515,7 +526,7 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
         prepare(s,
                 "SELECT id, state, attempt, spec, node_id, gpus, cancel_requested, submit_ms, "
                 "start_ms, parts,"
-                " hold_reason, owner, free_attempts, gang, lost_attempts FROM jobs"
+                " hold_reason, owner, free_attempts, gang, lost_attempts, restart_after_ms FROM jobs"
                 " WHERE state NOT IN ('succeeded','failed','cancelled','timeout') ORDER BY id",
                 err);
     if (!st)
@@ -546,6 +557,7 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
         snprintf(job.user, sizeof job.user, "%s", db_column_text(st, 11));
         job.free_attempts = (int)db_column_int64(st, 12);
         job.lost_attempts = (int)db_column_int64(st, 14);
+        job.restart_after_ms = db_column_int64(st, 15); /* NULL reads 0 */
         if (!db_column_is_null(st, 10) && job.state == JOB_PENDING) {
             job.on_hold = true;
             snprintf(job.wait_reason, sizeof job.wait_reason, "held: %.150s",

@@ -219,25 +219,33 @@ static const char v3_indexes[] =
     "DROP INDEX IF EXISTS events_by_time;"
     "DROP INDEX IF EXISTS events_by_project;";
 
+/* Adds column to jobs unless it is there (errors are negative). */
+static int add_job_column(struct db *db, const char *column, const char *sql, struct tide_err *err)
+{
+    int has = has_column(db, "jobs", column, err);
+    return has < 0 ? has : has ? 0 : db_exec(db, sql, err);
+}
+
 /* Version 4: a gang job's parts that ended while others ran, and its first
  * failure (store_job_gang_save), which lived only in memory: a restarted
  * server started an ended part again, or never saw the gang end. */
 static int v4_sqlite(struct db *db, struct tide_err *err)
 {
-    int has = has_column(db, "jobs", "gang", err);
-    return has < 0 ? has : has ? 0 : db_exec(db, "ALTER TABLE jobs ADD COLUMN gang TEXT", err);
+    return add_job_column(db, "gang", "ALTER TABLE jobs ADD COLUMN gang TEXT", err);
 }
 
 /* Version 5: how many of a job's attempts were lost with their node or
  * task (jobs.lost_attempts): past SCHED_MAX_LOST_ATTEMPTS the job ends
- * failed, across restarts too. */
+ * failed; and when a job requeued off a force-deleted node may start again
+ * (jobs.restart_after_ms). Both lived in memory only or not at all. */
 static int v5_sqlite(struct db *db, struct tide_err *err)
 {
-    int has = has_column(db, "jobs", "lost_attempts", err);
-    return has < 0 ? has
-           : has   ? 0
-                   : db_exec(db, "ALTER TABLE jobs ADD COLUMN lost_attempts INTEGER NOT NULL DEFAULT 0",
-                             err);
+    int rc = add_job_column(db, "lost_attempts",
+                            "ALTER TABLE jobs ADD COLUMN lost_attempts INTEGER NOT NULL DEFAULT 0",
+                            err);
+    return rc ? rc
+              : add_job_column(db, "restart_after_ms",
+                               "ALTER TABLE jobs ADD COLUMN restart_after_ms INTEGER", err);
 }
 
 static const struct migration migrations[] = {
@@ -245,7 +253,9 @@ static const struct migration migrations[] = {
     {2, NULL, NULL, NULL, v2_indexes},
     {3, NULL, NULL, NULL, v3_indexes},
     {4, NULL, "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS gang TEXT", v4_sqlite, NULL},
-    {5, NULL, "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lost_attempts BIGINT NOT NULL DEFAULT 0",
+    {5, NULL,
+     "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lost_attempts BIGINT NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS restart_after_ms BIGINT",
      v5_sqlite, NULL},
 };
 

@@ -104,6 +104,25 @@ def test_delete_refuses_a_busy_node_unless_forced_and_force_requeues_without_a_r
         assert c.node(busy) is None and c.node(other) is not None
 
 
+def test_a_force_deleted_nodes_job_still_waits_for_it_after_a_server_restart():
+    # The wait (node timeout and kill grace since the node was last heard)
+    # is kept with the job: a restarted server must not start it at once
+    # while the deleted node's agent may still run it.
+    with Cluster(agents=2, kill_grace_s=30) as c:
+        cmd, gate = gate_command(c, "r")
+        j = c.submit(command=cmd, gpus=4)
+        busy = c.wait_state(j["id"], "running")["node"]
+        c.kill_agent(busy)
+        c.cli("nodes", "delete", busy, "--force", check=True)
+        c.kill_server(signal.SIGKILL)
+        c.start_server()
+        time.sleep(1)  # passes run: one would have started it
+        job = c.job(j["id"])
+        assert job["state"] == "pending", job
+        assert "may still run on a deleted node" in job.get("pending_reason", ""), job
+        open_gate(gate)
+
+
 def test_delete_of_an_idle_node_needs_no_force():
     with Cluster(agents=2) as c:
         c.kill_agent("node-2")
@@ -376,6 +395,7 @@ if __name__ == "__main__":
         test_drained_node_gets_no_new_work_keeps_its_job_and_stays_drained_after_restart,
         test_drain_needs_the_admin_token_and_names_unknown_nodes,
         test_delete_refuses_a_busy_node_unless_forced_and_force_requeues_without_a_retry,
+        test_a_force_deleted_nodes_job_still_waits_for_it_after_a_server_restart,
         test_delete_of_an_idle_node_needs_no_force,
         test_nodes_filters_by_state_and_pool,
         test_released_pool_nodes_are_hidden_unless_all_is_given,
