@@ -525,16 +525,43 @@ void sim_back_in_queue(struct sim_state *st, struct job *job)
     st->npending++;
 }
 
+/* The pool of the spot node whose interruption job is checkpointing for
+ * (a gang's part may be on it, its first node elsewhere); -1: none. */
+static int interrupted_pool(const struct sim_state *st, const struct job *job)
+{
+    for (int k = -1; k < job->nparts; k++) {
+        int64_t id = k < 0 ? job->node_id : job->parts[k].node_id;
+        if (id > 0 && st->c.nodes[id - 1].interrupt_deadline_ms)
+            return st->node_pool[id - 1];
+    }
+    return -1;
+}
+
 static void requeue(struct sim_state *st, struct job *job, int64_t t)
 {
     size_t i = (size_t)(job->id - 1);
     struct sim_run_job *r = &st->run[i];
-    int64_t dt = sim_stop_running(st, job, t);
-    r->remaining_ms -= dt;
+    /* A job a spot interruption asked to checkpoint made its last progress
+     * then, and had it taken off what it owes then: a preemption in its
+     * grace ends the interruption's requeue early, not a second run. */
+    bool interrupted = r->interrupted;
+    int pool = interrupted ? interrupted_pool(st, job) : -1;
+    int64_t ran = interrupted ? r->interrupted_ms - r->run_start_ms : t - r->run_start_ms;
+    sim_stop_running(st, job, t);
+    if (!interrupted)
+        r->remaining_ms -= ran;
     if (r->remaining_ms < 0)
         r->remaining_ms = 0;
     r->gen++;
-    job->attained_gpu_ms += dt * job->gpus;
+    if (interrupted) {
+        r->interrupted = false;
+        r->delay_pending = true;
+        r->delay_from_ms = r->interrupted_ms;
+        if (st->el && pool >= 0)
+            st->el->stats[pool].jobs_requeued++;
+        st->res->jobs[i].interruptions++;
+    }
+    job->attained_gpu_ms += ran * job->gpus;
     cluster_unassign(&st->c, job);
     sim_telemetry_touched(st);
     job->state = JOB_PENDING; /* running -> preempted -> pending */

@@ -125,6 +125,43 @@ static void test_an_interrupted_job_pays_the_restart_overhead(void **state)
  * with calls 1 and 2 failing, the second try at 2 fails too and the third
  * at 2 + 4 = 6 succeeds: start at 66.
  */
+/*
+ * Two 8-GPU spot nodes; a 16-GPU gang job from 0, ready at 10. Node 0 is
+ * interrupted at 100 (its progress ends: 90 s of 1,000 done). At 150 an
+ * 8-GPU job arrives and LAS preempts the gang through its part on node 1,
+ * in the interruption's grace. That is the interruption's requeue come
+ * early, not a second run: the job still owes 910 s, and in all it runs
+ * its 1,000 s, with no more grace than GPU time.
+ */
+static void test_a_job_preempted_in_an_interruptions_grace_owes_what_it_owed(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct trace_job gang = sim_fx_job(0, 1000, 16, NULL), small = sim_fx_job(150, 100, 8, NULL);
+    assert_int_equal(trace_push(&t, &gang), 0);
+    assert_int_equal(trace_push(&t, &small), 0);
+    struct sim_config cfg;
+    sim_fx_config(&cfg, "{\"sim\": {\"name\": \"spot\"}, \"scheduler\": {\"policy\": \"las\"},"
+                        " \"pools\": [{\"name\": \"spot\", \"gpus_per_node\": 8, \"gpu\": \"V100\","
+                        " \"gpu_memory_mib\": 16384, \"min_nodes\": 2, \"max_nodes\": 2,"
+                        " \"boot_time_s\": 10, \"price_per_node_hour\": 3.60, \"cooldown_s\": 0,"
+                        " \"billing\": \"spot\", \"interruption_grace_s\": 300,"
+                        " \"interruptions\": [{\"node_index\": 0, \"at_s\": 100}]}]}");
+    cfg.preempt = true; /* as tide sim sets it for las */
+    struct sim_result res;
+    struct tide_err err = {0};
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    assert_int_equal(res.jobs[0].preemptions, 1);
+    assert_int_equal(res.jobs[0].run_ms, 1000000);
+    assert_true(res.jobs[0].finish_ms >= (150 + 910) * 1000);
+    assert_int_equal(res.jobs[0].interruptions, 1);
+    assert_int_equal(res.elastic->stats[0].jobs_requeued, 1);
+    assert_true(res.elastic->stats[0].grace_gpu_ms <= res.gpu_ms_allocated);
+    sim_result_release(&res);
+    trace_release(&t);
+}
+
 static void test_provider_failures_delay_the_scale_up_by_the_backoff(void **state)
 {
     (void)state;
@@ -279,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_an_interrupted_job_pays_the_restart_overhead),
         cmocka_unit_test(test_provider_failures_delay_the_scale_up_by_the_backoff),
         cmocka_unit_test(test_backoff_is_the_pool_loops),
+        cmocka_unit_test(test_a_job_preempted_in_an_interruptions_grace_owes_what_it_owed),
         cmocka_unit_test(test_random_interruptions_and_failures_repeat_for_a_seed),
         cmocka_unit_test(test_spot_config_errors),
     };
