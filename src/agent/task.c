@@ -30,6 +30,7 @@
 #include "agent/leftovers.h"
 #include "agent/log_spares.h"
 #include "agent/task_env.h"
+#include "agent/task_env_file.h"
 #include "agent/task_exec.h"
 #include "common/log.h"
 
@@ -229,6 +230,7 @@ struct child_args {
     const char *exec_path; /* where PATH leads spec->command[0]; NULL: search */
     const struct agent_task_signals *sigs; /* the agent's caught signals */
     int log_fd, null_fd, report_fd, cgroup_fd;
+    int keep_fd; /* passed on to the program (a container's env file); -1: none */
     pid_t parent;
 };
 
@@ -282,6 +284,10 @@ __attribute__((noreturn)) static void child_run(const struct child_args *a)
     /* descriptors the agent holds (sockets of libcurl, the guard's pipe)
      * are not the task's business */
     close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (a->keep_fd >= 0 && fcntl(a->keep_fd, F_SETFD, 0) != 0) {
+        f.err = errno;
+        goto fail;
+    }
     if (chdir(a->cwd) != 0) {
         f.stage = STAGE_CHDIR;
         f.err = errno;
@@ -320,7 +326,7 @@ static pid_t start_child(const struct child_args *a)
 /* Starts the child; on return t is running (and starting: its child
  * answers through t->start_fd) or exited with `start failed`. */
 static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const char *cwd,
-                 char **envp, int64_t now_ms)
+                 char **envp, int keep_fd, int64_t now_ms)
 {
     /* what a failure the child reports later will name */
     t->start_cwd = strdup(cwd);
@@ -371,6 +377,7 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
                               .null_fd = null_fd,
                               .report_fd = report[1],
                               .cgroup_fd = t->cgroup ? t->cgroup->procs_fd : -1,
+                              .keep_fd = keep_fd,
                               .parent = agent_pid()};
     pid_t pid = start_child(&args);
     int fork_errno = errno;
@@ -474,7 +481,7 @@ bool agent_task_confirm(struct agent_task *t)
  * start when this node has no runtime. */
 static int container_command(struct agent_task *t, const struct agent_task_spec *spec,
                              const struct agent_task_site *site, const char *job_dir, char **vars,
-                             size_t nvars, char ***argv, struct tide_err *err)
+                             size_t nvars, char ***argv, int *env_fd, struct tide_err *err)
 {
     if (!site->container_runtime) {
         char why[400];
@@ -485,11 +492,24 @@ static int container_command(struct agent_task *t, const struct agent_task_spec 
         fail_start(t, why);
         return 0;
     }
+    char why[256];
+    *env_fd = agent_task_env_file(spec->env, spec->nenv, vars, nvars, why, sizeof why);
+    if (*env_fd == -1) {
+        fail_start(t, why);
+        return 0;
+    }
+    if (*env_fd < 0) {
+        snprintf(why, sizeof why, "env file: %s", strerror(errno));
+        fail_start(t, why);
+        return 0;
+    }
     t->container_runtime = site->container_runtime;
     agent_container_name(spec->job_id, spec->attempt, t->container_name,
                          sizeof t->container_name);
+    char env_file[32];
+    snprintf(env_file, sizeof env_file, "/dev/fd/%d", *env_fd);
     *argv = agent_container_task_argv(spec, site->container_runtime, t->container_name,
-                                      site->work_dir, job_dir, vars, nvars);
+                                      site->work_dir, job_dir, env_file);
     if (!*argv)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     return 0;
@@ -529,6 +549,7 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     char *vars[16] = {0}; /* what tide_vars() sets, at most 13 */
     size_t nvars = 0;
     char **envp = NULL;
+    int env_fd = -1; /* a container's env file (task_env_file.h) */
     int rc = 0;
     if (!job_dir || !logs_dir || !t->log_path || !t->jobs_dir ||
         (site->fake_telemetry && !t->telemetry_file) || (spec->ngpus && !t->gpus)) {
@@ -582,8 +603,12 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
             goto done;
         }
     }
+    /* a container's runtime gets the agent's environment alone (the job's
+     * variables go in its env file: task_env_file.h) */
     if (tide_vars(spec, site, job_dir, t->telemetry_file, t->cgroup, vars, &nvars) != 0 ||
-        agent_task_env_build(environ, spec->env, spec->nenv, vars, nvars, &envp) != 0) {
+        (spec->image ? agent_task_env_build(environ, NULL, 0, NULL, 0, &envp)
+                     : agent_task_env_build(environ, spec->env, spec->nenv, vars, nvars, &envp)) !=
+            0) {
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
         goto done;
     }
@@ -592,16 +617,19 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     /* what is exec'd: the command, or the runtime that runs it in its image */
     run = *spec;
     if (spec->image) {
-        rc = container_command(t, spec, site, job_dir, vars, nvars, &run.command, err);
+        rc = container_command(t, spec, site, job_dir, vars, nvars, &run.command, &env_fd, err);
         if (rc || t->state == AGENT_TASK_EXITED)
             goto done;
         run.run_as = NULL; /* the runtime stays the agent's; --user switches inside */
     }
     /* a spare of the log's owner saves making a file (log_spares.h) */
     log_spares_take(t->log_path, log_owner(run.run_as));
-    if (spawn(t, &run, spec->workdir && !spec->image ? spec->workdir : job_dir, envp, now_ms) != 0)
+    if (spawn(t, &run, spec->workdir && !spec->image ? spec->workdir : job_dir, envp, env_fd,
+              now_ms) != 0)
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
 done:
+    if (env_fd >= 0)
+        close(env_fd); /* the runtime has its own, or failed */
     if (run.command != spec->command)
         agent_container_argv_free(run.command);
     if (t->state == AGENT_TASK_EXITED && t->cgroup && agent_cgroup_remove(t->cgroup) != 0)

@@ -158,13 +158,19 @@ char **agent_container_argv(const struct agent_container_run *r)
     add(&b, "--init");
     /* jobs reach each other (gang ranks, services) as bare processes do */
     add(&b, "--network=host");
-    if (r->user)
+    /* a setuid file of the image (or one a job left) gains nothing, and a
+     * job user has no capability root would (its files, its devices) */
+    add(&b, "--security-opt=no-new-privileges");
+    if (r->user) {
         add(&b, "--user=%s", r->user);
+        if (strncmp(r->user, "0:", 2) != 0)
+            add(&b, "--cap-drop=ALL");
+    }
     add(&b, "--label=tide.job=%s", r->name);
     if (r->owner)
         add(&b, "--label=tide.agent=%s", r->owner);
-    for (size_t i = 0; i < r->nenv; i++)
-        add(&b, "--env=%s", r->env_names[i]); /* the value comes from the runtime's env */
+    if (r->env_file)
+        add(&b, "--env-file=%s", r->env_file); /* values stay off the command line (ps) */
     add(&b, "--volume=%s:%s", r->job_dir, r->job_dir);
     if (r->checkpoint_dir)
         add(&b, "--volume=%s:%s", r->checkpoint_dir, r->checkpoint_dir);
@@ -188,29 +194,15 @@ char **agent_container_argv(const struct agent_container_run *r)
 
 char **agent_container_task_argv(const struct agent_task_spec *spec, const char *runtime,
                                  const char *name, const char *owner, const char *job_dir,
-                                 char **vars, size_t nvars)
+                                 const char *env_file)
 {
-    size_t total = spec->nenv + nvars;
-    char **names = calloc(total + 1, sizeof *names);
-    if (!names)
-        return NULL;
-    size_t n = 0;
-    for (size_t i = 0; i < total; i++) {
-        const char *entry = i < spec->nenv ? spec->env[i] : vars[i - spec->nenv];
-        const char *eq = strchr(entry, '=');
-        if (!(names[n++] = strndup(entry, eq ? (size_t)(eq - entry) : strlen(entry)))) {
-            agent_container_argv_free(names);
-            return NULL;
-        }
-    }
     struct agent_container_run r = {
         .runtime = runtime,
         .name = name,
         .owner = owner,
         .image = spec->image,
         .command = spec->command,
-        .env_names = names,
-        .nenv = n,
+        .env_file = env_file,
         .mounts = spec->mounts,
         .nmounts = spec->nmounts,
         .job_dir = job_dir,
@@ -229,9 +221,7 @@ char **agent_container_task_argv(const struct agent_task_spec *spec, const char 
                  (unsigned)spec->run_as->gid);
         r.user = user;
     }
-    char **argv = agent_container_argv(&r);
-    agent_container_argv_free(names);
-    return argv;
+    return agent_container_argv(&r);
 }
 
 void agent_container_argv_free(char **argv)

@@ -27,8 +27,7 @@ struct agent_container_run {
     const char *owner;          /* label tide.agent: the agent's work dir; NULL: none */
     const char *image;
     char **command;             /* NULL-terminated argv inside the container */
-    char **env_names;           /* variables passed through by name (--env NAME) */
-    size_t nenv;
+    const char *env_file;       /* the job's variables (--env-file); NULL: none */
     char **mounts;              /* "HOST:CONTAINER[:ro|rw]" from the job spec */
     size_t nmounts;
     const char *job_dir;        /* mounted at the same path; the default workdir */
@@ -79,12 +78,12 @@ const char *agent_container_runtime_find(const char *given);
 
 struct agent_task_spec;
 /* The runtime's argv for a containerised task spec: the job's env and
- * tide's vars ("NAME=VALUE", nvars of them) passed by name, the job
- * directory and checkpoint dir mounted at their own paths. New array
+ * tide's vars in env_file (task_env_file.h), the job directory and
+ * checkpoint dir mounted at their own paths. New array
  * (agent_container_argv_free), or NULL when out of memory. */
 char **agent_container_task_argv(const struct agent_task_spec *spec, const char *runtime,
                                  const char *name, const char *owner, const char *job_dir,
-                                 char **vars, size_t nvars);
+                                 const char *env_file);
 
 /* Removes (in the foreground) every container labelled tide.agent=owner:
  * what an agent that died left running, since the runtime's monitor, not

@@ -125,14 +125,19 @@ def test_a_containerised_job_runs_in_its_image_with_gpus_env_and_checkpoint_dir(
         # the host has python3 and /usr; the image has neither
         script = ("echo greeting=$GREETING cuda=$CUDA_VISIBLE_DEVICES nv=$NVIDIA_VISIBLE_DEVICES; "
                   "test -e /usr || echo only-the-image; echo pwd=$(pwd); "
-                  "echo saved > $TIDE_CHECKPOINT_DIR/state; echo to-stderr >&2")
+                  "echo saved > $TIDE_CHECKPOINT_DIR/state; echo to-stderr >&2; "
+                  "echo conf=$CONTAINERS_CONF; cat /proc/self/status")
+        # CONTAINERS_CONF is the container's, not the runtime's (root's):
+        # given to podman it would name a config it cannot read
         j = c.submit(image=IMAGE, command=["sh", "-c", script], gpus=2,
-                     env={"GREETING": "hello"})
+                     env={"GREETING": "hello", "CONTAINERS_CONF": "/nowhere/containers.conf"})
         final = c.wait_final([j["id"]], timeout=90)[j["id"]]
         assert final["state"] == "succeeded", (final, c.logs(j["id"]))
         out = c.logs(j["id"])
         assert "greeting=hello cuda=0,1 nv=0,1" in out, out
         assert "only-the-image" in out and "to-stderr" in out, out
+        assert "conf=/nowhere/containers.conf" in out, out
+        assert re.search(r"NoNewPrivs:\s+1", out), out  # no setuid file gains anything
         assert re.search(r"pwd=/.*/jobs/%d" % j["id"], out), out
         with open(os.path.join(c.data, "checkpoints", str(j["id"]), "state")) as f:
             assert f.read() == "saved\n"

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "agent/task.h"
 #include "agent/task_container.h"
+#include "agent/task_env_file.h"
 
 static char dir[64];
 
@@ -68,12 +70,11 @@ static int count_prefix(char **argv, const char *prefix)
     return n;
 }
 
-static void test_the_command_runs_in_the_image_with_env_by_name_mounts_and_limits(void **state)
+static void test_the_command_runs_in_the_image_with_its_env_file_mounts_and_limits(void **state)
 {
     (void)state;
     char *command[] = {"python3", "train.py", "--lr", "0.1", NULL};
     char *env[] = {"GREETING=hello", "SECRET=s3cr3t"};
-    char *vars[] = {"CUDA_VISIBLE_DEVICES=0,1", "TIDE_CHECKPOINT_DIR=/data/checkpoints/7"};
     char *mounts[] = {"/datasets:/datasets:ro"};
     int gpus[] = {0, 1};
     struct agent_task_spec spec = {.job_id = 7, .attempt = 2, .command = command, .env = env,
@@ -85,7 +86,7 @@ static void test_the_command_runs_in_the_image_with_env_by_name_mounts_and_limit
     agent_container_name(7, 2, name, sizeof name);
     assert_string_equal(name, "tide-7-2");
     char **argv =
-        agent_container_task_argv(&spec, "podman", name, "/work", "/work/jobs/7", vars, 2);
+        agent_container_task_argv(&spec, "podman", name, "/work", "/work/jobs/7", "/dev/fd/9");
     assert_non_null(argv);
     assert_string_equal(argv[0], "podman");
     assert_string_equal(argv[1], "run");
@@ -93,11 +94,13 @@ static void test_the_command_runs_in_the_image_with_env_by_name_mounts_and_limit
     assert_true(find(argv, "--name=tide-7-2") > 0);
     assert_true(find(argv, "--network=host") > 0);
     assert_true(find(argv, "--label=tide.agent=/work") > 0);
-    /* values stay out of the command line (ps shows it): names only */
-    assert_true(find(argv, "--env=GREETING") > 0 && find(argv, "--env=SECRET") > 0);
-    assert_true(find(argv, "--env=CUDA_VISIBLE_DEVICES") > 0);
+    /* values stay out of the command line (ps shows it): in the env file */
+    assert_true(find(argv, "--env-file=/dev/fd/9") > 0);
+    assert_int_equal(count_prefix(argv, "--env="), 0);
     for (int i = 0; argv[i]; i++)
         assert_null(strstr(argv[i], "s3cr3t"));
+    /* no privilege is gained inside, from setuid files or otherwise */
+    assert_true(find(argv, "--security-opt=no-new-privileges") > 0);
     assert_true(find(argv, "--volume=/work/jobs/7:/work/jobs/7") > 0);
     assert_true(find(argv, "--volume=/data/checkpoints/7:/data/checkpoints/7") > 0);
     assert_true(find(argv, "--volume=/datasets:/datasets:ro") > 0);
@@ -113,6 +116,49 @@ static void test_the_command_runs_in_the_image_with_env_by_name_mounts_and_limit
     for (int i = 2; i < image; i++)
         assert_true(argv[i][0] == '-');
     agent_container_argv_free(argv);
+}
+
+static void test_a_job_user_gets_no_capabilities_and_root_keeps_the_runtimes(void **state)
+{
+    (void)state;
+    char *command[] = {"id", NULL};
+    struct agent_container_run r = {.runtime = "podman", .name = "tide-1-1", .image = "img:1",
+                                    .command = command, .job_dir = "/j", .user = "65534:65534"};
+    char **argv = agent_container_argv(&r);
+    assert_non_null(argv);
+    assert_true(find(argv, "--user=65534:65534") > 0);
+    assert_true(find(argv, "--cap-drop=ALL") > 0);
+    assert_true(find(argv, "--security-opt=no-new-privileges") > 0);
+    agent_container_argv_free(argv);
+    r.user = "0:0"; /* --allow-root-jobs: root's, as the operator allowed */
+    argv = agent_container_argv(&r);
+    assert_non_null(argv);
+    assert_int_equal(count_prefix(argv, "--cap-drop"), 0);
+    assert_true(find(argv, "--security-opt=no-new-privileges") > 0);
+    agent_container_argv_free(argv);
+}
+
+static void test_the_env_file_holds_every_variable_and_refuses_a_newline(void **state)
+{
+    (void)state;
+    char *env[] = {"SECRET=s3 cr=3t", "EMPTY="};
+    char *vars[] = {"TIDE_JOB_ID=7"};
+    char why[256] = "";
+    int fd = agent_task_env_file(env, 2, vars, 1, why, sizeof why);
+    assert_true(fd >= 0);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC); /* only the runtime it is given to gets it */
+    char path[32], got[256] = "";
+    snprintf(path, sizeof path, "/dev/fd/%d", fd); /* read as the runtime reads it */
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    fclose(f);
+    close(fd);
+    got[n] = '\0';
+    assert_string_equal(got, "SECRET=s3 cr=3t\nEMPTY=\nTIDE_JOB_ID=7\n");
+    char *bad[] = {"CERT=line1\nline2"};
+    assert_int_equal(agent_task_env_file(bad, 1, NULL, 0, why, sizeof why), -1);
+    assert_string_equal(why, "env CERT: a value with a newline cannot be passed into a container");
 }
 
 static void test_gpus_are_device_nodes_when_they_exist_and_none_for_fake_gpus(void **state)
@@ -203,7 +249,9 @@ static void test_container_names_are_this_agents_own_by_node_and_work_dir(void *
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_the_command_runs_in_the_image_with_env_by_name_mounts_and_limits),
+        cmocka_unit_test(test_the_command_runs_in_the_image_with_its_env_file_mounts_and_limits),
+        cmocka_unit_test(test_a_job_user_gets_no_capabilities_and_root_keeps_the_runtimes),
+        cmocka_unit_test(test_the_env_file_holds_every_variable_and_refuses_a_newline),
         cmocka_unit_test(test_runtime_exits_125_to_127_are_start_failures),
         cmocka_unit_test_setup_teardown(
             test_gpus_are_device_nodes_when_they_exist_and_none_for_fake_gpus, setup, teardown),
