@@ -15,6 +15,7 @@
 #include "agent/agent_wake.h"
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "core/reconcile.h"
 
 /* How often tasks are reaped and deadlines checked: short, so exits are
  * reported and SIGKILLs sent close to on time. */
@@ -290,10 +291,11 @@ static void shutdown_tasks(struct agent *a, volatile sig_atomic_t *signals)
     size_t n = agent_running_tasks(a);
     if (n)
         log_info("stopping %zu task(s)", n);
-    /* NULL reason: the job ended because the node went away, and its exit
-     * status says how; it was not cancelled */
+    /* the job did not end of itself, whatever its exit status (a job
+     * that checkpoints on SIGTERM exits 0): the server requeues it */
     for (size_t i = 0; i < a->ntasks; i++)
-        agent_task_stop(a->tasks[i], NULL, a->tasks[i]->kill_grace_s, SIGTERM, now);
+        agent_task_stop(a->tasks[i], AGENT_STOPPED_REASON, a->tasks[i]->kill_grace_s, SIGTERM,
+                        now);
     bool killed = false;
     while (agent_running_tasks(a) > 0) {
         if (*signals > 1 && !killed) {

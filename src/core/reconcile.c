@@ -32,6 +32,17 @@ static void record_exit(struct cluster *c, struct job *job, const struct task_re
                            now_ms, out);
         return;
     }
+    if (!strcmp(r->reason, AGENT_STOPPED_REASON) && !job->cancel_requested) {
+        /* Its agent was stopped (a restart, the machine going down) and
+         * stopped it: as a preemption, it resumes from its checkpoint. */
+        char why[TIDE_REASON_MAX];
+        snprintf(why, sizeof why, "%s (%s %d)", AGENT_STOPPED_REASON, r->signal ? "signal" : "exit",
+                 r->signal ? r->signal : r->exit_code);
+        job->state = JOB_PREEMPTED;
+        sched_fail_attempt(c, job, JOB_PREEMPTED, JOB_FAILED, why, r->exit_code, r->signal,
+                           now_ms, out);
+        return;
+    }
     if (!strncmp(r->reason, "fenced", 6) && !job->cancel_requested) {
         /* Its agent lost the server and stopped it: the node's fault, not the job's. */
         sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, r->reason, r->exit_code, r->signal,

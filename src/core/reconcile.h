@@ -14,6 +14,10 @@
 #include "core/action.h"
 #include "core/cluster.h"
 
+/* The reason an agent gives the tasks it stopped because it was itself
+ * stopped: the server requeues them as preempted, whatever their exit. */
+#define AGENT_STOPPED_REASON "agent stopped"
+
 struct task_report {
     int64_t job_id;
     int attempt;

@@ -189,6 +189,29 @@ def test_killed_agent_jobs_are_requeued_and_finish_elsewhere():
         assert any(e["kind"] == "job_requeued" and "node lost" in e["message"] for e in events), events
 
 
+def test_a_job_its_stopped_agent_stopped_is_requeued_even_when_it_exits_0():
+    # An agent stopped (a restart, a machine going down) stops its tasks; a
+    # job that checkpoints on SIGTERM and exits 0 is not done: it resumes.
+    with Cluster(agents=1, kill_grace_s=5) as c:
+        script = 'trap "echo checkpointed; exit 0" TERM; echo up; while :; do sleep 0.2; done'
+        j = c.submit(command=["sh", "-c", script], gpus=1, retries=0)
+        c.wait_state(j["id"], "running")
+        wait_until(lambda: "up" in c.logs(j["id"]), 20, what="the job running its loop")
+        c.kill_agent("node-1", signal.SIGTERM)
+        job = wait_until(lambda: (x := c.job(j["id"]))["state"] == "pending" and x, 20,
+                         what="the job requeued")
+        events = c.api("GET", f"/v1/events?job={j['id']}")["events"]
+        assert any(e["kind"] == "job_requeued" and "agent stopped (exit 0)" in e["message"]
+                   for e in events), events
+        c.start_agent("node-1")
+        job = wait_until(lambda: (x := c.job(j["id"]))["state"] == "running" and x, 30,
+                         what="the job running again")
+        # (attempt 3 when the server gave the node attempt 2 before it saw the
+        # agent was gone: that one never started and is requeued too)
+        assert job["attempt"] >= 2, job
+        c.api("DELETE", f"/v1/jobs/{j['id']}")
+
+
 def test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes():
     with Cluster(agents=1) as c:
         big = c.submit(command=["python3", "-c",
@@ -411,6 +434,7 @@ if __name__ == "__main__":
         test_a_dropped_follow_of_a_silent_job_ends_with_its_thread_and_connection,
         test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice,
         test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
+        test_a_job_its_stopped_agent_stopped_is_requeued_even_when_it_exits_0,
         test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes,
         test_a_jobs_directories_are_spares_made_ahead_and_renamed_into_place,
         test_a_jobs_directory_goes_once_kept_but_not_what_its_links_point_to,
