@@ -323,6 +323,17 @@ static pid_t start_child(const struct child_args *a)
     return pid;
 }
 
+/* The PATH its program is looked up in: the job's own when its env sets
+ * one (a venv's python), else the agent's (NULL). A container's program is
+ * the runtime, the agent's. */
+static const char *program_path(const struct agent_task_spec *spec)
+{
+    for (size_t i = 0; !spec->image && i < spec->nenv; i++)
+        if (!strncmp(spec->env[i], "PATH=", 5))
+            return spec->env[i] + 5;
+    return NULL;
+}
+
 /* Starts the child; on return t is running (and starting: its child
  * answers through t->start_fd) or exited with `start failed`. */
 static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const char *cwd,
@@ -371,7 +382,7 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
                               .cwd = cwd,
                               .envp = envp,
                               .exec_path = agent_exec_cache_find(&exec_cache, spec->command[0],
-                                                                 NULL, now_ms),
+                                                                 program_path(spec), now_ms),
                               .sigs = agent_task_signals_caught(),
                               .log_fd = log_fd,
                               .null_fd = null_fd,

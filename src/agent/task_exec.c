@@ -73,14 +73,15 @@ const char *agent_exec_cache_find(struct agent_exec_cache *c, const char *name,
 {
     if (!name[0] || strchr(name, '/'))
         return NULL;
+    if (path) /* a job's own PATH: looked up each time, never cached for others */
+        return search_path(path, name, c->uncached, sizeof c->uncached) ? c->uncached : NULL;
     for (size_t i = 0; i < AGENT_EXEC_CACHE_SLOTS; i++) {
         struct agent_exec_cache_entry *e = &c->slots[i];
         if (e->name && !strcmp(e->name, name) && now_ms - e->resolved_ms >= 0 &&
             now_ms - e->resolved_ms < AGENT_EXEC_CACHE_TTL_MS)
             return e->path;
     }
-    if (!path)
-        path = getenv("PATH");
+    path = getenv("PATH");
     if (!path)
         path = DEFAULT_SEARCH_PATH;
     char found[PATH_MAX];

@@ -10,6 +10,7 @@
 #ifndef TIDE_AGENT_TASK_EXEC_H
 #define TIDE_AGENT_TASK_EXEC_H
 
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,11 +45,12 @@ struct agent_exec_cache_entry {
 struct agent_exec_cache {
     struct agent_exec_cache_entry slots[AGENT_EXEC_CACHE_SLOTS];
     size_t next; /* the slot the next new name replaces, round robin */
+    char uncached[PATH_MAX]; /* the last name found on a job's own PATH */
 };
 
-/* Where execvpe would find name, searching path (a PATH value; NULL: the
- * process's PATH, as execvpe uses the caller's, not the task's envp), as
- * the cache knows it or finds it now: the first regular file with an
+/* Where execvpe would find name, searching path (a PATH value, the job's
+ * own, looked up afresh and not cached; NULL: the process's PATH, as the
+ * cache knows it or finds it now): the first regular file with an
  * execute bit, its path owned by the cache (valid until the next call).
  * NULL where the child should search itself: a name with a '/', a PATH with
  * a relative entry (the child resolves it in its own cwd), nothing found,

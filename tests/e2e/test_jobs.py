@@ -212,6 +212,21 @@ def test_a_job_its_stopped_agent_stopped_is_requeued_even_when_it_exits_0():
         c.api("DELETE", f"/v1/jobs/{j['id']}")
 
 
+def test_a_jobs_own_path_finds_its_program():
+    # A venv's python first on the job's PATH: that one runs, not the
+    # agent's (the agent looked the program up on its own PATH).
+    with Cluster(agents=1) as c:
+        venv = os.path.join(c.dir, "venv-bin")
+        os.makedirs(venv)
+        prog = os.path.join(venv, "id")
+        with open(prog, "w") as f:
+            f.write("#!/bin/sh\necho the-venvs-own\n")
+        os.chmod(prog, 0o755)
+        j = c.submit(command=["id"], gpus=0, env={"PATH": f"{venv}:/usr/bin:/bin"})
+        assert c.wait_final([j["id"]])[j["id"]]["state"] == "succeeded"
+        assert "the-venvs-own" in c.logs(j["id"]), c.logs(j["id"])
+
+
 def test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes():
     with Cluster(agents=1) as c:
         big = c.submit(command=["python3", "-c",
@@ -435,6 +450,7 @@ if __name__ == "__main__":
         test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice,
         test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
         test_a_job_its_stopped_agent_stopped_is_requeued_even_when_it_exits_0,
+        test_a_jobs_own_path_finds_its_program,
         test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes,
         test_a_jobs_directories_are_spares_made_ahead_and_renamed_into_place,
         test_a_jobs_directory_goes_once_kept_but_not_what_its_links_point_to,

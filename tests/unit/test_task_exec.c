@@ -127,6 +127,21 @@ static void test_the_child_searches_itself_for_names_with_a_slash_or_a_relative_
     agent_exec_cache_release(&cache);
 }
 
+/* The agent's own PATH is what the cache answers for: set for a test. */
+static char saved_path[4096];
+
+static void agent_path_is(const char *search)
+{
+    const char *was = getenv("PATH");
+    snprintf(saved_path, sizeof saved_path, "%s", was ? was : "/usr/bin:/bin");
+    assert_int_equal(setenv("PATH", search, 1), 0);
+}
+
+static void agent_path_restored(void)
+{
+    assert_int_equal(setenv("PATH", saved_path, 1), 0);
+}
+
 static void test_a_cached_path_is_kept_until_it_expires(void **state)
 {
     (void)state;
@@ -134,18 +149,40 @@ static void test_a_cached_path_is_kept_until_it_expires(void **state)
     make("c", "prog", 0755, c, sizeof c);
     make("d", "prog", 0, d, sizeof d);
     snprintf(search, sizeof search, "%s/d:%s/c", work, work);
+    agent_path_is(search);
     struct agent_exec_cache cache = {0};
-    assert_string_equal(agent_exec_cache_find(&cache, "prog", search, 1000), c);
+    assert_string_equal(agent_exec_cache_find(&cache, "prog", NULL, 1000), c);
     /* a program put earlier on PATH is seen once the entry expires */
     make("d", "prog", 0755, d, sizeof d);
-    assert_string_equal(agent_exec_cache_find(&cache, "prog", search, 1000 + 1), c);
+    assert_string_equal(agent_exec_cache_find(&cache, "prog", NULL, 1000 + 1), c);
     assert_string_equal(
-        agent_exec_cache_find(&cache, "prog", search, 1000 + AGENT_EXEC_CACHE_TTL_MS), d);
+        agent_exec_cache_find(&cache, "prog", NULL, 1000 + AGENT_EXEC_CACHE_TTL_MS), d);
     /* and a removed one is not answered from the cache after that either */
     assert_int_equal(unlink(d), 0);
     assert_int_equal(unlink(c), 0);
-    assert_null(agent_exec_cache_find(&cache, "prog", search, 1000 + 2 * AGENT_EXEC_CACHE_TTL_MS));
+    assert_null(agent_exec_cache_find(&cache, "prog", NULL, 1000 + 2 * AGENT_EXEC_CACHE_TTL_MS));
     agent_exec_cache_release(&cache);
+    agent_path_restored();
+}
+
+static void test_a_jobs_own_path_finds_its_program_and_is_not_cached_for_others(void **state)
+{
+    (void)state;
+    char sys[200], venv[200], search[500];
+    make("sys", "python", 0755, sys, sizeof sys);
+    make("venv", "python", 0755, venv, sizeof venv);
+    snprintf(search, sizeof search, "%s/sys", work);
+    agent_path_is(search);
+    struct agent_exec_cache cache = {0};
+    assert_string_equal(agent_exec_cache_find(&cache, "python", NULL, 1000), sys);
+    /* a job whose env puts its venv first runs the venv's, even with the
+     * agent's answer cached */
+    snprintf(search, sizeof search, "%s/venv:%s/sys", work, work);
+    assert_string_equal(agent_exec_cache_find(&cache, "python", search, 1001), venv);
+    /* and the next job without its own PATH still gets the agent's */
+    assert_string_equal(agent_exec_cache_find(&cache, "python", NULL, 1002), sys);
+    agent_exec_cache_release(&cache);
+    agent_path_restored();
 }
 
 static void test_more_names_than_slots_replace_the_oldest(void **state)
@@ -158,12 +195,13 @@ static void test_more_names_than_slots_replace_the_oldest(void **state)
         make("many", name, 0755, path, sizeof path);
     }
     snprintf(search, sizeof search, "%s/many", work);
+    agent_path_is(search);
     struct agent_exec_cache cache = {0};
     for (int i = 0; i < AGENT_EXEC_CACHE_SLOTS + 3; i++) {
         char name[16], want[240];
         snprintf(name, sizeof name, "p%d", i);
         snprintf(want, sizeof want, "%s/many/%s", work, name);
-        const char *p = agent_exec_cache_find(&cache, name, search, 5);
+        const char *p = agent_exec_cache_find(&cache, name, NULL, 5);
         assert_non_null(p);
         assert_string_equal(p, want);
     }
@@ -172,6 +210,7 @@ static void test_more_names_than_slots_replace_the_oldest(void **state)
         used += cache.slots[i].name != NULL;
     assert_int_equal(used, AGENT_EXEC_CACHE_SLOTS);
     agent_exec_cache_release(&cache);
+    agent_path_restored();
 }
 
 int main(void)
@@ -181,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_the_path_found_is_the_first_executable_file_as_execvpe_runs),
         cmocka_unit_test(test_the_child_searches_itself_for_names_with_a_slash_or_a_relative_path),
         cmocka_unit_test(test_a_cached_path_is_kept_until_it_expires),
+        cmocka_unit_test(test_a_jobs_own_path_finds_its_program_and_is_not_cached_for_others),
         cmocka_unit_test(test_more_names_than_slots_replace_the_oldest),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
