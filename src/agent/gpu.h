@@ -118,4 +118,10 @@ void gpu_backend_release(struct gpu_backend *be);
 /* The device with this index, or NULL. */
 const struct gpu_device *gpu_backend_find(const struct gpu_backend *be, int index);
 
+/* Whether XID xid is one a program causes (13 graphics engine exception,
+ * 31 memory page fault, 43 stopped processing, 45 preemptive cleanup):
+ * the job's bug, not the GPU's fault. Counted as faults, a user's buggy
+ * kernels would drain and fail every node they ran on. */
+bool gpu_xid_is_a_programs(unsigned long long xid);
+
 #endif

@@ -80,6 +80,9 @@ int gpu_fake_parse_faults(const char *text, const struct gpu_device *devices, si
                 *bad_line = lineno;
             continue;
         }
+        unsigned long long xid;
+        if (sscanf(what, "xid %llu", &xid) == 1 && gpu_xid_is_a_programs(xid))
+            continue; /* as NVML's: the job's bug, not the GPU's fault */
         size_t d = 0;
         while (d < count && devices[d].index != index)
             d++;

@@ -198,7 +198,8 @@ static int nvml_health(struct gpu_backend *be, struct gpu_health *out, struct ti
     /* XID events queued since the last heartbeat; timeout 0: never wait */
     while (api->events && api->event_set_wait(api->events, &ev, 0) == NVML_SUCCESS) {
         for (size_t i = 0; i < be->count; i++)
-            if (api->handles[i] == ev.device && (ev.event_type & NVML_EVENT_XID_CRITICAL)) {
+            if (api->handles[i] == ev.device && (ev.event_type & NVML_EVENT_XID_CRITICAL) &&
+                !gpu_xid_is_a_programs(ev.event_data)) {
                 char what[48];
                 snprintf(what, sizeof what, "xid %llu", ev.event_data);
                 note_fault(&api->health[i], what);

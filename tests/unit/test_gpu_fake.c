@@ -321,11 +321,27 @@ static void test_malformed_fault_lines_are_named_and_the_rest_still_count(void *
         assert_int_equal(gpu_fake_parse_faults(wrong[i], devs, 2, h, &bad), TIDE_EINVAL);
         assert_int_equal(bad, 1);
     }
-    assert_int_equal(gpu_fake_parse_faults("1 xid 13\n0 bogus\n1 xid 31\n", devs, 2, h, &bad),
+    assert_int_equal(gpu_fake_parse_faults("1 xid 48\n0 bogus\n1 xid 79\n", devs, 2, h, &bad),
                      TIDE_EINVAL);
     assert_int_equal(bad, 2);
     assert_int_equal(h[1].seq, 2);
-    assert_string_equal(h[1].what, "xid 31");
+    assert_string_equal(h[1].what, "xid 79");
+}
+
+static void test_xids_a_program_causes_are_not_the_gpus_faults(void **state)
+{
+    (void)state;
+    struct gpu_device devs[2];
+    memset(devs, 0, sizeof devs);
+    devs[1].index = 1;
+    struct gpu_health h[2];
+    int bad = -1;
+    assert_int_equal(gpu_fake_parse_faults("0 xid 13\n0 xid 31\n1 xid 43\n1 xid 45\n1 xid 48\n",
+                                           devs, 2, h, &bad),
+                     0);
+    assert_int_equal(h[0].seq, 0);
+    assert_int_equal(h[1].seq, 1);
+    assert_string_equal(h[1].what, "xid 48");
 }
 
 int main(void)
@@ -334,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_spec_with_one_model_gives_numbered_devices),
         cmocka_unit_test(test_injected_faults_are_counted_per_gpu_with_the_latest_named),
         cmocka_unit_test(test_malformed_fault_lines_are_named_and_the_rest_still_count),
+        cmocka_unit_test(test_xids_a_program_causes_are_not_the_gpus_faults),
         cmocka_unit_test(test_spec_list_numbers_across_entries_and_reads_mb),
         cmocka_unit_test(test_spec_units_ignore_case_and_accept_gib_mib),
         cmocka_unit_test(test_bad_specs_are_refused_with_a_reason),
