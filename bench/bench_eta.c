@@ -139,7 +139,7 @@ int main(int argc, char **argv)
     for (int run = 0; run < 3 * nsizes; run++) {
         int s = run % nsizes;
         enum variant v = (enum variant)(run / nsizes);
-        if (v == MODEL && sizes[s][1] > 10000)
+        if (v == MODEL && sizes[s][1] > 10000 && quick)
             continue;
         struct cluster c;
         struct eta_estimator est;

@@ -421,6 +421,11 @@ static int start_item(struct eta_plan *p, struct eta_item *it, const int32_t *no
  * GPU count, the same capped queue or none), so only its head may start. */
 static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
 {
+    /* A special that cannot start now cannot later in the round either
+     * (starts only take room): each is looked at once a round, from where
+     * the last look stopped, not once per start. */
+    p->round++;
+    size_t cursor = 0;
     for (;;) {
         int32_t best = INT32_MAX, best_l = -1;
         int best_k = 0;
@@ -438,17 +443,19 @@ static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
             p->special_head++;
         int32_t nodes[TIDE_MAX_GANG_NODES];
         int share = 0, n = 0;
-        for (size_t s = p->special_head; s < p->nspecial && p->special[s] < best; s++) {
-            const struct eta_item *it = &p->items[p->special[s]];
-            if (it->done || it->failed_at_ms == t || it->not_before_ms > t ||
+        if (cursor < p->special_head)
+            cursor = p->special_head;
+        for (; cursor < p->nspecial && p->special[cursor] < best; cursor++) {
+            const struct eta_item *it = &p->items[p->special[cursor]];
+            if (it->done || it->failed_round == p->round || it->not_before_ms > t ||
                 (it->queue >= 0 && !queue_has_room(p, it->queue, it->job->gpus)))
                 continue; /* (it->job only when capped: the scan stays in items) */
             if (it->min_share <= p->max_free && (n = special_fits(p, it->job, nodes, &share)) > 0) {
-                best = p->special[s];
+                best = p->special[cursor];
                 best_k = 0;
                 break;
             }
-            p->items[p->special[s]].failed_at_ms = t;
+            p->items[p->special[cursor]].failed_round = p->round;
         }
         if (best == INT32_MAX)
             return 0;
@@ -486,7 +493,7 @@ static int add_item(struct eta_plan *p, struct cluster *c, const struct eta_esti
         return 0; /* MIG instances are not planned */
     struct eta_item *it = &p->items[p->nitems];
     enum eta_basis rb;
-    *it = (struct eta_item){.job = job, .failed_at_ms = -1, .not_before_ms = not_before};
+    *it = (struct eta_item){.job = job, .not_before_ms = not_before};
     it->run_ms = eta_estimator_remaining_ms(est, job, 0, &rb);
     it->run_basis = (uint8_t)rb;
     it->queue = capped_queue(p, job);

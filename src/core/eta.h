@@ -60,8 +60,8 @@ struct eta_item {
     uint8_t run_basis;
     bool special;         /* not a whole-GPU job for any one node: checked on its own */
     int min_share;        /* special: the fewest GPUs it needs free on one node */
-    int64_t failed_at_ms; /* special: did not fit at this time (GPUs are only
-                           * taken later at the same time); -1: not yet */
+    int64_t failed_round; /* special: did not fit in this round of the plan's
+                           * (GPUs are only taken later in a round); 0: none */
     int64_t not_before_ms; /* retry backoff: not started before this (special) */
     int16_t queue;         /* its capped queue's index in the plan's queue set; -1: none */
     bool done;
@@ -91,6 +91,7 @@ struct eta_plan {
     int32_t qjobs[TIDE_MAX_QUEUES], qgpus[TIDE_MAX_QUEUES]; /* running in each capped queue */
     int32_t *special; /* special items, in order */
     size_t nspecial, special_cap, special_head;
+    int64_t round; /* place_round calls so far: a special fails for one round */
 };
 
 void eta_plan_init(struct eta_plan *p);

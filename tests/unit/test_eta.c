@@ -170,6 +170,24 @@ static void test_a_gpu_model_waits_for_its_own_nodes(void **state)
     assert_int_equal(cluster_find_job(&c, 3)->eta_start_ms, 0);
 }
 
+static void test_a_gpu_model_job_gets_now_when_its_gpus_free_now(void **state)
+{
+    (void)state;
+    /* the job on node 1 is being preempted: its GPUs free now, and the
+     * preemptor (asking for a model) starts on them now, not when node 2's
+     * job ends */
+    add_node(1, 8);
+    add_node(2, 8);
+    run_job(1, 1, 0, 8, 0)->state = JOB_PREEMPTED;
+    run_job(2, 2, 0, 8, 0)->max_runtime_s = 1000;
+    struct job *h = pend(3, 8);
+    snprintf(h->gpu_model, sizeof h->gpu_model, "H200");
+    plan_ids((int64_t[]){3}, 1, 10 * S);
+    struct job *j = cluster_find_job(&c, 3);
+    assert_int_equal(j->eta_start_ms, 10 * S);
+    assert_string_equal(eta_basis_name(j->eta_basis), "now");
+}
+
 static void test_learned_project_estimate_is_used_and_named(void **state)
 {
     (void)state;
@@ -453,6 +471,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_job_waits_for_a_split_over_two_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_job_no_node_can_hold_has_no_eta, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_gpu_model_waits_for_its_own_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_gpu_model_job_gets_now_when_its_gpus_free_now, setup, teardown),
         cmocka_unit_test_setup_teardown(test_learned_project_estimate_is_used_and_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_estimate_stands_in_for_a_project_with_too_few_samples, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_runtime_when_nothing_is_known, setup, teardown),
