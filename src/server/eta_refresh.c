@@ -6,6 +6,7 @@
  * restarted server first learns again from the store's recent jobs. How
  * long the last and the longest plan held the lock is kept for /metrics.
  */
+#include <stdlib.h>
 #include <time.h>
 
 #include "common/log.h"
@@ -51,25 +52,52 @@ void eta_refresh_learn(struct server *srv, const struct action_list *actions, in
     }
 }
 
+static int by_id(const void *a, const void *b)
+{
+    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "id"));
+    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "id"));
+    return (x > y) - (x < y);
+}
+
 void eta_refresh_seed(struct server *srv)
 {
-    struct job_filter f = {.limit = ETA_SEED_JOBS};
-    json_t *jobs = NULL;
+    /* The newest of each ended state, not the newest jobs: a deep queue of
+     * pending ones would hide every run the store holds. */
+    static const char *const ended[] = {"succeeded", "failed", "timeout", "cancelled"};
+    json_t *lists[4] = {NULL};
+    json_t **runs = NULL;
+    size_t n = 0;
     struct tide_err err;
-    if (store_jobs_list(srv->store, &f, &jobs, &err) != 0) {
-        log_error("start-time ETAs: cannot read past jobs (%s); learning from scratch",
-                  err.message);
-        return;
+    for (size_t s = 0; s < 4; s++) {
+        struct job_filter f = {.state = ended[s], .limit = ETA_SEED_JOBS};
+        if (store_jobs_list(srv->store, &f, &lists[s], &err) != 0) {
+            log_error("start-time ETAs: cannot read past jobs (%s); learning from scratch",
+                      err.message);
+            goto done;
+        }
     }
-    for (size_t i = json_array_size(jobs); i-- > 0;) { /* oldest first */
-        json_t *job = json_array_get(jobs, i);
-        json_t *start = json_object_get(job, "start_time"), *end = json_object_get(job, "end_time");
-        if (!json_is_number(start) || !json_is_number(end))
-            continue; /* never ran, or not over */
-        int64_t run_ms = (int64_t)((json_number_value(end) - json_number_value(start)) * 1000.0);
+    runs = malloc(4 * ETA_SEED_JOBS * sizeof *runs);
+    if (!runs)
+        goto done;
+    for (size_t s = 0; s < 4; s++)
+        for (size_t i = 0; i < json_array_size(lists[s]); i++) {
+            json_t *job = json_array_get(lists[s], i);
+            if (json_is_number(json_object_get(job, "start_time")) &&
+                json_is_number(json_object_get(job, "end_time")))
+                runs[n++] = job; /* it ran */
+        }
+    qsort(runs, n, sizeof *runs, by_id);
+    for (size_t i = n > ETA_SEED_JOBS ? n - ETA_SEED_JOBS : 0; i < n; i++) { /* oldest first */
+        json_t *job = runs[i];
+        int64_t run_ms = (int64_t)((json_number_value(json_object_get(job, "end_time")) -
+                                    json_number_value(json_object_get(job, "start_time"))) *
+                                   1000.0);
         if (eta_estimator_observe(&srv->eta_est, json_string_value(json_object_get(job, "project")),
                                   json_string_value(json_object_get(job, "queue")), run_ms) != 0)
             break;
     }
-    json_decref(jobs);
+done:
+    free(runs);
+    for (size_t s = 0; s < 4; s++)
+        json_decref(lists[s]);
 }
