@@ -416,6 +416,24 @@ static int start_item(struct eta_plan *p, struct eta_item *it, const int32_t *no
     return 0;
 }
 
+/* The first job in order still waiting at t (its backoff over): under a
+ * strict order nothing behind it starts before it. INT32_MAX: none. */
+static int32_t first_waiting(const struct eta_plan *p, int64_t t)
+{
+    int32_t first = INT32_MAX;
+    for (size_t i = 0; i < p->nlists; i++) {
+        int32_t l = p->lists[i];
+        if (p->size_head[l] < p->size_start[l + 1] && p->by_size[p->size_head[l]] < first)
+            first = p->by_size[p->size_head[l]];
+    }
+    for (size_t s = p->special_head; s < p->nspecial && p->special[s] < first; s++) {
+        const struct eta_item *it = &p->items[p->special[s]];
+        if (!it->done && it->not_before_ms <= t)
+            return p->special[s];
+    }
+    return first;
+}
+
 /* At t, starts every waiting job that fits and that its queue has room
  * for, in order, as a pass would. The jobs of one list are alike (the same
  * GPU count, the same capped queue or none), so only its head may start. */
@@ -457,7 +475,7 @@ static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
             }
             p->items[p->special[cursor]].failed_round = p->round;
         }
-        if (best == INT32_MAX)
+        if (best == INT32_MAX || (p->strict && best != first_waiting(p, t)))
             return 0;
         int rc;
         if (best_k) {

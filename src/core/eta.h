@@ -92,6 +92,12 @@ struct eta_plan {
     int32_t *special; /* special items, in order */
     size_t nspecial, special_cap, special_head;
     int64_t round; /* place_round calls so far: a special fails for one round */
+    /* The order is strict (fifo_strict, sjf_strict) without backfill: as
+     * the pass stops at the first job that cannot start, so does each
+     * round of the plan. Set by the caller from its scheduler's config;
+     * default false. (With EASY backfill, jobs pass a blocked one around
+     * its reservation, which the plan holds.) */
+    bool strict;
 };
 
 void eta_plan_init(struct eta_plan *p);

@@ -25,6 +25,7 @@ void eta_refresh(struct server *srv, int64_t now_ms)
         now_ms >= srv->eta_refreshed_ms)
         return;
     int64_t t0 = monotonic_us();
+    srv->eta_plan.strict = srv->sched.cfg.order->strict && !srv->sched.cfg.backfill;
     if (eta_plan_run(&srv->eta_plan, &srv->cluster, &srv->eta_est, srv->sched.order,
                      srv->sched.norder, now_ms) != 0)
         log_error("start-time ETAs: out of memory; pending jobs show none");

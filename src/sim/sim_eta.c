@@ -32,6 +32,7 @@ int sim_eta_arrivals(struct sim_state *st, size_t from, size_t to, int64_t t)
             continue;
         }
         if (!planned) {
+            st->eta_plan.strict = st->s.cfg.order->strict && !st->s.cfg.backfill;
             int rc =
                 eta_plan_run(&st->eta_plan, &st->c, &st->eta_est, st->s.order, st->s.norder, t);
             if (rc)

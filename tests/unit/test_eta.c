@@ -188,6 +188,25 @@ static void test_a_gpu_model_job_gets_now_when_its_gpus_free_now(void **state)
     assert_string_equal(eta_basis_name(j->eta_basis), "now");
 }
 
+static void test_a_strict_order_plans_nothing_past_the_first_job_that_waits(void **state)
+{
+    (void)state;
+    /* fifo_strict: job 3 fits the 4 free GPUs now, but the pass stops at
+     * job 2 (8 GPUs, free at 1000 s): job 3 starts after job 2, at 1100 s */
+    add_node(1, 8);
+    run_job(1, 1, 0, 4, 0)->max_runtime_s = 1000;
+    pend(2, 8)->max_runtime_s = 100;
+    pend(3, 2)->max_runtime_s = 50;
+    plan.strict = true;
+    plan_ids((int64_t[]){2, 3}, 2, 10 * S);
+    assert_int_equal(cluster_find_job(&c, 2)->eta_start_ms, 1000 * S);
+    assert_int_equal(cluster_find_job(&c, 3)->eta_start_ms, 1100 * S);
+    /* not strict: job 3 goes now */
+    plan.strict = false;
+    plan_ids((int64_t[]){2, 3}, 2, 10 * S);
+    assert_int_equal(cluster_find_job(&c, 3)->eta_start_ms, 10 * S);
+}
+
 static void test_learned_project_estimate_is_used_and_named(void **state)
 {
     (void)state;
@@ -472,6 +491,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_job_no_node_can_hold_has_no_eta, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_gpu_model_waits_for_its_own_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_gpu_model_job_gets_now_when_its_gpus_free_now, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_strict_order_plans_nothing_past_the_first_job_that_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_learned_project_estimate_is_used_and_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_estimate_stands_in_for_a_project_with_too_few_samples, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_runtime_when_nothing_is_known, setup, teardown),
