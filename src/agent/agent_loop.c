@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -143,6 +145,23 @@ static void enforce_gpu_memory(struct agent *a, struct agent_task *t, int64_t no
     agent_task_stop(t, "gpu memory over limit", 0, SIGKILL, now);
 }
 
+/* Kills a task whose log grew past --max-log-mib, looked at once a second. */
+static void enforce_log_cap(struct agent *a, struct agent_task *t, int64_t now)
+{
+    if (t->state != AGENT_TASK_RUNNING || t->stopping || a->opts->max_log_mib <= 0 ||
+        now - t->log_size_checked_ms < 1000)
+        return;
+    t->log_size_checked_ms = now;
+    struct stat st;
+    if (stat(t->log_path, &st) != 0 || st.st_size <= a->opts->max_log_mib * 1024 * 1024)
+        return;
+    char why[64];
+    snprintf(why, sizeof why, "log over %" PRId64 " MiB", a->opts->max_log_mib);
+    log_warn("job %" PRId64 ".%" PRId64 ": %s (--max-log-mib): killing it", t->job_id,
+             t->attempt, why);
+    agent_task_stop(t, why, 0, SIGKILL, now);
+}
+
 static struct agent_task *task_of_pid(const struct agent *a, pid_t pid)
 {
     for (size_t i = 0; i < a->ntasks; i++)
@@ -184,6 +203,7 @@ static bool reap(struct agent *a, bool maybe_exited, int64_t now)
     for (size_t i = 0; i < a->ntasks; i++) {
         struct agent_task *t = a->tasks[i];
         enforce_gpu_memory(a, t, now);
+        enforce_log_cap(a, t, now);
         if (agent_task_poll_since(t, maybe_exited, now)) {
             log_info("job %" PRId64 ".%" PRId64 ": %s", t->job_id, t->attempt, t->reason);
             changed = true;

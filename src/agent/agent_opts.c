@@ -40,6 +40,8 @@ void agent_opts_usage(FILE *out)
                  "  --job-dir-keep-s N  remove a job's directory (WORK/jobs/ID) and what its\n"
                  "                      tasks left there N s after its last task here ended\n"
                  "                      (default 86400, a day; 0: at once; -1: never)\n"
+                 "  --max-log-mib N     kill a task whose output log grows past N MiB, so one\n"
+                 "                      job cannot fill the node's disk (default 10240; 0: no cap)\n"
                  "  --cpus N            CPUs to report (default: online CPUs)\n"
                  "  --memory-mib N      memory to report (default: physical memory)\n"
                  "  --ca FILE           PEM CA (or self-signed certificate) that an https\n"
@@ -207,6 +209,7 @@ static const struct cli_opt agent_flags[] = {
     {"--job-user", CLI_OPT_VALUE, 19},    {"--allow-users", CLI_OPT_VALUE, 20},
     {"--allow-root-jobs", CLI_OPT_FLAG, 21}, {"--container-runtime", CLI_OPT_VALUE, 22},
     {"--prewarm-image", CLI_OPT_VALUE, 23}, {"--job-dir-keep-s", CLI_OPT_VALUE, 24},
+    {"--max-log-mib", CLI_OPT_VALUE, 25},
     {"--help", CLI_OPT_FLAG, CLI_ID_HELP},
     {"-h", CLI_OPT_FLAG, CLI_ID_HELP},    {NULL, 0, 0},
 };
@@ -277,6 +280,11 @@ static int apply_flag(struct agent_opts *o, const char *flag, const char *v, str
     if (!strcmp(flag, "--kill-grace-s")) {
         if ((rc = cli_parse_range(flag, v, 0, 86400, &n, err)) == 0)
             o->kill_grace_s = (int)n;
+        return rc;
+    }
+    if (!strcmp(flag, "--max-log-mib")) {
+        if ((rc = cli_parse_range(flag, v, 0, 1LL << 30, &n, err)) == 0)
+            o->max_log_mib = n;
         return rc;
     }
     if (!strcmp(flag, "--job-dir-keep-s")) {
@@ -364,6 +372,7 @@ int agent_opts_parse(int argc, char **argv, struct agent_opts *o, struct tide_er
     memset(o, 0, sizeof *o);
     o->kill_grace_s = -1;
     o->job_dir_keep_s = JOB_DIR_KEEP_S_DEFAULT;
+    o->max_log_mib = MAX_LOG_MIB_DEFAULT;
     struct cli_args a;
     const char *v;
     int id, r, rc = 0;

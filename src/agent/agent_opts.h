@@ -15,6 +15,10 @@
  * and plain. */
 #define AGENT_NAME_MAX 63
 
+/* A task's log past this many MiB ends it (--max-log-mib): a job that
+ * prints without end would fill the node's disk, then the server's. */
+#define MAX_LOG_MIB_DEFAULT 10240
+
 struct agent_opts {
     char *server_url; /* as given: one URL or several, comma-separated */
     char **server_urls; /* server_url split, each without a trailing '/' */
@@ -33,6 +37,7 @@ struct agent_opts {
     int heartbeat_ms; /* 0: what the server says, else 1000 */
     int kill_grace_s;
     int job_dir_keep_s; /* WORK/jobs/ID kept this long once done; -1: for good */
+    int64_t max_log_mib; /* a task whose log grows past this is killed; 0: no cap */
     int cpus;
     int64_t memory_mib;
     char *fake_fault_file;  /* faults injected into fake GPUs; NULL: none */

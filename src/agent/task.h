@@ -103,6 +103,7 @@ struct agent_task {
     char *jobs_dir;       /* WORK/jobs, to find what the task left behind */
 
     int64_t log_acked; /* bytes of the log the server holds */
+    int64_t log_size_checked_ms; /* when its size was last held against the cap */
     /* when a heartbeat last found nothing new in the running task's log
      * (monotonic); 0: never looked or it had more */
     int64_t log_idle_ms;

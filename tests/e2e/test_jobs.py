@@ -227,6 +227,20 @@ def test_a_jobs_own_path_finds_its_program():
         assert "the-venvs-own" in c.logs(j["id"]), c.logs(j["id"])
 
 
+def test_a_job_whose_log_outgrows_the_agents_cap_is_killed():
+    # --max-log-mib: a job printing without end would fill the node's disk
+    with Cluster(agents=0) as c:
+        c.start_agent("node-1", extra=["--max-log-mib", "1"])
+        big = c.submit(command=["sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' a; sleep 60"],
+                       gpus=0)
+        small = c.submit(command=["sh", "-c", "head -c 500000 /dev/zero | tr '\\0' a; echo; echo ok"],
+                         gpus=0)
+        final = c.wait_final([big["id"], small["id"]], timeout=60)
+        assert final[big["id"]]["state"] == "failed", final[big["id"]]
+        assert final[big["id"]]["reason"].startswith("log over 1 MiB"), final[big["id"]]
+        assert final[small["id"]]["state"] == "succeeded", final[small["id"]]
+
+
 def test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes():
     with Cluster(agents=1) as c:
         big = c.submit(command=["python3", "-c",
@@ -451,6 +465,7 @@ if __name__ == "__main__":
         test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
         test_a_job_its_stopped_agent_stopped_is_requeued_even_when_it_exits_0,
         test_a_jobs_own_path_finds_its_program,
+        test_a_job_whose_log_outgrows_the_agents_cap_is_killed,
         test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes,
         test_a_jobs_directories_are_spares_made_ahead_and_renamed_into_place,
         test_a_jobs_directory_goes_once_kept_but_not_what_its_links_point_to,
