@@ -151,6 +151,7 @@ struct job {
     int64_t attained_gpu_ms;  /* GPU-milliseconds used by earlier attempts (LAS) */
     int64_t last_failure_ms;  /* when the last attempt failed (retry backoff); 0: none */
     int preemptions;          /* attempts ended by preemption */
+    int64_t preempted_for;    /* the job its last preemption made room for (preempt_claim.h) */
     bool doomed;              /* scratch of cluster_remove_jobs_if */
     int free_attempts;        /* attempts ended by no fault of the job (preemption, its node
                                  lost, its task vanished): they use up no retries */

@@ -1,16 +1,18 @@
 /* Preemption claims: a preempting job's node held for it (preempt_claim.h). */
 #include "core/preempt_claim.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "core/core_banned.h"
 #include "core/gpu_share.h"
 
-/* A holder's id: negative (no job has one) and its claimant's own, so two
- * holders never share one (a backfill reservation's is -1). */
+/* A holder's id: negative (no job has one), its claimant's own, and far
+ * below the other stand-ins' (a backfill reservation's -1, a gang's
+ * -1000 - k): no two holders share one. */
 static int64_t holder_id(int64_t job_id)
 {
-    return -1000 - job_id;
+    return -(INT64_C(1) << 40) - job_id;
 }
 
 static void drop(struct preempt_claims *cl, int i)
@@ -43,9 +45,10 @@ static void unhold(struct preempt_claim *k, struct cluster *c)
     k->held = false;
 }
 
-void preempt_claim_note(struct preempt_claims *cl, int64_t job_id, int64_t node_id,
+void preempt_claim_note(struct preempt_claims *cl, const struct job *job, int64_t node_id,
                         int64_t now_ms)
 {
+    int64_t job_id = job->id;
     int i = 0;
     while (i < cl->n && cl->items[i].job_id != job_id)
         i++;
@@ -58,16 +61,20 @@ void preempt_claim_note(struct preempt_claims *cl, int64_t job_id, int64_t node_
     }
     cl->items[i].node_id = node_id;
     cl->items[i].until_ms = now_ms + PREEMPT_CLAIM_MS;
+    cl->items[i].priority = job->effective_priority;
 }
 
-void preempt_claims_hold(struct preempt_claims *cl, struct cluster *c, int64_t now_ms)
+void preempt_claims_hold(struct preempt_claims *cl, struct cluster *c,
+                         const struct budget_set *budgets, int64_t now_ms)
 {
     for (int i = 0; i < cl->n;) {
         struct preempt_claim *k = &cl->items[i];
         const struct job *job = cluster_find_job(c, k->job_id);
         const struct node *node = cluster_find_node(c, k->node_id);
         if (!job || job->state != JOB_PENDING || job->held || job->on_hold ||
-            job->cancel_requested || !node || node->state != NODE_READY || k->until_ms <= now_ms) {
+            job->cancel_requested || job->not_before_ms > now_ms ||
+            job->restart_after_ms > now_ms || (budgets && budget_holds_job(budgets, job, NULL)) ||
+            !node || node->state != NODE_READY || k->until_ms <= now_ms) {
             drop(cl, i);
             continue;
         }
@@ -86,6 +93,27 @@ bool preempt_claim_take(struct preempt_claims *cl, struct cluster *c, const stru
             return true;
         }
     return false;
+}
+
+bool preempt_claim_of(const struct preempt_claims *cl, int64_t job_id)
+{
+    for (int i = 0; i < cl->n; i++)
+        if (cl->items[i].job_id == job_id)
+            return true;
+    return false;
+}
+
+void preempt_claims_yield(struct preempt_claims *cl, struct cluster *c, const struct job *job)
+{
+    for (int i = 0; i < cl->n;) {
+        struct preempt_claim *k = &cl->items[i];
+        if (k->priority < job->effective_priority && job->preempted_for != k->job_id) {
+            unhold(k, c);
+            drop(cl, i);
+            continue;
+        }
+        i++;
+    }
 }
 
 void preempt_claim_hold_new(struct preempt_claims *cl, struct cluster *c, int64_t job_id)

@@ -7,11 +7,14 @@
  *
  * A pass holds every claimed node's free GPUs with a stand-in job, as a
  * backfill reservation does, and lets them go to the claimant alone: when
- * the pass reaches it, its hold is lifted. A claim lasts while its job
- * waits and keeps preempting on that node (each pass that finds it doing
- * so renews it); it ends when the job starts, leaves, or stops preempting
- * there, and after PREEMPT_CLAIM_MS unrenewed. In memory only: after a
- * restart the next pass preempts afresh.
+ * the pass reaches it, its hold is lifted (past a strict order's blocked
+ * job too). A job of higher priority than the claimant that is not one of
+ * its victims is not held off: the claim gives way to it. A claim lasts
+ * while its job waits and keeps preempting on that node (each pass that
+ * finds it doing so renews it); it ends when the job starts, leaves, is
+ * held (a hold, its budget, a backoff) or stops preempting there, and after
+ * PREEMPT_CLAIM_MS unrenewed. In memory only: after a restart the next
+ * pass preempts afresh.
  */
 #ifndef TIDE_PREEMPT_CLAIM_H
 #define TIDE_PREEMPT_CLAIM_H
@@ -19,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/budget.h"
 #include "core/cluster.h"
 
 /* Claims at once; a claim past them is not made (the job preempts as before). */
@@ -29,6 +33,7 @@
 
 struct preempt_claim {
     int64_t job_id, node_id, until_ms;
+    int priority;      /* the claimant's effective priority */
     bool held;         /* holder assigned in this pass */
     struct job holder; /* the stand-in that holds the node's free GPUs */
 };
@@ -38,13 +43,23 @@ struct preempt_claims {
     int n;
 };
 
-/* job_id claims node_id from now_ms (a claim of its on another node ends). */
-void preempt_claim_note(struct preempt_claims *cl, int64_t job_id, int64_t node_id,
+/* job claims node_id from now_ms (a claim of its on another node ends). */
+void preempt_claim_note(struct preempt_claims *cl, const struct job *job, int64_t node_id,
                         int64_t now_ms);
 
-/* At a pass's start: ends claims whose job no longer waits, whose node is
- * not ready, or that ran out, and holds the free GPUs of the others. */
-void preempt_claims_hold(struct preempt_claims *cl, struct cluster *c, int64_t now_ms);
+/* At a pass's start: ends claims whose job no longer waits or may not
+ * start now (held, in backoff; budgets: its project at a hard cap, NULL:
+ * none), whose node is not ready, or that ran out, and holds the free GPUs
+ * of the others. */
+void preempt_claims_hold(struct preempt_claims *cl, struct cluster *c,
+                         const struct budget_set *budgets, int64_t now_ms);
+
+/* Whether job_id holds a claim. */
+bool preempt_claim_of(const struct preempt_claims *cl, int64_t job_id);
+
+/* The pass reached job, which is not a claimant: the claims of lower
+ * priority than it that it is no victim of give way (lifted and ended). */
+void preempt_claims_yield(struct preempt_claims *cl, struct cluster *c, const struct job *job);
 
 /* The pass reached job: lifts its claim's hold and ends the claim (a
  * renewal, if it preempts there again, makes a new one). True when it had

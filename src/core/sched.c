@@ -368,7 +368,7 @@ static bool try_preemption(struct scheduler *s, struct cluster *c, struct job *j
     enum preempt_result r = preempt_plan(&s->cfg.placement_cfg, &s->preempt_pool, job, &plan);
     if ((r == PREEMPT_PENDING || r == PREEMPT_PLANNED) && plan.node) {
         /* what its victims free, and what is free there now, is its own */
-        preempt_claim_note(&s->claims, job->id, plan.node->id, now_ms);
+        preempt_claim_note(&s->claims, job, plan.node->id, now_ms);
         preempt_claim_hold_new(&s->claims, c, job->id);
     }
     if (r == PREEMPT_PENDING) {
@@ -384,6 +384,7 @@ static bool try_preemption(struct scheduler *s, struct cluster *c, struct job *j
         struct action *a = action_push_preempt(out, v);
         if (!a) /* out of memory: it keeps running, a later pass asks again */
             continue;
+        v->preempted_for = job->id; /* its claim does not give way to it */
         snprintf(a->reason, sizeof a->reason, "preempted by job %lld", (long long)job->id);
     }
     if (s->cfg.explain)
@@ -503,17 +504,23 @@ static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *
     bool strict = s->cfg.order->strict;
     for (size_t i = from; i < to; i++) {
         struct job *job = s->order[i];
-        if (st->stopped_at) {
-            if (!explain) {
+        /* past a strict order's blocked job only claimants go on: the job
+         * blocked may be a victim its claimant's node is held from */
+        if (st->stopped_at && !(s->claims.n && preempt_claim_of(&s->claims, job->id))) {
+            if (!explain && !s->claims.n) {
                 st->broke = true;
                 break;
             }
-            wait_reason_set(job, WAIT_BEHIND, 0, 0, st->stopped_at->id, s->cfg.order->name);
+            if (explain)
+                wait_reason_set(job, WAIT_BEHIND, 0, 0, st->stopped_at->id, s->cfg.order->name);
             continue;
         }
         /* Its claimed node is free to it alone; what jobs before it could
-         * not get there says nothing of what it can (no shortcuts below). */
+         * not get there says nothing of what it can (no shortcuts below).
+         * A job that outranks a claimant (not its victim) is not held off. */
         bool claimed = s->claims.n && preempt_claim_take(&s->claims, c, job);
+        if (s->claims.n && !claimed)
+            preempt_claims_yield(&s->claims, c, job);
         bool short_enough = st->reservation.active && backfill_fits_before(&st->reservation, job, now_ms);
         if (st->hold_deferred && !short_enough) {
             backfill_hold(c, &st->reservation, true);
@@ -522,6 +529,7 @@ static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *
         /* With nothing left to write or reserve, no GPU free anywhere and
          * every job left needing one, none of them can start. */
         if (!explain && !s->gpuless && !s->preempt_pool.n && !st->reservation.active &&
+            !s->claims.n &&
             (!s->cfg.backfill || st->reservation_tried) &&
             placement_index_nodes_with_free(c, 1) == 0) {
             st->broke = true;
@@ -637,7 +645,7 @@ static int walk_order(struct scheduler *s, struct cluster *c, struct pass_state 
                       size_t to, int64_t now_ms, struct action_list *out)
 {
     if (s->claims.n)
-        preempt_claims_hold(&s->claims, c, now_ms);
+        preempt_claims_hold(&s->claims, c, s->cfg.budgets, now_ms);
     int rc = walk_jobs(s, c, st, from, to, now_ms, out);
     preempt_claims_unhold(&s->claims, c);
     return rc;

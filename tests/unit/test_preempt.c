@@ -346,16 +346,22 @@ static void test_preempted_job_keeps_its_place_against_later_jobs_of_its_priorit
     assert_int_equal(job(20)->state, JOB_PENDING);
 }
 
+/* The scheduler again, with this order policy. */
+static void use_order(const struct order_ops *order)
+{
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    cfg.order = order;
+    sched_release(&s);
+    sched_init(&s, &cfg);
+}
+
 static void test_a_victim_older_than_its_preemptor_does_not_take_its_gpus_back(void **state)
 {
     (void)state;
     /* fifo puts the requeued victim first: without the preemptor's claim
      * it started again on the GPUs it gave up, and was preempted again */
-    struct sched_config cfg;
-    sched_config_defaults(&cfg);
-    cfg.order = &order_fifo;
-    sched_release(&s);
-    sched_init(&s, &cfg);
+    use_order(&order_fifo);
     add_node(1, 8);
     add_running(1, 8, 1, true, 100); /* submitted at 1 ms */
     job(1)->effective_priority = job(1)->priority = -50;
@@ -380,11 +386,7 @@ static void test_a_job_behind_a_failed_one_of_its_size_still_preempts_if_it_may(
     /* fifo: job 10 (older, low priority) can preempt nothing; job 11 asks
      * for as much, so it was passed over as hopeless, though it outranks
      * the running job */
-    struct sched_config cfg;
-    sched_config_defaults(&cfg);
-    cfg.order = &order_fifo;
-    sched_release(&s);
-    sched_init(&s, &cfg);
+    use_order(&order_fifo);
     add_node(1, 8);
     add_running(1, 8, 1, true, 100);
     job(1)->effective_priority = job(1)->priority = -50;
@@ -393,6 +395,47 @@ static void test_a_job_behind_a_failed_one_of_its_size_still_preempts_if_it_may(
     pass_at(NOW_MS);
     assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
     assert_string_equal(fx_reason(job(11)), "preempting 1 job on node-1");
+}
+
+static void test_under_a_strict_order_the_claimant_passes_its_blocked_victim(void **state)
+{
+    (void)state;
+    /* fifo_strict stops at the requeued victim (first in order, its node
+     * held for its preemptor): the preemptor behind it still starts */
+    use_order(&order_fifo_strict);
+    add_node(1, 8);
+    add_running(1, 8, 1, true, 100);
+    job(1)->effective_priority = job(1)->priority = -50;
+    add_pending(10, 8, 100);
+    pass_at(NOW_MS);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
+    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    action_list_clear(&out);
+    assert_int_equal(pass_at(NOW_MS + 2000), 1);
+    assert_int_equal(job(10)->state, JOB_STARTING);
+    assert_int_equal(job(1)->state, JOB_PENDING);
+}
+
+static void test_a_claim_gives_way_to_a_job_that_outranks_its_claimant(void **state)
+{
+    (void)state;
+    /* job 10 (50) preempts job 1 (0) on node 1, where job 2 (75) runs on.
+     * Job 20 (100) comes: it takes the GPUs job 1 freed, rather than
+     * preempting job 2 while they sit held for a job below it */
+    add_node(1, 8);
+    add_running(1, 4, 1, true, 100);
+    add_running(2, 4, 1, true, 100);
+    job(2)->effective_priority = job(2)->priority = 75;
+    add_pending(10, 4, 50);
+    pass_at(NOW_MS);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
+    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    add_pending(20, 4, 100);
+    action_list_clear(&out);
+    pass_at(NOW_MS + 2000);
+    assert_int_equal(job(20)->state, JOB_STARTING);
+    assert_int_equal(job(2)->state, JOB_RUNNING);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
 }
 
 static void test_gpus_a_preemption_counted_on_go_to_no_later_job(void **state)
@@ -466,6 +509,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_a_victim_older_than_its_preemptor_does_not_take_its_gpus_back),
         T(test_a_job_behind_a_failed_one_of_its_size_still_preempts_if_it_may),
+        T(test_under_a_strict_order_the_claimant_passes_its_blocked_victim),
+        T(test_a_claim_gives_way_to_a_job_that_outranks_its_claimant),
         T(test_gpus_a_preemption_counted_on_go_to_no_later_job),
         T(test_a_claim_holds_only_its_own_node),
         T(test_a_job_lost_too_many_times_ends_failed),
