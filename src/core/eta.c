@@ -416,19 +416,22 @@ static int start_item(struct eta_plan *p, struct eta_item *it, const int32_t *no
     return 0;
 }
 
-/* The first job in order still waiting at t (its backoff over): under a
- * strict order nothing behind it starts before it. INT32_MAX: none. */
+/* The first job in order still waiting at t that blocks a strict pass
+ * (one in backoff, or held back by its queue's cap, is passed over, as
+ * the pass does): nothing behind it starts before it. INT32_MAX: none. */
 static int32_t first_waiting(const struct eta_plan *p, int64_t t)
 {
     int32_t first = INT32_MAX;
     for (size_t i = 0; i < p->nlists; i++) {
         int32_t l = p->lists[i];
-        if (p->size_head[l] < p->size_start[l + 1] && p->by_size[p->size_head[l]] < first)
+        if (p->size_head[l] < p->size_start[l + 1] && p->by_size[p->size_head[l]] < first &&
+            queue_has_room(p, l / MAXG - 1, l % MAXG + 1))
             first = p->by_size[p->size_head[l]];
     }
     for (size_t s = p->special_head; s < p->nspecial && p->special[s] < first; s++) {
         const struct eta_item *it = &p->items[p->special[s]];
-        if (!it->done && it->not_before_ms <= t)
+        if (!it->done && it->not_before_ms <= t &&
+            (it->queue < 0 || queue_has_room(p, it->queue, it->job->gpus)))
             return p->special[s];
     }
     return first;

@@ -377,6 +377,21 @@ static void test_a_gpu_cap_lets_a_smaller_job_by_and_holds_a_bigger_one(void **s
     assert_int_equal(cluster_find_job(&c, 4)->eta_start_ms, 150 * S);
 }
 
+static void test_a_strict_order_passes_over_a_job_its_queues_cap_holds(void **state)
+{
+    (void)state;
+    /* as the pass does: the capped job does not block the strict order */
+    use_capped_queue(1, 0);
+    add_node(1, 8);
+    in_capped(run_job(1, 1, 0, 1, 0))->max_runtime_s = 100;
+    in_capped(pend(2, 1))->max_runtime_s = 50;
+    pend(3, 1);
+    plan.strict = true;
+    plan_ids((int64_t[]){2, 3}, 2, 10 * S);
+    assert_int_equal(cluster_find_job(&c, 2)->eta_start_ms, 100 * S);
+    assert_int_equal(cluster_find_job(&c, 3)->eta_start_ms, 10 * S);
+}
+
 static void test_a_capped_job_of_a_gang_or_gpu_model_waits_for_its_queue_too(void **state)
 {
     (void)state;
@@ -501,6 +516,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pending_jobs_outside_the_order_have_no_eta, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_queue_capped_at_one_running_job_starts_its_second_when_the_first_ends, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_gpu_cap_lets_a_smaller_job_by_and_holds_a_bigger_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_strict_order_passes_over_a_job_its_queues_cap_holds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_capped_job_of_a_gang_or_gpu_model_waits_for_its_queue_too, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_reservation_counts_against_its_queue_from_its_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_job_in_retry_backoff_starts_no_sooner_than_its_not_before, setup, teardown),
