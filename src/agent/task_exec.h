@@ -52,6 +52,9 @@ struct agent_exec_cache {
  * own, looked up afresh and not cached; NULL: the process's PATH, as the
  * cache knows it or finds it now): the first regular file with an
  * execute bit, its path owned by the cache (valid until the next call).
+ * Where this says NULL the child's execvpe searches the agent's PATH (it
+ * reads the caller's, not envp), so a program not on a job's own PATH is
+ * still found on the agent's.
  * NULL where the child should search itself: a name with a '/', a PATH with
  * a relative entry (the child resolves it in its own cwd), nothing found,
  * or no memory. */

@@ -258,6 +258,21 @@ static int route(struct server *srv, enum http_role role, struct api_request *re
     return api_error_msg(reply, TIDE_ENOENT, NULL, "no route for %s %s", m, p);
 }
 
+/* The answer to a request whose token could not pass when its headers
+ * came (its body dropped unread): the token's refusal, or, should it pass
+ * now (a limit ran out meanwhile), a plain one to send it again. */
+static void refuse_unread(struct server *srv, struct api_request *req, struct api_reply *reply)
+{
+    struct tide_err err;
+    tide_err_clear(&err);
+    if (auth_check(srv, req, &err) != 0) {
+        api_error(reply, &err);
+        return;
+    }
+    api_error_msg(reply, TIDE_EBUSY, NULL,
+                  "the token was refused when the request began; send the request again");
+}
+
 /* leader: the X-Tide-Leader header's value, "" for none. */
 static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply *reply,
                                   const char *leader)
@@ -390,6 +405,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     else if (up->too_large)
         api_error_msg(&reply, TIDE_ETOOBIG, NULL, "request body over %d bytes",
                       SERVER_MAX_BODY_BYTES);
+    else if (up->unwanted)
+        refuse_unread(srv, &req, &reply); /* its body was dropped: never routed */
     else
         route(srv, front->role, &req, &reply);
     if (strcmp(url, "/healthz")) /* tells of no commit, and must answer while the disk is slow */
