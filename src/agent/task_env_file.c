@@ -21,8 +21,8 @@ static int write_all(int fd, const char *s, size_t n)
     return 0;
 }
 
-int agent_task_env_file(char *const *env, size_t nenv, char *const *vars, size_t nvars,
-                        char *why, size_t why_size)
+int agent_task_env_file(char *const *env, size_t nenv, char *const *vars, size_t nvars, char *why,
+                        size_t why_size)
 {
     for (size_t i = 0; i < nenv + nvars; i++) {
         const char *entry = i < nenv ? env[i] : vars[i - nenv];

@@ -15,7 +15,7 @@
 /* A memfd (close-on-exec) holding "NAME=VALUE\n" for each of env then
  * vars; its descriptor, or -1 with why filled (a value with a newline,
  * which no env file can carry) or -2 (errno: the system's refusal). */
-int agent_task_env_file(char *const *env, size_t nenv, char *const *vars, size_t nvars,
-                        char *why, size_t why_size);
+int agent_task_env_file(char *const *env, size_t nenv, char *const *vars, size_t nvars, char *why,
+                        size_t why_size);
 
 #endif

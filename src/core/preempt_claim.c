@@ -4,8 +4,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/core_banned.h"
 #include "core/gpu_share.h"
+
+#include "core/core_banned.h"
 
 /* A holder's id: negative (no job has one), its claimant's own, and far
  * below the other stand-ins' (a backfill reservation's -1, a gang's
