@@ -36,14 +36,18 @@ static void hold(struct preempt_claim *k, struct cluster *c)
     if (n == 0)
         return;
     cluster_assign(c, &k->holder, node, free_now, n);
-    k->held = true;
+}
+
+/* Whether its holder holds GPUs now (assigned in this pass). */
+static bool holding(const struct preempt_claim *k)
+{
+    return k->holder.node_id != 0;
 }
 
 static void unhold(struct preempt_claim *k, struct cluster *c)
 {
-    if (k->held)
-        cluster_unassign(c, &k->holder);
-    k->held = false;
+    if (holding(k))
+        cluster_unassign(c, &k->holder); /* clears its node_id */
 }
 
 void preempt_claim_note(struct preempt_claims *cl, const struct job *job, int64_t node_id,
@@ -79,7 +83,6 @@ void preempt_claims_hold(struct preempt_claims *cl, struct cluster *c,
             drop(cl, i);
             continue;
         }
-        k->held = false;
         hold(k, c);
         i++;
     }
@@ -120,7 +123,7 @@ void preempt_claims_yield(struct preempt_claims *cl, struct cluster *c, const st
 void preempt_claim_hold_new(struct preempt_claims *cl, struct cluster *c, int64_t job_id)
 {
     for (int i = 0; i < cl->n; i++)
-        if (cl->items[i].job_id == job_id && !cl->items[i].held)
+        if (cl->items[i].job_id == job_id && !holding(&cl->items[i]))
             hold(&cl->items[i], c);
 }
 

@@ -34,8 +34,7 @@
 struct preempt_claim {
     int64_t job_id, node_id, until_ms;
     int priority;      /* the claimant's effective priority */
-    bool held;         /* holder assigned in this pass */
-    struct job holder; /* the stand-in that holds the node's free GPUs */
+    struct job holder; /* the stand-in that holds the node's free GPUs (node_id 0: none) */
 };
 
 struct preempt_claims {

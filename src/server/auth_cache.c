@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/auth_memo.h"
+
 void auth_cache_init(struct auth_cache *c)
 {
     memset(c, 0, sizeof *c);
@@ -23,13 +25,9 @@ void auth_cache_release(struct auth_cache *c)
     pthread_mutex_destroy(&c->mu);
 }
 
-/* The hash is hex SHA-256: its first characters are as good as any hash. */
 static size_t slot_of(const char *hash)
 {
-    size_t v = 0;
-    for (int i = 0; i < 8 && hash[i]; i++)
-        v = v * 31 + (unsigned char)hash[i];
-    return v % AUTH_CACHE_SLOTS;
+    return auth_hash_slot(hash, AUTH_CACHE_SLOTS);
 }
 
 /* A copy of in whose projects out owns; false (out untouched) when out of

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/auth_memo.h"
+
 void auth_known_init(struct auth_known *k)
 {
     memset(k, 0, sizeof *k);
@@ -15,13 +17,9 @@ void auth_known_release(struct auth_known *k)
     pthread_mutex_destroy(&k->mu);
 }
 
-/* The hash is hex SHA-256: its first characters are as good as any hash. */
 static size_t bucket_of(const char *hash)
 {
-    size_t v = 0;
-    for (int i = 0; i < 8 && hash[i]; i++)
-        v = v * 31 + (unsigned char)hash[i];
-    return v % AUTH_KNOWN_BUCKETS;
+    return auth_hash_slot(hash, AUTH_KNOWN_BUCKETS);
 }
 
 /* hash's way in bucket b, or -1. Caller holds mu. */

@@ -34,3 +34,11 @@ void auth_memo_hash(struct auth_memo *memo, const char *token, size_t len, char 
     memcpy(memo->hash, out, 65);
     memo->len = len;
 }
+
+size_t auth_hash_slot(const char *hash, size_t n)
+{
+    size_t v = 0;
+    for (int i = 0; i < 8 && hash[i]; i++)
+        v = v * 31 + (unsigned char)hash[i];
+    return v % n;
+}

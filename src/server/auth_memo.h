@@ -24,4 +24,8 @@ struct auth_memo {
  * (no connection to keep it on): then it only hashes. */
 void auth_memo_hash(struct auth_memo *memo, const char *token, size_t len, char out[65]);
 
+/* A token hash's place in a table of n slots (auth_cache.h, auth_known.h):
+ * its first hex digits, as good as any hash of it. */
+size_t auth_hash_slot(const char *hash, size_t n);
+
 #endif

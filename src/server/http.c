@@ -258,6 +258,16 @@ static int route(struct server *srv, enum http_role role, struct api_request *re
     return api_error_msg(reply, TIDE_ENOENT, NULL, "no route for %s %s", m, p);
 }
 
+/* The connection's memo of its last token (NULL: none): asked for only
+ * where a token is looked at, not for each piece of a body. */
+static struct auth_memo *conn_auth_memo(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct http_conn *hc = ci ? ci->socket_context : NULL;
+    return hc ? &hc->auth : NULL;
+}
+
 /* The answer to a request whose token could not pass when its headers
  * came (its body dropped unread): the token's refusal, or, should it pass
  * now (a limit ran out meanwhile), a plain one to send it again. */
@@ -340,9 +350,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     const struct http_front *front = cls;
     struct server *srv = front->srv;
     struct upload *up = *con_cls;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    struct http_conn *hc = ci ? ci->socket_context : NULL;
     if (!up) {
         up = malloc(sizeof *up); /* not calloc: the inline buffer needs no clearing */
         if (!up)
@@ -356,7 +363,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         http_guard_headers_done(conn);
         if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
             struct api_request early = {.method = method, .path = url, .conn = conn,
-                                        .auth_memo = hc ? &hc->auth : NULL};
+                                        .auth_memo = conn_auth_memo(conn)};
             up->unwanted = !auth_body_wanted(srv, &early);
         }
         return MHD_YES;
@@ -396,7 +403,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct api_reply reply = {.status = 200};
     struct api_request req = {.method = method, .path = url, .conn = conn,
                               .body = up->data ? up->data : "", .body_len = up->len,
-                              .auth_memo = hc ? &hc->auth : NULL};
+                              .auth_memo = conn_auth_memo(conn)};
     /* Counted without the lock: /healthz must answer while a long request holds it. */
     __atomic_fetch_add(&srv->http_requests, 1, __ATOMIC_RELAXED);
     char leader[STORE_LEADER_URL_MAX];

@@ -1,4 +1,5 @@
 """End to end: elastic pools with the local and the exec provider, metering, provider retries."""
+import contextlib
 import json
 import os
 import shutil
@@ -25,6 +26,17 @@ def pool_config(provider="local", program=None, window=3):
     if program:
         lines.append(f"    program: {program}")
     return "\n".join(lines) + "\n"
+
+
+@contextlib.contextmanager
+def exec_dir():
+    """A directory holding the e2e exec provider (and the files that steer
+    it), removed after: yields (the directory, the program)."""
+    tmp = tempfile.mkdtemp(prefix="tide-exec-")
+    try:
+        yield tmp, install_exec_provider(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def pool(c):
@@ -123,11 +135,9 @@ def test_bad_pool_config_is_refused_with_line_and_key():
 
 
 def test_exec_provider_is_listed_at_start_and_orphans_are_deleted():
-    tmp = tempfile.mkdtemp(prefix="tide-exec-")
-    prog = install_exec_provider(tmp)
-    with open(os.path.join(tmp, "list"), "w") as f:
-        f.write('{"nodes":[{"id":"vm-ghost","name":"ghost-1","state":"running"}]}\n')
-    try:
+    with exec_dir() as (tmp, prog):
+        with open(os.path.join(tmp, "list"), "w") as f:
+            f.write('{"nodes":[{"id":"vm-ghost","name":"ghost-1","state":"running"}]}\n')
         with Cluster(agents=0, config=pool_config("exec", prog)) as c:
             wait_until(lambda: os.path.exists(os.path.join(tmp, "deleted")), 20, 0.2,
                        what="the orphan deleted")
@@ -135,17 +145,13 @@ def test_exec_provider_is_listed_at_start_and_orphans_are_deleted():
             assert open(os.path.join(tmp, "deleted")).read().split() == ["vm-ghost"]
             kinds = [e["kind"] for e in c.api("GET", "/v1/events")["events"]]
             assert "provider_orphan" in kinds, kinds
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them():
     # A provider's list filter can match more than its pool (a name prefix,
     # say): a node joined by hand, by its name or by its name as the id, is
     # not this pool's orphan.
-    tmp = tempfile.mkdtemp(prefix="tide-exec-")
-    prog = install_exec_provider(tmp)
-    try:
+    with exec_dir() as (tmp, prog):
         with Cluster(agents=0, config=pool_config("exec", prog)) as c:
             c.register_by_hand("elastic-hand")
             with open(os.path.join(tmp, "list"), "w") as f:
@@ -158,17 +164,13 @@ def test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them():
             time.sleep(1)
             assert open(deleted).read().split() == ["vm-ghost"], open(deleted).read()
             assert c.node("elastic-hand")["state"] == "ready"
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_what_a_provider_holds_is_listed_again_and_its_orphans_deleted():
     # A node the provider made that tide does not know of (a create that
     # failed part way, say) shows up in a later list and is deleted; not
     # only spot pools are listed again.
-    tmp = tempfile.mkdtemp(prefix="tide-exec-")
-    prog = install_exec_provider(tmp)
-    try:
+    with exec_dir() as (tmp, prog):
         config = pool_config("exec", prog) + "    list_interval_s: 1\n"
         with Cluster(agents=0, config=config) as c:
             listed = os.path.join(tmp, "listed")
@@ -188,30 +190,22 @@ def test_what_a_provider_holds_is_listed_again_and_its_orphans_deleted():
             assert "list_interval_s" in str(e), str(e)
         finally:
             bad.close()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_a_program_that_answers_and_runs_on_does_not_hold_the_server_up():
     # A delete that printed its answer and closed its output, then waits
     # for its VM: the server once waited for it with no deadline, and could
     # not stop.
-    tmp = tempfile.mkdtemp(prefix="tide-exec-")
-    prog = install_exec_provider(tmp)
-    with open(os.path.join(tmp, "list"), "w") as f:
-        f.write('{"nodes":[{"id":"vm-ghost","name":"ghost-1"}]}\n')
-    open(os.path.join(tmp, "hang-delete"), "w").close()
-    try:
+    with exec_dir() as (tmp, prog):
+        with open(os.path.join(tmp, "list"), "w") as f:
+            f.write('{"nodes":[{"id":"vm-ghost","name":"ghost-1"}]}\n')
+        open(os.path.join(tmp, "hang-delete"), "w").close()
         with Cluster(agents=0, config=pool_config("exec", prog)) as c:
             wait_until(lambda: os.path.exists(os.path.join(tmp, "deleted")), 20, 0.2,
                        what="the delete started")
             time.sleep(0.5)
-            t = time.monotonic()
-            c.kill_server(signal.SIGTERM)
-            assert time.monotonic() - t < 10, "the server took too long to stop"
+            c.kill_server(signal.SIGTERM)  # waits for the exit: fails after 15 s
             assert "stopped, the server is stopping" in c.log("server"), c.log("server")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_tide_up_has_a_default_elastic_pool():

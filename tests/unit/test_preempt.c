@@ -356,6 +356,19 @@ static void use_order(const struct order_ops *order)
     sched_init(&s, &cfg);
 }
 
+/* Job 1 (priority -50, preemptible, submitted first) runs on node 1's 8
+ * GPUs; job 10 (priority 100) asks for 8, preempts it, and job 1 stops at
+ * NOW_MS + 1 s and waits again. */
+static void preempt_8_gpus_of_job_1_for_job_10(void)
+{
+    add_running(1, 8, 1, true, 100);
+    job(1)->effective_priority = job(1)->priority = -50;
+    add_pending(10, 8, 100);
+    pass_at(NOW_MS);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
+    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+}
+
 static void test_a_victim_older_than_its_preemptor_does_not_take_its_gpus_back(void **state)
 {
     (void)state;
@@ -363,12 +376,7 @@ static void test_a_victim_older_than_its_preemptor_does_not_take_its_gpus_back(v
      * it started again on the GPUs it gave up, and was preempted again */
     use_order(&order_fifo);
     add_node(1, 8);
-    add_running(1, 8, 1, true, 100); /* submitted at 1 ms */
-    job(1)->effective_priority = job(1)->priority = -50;
-    add_pending(10, 8, 100);
-    pass_at(NOW_MS);
-    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
-    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    preempt_8_gpus_of_job_1_for_job_10();
     assert_int_equal(job(1)->state, JOB_PENDING);
     action_list_clear(&out);
     assert_int_equal(pass_at(NOW_MS + 2000), 1);
@@ -404,12 +412,7 @@ static void test_under_a_strict_order_the_claimant_passes_its_blocked_victim(voi
      * held for its preemptor): the preemptor behind it still starts */
     use_order(&order_fifo_strict);
     add_node(1, 8);
-    add_running(1, 8, 1, true, 100);
-    job(1)->effective_priority = job(1)->priority = -50;
-    add_pending(10, 8, 100);
-    pass_at(NOW_MS);
-    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
-    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    preempt_8_gpus_of_job_1_for_job_10();
     action_list_clear(&out);
     assert_int_equal(pass_at(NOW_MS + 2000), 1);
     assert_int_equal(job(10)->state, JOB_STARTING);
@@ -464,12 +467,7 @@ static void test_a_claim_holds_only_its_own_node(void **state)
     (void)state;
     add_node(1, 8);
     add_node(2, 4);
-    add_running(1, 8, 1, true, 100);
-    job(1)->effective_priority = job(1)->priority = -50;
-    add_pending(10, 8, 100);
-    pass_at(NOW_MS);
-    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
-    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    preempt_8_gpus_of_job_1_for_job_10();
     add_pending(11, 4, 200); /* before job 10 in the order: node 2 is free to it */
     action_list_clear(&out);
     assert_int_equal(pass_at(NOW_MS + 2000), 2);

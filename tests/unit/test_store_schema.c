@@ -222,16 +222,25 @@ static struct node *stored_node(struct store *s, const char *name)
     return n;
 }
 
-static void test_a_jobs_lost_attempts_are_counted_and_come_back_after_a_reopen(void **state)
+/* Opens the store made as an older version has it (what `older` drops
+ * from today's schema, at `version`), then again: migrated to today's. */
+static void open_as_of(struct fixture *f, const char *older, int version)
 {
-    struct fixture *f = *state;
     f->s = test_store_target_open(&f->t);
-    /* as a version 4 database has it: no lost_attempts column */
-    exec_ok(f->s, "ALTER TABLE jobs DROP COLUMN lost_attempts");
-    exec_ok(f->s, "UPDATE schema_version SET version = 4");
+    exec_ok(f->s, older);
+    char set[64];
+    snprintf(set, sizeof set, "UPDATE schema_version SET version = %d", version);
+    exec_ok(f->s, set);
     store_close(f->s);
     f->s = test_store_target_open(&f->t);
     assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 5);
+}
+
+static void test_a_jobs_lost_attempts_and_restart_wait_come_back_after_a_reopen(void **state)
+{
+    struct fixture *f = *state;
+    open_as_of(f, "ALTER TABLE jobs DROP COLUMN lost_attempts;"
+                  "ALTER TABLE jobs DROP COLUMN restart_after_ms", 4);
     struct job *j = calloc(1, sizeof *j);
     assert_non_null(j);
     json_t *spec = spec_of("{\"command\": [\"true\"], \"gpus\": 1}", j);
@@ -242,6 +251,7 @@ static void test_a_jobs_lost_attempts_are_counted_and_come_back_after_a_reopen(v
     assert_int_equal(store_job_count_free_attempt(f->s, j->id, true, NULL), 0);
     assert_int_equal(store_job_count_free_attempt(f->s, j->id, false, NULL), 0); /* preempted */
     assert_int_equal(store_job_count_free_attempt(f->s, j->id, true, NULL), 0);
+    assert_int_equal(store_job_set_restart_after(f->s, j->id, 5000, NULL), 0);
     store_close(f->s);
     f->s = test_store_target_open(&f->t);
     struct cluster c;
@@ -251,6 +261,7 @@ static void test_a_jobs_lost_attempts_are_counted_and_come_back_after_a_reopen(v
     assert_non_null(back);
     assert_int_equal(back->free_attempts, 3);
     assert_int_equal(back->lost_attempts, 2);
+    assert_int_equal(back->restart_after_ms, 5000);
     cluster_release(&c);
     free(j);
 }
@@ -258,13 +269,7 @@ static void test_a_jobs_lost_attempts_are_counted_and_come_back_after_a_reopen(v
 static void test_a_gangs_ended_parts_and_first_failure_come_back_after_a_reopen(void **state)
 {
     struct fixture *f = *state;
-    f->s = test_store_target_open(&f->t);
-    /* as a version 3 database has it: no gang column */
-    exec_ok(f->s, "ALTER TABLE jobs DROP COLUMN gang");
-    exec_ok(f->s, "UPDATE schema_version SET version = 3");
-    store_close(f->s);
-    f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 5);
+    open_as_of(f, "ALTER TABLE jobs DROP COLUMN gang", 3); /* no gang column */
     struct node *a = stored_node(f->s, "node-a"), *b = stored_node(f->s, "node-b"),
                 *d = stored_node(f->s, "node-d");
     struct job *j = calloc(1, sizeof *j);
@@ -985,7 +990,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(
             test_a_sqlite_store_killed_mid_writes_keeps_every_acknowledged_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(
-            test_a_jobs_lost_attempts_are_counted_and_come_back_after_a_reopen, setup, teardown),
+            test_a_jobs_lost_attempts_and_restart_wait_come_back_after_a_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_gangs_ended_parts_and_first_failure_come_back_after_a_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_always_grants_leadership_with_a_new_epoch,
