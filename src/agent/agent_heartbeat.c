@@ -161,6 +161,11 @@ char *agent_heartbeat_body(struct agent *a, bool *more_logs)
     root = json_pack("{s:o, s:o, s:o, s:s, s:I}", "gpus", gpus, "tasks", tasks, "logs", logs,
                      "run", a->heartbeat_run, "seq", (json_int_t)++a->heartbeat_seq);
     gpus = tasks = logs = NULL; /* json_pack's "o" took them, even on failure */
+    /* the server gives a stopping agent's node no new work */
+    if (root && a->shutting_down && json_object_set_new(root, "stopping", json_true())) {
+        json_decref(root);
+        root = NULL;
+    }
     if (root && a->probe.has_result &&
         json_object_set_new(root, "health_probe",
                             json_pack("{s:b, s:s}", "ok", a->probe.ok, "output", a->probe.output))) {

@@ -46,17 +46,9 @@ struct loop_state {
     int64_t next_register_ms;
     int register_failures;
     bool ever_registered;
+    bool killed_all; /* a second signal killed every task */
     struct agent_wake *wake; /* the long-poll that says "heartbeat now"; NULL: none */
 };
-
-static void sleep_ms(int64_t ms)
-{
-    if (ms <= 0)
-        return;
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-    /* a signal cuts the sleep short, which is what shutdown wants */
-    nanosleep(&ts, NULL);
-}
 
 static void choose_interval(struct agent *a)
 {
@@ -304,11 +296,15 @@ static bool probe(struct agent *a, int64_t now)
                             a->opts->health_timeout_s, path, now);
 }
 
-static void shutdown_tasks(struct agent *a, volatile sig_atomic_t *signals)
+/* The first signal: no task starts from now on, every task is stopped
+ * with its grace, and the next heartbeat (at once) says the agent is
+ * stopping, so the server gives the node no new work. The loop goes on
+ * (heartbeats, reaping, fencing) until the last task has exited. */
+static void begin_shutdown(struct agent *a, struct loop_state *s, int64_t now)
 {
     a->shutting_down = true;
-    int64_t now = clock_mono_ms();
     size_t n = agent_running_tasks(a);
+    log_info("signal received, shutting down%s", n ? "" : ": no task runs");
     if (n)
         log_info("stopping %zu task(s)", n);
     /* the job did not end of itself, whatever its exit status (a job
@@ -316,17 +312,25 @@ static void shutdown_tasks(struct agent *a, volatile sig_atomic_t *signals)
     for (size_t i = 0; i < a->ntasks; i++)
         agent_task_stop(a->tasks[i], AGENT_STOPPED_REASON, a->tasks[i]->kill_grace_s, SIGTERM,
                         now);
-    bool killed = false;
-    while (agent_running_tasks(a) > 0) {
-        if (*signals > 1 && !killed) {
-            log_warn("second signal: killing every task now");
-            for (size_t i = 0; i < a->ntasks; i++)
-                agent_task_kill_now(a->tasks[i]);
-            killed = true;
-        }
-        sleep_ms(LOOP_TICK_MS);
-        reap(a, true, clock_mono_ms());
+    s->next_heartbeat_ms = now;
+}
+
+/* True once the agent may exit: it was signalled and no task runs. A
+ * second signal kills every task at once. */
+static bool shutdown_done(struct agent *a, struct loop_state *s,
+                          volatile sig_atomic_t *signals, int64_t now)
+{
+    if (!*signals)
+        return false;
+    if (!a->shutting_down)
+        begin_shutdown(a, s, now);
+    if (*signals > 1 && !s->killed_all) {
+        log_warn("second signal: killing every task now");
+        for (size_t i = 0; i < a->ntasks; i++)
+            agent_task_kill_now(a->tasks[i]);
+        s->killed_all = true;
     }
+    return agent_running_tasks(a) == 0;
 }
 
 static void final_heartbeat(struct agent *a)
@@ -368,8 +372,10 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
     s.next_register_ms = now;
     static int start_fds[AGENT_MAX_TASKS + 1]; /* handshakes still open, the image listing */
     int64_t starting_since_ms = 0;
-    while (!*signals) {
+    for (;;) {
         now = clock_mono_ms();
+        if (shutdown_done(a, &s, signals, now))
+            break;
         bool changed = fence_if_cut_off(a, now);
         changed |= confirm_starts(a);
         /* the loop turns far more often than tasks end (every start
@@ -396,12 +402,12 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
         /* A node with a health probe registers once the first one is in,
          * so it never takes work before its health is known. */
         bool probe_first = a->opts->health_command && !a->probe.has_result;
-        if (!a->registered && !probe_first && now >= s.next_register_ms &&
+        if (!a->registered && !a->shutting_down && !probe_first && now >= s.next_register_ms &&
             !try_register(a, &s, now)) {
             agent_wake_stop(s.wake);
             return 1;
         }
-        if (a->registered && !*signals && !hold &&
+        if (a->registered && !hold &&
             (now >= s.next_heartbeat_ms ||
              (changed && now - s.last_heartbeat_ms >= HEARTBEAT_MIN_GAP_MS)))
             heartbeat(a, &s, clock_mono_ms());
@@ -427,10 +433,8 @@ int agent_loop_run(struct agent *a, volatile sig_atomic_t *signals)
             s.next_heartbeat_ms = clock_mono_ms();
         }
     }
-    log_info("signal received, shutting down");
     /* before the exit frees what the long poll uses (agent_wake.h) */
     agent_wake_stop(s.wake);
-    shutdown_tasks(a, signals);
     final_heartbeat(a);
     return 0;
 }

@@ -25,7 +25,8 @@ static const char nodes_usage[] =
     "nodes are left out unless --all (or --state released) is given.\n"
     "  --gpus          one line per GPU: utilisation, memory, temperature, power, job\n"
     "  --state S       only nodes in state S: ready, draining, drained (draining\n"
-    "                  and empty), lost, provisioning, released, failed\n"
+    "                  and empty), stopping (its agent is), lost, provisioning,\n"
+    "                  released, failed\n"
     "  --pool P        only nodes of pool P (\"-\" for nodes joined by hand)\n"
     "  --all           include released nodes\n"
     "drain, undrain, delete and interrupt need the admin token. drain and delete\n"
@@ -374,15 +375,16 @@ int cli_nodes_main(int argc, char **argv)
         fputs(nodes_usage, stdout);
         return 0;
     }
-    static const char *const states[] = {"ready", "draining", "drained", "lost", "provisioning",
-                                         "released", "failed"};
+    static const char *const states[] = {"ready", "draining", "drained", "stopping", "lost",
+                                         "provisioning", "released", "failed"};
     int known = !filter.state;
     for (size_t k = 0; k < sizeof states / sizeof states[0] && !known; k++)
         known = !strcmp(filter.state, states[k]);
     if (!known) {
         tide_err_set(&err, TIDE_EINVAL, "--state",
-                     "--state: '%s' is not one of ready, draining, drained, lost, provisioning, "
-                     "released, failed", filter.state);
+                     "--state: '%s' is not one of ready, draining, drained, stopping, lost, "
+                     "provisioning, released, failed",
+                     filter.state);
         return cli_usage_fail("nodes", &err);
     }
     if (npos == 1) {

@@ -52,7 +52,7 @@ const char *action_type_name(enum action_type t)
         [ACTION_SEND_START] = "send_start", [ACTION_SEND_STOP] = "send_stop",
         [ACTION_ACK] = "ack",               [ACTION_PREEMPT] = "preempt",
         [ACTION_IDLE_WARN] = "idle_warn",
-        [ACTION_PART_EXITED] = "part_exited",
+        [ACTION_PART_EXITED] = "part_exited", [ACTION_NODE_STOPPING] = "node_stopping",
     };
     if ((unsigned)t >= sizeof names / sizeof names[0])
         return "unknown";

@@ -16,7 +16,7 @@ enum action_type {
     ACTION_FINISH,     /* job reached final `state` with reason/exit */
     ACTION_REQUEUE,    /* job back to pending (from lost, failed with retries left, ...) */
     ACTION_NODE_LOST,  /* node missed heartbeats */
-    ACTION_NODE_BACK,  /* a lost node heartbeats again */
+    ACTION_NODE_BACK,  /* a lost node heartbeats again; a stopping one's agent runs again */
     ACTION_SEND_START, /* (re)send a start for job to its node's agent */
     ACTION_SEND_STOP,  /* tell the agent to stop task (job_id, attempt) */
     ACTION_ACK,        /* tell the agent a finished task is recorded */
@@ -24,6 +24,7 @@ enum action_type {
     ACTION_IDLE_WARN,  /* job's GPUs have idled half its reclaim window: warn (an event) */
     ACTION_PART_EXITED, /* a gang job's task on node ended before its others: keep what
                          * its parts did (which ended, the first failure) */
+    ACTION_NODE_STOPPING, /* node's agent is stopping: no new work lands there */
 };
 
 struct action {

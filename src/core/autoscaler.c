@@ -211,7 +211,7 @@ static int push(struct pool_action_list *out, enum pool_action_type type, int po
 static int pool_alive(const int counts[NODE_STATE_COUNT])
 {
     return counts[NODE_PROVISIONING] + counts[NODE_READY] + counts[NODE_DRAINING] +
-           counts[NODE_LOST];
+           counts[NODE_STOPPING] + counts[NODE_LOST];
 }
 
 /* Boot timeouts and long-lost nodes become failed. */

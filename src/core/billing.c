@@ -28,8 +28,7 @@ void billing_release(struct billing *b)
 
 static bool node_billed(const struct node *n)
 {
-    return n->state == NODE_PROVISIONING || n->state == NODE_READY || n->state == NODE_DRAINING ||
-           n->state == NODE_LOST;
+    return n->state == NODE_PROVISIONING || node_state_is_up(n->state) || n->state == NODE_LOST;
 }
 
 int billing_add_usage(struct billing *b, const char *project, int pool, int64_t gpu_ms)

@@ -21,6 +21,7 @@ const char *node_state_name(enum node_state s)
     case NODE_DRAINING: return "draining";
     case NODE_RELEASED: return "released";
     case NODE_FAILED: return "failed";
+    case NODE_STOPPING: return "stopping";
     default: return "unknown";
     }
 }
@@ -31,6 +32,11 @@ int node_state_from_name(const char *name)
         if (!strcmp(name, node_state_name((enum node_state)s)))
             return s;
     return -1;
+}
+
+bool node_state_is_up(enum node_state s)
+{
+    return s == NODE_READY || s == NODE_DRAINING || s == NODE_STOPPING;
 }
 
 void cluster_init(struct cluster *c)

@@ -31,12 +31,18 @@ enum node_state {
     NODE_DRAINING,
     NODE_RELEASED,
     NODE_FAILED,
+    /* Its agent said it is stopping (a restart, the machine going down):
+     * its tasks finish their grace, no new work lands; a heartbeat of the
+     * agent's next run makes it ready again. */
+    NODE_STOPPING,
     NODE_STATE_COUNT
 };
 
 const char *node_state_name(enum node_state s);
 /* The state called name ("ready", ...); -1 when none is. */
 int node_state_from_name(const char *name);
+/* Up: its agent heartbeats and may run tasks (ready, draining or stopping). */
+bool node_state_is_up(enum node_state s);
 
 struct gpu {
     int index;
@@ -76,6 +82,7 @@ struct node {
      * api_agent.c). */
     char heartbeat_run[33];
     int64_t heartbeat_seq, heartbeat_run_ms;
+    bool agent_stopping; /* what the last heartbeat said (NODE_STOPPING) */
     int cpus;
     int64_t memory_mib;
     int cpus_allocated;

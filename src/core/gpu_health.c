@@ -83,7 +83,8 @@ int gpu_health_fault(struct cluster *c, struct node *node, int gpu_index, const 
         snprintf(failed, sizeof failed, GPU_HEALTH_FAULT_PREFIX "failed: %d faults within %llds",
                  node->faults_in_window, (long long)(cfg->fault_window_ms / 1000));
         drain(node, failed);
-        if (!node->pool[0] && (node->state == NODE_DRAINING || node->state == NODE_LOST))
+        if (!node->pool[0] && (node->state == NODE_DRAINING || node->state == NODE_STOPPING ||
+                               node->state == NODE_LOST))
             node->state = NODE_FAILED;
         bits |= GPU_HEALTH_FAILED;
         node_wide = true;

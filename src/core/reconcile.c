@@ -179,6 +179,23 @@ static int record_gang_exit(struct cluster *c, struct job *job, int64_t node_id,
     return 0;
 }
 
+/* A stopping agent's node takes no new work; a heartbeat that no longer
+ * says so (its agent's next run) makes it ready again. A drained node
+ * stays draining either way. */
+static int follow_agent_stopping(struct node *node, struct action_list *out)
+{
+    if (node->agent_stopping && node->state == NODE_READY) {
+        node->state = NODE_STOPPING;
+        return push(out, ACTION_NODE_STOPPING, NULL, 0, 0, node->id,
+                    "its agent is stopping: no new work lands here");
+    }
+    if (!node->agent_stopping && node->state == NODE_STOPPING) {
+        node->state = node->drained ? NODE_DRAINING : NODE_READY;
+        return push(out, ACTION_NODE_BACK, NULL, 0, 0, node->id, "its agent runs again");
+    }
+    return 0;
+}
+
 static bool job_reported(const struct task_report *tasks, size_t n, const struct job *job)
 {
     for (size_t i = 0; i < n; i++)
@@ -197,6 +214,7 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
         node->state = node->drained ? NODE_DRAINING : NODE_READY;
         failed |= push(out, ACTION_NODE_BACK, NULL, 0, 0, node_id, "heartbeat after being lost");
     }
+    failed |= follow_agent_stopping(node, out);
 
     for (size_t i = 0; i < ntasks; i++) {
         const struct task_report *r = &tasks[i];
@@ -250,6 +268,16 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
             continue;
         bool never_started = job->state == JOB_STARTING ||
                              (job->nparts > 0 && !job_part_reported(job, node_id));
+        if (never_started && node->agent_stopping && !job->cancel_requested &&
+            !job->gang_failed) {
+            /* A stopping agent starts nothing more, and what it has started
+             * is in this list: the job goes elsewhere now, not after the
+             * node is lost. Not the job's doing: no retry used. */
+            job->state = JOB_PREEMPTED;
+            sched_fail_attempt(c, job, JOB_PREEMPTED, JOB_FAILED,
+                               "not started: its node's agent is stopping", -1, 0, now_ms, out);
+            continue;
+        }
         if (never_started && !job->cancel_requested && !job->gang_failed) {
             failed |= push(out, ACTION_SEND_START, job, 0, 0, node_id, "start");
             continue;

@@ -882,14 +882,16 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
         }
     for (size_t n = 0; n < c->nnodes; n++) {
         struct node *node = &c->nodes[n];
-        /* A draining pool node still runs tasks: it can be lost too. */
-        if ((node->state != NODE_READY && node->state != NODE_DRAINING) ||
+        /* A draining or stopping node still runs tasks: it can be lost too. */
+        if (!node_state_is_up(node->state) ||
             now_ms - node->last_heartbeat_ms <= s->cfg.node_timeout_ms)
             continue;
+        bool stopped = node->state == NODE_STOPPING;
         node->state = NODE_LOST;
         lost++;
         struct action a = {.type = ACTION_NODE_LOST, .node_id = node->id, .exit_code = -1};
-        snprintf(a.reason, sizeof a.reason, "no heartbeat for %lld s",
+        snprintf(a.reason, sizeof a.reason, "%sno heartbeat for %lld s",
+                 stopped ? "its agent stopped: " : "",
                  (long long)((now_ms - node->last_heartbeat_ms) / 1000));
         action_list_push(out, &a);
         int64_t node_id = node->id;

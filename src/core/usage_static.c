@@ -13,7 +13,7 @@
 
 static bool node_metered(const struct node *n)
 {
-    return !n->pool[0] && (n->state == NODE_READY || n->state == NODE_DRAINING);
+    return !n->pool[0] && node_state_is_up(n->state);
 }
 
 struct static_use {

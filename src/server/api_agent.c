@@ -80,6 +80,16 @@ static int run_field(json_t *body, char *run, size_t size, struct api_reply *rep
     return 0;
 }
 
+/* A heartbeat's optional "stopping": true from an agent that is stopping. */
+static int stopping_field(json_t *body, bool *stopping, struct api_reply *reply)
+{
+    json_t *v = json_object_get(body, "stopping");
+    *stopping = v && json_is_true(v);
+    if (v && !json_is_boolean(v))
+        return api_error_msg(reply, TIDE_EINVAL, "stopping", "stopping: must be true or false"), -1;
+    return 0;
+}
+
 /* The memory limit of job's share of its GPU on node, 0 when it holds its
  * GPUs whole (or a MIG instance, which the hardware limits). */
 static int64_t share_limit_mib(const struct node *node, const struct job *job)
@@ -215,7 +225,7 @@ static int read_images(struct node *node, json_t *images, struct api_reply *repl
 /* Heard from within the node timeout, and not given up on. */
 static bool node_is_alive(const struct server *srv, const struct node *node, int64_t now)
 {
-    return (node->state == NODE_READY || node->state == NODE_DRAINING) &&
+    return node_state_is_up(node->state) &&
            now - node->last_heartbeat_ms <= srv->cfg.node_timeout_ms;
 }
 
@@ -787,7 +797,9 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     tide_err_clear(&err);
     int64_t now = clock_now_ms();
     struct heartbeat_number number = {.arrived_ms = clock_mono_ms()};
+    bool stopping;
     if (run_field(body, number.run, sizeof number.run, reply) ||
+        stopping_field(body, &stopping, reply) ||
         bounded_field(body, "seq", 1, INT64_MAX, 0, "", &number.seq, reply)) {
         json_decref(body);
         return 0;
@@ -837,6 +849,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
     for (size_t i = 0; i < nreports; i++)
         if (reports[i].exited)
             ended[nended++] = (struct task_report_key){reports[i].job_id, reports[i].attempt};
+    node->agent_stopping = stopping;
     int rc = reconcile_heartbeat(&srv->cluster, node, reports, nreports, now, &srv->actions);
     if (rc)
         tide_err_set(&err, rc, NULL, "out of memory");

@@ -129,6 +129,10 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         int rc = store_node_set_state(st, a->node_id, node ? node->state : NODE_READY, err);
         return rc ? rc : store_event_add(st, now_ms, "node_back", 0, a->node_id, a->reason, err);
     }
+    case ACTION_NODE_STOPPING: {
+        int rc = store_node_set_state(st, a->node_id, NODE_STOPPING, err);
+        return rc ? rc : store_event_add(st, now_ms, "node_stopping", 0, a->node_id, a->reason, err);
+    }
     case ACTION_SEND_START:
     case ACTION_SEND_STOP:
     case ACTION_ACK:

@@ -100,7 +100,7 @@ static int take_snapshot(struct server *srv, struct snapshot *s)
         return TIDE_ENOMEM;
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct node *n = &c->nodes[i];
-        if (n->state != NODE_READY && n->state != NODE_DRAINING)
+        if (!node_state_is_up(n->state))
             continue; /* telemetry of a node that is gone is stale */
         for (int g = 0; g < n->ngpus; g++) {
             struct gpu_sample *out = &s->gpus[s->ngpus++];

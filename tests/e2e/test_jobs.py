@@ -204,12 +204,55 @@ def test_a_job_its_stopped_agent_stopped_is_requeued_even_when_it_exits_0():
         events = c.api("GET", f"/v1/events?job={j['id']}")["events"]
         assert any(e["kind"] == "job_requeued" and "agent stopped (exit 0)" in e["message"]
                    for e in events), events
+        assert c.node("node-1")["state"] == "stopping"  # until its next run heartbeats
         c.start_agent("node-1")
         job = wait_until(lambda: (x := c.job(j["id"]))["state"] == "running" and x, 30,
                          what="the job running again")
-        # (attempt 3 when the server gave the node attempt 2 before it saw the
-        # agent was gone: that one never started and is requeued too)
-        assert job["attempt"] >= 2, job
+        assert job["attempt"] == 2, job  # none was placed on the stopping node
+        back = c.api("GET", "/v1/events?kind=node_back")["events"]
+        assert [e["message"] for e in back] == ["its agent runs again"], back
+        c.api("DELETE", f"/v1/jobs/{j['id']}")
+
+
+def test_a_stopping_agents_node_takes_no_new_work_and_is_not_lost_while_its_job_checkpoints():
+    # An agent stopped while its job checkpoints for longer than the node
+    # timeout heartbeats through the grace: its node is not lost (which
+    # would start the job elsewhere while it still checkpoints), and it says
+    # it is stopping, so a job submitted meanwhile goes to the other node.
+    with Cluster(agents=0, node_timeout_ms=2000, kill_grace_s=8) as c:
+        c.start_agent("node-1")
+        runs = os.path.join(c.dir, "runs")
+        script = (f'trap "echo $TIDE_ATTEMPT saving >> {runs}; sleep 4; '
+                  f'echo $TIDE_ATTEMPT saved >> {runs}; exit 0" TERM; '
+                  f'echo $TIDE_ATTEMPT up >> {runs}; while :; do sleep 0.2; done')
+        j = c.submit(command=["sh", "-c", script], gpus=1, retries=0)
+        c.wait_state(j["id"], "running")
+        wait_until(lambda: os.path.exists(runs), 20, what="the job running its loop")
+        c.start_agent("node-2")
+        stopped = c.agents.pop("node-1")
+        os.killpg(stopped.pid, signal.SIGTERM)
+        wait_until(lambda: c.node("node-1")["state"] == "stopping", 10, what="node-1 stopping")
+        # node-1 has three GPUs free and binpack prefers it, were it ready
+        late = c.submit(command=["true"], gpus=1)
+        done = c.wait_final([late["id"]], timeout=30)[late["id"]]
+        assert done["state"] == "succeeded" and done["node"] == "node-2", done
+        assert done["attempt"] == 1, done
+        stopped.wait(15)
+        with open(runs) as f:
+            lines = f.read().splitlines()
+        assert lines[:3] == ["1 up", "1 saving", "1 saved"], lines  # attempt 2 after the save
+        job = wait_until(lambda: (x := c.job(j["id"]))["state"] == "running" and x, 20,
+                         what="the job running again on node-2")
+        assert job["node"] == "node-2" and job["attempt"] == 2, job
+        events = c.api("GET", f"/v1/events?job={j['id']}")["events"]
+        requeues = [e["message"] for e in events if e["kind"] == "job_requeued"]
+        assert len(requeues) == 1 and "agent stopped (exit 0)" in requeues[0], requeues
+        # once its agent is gone, the node is lost as such
+        wait_until(lambda: c.node("node-1")["state"] == "lost", 10, what="node-1 lost")
+        kinds = {e["kind"]: e["message"] for e in c.api("GET", "/v1/events?kind=node_lost")["events"]}
+        assert "its agent stopped" in kinds.get("node_lost", ""), kinds
+        stopping = c.api("GET", "/v1/events?kind=node_stopping")["events"]
+        assert [e["node"] for e in stopping] == ["node-1"], stopping
         c.api("DELETE", f"/v1/jobs/{j['id']}")
 
 
@@ -465,6 +508,7 @@ if __name__ == "__main__":
         test_server_killed_while_jobs_run_loses_nothing_and_runs_nothing_twice,
         test_killed_agent_jobs_are_requeued_and_finish_elsewhere,
         test_a_job_its_stopped_agent_stopped_is_requeued_even_when_it_exits_0,
+        test_a_stopping_agents_node_takes_no_new_work_and_is_not_lost_while_its_job_checkpoints,
         test_a_jobs_own_path_finds_its_program,
         test_a_job_whose_log_outgrows_the_agents_cap_is_killed,
         test_whole_log_arrives_after_a_fast_exit_even_full_of_control_bytes,

@@ -507,12 +507,113 @@ static void test_failed_attempt_is_retried_and_the_retry_can_succeed(void **stat
     sched_release(&s);
 }
 
+/* A heartbeat of node 1 whose agent says whether it is stopping. */
+static void heartbeat_stopping(bool stopping, const struct task_report *tasks, size_t n)
+{
+    cluster_find_node(&c, 1)->agent_stopping = stopping;
+    heartbeat(tasks, n);
+}
+
+static void test_a_stopping_agents_node_gets_no_new_work_until_its_next_run(void **state)
+{
+    (void)state;
+    add_on_node(1, 1, JOB_RUNNING, 1, 0);
+    struct task_report r = running(1, 1);
+    heartbeat_stopping(true, &r, 1);
+    assert_int_equal(cluster_find_node(&c, 1)->state, NODE_STOPPING);
+    assert_non_null(fx_find(&out, ACTION_NODE_STOPPING, 0));
+    assert_int_equal(cluster_find_job(&c, 1)->state, JOB_RUNNING); /* it finishes its grace */
+    heartbeat_stopping(true, &r, 1);
+    assert_null(fx_find(&out, ACTION_NODE_STOPPING, 0)); /* once */
+
+    /* node 1 has 3 free GPUs, node 2 has 4: a 4-GPU job and a 1-GPU one
+     * both go to node 2, or wait */
+    struct job big = fx_job(2, 4), small = fx_job(3, 1);
+    assert_non_null(cluster_add_job(&c, &big));
+    assert_non_null(cluster_add_job(&c, &small));
+    struct scheduler s;
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    sched_init(&s, &cfg);
+    action_list_clear(&out);
+    assert_int_equal(sched_pass(&s, &c, NOW, &out), 1);
+    assert_int_equal(fx_find(&out, ACTION_START, 2)->node_id, 2);
+    assert_null(fx_find(&out, ACTION_START, 3));
+
+    /* the agent's next run heartbeats without "stopping": ready again */
+    heartbeat_stopping(false, &r, 1);
+    assert_int_equal(cluster_find_node(&c, 1)->state, NODE_READY);
+    const struct action *back = fx_find(&out, ACTION_NODE_BACK, 0);
+    assert_non_null(back);
+    assert_string_equal(back->reason, "its agent runs again");
+    action_list_clear(&out);
+    assert_int_equal(sched_pass(&s, &c, NOW + 1, &out), 1);
+    assert_int_equal(fx_find(&out, ACTION_START, 3)->node_id, 1);
+    sched_release(&s);
+}
+
+static void test_a_job_placed_on_a_stopping_agents_node_goes_elsewhere_at_once(void **state)
+{
+    (void)state;
+    add_on_node(1, 1, JOB_RUNNING, 1, 0);
+    add_on_node(2, 1, JOB_STARTING, 1, 0); /* placed; the agent never started it */
+    struct task_report r = running(1, 1);
+    heartbeat_stopping(true, &r, 1);
+    assert_null(fx_find(&out, ACTION_SEND_START, 2));
+    const struct action *a = fx_find(&out, ACTION_REQUEUE, 2);
+    assert_non_null(a);
+    assert_int_equal(a->state, JOB_PREEMPTED); /* uses no retry */
+    assert_non_null(strstr(a->reason, "agent is stopping"));
+    struct job *job = cluster_find_job(&c, 2);
+    assert_int_equal(job->state, JOB_PENDING);
+    assert_int_equal(job->free_attempts, 1);
+    assert_int_equal(job->node_id, 0);
+    assert_null(fx_find(&out, ACTION_REQUEUE, 1)); /* the started one runs its grace out */
+}
+
+static void test_a_drained_node_whose_agent_stops_and_returns_stays_draining(void **state)
+{
+    (void)state;
+    struct node *node = cluster_find_node(&c, 1);
+    node->drained = true;
+    node->state = NODE_DRAINING;
+    heartbeat_stopping(true, NULL, 0);
+    assert_int_equal(node->state, NODE_DRAINING);
+    heartbeat_stopping(false, NULL, 0);
+    assert_int_equal(node->state, NODE_DRAINING);
+    assert_int_equal(out.len, 0);
+}
+
+static void test_a_stopping_node_that_falls_silent_is_lost_as_its_agent_stopped(void **state)
+{
+    (void)state;
+    heartbeat_stopping(true, NULL, 0);
+    struct scheduler s;
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    sched_init(&s, &cfg);
+    action_list_clear(&out);
+    assert_int_equal(sched_check_nodes(&s, &c, NOW + cfg.node_timeout_ms + 1, &out), 2);
+    sched_release(&s);
+    assert_int_equal(cluster_find_node(&c, 1)->state, NODE_LOST);
+    const struct action *lost = NULL;
+    for (size_t i = 0; i < out.len; i++)
+        if (out.items[i].type == ACTION_NODE_LOST && out.items[i].node_id == 1)
+            lost = &out.items[i];
+    assert_non_null(lost);
+    assert_non_null(strstr(lost->reason, "its agent stopped"));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_starting_job_becomes_running_on_its_first_report),
+        T(test_a_stopping_agents_node_gets_no_new_work_until_its_next_run),
+        T(test_a_job_placed_on_a_stopping_agents_node_goes_elsewhere_at_once),
+        T(test_a_drained_node_whose_agent_stops_and_returns_stays_draining),
+        T(test_a_stopping_node_that_falls_silent_is_lost_as_its_agent_stopped),
         T(test_same_running_heartbeat_twice_gives_one_running),
         T(test_exit_0_finishes_succeeded_and_is_acked),
         T(test_same_exit_heartbeat_twice_finishes_once_and_acks_both),
