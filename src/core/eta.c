@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "core/eta_shapes.h"
 #include "core/gang.h"
 #include "core/gpu_share.h"
 #include "core/placement.h"
@@ -37,6 +38,9 @@ void eta_plan_release(struct eta_plan *p)
     free(p->size_head);
     free(p->lists);
     free(p->special);
+    if (p->shapes)
+        eta_shapes_release(p->shapes);
+    free(p->shapes);
     memset(p, 0, sizeof *p);
 }
 
@@ -443,10 +447,10 @@ static int32_t first_waiting(const struct eta_plan *p, int64_t t)
 static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
 {
     /* A special that cannot start now cannot later in the round either
-     * (starts only take room): each is looked at once a round, from where
-     * the last look stopped, not once per start. */
-    p->round++;
-    size_t cursor = 0;
+     * (starts only take room), nor can one of its shape behind it: each
+     * shape is looked at once a round, and again only after a start of
+     * its own (eta_shapes.h). */
+    eta_shapes_round_begin(p->shapes);
     for (;;) {
         int32_t best = INT32_MAX, best_l = -1;
         int best_k = 0;
@@ -464,19 +468,16 @@ static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
             p->special_head++;
         int32_t nodes[TIDE_MAX_GANG_NODES];
         int share = 0, n = 0;
-        if (cursor < p->special_head)
-            cursor = p->special_head;
-        for (; cursor < p->nspecial && p->special[cursor] < best; cursor++) {
-            const struct eta_item *it = &p->items[p->special[cursor]];
-            if (it->done || it->failed_round == p->round || it->not_before_ms > t ||
-                (it->queue >= 0 && !queue_has_room(p, it->queue, it->job->gpus)))
-                continue; /* (it->job only when capped: the scan stays in items) */
-            if (it->min_share <= p->max_free && (n = special_fits(p, it->job, nodes, &share)) > 0) {
-                best = p->special[cursor];
+        for (int32_t top; (top = eta_shapes_top(p->shapes)) < best;) {
+            const struct eta_item *it = &p->items[top];
+            if (it->not_before_ms <= t &&
+                (it->queue < 0 || queue_has_room(p, it->queue, it->job->gpus)) &&
+                it->min_share <= p->max_free && (n = special_fits(p, it->job, nodes, &share)) > 0) {
+                best = top;
                 best_k = 0;
                 break;
             }
-            p->items[p->special[cursor]].failed_round = p->round;
+            eta_shapes_drop_top(p->shapes);
         }
         if (best == INT32_MAX || (p->strict && best != first_waiting(p, t)))
             return 0;
@@ -486,6 +487,7 @@ static int place_round(struct eta_plan *p, int64_t t, enum eta_basis basis)
             int32_t node = best_fit(p, best_k);
             rc = start_item(p, &p->items[best], &node, 1, best_k, t, basis);
         } else {
+            eta_shapes_start_top(p->shapes);
             rc = start_item(p, &p->items[best], nodes, n, share, t, basis);
         }
         if (rc)
@@ -600,7 +602,9 @@ static int plan_items(struct eta_plan *p, struct cluster *c, const struct eta_es
     }
     for (int32_t l = 0; l < p->lists_end; l++)
         p->size_head[l] = p->size_start[l];
-    return 0;
+    if (!p->shapes && !(p->shapes = calloc(1, sizeof *p->shapes)))
+        return TIDE_ENOMEM;
+    return eta_shapes_build(p->shapes, p->items, p->special, p->nspecial);
 }
 
 static int plan(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,

@@ -39,6 +39,8 @@
 #include "core/eta_estimate.h"
 #include "core/queue.h"
 
+struct eta_shapes;
+
 /* GPUs coming free on (delta > 0) or taken from (< 0) a plan node at t
  * (node -1: none), and the running jobs and GPUs a capped queue gains
  * (a reservation begins) or loses (a job ends) then (queue -1: none). */
@@ -60,8 +62,7 @@ struct eta_item {
     uint8_t run_basis;
     bool special;         /* not a whole-GPU job for any one node: checked on its own */
     int min_share;        /* special: the fewest GPUs it needs free on one node */
-    int64_t failed_round; /* special: did not fit in this round of the plan's
-                           * (GPUs are only taken later in a round); 0: none */
+    int32_t shape;        /* special: its shape (eta_shapes.h) */
     int64_t not_before_ms; /* retry backoff: not started before this (special) */
     int16_t queue;         /* its capped queue's index in the plan's queue set; -1: none */
     bool done;
@@ -91,7 +92,7 @@ struct eta_plan {
     int32_t qjobs[TIDE_MAX_QUEUES], qgpus[TIDE_MAX_QUEUES]; /* running in each capped queue */
     int32_t *special; /* special items, in order */
     size_t nspecial, special_cap, special_head;
-    int64_t round; /* place_round calls so far: a special fails for one round */
+    struct eta_shapes *shapes; /* the special items by shape */
     /* The order is strict (fifo_strict, sjf_strict) without backfill: as
      * the pass stops at the first job that cannot start, so does each
      * round of the plan. Set by the caller from its scheduler's config;

@@ -170,6 +170,36 @@ static void test_a_gpu_model_waits_for_its_own_nodes(void **state)
     assert_int_equal(cluster_find_job(&c, 3)->eta_start_ms, 0);
 }
 
+static struct job *pend_model(int64_t id, int gpus, const char *model, int64_t max_runtime_s)
+{
+    struct job *job = pend(id, gpus);
+    snprintf(job->gpu_model, sizeof job->gpu_model, "%s", model);
+    job->max_runtime_s = max_runtime_s;
+    return job;
+}
+
+static void test_jobs_of_one_model_wait_in_turn_while_other_shapes_pass_them(void **state)
+{
+    (void)state;
+    /* The plan looks at a shape's first waiting job only: one H200 job
+     * that waits holds the H200 jobs behind it, not the A100 ones, and a
+     * 2-GPU A100 job that waits does not hold a 1-GPU one behind it. */
+    add_node(1, 2);
+    struct node a100 = fx_node(2, 2, "A100", 81920);
+    cluster_put_node(&c, &a100);
+    run_job(1, 1, 0, 2, 0)->max_runtime_s = 300;
+    pend_model(2, 1, "H200*", 100);
+    pend_model(3, 1, "A100*", 50);
+    pend_model(4, 1, "H200*", 200);
+    pend_model(5, 1, "H200*", 100);
+    pend_model(6, 2, "A100*", 100);
+    pend_model(7, 1, "A100*", 80);
+    plan_ids((int64_t[]){2, 3, 4, 5, 6, 7}, 6, 0);
+    static const int64_t want_s[] = {300, 0, 300, 400, 80, 0};
+    for (int64_t id = 2; id <= 7; id++)
+        assert_int_equal(cluster_find_job(&c, id)->eta_start_ms, want_s[id - 2] * S);
+}
+
 static void test_a_gpu_model_job_gets_now_when_its_gpus_free_now(void **state)
 {
     (void)state;
@@ -506,6 +536,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_job_no_node_can_hold_has_no_eta, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_gpu_model_waits_for_its_own_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_gpu_model_job_gets_now_when_its_gpus_free_now, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_jobs_of_one_model_wait_in_turn_while_other_shapes_pass_them, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_strict_order_plans_nothing_past_the_first_job_that_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_learned_project_estimate_is_used_and_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_estimate_stands_in_for_a_project_with_too_few_samples, setup, teardown),
