@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "core/gang.h"
 #include "core/gpu_share.h"
 
 #include "core/queue.h"
@@ -223,4 +224,138 @@ enum preempt_result preempt_plan(const struct placement_config *cfg,
         return PREEMPT_PENDING;
     }
     return best_taken == INT32_MAX ? PREEMPT_NONE : PREEMPT_PLANNED;
+}
+
+/* --- gangs --- */
+
+/* One node's way to hold a share: the GPUs its victims take, and where its
+ * pool entries are (from == to: none, its free GPUs suffice). */
+struct share_cost {
+    struct node *node;
+    size_t from, to;
+    int taken, nvictims;
+    bool pending;
+};
+
+static int cheaper_share_first(const void *a, const void *b)
+{
+    const struct share_cost *x = a, *y = b;
+    if (x->taken != y->taken)
+        return x->taken < y->taken ? -1 : 1;
+    if (x->nvictims != y->nvictims)
+        return x->nvictims < y->nvictims ? -1 : 1;
+    return (x->node->id > y->node->id) - (x->node->id < y->node->id);
+}
+
+static bool node_takes_share(const struct node *node, const struct job *share)
+{
+    return node->state == NODE_READY && node->ngpus >= share->gpus && queue_allows_node(share, node);
+}
+
+/* Whether node, which has nothing to preempt, holds share with its free GPUs. */
+static bool free_share(const struct placement_config *cfg, const struct node *node,
+                       const struct job *share)
+{
+    int free_now = 0;
+    for (int g = 0; g < node->ngpus; g++)
+        free_now += gpu_is_free(&node->gpus[g]) && gpu_usable(cfg, &node->gpus[g], share);
+    return free_now >= share->gpus && placement_host_fits_now(node, share);
+}
+
+static bool in_pool(const struct preempt_pool *pool, int64_t node_id)
+{
+    size_t lo = 0, hi = pool->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (pool->entries[mid].node->id < node_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < pool->n && pool->entries[lo].node->id == node_id;
+}
+
+/* Every node's way to hold share into costs (at most c->nnodes); how many. */
+static size_t share_costs(const struct placement_config *cfg, const struct preempt_pool *pool,
+                          const struct cluster *c, const struct job *share,
+                          struct share_cost *costs)
+{
+    size_t n = 0;
+    struct preempt_plan trial;
+    for (size_t from = 0; from < pool->n;) {
+        size_t to = from + 1;
+        while (to < pool->n && pool->entries[to].node == pool->entries[from].node)
+            to++;
+        struct node *node = pool->entries[from].node;
+        bool pending = false;
+        int taken = node_takes_share(node, share)
+                        ? plan_on_node(cfg, pool, from, to, share, &trial, &pending)
+                        : INT32_MAX;
+        if (pending)
+            costs[n++] = (struct share_cost){node, from, to, 0, 0, true};
+        else if (taken != INT32_MAX)
+            costs[n++] = (struct share_cost){node, from, to, taken, trial.nvictims, false};
+        from = to;
+    }
+    for (size_t i = 0; i < c->nnodes; i++) {
+        struct node *node = &c->nodes[i];
+        if (node_takes_share(node, share) && !in_pool(pool, node->id) && free_share(cfg, node, share))
+            costs[n++] = (struct share_cost){node, 0, 0, 0, 0, false};
+    }
+    return n;
+}
+
+enum preempt_result preempt_plan_gang(const struct placement_config *cfg,
+                                      const struct preempt_pool *pool, const struct cluster *c,
+                                      const struct job *job, struct preempt_gang_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    struct share_cost *costs = malloc((c->nnodes ? c->nnodes : 1) * sizeof *costs);
+    if (!costs)
+        return PREEMPT_NONE; /* out of memory: a later pass asks again */
+    int best_m = 0, best_taken = INT32_MAX;
+    for (int m = gang_next_split(job, 1); m; m = gang_next_split(job, m)) {
+        struct job share = *job;
+        share.gpus = job->gpus / m;
+        share.max_nodes = 1;
+        size_t n = share_costs(cfg, pool, c, &share, costs);
+        if (n < (size_t)m)
+            continue;
+        qsort(costs, n, sizeof *costs, cheaper_share_first);
+        int taken = 0, victims = 0;
+        for (int i = 0; i < m; i++) {
+            taken += costs[i].taken;
+            victims += costs[i].nvictims;
+        }
+        if (victims <= PREEMPT_MAX_VICTIMS && taken < best_taken) {
+            best_taken = taken;
+            best_m = m;
+        }
+    }
+    enum preempt_result r = PREEMPT_NONE;
+    if (best_m) { /* the costs again, for that split, and its victims */
+        struct job share = *job;
+        share.gpus = job->gpus / best_m;
+        share.max_nodes = 1;
+        size_t n = share_costs(cfg, pool, c, &share, costs);
+        qsort(costs, n, sizeof *costs, cheaper_share_first);
+        bool pending = false;
+        struct preempt_plan trial;
+        for (int i = 0; i < best_m; i++) {
+            plan->nodes[plan->nnodes++] = costs[i].node;
+            pending |= costs[i].pending;
+            if (costs[i].nvictims == 0)
+                continue;
+            bool again = false;
+            plan_on_node(cfg, pool, costs[i].from, costs[i].to, &share, &trial, &again);
+            for (int v = 0; v < trial.nvictims; v++)
+                plan->victims[plan->nvictims++] = trial.victims[v];
+        }
+        /* no victims and nothing being freed: it would have been placed */
+        r = plan->nvictims ? PREEMPT_PLANNED : pending ? PREEMPT_PENDING : PREEMPT_NONE;
+    }
+    free(costs);
+    if (r == PREEMPT_NONE)
+        memset(plan, 0, sizeof *plan);
+    return r;
 }

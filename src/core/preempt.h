@@ -4,7 +4,8 @@
  * start: jobs of lower priority, or, for a job within its project's quota,
  * jobs borrowing beyond another project's quota. Cheapest: fewest GPUs taken, then fewest jobs,
  * then the least work lost (most recently started). Non-preemptible work
- * is never chosen.
+ * is never chosen. A gang job no one node holds gets such a set on each
+ * node of a split (preempt_plan_gang).
  */
 #ifndef TIDE_PREEMPT_H
 #define TIDE_PREEMPT_H
@@ -53,5 +54,23 @@ enum preempt_result {
 enum preempt_result preempt_plan(const struct placement_config *cfg,
                                  const struct preempt_pool *pool, const struct job *job,
                                  struct preempt_plan *plan);
+
+/* A gang job's preemption: its equal shares on several nodes (as gang
+ * placement splits it), each node's share made room for the cheapest way
+ * (GPUs free now, GPUs earlier victims are freeing, or victims of its own
+ * there), over the split that takes the fewest GPUs in all. */
+struct preempt_gang_plan {
+    int nnodes;
+    struct node *nodes[TIDE_MAX_GANG_NODES]; /* where its shares go, victims or not */
+    int nvictims;
+    struct job *victims[PREEMPT_MAX_VICTIMS];
+};
+
+/* Plans preemption for gang job (max_nodes > 1) over c's ready nodes, as
+ * preempt_plan does for one node: PREEMPT_PENDING when earlier victims
+ * (with free GPUs) already make the room. */
+enum preempt_result preempt_plan_gang(const struct placement_config *cfg,
+                                      const struct preempt_pool *pool, const struct cluster *c,
+                                      const struct job *job, struct preempt_gang_plan *plan);
 
 #endif

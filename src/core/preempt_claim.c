@@ -50,23 +50,40 @@ static void unhold(struct preempt_claim *k, struct cluster *c)
         cluster_unassign(c, &k->holder); /* clears its node_id */
 }
 
-void preempt_claim_note(struct preempt_claims *cl, const struct job *job, int64_t node_id,
-                        int64_t now_ms)
+static bool listed(const int64_t *ids, int n, int64_t id)
 {
-    int64_t job_id = job->id;
-    int i = 0;
-    while (i < cl->n && cl->items[i].job_id != job_id)
-        i++;
-    if (i == cl->n) {
-        if (cl->n == PREEMPT_MAX_CLAIMS)
-            return;
-        cl->n++;
-        memset(&cl->items[i], 0, sizeof cl->items[i]);
-        cl->items[i].job_id = job_id;
+    for (int i = 0; i < n; i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+void preempt_claim_note(struct preempt_claims *cl, struct cluster *c, const struct job *job,
+                        const int64_t *node_ids, int n, int64_t now_ms)
+{
+    for (int i = 0; i < cl->n;) { /* its claims elsewhere end */
+        if (cl->items[i].job_id == job->id && !listed(node_ids, n, cl->items[i].node_id)) {
+            unhold(&cl->items[i], c);
+            drop(cl, i);
+        } else {
+            i++;
+        }
     }
-    cl->items[i].node_id = node_id;
-    cl->items[i].until_ms = now_ms + PREEMPT_CLAIM_MS;
-    cl->items[i].priority = job->effective_priority;
+    for (int k = 0; k < n; k++) {
+        int i = 0;
+        while (i < cl->n && (cl->items[i].job_id != job->id || cl->items[i].node_id != node_ids[k]))
+            i++;
+        if (i == cl->n) {
+            if (cl->n == PREEMPT_MAX_CLAIMS)
+                return;
+            cl->n++;
+            memset(&cl->items[i], 0, sizeof cl->items[i]);
+            cl->items[i].job_id = job->id;
+            cl->items[i].node_id = node_ids[k];
+        }
+        cl->items[i].until_ms = now_ms + PREEMPT_CLAIM_MS;
+        cl->items[i].priority = job->effective_priority;
+    }
 }
 
 void preempt_claims_hold(struct preempt_claims *cl, struct cluster *c,
@@ -90,13 +107,17 @@ void preempt_claims_hold(struct preempt_claims *cl, struct cluster *c,
 
 bool preempt_claim_take(struct preempt_claims *cl, struct cluster *c, const struct job *job)
 {
-    for (int i = 0; i < cl->n; i++)
+    bool had = false;
+    for (int i = 0; i < cl->n;) {
         if (cl->items[i].job_id == job->id) {
             unhold(&cl->items[i], c);
             drop(cl, i);
-            return true;
+            had = true;
+        } else {
+            i++;
         }
-    return false;
+    }
+    return had;
 }
 
 bool preempt_claim_of(const struct preempt_claims *cl, int64_t job_id)

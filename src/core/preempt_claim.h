@@ -42,9 +42,10 @@ struct preempt_claims {
     int n;
 };
 
-/* job claims node_id from now_ms (a claim of its on another node ends). */
-void preempt_claim_note(struct preempt_claims *cl, const struct job *job, int64_t node_id,
-                        int64_t now_ms);
+/* job claims the nodes node_ids[0..n) from now_ms (a gang job several;
+ * its claims on other nodes end). */
+void preempt_claim_note(struct preempt_claims *cl, struct cluster *c, const struct job *job,
+                        const int64_t *node_ids, int n, int64_t now_ms);
 
 /* At a pass's start: ends claims whose job no longer waits or may not
  * start now (held, in backoff; budgets: its project at a hard cap, NULL:
@@ -60,9 +61,8 @@ bool preempt_claim_of(const struct preempt_claims *cl, int64_t job_id);
  * priority than it that it is no victim of give way (lifted and ended). */
 void preempt_claims_yield(struct preempt_claims *cl, struct cluster *c, const struct job *job);
 
-/* The pass reached job: lifts its claim's hold and ends the claim (a
- * renewal, if it preempts there again, makes a new one). True when it had
- * one. */
+/* The pass reached job: lifts its claims' holds and ends them (a
+ * renewal, if it preempts again, makes new ones). True when it had one. */
 bool preempt_claim_take(struct preempt_claims *cl, struct cluster *c, const struct job *job);
 
 /* A claim made during the pass holds its node's free GPUs at once, for

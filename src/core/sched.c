@@ -80,12 +80,18 @@ static void format_gpu_list(char *out, size_t size, const int *gpus, int n)
         used += (size_t)snprintf(out + used, size - used, "%s%d", i ? "," : "", gpus[i]);
 }
 
+/* Any node with the GPUs will do (no model, memory, MIG or pool rule). */
+static bool any_node(const struct job *job)
+{
+    return job->gpu_model[0] == '\0' && job->gpu_memory_mib == 0 && job->mig[0] == '\0' &&
+           (!job->rules || job->rules->npools == 0);
+}
+
 /* Jobs that may use any node, one node at a time: the only ones whose
  * failures say something about other jobs. */
 static bool unconstrained(const struct job *job)
 {
-    return job->gpu_model[0] == '\0' && job->gpu_memory_mib == 0 && job->mig[0] == '\0' &&
-           job->max_nodes <= 1 && (!job->rules || job->rules->npools == 0);
+    return any_node(job) && job->max_nodes <= 1;
 }
 
 /* An earlier job asking for no more failed: so does job, unless with
@@ -320,19 +326,31 @@ static int push_start(struct scheduler *s, struct cluster *c, struct job *job,
 }
 
 /* A job for which preemption found no victims: one that asks for at least
- * as much at no higher priority finds none either. */
+ * as much at no higher priority finds none either; a gang job, one of its
+ * very shape (its splits are its own). */
 struct victimless_shape {
-    int gpus, cpus, priority;
+    int gpus, cpus, priority, max_nodes;
+    int64_t memory_mib;
 };
+
+static bool plain_gang(const struct job *job)
+{
+    return any_node(job) && job->max_nodes > 1;
+}
 
 static bool preemption_hopeless(const struct victimless_shape *shapes, int n, const struct job *job)
 {
-    if (job->in_quota || !unconstrained(job))
+    if (job->in_quota || (!unconstrained(job) && !plain_gang(job)))
         return false; /* may reclaim borrowed GPUs: no shortcut */
-    for (int i = 0; i < n; i++)
-        if (job->gpus >= shapes[i].gpus && job->cpus >= shapes[i].cpus &&
-            job->effective_priority <= shapes[i].priority)
+    for (int i = 0; i < n; i++) {
+        const struct victimless_shape *v = &shapes[i];
+        if (job->effective_priority > v->priority || job->cpus < v->cpus ||
+            job->memory_mib < v->memory_mib)
+            continue;
+        if (job->max_nodes > 1 ? job->max_nodes == v->max_nodes && job->gpus == v->gpus
+                               : v->max_nodes <= 1 && job->gpus >= v->gpus)
             return true;
+    }
     return false;
 }
 
@@ -359,6 +377,46 @@ static int push_gang_start(struct scheduler *s, struct cluster *c, struct job *j
     return rc;
 }
 
+/* Stops victims for job. */
+static void preempt_victims(struct job *job, struct job *const *victims, int n,
+                            struct action_list *out)
+{
+    for (int i = 0; i < n; i++) {
+        struct job *v = victims[i];
+        struct action *a = action_push_preempt(out, v);
+        if (!a) /* out of memory: it keeps running, a later pass asks again */
+            continue;
+        v->preempted_for = job->id; /* its claim does not give way to it */
+        snprintf(a->reason, sizeof a->reason, "preempted by job %lld", (long long)job->id);
+    }
+}
+
+/* try_preemption for a gang job that no one node can hold. */
+static bool try_gang_preemption(struct scheduler *s, struct cluster *c, struct job *job,
+                                int64_t now_ms, struct action_list *out)
+{
+    struct preempt_gang_plan plan;
+    enum preempt_result r =
+        preempt_plan_gang(&s->cfg.placement_cfg, &s->preempt_pool, c, job, &plan);
+    if (r == PREEMPT_NONE)
+        return false;
+    /* its shares' nodes are its own, as for one node */
+    int64_t ids[TIDE_MAX_GANG_NODES];
+    for (int i = 0; i < plan.nnodes; i++)
+        ids[i] = plan.nodes[i]->id;
+    preempt_claim_note(&s->claims, c, job, ids, plan.nnodes, now_ms);
+    preempt_claim_hold_new(&s->claims, c, job->id);
+    preempt_victims(job, plan.victims, plan.nvictims, out);
+    if (s->cfg.explain && r == PREEMPT_PENDING)
+        snprintf(wait_reason_text(job), sizeof job->wait_reason,
+                 "waiting for preempted jobs to stop");
+    else if (s->cfg.explain)
+        snprintf(wait_reason_text(job), sizeof job->wait_reason,
+                 "preempting %d job%s for its %d GPUs on %d nodes (%.40s, ...)", plan.nvictims,
+                 plan.nvictims == 1 ? "" : "s", job->gpus, plan.nnodes, plan.nodes[0]->name);
+    return true;
+}
+
 /* Tries to make room for job by preempting; true when it is handled
  * (victims chosen now, or earlier ones still stopping). */
 static bool try_preemption(struct scheduler *s, struct cluster *c, struct job *job,
@@ -366,9 +424,11 @@ static bool try_preemption(struct scheduler *s, struct cluster *c, struct job *j
 {
     struct preempt_plan plan;
     enum preempt_result r = preempt_plan(&s->cfg.placement_cfg, &s->preempt_pool, job, &plan);
+    if (r == PREEMPT_NONE && job->max_nodes > 1)
+        return try_gang_preemption(s, c, job, now_ms, out);
     if ((r == PREEMPT_PENDING || r == PREEMPT_PLANNED) && plan.node) {
         /* what its victims free, and what is free there now, is its own */
-        preempt_claim_note(&s->claims, job, plan.node->id, now_ms);
+        preempt_claim_note(&s->claims, c, job, &plan.node->id, 1, now_ms);
         preempt_claim_hold_new(&s->claims, c, job->id);
     }
     if (r == PREEMPT_PENDING) {
@@ -379,14 +439,7 @@ static bool try_preemption(struct scheduler *s, struct cluster *c, struct job *j
     }
     if (r != PREEMPT_PLANNED)
         return false;
-    for (int i = 0; i < plan.nvictims; i++) {
-        struct job *v = plan.victims[i];
-        struct action *a = action_push_preempt(out, v);
-        if (!a) /* out of memory: it keeps running, a later pass asks again */
-            continue;
-        v->preempted_for = job->id; /* its claim does not give way to it */
-        snprintf(a->reason, sizeof a->reason, "preempted by job %lld", (long long)job->id);
-    }
+    preempt_victims(job, plan.victims, plan.nvictims, out);
     if (s->cfg.explain)
         snprintf(wait_reason_text(job), sizeof job->wait_reason, "preempting %d job%s on %s",
                  plan.nvictims, plan.nvictims == 1 ? "" : "s", plan.node->name);
@@ -606,9 +659,14 @@ static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *
                     st->stopped_at = job;
                 continue;
             }
-            if (!job->in_quota && unconstrained(job) && st->nno_victims < FAILED_SHAPES)
+            if (!job->in_quota && (unconstrained(job) || plain_gang(job)) &&
+                st->nno_victims < FAILED_SHAPES)
                 st->no_victims[st->nno_victims++] = (struct victimless_shape){
-                    .gpus = job->gpus, .cpus = job->cpus, .priority = job->effective_priority};
+                    .gpus = job->gpus,
+                    .cpus = job->cpus,
+                    .priority = job->effective_priority,
+                    .max_nodes = job->max_nodes,
+                    .memory_mib = job->memory_mib};
         }
         if (!st->reservation.active && unconstrained(job) && st->nfailed < FAILED_SHAPES)
             st->failed[st->nfailed++] = (struct failed_shape){

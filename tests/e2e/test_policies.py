@@ -142,6 +142,28 @@ def test_a_running_job_keeps_the_priority_it_started_with_across_a_server_restar
         c.api("DELETE", f"/v1/jobs/{low['id']}")
 
 
+def test_a_gang_job_preempts_on_each_node_its_shares_need_and_runs_across_them():
+    # 8 GPUs over 2 nodes of 4, each held by a preemptible job: both are
+    # preempted, and the gang starts once both have stopped.
+    with Cluster(agents=2, fake_gpus="4xH200:141GB", config=QUEUES, kill_grace_s=5) as c:
+        spare = [c.submit(command=["sleep", "60"], gpus=4, queue="spare") for _ in range(2)]
+        for j in spare:
+            c.wait_state(j["id"], "running")
+        gang = c.submit(command=["sh", "-c", "echo part on $(hostname)"], gpus=8, nodes=2,
+                        queue="urgent")
+        done = c.wait_final([gang["id"]], timeout=60)[gang["id"]]
+        assert done["state"] == "succeeded" and done["attempt"] == 1, done
+        for j in spare:
+            events = c.api("GET", f"/v1/events?job={j['id']}")["events"]
+            assert any(e["kind"] == "job_preempted" and f"job {gang['id']}" in e["message"]
+                       for e in events), events
+        started = [e for e in c.api("GET", f"/v1/events?job={gang['id']}")["events"]
+                   if e["kind"] == "job_starting"]
+        assert len(started) == 1 and "placed on 2 nodes" in started[0]["message"], started
+        for j in spare:
+            c.api("DELETE", f"/v1/jobs/{j['id']}")
+
+
 def test_non_preemptible_work_is_never_preempted():
     with Cluster(agents=1, fake_gpus="1xT4:16GB", config=QUEUES) as c:
         normal = c.submit(command=["sleep", "4"], gpus=1)
@@ -336,6 +358,7 @@ if __name__ == "__main__":
         test_waiting_past_max_wait_escalates_priority,
         test_preempted_job_checkpoints_and_resumes_with_the_right_result,
         test_a_running_job_keeps_the_priority_it_started_with_across_a_server_restart,
+        test_a_gang_job_preempts_on_each_node_its_shares_need_and_runs_across_them,
         test_non_preemptible_work_is_never_preempted,
         test_failed_attempt_is_retried_after_a_backoff,
         test_backfill_reserves_gpus_for_the_blocked_job,

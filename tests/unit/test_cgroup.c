@@ -173,7 +173,7 @@ struct fake_fs {
 
 static void write_file(const char *dir, const char *name, const char *text)
 {
-    char path[256];
+    char path[600]; /* dir (up to 255) and a name: room for both, even at -O3 */
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "w");
     assert_non_null(f);

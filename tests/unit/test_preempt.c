@@ -462,6 +462,80 @@ static void test_gpus_a_preemption_counted_on_go_to_no_later_job(void **state)
     assert_int_equal(job(11)->state, JOB_PENDING);
 }
 
+static void add_pending_gang(int64_t id, int gpus, int max_nodes, int priority)
+{
+    add_pending(id, gpus, priority);
+    job(id)->max_nodes = max_nodes;
+}
+
+static void test_a_gang_job_preempts_on_as_many_nodes_as_its_shares_need(void **state)
+{
+    (void)state;
+    /* 16 GPUs over two 8-GPU nodes, each held by a preemptible job */
+    add_node(1, 8);
+    add_node(2, 8);
+    add_node(3, 8);
+    add_running(1, 8, 1, true, 100);
+    add_running(2, 8, 2, true, 200);
+    add_running(3, 8, 3, false, 100); /* may not be preempted */
+    add_pending_gang(10, 16, 2, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 2);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 2));
+    assert_string_equal(fx_reason(job(10)), "preempting 2 jobs for its 16 GPUs on 2 nodes (node-1, ...)");
+    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    action_list_clear(&out);
+    pass_at(NOW_MS + 1500); /* one victim still stopping: it waits, preempting no more */
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+    assert_int_equal(job(10)->state, JOB_PENDING);
+    assert_string_equal(fx_reason(job(10)), "waiting for preempted jobs to stop");
+    report_exit(2, 0, "exit 0", NOW_MS + 2000);
+    action_list_clear(&out);
+    pass_at(NOW_MS + 2500);
+    assert_int_equal(job(10)->state, JOB_STARTING);
+    assert_int_equal(job(10)->nparts, 1);
+    assert_int_equal(job(3)->state, JOB_RUNNING);
+}
+
+static void test_a_gang_job_holds_the_free_node_its_plan_counts_on(void **state)
+{
+    (void)state;
+    /* node 2 is free: the gang preempts on node 1 only, and a later job
+     * of its size does not take node 2 while the victim stops */
+    add_node(1, 8);
+    add_node(2, 8);
+    add_running(1, 8, 1, true, 100);
+    add_pending_gang(10, 16, 2, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 1);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
+    add_pending(11, 8, 0);
+    action_list_clear(&out);
+    pass_at(NOW_MS + 500);
+    assert_int_equal(job(11)->state, JOB_PENDING);
+    assert_int_equal(fx_count(&out, ACTION_START, 0), 0);
+    report_exit(1, 0, "exit 0", NOW_MS + 1000);
+    action_list_clear(&out);
+    pass_at(NOW_MS + 1500);
+    assert_int_equal(job(10)->state, JOB_STARTING);
+    assert_int_equal(job(11)->state, JOB_PENDING);
+    assert_int_equal(job(1)->state, JOB_PENDING); /* the requeued victim waits too */
+}
+
+static void test_a_gang_job_preempts_nothing_when_its_shares_cannot_all_be_had(void **state)
+{
+    (void)state;
+    add_node(1, 8);
+    add_node(2, 8);
+    add_running(1, 8, 1, true, 100);
+    add_running(2, 8, 2, false, 100);
+    add_pending_gang(10, 16, 2, 10);
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+    assert_int_equal(job(1)->state, JOB_RUNNING);
+}
+
 static void test_a_claim_holds_only_its_own_node(void **state)
 {
     (void)state;
@@ -511,6 +585,9 @@ int main(void)
         T(test_a_claim_gives_way_to_a_job_that_outranks_its_claimant),
         T(test_gpus_a_preemption_counted_on_go_to_no_later_job),
         T(test_a_claim_holds_only_its_own_node),
+        T(test_a_gang_job_preempts_on_as_many_nodes_as_its_shares_need),
+        T(test_a_gang_job_holds_the_free_node_its_plan_counts_on),
+        T(test_a_gang_job_preempts_nothing_when_its_shares_cannot_all_be_had),
         T(test_a_job_lost_too_many_times_ends_failed),
         T(test_preemption_never_picks_non_preemptible_work),
         T(test_no_preemption_when_only_non_preemptible_work_would_make_room),
