@@ -860,8 +860,12 @@ void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passe
     struct action a = {.job_id = job->id, .attempt = job->attempt, .node_id = job->node_id,
                        .exit_code = exit_code, .signal = signal};
     cluster_unassign(c, job);
-    job->attained_gpu_ms += (int64_t)job->gpus * (now_ms - job->start_ms > 0 ? now_ms - job->start_ms : 0);
+    int64_t ran_ms = job->start_ms > 0 && now_ms > job->start_ms ? now_ms - job->start_ms : 0;
+    job->attained_gpu_ms += (int64_t)job->gpus * ran_ms;
     job->start_ms = 0;
+    bool lost = passed_through == JOB_LOST && final_state == JOB_FAILED;
+    if (!lost || ran_ms >= SCHED_LOST_FRESH_MS)
+        job->lost_attempts = 0; /* losses count in a row */
     if (job->cancel_requested) {
         a.type = ACTION_FINISH;
         a.state = JOB_CANCELLED;
@@ -874,13 +878,12 @@ void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passe
         a.state = JOB_PREEMPTED;
         snprintf(a.reason, sizeof a.reason, "%s", failure);
         job->state = JOB_PENDING;
-    } else if (passed_through == JOB_LOST && final_state == JOB_FAILED &&
-               job->lost_attempts >= SCHED_MAX_LOST_ATTEMPTS) {
+    } else if (lost && job->lost_attempts >= SCHED_MAX_LOST_ATTEMPTS) {
         a.type = ACTION_FINISH;
         a.state = JOB_FAILED;
-        snprintf(a.reason, sizeof a.reason, "%.100s; lost %d times before: not requeued again",
+        snprintf(a.reason, sizeof a.reason, "%.100s; lost %d times in a row: not requeued again",
                  failure, job->lost_attempts);
-    } else if (passed_through == JOB_LOST && final_state == JOB_FAILED) {
+    } else if (lost) {
         /* Nor is a node's death or an agent losing the task: requeue at once,
          * using no retry. */
         job->free_attempts++;

@@ -22,10 +22,14 @@
 #include "core/queue.h"
 #include "core/sched_quiet.h"
 
-/* A job whose attempts were lost this many times (its node lost, its task
- * vanished or fenced) ends failed at the next loss rather than going
- * round the nodes for ever: work that takes its host or agent down. */
+/* A job whose attempts were lost this many times in a row (its node lost,
+ * its task vanished or fenced) ends failed at the next loss rather than
+ * going round the nodes for ever: work that takes its host or agent down.
+ * An attempt that ends any other way, or that ran SCHED_LOST_FRESH_MS
+ * before it was lost (a host that fails after hours is not the job's
+ * doing), starts the count afresh. */
 #define SCHED_MAX_LOST_ATTEMPTS 10
+#define SCHED_LOST_FRESH_MS (60 * 60 * 1000)
 
 struct sched_config {
     const struct order_ops *order; /* default: order_priority */

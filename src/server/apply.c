@@ -98,9 +98,13 @@ static int apply_one(struct server *srv, const struct action *a, int64_t now_ms,
         u.exit_code = a->exit_code;
         u.signal = a->signal;
         int rc = store_job_update(st, &u, err);
-        /* sched_fail_attempt counted these in memory: no retry used */
-        if (!rc && (a->state == JOB_PREEMPTED || a->state == JOB_LOST))
-            rc = store_job_count_free_attempt(st, a->job_id, a->state == JOB_LOST, err);
+        /* as sched_fail_attempt counted it in memory: no retry used for a
+         * preemption or a loss; the losses in a row */
+        const struct job *job = cluster_find_job(&srv->cluster, a->job_id);
+        if (!rc && job)
+            rc = store_job_count_attempt(st, a->job_id,
+                                         a->state == JOB_PREEMPTED || a->state == JOB_LOST,
+                                         job->lost_attempts, err);
         if (!rc && a->not_before_ms)
             rc = store_job_set_restart_after(st, a->job_id, a->not_before_ms, err);
         char msg[TIDE_REASON_MAX + 48];

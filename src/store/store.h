@@ -142,11 +142,12 @@ int store_job_insert(struct store *s, struct job *job, json_t *spec, const char 
  * like every write, their callers must not run them at once (the server
  * holds its lock). */
 int store_job_update(struct store *s, const struct job_update *u, struct tide_err *err);
-/* Counts one more attempt of the job ended by no fault of its own
- * (preemption, an operator's requeue, its node lost, its task vanished):
- * such attempts use up no retry, across restarts too. lost: it was lost
- * with its node or task, which is also counted (SCHED_MAX_LOST_ATTEMPTS). */
-int store_job_count_free_attempt(struct store *s, int64_t job_id, bool lost, struct tide_err *err);
+/* Counts a requeued attempt of the job: free_attempt when it ended by no
+ * fault of its own (preemption, an operator's requeue, its node lost, its
+ * task vanished), which uses up no retry, across restarts too; and keeps
+ * how many attempts in a row were lost (SCHED_MAX_LOST_ATTEMPTS). */
+int store_job_count_attempt(struct store *s, int64_t job_id, bool free_attempt,
+                            int lost_attempts, struct tide_err *err);
 /* Keeps a requeued job from starting before at_ms (job.restart_after_ms:
  * its force-deleted node may still run it), across restarts too. */
 int store_job_set_restart_after(struct store *s, int64_t job_id, int64_t at_ms,

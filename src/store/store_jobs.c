@@ -165,17 +165,19 @@ int store_node_delete(struct store *s, int64_t node_id, struct tide_err *err)
     return rc ? rc : store_token_delete_node(s, node_id, err);
 }
 
-int store_job_count_free_attempt(struct store *s, int64_t job_id, bool lost, struct tide_err *err)
+int store_job_count_attempt(struct store *s, int64_t job_id, bool free_attempt,
+                            int lost_attempts, struct tide_err *err)
 {
     struct db_stmt *st = prepare(s,
-                                 "UPDATE jobs SET free_attempts = free_attempts + 1,"
-                                 " lost_attempts = lost_attempts + ?2 WHERE id=?1",
+                                 "UPDATE jobs SET free_attempts = free_attempts + ?2,"
+                                 " lost_attempts = ?3 WHERE id=?1",
                                  err);
     if (!st)
         return TIDE_EIO;
     db_bind_int64(st, 1, job_id);
-    db_bind_int64(st, 2, lost);
-    return step_done(st, err, "count a free attempt");
+    db_bind_int64(st, 2, free_attempt);
+    db_bind_int64(st, 3, lost_attempts);
+    return step_done(st, err, "count an attempt");
 }
 
 int store_job_set_restart_after(struct store *s, int64_t job_id, int64_t at_ms,

@@ -569,9 +569,42 @@ static void test_a_job_lost_too_many_times_ends_failed(void **state)
         const struct action *a = fx_find(&out, ACTION_FINISH, 1);
         assert_non_null(a);
         assert_int_equal(a->state, JOB_FAILED);
-        assert_string_equal(a->reason, "node lost; lost 10 times before: not requeued again");
+        assert_string_equal(a->reason, "node lost; lost 10 times in a row: not requeued again");
         assert_null(cluster_find_job(&c, 1));
     }
+}
+
+/* Places job 1 at now_ms and has it run until its attempt ends at end_ms:
+ * lost, or (lost false) failed with a retry left. */
+static void run_and_end(int64_t now_ms, int64_t end_ms, bool lost)
+{
+    action_list_clear(&out);
+    assert_int_equal(pass_at(now_ms), 1);
+    job(1)->state = JOB_RUNNING;
+    action_list_clear(&out);
+    sched_fail_attempt(&c, job(1), lost ? JOB_LOST : JOB_FAILED, JOB_FAILED,
+                       lost ? "node lost" : "exit 3", lost ? -1 : 3, 0, end_ms, &out);
+    assert_non_null(fx_find(&out, ACTION_REQUEUE, 1));
+}
+
+static void test_losses_count_in_a_row_and_afresh_after_a_long_run(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_pending(1, 1, 0);
+    job(1)->retries = 5;
+    int64_t t = NOW_MS;
+    for (int i = 0; i < SCHED_MAX_LOST_ATTEMPTS; i++, t += 10)
+        run_and_end(t, t + 5, true);
+    assert_int_equal(job(1)->lost_attempts, SCHED_MAX_LOST_ATTEMPTS);
+    run_and_end(t, t + 5, false); /* its own failure: the host survived it */
+    assert_int_equal(job(1)->lost_attempts, 0);
+    t += 60 * 1000; /* past the retry's backoff */
+    for (int i = 0; i < SCHED_MAX_LOST_ATTEMPTS; i++, t += 10)
+        run_and_end(t, t + 5, true);
+    /* a loss after an hour's run is a fresh count, not the eleventh */
+    run_and_end(t, t + SCHED_LOST_FRESH_MS, true);
+    assert_int_equal(job(1)->lost_attempts, 1);
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -589,6 +622,7 @@ int main(void)
         T(test_a_gang_job_holds_the_free_node_its_plan_counts_on),
         T(test_a_gang_job_preempts_nothing_when_its_shares_cannot_all_be_had),
         T(test_a_job_lost_too_many_times_ends_failed),
+        T(test_losses_count_in_a_row_and_afresh_after_a_long_run),
         T(test_preemption_never_picks_non_preemptible_work),
         T(test_no_preemption_when_only_non_preemptible_work_would_make_room),
         T(test_preemption_off_preempts_nothing),
