@@ -463,6 +463,7 @@ static void tick_results(struct pool_loop *pl, int64_t now)
                 continue;
             if (!c->rc) {
                 r->destroy_pending = false;
+                r->deleted_ms = now;
                 continue;
             }
             r->destroy_failures++;
@@ -525,6 +526,8 @@ static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_nod
         struct pool_node_rt *r = node ? rt_find(pl, node->id, false) : NULL;
         if ((!node && pool_has_call(pl, p, CALL_CREATE)) || delete_queued(pl, p, &listed[i]))
             continue; /* what a create on its way makes, or going already */
+        if (r && r->deleted_ms && now - r->deleted_ms < POOL_DELETE_SETTLE_MS)
+            continue; /* deleted lately: clouds list a VM while it goes */
         if (!node || ((node->state == NODE_RELEASED || node->state == NODE_FAILED) &&
                       !(r && r->destroy_pending))) {
             orphans[norphans++] = listed[i];

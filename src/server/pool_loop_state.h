@@ -27,6 +27,10 @@
 #define POOL_LIST_EVERY_MS 15000
 #define POOL_LIST_OTHERS_EVERY_MS 300000
 #define POOL_MAX_IN_FLIGHT 8     /* blocking provider calls running at once, all pools */
+/* A released node the provider still lists this long after it took the
+ * delete is not deleted again (clouds list a VM for minutes while it
+ * goes); past it, it is an orphan as any. */
+#define POOL_DELETE_SETTLE_MS (30 * 60 * 1000)
 
 struct pool_node_rt {
     int64_t node_id;
@@ -35,6 +39,7 @@ struct pool_node_rt {
     char provider_id[128];
     bool destroy_pending;
     bool call_in_flight; /* a create or delete of it is queued or running */
+    int64_t deleted_ms;  /* when the provider last took its delete; 0: never */
     int destroy_failures;
     int64_t destroy_not_before_ms;
 };

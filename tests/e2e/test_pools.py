@@ -147,6 +147,28 @@ def test_exec_provider_is_listed_at_start_and_orphans_are_deleted():
             assert "provider_orphan" in kinds, kinds
 
 
+def test_a_released_node_the_provider_still_lists_is_not_deleted_again():
+    # Clouds list a VM for minutes after its delete (state "deleting"): a
+    # list every second must not delete it again and again.
+    with exec_dir() as (tmp, prog):
+        config = pool_config("exec", prog, window=1) + "    list_interval_s: 1\n"
+        with Cluster(agents=0, config=config) as c:
+            j = c.submit(gpus=2, command=["true"])
+            assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
+            deleted = os.path.join(tmp, "deleted")
+            wait_until(lambda: os.path.exists(deleted), 40, 0.2, what="the released node deleted")
+            vm = open(deleted).read().split()[0]
+            with open(os.path.join(tmp, "list"), "w") as f:
+                f.write(json.dumps({"nodes": [{"id": vm, "name": vm[3:], "state": "deleting"}]}))
+            listed = os.path.join(tmp, "listed")
+            lists = len(open(listed).read().split())
+            wait_until(lambda: len(open(listed).read().split()) >= lists + 4, 30, 0.2,
+                       what="four more lists")
+            assert open(deleted).read().split() == [vm], open(deleted).read()
+            kinds = [e["kind"] for e in c.api("GET", "/v1/events")["events"]]
+            assert "provider_orphan" not in kinds, kinds
+
+
 def test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them():
     # A provider's list filter can match more than its pool (a name prefix,
     # say): a node joined by hand, by its name or by its name as the id, is
@@ -361,7 +383,8 @@ if __name__ == "__main__":
                test_exec_provider_is_retried_with_backoff_and_deletes_released_nodes,
                test_bad_pool_config_is_refused_with_line_and_key,
                test_exec_provider_is_listed_at_start_and_orphans_are_deleted,
-               test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them,
+               test_a_released_node_the_provider_still_lists_is_not_deleted_again,
+        test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them,
                test_what_a_provider_holds_is_listed_again_and_its_orphans_deleted,
                test_a_program_that_answers_and_runs_on_does_not_hold_the_server_up,
                test_tide_up_has_a_default_elastic_pool,
