@@ -236,6 +236,12 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
     json_t *image = json_object_get(action, "image");
     if (image && !json_is_null(image) && (!json_is_string(image) || !json_string_length(image)))
         invalid(&s, "%s must be a non-empty string", "image");
+    static int minors[GPU_MAX_DEVICES], deny[GPU_MAX_DEVICES];
+    for (size_t i = 0; i < s.ngpus; i++) { /* (parse_gpus found each) */
+        const struct gpu_device *d = gpu_backend_find(&a->gpus, s.gpus[i]);
+        minors[i] = d ? d->minor : -1;
+    }
+    size_t ndeny = gpu_backend_denied_minors(&a->gpus, s.gpus, s.ngpus, deny);
     struct agent_task_spec spec = {
         .job_id = job_id,
         .attempt = attempt,
@@ -245,6 +251,9 @@ static bool apply_start(struct agent *a, json_t *action, int64_t job_id, int64_t
         .gpus = s.gpus,
         .ngpus = s.ngpus,
         .gpu_uuids = s.uuids,
+        .gpu_minors = minors,
+        .deny_minors = deny,
+        .ndeny = ndeny,
         .max_runtime_s = max_runtime,
         .workdir = s.workdir,
         .kill_grace_s = (int)grace,

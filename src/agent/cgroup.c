@@ -286,9 +286,9 @@ static int remove_dir(const char *path)
 /* Removes the task groups of agents that are gone (killed with -9, say),
  * killing what still runs in them first: a task's processes that escaped
  * its process group (setsid) would otherwise keep its GPUs. */
-static void sweep_stale(const struct agent_cgroups *cg)
+static void sweep_stale(const char *dir)
 {
-    DIR *d = opendir(cg->dir);
+    DIR *d = opendir(dir);
     if (!d)
         return;
     int removed = 0;
@@ -302,13 +302,14 @@ static void sweep_stale(const struct agent_cgroups *cg)
             errno != ESRCH)
             continue;
         char path[PATH_MAX];
-        int w = snprintf(path, sizeof path, "%s/%s", cg->dir, e->d_name);
+        int w = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (w > 0 && (size_t)w < sizeof path && remove_dir(path) == 0)
             removed++;
     }
     closedir(d);
     if (removed)
-        log_info("cgroups: emptied and removed %d task group(s) of agents that are gone", removed);
+        log_info("cgroups: emptied and removed %d task group(s) of agents that are gone in %s",
+                 removed, dir);
 }
 
 /* Creates and removes a group in dir, to learn whether the agent may. */
@@ -350,12 +351,24 @@ void agent_cgroups_detect_from(struct agent_cgroups *cg, const char *proc_cgroup
         cg->ops = ops;
         cg->cpu = cpu;
         snprintf(cg->dir, sizeof cg->dir, "%s", dir);
+        char devices_why[1024];
+        agent_cgroup_devices_detect(cg, proc_cgroup, mountinfo, probe, devices_why,
+                                    sizeof devices_why);
+        char devices[1200];
+        if (cg->devices == AGENT_DEVICES_V1)
+            snprintf(devices, sizeof devices, "GPUs not given are closed to them (devices.deny)");
+        else if (cg->devices == AGENT_DEVICES_BPF)
+            snprintf(devices, sizeof devices, "GPUs not given are closed to them (device program)");
+        else
+            snprintf(devices, sizeof devices, "GPUs not given stay open to them (%s)", devices_why);
         snprintf(cg->summary, sizeof cg->summary,
-                 "cgroup %s at %s: tasks get memory limits%s%s%s%s", ops->name, dir,
+                 "cgroup %s at %s: tasks get memory limits%s%s%s%s; %s", ops->name, dir,
                  cpu ? " and CPU quotas" : ", no CPU quotas", i ? " (v2 not used: " : "",
-                 i ? why[0] : "", i ? ")" : "");
+                 i ? why[0] : "", i ? ")" : "", devices);
         if (probe)
-            sweep_stale(cg);
+            sweep_stale(cg->dir);
+        if (probe && cg->devices == AGENT_DEVICES_V1)
+            sweep_stale(cg->devices_dir);
         return;
     }
     snprintf(cg->summary, sizeof cg->summary,
@@ -396,6 +409,7 @@ int agent_cgroup_create(const struct agent_cgroups *cg, int64_t job_id, int64_t 
     }
     g->site = cg;
     g->procs_fd = -1;
+    g->devices_fd = -1;
     int rc = 0;
     if (mkdir(g->path, 0755) != 0) {
         int e = errno;
@@ -419,6 +433,8 @@ int agent_cgroup_create(const struct agent_cgroups *cg, int64_t job_id, int64_t 
         if (g->procs_fd < 0)
             rc = tide_err_set(err, TIDE_EIO, NULL, "cannot open %s: %s", procs, strerror(errno));
     }
+    if (rc == 0 && (rc = agent_cgroup_devices_apply(g, job_id, attempt, lim, why, sizeof why)) != 0)
+        tide_err_set(err, rc, NULL, "%s", why);
     if (rc != 0) {
         agent_cgroup_destroy(g);
         return rc;
@@ -445,6 +461,10 @@ void agent_cgroup_close_procs(struct agent_cgroup *g)
         close(g->procs_fd);
         g->procs_fd = -1;
     }
+    if (g && g->devices_fd >= 0) {
+        close(g->devices_fd);
+        g->devices_fd = -1;
+    }
 }
 
 bool agent_cgroup_oom_killed(const struct agent_cgroup *g, int leader_signal)
@@ -463,7 +483,7 @@ int agent_cgroup_remove(struct agent_cgroup *g)
     /* an empty group (the common end: its leader reaped, its process
      * group killed) goes with one rmdir; remove_dir kills what is left */
     int e = remove_dir(g->path);
-    if (e != 0)
+    if (e != 0 || agent_cgroup_devices_remove(g) != 0)
         return TIDE_EIO;
     g->removed = true;
     return 0;
@@ -476,5 +496,6 @@ void agent_cgroup_destroy(struct agent_cgroup *g)
     if (agent_cgroup_remove(g) != 0)
         log_warn("cannot remove cgroup %s: it stays busy", g->path);
     free(g->path);
+    free(g->devices_path);
     free(g);
 }

@@ -22,6 +22,17 @@
 struct agent_cgroup_limits {
     int64_t memory_mib;
     int cpus;
+    /* NVIDIA GPU device minors (/dev/nvidiaN, major 195) it may not open:
+     * the node's GPUs it was not given (cgroup_devices.c). */
+    const int *deny_minors;
+    size_t ndeny;
+};
+
+/* How tasks are kept off GPUs they were not given. */
+enum agent_devices_mode {
+    AGENT_DEVICES_NONE, /* only CUDA_VISIBLE_DEVICES steers them */
+    AGENT_DEVICES_V1,   /* a group per task in the v1 devices hierarchy, with devices.deny */
+    AGENT_DEVICES_BPF,  /* a cgroup device program on the task's v2 group */
 };
 
 /* One cgroup version. Texts are the contents of /proc/self/cgroup and
@@ -60,7 +71,9 @@ struct agent_cgroups {
     char dir[4096];                     /* the agent's own group */
     bool cpu;                           /* a CPU quota can be set (v2 with cpu) */
     char prefix[32];                    /* "tide-<agent pid>-", names of its task groups */
-    char summary[6144];                 /* one line for the log: what was found, or why not */
+    enum agent_devices_mode devices;    /* GPU device isolation */
+    char devices_dir[4096];             /* v1: the agent's group in the devices hierarchy */
+    char summary[8192];                 /* one line for the log: what was found, or why not */
 };
 
 /* Finds what the machine offers: cgroup v2 with the memory controller
@@ -81,6 +94,8 @@ struct agent_cgroup {
     const struct agent_cgroups *site;
     char *path;
     int procs_fd;        /* its ops->join_file, open until the child has joined; -1 after */
+    char *devices_path;  /* v1: its group in the devices hierarchy; NULL: none */
+    int devices_fd;      /* that group's tasks file, as procs_fd; -1: none */
     bool memory_limited; /* a memory limit was applied */
     int64_t memory_mib;
     bool removed;
@@ -96,9 +111,26 @@ int agent_cgroup_create(const struct agent_cgroups *cg, int64_t job_id, int64_t 
                         struct tide_err *err);
 
 /* Moves the calling process, which must have a single thread, into the
- * group through procs_fd. One write: meant for a child between (v)fork and
- * exec. 0 or -errno. */
+ * group through procs_fd (or devices_fd). One write: meant for a child
+ * between (v)fork and exec. 0 or -errno. */
 int agent_cgroup_join(int procs_fd);
+
+/* ---- GPU device isolation (cgroup_devices.c) ---- */
+
+/* Finds how cg (its ops found) can keep tasks off GPUs: v1's devices
+ * hierarchy beside v1's memory one, or a device program on v2. Sets
+ * cg->devices (and devices_dir); why says why not. probe false: no files
+ * are touched and v1 is taken as it is found. */
+void agent_cgroup_devices_detect(struct agent_cgroups *cg, const char *proc_cgroup,
+                                 const char *mountinfo, bool probe, char *why, size_t why_n);
+
+/* Denies g's task the device minors in lim (none: nothing to do). 0 or a
+ * TIDE_E* code with why filled. */
+int agent_cgroup_devices_apply(struct agent_cgroup *g, int64_t job_id, int64_t attempt,
+                               const struct agent_cgroup_limits *lim, char *why, size_t why_n);
+
+/* Removes g's devices group (v1) once its task is gone. 0 or -errno. */
+int agent_cgroup_devices_remove(struct agent_cgroup *g);
 
 /* Closes procs_fd in the agent once the child has been started. */
 void agent_cgroup_close_procs(struct agent_cgroup *g);

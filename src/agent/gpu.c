@@ -45,3 +45,28 @@ const struct gpu_device *gpu_backend_find(const struct gpu_backend *be, int inde
             return &be->devices[i];
     return NULL;
 }
+
+int gpu_backend_minor_of(const struct gpu_backend *be, int index)
+{
+    const struct gpu_device *d = gpu_backend_find(be, index);
+    if (d && d->parent_index >= 0)
+        d = gpu_backend_find(be, d->parent_index);
+    return d ? d->minor : -1;
+}
+
+size_t gpu_backend_denied_minors(const struct gpu_backend *be, const int *gpus, size_t n,
+                                 int *deny)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < be->count; i++) {
+        const struct gpu_device *d = &be->devices[i];
+        if (d->parent_index >= 0 || d->minor < 0)
+            continue;
+        bool held = false;
+        for (size_t j = 0; j < n && !held; j++)
+            held = gpu_backend_minor_of(be, gpus[j]) == d->minor;
+        if (!held)
+            deny[k++] = d->minor;
+    }
+    return k;
+}

@@ -26,6 +26,9 @@ struct gpu_device {
      * -1 for a physical GPU. Instances follow all physical GPUs. */
     char mig_profile[24];
     int parent_index;
+    /* The minor number of its /dev/nvidiaN (what device isolation denies
+     * by); -1 for a MIG instance or when unknown. */
+    int minor;
 };
 
 struct gpu_telemetry {
@@ -117,6 +120,15 @@ void gpu_backend_release(struct gpu_backend *be);
 
 /* The device with this index, or NULL. */
 const struct gpu_device *gpu_backend_find(const struct gpu_backend *be, int index);
+
+/* The minor number of the physical GPU behind index (a MIG instance's
+ * GPU's); -1 when unknown. */
+int gpu_backend_minor_of(const struct gpu_backend *be, int index);
+
+/* The minors of the node's physical GPUs that a task holding gpus[0..n)
+ * (indices) may not open, into deny (room for be->count); how many. */
+size_t gpu_backend_denied_minors(const struct gpu_backend *be, const int *gpus, size_t n,
+                                 int *deny);
 
 /* Whether XID xid is one a program causes (13 graphics engine exception,
  * 31 memory page fault, 43 stopped processing, 45 preemptive cleanup):

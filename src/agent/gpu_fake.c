@@ -222,11 +222,13 @@ int gpu_fake_parse_spec(const char *spec, const char *node_name, struct gpu_devi
             /* node names are bounded by the agent's options, so this fits */
             snprintf(d->uuid, sizeof d->uuid, "GPU-fake-%s-%zu", node_name ? node_name : "node", n);
             d->parent_index = -1;
+            d->minor = (int)n; /* as a driver numbers them, in order */
             d->mig_mode = nmig > 0;
             for (int m = 0; m < nmig; m++, ninst++) {
                 struct gpu_device *e = &inst[ninst];
                 memset(e, 0, sizeof *e);
                 e->parent_index = (int)n;
+                e->minor = -1;
                 snprintf(e->name, sizeof e->name, "%.63s MIG %.23s", model, mig[m].profile);
                 snprintf(e->mig_profile, sizeof e->mig_profile, "%.23s", mig[m].profile);
                 e->memory_total_mib = mig[m].memory_mib;

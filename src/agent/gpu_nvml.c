@@ -72,6 +72,7 @@ struct nvml_api {
     nvml_return (*utilization)(nvml_device, struct nvml_utilization *);
     nvml_return (*temperature)(nvml_device, int, unsigned int *);
     nvml_return (*power_usage)(nvml_device, unsigned int *);
+    nvml_return (*minor_number)(nvml_device, unsigned int *);
     nvml_return (*driver_version)(char *, unsigned int);
     nvml_return (*mig_mode)(nvml_device, unsigned int *, unsigned int *);
     /* optional: MIG instances and per-process memory */
@@ -166,6 +167,7 @@ static void add_mig_instances(struct nvml_api *api, struct gpu_backend *be, unsi
             d->memory_total_mib = (int64_t)(mem.total / (1024 * 1024));
         d->index = (int)be->count;
         d->parent_index = be->devices[i].index;
+        d->minor = -1;
         api->handles[be->count] = m;
         be->count++;
     }
@@ -262,6 +264,7 @@ static int nvml_open(struct gpu_backend *be, const char *spec, const char *node_
     /* error_string and mig_mode are optional: old drivers lack the latter */
     (void)NVML_BIND(api, error_string, "nvmlErrorString");
     (void)NVML_BIND(api, mig_mode, "nvmlDeviceGetMigMode");
+    (void)NVML_BIND(api, minor_number, "nvmlDeviceGetMinorNumber");
     (void)NVML_BIND(api, max_mig_count, "nvmlDeviceGetMaxMigDeviceCount");
     (void)NVML_BIND(api, mig_by_index, "nvmlDeviceGetMigDeviceHandleByIndex");
     if (NVML_BIND(api, compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3"))
@@ -347,6 +350,11 @@ static int nvml_open(struct gpu_backend *be, const char *spec, const char *node_
         if (api->mig_mode && api->mig_mode(h, &cur, &pending) == NVML_SUCCESS)
             d->mig_mode = cur == NVML_DEVICE_MIG_ENABLE;
         d->parent_index = -1;
+        unsigned int minor = 0;
+        /* /dev/nvidiaN's N: the driver's numbering, not always NVML's order */
+        d->minor = api->minor_number && api->minor_number(h, &minor) == NVML_SUCCESS
+                       ? (int)minor
+                       : -1;
     }
     be->count = n;
     for (unsigned int i = 0; i < n; i++)

@@ -229,7 +229,7 @@ struct child_args {
     char **envp;
     const char *exec_path; /* where PATH leads spec->command[0]; NULL: search */
     const struct agent_task_signals *sigs; /* the agent's caught signals */
-    int log_fd, null_fd, report_fd, cgroup_fd;
+    int log_fd, null_fd, report_fd, cgroup_fd, devices_fd;
     int keep_fd; /* passed on to the program (a container's env file); -1: none */
     pid_t parent;
 };
@@ -260,7 +260,8 @@ __attribute__((noreturn)) static void child_run(const struct child_args *a)
     child_reset_signals(a->sigs);
     setpgid(0, 0);
     /* before anything the task could allocate or fork */
-    if (a->cgroup_fd >= 0 && (f.err = -agent_cgroup_join(a->cgroup_fd)) != 0) {
+    if ((a->cgroup_fd >= 0 && (f.err = -agent_cgroup_join(a->cgroup_fd)) != 0) ||
+        (a->devices_fd >= 0 && (f.err = -agent_cgroup_join(a->devices_fd)) != 0)) {
         f.stage = STAGE_CGROUP;
         goto fail;
     }
@@ -388,6 +389,7 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
                               .null_fd = null_fd,
                               .report_fd = report[1],
                               .cgroup_fd = t->cgroup ? t->cgroup->procs_fd : -1,
+                              .devices_fd = t->cgroup ? t->cgroup->devices_fd : -1,
                               .keep_fd = keep_fd,
                               .parent = agent_pid()};
     pid_t pid = start_child(&args);
@@ -598,7 +600,11 @@ int agent_task_start(const struct agent_task_spec *spec, const struct agent_task
     if (t->telemetry_file && !job_dir_new && unlink(t->telemetry_file) != 0 && errno != ENOENT)
         log_warn("cannot remove %s: %s", t->telemetry_file, strerror(errno));
     if (site->cgroups && site->cgroups->ops) {
-        struct agent_cgroup_limits lim = {.memory_mib = spec->memory_mib, .cpus = spec->cpus};
+        /* a container's runtime gives it its GPUs' devices alone */
+        struct agent_cgroup_limits lim = {.memory_mib = spec->memory_mib,
+                                          .cpus = spec->cpus,
+                                          .deny_minors = spec->image ? NULL : spec->deny_minors,
+                                          .ndeny = spec->image ? 0 : spec->ndeny};
         struct tide_err cg_err;
         tide_err_clear(&cg_err);
         rc = agent_cgroup_create(site->cgroups, spec->job_id, spec->attempt, &lim, &t->cgroup,

@@ -39,6 +39,11 @@ struct agent_task_spec {
     const int *gpus; /* GPU indices on this node */
     size_t ngpus;
     char **gpu_uuids;      /* same order as gpus; NULL to use the indices */
+    const int *gpu_minors; /* same order: their /dev/nvidiaN minors (-1 unknown); NULL: the indices */
+    /* the minors of the node's GPUs it was not given: closed to a bare task
+     * where the agent manages device cgroups (cgroup_devices.c) */
+    const int *deny_minors;
+    size_t ndeny;
     int64_t max_runtime_s; /* 0: no limit */
     const char *workdir;   /* NULL: the job's directory under WORK/jobs */
     int kill_grace_s;

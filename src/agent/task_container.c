@@ -130,7 +130,10 @@ static void add_gpu_devices(struct argv_buf *b, const struct agent_container_run
     char path[512];
     bool any = false;
     for (size_t i = 0; i < r->ngpus; i++) {
-        snprintf(path, sizeof path, "%s/nvidia%d", dev, r->gpus[i]);
+        int minor = r->gpu_minors ? r->gpu_minors[i] : r->gpus[i];
+        if (minor < 0)
+            continue; /* a MIG instance: its GPU is given by CDI alone */
+        snprintf(path, sizeof path, "%s/nvidia%d", dev, minor);
         if (exists(path)) {
             add(b, "--device=%s", path);
             any = true;
@@ -209,6 +212,7 @@ char **agent_container_task_argv(const struct agent_task_spec *spec, const char 
         .checkpoint_dir = spec->checkpoint_dir,
         .workdir = spec->workdir,
         .gpus = spec->gpus,
+        .gpu_minors = spec->gpu_minors,
         .ngpus = spec->ngpus,
         .memory_mib = spec->memory_mib,
         .cpus = spec->cpus,

@@ -34,6 +34,7 @@ struct agent_container_run {
     const char *checkpoint_dir; /* mounted at the same path; NULL: none */
     const char *workdir;        /* inside the container; NULL: job_dir */
     const int *gpus;            /* the task's GPU indices on this node */
+    const int *gpu_minors;      /* same order: their /dev/nvidiaN minors; NULL: the indices */
     size_t ngpus;
     int64_t memory_mib; /* --memory; 0: none */
     int cpus;           /* --cpus; 0: none */

@@ -9,6 +9,7 @@ skipped (SKIP_RETURN_CODE in CMakeLists.txt)."""
 import os
 import re
 import signal
+import stat
 import sys
 import time
 
@@ -129,6 +130,42 @@ def test_oom_is_retried_like_other_failures():
         wait_until(lambda: not leftover_groups(c.cg), 10, what="the tasks' cgroups removed")
 
 
+def device_probe(dev_dir, n):
+    """A job that tries to open dev_dir/nvidia0..n-1 and prints, per node,
+    its index and how the open went: "open", or the errno's name."""
+    code = ("import errno, os\n"
+            f"for i in range({n}):\n"
+            "    try:\n"
+            f"        os.close(os.open('{dev_dir}/nvidia%d' % i, os.O_RDWR)); print(i, 'open')\n"
+            "    except OSError as e:\n"
+            "        print(i, errno.errorcode[e.errno])\n")
+    return [PY, "-c", code]
+
+
+def test_a_bare_job_cannot_open_the_gpus_it_was_not_given():
+    # CUDA_VISIBLE_DEVICES only steers CUDA: the kernel refuses a task the
+    # device nodes (195:minor) of the node's GPUs it was not given, and lets
+    # it reach its own, where no driver answers here: ENXIO, not EPERM.
+    with CgroupCluster(agents=1) as c:
+        if "GPUs not given are closed" not in c.log("agent-node-1"):
+            print("  (skipped: no GPU device isolation here: "
+                  f"{[l for l in c.log('agent-node-1').splitlines() if 'cgroup' in l]})")
+            return
+        dev = os.path.join(c.dir, "dev")
+        os.makedirs(dev)
+        for i in range(4):
+            os.mknod(os.path.join(dev, f"nvidia{i}"), 0o666 | stat.S_IFCHR, os.makedev(195, i))
+        jobs = [c.submit(command=device_probe(dev, 4), gpus=g) for g in (1, 2, 0)]
+        final = c.wait_final([j["id"] for j in jobs], timeout=60)
+        for j in jobs:
+            done = final[j["id"]]
+            assert done["state"] == "succeeded", (done, c.logs(j["id"]))
+            seen = dict(line.split() for line in c.logs(j["id"]).split("\n") if line.strip())
+            want = {str(i): "ENXIO" if i in done["gpus"] else "EPERM" for i in range(4)}
+            assert seen == want, (done["gpus"], seen)
+        wait_until(lambda: not leftover_groups(c.cg), 10, what="the tasks' cgroups removed")
+
+
 if __name__ == "__main__":
     with Cluster(agents=1) as probe:
         found, why = agent_cgroups(probe)
@@ -142,4 +179,5 @@ if __name__ == "__main__":
         test_job_within_its_limit_succeeds_in_its_own_group,
         test_job_without_memory_gets_no_limit_claimed,
         test_oom_is_retried_like_other_failures,
+        test_a_bare_job_cannot_open_the_gpus_it_was_not_given,
     ])
