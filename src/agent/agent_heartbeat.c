@@ -35,7 +35,7 @@ static json_t *gpus_json(struct agent *a)
         struct agent_task *t = a->tasks[i];
         if (t->state == AGENT_TASK_RUNNING && t->ngpus)
             claims[n++] = (struct gpu_claim){t->gpus, t->ngpus, t->telemetry_file,
-                                             &t->telemetry_reading};
+                                             &t->telemetry_reading, t->jobs_dir, t->job_id};
     }
     struct tide_err err;
     tide_err_clear(&err);

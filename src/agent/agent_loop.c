@@ -127,7 +127,8 @@ static void enforce_gpu_memory(struct agent *a, struct agent_task *t, int64_t no
     if (t->state != AGENT_TASK_RUNNING || t->stopping || t->gpu_memory_limit_mib <= 0 ||
         !a->gpus.ops || !a->gpus.ops->task_memory_mib)
         return;
-    struct gpu_claim claim = {t->gpus, t->ngpus, t->telemetry_file, NULL}; /* read now */
+    struct gpu_claim claim = {t->gpus, t->ngpus, t->telemetry_file, NULL, /* read now */
+                              t->jobs_dir, t->job_id};
     int64_t used = 0;
     if (a->gpus.ops->task_memory_mib(&a->gpus, &claim, t->pid, &used) != 0 || used <= t->gpu_memory_limit_mib)
         return;

@@ -64,6 +64,10 @@ struct gpu_claim {
     size_t ngpus;
     const char *telemetry_file;
     struct gpu_claim_reading *reading;
+    /* whose processes: the task's job (leftovers.h), found also outside its
+     * process group; NULL jobs_dir: by its process group alone */
+    const char *jobs_dir;
+    int64_t job_id;
 };
 
 struct gpu_backend;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/gpu.h"
+#include "agent/leftovers.h"
 #include "core/gpu_share.h"
 
 typedef int nvml_return; /* nvmlReturn_t: 0 is NVML_SUCCESS */
@@ -402,9 +403,11 @@ static int nvml_sample(struct gpu_backend *be, const struct gpu_claim *claims, s
     return 0;
 }
 
-/* Sums usedGpuMemory of the compute processes in process group pgid on the
- * claim's devices. A process whose memory NVML does not report (it needs
- * privileges in some setups) counts as 0: enforcement is best effort. */
+/* Sums usedGpuMemory of the task's compute processes on the claim's
+ * devices: those in process group pgid, and those that left it (a child in
+ * a session of its own) but carry the job's TIDE_WORK_DIR. A process whose
+ * memory NVML does not report (it needs privileges in some setups) counts
+ * as 0: enforcement is best effort. */
 static int nvml_task_memory(struct gpu_backend *be, const struct gpu_claim *claim, pid_t pgid,
                             int64_t *mib)
 {
@@ -429,7 +432,9 @@ static int nvml_task_memory(struct gpu_backend *be, const struct gpu_claim *clai
         seen = true;
         for (unsigned int k = 0; k < n && k < NVML_MAX_PROCESSES; k++)
             if (procs[k].used_gpu_memory != NVML_VALUE_NOT_AVAILABLE &&
-                getpgid((pid_t)procs[k].pid) == pgid)
+                (getpgid((pid_t)procs[k].pid) == pgid ||
+                 (claim->jobs_dir && agent_process_is_jobs("/proc", (pid_t)procs[k].pid,
+                                                           claim->jobs_dir, claim->job_id))))
                 bytes += procs[k].used_gpu_memory;
     }
     if (!seen)

@@ -99,3 +99,15 @@ int agent_leftovers_kill(const char *proc, const char *jobs_dir, int64_t job_id)
     free(buf);
     return total;
 }
+
+bool agent_process_is_jobs(const char *proc, pid_t pid, const char *jobs_dir, int64_t job_id)
+{
+    static char buf[ENVIRON_MAX]; /* the agent's one thread */
+    char want[4200], name[32];
+    int w = snprintf(want, sizeof want, "%s/%" PRId64, jobs_dir, job_id);
+    if (w < 0 || (size_t)w >= sizeof want || pid <= 0)
+        return false;
+    snprintf(name, sizeof name, "%ld", (long)pid);
+    ssize_t n = read_environ(proc, name, buf, sizeof buf);
+    return n > 0 && env_matches(buf, (size_t)n, want, false);
+}

@@ -11,7 +11,9 @@
 #ifndef TIDE_AGENT_LEFTOVERS_H
 #define TIDE_AGENT_LEFTOVERS_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* SIGKILLs every live process (not the caller) whose environment has
  * TIDE_WORK_DIR=<jobs_dir>/<job_id>, or, with job_id < 0, any
@@ -19,5 +21,10 @@
  * forking process may add one during a scan), a few times at most.
  * proc is "/proc" (a parameter for tests). Returns how many it killed. */
 int agent_leftovers_kill(const char *proc, const char *jobs_dir, int64_t job_id);
+
+/* Whether process pid is one of job_id's: its environment has
+ * TIDE_WORK_DIR=<jobs_dir>/<job_id>, in whatever session or process group
+ * it put itself. */
+bool agent_process_is_jobs(const char *proc, pid_t pid, const char *jobs_dir, int64_t job_id);
 
 #endif

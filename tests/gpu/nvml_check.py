@@ -10,7 +10,8 @@ real GPUs (no --fake-gpus) and checks, printing each result:
      HOLD_GIB and multiplies matrices, the node reports the memory used and
      a busy GPU; it succeeds;
   4. a share of one GPU (gpu_memory 4000 MiB) that takes 8 GiB is killed
-     with reason `gpu memory over limit` (NVML's per-process memory);
+     with reason `gpu memory over limit` (NVML's per-process memory), also
+     when the process that takes it is in a session of its own (setsid);
   5. a job asking for more GPUs than the node has is refused at submit.
 Exit 0 when every check passes, 1 when one fails, 77 when there is no NVIDIA
 GPU (nvidia-smi missing or listing none). Standard library only.
@@ -230,6 +231,13 @@ def main():
         s = wait_final(c, share["id"], 90)
         check(s["state"] == "failed" and "gpu memory" in (s["reason"] or ""),
               "killed for its GPU memory", f"{s['state']} ({s['reason']})")
+        escaped = c.call("POST", "/v1/jobs", {
+            "command": ["sh", "-c", 'setsid python3 -c "$JOB" 8 30 & wait'],
+            "env": {"JOB": CUDA_JOB}, "gpus": 1, "gpu_memory": 4000, "name": "share-setsid"})
+        s = wait_final(c, escaped["id"], 90)
+        check(s["state"] == "failed" and "gpu memory" in (s["reason"] or ""),
+              "killed for its GPU memory taken outside its process group",
+              f"{s['state']} ({s['reason']})")
 
         print("5. more GPUs than the node has")
         try:

@@ -153,7 +153,7 @@ static void test_backend_reports_what_tasks_write_on_their_gpus_only(void **stat
 
     char *busy = temp_file("util=80 mem=20000\n");
     int gpus[] = {0, 2};
-    struct gpu_claim claim = {gpus, 2, busy, NULL};
+    struct gpu_claim claim = {gpus, 2, busy, NULL, NULL, 0};
     struct gpu_telemetry out[3];
     assert_int_equal(be.ops->sample(&be, &claim, 1, out, &err), 0);
     assert_int_equal(out[0].utilization_pct, 80);
@@ -187,8 +187,8 @@ static void test_missing_or_garbled_file_means_an_idle_task(void **state)
     char *garbled = temp_file("hello world");
     int g0[] = {0}, g1[] = {1};
     struct gpu_claim claims[] = {
-        {g0, 1, "/nonexistent/tide/.fake_gpu", NULL},
-        {g1, 1, garbled, NULL},
+        {g0, 1, "/nonexistent/tide/.fake_gpu", NULL, NULL, 0},
+        {g1, 1, garbled, NULL, NULL, 0},
     };
     struct gpu_telemetry out[2];
     assert_int_equal(be.ops->sample(&be, claims, 2, out, NULL), 0);
@@ -219,7 +219,7 @@ static void test_a_kept_reading_is_reused_briefly_then_the_file_is_read_again(
     char *path = temp_file("util=40 mem=100");
     int g0[] = {0}, g1[] = {1};
     struct gpu_claim_reading kept = {0};
-    struct gpu_claim claim = {g0, 1, path, &kept};
+    struct gpu_claim claim = {g0, 1, path, &kept, NULL, 0};
     struct gpu_telemetry out[2];
     /* never read: read now, and kept */
     assert_int_equal(be.ops->sample(&be, &claim, 1, out, NULL), 0);
@@ -235,7 +235,7 @@ static void test_a_kept_reading_is_reused_briefly_then_the_file_is_read_again(
     assert_int_equal(be.ops->sample(&be, &claim, 1, out, NULL), 0);
     assert_int_equal(out[0].utilization_pct, 40);
     assert_int_equal(out[0].memory_used_mib, 100);
-    struct gpu_claim fresh = {g1, 1, path, NULL};
+    struct gpu_claim fresh = {g1, 1, path, NULL, NULL, 0};
     assert_int_equal(be.ops->sample(&be, &fresh, 1, out, NULL), 0);
     assert_int_equal(out[1].utilization_pct, 90);
     /* once the reading is a second old it is read again */
@@ -260,7 +260,7 @@ static void test_shared_gpu_adds_up_and_is_capped(void **state)
     char *a = temp_file("util=70 mem=10000");
     char *b = temp_file("util=60 mem=10000");
     int g[] = {0};
-    struct gpu_claim claims[] = {{g, 1, a, NULL}, {g, 1, b, NULL}};
+    struct gpu_claim claims[] = {{g, 1, a, NULL, NULL, 0}, {g, 1, b, NULL, NULL, 0}};
     struct gpu_telemetry out[1];
     assert_int_equal(be.ops->sample(&be, claims, 2, out, NULL), 0);
     assert_int_equal(out[0].utilization_pct, 100);

@@ -94,9 +94,24 @@ static void test_every_job_of_this_work_dir_is_killed_at_start(void **state)
     stop(no_job);
 }
 
+static void test_a_process_is_told_as_its_jobs_by_its_work_dir(void **state)
+{
+    (void)state;
+    /* in a session of its own, out of the task's process group: GPU
+     * memory of a share counts it all the same (gpu_nvml.c) */
+    pid_t mine = sleeper("/tmp/tide-lo/w/jobs/7");
+    assert_true(agent_process_is_jobs("/proc", mine, "/tmp/tide-lo/w/jobs", 7));
+    assert_false(agent_process_is_jobs("/proc", mine, "/tmp/tide-lo/w/jobs", 77));
+    assert_false(agent_process_is_jobs("/proc", mine, "/tmp/tide-lo/w2/jobs", 7));
+    assert_false(agent_process_is_jobs("/proc", getpid(), "/tmp/tide-lo/w/jobs", 7));
+    assert_false(agent_process_is_jobs("/proc", 0, "/tmp/tide-lo/w/jobs", 7));
+    stop(mine);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_process_is_told_as_its_jobs_by_its_work_dir),
         cmocka_unit_test(test_only_the_named_jobs_processes_are_killed),
         cmocka_unit_test(test_every_job_of_this_work_dir_is_killed_at_start),
     };
