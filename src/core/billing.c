@@ -196,24 +196,40 @@ int64_t billing_pool_cost_at(const struct pool *p, int64_t node_ms)
     return billing_cost_micros(node_ms, node_price(p));
 }
 
+/* The cost of part of pool i's GPU time: gpu_ms of its capacity so far,
+ * at the share of the pool's cost that much capacity bears. Rounded down
+ * once, from exact products, so that it never falls as time goes on (the
+ * cost counters of /metrics are rated: a dip of one micro reads as a
+ * reset). */
+static int64_t part_cost(const struct billing *b, const struct pool *pools, int i, int64_t gpu_ms)
+{
+    const struct pool *p = &pools[i];
+    int gpn = p->gpus_per_node > 0 ? p->gpus_per_node : 1;
+    int64_t capacity = b->pools[i].node_ms * gpn, charged = capacity; /* GPU-ms */
+    if (p->billing == BILLING_PACK && p->gpus_per_node > 0)
+        charged = capacity - p->pack_gpu_hours * MS_PER_HOUR; /* the pack's are paid for */
+    if (capacity <= 0 || charged <= 0 || gpu_ms <= 0)
+        return 0;
+    if (gpu_ms > capacity)
+        gpu_ms = capacity;
+    __int128 part = (__int128)charged * gpu_ms / capacity; /* its charged GPU-ms */
+    return (int64_t)(part * node_price(p) / ((__int128)MS_PER_HOUR * gpn));
+}
+
 int64_t billing_usage_cost_micros(const struct billing *b, const struct pool *pools,
                                   const struct billing_usage *u)
 {
-    const struct pool *p = &pools[u->pool];
-    int64_t capacity_gpu_ms = b->pools[u->pool].node_ms * (p->gpus_per_node > 0 ? p->gpus_per_node : 1);
-    if (capacity_gpu_ms <= 0)
-        return 0;
-    int64_t used = u->gpu_ms < capacity_gpu_ms ? u->gpu_ms : capacity_gpu_ms;
-    return (int64_t)((__int128)billing_pool_cost_micros(b, pools, u->pool) * used / capacity_gpu_ms);
+    return part_cost(b, pools, u->pool, u->gpu_ms);
 }
 
 int64_t billing_pool_idle_cost_micros(const struct billing *b, const struct pool *pools, int i)
 {
-    int64_t total = billing_pool_cost_micros(b, pools, i), used = 0;
+    int64_t capacity = b->pools[i].node_ms * (pools[i].gpus_per_node > 0 ? pools[i].gpus_per_node : 1);
+    int64_t idle = capacity;
     for (size_t k = 0; k < b->nusage; k++)
         if (b->usage[k].pool == i)
-            used += billing_usage_cost_micros(b, pools, &b->usage[k]);
-    return total > used ? total - used : 0;
+            idle -= b->usage[k].gpu_ms < capacity ? b->usage[k].gpu_ms : capacity;
+    return part_cost(b, pools, i, idle);
 }
 
 int64_t billing_node_cost_micros(const struct pool *pool, const struct node *n, int64_t now_ms)

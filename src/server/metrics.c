@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/fsutil.h"
+#include "core/gang.h"
 #include "server/pool_loop.h"
 #include "server/server.h"
 
@@ -82,13 +83,18 @@ static int take_snapshot(struct server *srv, struct snapshot *s)
         if ((int)job->state < 0 || job->state >= JOB_STATE_COUNT)
             continue;
         s->jobs.count[q][job->state]++;
-        s->jobs.gpus[q][job->state] += job->gpus * (job->max_nodes > 1 ? job->max_nodes : 1);
-        if (job->state != JOB_PENDING)
+        s->jobs.gpus[q][job->state] += job->gpus; /* a gang's too: its total */
+        /* one held back on purpose (a hold, dependencies) is not a stuck
+         * queue nor what fragmentation keeps waiting */
+        if (job->state != JOB_PENDING || job->held || job->on_hold)
             continue;
         if (!s->jobs.oldest_pending_ms[q] || job->submit_ms < s->jobs.oldest_pending_ms[q])
             s->jobs.oldest_pending_ms[q] = job->submit_ms;
-        if (job->gpus > 0 && (!smallest_waiting || job->gpus < smallest_waiting))
-            smallest_waiting = job->gpus;
+        int share = job->gpus; /* what it needs of one node: a gang's smallest split */
+        for (int m = job->max_nodes > 1 ? gang_next_split(job, 1) : 0; m; m = gang_next_split(job, m))
+            share = job->gpus / m;
+        if (share > 0 && (!smallest_waiting || share < smallest_waiting))
+            smallest_waiting = share;
     }
     size_t ngpus = 0;
     for (size_t i = 0; i < c->nnodes; i++) {
@@ -160,13 +166,13 @@ static void print_histogram(FILE *out, const char *name, const char *labels,
     for (int i = 0; i <= h->nbounds; i++) {
         fprintf(out, "%s_bucket{%s%sle=\"", name, labels, sep);
         if (i < h->nbounds)
-            fprintf(out, "%.17g", h->bounds[i]);
+            fprintf(out, "%g", h->bounds[i]); /* as written: "0.1", not 0.10000000000000001 */
         else
             fputs("+Inf", out);
         fprintf(out, "\"} %llu\n", (unsigned long long)histogram_cumulative(h, i));
     }
     const char *lbrace = *labels ? "{" : "", *rbrace = *labels ? "}" : "";
-    fprintf(out, "%s_sum%s%s%s %.9g\n", name, lbrace, labels, rbrace, h->sum);
+    fprintf(out, "%s_sum%s%s%s %.17g\n", name, lbrace, labels, rbrace, h->sum);
     fprintf(out, "%s_count%s%s%s %llu\n", name, lbrace, labels, rbrace,
             (unsigned long long)h->count);
 }

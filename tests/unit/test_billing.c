@@ -165,9 +165,51 @@ static void test_reserved_pools_bill_their_minimum_and_others_what_is_alive(void
     assert_int_equal(billing_nodes_billed(&spot, 1), 1);
 }
 
+static void test_a_projects_cost_and_the_idle_cost_never_fall(void **state)
+{
+    (void)state;
+    /* 2.93 a node-hour, 8 GPUs: the project's share of a growing pool's
+     * cost once fell by a micro at many ticks (rounded, then shared out),
+     * which Prometheus reads as a counter reset */
+    for (int kind = 0; kind < 2; kind++) {
+        struct pool p = fx_pool(kind ? BILLING_PACK : BILLING_ON_DEMAND, 8, 2930000);
+        p.pack_gpu_hours = kind ? 3 : 0;
+        struct cluster c;
+        cluster_init(&c);
+        add_pool_node(&c, 1, 8, NODE_READY);
+        struct job j = fx_job(7, 1);
+        snprintf(j.project, sizeof j.project, "vision");
+        assert_non_null(cluster_add_job(&c, &j));
+        cluster_find_node(&c, 1)->gpus[0].job_id = 7;
+        struct billing b;
+        billing_init(&b);
+        int64_t t = 1, last_used = 0, last_idle = 0;
+        billing_tick(&b, &c, &p, 1, t);
+        for (int i = 0; i < 2000; i++) {
+            t += 15000; /* scrapes 15 s apart */
+            if (i == 240) /* the project stops after an hour; the node lives on */
+                cluster_find_node(&c, 1)->gpus[0].job_id = 0;
+            billing_tick(&b, &c, &p, 1, t);
+            int64_t used = b.nusage ? billing_usage_cost_micros(&b, &p, &b.usage[0]) : 0;
+            int64_t idle = billing_pool_idle_cost_micros(&b, &p, 0);
+            assert_true(used >= last_used);
+            assert_true(idle >= last_idle);
+            last_used = used;
+            last_idle = idle;
+        }
+        int64_t total = billing_pool_cost_micros(&b, &p, 0);
+        assert_true(last_used > 0 && last_idle > 0);
+        int64_t gap = total - last_used - last_idle; /* each rounded down once */
+        assert_true(gap >= -2 && gap <= 2);
+        billing_release(&b);
+        cluster_release(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_projects_cost_and_the_idle_cost_never_fall),
         cmocka_unit_test(test_on_demand_node_costs_its_lifetime_at_the_price),
         cmocka_unit_test(test_reserved_nodes_cost_whether_used_or_not),
         cmocka_unit_test(test_spot_pool_bills_the_spot_price),
