@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 int tide_err_set(struct tide_err *err, int code, const char *field, const char *fmt, ...)
 {
     if (!err)
@@ -15,6 +17,7 @@ int tide_err_set(struct tide_err *err, int code, const char *field, const char *
     va_start(ap, fmt);
     vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
+    utf8_trim_tail(err->message); /* cut inside a character, it is no text */
     return code;
 }
 

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 
+#include "common/utf8.h"
 #include "core/cluster.h"
 #include "core/placement.h"
 
@@ -64,6 +65,7 @@ char *wait_cause_format(const struct wait_cause *w, const char *text, const stru
         snprintf(out, size, "%s", text);
         break;
     }
+    utf8_trim_tail(out); /* a model name cut inside a character */
     return out;
 }
 

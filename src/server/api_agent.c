@@ -14,6 +14,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "core/gpu_health.h"
 #include "core/gpu_share.h"
 #include "core/image.h"
@@ -147,7 +148,8 @@ static int node_from_registration(json_t *body, struct node *node, struct api_re
     if (bounded_field(body, "memory_mib", 0, AGENT_MAX_MEMORY_MIB, 0, "", &v, reply))
         return -1;
     node->memory_mib = v;
-    snprintf(node->driver, sizeof node->driver, "%s", string_field(body, "driver", ""));
+    /* cut on a character: JSON and Prometheus refuse half of one */
+    utf8_copy(node->driver, sizeof node->driver, string_field(body, "driver", ""));
     json_t *gpus = json_object_get(body, "gpus");
     if (gpus && !json_is_array(gpus))
         return api_error_msg(reply, TIDE_EINVAL, "gpus", "gpus: must be an array"), -1;
@@ -172,8 +174,8 @@ static int node_from_registration(json_t *body, struct node *node, struct api_re
             if (node->gpus[k].index == gpu->index)
                 return api_error_msg(reply, TIDE_EINVAL, "index", "%sindex: %d is given twice",
                                      where, gpu->index), -1;
-        snprintf(gpu->uuid, sizeof gpu->uuid, "%s", string_field(g, "uuid", ""));
-        snprintf(gpu->name, sizeof gpu->name, "%s", string_field(g, "name", ""));
+        utf8_copy(gpu->uuid, sizeof gpu->uuid, string_field(g, "uuid", ""));
+        utf8_copy(gpu->name, sizeof gpu->name, string_field(g, "name", ""));
         if (bounded_field(g, "memory_total_mib", 0, AGENT_MAX_GPU_MEMORY_MIB, 0, where, &v, reply))
             return -1;
         gpu->memory_total_mib = v;
