@@ -16,7 +16,7 @@
   const SCALING_KEPT = 12;
   const ALERTS_KEPT = 12;
   const SCALING_KINDS = new Set(['pool_scale_up', 'node_draining', 'node_released', 'node_failed',
-    'provider_failed', 'provider_orphan', 'spot_interrupt', 'node_interrupted']);
+    'provider_failed', 'provider_orphan', 'node_interrupted', 'node_adopting']);
 
   const $ = (id) => document.getElementById(id);
   let timer = null;
@@ -120,6 +120,8 @@
       const msg = body && body.error && body.error.message ? body.error.message : r.statusText;
       throw new HttpError(r.status, msg);
     }
+    /* a proxy's login page answers 200 too: not data to draw */
+    if (body === null || typeof body !== 'object') throw new HttpError(r.status, 'the answer is not JSON');
     return body;
   }
 
@@ -134,7 +136,8 @@
 
   function refreshSeconds() {
     const v = parseInt(sessionStorage.getItem(REFRESH_KEY) || '5', 10);
-    return isFinite(v) && v >= 0 ? v : 5;
+    /* past about 24 days setTimeout fires at once: an hour at most */
+    return isFinite(v) && v >= 0 ? Math.min(v, 3600) : 5;
   }
 
   /* ---- panels ---------------------------------------------------- */
@@ -158,7 +161,9 @@
       }
       const since = pending ? j.submit_time : (j.start_time || j.submit_time);
       const until = j.end_time || now;
-      const gpus = Array.isArray(j.gpus) && j.gpus.length ? j.gpus.length : (j.spec && j.spec.gpus);
+      /* the spec's count: a gang's gpus list only names its first node's */
+      const gpus = j.spec && j.spec.gpus !== undefined ? j.spec.gpus
+        : (Array.isArray(j.gpus) ? j.gpus.length : null);
       return h('tr', {'data-job': j.id, 'data-state': j.state},
         h('td', {class: 'num'}, j.id),
         h('td', {class: 'name', title: j.name}, j.name || ''),
@@ -166,7 +171,7 @@
         h('td', {}, j.queue),
         h('td', {}, h('span', {class: 'badge ' + j.state}, j.state)),
         h('td', {class: 'num'}, num(gpus)),
-        h('td', {}, j.node || (j.gang_nodes ? j.gang_nodes.join(', ') : '')),
+        h('td', {}, j.gang_nodes && j.gang_nodes.length ? j.gang_nodes.join(', ') : (j.node || '')),
         h('td', {class: 'reason', title: reason}, reason),
         h('td', {class: 'eta', title: etaTitle, 'data-basis': pending && j.eta ? j.eta.basis : null},
           eta, pending && j.eta && j.eta.basis ? h('small', {}, ' ' + j.eta.basis) : null),
@@ -195,12 +200,20 @@
         (g.healthy === false ? ' fault: ' + (g.fault || '?') : '')));
   }
 
+  /* The server's counts: a MIG GPU's instances are one GPU, and a GPU held
+   * by shares is in use though no one job holds it whole. */
+  function gpusTotal(n) { return n.gpus_total !== undefined ? n.gpus_total : (n.gpus || []).length; }
+  function gpusUsed(n) {
+    return n.gpus_allocated !== undefined ? n.gpus_allocated
+      : (n.gpus || []).filter((g) => g.job_id !== null && g.job_id !== undefined).length;
+  }
+
   function renderNodes(data) {
-    const nodes = data.nodes || [];
+    /* released pool nodes stay on record for ever: not on the dashboard */
+    const nodes = (data.nodes || []).filter((n) => n.state !== 'released');
     const now = Date.now() / 1000;
     const cards = nodes.map((n) => {
       const gpus = n.gpus || [];
-      const busy = gpus.filter((g) => g.job_id !== null && g.job_id !== undefined).length;
       const meta = [n.pool ? 'pool ' + n.pool : 'static', n.cpus + ' CPUs',
         Math.round((n.memory_mib || 0) / 1024) + ' GiB', n.driver,
         'heartbeat ' + (n.last_heartbeat ? duration(now - n.last_heartbeat) + ' ago' : '-'),
@@ -208,7 +221,7 @@
       return h('div', {class: 'node', 'data-node': n.name},
         h('div', {class: 'node-head'},
           h('strong', {}, n.name), ' ', h('span', {class: 'badge ' + n.state}, n.state),
-          h('span', {class: 'muted'}, ' ' + busy + '/' + gpus.length + ' GPUs busy · ' +
+          h('span', {class: 'muted'}, ' ' + gpusUsed(n) + '/' + gpusTotal(n) + ' GPUs busy · ' +
             meta.filter(Boolean).join(' · '))),
         gpus.length ? h('table', {class: 'gpus'},
           h('thead', {}, h('tr', {}, h('th', {class: 'num'}, 'GPU'), h('th', {}, 'model'),
@@ -217,9 +230,9 @@
           h('tbody', {}, gpus.map((g) => gpuRow(n, g)))) : h('p', {class: 'muted'}, 'no GPUs'));
     });
     $('nodes').replaceChildren(...(cards.length ? cards : [h('p', {class: 'muted'}, 'No nodes.')]));
-    const total = nodes.filter((n) => n.state === 'ready').reduce((a, n) => a + (n.gpus || []).length, 0);
-    const used = nodes.filter((n) => n.state === 'ready').reduce((a, n) =>
-      a + (n.gpus || []).filter((g) => g.job_id !== null && g.job_id !== undefined).length, 0);
+    const ready = nodes.filter((n) => n.state === 'ready');
+    const total = ready.reduce((a, n) => a + gpusTotal(n), 0);
+    const used = ready.reduce((a, n) => a + gpusUsed(n), 0);
     return {nodes: nodes.length, ready: nodes.filter((n) => n.state === 'ready').length, total, used};
   }
 
@@ -444,7 +457,10 @@
       show(p, !forbidden(name));
       if (forbidden(name)) return;
       panelError(p, err[name] || null);
-      if (!err[name]) draw();
+      if (err[name]) return;
+      /* data the page cannot draw shows as that panel's error, and the
+       * refreshes go on (an exception here once stopped them for good) */
+      try { draw(); } catch (e) { panelError(p, e); }
     };
     panel('panel-jobs', 'jobs', () => renderJobs(res.jobs));
     let gpu = null;
@@ -452,16 +468,20 @@
     panel('panel-pools', 'pools', () => { renderPools(res.pools); renderCapacity(res.usage); });
     panel('panel-projects', 'projects', () => renderProjects(res.projects, res.usage));
     panel('panel-events', 'events', () => { takeEvents(res.events); renderEvents(); });
-    if (res.queues) {
-      setOptions($('f-queue'), res.queues.queues.map((q) => q.name));
-      renderQueues(res.queues.queues);
+    try {
+      if (res.queues) {
+        setOptions($('f-queue'), res.queues.queues.map((q) => q.name));
+        renderQueues(res.queues.queues);
+      }
+      if (res.projects) {
+        const names2 = new Set((res.projects.projects || []).map((p) => p.name));
+        for (const b of res.projects.budgets || []) names2.add(b.project);
+        setOptions($('f-project'), [...names2].sort());
+      }
+      renderSummary(res.queues ? res.queues.queues : null, gpu);
+    } catch (e) {
+      err.summary = e;
     }
-    if (res.projects) {
-      const names2 = new Set((res.projects.projects || []).map((p) => p.name));
-      for (const b of res.projects.budgets || []) names2.add(b.project);
-      setOptions($('f-project'), [...names2].sort());
-    }
-    renderSummary(res.queues ? res.queues.queues : null, gpu);
     const other = Object.entries(err).filter(([, e]) => !(e instanceof HttpError && e.status === 403));
     const g = $('global-error');
     g.textContent = other.length ? 'Some data could not be loaded: ' +

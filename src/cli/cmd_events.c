@@ -193,9 +193,10 @@ static int run(struct cli_client *c, struct events_query *q, int follow_flag)
         return rc;
     if (follow_flag)
         return follow(c, q, c->json, last);
-    if (more)
-        fprintf(stderr, "tide events: more events match; see them with --since %lld%s\n", last,
-                q->tail ? " (or a larger --tail)" : "");
+    if (more && q->tail) /* the newest were shown: what was left out is older */
+        fprintf(stderr, "tide events: older events match too; see them with a larger --tail\n");
+    else if (more)
+        fprintf(stderr, "tide events: more events match; see them with --since %lld\n", last);
     return 0;
 }
 

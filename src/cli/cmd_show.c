@@ -106,7 +106,8 @@ static void print_scalar(const char *key, json_t *v)
         if (!strcmp(key, "command") && all_strings(v)) {
             print_argv(v);
         } else {
-            char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+            /* ENSURE_ASCII: no raw C1 control (or any other) byte reaches the terminal */
+            char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
             fputs(text ? text : "?", stdout);
             free(text);
         }

@@ -10,6 +10,7 @@
 #include "cli/args.h"
 #include "cli/client.h"
 #include "cli/fmt.h"
+#include "cli/printable.h"
 #include "cli/submit_file.h"
 #include "cli/submit_spec.h"
 #include "cli/report.h"
@@ -135,8 +136,13 @@ static void print_outcome(json_t *job)
 {
     const char *state = cli_json_text(json_object_get(job, "state"), "?");
     const char *reason = cli_json_text(json_object_get(job, "reason"), NULL);
-    printf("job %.0f %s%s%s\n", cli_json_number(json_object_get(job, "id"), 0), state,
-           reason && *reason ? ": " : "", reason && *reason ? reason : "");
+    printf("job %.0f ", cli_json_number(json_object_get(job, "id"), 0));
+    cli_put_printable(state, stdout);
+    if (reason && *reason) { /* another user's words, maybe (a requeue): escaped */
+        fputs(": ", stdout);
+        cli_put_printable(reason, stdout);
+    }
+    putchar('\n');
 }
 
 /* After an error about one field the user set by flag, name the flag. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/fmt.h"
+#include "cli/printable.h"
 #include "common/fsutil.h"
 
 #define CLI_WAIT_POLL_MS 1000
@@ -24,10 +25,15 @@ static void report_change(long long id, json_t *job)
     const char *reason = cli_json_text(json_object_get(job, "pending_reason"), NULL);
     if (!reason)
         reason = cli_json_text(json_object_get(job, "reason"), NULL);
-    if (reason && *reason)
-        fprintf(stderr, "job %lld: %s (%s)\n", id, state, reason);
-    else
-        fprintf(stderr, "job %lld: %s\n", id, state);
+    /* a reason may be another user's words (a hold, a requeue): escaped */
+    fprintf(stderr, "job %lld: ", id);
+    cli_put_printable(state, stderr);
+    if (reason && *reason) {
+        fputs(" (", stderr);
+        cli_put_printable(reason, stderr);
+        fputc(')', stderr);
+    }
+    fputc('\n', stderr);
 }
 
 int cli_wait_jobs(struct cli_client *c, const long long *ids, size_t n, json_t **final,

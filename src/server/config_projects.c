@@ -45,6 +45,12 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                 const char *s = config_scalar(val);
                 if (!s || !*s || strlen(s) >= sizeof p.name)
                     return config_fail(c, val, key, "must be 1 to 63 characters%s", "");
+                /* as a job's project must be (and a metrics label may be) */
+                for (const char *ch = s; *ch; ch++)
+                    if (!isalnum((unsigned char)*ch) && *ch != '-' && *ch != '_' && *ch != '.')
+                        return config_fail(c, val, key,
+                                           "may contain only letters, digits, '-', '_' and '.'%s",
+                                           "");
                 snprintf(p.name, sizeof p.name, "%s", s);
             } else if (k && !strcmp(k, "quota_gpus")) {
                 share_keys = true;

@@ -55,7 +55,11 @@ int api_pools_list(struct server *srv, struct api_request *req, struct api_reply
         char cost_s[40], idle_s[40], price_s[40];
         pool_money(cost_s, sizeof cost_s, cost);
         pool_money(idle_s, sizeof idle_s, idle_cost);
-        pool_money(price_s, sizeof price_s, pool->price_per_node_hour_micros);
+        /* what a node of it costs now: a spot pool's spot price */
+        int64_t price = pool->billing == BILLING_SPOT && pool->spot_price_per_node_hour_micros > 0
+                            ? pool->spot_price_per_node_hour_micros
+                            : pool->price_per_node_hour_micros;
+        pool_money(price_s, sizeof price_s, price);
         json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:s,"
                               " s:I, s:o, s:i, s:i}",
             "name", pool->name, "gpu", pool->gpu_model, "gpus_per_node", pool->gpus_per_node,
@@ -63,7 +67,7 @@ int api_pools_list(struct server *srv, struct api_request *req, struct api_reply
             "driver", pool->driver, "provider", pool->provider, "billing",
             billing_kind_name(pool->billing), "min_nodes", pool->min_nodes, "max_nodes",
             pool->max_nodes, "boot_time_s", (json_int_t)pool->boot_time_s,
-            "price_per_node_hour_micros", (json_int_t)pool->price_per_node_hour_micros,
+            "price_per_node_hour_micros", (json_int_t)price,
             "price_per_node_hour", price_s, "scale_down_window_s",
             (json_int_t)pool->scale_down_window_s, "nodes", by_state, "pending_jobs",
             pl->as.state[p].pending_jobs, "nodes_wanted", pl->as.state[p].nodes_wanted);
@@ -184,26 +188,29 @@ void pool_loop_metrics(struct server *srv, FILE *out)
                 pl->bill.usage[u].project, srv->cfg.pools[pl->bill.usage[u].pool].name,
                 (double)pl->bill.usage[u].gpu_ms / 1000.0);
     const struct budget_set *bs = &srv->cfg.budgets;
-    if (bs->count) {
-        family(out, "tide_project_budget", "gauge", "Budget cap by project and period.");
-        family(out, "tide_project_budget_spent", "gauge",
-               "Spend this period at pool prices, by project and period.");
-        family(out, "tide_project_budget_alert_ratio", "gauge",
-               "Highest alert threshold crossed this period (1 is 100 %).");
+    static const char *const budget_families[][2] = {
+        {"tide_project_budget", "Budget cap by project and period."},
+        {"tide_project_budget_spent", "Spend this period at pool prices, by project and period."},
+        {"tide_project_budget_alert_ratio", "Highest alert threshold crossed this period (1 is 100 %)."},
+    };
+    /* each family whole, its samples after its own HELP and TYPE */
+    for (int f = 0; bs->count && f < 3; f++) {
+        family(out, budget_families[f][0], "gauge", budget_families[f][1]);
+        for (int i = 0; i < bs->count; i++)
+            for (int k = 0; k < BUDGET_PERIODS; k++) {
+                const struct budget *b = &bs->items[i];
+                if (b->cap_micros[k] <= 0)
+                    continue;
+                fprintf(out, "%s{project=\"%s\",period=\"%s\"} ", budget_families[f][0],
+                        b->project, budget_period_name((enum budget_period)k));
+                if (f == 0)
+                    print_money(out, b->cap_micros[k]);
+                else if (f == 1)
+                    print_money(out, budget_spent_micros(b, (enum budget_period)k));
+                else
+                    fprintf(out, "%.2f\n", b->alerted_pct[k] / 100.0);
+            }
     }
-    for (int i = 0; i < bs->count; i++)
-        for (int k = 0; k < BUDGET_PERIODS; k++) {
-            const struct budget *b = &bs->items[i];
-            if (b->cap_micros[k] <= 0)
-                continue;
-            const char *period = budget_period_name((enum budget_period)k);
-            fprintf(out, "tide_project_budget{project=\"%s\",period=\"%s\"} ", b->project, period);
-            print_money(out, b->cap_micros[k]);
-            fprintf(out, "tide_project_budget_spent{project=\"%s\",period=\"%s\"} ", b->project, period);
-            print_money(out, budget_spent_micros(b, (enum budget_period)k));
-            fprintf(out, "tide_project_budget_alert_ratio{project=\"%s\",period=\"%s\"} %.2f\n",
-                    b->project, period, b->alerted_pct[k] / 100.0);
-        }
     static const char *const counters[][2] = {
         {"tide_pool_scale_up_nodes_total", "Nodes the autoscaler asked for."},
         {"tide_pool_scale_down_nodes_total", "Nodes released after being idle."},
@@ -237,18 +244,25 @@ void pool_loop_metrics(struct server *srv, FILE *out)
             fprintf(out, "tide_autoscaler_decisions_total{pool=\"%s\",decision=\"%s\"} %lld\n",
                     srv->cfg.pools[p].name, pool_action_type_name((enum pool_action_type)k),
                     pl->decisions[p][k]);
-    fprintf(out, "# HELP tide_pool_forecast_gpus GPUs the forecast expects wanted one boot time ahead.\n"
-                 "# TYPE tide_pool_forecast_gpus gauge\n"
-                 "# HELP tide_pool_forecast_error_gpus Mean absolute error of past hourly forecasts.\n"
-                 "# TYPE tide_pool_forecast_error_gpus gauge\n");
-    for (int p = 0; p < srv->cfg.npools; p++) {
-        const struct pool *pool = &srv->cfg.pools[p];
-        if (!pool->predictive)
-            continue;
-        const struct forecast *f = &pl->as.state[p].forecast;
-        fprintf(out, "tide_pool_forecast_gpus{pool=\"%s\"} %.3f\n", pool->name,
-                forecast_predict(f, clock_now_ms() + pool_boot_estimate_s(pool) * 1000));
-        fprintf(out, "tide_pool_forecast_error_gpus{pool=\"%s\"} %.3f\n", pool->name,
-                forecast_error(f));
+    /* each family whole, as the text format wants */
+    for (int k = 0; k < 2; k++) {
+        if (k == 0)
+            family(out, "tide_pool_forecast_gpus", "gauge",
+                   "GPUs the forecast expects wanted one boot time ahead.");
+        else
+            family(out, "tide_pool_forecast_error_gpus", "gauge",
+                   "Mean absolute error of past hourly forecasts.");
+        for (int p = 0; p < srv->cfg.npools; p++) {
+            const struct pool *pool = &srv->cfg.pools[p];
+            if (!pool->predictive)
+                continue;
+            const struct forecast *f = &pl->as.state[p].forecast;
+            if (k == 0)
+                fprintf(out, "tide_pool_forecast_gpus{pool=\"%s\"} %.3f\n", pool->name,
+                        forecast_predict(f, clock_now_ms() + pool_boot_estimate_s(pool) * 1000));
+            else
+                fprintf(out, "tide_pool_forecast_error_gpus{pool=\"%s\"} %.3f\n", pool->name,
+                        forecast_error(f));
+        }
     }
 }
