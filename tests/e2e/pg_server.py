@@ -72,7 +72,8 @@ class PgServer:
             shutil.chown(self.data, "nobody", "nogroup")
         self._run([_pg_bin("initdb"), "-D", self.data, "-U", self.user, "-A", "trust",
                    "--no-sync", "-E", "UTF8"])
-        opts = (f"-c listen_addresses=127.0.0.1 -c port={self.port} "
+        # 127.0.0.2 too: a test can cut one server's connections alone
+        opts = (f"-c listen_addresses=127.0.0.1,127.0.0.2 -c port={self.port} "
                 f"-c unix_socket_directories={self.sockets} -c fsync=on "
                 f"-c max_connections=200")
         self._run([_pg_bin("pg_ctl"), "-D", self.data, "-l", self.log_path, "-o", opts,
