@@ -324,21 +324,20 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply 
  * commits (heartbeats, scheduling passes, registrations) do
  * not wait for the disk (store_commit_deferred), so every answer waits for
  * one flush of all commits so far, shared with the answers waiting at the
- * same time; most find it done. An answer whose flush failed becomes an
- * error: what it told of may be lost with the machine. */
+ * same time; most find it done. A flush that failed fails for good (the
+ * kernel may have dropped the pages it could not write): the server stops
+ * rather than answer 500 for ever while agents fence their jobs; a restart
+ * (Restart=always) recovers from what the database file holds. */
 static void answer_only_what_is_on_disk(struct server *srv, struct api_reply *reply)
 {
+    (void)reply;
     struct tide_err err;
     tide_err_clear(&err);
     if (!srv->store || store_sync(srv->store, &err) == 0)
         return;
-    log_error("%s", err.message);
-    if (reply->response)
-        MHD_destroy_response(reply->response);
-    json_decref(reply->json);
-    free(reply->text);
-    *reply = (struct api_reply){.status = 200};
-    api_error(reply, &err);
+    log_error("%s: stopping at once; restart this server", err.message);
+    fflush(NULL);
+    _exit(3);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
