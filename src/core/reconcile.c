@@ -49,7 +49,9 @@ static void record_exit(struct cluster *c, struct job *job, const struct task_re
                            now_ms, out);
         return;
     }
-    if (job->reclaim_requested && !job->cancel_requested) {
+    /* (the reason too: a stop sent before a restart or failover is not in
+     * the new leader's memory) */
+    if ((job->reclaim_requested || !strcmp(r->reason, "idle reclaim")) && !job->cancel_requested) {
         /* Reclaimed for idling: retrying would only idle again. */
         struct action a = {.type = ACTION_FINISH, .job_id = job->id, .attempt = job->attempt,
                            .node_id = job->node_id, .state = JOB_FAILED,

@@ -164,6 +164,9 @@ int api_health_persist(struct server *srv, int64_t node_id, const struct health_
         rc = store_commit(srv->store, err);
     if (rc) {
         store_rollback(srv->store);
+        /* the cache holds faults and drains the store refused, which the
+         * agent will not report again: what is stored is what counts */
+        server_resync_cluster(srv, now_ms);
         return rc;
     }
     if (notes->probe < 0)

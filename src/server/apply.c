@@ -182,6 +182,19 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
         cluster_release(&fresh);
         return rc;
     }
+    /* Which heartbeat of each agent was read last is not stored: kept
+     * across the reload, so an older heartbeat still on its way (its task
+     * list predating a start) is refused as before (api_agent.c). */
+    for (size_t i = 0; i < fresh.nnodes; i++) {
+        struct node *n = &fresh.nodes[i];
+        const struct node *old = cluster_find_node(&srv->cluster, n->id);
+        if (!old)
+            continue;
+        memcpy(n->heartbeat_run, old->heartbeat_run, sizeof n->heartbeat_run);
+        n->heartbeat_seq = old->heartbeat_seq;
+        n->heartbeat_run_ms = old->heartbeat_run_ms;
+        n->agent_stopping = old->agent_stopping;
+    }
     cluster_release(&srv->cluster);
     srv->cluster = fresh;
     return 0;

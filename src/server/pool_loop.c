@@ -482,6 +482,8 @@ static void tick_results(struct pool_loop *pl, int64_t now)
         if (begun)
             store_rollback(srv->store);
         log_error("pool results not persisted: %s", err.message);
+        /* nodes failed and provider ids kept in the cache alone: reload */
+        server_resync_cluster(srv, now);
     }
     for (size_t i = 0; i < ndone; i++) {
         struct pool_call *c = done[i];

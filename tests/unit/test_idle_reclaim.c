@@ -202,6 +202,21 @@ static void test_reclaimed_job_ends_failed_for_idle_reclaim_without_a_retry(void
     assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 0);
 }
 
+static void test_a_reclaim_stop_sent_before_a_restart_still_ends_the_job(void **state)
+{
+    (void)state;
+    /* the server that decided it is gone: this one's memory has no
+     * reclaim, only the agent's reason for the stop it was sent */
+    heartbeat(T0_MS);
+    assert_false(cluster_find_job(&c, 1)->reclaim_requested);
+    heartbeat_exit(T0_MS + S(5), -1, 15, "idle reclaim");
+    assert_int_equal(fx_count(&out, ACTION_REQUEUE, 1), 0);
+    const struct action *a = fx_find(&out, ACTION_FINISH, 1);
+    assert_non_null(a);
+    assert_int_equal(a->state, JOB_FAILED);
+    assert_int_equal(strncmp(a->reason, "idle reclaim", 12), 0);
+}
+
 static void test_reclaimed_job_exiting_0_still_ends_failed(void **state)
 {
     (void)state;
@@ -279,6 +294,7 @@ int main(void)
         T(test_busy_gpus_of_other_tasks_do_not_keep_a_job_busy),
         T(test_job_without_an_idle_window_is_never_reclaimed),
         T(test_reclaimed_job_ends_failed_for_idle_reclaim_without_a_retry),
+        T(test_a_reclaim_stop_sent_before_a_restart_still_ends_the_job),
         T(test_reclaimed_job_exiting_0_still_ends_failed),
         T(test_a_requeued_job_starts_its_idle_clock_again_on_its_next_attempt),
         T(test_idle_window_comes_from_the_jobs_queue),
