@@ -18,9 +18,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import TIDE, Cluster, free_port, run_tests  # noqa: E402
+from harness import TIDE, Cluster, free_port, run_tests, wait_until  # noqa: E402
 
 
 class Fake:
@@ -270,6 +271,27 @@ def test_other_users_words_reach_the_terminal_with_their_control_characters_esca
         assert shown["spec"]["command"][1] == "\x1b]52;c;aGk=\x07", shown
 
 
+def test_submit_wait_escapes_the_reasons_it_reports():
+    # tide submit --wait reports what becomes of the job, with reasons that
+    # may be another user's words (a requeue's)
+    with Cluster(agents=1, kill_grace_s=5) as c:
+        env = dict(os.environ, TIDE_SERVER=c.url, TIDE_TOKEN=c.admin)
+        # slow to stop: it stays "preempted" (with the requeue's reason) a while
+        slow = 'trap "sleep 4; exit 0" TERM; while :; do sleep 0.2; done'
+        waiting = subprocess.Popen([TIDE, "submit", "--wait", "--gpus", "1", "--", "sh", "-c", slow],
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        job = wait_until(lambda: [j for j in c.jobs() if j["state"] == "running"], 20,
+                         what="the waited job running")[0]
+        c.api("POST", f"/v1/jobs/{job['id']}/requeue", {"reason": "x\x1b]0;pwned\x07y"})
+        wait_until(lambda: c.job(job["id"])["attempt"] == 2 and c.job(job["id"])["state"] == "running",
+                   30, what="attempt 2 running")
+        time.sleep(1.5)  # --wait polls, and reports the change
+        c.api("DELETE", f"/v1/jobs/{job['id']}")
+        out, err = waiting.communicate(timeout=30)
+        assert "\x1b" not in out + err and "\x07" not in out + err, (out, err)
+        assert "x\\x1b]0;pwned\\x07y" in err, err
+
+
 def test_client_commands_need_only_the_executable_and_roles_say_what_is_missing():
     with Cluster(agents=0) as c:
         alone = tempfile.mkdtemp(prefix="tide-alone-")
@@ -305,5 +327,6 @@ if __name__ == "__main__":
         test_an_array_range_from_zero_is_that_many_tasks,
         test_submit_json_prints_the_answer_as_it_came_and_fails_when_stdout_does,
         test_other_users_words_reach_the_terminal_with_their_control_characters_escaped,
+        test_submit_wait_escapes_the_reasons_it_reports,
         test_client_commands_need_only_the_executable_and_roles_say_what_is_missing,
     ])

@@ -312,8 +312,30 @@ def test_an_agent_keeps_its_connections_across_requests_and_a_server_restart():
         check_agent_keeps_connections(c)
 
 
+def test_odd_gpu_names_and_gang_jobs_keep_the_metrics_right():
+    # A GPU name or driver cut inside a character (an agent's long
+    # non-ASCII text) broke the whole scrape and dropped the GPU or node
+    # from /v1/nodes; a gang job's GPUs were counted once per node again.
+    assert PROMTOOL, "promtool not found (Debian package prometheus; scripts/deps.sh)"
+    with Cluster(agents=0) as c:
+        c.register_by_hand("odd", driver="dd" + "\u00e9" * 60,
+                           gpus=[{"index": 0, "name": "XY" + "\u00c4" * 60, "memory_total_mib": 1000},
+                                 {"index": 1, "name": "H200", "memory_total_mib": 1000}])
+        c.register_by_hand("plain", gpus=[{"index": i, "name": "H200", "memory_total_mib": 1000}
+                                          for i in range(2)])
+        nodes = {n["name"]: n for n in c.api("GET", "/v1/nodes")["nodes"]}
+        assert "odd" in nodes and len(nodes["odd"]["gpus"]) == 2, nodes
+        gang = c.submit(command=["true"], gpus=4, nodes=2)  # 2 GPUs on each node
+        text = c.api("GET", "/metrics")
+        promtool_check(text)
+        gpus = series(parse(text), "tide_job_gpus")
+        assert sum(gpus.values()) == 4, gpus
+        c.api("DELETE", f"/v1/jobs/{gang['id']}")
+
+
 if __name__ == "__main__":
     run_tests([
+        test_odd_gpu_names_and_gang_jobs_keep_the_metrics_right,
         test_metrics_pass_promtool_and_agree_with_the_api,
         test_metrics_need_a_metrics_token_that_reads_nothing_else,
         test_every_metric_the_grafana_dashboard_queries_exists,
