@@ -357,6 +357,25 @@ def test_the_events_panel_shows_the_newest_events_of_a_long_history():
     assert shown[0] >= newest and shown == sorted(shown, reverse=True), (newest, shown[:3])
 
 
+def test_a_mig_gpu_counts_once_and_a_gang_shows_all_its_gpus():
+    # the dashboard counted a MIG GPU's instances as GPUs (8 for one A100
+    # of 7 slices) and a running gang job's first node's GPUs alone
+    c = cluster()
+    c.start_agent("mig-1", fake_gpus="1xA100:80GB:mig=1g.10gb*7")
+    c.start_agent("gang-1", fake_gpus="2xL4:24GB")
+    c.start_agent("gang-2", fake_gpus="2xL4:24GB")
+    gang = c.submit(name="gang", project="nlp", gpus=4, nodes=2, gpu_model="L4",
+                    command=["sleep", "600"])
+    c.wait_state(gang["id"], "running")
+    dom = dump(c, c.admin)
+    card = dom.find("div", data_node="mig-1")
+    assert card is not None and "0/1 GPUs busy" in card.text(), card.text() if card else None
+    row = next(r for r in dom.by_id("jobs").find_all("tr") if r.attrs.get("data-job") == str(gang["id"]))
+    assert cells(row)[5] == "4", cells(row)
+    assert "gang-1" in cells(row)[6] and "gang-2" in cells(row)[6], cells(row)
+    c.api("DELETE", f"/v1/jobs/{gang['id']}")
+
+
 if __name__ == "__main__":
     if not CHROMIUM:
         print("chromium not installed (scripts/deps.sh installs it): skipped")
@@ -368,7 +387,8 @@ if __name__ == "__main__":
                    test_a_project_token_sees_only_its_projects,
                    test_a_refused_token_goes_back_to_the_login_with_the_reason,
                    test_screenshot_is_kept_as_an_artifact,
-                   test_the_events_panel_shows_the_newest_events_of_a_long_history])
+                   test_the_events_panel_shows_the_newest_events_of_a_long_history,
+                   test_a_mig_gpu_counts_once_and_a_gang_shows_all_its_gpus])
     finally:
         if CLUSTER is not None:
             CLUSTER.__exit__(None, None, None)
