@@ -432,7 +432,39 @@ static bool log_is_from(struct server *srv, const struct node *node, int64_t job
 
 /* Appends each log chunk of a task that is (or just was) placed on this
  * node; returns the offsets the server now holds. */
-static json_t *store_log_chunks(struct server *srv, struct node *node, json_t *logs)
+/* A task (job and attempt) whose log is flushed before the answer. */
+struct task_report_key {
+    int64_t job_id;
+    int attempt;
+};
+
+/* Room for every task reported and every finished task's late output. */
+#define MAX_FLUSHES (2 * MAX_TASKS_PER_HEARTBEAT)
+
+static void flush_later(struct task_report_key *keys, size_t *n, int64_t job_id, int attempt)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (keys[i].job_id == job_id && keys[i].attempt == attempt)
+            return;
+    if (*n < MAX_FLUSHES)
+        keys[(*n)++] = (struct task_report_key){job_id, attempt};
+}
+
+/* Whether attempt of job_id still runs on node (its output may grow). */
+static bool attempt_runs_on(struct server *srv, const struct node *node, int64_t job_id,
+                            int attempt)
+{
+    const struct job *job = cluster_find_job(&srv->cluster, job_id);
+    return job && job->attempt == attempt && job_on_node(job, node->id) &&
+           job_state_is_on_node(job->state) && !job_part_exited(job, node->id);
+}
+
+/* Appends the heartbeat's log chunks. Output of an attempt that has ended
+ * goes into flush (flushed before the answer): the answer's offsets let
+ * the agent delete what it sent, and its exit, already acknowledged, made
+ * no flush of these later bytes. */
+static json_t *store_log_chunks(struct server *srv, struct node *node, json_t *logs,
+                                struct task_report_key *flush, size_t *nflush)
 {
     json_t *offsets = json_array();
     size_t i;
@@ -451,6 +483,8 @@ static json_t *store_log_chunks(struct server *srv, struct node *node, json_t *l
             log_warn("cannot store log of job %lld: %s", (long long)job_id, strerror((int)-have));
             continue;
         }
+        if (!attempt_runs_on(srv, node, job_id, attempt))
+            flush_later(flush, nflush, job_id, attempt);
         json_array_append_new(offsets, json_pack("{s:I, s:i, s:I}", "job_id", (json_int_t)job_id,
                                                  "attempt", attempt, "offset", (json_int_t)have));
     }
@@ -781,12 +815,6 @@ static bool heartbeat_is_stale(struct node *node, const struct heartbeat_number 
     return false;
 }
 
-/* A task (job and attempt) whose log is flushed before the answer. */
-struct task_report_key {
-    int64_t job_id;
-    int attempt;
-};
-
 int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
     if (req->token.kind != TOKEN_NODE)
@@ -842,15 +870,16 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         json_decref(body);
         return 0;
     }
-    json_t *offsets = store_log_chunks(srv, node, json_object_get(body, "logs"));
     /* The answer acknowledges the exits reported here and their logs' last
      * bytes, after which the agent forgets those tasks: their logs go to
-     * disk first (off the lock, below). Copied: reports is static. */
-    struct task_report_key ended[MAX_TASKS_PER_HEARTBEAT];
+     * disk first (off the lock, below), as do the later bytes of tasks it
+     * already forgot. Copied: reports is static. */
+    struct task_report_key ended[MAX_FLUSHES];
     size_t nended = 0;
+    json_t *offsets = store_log_chunks(srv, node, json_object_get(body, "logs"), ended, &nended);
     for (size_t i = 0; i < nreports; i++)
         if (reports[i].exited)
-            ended[nended++] = (struct task_report_key){reports[i].job_id, reports[i].attempt};
+            flush_later(ended, &nended, reports[i].job_id, reports[i].attempt);
     node->agent_stopping = stopping;
     int rc = reconcile_heartbeat(&srv->cluster, node, reports, nreports, now, &srv->actions);
     if (rc)

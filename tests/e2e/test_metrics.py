@@ -305,6 +305,17 @@ def test_a_finished_tasks_log_is_flushed_before_its_last_bytes_are_acknowledged(
         # counted as the answer to the exit's heartbeat goes, just after the exit is stored
         wait_until(lambda: log_syncs() >= 1, 10, what="the log flushed")
         assert c.api("GET", f"/v1/jobs/{loud}/logs").endswith("done\n")
+        # 1 MiB printed at the end: the exit goes with its first 64 KiB, the
+        # rest in later heartbeats, after the exit's acknowledgement; each
+        # of those answers lets the agent delete what it sent, so is
+        # flushed too (the exit's flush once covered the first chunk alone)
+        before = log_syncs()
+        big = c.submit(command=["sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' a; echo end"],
+                       gpus=1)["id"]
+        assert c.wait_final([big])[big]["state"] == "succeeded"
+        wait_until(lambda: c.api("GET", f"/v1/jobs/{big}/logs").endswith("end\n"), 30,
+                   what="the whole log")
+        assert log_syncs() - before >= 2, (before, log_syncs())
 
 
 def test_an_agent_keeps_its_connections_across_requests_and_a_server_restart():
