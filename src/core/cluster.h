@@ -83,6 +83,10 @@ struct node {
     char heartbeat_run[33];
     int64_t heartbeat_seq, heartbeat_run_ms;
     bool agent_stopping; /* what the last heartbeat said (NODE_STOPPING) */
+    /* The server's monotonic clock at the last heartbeat or registration
+     * (0: none since it started): its node check measures silence by it,
+     * whatever the wall clock did meanwhile (sched_loop.c). */
+    int64_t heard_mono_ms;
     int cpus;
     int64_t memory_mib;
     int cpus_allocated;

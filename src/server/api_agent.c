@@ -328,6 +328,7 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
         probe_change = gpu_health_probe(&node, json_is_true(json_object_get(probe, "ok")),
                                         string_field(probe, "output", ""), now);
     node.last_heartbeat_ms = now;
+    node.heard_mono_ms = clock_mono_ms();
     node.heartbeat_run_ms = clock_mono_ms(); /* heartbeat_run: node_from_registration's */
     int rc = store_begin(srv->store, &err);
     if (!rc && bound && !used) /* used up with the registration it makes, or not at all */
@@ -881,6 +882,7 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
         if (reports[i].exited)
             flush_later(ended, &nended, reports[i].job_id, reports[i].attempt);
     node->agent_stopping = stopping;
+    node->heard_mono_ms = number.arrived_ms; /* monotonic, as it arrived */
     int rc = reconcile_heartbeat(&srv->cluster, node, reports, nreports, now, &srv->actions);
     if (rc)
         tide_err_set(&err, rc, NULL, "out of memory");

@@ -194,6 +194,9 @@ int server_reload_cluster(struct server *srv, int64_t now_ms, struct tide_err *e
         n->heartbeat_seq = old->heartbeat_seq;
         n->heartbeat_run_ms = old->heartbeat_run_ms;
         n->agent_stopping = old->agent_stopping;
+        n->heard_mono_ms = old->heard_mono_ms;
+        if (old->heard_mono_ms)
+            n->last_heartbeat_ms = old->last_heartbeat_ms;
     }
     cluster_release(&srv->cluster);
     srv->cluster = fresh;

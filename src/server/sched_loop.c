@@ -105,6 +105,22 @@ static int stored_final_state(int64_t job_id, void *ctx)
     return (int)state;
 }
 
+/* A node's silence is judged on the wall clock (heartbeat times are kept
+ * and shown as such), which an operator or NTP may step: forward by less
+ * than half a node timeout, it made a live node lost early, and its jobs
+ * ran elsewhere while its agent, fencing by its own monotonic clock, still
+ * ran them. Each node heard since this server started has its last
+ * heartbeat set from the monotonic time since then, as of the wall now. */
+static void silence_by_monotonic_clock(struct server *srv, int64_t now_ms)
+{
+    int64_t mono = clock_mono_ms();
+    for (size_t i = 0; i < srv->cluster.nnodes; i++) {
+        struct node *n = &srv->cluster.nodes[i];
+        if (n->heard_mono_ms && mono >= n->heard_mono_ms)
+            n->last_heartbeat_ms = now_ms - (mono - n->heard_mono_ms);
+    }
+}
+
 static void *sched_thread(void *arg)
 {
     struct server *srv = arg;
@@ -119,6 +135,7 @@ static void *sched_thread(void *arg)
         int64_t now = clock_now_ms();
         double pass_start = metrics_now_s();
         action_list_clear(&actions);
+        silence_by_monotonic_clock(srv, now);
         sched_check_nodes(&srv->sched, &srv->cluster, now, &actions);
         /* Woken by submissions or the interval, after a pass that changed
          * nothing: what else changes a pending job's answer kicks (a task

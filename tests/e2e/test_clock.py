@@ -1,0 +1,58 @@
+"""End to end: a server's wall clock stepped forward (NTP, an operator) by
+less than half a node timeout does not make a live but silent node lost
+early: silence is measured on the monotonic clock. The step comes from a
+preloaded library (shift_clock.c, TIDE_SHIFT_CLOCK_LIB)."""
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Cluster, run_tests, wait_until  # noqa: E402
+
+SKIP = 77
+
+
+def test_a_forward_clock_step_does_not_lose_a_silent_node_early():
+    lib = os.environ["TIDE_SHIFT_CLOCK_LIB"]
+    with Cluster(agents=0, node_timeout_ms=10000) as c:
+        shift = os.path.join(c.dir, "clock-shift-ms")
+        with open(shift, "w") as f:
+            f.write("0\n")
+        c.kill_server()
+        saved = {k: os.environ.get(k) for k in ("LD_PRELOAD", "TIDE_TEST_CLOCK_SHIFT", "ASAN_OPTIONS")}
+        os.environ.update(LD_PRELOAD=lib, TIDE_TEST_CLOCK_SHIFT=shift)
+        os.environ["ASAN_OPTIONS"] = (saved["ASAN_OPTIONS"] + ":" if saved["ASAN_OPTIONS"] else "") \
+            + "verify_asan_link_order=0"
+        try:
+            c.start_server()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        c.start_agent("node-1")
+        job = c.submit(command=["sleep", "60"], gpus=1)
+        c.wait_state(job["id"], "running")
+        agent = c.agents["node-1"]
+        os.killpg(agent.pid, signal.SIGSTOP)  # silent, not dead: it fences by its own clock
+        try:
+            time.sleep(6)
+            with open(shift, "w") as f:
+                f.write("4500\n")  # 6 s + 4.5 s: past the 10 s timeout on the wall clock
+            time.sleep(2.5)
+            assert c.node("node-1")["state"] == "ready", c.node("node-1")
+            assert c.job(job["id"])["attempt"] == 1, c.job(job["id"])
+        finally:
+            os.killpg(agent.pid, signal.SIGCONT)
+        wait_until(lambda: c.node("node-1")["state"] == "ready", 10, what="the node heard again")
+        assert c.job(job["id"])["attempt"] == 1 and c.job(job["id"])["state"] == "running"
+        c.api("DELETE", f"/v1/jobs/{job['id']}")
+
+
+if __name__ == "__main__":
+    if not os.environ.get("TIDE_SHIFT_CLOCK_LIB"):
+        print("SKIP: TIDE_SHIFT_CLOCK_LIB is not set (ctest sets it)", flush=True)
+        sys.exit(SKIP)
+    run_tests([test_a_forward_clock_step_does_not_lose_a_silent_node_early])
