@@ -24,6 +24,7 @@ struct gfile {
     sqlite3_int64 off;  /* where buf[0] belongs in the file */
     size_t len;
     bool commit_page_next; /* the last write was a commit frame's header */
+    sqlite3_int64 end;     /* past the furthest byte written since the WAL began again */
 };
 
 static sqlite3_vfs *real_vfs;
@@ -90,12 +91,31 @@ static int gather(struct gfile *f, const void *data, int amt, sqlite3_int64 off)
 
 /* A commit's frames reach the file by the end of its last frame's page,
  * before SQLite publishes them in the WAL index: another connection may
- * read them from then on, and at synchronous=NORMAL no sync comes first. */
+ * read them from then on, and at synchronous=NORMAL no sync comes first.
+ * A write over bytes already written goes through at once: a transaction
+ * that spilled pages early and wrote them again has its frames' checksums
+ * rewritten as it commits, the commit frame's header last, and nothing
+ * written after it would carry that header out before the commit is
+ * published (recovery would then stop at it and lose the whole commit a
+ * reader may have seen). A WAL that begins again is rewritten from its
+ * header at 0: that, and what follows it, gathers as ever. */
 static int wal_write(sqlite3_file *file, const void *data, int amt, sqlite3_int64 off)
 {
     struct gfile *f = gf(file);
+    if (off == 0)
+        f->end = 0;
+    bool rewrite = off < f->end;
+    if (off + amt > f->end)
+        f->end = off + amt;
     bool last_page = f->commit_page_next;
     f->commit_page_next = commit_frame_header(data, amt);
+    if (rewrite) {
+        int rc = flush(f); /* in order */
+        if (rc == SQLITE_OK)
+            rc = f->real->pMethods->xWrite(f->real, data, amt, off);
+        wal_sync_note_write();
+        return rc;
+    }
     int rc = gather(f, data, amt, off);
     return rc == SQLITE_OK && last_page ? flush(f) : rc;
 }

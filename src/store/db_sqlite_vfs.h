@@ -7,7 +7,9 @@
  * kept in a buffer and reach the file in one call once the commit's last
  * frame is written (its header says so), or when SQLite syncs the WAL,
  * reads or sizes that part of it, writes elsewhere, truncates or closes it,
- * or the buffer is full (and what a commit leaves, from its WAL hook). So a
+ * or the buffer is full (and what a commit leaves, from its WAL hook); a
+ * write over bytes already written (the checksums SQLite rewrites as a
+ * commit that spilled pages early ends) goes through at once. So a
  * commit's frames are in the file before SQLite publishes them to the other
  * connections (in its WAL index, after the frames), at any synchronous
  * setting, and before any sync of the WAL. Each write that reaches a WAL
