@@ -116,6 +116,8 @@ static void print_summary(const struct top_data *d, const char *server)
             lost++;
         else
             other++;
+        if (strcmp(state, "ready") != 0)
+            continue; /* GPUs of ready nodes, as tide_gpus counts them */
         gpus += (long long)cli_json_number(json_object_get(n, "gpus_total"), 0);
         allocated += (long long)cli_json_number(json_object_get(n, "gpus_allocated"), 0);
         size_t k;
