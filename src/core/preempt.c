@@ -187,6 +187,15 @@ static int plan_on_node(const struct placement_config *cfg, const struct preempt
     return taken;
 }
 
+/* The end of the pool entries of one node, the one at from. */
+static size_t node_group_end(const struct preempt_pool *pool, size_t from)
+{
+    size_t to = from + 1;
+    while (to < pool->n && pool->entries[to].node == pool->entries[from].node)
+        to++;
+    return to;
+}
+
 enum preempt_result preempt_plan(const struct placement_config *cfg,
                                  const struct preempt_pool *pool, const struct job *job,
                                  struct preempt_plan *plan)
@@ -198,10 +207,8 @@ enum preempt_result preempt_plan(const struct placement_config *cfg,
     bool pending = false;
     struct node *pending_node = NULL;
     struct preempt_plan trial;
-    for (size_t from = 0; from < pool->n;) {
-        size_t to = from + 1;
-        while (to < pool->n && pool->entries[to].node == pool->entries[from].node)
-            to++;
+    for (size_t from = 0, to; from < pool->n; from = to) {
+        to = node_group_end(pool, from);
         struct node *node = pool->entries[from].node;
         if (node->state == NODE_READY && node->ngpus >= job->gpus &&
             queue_allows_node(job, node)) {
@@ -216,7 +223,6 @@ enum preempt_result preempt_plan(const struct placement_config *cfg,
                 *plan = trial;
             }
         }
-        from = to;
     }
     if (pending) {
         memset(plan, 0, sizeof *plan);
@@ -282,10 +288,8 @@ static size_t share_costs(const struct placement_config *cfg, const struct preem
 {
     size_t n = 0;
     struct preempt_plan trial;
-    for (size_t from = 0; from < pool->n;) {
-        size_t to = from + 1;
-        while (to < pool->n && pool->entries[to].node == pool->entries[from].node)
-            to++;
+    for (size_t from = 0, to; from < pool->n; from = to) {
+        to = node_group_end(pool, from);
         struct node *node = pool->entries[from].node;
         bool pending = false;
         int taken = node_takes_share(node, share)
@@ -295,7 +299,6 @@ static size_t share_costs(const struct placement_config *cfg, const struct preem
             costs[n++] = (struct share_cost){node, from, to, 0, 0, true};
         else if (taken != INT32_MAX)
             costs[n++] = (struct share_cost){node, from, to, taken, trial.nvictims, false};
-        from = to;
     }
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *node = &c->nodes[i];

@@ -192,6 +192,26 @@ class Cluster:
             wait_until(lambda: self.node(name) and self.node(name)["state"] == "ready", 20,
                        what=f"agent {name} registered")
 
+    def restart_server_preloaded(self, lib, **env):
+        """Stops the server and starts it again with the shared library lib
+        preloaded (a fault injected into libc: tests/e2e/*.c) and env added
+        to its environment; this process's own is left as it was."""
+        self.kill_server()
+        asan = os.environ.get("ASAN_OPTIONS")
+        # a sanitizer's runtime wants to come first; these libraries do not mind
+        env = dict(env, LD_PRELOAD=lib,
+                   ASAN_OPTIONS=(asan + ":" if asan else "") + "verify_asan_link_order=0")
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            self.start_server()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
     def kill_server(self, sig=signal.SIGKILL):
         os.killpg(self.server.pid, sig)
         self.server.wait(15)

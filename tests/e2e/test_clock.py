@@ -19,19 +19,7 @@ def test_a_forward_clock_step_does_not_lose_a_silent_node_early():
         shift = os.path.join(c.dir, "clock-shift-ms")
         with open(shift, "w") as f:
             f.write("0\n")
-        c.kill_server()
-        saved = {k: os.environ.get(k) for k in ("LD_PRELOAD", "TIDE_TEST_CLOCK_SHIFT", "ASAN_OPTIONS")}
-        os.environ.update(LD_PRELOAD=lib, TIDE_TEST_CLOCK_SHIFT=shift)
-        os.environ["ASAN_OPTIONS"] = (saved["ASAN_OPTIONS"] + ":" if saved["ASAN_OPTIONS"] else "") \
-            + "verify_asan_link_order=0"
-        try:
-            c.start_server()
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        c.restart_server_preloaded(lib, TIDE_TEST_CLOCK_SHIFT=shift)
         c.start_agent("node-1")
         job = c.submit(command=["sleep", "60"], gpus=1)
         c.wait_state(job["id"], "running")

@@ -15,20 +15,7 @@ def test_a_failed_flush_stops_the_server_and_a_restart_recovers():
     lib = os.environ.get("TIDE_FAIL_SYNC_LIB")
     with Cluster(agents=1) as c:
         flag = os.path.join(c.dir, "disk-bad")
-        c.kill_server()
-        saved = {k: os.environ.get(k) for k in ("LD_PRELOAD", "TIDE_TEST_FAIL_SYNC", "ASAN_OPTIONS")}
-        os.environ.update(LD_PRELOAD=lib, TIDE_TEST_FAIL_SYNC=flag)
-        # a sanitizer's runtime wants to come first; this library does not mind
-        os.environ["ASAN_OPTIONS"] = (saved["ASAN_OPTIONS"] + ":" if saved["ASAN_OPTIONS"] else "") \
-            + "verify_asan_link_order=0"
-        try:
-            c.start_server()
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        c.restart_server_preloaded(lib, TIDE_TEST_FAIL_SYNC=flag)
         done = c.submit(command=["true"], gpus=1)
         assert c.wait_final([done["id"]], timeout=30)[done["id"]]["state"] == "succeeded"
         open(flag, "w").close()  # the disk goes bad
