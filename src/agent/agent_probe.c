@@ -12,6 +12,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/utf8.h"
 
 #define PROBE_OUTPUT_READ_MAX (64 * 1024)
 
@@ -25,7 +26,8 @@ static void last_line(const char *path, char *out, size_t size)
     while (n && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' '))
         text[--n] = '\0';
     char *start = strrchr(text, '\n');
-    snprintf(out, size, "%s", start ? start + 1 : text);
+    /* a line cut inside a character would make the heartbeat's JSON fail */
+    utf8_copy(out, size, start ? start + 1 : text);
     free(text);
 }
 
@@ -36,7 +38,7 @@ static void finish(struct agent_probe *p, bool ok, const char *output, int inter
     p->pid = 0;
     p->has_result = true;
     p->ok = ok;
-    snprintf(p->output, sizeof p->output, "%.*s", (int)sizeof p->output - 1, output);
+    utf8_copy(p->output, sizeof p->output, output);
     p->next_ms = now_ms + (int64_t)interval_s * 1000;
     p->runs++;
     if (changed)
@@ -101,6 +103,7 @@ bool agent_probe_tick(struct agent_probe *p, const char *command, int interval_s
         ;
     last_line(out_path, out, sizeof out);
     snprintf(why, sizeof why, "timed out after %ds%s%s", timeout_s, out[0] ? ": " : "", out);
+    utf8_trim_tail(why);
     why[AGENT_PROBE_OUTPUT_MAX - 1] = '\0';
     finish(p, false, why, interval_s, now_ms);
     return true;

@@ -355,7 +355,7 @@ static int nvml_open(struct gpu_backend *be, const char *spec, const char *node_
         /* /dev/nvidiaN's N: the driver's numbering, not always NVML's order */
         d->minor = api->minor_number && api->minor_number(h, &minor) == NVML_SUCCESS
                        ? (int)minor
-                       : -1;
+                       : (int)i; /* as NVML orders them: what was assumed before */
     }
     be->count = n;
     for (unsigned int i = 0; i < n; i++)

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 #include "core/core_banned.h"
 
 static struct gpu *find_gpu(struct node *node, int index)
@@ -61,7 +63,7 @@ int gpu_health_fault(struct cluster *c, struct node *node, int gpu_index, const 
         return TIDE_ENOENT;
     int bits = gpu->faulty ? 0 : GPU_HEALTH_NEW;
     gpu->faulty = true;
-    snprintf(gpu->fault, sizeof gpu->fault, "%s", fault);
+    utf8_copy(gpu->fault, sizeof gpu->fault, fault);
     char why[TIDE_REASON_MAX];
     snprintf(why, sizeof why, GPU_HEALTH_FAULT_PREFIX "GPU %d: %.47s", gpu_index, fault);
     /* a node with no healthy GPU left is as good as gone */
@@ -113,6 +115,7 @@ int gpu_health_probe(struct node *node, bool ok, const char *output, int64_t now
     if (!ok && !node->drained) {
         char why[TIDE_REASON_MAX];
         snprintf(why, sizeof why, GPU_HEALTH_PROBE_PREFIX "%.130s", output && *output ? output : "no output");
+        utf8_trim_tail(why); /* the probe's words, cut: text all the same */
         drain(node, why);
         node->probe_drained = true;
         node->probe_drained_ms = now_ms;

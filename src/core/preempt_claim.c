@@ -69,13 +69,27 @@ void preempt_claim_note(struct preempt_claims *cl, struct cluster *c, const stru
             i++;
         }
     }
+    int mine = 0; /* its claims left: renewed in place */
+    for (int i = 0; i < cl->n; i++)
+        mine += cl->items[i].job_id == job->id;
+    if (cl->n - mine + n > PREEMPT_MAX_CLAIMS) {
+        /* no room for all: a gang holding some of its nodes would hold them
+         * for nothing; it preempts without claims, as before claims */
+        for (int i = 0; i < cl->n;) {
+            if (cl->items[i].job_id == job->id) {
+                unhold(&cl->items[i], c);
+                drop(cl, i);
+            } else {
+                i++;
+            }
+        }
+        return;
+    }
     for (int k = 0; k < n; k++) {
         int i = 0;
         while (i < cl->n && (cl->items[i].job_id != job->id || cl->items[i].node_id != node_ids[k]))
             i++;
         if (i == cl->n) {
-            if (cl->n == PREEMPT_MAX_CLAIMS)
-                return;
             cl->n++;
             memset(&cl->items[i], 0, sizeof cl->items[i]);
             cl->items[i].job_id = job->id;

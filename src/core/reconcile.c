@@ -198,6 +198,17 @@ static int follow_agent_stopping(struct node *node, struct action_list *out)
     return 0;
 }
 
+/* Whether no task of job has started anywhere (a gang's parts included). */
+static bool nothing_started(const struct job *job)
+{
+    if (job->state != JOB_STARTING || job->first_part_reported)
+        return false;
+    for (int k = 0; k < job->nparts; k++)
+        if (job->parts[k].reported)
+            return false;
+    return true;
+}
+
 static bool job_reported(const struct task_report *tasks, size_t n, const struct job *job)
 {
     for (size_t i = 0; i < n; i++)
@@ -270,11 +281,13 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
             continue;
         bool never_started = job->state == JOB_STARTING ||
                              (job->nparts > 0 && !job_part_reported(job, node_id));
-        if (never_started && node->agent_stopping && !job->cancel_requested &&
-            !job->gang_failed) {
+        if (never_started && node->agent_stopping && nothing_started(job) &&
+            !job->cancel_requested && !job->gang_failed) {
             /* A stopping agent starts nothing more, and what it has started
              * is in this list: the job goes elsewhere now, not after the
-             * node is lost. Not the job's doing: no retry used. */
+             * node is lost. Not the job's doing: no retry used. (A gang with
+             * a part running elsewhere keeps its GPUs there: its start is
+             * sent on, for the agent's next run, or the node's loss ends it.) */
             job->state = JOB_PREEMPTED;
             sched_fail_attempt(c, job, JOB_PREEMPTED, JOB_FAILED,
                                "not started: its node's agent is stopping", -1, 0, now_ms, out);

@@ -120,8 +120,10 @@ int sched_pass_new(struct scheduler *s, struct cluster *c, int64_t now_ms, struc
  * and requeues their jobs, using no retry. When the caller itself stalled
  * (more than half a timeout since the last call: paused, or kept off the
  * lock), heartbeats may be waiting unread, so every node's clock is moved on
- * by the stall instead of judging nodes by it. Returns the number of nodes
- * lost now. */
+ * by the stall for this check instead of judging nodes by it (the server
+ * sets each node's last heartbeat anew before every check, from its
+ * monotonic clock: the next check judges by what was read meanwhile).
+ * Returns the number of nodes lost now. */
 int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
                       struct action_list *out);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "core/gpu_health.h"
 #include "server/server.h"
 #include "store/store_health.h"
@@ -118,7 +119,7 @@ int api_health_from_heartbeat(struct server *srv, struct node *node, json_t *bod
     if (probe) {
         char output[PROBE_OUTPUT_MAX];
         const char *o = json_string_value(json_object_get(probe, "output"));
-        snprintf(output, sizeof output, "%s", o ? o : "");
+        utf8_copy(output, sizeof output, o ? o : "");
         notes->probe =
             gpu_health_probe(node, json_is_true(json_object_get(probe, "ok")), output, now_ms);
     }

@@ -374,10 +374,15 @@ static int session_setup(struct db_pg *d, struct tide_err *err)
  * URL's own values, if it has any, win (they come after ours). */
 static PGconn *connect_to(const char *url)
 {
-    static const char *const keys[] = {"connect_timeout",   "keepalives",         "keepalives_idle",
-                                       "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-                                       "dbname",            NULL};
-    const char *const values[] = {"5", "1", "5", "2", "3", "10000", url, NULL};
+    /* (a libpq before 12 refuses tcp_user_timeout: the keepalives alone) */
+    bool user_timeout = PQlibVersion() >= 120000;
+    const char *keys[] = {"connect_timeout",  "keepalives", "keepalives_idle", "keepalives_interval",
+                          "keepalives_count", "dbname",     NULL,              NULL};
+    const char *values[] = {"5", "1", "5", "2", "3", url, NULL, NULL};
+    if (user_timeout) { /* before dbname, as the others: the URL's value wins */
+        keys[6] = "dbname", values[6] = url;
+        keys[5] = "tcp_user_timeout", values[5] = "10000";
+    }
     return PQconnectdbParams(keys, values, 1);
 }
 

@@ -15,7 +15,7 @@ SKIP = 77
 
 def test_a_forward_clock_step_does_not_lose_a_silent_node_early():
     lib = os.environ["TIDE_SHIFT_CLOCK_LIB"]
-    with Cluster(agents=0, node_timeout_ms=10000) as c:
+    with Cluster(agents=0, node_timeout_ms=20000) as c:
         shift = os.path.join(c.dir, "clock-shift-ms")
         with open(shift, "w") as f:
             f.write("0\n")
@@ -26,10 +26,10 @@ def test_a_forward_clock_step_does_not_lose_a_silent_node_early():
         agent = c.agents["node-1"]
         os.killpg(agent.pid, signal.SIGSTOP)  # silent, not dead: it fences by its own clock
         try:
-            time.sleep(6)
+            time.sleep(12)
             with open(shift, "w") as f:
-                f.write("4500\n")  # 6 s + 4.5 s: past the 10 s timeout on the wall clock
-            time.sleep(2.5)
+                f.write("9500\n")  # 12 s + 9.5 s: past the 20 s timeout on the wall clock
+            time.sleep(2.5)  # the agent fences at 18 s: time left to wake it
             assert c.node("node-1")["state"] == "ready", c.node("node-1")
             assert c.job(job["id"])["attempt"] == 1, c.job(job["id"])
         finally:

@@ -246,6 +246,26 @@ def test_a_failing_health_probe_keeps_work_off_a_node_until_it_passes():
         assert c.node("node-1")["drain_reason"] == "maintenance"
 
 
+def test_a_probe_whose_long_line_is_cut_inside_a_character_still_reaches_the_server():
+    # 60 "✗" (180 bytes) as the last line: kept to 127 bytes, cut inside a
+    # character it was no text, and the agent's registration and every
+    # heartbeat failed to encode (the node never joined, or fenced its jobs)
+    with Cluster(agents=0) as c:
+        probe = "printf '%s\\n' " + "\u2717" * 60 + "; exit 1"
+        work = os.path.join(c.dir, "agents", "node-1")
+        os.makedirs(work)
+        c.agents["node-1"] = c._spawn("agent-node-1", [
+            "agent", "--server", c.url, "--token-file", os.path.join(c.data, "join.token"),
+            "--name", "node-1", "--work", work, "--fake-gpus", "1xH200:141GB",
+            "--health-command", probe, "--health-interval-s", "1"] + ROOT_JOBS)
+        wait_until(lambda: c.node("node-1"), 20, what="node registered")
+        time.sleep(2.5)  # heartbeats with the probe's result go on
+        node = c.node("node-1")
+        assert node["state"] == "draining", node
+        reason = node["drain_reason"]
+        assert reason.startswith("health probe failed: \u2717") and reason.endswith("\u2717"), reason
+
+
 def test_a_pools_health_command_reaches_its_nodes_and_keeps_work_off_until_it_passes():
     flags = tempfile.mkdtemp(prefix="tide-e2e-probe-")
     try:
@@ -285,5 +305,6 @@ if __name__ == "__main__":
         test_repeated_faults_fail_a_node_and_undrain_restores_it,
         test_a_pool_node_failed_by_faults_is_deleted_and_replaced,
         test_a_failing_health_probe_keeps_work_off_a_node_until_it_passes,
+        test_a_probe_whose_long_line_is_cut_inside_a_character_still_reaches_the_server,
         test_a_pools_health_command_reaches_its_nodes_and_keeps_work_off_until_it_passes,
     ])

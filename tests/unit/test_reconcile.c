@@ -571,6 +571,22 @@ static void test_a_job_placed_on_a_stopping_agents_node_goes_elsewhere_at_once(v
     assert_null(fx_find(&out, ACTION_REQUEUE, 1)); /* the started one runs its grace out */
 }
 
+static void test_a_gang_running_elsewhere_keeps_its_gpus_when_its_unstarted_parts_node_stops(
+    void **state)
+{
+    (void)state;
+    /* its part on node 1 runs: requeuing the gang would free node 1's GPU
+     * while that part still runs there (it is stopped only at node 1's
+     * next heartbeat, and then not with the checkpoint signal) */
+    struct job *job = add_gang_started_on_node_1(7);
+    cluster_find_node(&c, 2)->agent_stopping = true;
+    heartbeat_at(2, NULL, 0, NOW + 1000);
+    assert_null(fx_find(&out, ACTION_REQUEUE, 7));
+    assert_int_equal(job->state, JOB_RUNNING);
+    assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 1);
+    assert_non_null(fx_find(&out, ACTION_SEND_START, 7)); /* for the agent's next run */
+}
+
 static void test_a_drained_node_whose_agent_stops_and_returns_stays_draining(void **state)
 {
     (void)state;
@@ -612,6 +628,7 @@ int main(void)
         T(test_starting_job_becomes_running_on_its_first_report),
         T(test_a_stopping_agents_node_gets_no_new_work_until_its_next_run),
         T(test_a_job_placed_on_a_stopping_agents_node_goes_elsewhere_at_once),
+        T(test_a_gang_running_elsewhere_keeps_its_gpus_when_its_unstarted_parts_node_stops),
         T(test_a_drained_node_whose_agent_stops_and_returns_stays_draining),
         T(test_a_stopping_node_that_falls_silent_is_lost_as_its_agent_stopped),
         T(test_same_running_heartbeat_twice_gives_one_running),
