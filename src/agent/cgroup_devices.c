@@ -41,7 +41,8 @@ static size_t build_program(const int *deny, size_t n, struct bpf_insn *out)
 {
     size_t k = 0;
     /* r2 = device type (the low half of access_type), r3 = major, r4 = minor */
-    out[k++] = insn(BPF_LDX | BPF_MEM | BPF_W, 2, 1, offsetof(struct bpf_cgroup_dev_ctx, access_type), 0);
+    out[k++] =
+        insn(BPF_LDX | BPF_MEM | BPF_W, 2, 1, offsetof(struct bpf_cgroup_dev_ctx, access_type), 0);
     out[k++] = insn(BPF_ALU64 | BPF_AND | BPF_K, 2, 0, 0, 0xffff);
     out[k++] = insn(BPF_LDX | BPF_MEM | BPF_W, 3, 1, offsetof(struct bpf_cgroup_dev_ctx, major), 0);
     out[k++] = insn(BPF_LDX | BPF_MEM | BPF_W, 4, 1, offsetof(struct bpf_cgroup_dev_ctx, minor), 0);

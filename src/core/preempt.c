@@ -255,7 +255,8 @@ static int cheaper_share_first(const void *a, const void *b)
 
 static bool node_takes_share(const struct node *node, const struct job *share)
 {
-    return node->state == NODE_READY && node->ngpus >= share->gpus && queue_allows_node(share, node);
+    return node->state == NODE_READY && node->ngpus >= share->gpus &&
+           queue_allows_node(share, node);
 }
 
 /* Whether node, which has nothing to preempt, holds share with its free GPUs. */
@@ -302,7 +303,8 @@ static size_t share_costs(const struct placement_config *cfg, const struct preem
     }
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *node = &c->nodes[i];
-        if (node_takes_share(node, share) && !in_pool(pool, node->id) && free_share(cfg, node, share))
+        if (node_takes_share(node, share) && !in_pool(pool, node->id) &&
+            free_share(cfg, node, share))
             costs[n++] = (struct share_cost){node, 0, 0, 0, 0, false};
     }
     return n;

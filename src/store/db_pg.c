@@ -348,7 +348,7 @@ static bool pg_lost(struct db *db)
  * server's lock. Both ends give up on a silent peer within about 11 s
  * instead (5 s idle, then 3 probes 2 s apart; unanswered data 10 s), well
  * under the default node timeout (30 s). */
-#define PG_KEEPALIVES                                                                           \
+#define PG_KEEPALIVES                                                                              \
     "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3"
 #define PG_USER_TIMEOUT "SET tcp_user_timeout = 10000"
 
@@ -376,8 +376,14 @@ static PGconn *connect_to(const char *url)
 {
     /* (a libpq before 12 refuses tcp_user_timeout: the keepalives alone) */
     bool user_timeout = PQlibVersion() >= 120000;
-    const char *keys[] = {"connect_timeout",  "keepalives", "keepalives_idle", "keepalives_interval",
-                          "keepalives_count", "dbname",     NULL,              NULL};
+    const char *keys[] = {"connect_timeout",
+                          "keepalives",
+                          "keepalives_idle",
+                          "keepalives_interval",
+                          "keepalives_count",
+                          "dbname",
+                          NULL,
+                          NULL};
     const char *values[] = {"5", "1", "5", "2", "3", url, NULL, NULL};
     if (user_timeout) { /* before dbname, as the others: the URL's value wins */
         keys[6] = "dbname", values[6] = url;
