@@ -1,5 +1,6 @@
 /* `tide jobs`: the job list as a table (or the API's JSON), fetched a page
  * at a time (GET /v1/jobs?cursor=) up to --limit or, with --all, to the end. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "cli/report.h"
 #include "cli/roles.h"
 #include "cli/table.h"
+#include "core/job_state.h"
 #include "cli/wait.h"
 
 static const char jobs_usage[] =
@@ -174,6 +176,16 @@ int cli_jobs_main(int argc, char **argv)
     }
     if (a.next < argc) {
         tide_err_set(&err, TIDE_EINVAL, NULL, "unexpected argument '%s'", argv[a.next]);
+        return cli_usage_fail("jobs", &err);
+    }
+    bool known = !state;
+    for (int s = 0; s < JOB_STATE_COUNT && !known; s++)
+        known = !strcmp(state, job_state_name((enum job_state)s));
+    if (!known) { /* a usage error, as tide nodes --state gives one (exit 2) */
+        tide_err_set(&err, TIDE_EINVAL, "--state",
+                     "--state: '%s' is not a job state (pending, starting, running, preempted, "
+                     "lost, succeeded, failed, cancelled, timeout)",
+                     state);
         return cli_usage_fail("jobs", &err);
     }
     long long want = all ? -1 : CLI_JOBS_PAGE;
