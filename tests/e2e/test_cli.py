@@ -271,6 +271,13 @@ def test_other_users_words_reach_the_terminal_with_their_control_characters_esca
         assert shown["spec"]["command"][1] == "\x1b]52;c;aGk=\x07", shown
 
 
+def test_an_unknown_job_state_is_a_usage_error():
+    with Cluster(agents=0) as c:
+        p = c.cli("jobs", "--state", "bogus")
+        assert p.returncode == 2 and "is not a job state" in p.stderr, (p.returncode, p.stderr)
+        assert c.cli("jobs", "--state", "pending").returncode == 0
+
+
 def test_submit_wait_escapes_the_reasons_it_reports():
     # tide submit --wait reports what becomes of the job, with reasons that
     # may be another user's words (a requeue's)
@@ -328,5 +335,6 @@ if __name__ == "__main__":
         test_submit_json_prints_the_answer_as_it_came_and_fails_when_stdout_does,
         test_other_users_words_reach_the_terminal_with_their_control_characters_escaped,
         test_submit_wait_escapes_the_reasons_it_reports,
+        test_an_unknown_job_state_is_a_usage_error,
         test_client_commands_need_only_the_executable_and_roles_say_what_is_missing,
     ])
