@@ -194,36 +194,58 @@ static int print_nodes(const struct top_data *d)
     return rc;
 }
 
-/* Running and starting jobs, longest running first (the API lists newest first). */
+/* Earlier start first; a job not started yet (starting) after those that are. */
+static int by_start(const void *a, const void *b)
+{
+    double x = cli_json_number(json_object_get(*(json_t *const *)a, "start_time"), 0);
+    double y = cli_json_number(json_object_get(*(json_t *const *)b, "start_time"), 0);
+    if ((x > 0) != (y > 0))
+        return x > 0 ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* Running and starting jobs, longest running first (by start time: the API
+ * lists newest submitted first). */
 static int print_running(const struct top_data *d, double now)
 {
     static const char *const headers[] = {"RUNNING", "NAME", "PROJECT", "USER",
                                           "GPUS",    "NODE", "STATE",   "FOR"};
-    struct cli_table *t = cli_table_create(8, headers);
-    if (!t)
+    size_t n = json_array_size(d->running) + json_array_size(d->starting), k = 0;
+    json_t **jobs = malloc((n ? n : 1) * sizeof *jobs);
+    struct cli_table *t = jobs ? cli_table_create(8, headers) : NULL;
+    if (!t) {
+        free(jobs);
         return 1;
-    int rc = 0, shown = 0;
+    }
     json_t *lists[] = {d->running, d->starting};
     for (int l = 0; l < 2; l++)
-        for (size_t i = json_array_size(lists[l]); i-- > 0 && shown < TOP_RUNNING_SHOWN;) {
-            json_t *j = json_array_get(lists[l], i);
-            char id[24], gpus[16], age[24] = "-";
-            snprintf(id, sizeof id, "%.0f", cli_json_number(json_object_get(j, "id"), 0));
-            snprintf(gpus, sizeof gpus, "%zu", json_array_size(json_object_get(j, "gpus")));
-            double start = cli_json_number(json_object_get(j, "start_time"), -1);
-            if (start > 0)
-                cli_fmt_duration(now - start, age, sizeof age);
-            const char *cells[] = {id,
-                                   cli_json_text(json_object_get(j, "name"), "-"),
-                                   cli_json_text(json_object_get(j, "project"), "-"),
-                                   cli_json_text(json_object_get(j, "owner"), "-"),
-                                   gpus,
-                                   cli_json_text(json_object_get(j, "node"), "-"),
-                                   cli_json_text(json_object_get(j, "state"), "?"),
-                                   age};
-            rc |= cli_table_add(t, cells);
-            shown++;
-        }
+        for (size_t i = 0; i < json_array_size(lists[l]); i++)
+            jobs[k++] = json_array_get(lists[l], i);
+    qsort(jobs, n, sizeof *jobs, by_start);
+    int rc = 0, shown = 0;
+    for (size_t i = 0; i < n && shown < TOP_RUNNING_SHOWN; i++) {
+        json_t *j = jobs[i];
+        char id[24], gpus[16], age[24] = "-";
+        snprintf(id, sizeof id, "%.0f", cli_json_number(json_object_get(j, "id"), 0));
+        /* the spec's count: a gang's gpus list names its first node's alone */
+        snprintf(gpus, sizeof gpus, "%.0f",
+                 cli_json_number(json_object_get(json_object_get(j, "spec"), "gpus"),
+                                 (double)json_array_size(json_object_get(j, "gpus"))));
+        double start = cli_json_number(json_object_get(j, "start_time"), -1);
+        if (start > 0)
+            cli_fmt_duration(now - start, age, sizeof age);
+        const char *cells[] = {id,
+                               cli_json_text(json_object_get(j, "name"), "-"),
+                               cli_json_text(json_object_get(j, "project"), "-"),
+                               cli_json_text(json_object_get(j, "owner"), "-"),
+                               gpus,
+                               cli_json_text(json_object_get(j, "node"), "-"),
+                               cli_json_text(json_object_get(j, "state"), "?"),
+                               age};
+        rc |= cli_table_add(t, cells);
+        shown++;
+    }
+    free(jobs);
     if (!rc && shown)
         rc = cli_table_print(t, stdout);
     else if (!rc)

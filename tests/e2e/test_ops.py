@@ -323,6 +323,25 @@ def test_top_once_shows_the_queue_nodes_running_and_waiting_jobs():
         open_gate(gate)
 
 
+def test_top_lists_running_jobs_by_start_and_a_gangs_gpus_whole():
+    # the running list followed submission order, and a gang's GPUS column
+    # counted its first node's GPUs alone
+    with Cluster(agents=3, fake_gpus="2xH200:141GB") as c:
+        late = c.submit(command=["sleep", "60"], gpus=1, name="first-started")
+        c.wait_state(late["id"], "running")
+        time.sleep(1.1)
+        gang = c.submit(command=["sleep", "60"], gpus=4, nodes=2, name="gang")
+        c.wait_state(gang["id"], "running")
+        out = c.cli("top", "--once", check=True).stdout
+        lines = out.splitlines()
+        at = lines.index(next(l for l in lines if l.startswith("RUNNING")))
+        rows = [l.split() for l in lines[at + 1:at + 3]]
+        assert [r[0] for r in rows] == [str(late["id"]), str(gang["id"])], out
+        assert rows[1][4] == "4", out  # 2 GPUs on each of 2 nodes: 4 in all
+        for j in (late, gang):
+            c.api("DELETE", f"/v1/jobs/{j['id']}")
+
+
 def test_top_redraws_until_q_is_pressed():
     with Cluster(agents=1) as c:
         env = dict(os.environ, TIDE_SERVER=c.url, TIDE_TOKEN=c.admin)
@@ -405,6 +424,7 @@ if __name__ == "__main__":
         test_logs_follow_on_a_pending_job_says_why_it_waits_then_follows_it,
         test_a_requeue_uses_no_retry_even_after_a_server_restart,
         test_top_once_shows_the_queue_nodes_running_and_waiting_jobs,
+        test_top_lists_running_jobs_by_start_and_a_gangs_gpus_whole,
         test_top_redraws_until_q_is_pressed,
         test_usage_meters_nodes_joined_by_hand_per_user_and_keeps_it_across_a_restart,
     ])
