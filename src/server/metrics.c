@@ -56,7 +56,7 @@ static int queue_row(struct active_jobs *a, const char *queue)
         if (!strcmp(a->queues[i], queue))
             return i;
     if (a->nqueues == METRICS_MAX_QUEUES - 1) {
-        snprintf(a->queues[a->nqueues], TIDE_NAME_MAX, "other");
+        snprintf(a->queues[a->nqueues], TIDE_NAME_MAX, METRICS_OTHER_QUEUE);
         return a->nqueues++;
     }
     if (a->nqueues == METRICS_MAX_QUEUES)

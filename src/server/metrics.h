@@ -15,8 +15,11 @@
 #include "core/job_state.h"
 #include "core/queue.h"
 
-/* One more than the queues tide.yaml may name: the last is "other". */
+/* One more than the queues tide.yaml may name: the last is METRICS_OTHER_QUEUE. */
 #define METRICS_MAX_QUEUES (TIDE_MAX_QUEUES + 1)
+/* The label of the row past the table's last: no queue can be named so
+ * (queue names are identifiers), so a queue called "other" keeps its own. */
+#define METRICS_OTHER_QUEUE "(other)"
 
 struct metrics_counts {
     struct histogram pass_seconds;     /* one scheduling pass, lock held */

@@ -38,7 +38,7 @@ void server_metrics_release(struct server_metrics *m)
     pthread_mutex_destroy(&m->mu);
 }
 
-/* The row of queue, added when new; the last row ("other") once full.
+/* The row of queue, added when new; the last row (METRICS_OTHER_QUEUE) once full.
  * Caller holds m->mu. */
 static int queue_row(struct metrics_counts *c, const char *queue)
 {
@@ -48,7 +48,7 @@ static int queue_row(struct metrics_counts *c, const char *queue)
     int i = c->nqueues < METRICS_MAX_QUEUES - 1 ? c->nqueues : METRICS_MAX_QUEUES - 1;
     if (i == c->nqueues) {
         snprintf(c->queues[i], sizeof c->queues[i], "%s",
-                 i == METRICS_MAX_QUEUES - 1 ? "other" : queue);
+                 i == METRICS_MAX_QUEUES - 1 ? METRICS_OTHER_QUEUE : queue);
         histogram_init(&c->wait_seconds[i], wait_bounds, NBOUNDS(wait_bounds));
         c->nqueues++;
     }

@@ -49,17 +49,22 @@ static void test_queues_beyond_the_table_are_counted_as_other(void **state)
     static struct server_metrics m;
     static struct metrics_counts c;
     server_metrics_init(&m);
-    for (int i = 0; i < METRICS_MAX_QUEUES + 5; i++) {
+    metrics_job_started(&m, "other", 1); /* a queue of that name: a row of its own */
+    for (int i = 1; i < METRICS_MAX_QUEUES + 5; i++) {
         char q[32];
         snprintf(q, sizeof q, "q%d", i);
         metrics_job_started(&m, q, 1);
     }
     metrics_copy(&m, &c);
     assert_int_equal(c.nqueues, METRICS_MAX_QUEUES);
-    int other = row_of(&c, "other");
+    int other = row_of(&c, METRICS_OTHER_QUEUE);
     assert_int_equal(other, METRICS_MAX_QUEUES - 1);
     assert_int_equal(c.wait_seconds[other].count, 6); /* the last table row and the 5 beyond */
-    assert_int_equal(row_of(&c, "q0"), 0);
+    assert_int_equal(row_of(&c, "other"), 0);
+    assert_int_equal(c.wait_seconds[0].count, 1);
+    for (int i = 0; i < c.nqueues; i++) /* no two series of one label */
+        for (int k = i + 1; k < c.nqueues; k++)
+            assert_string_not_equal(c.queues[i], c.queues[k]);
     server_metrics_release(&m);
 }
 
