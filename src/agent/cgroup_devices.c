@@ -225,6 +225,4 @@ void agent_cgroup_devices_detect(struct agent_cgroups *cg, const char *proc_cgro
         cg->devices = AGENT_DEVICES_V1;
     else if (cg->ops == &agent_cgroup_v2_ops && bpf_found(cg, probe, why, why_n))
         cg->devices = AGENT_DEVICES_BPF;
-    else if (!cg->ops)
-        snprintf(why, why_n, "no task groups");
 }

@@ -478,6 +478,12 @@ int job_gpus_on_node(const struct job *job, int64_t node_id, int *out)
     return 0;
 }
 
+bool job_attempt_on_node(const struct job *job, int attempt, int64_t node_id)
+{
+    return job && job->attempt == attempt && job_on_node(job, node_id) &&
+           job_state_is_on_node(job->state) && !job_part_exited(job, node_id);
+}
+
 bool job_part_exited(const struct job *job, int64_t node_id)
 {
     if (job->nparts == 0)

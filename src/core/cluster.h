@@ -351,6 +351,10 @@ bool job_mark_part_exited(struct job *job, int64_t node_id);
 bool job_part_exited(const struct job *job, int64_t node_id);
 bool job_part_reported(const struct job *job, int64_t node_id);
 
+/* Whether attempt of job (NULL: none) is still on node_id, its task there
+ * not ended: what an agent's report of that task is about. */
+bool job_attempt_on_node(const struct job *job, int attempt, int64_t node_id);
+
 /* Returns the job's GPUs, CPUs and memory to its node(s) and clears its placement. */
 void cluster_unassign(struct cluster *c, struct job *job);
 

@@ -232,9 +232,7 @@ int reconcile_heartbeat(struct cluster *c, struct node *node, const struct task_
     for (size_t i = 0; i < ntasks; i++) {
         const struct task_report *r = &tasks[i];
         struct job *job = cluster_find_job(c, r->job_id);
-        bool current = job && job->attempt == r->attempt && job_on_node(job, node_id) &&
-                       job_state_is_on_node(job->state) && !job_part_exited(job, node_id);
-        if (!current) {
+        if (!job_attempt_on_node(job, r->attempt, node_id)) {
             /* Finished and recorded before, or an attempt the server gave up on. */
             if (r->exited)
                 failed |= push(out, ACTION_ACK, NULL, r->job_id, r->attempt, node_id,

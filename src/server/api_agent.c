@@ -451,15 +451,6 @@ static void flush_later(struct task_report_key *keys, size_t *n, int64_t job_id,
         keys[(*n)++] = (struct task_report_key){job_id, attempt};
 }
 
-/* Whether attempt of job_id still runs on node (its output may grow). */
-static bool attempt_runs_on(struct server *srv, const struct node *node, int64_t job_id,
-                            int attempt)
-{
-    const struct job *job = cluster_find_job(&srv->cluster, job_id);
-    return job && job->attempt == attempt && job_on_node(job, node->id) &&
-           job_state_is_on_node(job->state) && !job_part_exited(job, node->id);
-}
-
 /* Appends the heartbeat's log chunks. Output of an attempt that has ended
  * goes into flush (flushed before the answer): the answer's offsets let
  * the agent delete what it sent, and its exit, already acknowledged, made
@@ -484,7 +475,7 @@ static json_t *store_log_chunks(struct server *srv, struct node *node, json_t *l
             log_warn("cannot store log of job %lld: %s", (long long)job_id, strerror((int)-have));
             continue;
         }
-        if (!attempt_runs_on(srv, node, job_id, attempt))
+        if (!job_attempt_on_node(cluster_find_job(&srv->cluster, job_id), attempt, node->id))
             flush_later(flush, nflush, job_id, attempt);
         json_array_append_new(offsets, json_pack("{s:I, s:i, s:I}", "job_id", (json_int_t)job_id,
                                                  "attempt", attempt, "offset", (json_int_t)have));

@@ -9,6 +9,7 @@ PostgreSQL (pg_server.py) and gives the server `--store URL`; it is stopped
 when the cluster closes. Otherwise the server keeps its SQLite file in DATA.
 """
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -199,18 +200,9 @@ class Cluster:
         self.kill_server()
         asan = os.environ.get("ASAN_OPTIONS")
         # a sanitizer's runtime wants to come first; these libraries do not mind
-        env = dict(env, LD_PRELOAD=lib,
-                   ASAN_OPTIONS=(asan + ":" if asan else "") + "verify_asan_link_order=0")
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
+        with environment(env, LD_PRELOAD=lib,
+                         ASAN_OPTIONS=(asan + ":" if asan else "") + "verify_asan_link_order=0"):
             self.start_server()
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
     def kill_server(self, sig=signal.SIGKILL):
         os.killpg(self.server.pid, sig)
@@ -374,6 +366,23 @@ class Cluster:
         if check and p.returncode != 0:
             raise AssertionError(f"tide {' '.join(args)} exited {p.returncode}: {p.stderr}")
         return p
+
+
+@contextlib.contextmanager
+def environment(values=None, **more):
+    """This process's environment (what it starts inherits) with values and
+    more set for the block, as it was again after."""
+    values = dict(values or {}, **more)
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def install_exec_provider(tmp):

@@ -86,6 +86,9 @@ def test_a_heartbeat_older_than_one_already_read_is_refused_and_changes_nothing(
             status, out = heartbeat(running, **bad)
             field = "seq" if isinstance(bad["run"], str) and 0 < len(bad["run"]) < 33 else "run"
             assert status == 400 and out["error"]["field"] == field, (bad, out)
+        # "stopping" is a boolean or nothing
+        status, out = heartbeat(running, run="b7", seq=9, stopping="yes")
+        assert status == 400 and out["error"]["field"] == "stopping", out
 
 
 def test_real_agents_run_a_queue_one_job_after_another_with_each_start_once():

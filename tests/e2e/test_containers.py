@@ -23,7 +23,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Cluster, run_tests, wait_until  # noqa: E402
+from harness import Cluster, environment, run_tests, wait_until  # noqa: E402
 
 SKIP = 77
 IMAGE = "localhost/tide-test:1"
@@ -262,9 +262,7 @@ def test_a_pool_prewarms_its_images_on_every_new_node():
         "    max_nodes: 1", "    boot_time_s: 3", "    pull_time_s: 5", "    boot_timeout_s: 60",
         "    images:", f"      - docker-archive:{archive}", ""])
     # the local provider's agents inherit the server's environment: their store
-    saved = {k: os.environ.get(k) for k in ("CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF")}
-    os.environ.update(storage_env("pool"))
-    try:
+    with environment(storage_env("pool")):
         with Cluster(agents=0, config=config) as c:
             p = c.api("GET", "/v1/pools")["pools"][0]
             assert p["images"] == [f"docker-archive:{archive}"] and p["pull_time_s"] == 5, p
@@ -278,12 +276,6 @@ def test_a_pool_prewarms_its_images_on_every_new_node():
             assert final["state"] == "succeeded" and "pooled" in c.logs(j["id"]), final
             starting = [e for e in events(c, j["id"]) if e["kind"] == "job_starting"][0]
             assert starting["node"] == node["name"] and "image cached" in starting["message"], starting
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def containers_of(store, c, agent_name):

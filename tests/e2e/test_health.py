@@ -222,12 +222,8 @@ def test_a_failing_health_probe_keeps_work_off_a_node_until_it_passes():
         bad = os.path.join(c.dir, "bad")
         open(bad, "w").close()
         probe = f"echo checking; if [ -f {bad} ]; then echo 'burn: 3 errors'; exit 1; fi; echo ok"
-        work = os.path.join(c.dir, "agents", "node-1")
-        os.makedirs(work)
-        c.agents["node-1"] = c._spawn("agent-node-1", [
-            "agent", "--server", c.url, "--token-file", os.path.join(c.data, "join.token"),
-            "--name", "node-1", "--work", work, "--fake-gpus", "1xH200:141GB",
-            "--health-command", probe, "--health-interval-s", "1"] + ROOT_JOBS)
+        c.start_agent("node-1", fake_gpus="1xH200:141GB", wait=False,
+                      extra=["--health-command", probe, "--health-interval-s", "1"])
         # The first probe runs before the node registers: it joins drained.
         wait_until(lambda: c.node("node-1"), 20, what="node registered")
         assert c.node("node-1")["state"] == "draining", c.node("node-1")
@@ -252,12 +248,8 @@ def test_a_probe_whose_long_line_is_cut_inside_a_character_still_reaches_the_ser
     # heartbeat failed to encode (the node never joined, or fenced its jobs)
     with Cluster(agents=0) as c:
         probe = "printf '%s\\n' " + "\u2717" * 60 + "; exit 1"
-        work = os.path.join(c.dir, "agents", "node-1")
-        os.makedirs(work)
-        c.agents["node-1"] = c._spawn("agent-node-1", [
-            "agent", "--server", c.url, "--token-file", os.path.join(c.data, "join.token"),
-            "--name", "node-1", "--work", work, "--fake-gpus", "1xH200:141GB",
-            "--health-command", probe, "--health-interval-s", "1"] + ROOT_JOBS)
+        c.start_agent("node-1", fake_gpus="1xH200:141GB", wait=False,
+                      extra=["--health-command", probe, "--health-interval-s", "1"])
         wait_until(lambda: c.node("node-1"), 20, what="node registered")
         time.sleep(2.5)  # heartbeats with the probe's result go on
         node = c.node("node-1")
