@@ -16,10 +16,10 @@
 #include "cli/wait.h"
 
 static const char jobs_usage[] =
-    "usage: tide jobs [--state S] [--queue Q] [--project P] [--limit N | --all] [-q]\n"
-    "                 [--json] [--server URL] [--token T]\n"
+    "usage: tide jobs [--state S] [--queue Q] [--project P] [--limit N | --all]\n"
+    "                 [--oldest] [-q] [--json] [--server URL] [--token T]\n"
     "\n"
-    "Lists jobs, newest first. AGE/RUNTIME is how long a pending job has waited,\n"
+    "Lists jobs, newest first (--oldest: oldest first). AGE/RUNTIME is how long a pending job has waited,\n"
     "how long a running one has run, and how long a finished one ran. ETA is\n"
     "when a pending job is expected to start (\"in 5m\"; - when unknown; tide show\n"
     "ID says what it rests on).\n"
@@ -29,6 +29,7 @@ static const char jobs_usage[] =
     "  --project P   only jobs of project P\n"
     "  --limit N     at most N jobs (default 1000), fetched in pages of 1000\n"
     "  --all         every job that matches, page by page\n"
+    "  --oldest      oldest first (the jobs waiting longest, with --state pending)\n"
     "  -q, --quiet   print only job ids, one a line\n"
     "  --json        print the API's JSON\n"
     "  --server URL[,URL...]  tide server(s), tried in order, the leader followed\n"
@@ -37,7 +38,7 @@ static const char jobs_usage[] =
     "  --token T     API token (else $TIDE_TOKEN, the config, ./.tide/data/admin.token)\n"
     "  --token-file PATH read the API token from a file (--token shows in ps)\n";
 
-enum { OPT_STATE = 1, OPT_QUEUE, OPT_PROJECT, OPT_LIMIT, OPT_QUIET, OPT_ALL };
+enum { OPT_STATE = 1, OPT_QUEUE, OPT_PROJECT, OPT_LIMIT, OPT_QUIET, OPT_ALL, OPT_OLDEST };
 
 static const struct cli_opt jobs_opts[] = {
     {"--state", CLI_OPT_VALUE, OPT_STATE},
@@ -45,6 +46,7 @@ static const struct cli_opt jobs_opts[] = {
     {"--project", CLI_OPT_VALUE, OPT_PROJECT},
     {"--limit", CLI_OPT_VALUE, OPT_LIMIT},
     {"--all", CLI_OPT_FLAG, OPT_ALL},
+    {"--oldest", CLI_OPT_FLAG, OPT_OLDEST},
     {"-q", CLI_OPT_FLAG, OPT_QUIET},
     {"--quiet", CLI_OPT_FLAG, OPT_QUIET},
     CLI_COMMON_OPTS,
@@ -137,7 +139,7 @@ int cli_jobs_main(int argc, char **argv)
     struct cli_args a;
     struct tide_err err = {0};
     const char *state = NULL, *queue = NULL, *project = NULL, *limit = NULL;
-    int quiet = 0, all = 0, id, r;
+    int quiet = 0, all = 0, oldest = 0, id, r;
     const char *v;
     cli_args_init(&a, argc, argv);
     while ((r = cli_args_next(&a, jobs_opts, &id, &v, &err)) != CLI_ARGS_END) {
@@ -167,6 +169,9 @@ int cli_jobs_main(int argc, char **argv)
             break;
         case OPT_ALL:
             all = 1;
+            break;
+        case OPT_OLDEST:
+            oldest = 1;
             break;
         }
     }
@@ -201,7 +206,7 @@ int cli_jobs_main(int argc, char **argv)
         return cli_fail("jobs", &err);
     json_t *root = NULL;
     int rc;
-    struct cli_jobs_filter f = {state, queue, project};
+    struct cli_jobs_filter f = {state, queue, project, oldest ? "oldest" : NULL};
     if (cli_jobs_fetch(&c, &f, want, &root, &err) < 0) {
         rc = cli_fail("jobs", &err);
     } else if (c.json && !quiet) {

@@ -74,9 +74,9 @@ static int fetch(struct cli_client *c, struct top_data *d, struct tide_err *err)
         size_t offset;
         const char *key;
     } calls[] = {
-        {"/v1/jobs?state=running&limit=1000", offsetof(struct top_data, running), "jobs"},
-        {"/v1/jobs?state=starting&limit=1000", offsetof(struct top_data, starting), "jobs"},
-        {"/v1/jobs?state=pending&limit=1000", offsetof(struct top_data, pending), "jobs"},
+        {"/v1/jobs?state=running&order=oldest&limit=1000", offsetof(struct top_data, running), "jobs"},
+        {"/v1/jobs?state=starting&order=oldest&limit=1000", offsetof(struct top_data, starting), "jobs"},
+        {"/v1/jobs?state=pending&order=oldest&limit=1000", offsetof(struct top_data, pending), "jobs"},
         {"/v1/nodes", offsetof(struct top_data, nodes), "nodes"},
     };
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
@@ -205,7 +205,7 @@ static int by_start(const void *a, const void *b)
 }
 
 /* Running and starting jobs, longest running first (by start time: the API
- * lists newest submitted first). */
+ * lists by submission). */
 static int print_running(const struct top_data *d, double now)
 {
     static const char *const headers[] = {"RUNNING", "NAME", "PROJECT", "USER",
@@ -254,7 +254,7 @@ static int print_running(const struct top_data *d, double now)
     return rc;
 }
 
-/* The oldest waiting jobs (the API lists newest first). */
+/* The oldest waiting jobs (listed oldest first). */
 static int print_pending(const struct top_data *d, double now)
 {
     static const char *const headers[] = {"PENDING", "NAME",    "PROJECT", "PRIO",
@@ -264,7 +264,7 @@ static int print_pending(const struct top_data *d, double now)
         return 1;
     int rc = 0, shown = 0;
     size_t n = json_array_size(d->pending);
-    for (size_t i = n; i-- > 0 && shown < TOP_PENDING_SHOWN;) {
+    for (size_t i = 0; i < n && shown < TOP_PENDING_SHOWN; i++) {
         json_t *j = json_array_get(d->pending, i);
         json_t *spec = json_object_get(j, "spec");
         char id[24], prio[16], gpus[16], age[24] = "-";

@@ -17,6 +17,7 @@
 /* The filters of a listing; NULL fields are not sent. */
 struct cli_jobs_filter {
     const char *state, *queue, *project;
+    const char *order; /* "oldest", or NULL: newest first */
 };
 
 /* Fetches up to want jobs (-1: all) a page at a time into a new

@@ -150,6 +150,11 @@ int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply 
     enum job_state ignored;
     if (f.state && job_state_parse(f.state, &ignored) != 0)
         return api_error_msg(reply, TIDE_EINVAL, "state", "state: unknown state '%.64s'", f.state);
+    const char *order = api_query(req, "order");
+    if (order && strcmp(order, "newest") != 0 && strcmp(order, "oldest") != 0)
+        return api_error_msg(reply, TIDE_EINVAL, "order",
+                             "order: must be newest (the default) or oldest, not '%.32s'", order);
+    f.oldest_first = order && !strcmp(order, "oldest");
     int limit = JOBS_PAGE_DEFAULT;
     const char *given = api_query(req, "limit");
     if (given) {

@@ -41,7 +41,8 @@ struct job_filter {
     const char *project;
     json_t *projects;    /* allowed projects, NULL = all */
     int limit;           /* 0: 1000 */
-    int64_t after_id;    /* > 0: only jobs listed after this one (lower ids) */
+    int64_t after_id;    /* > 0: only jobs listed after this one */
+    int oldest_first;    /* list by rising id (after_id: higher ids) */
 };
 
 /* A job row change. Fields set to their "keep" values are not written. */

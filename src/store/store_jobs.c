@@ -807,6 +807,16 @@ static int project_allowed(json_t *projects, const char *project)
     return 0;
 }
 
+/* A page of listed jobs: ?5 is the cursor, the id the last page ended on. */
+#define JOBS_LIST_SQL(WALK)                                                                        \
+    "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"                     \
+    " WHERE (CAST(?1 AS TEXT) IS NULL OR j.state=?1)"                                              \
+    " AND (CAST(?2 AS TEXT) IS NULL OR j.queue=?2)"                                                \
+    " AND (CAST(?3 AS TEXT) IS NULL OR j.project=?3) AND " WALK " LIMIT ?4"
+static const char jobs_list_newest[] = JOBS_LIST_SQL("j.id < ?5 ORDER BY j.id DESC");
+static const char jobs_list_oldest[] = JOBS_LIST_SQL("j.id > ?5 ORDER BY j.id ASC");
+#undef JOBS_LIST_SQL
+
 int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out, struct tide_err *err)
 {
     *out = NULL;
@@ -815,14 +825,7 @@ int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out, s
     int rc = db_reconnect(db, err); /* the reader holds no lock: reopen freely */
     if (rc)
         return rc;
-    struct db_stmt *st =
-        db_prepare(db,
-                   "SELECT " JOB_COLUMNS " FROM jobs j LEFT JOIN nodes n ON n.id = j.node_id"
-                   " WHERE (CAST(?1 AS TEXT) IS NULL OR j.state=?1)"
-                   " AND (CAST(?2 AS TEXT) IS NULL OR j.queue=?2)"
-                   " AND (CAST(?3 AS TEXT) IS NULL OR j.project=?3)"
-                   " AND j.id < ?5 ORDER BY j.id DESC LIMIT ?4",
-                   err);
+    struct db_stmt *st = db_prepare(db, f->oldest_first ? jobs_list_oldest : jobs_list_newest, err);
     if (!st)
         return TIDE_EIO;
     int limit = f->limit > 0 ? f->limit : 1000;
@@ -831,7 +834,7 @@ int store_jobs_list(struct store *s, const struct job_filter *f, json_t **out, s
     db_bind_text(st, 3, f->project);
     /* A token's project list is applied here, past the database's limit. */
     db_bind_int64(st, 4, f->projects ? INT64_MAX : limit);
-    db_bind_int64(st, 5, f->after_id > 0 ? f->after_id : INT64_MAX);
+    db_bind_int64(st, 5, f->after_id > 0 ? f->after_id : f->oldest_first ? 0 : INT64_MAX);
     json_t *jobs = json_array();
     int r = DB_DONE, n = 0;
     while (n < limit && (r = db_step(st, "list jobs", err)) == DB_ROW) {

@@ -504,12 +504,23 @@ def test_job_listings_come_in_pages_with_a_cursor_and_the_cli_pages_through():
             cursor = page["next"]
         vision = sorted(out["jobs"][0]["ids"], reverse=True)
         assert mine == vision, (len(mine), len(vision))
+        ids = lambda p: [int(x) for x in p.stdout.split()]  # noqa: E731
+        # oldest first: the same jobs the other way round, a cursor going up
+        oldest, cursor = [], ""
+        while cursor is not None:
+            page = c.api("GET", "/v1/jobs?order=oldest&limit=500"
+                         + (f"&cursor={cursor}" if cursor else ""))
+            oldest += [j["id"] for j in page["jobs"]]
+            cursor = page["next"]
+        assert oldest == everything[::-1], (oldest[:3], len(oldest))
+        assert ids(c.cli("jobs", "-q", "--oldest", "--limit", "1200", check=True)) == \
+            everything[::-1][:1200]
+        expect_error(c, 400, "order", path="/v1/jobs?order=up", method="GET")
         expect_error(c, 400, "limit", path="/v1/jobs?limit=100001", method="GET")
         expect_error(c, 400, "limit", path="/v1/jobs?limit=0", method="GET")
         expect_error(c, 400, "cursor", path="/v1/jobs?cursor=abc", method="GET")
         expect_error(c, 400, "cursor", path="/v1/jobs?cursor=-5", method="GET")
         # the CLI: 1000 by default, --limit past one page, --all to the end
-        ids = lambda p: [int(x) for x in p.stdout.split()]  # noqa: E731
         assert ids(c.cli("jobs", "-q", check=True)) == everything[:1000]
         assert ids(c.cli("jobs", "-q", "--limit", "1111", check=True)) == everything[:1111]
         assert ids(c.cli("jobs", "-q", "--all", check=True)) == everything

@@ -342,6 +342,22 @@ def test_top_lists_running_jobs_by_start_and_a_gangs_gpus_whole():
             c.api("DELETE", f"/v1/jobs/{j['id']}")
 
 
+def test_top_shows_the_oldest_waiting_jobs_past_a_thousand():
+    # top read the newest 1,000 pending jobs, so past that its first waiting
+    # jobs were the 1,000th newest, not the oldest
+    with Cluster(agents=0) as c:
+        first = c.submit(command=["true"], gpus=1, name="oldest")
+        out = c.api("POST", "/v1/jobs:batch",
+                    {"jobs": [{"command": ["true"], "gpus": 1, "array": 1100}]})
+        assert out["created"] == 1, out
+        top = c.cli("top", "--once", check=True).stdout
+        assert "1000+ pending" in top, top
+        lines = top.splitlines()
+        at = lines.index(next(l for l in lines if l.startswith("PENDING")))
+        assert lines[at + 1].split()[:2] == [str(first["id"]), "oldest"], top
+        assert lines[at + 2].split()[0] == str(out["jobs"][0]["ids"][0]), top
+
+
 def test_top_redraws_until_q_is_pressed():
     with Cluster(agents=1) as c:
         env = dict(os.environ, TIDE_SERVER=c.url, TIDE_TOKEN=c.admin)
@@ -425,6 +441,7 @@ if __name__ == "__main__":
         test_a_requeue_uses_no_retry_even_after_a_server_restart,
         test_top_once_shows_the_queue_nodes_running_and_waiting_jobs,
         test_top_lists_running_jobs_by_start_and_a_gangs_gpus_whole,
+        test_top_shows_the_oldest_waiting_jobs_past_a_thousand,
         test_top_redraws_until_q_is_pressed,
         test_usage_meters_nodes_joined_by_hand_per_user_and_keeps_it_across_a_restart,
     ])
