@@ -257,6 +257,12 @@ def test_every_metric_the_grafana_dashboard_queries_exists():
     for p in dash["panels"]:
         if p["type"] != "row":
             assert p["datasource"]["uid"] == "${datasource}", p["title"]
+    for p in dash["panels"]:  # a title that promises a dashed line keeps its promise
+        if "dashed" in p["title"]:
+            dashed = [o["matcher"]["options"] for o in p["fieldConfig"]["overrides"]
+                      if {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}
+                      in o["properties"] and o["matcher"]["id"] == "byFrameRefID"]
+            assert dashed and set(dashed) <= {t["refId"] for t in p["targets"]}, p["title"]
     queries = list(dashboard_queries(dash))
     wanted = set().union(*(metric_names(q) for q in queries))
     assert len(queries) >= 20 and len(wanted) >= 20, (len(queries), wanted)
