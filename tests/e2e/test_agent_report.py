@@ -4,6 +4,8 @@ long-poll has nothing left to answer: one request per job fewer. A node
 driven by hand, so that the heartbeat reply is the only place the start
 could come from before the wait."""
 import os
+import signal
+import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -91,6 +93,44 @@ def test_a_heartbeat_older_than_one_already_read_is_refused_and_changes_nothing(
         assert status == 400 and out["error"]["field"] == "stopping", out
 
 
+def test_a_refused_fault_commit_leaves_what_is_stored_and_the_heartbeat_numbering():
+    # A heartbeat whose GPU fault the database refuses (here a trigger the
+    # test adds while the server is down: the store's file is its alone
+    # while it runs) reloads the cluster: the fault, never stored, is not
+    # kept in memory, and the reload still knows which heartbeat was read last.
+    with Cluster(agents=0, node_timeout_ms=60000) as c:
+        token = c.register_by_hand()["node_token"]
+
+        def heartbeat(seq, fault=None):
+            gpu = {"index": 0, "memory_total_mib": 1000}
+            if fault:
+                gpu.update(health="fault", fault=fault, fault_seq=1)
+            return c.request("POST", "/v1/agent/heartbeat",
+                             {"tasks": [], "gpus": [gpu], "run": "a1", "seq": seq}, token=token)
+
+        def gpu0():
+            return c.node("hand")["gpus"][0]
+
+        def with_server_down(sql):
+            c.kill_server(signal.SIGTERM)
+            db = sqlite3.connect(os.path.join(c.data, "tide.db"))
+            db.execute(sql)
+            db.commit()
+            db.close()
+            c.start_server()
+        with_server_down("CREATE TRIGGER refuse_faults BEFORE INSERT ON events"
+                         " WHEN NEW.kind = 'gpu_fault' BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        assert heartbeat(5)[0] == 200
+        status, out = heartbeat(6, fault="xid 79")
+        assert status == 500, out
+        assert gpu0()["healthy"] is True and gpu0()["fault"] is None, gpu0()
+        status, out = heartbeat(5)  # read before the reload: still older than 6
+        assert status == 409 and "stale heartbeat" in out["error"]["message"], out
+        with_server_down("DROP TRIGGER refuse_faults")
+        assert heartbeat(7, fault="xid 79")[0] == 200
+        assert gpu0()["healthy"] is False and gpu0()["fault"] == "xid 79", gpu0()
+
+
 def test_real_agents_run_a_queue_one_job_after_another_with_each_start_once():
     # One GPU, a queue of short jobs: each start comes with the previous
     # exit's reply, and none of them runs twice.
@@ -108,5 +148,6 @@ if __name__ == "__main__":
     run_tests([
         test_a_heartbeat_older_than_one_already_read_is_refused_and_changes_nothing,
         test_the_exit_report_reply_carries_the_next_start_and_the_wait_stays_parked,
+        test_a_refused_fault_commit_leaves_what_is_stored_and_the_heartbeat_numbering,
         test_real_agents_run_a_queue_one_job_after_another_with_each_start_once,
     ])
