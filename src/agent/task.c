@@ -33,6 +33,7 @@
 #include "agent/task_env_file.h"
 #include "agent/task_exec.h"
 #include "common/log.h"
+#include "common/utf8.h"
 
 extern char **environ;
 
@@ -149,6 +150,7 @@ static void fail_start(struct agent_task *t, const char *why)
     t->has_exit_code = false;
     t->has_signal = false;
     snprintf(t->reason, sizeof t->reason, "start failed: %s", why);
+    utf8_trim_tail(t->reason); /* a long path, cut: still text */
     if (t->log_path) {
         char line[320];
         snprintf(line, sizeof line, "tide: %s\n", t->reason);

@@ -17,7 +17,12 @@ int tide_err_set(struct tide_err *err, int code, const char *field, const char *
     va_start(ap, fmt);
     vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
-    utf8_trim_tail(err->message); /* cut inside a character, it is no text */
+    /* cut inside a character, or holding a client's bytes that are not
+     * UTF-8, it is no text: a reply could not carry it */
+    utf8_trim_tail(err->message);
+    utf8_scrub(err->message);
+    utf8_trim_tail(err->field);
+    utf8_scrub(err->field);
     return code;
 }
 

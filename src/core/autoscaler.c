@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "common/utf8.h"
 #include "core/gang.h"
 #include "core/gpu_share.h"
 #include "core/order_keep.h"
@@ -245,8 +246,12 @@ static int fail_stuck_nodes(struct autoscaler *a, struct cluster *c, int64_t now
             snprintf(why, sizeof why, "%s", n->drain_reason);
         else if (n->probe_drained && n->state == NODE_DRAINING && !node_has_tasks(c, n) &&
                  now_ms - n->probe_drained_ms > limit_ms) /* gpu_health.h: its probe */
-            snprintf(why, sizeof why, "%.100s for over %llds", n->drain_reason,
+        {
+            char cause[101];
+            utf8_copy(cause, sizeof cause, n->drain_reason); /* its probe's words */
+            snprintf(why, sizeof why, "%s for over %llds", cause,
                      (long long)a->pools[p].boot_timeout_s);
+        }
         else
             continue;
         n->state = NODE_FAILED;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/tide_err.h"
+#include "common/utf8.h"
 #include "core/sched.h"
 
 #include "core/core_banned.h"
@@ -26,8 +27,9 @@ static void record_exit(struct cluster *c, struct job *job, const struct task_re
     enum job_state final_state;
     if (job->state == JOB_PREEMPTED && !job->cancel_requested) {
         /* Even exit 0: a job told to checkpoint and stop is not done. */
-        char why[TIDE_REASON_MAX];
-        snprintf(why, sizeof why, "preempted (%.120s)", r->reason);
+        char why[TIDE_REASON_MAX], cause[121];
+        utf8_copy(cause, sizeof cause, r->reason); /* the agent's words, cut on a character */
+        snprintf(why, sizeof why, "preempted (%s)", cause);
         sched_fail_attempt(c, job, JOB_PREEMPTED, JOB_FAILED, why, r->exit_code, r->signal,
                            now_ms, out);
         return;

@@ -502,7 +502,7 @@ static int parse_reports(json_t *tasks, struct task_report *out, size_t *n, stru
         r->exited = !strcmp(string_field(t, "state", "running"), "exited");
         r->exit_code = (int)int_field(t, "exit_code", -1);
         r->signal = (int)int_field(t, "signal", 0);
-        snprintf(r->reason, sizeof r->reason, "%s", string_field(t, "reason", ""));
+        utf8_copy(r->reason, sizeof r->reason, string_field(t, "reason", ""));
         if (r->exited && !r->reason[0]) {
             if (r->signal)
                 snprintf(r->reason, sizeof r->reason, "signal %d", r->signal);

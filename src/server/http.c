@@ -16,6 +16,7 @@
 #include "common/json_write.h"
 #include "common/log.h"
 #include "common/port_owner.h"
+#include "common/utf8.h"
 #include "server/agent_wake.h"
 #include "server/http_guard.h"
 #include "server/http_tls.h"
@@ -55,11 +56,13 @@ int api_error(struct api_reply *reply, const struct tide_err *err)
 {
     reply->status = tide_errcode_http_status(err->code);
     json_decref(reply->json);
-    reply->json = json_pack("{s:{s:s, s:s}}", "error", "code", tide_errcode_name(err->code),
-                            "message", err->message);
+    /* utf8_json_string: a message quoting a client's bytes cut or not
+     * UTF-8 is still answered as itself, not as a failure of the reply */
+    reply->json = json_pack("{s:{s:s, s:o}}", "error", "code", tide_errcode_name(err->code),
+                            "message", utf8_json_string(err->message));
     if (reply->json && err->field[0])
         json_object_set_new(json_object_get(reply->json, "error"), "field",
-                            json_string(err->field));
+                            utf8_json_string(err->field));
     return 0;
 }
 
@@ -73,6 +76,7 @@ int api_error_msg(struct api_reply *reply, int code, const char *field, const ch
     va_start(ap, fmt);
     vsnprintf(err.message, sizeof err.message, fmt, ap);
     va_end(ap);
+    utf8_trim_tail(err.message); /* a quoted value cut at the end */
     return api_error(reply, &err);
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "store/store_db.h"
 
 static void bind_id(struct db_stmt *st, int i, int64_t id)
@@ -199,11 +200,11 @@ static json_t *text_or_null(struct db_stmt *st, int i)
 static json_t *event_json(struct db_stmt *st)
 {
     return json_pack(
-        "{s:I, s:f, s:s, s:o, s:o, s:o, s:o, s:s}", "id", (json_int_t)db_column_int64(st, 0),
+        "{s:I, s:f, s:s, s:o, s:o, s:o, s:o, s:o}", "id", (json_int_t)db_column_int64(st, 0),
         "time", (double)db_column_int64(st, 1) / 1000.0, "kind", db_column_text(st, 2), "job_id",
         db_column_is_null(st, 3) ? json_null() : json_integer(db_column_int64(st, 3)), "node",
         text_or_null(st, 4), "pool", text_or_null(st, 5), "project", text_or_null(st, 6), "message",
-        db_column_text(st, 7));
+        utf8_json_string(db_column_text(st, 7))); /* a row written before text was checked */
 }
 
 /* Reverses a in place (the tail is read newest first). */

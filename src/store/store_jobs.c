@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "core/job_spec.h"
 #include "store/store.h"
 #include "store/store_db.h"
@@ -621,12 +622,12 @@ static json_t *job_row_to_json(struct db_stmt *st)
     json_t *gpus = column_json(st, 10);
     json_t *spec = column_json(st, 8);
     json_t *j =
-        json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:o, s:o, s:o, s:o, s:o,"
+        json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:o, s:i, s:o, s:o, s:o, s:o, s:o,"
                   " s:o, s:o, s:o, s:b, s:s}",
                   "id", (json_int_t)db_column_int64(st, 0), "name", db_column_text(st, 1),
                   "project", db_column_text(st, 2), "queue", db_column_text(st, 3), "priority",
                   (int)db_column_int64(st, 4), "state", db_column_text(st, 5), "reason",
-                  db_column_text(st, 6), "attempt", (int)db_column_int64(st, 7), "spec",
+                  utf8_json_string(db_column_text(st, 6)), "attempt", (int)db_column_int64(st, 7), "spec",
                   spec ? spec : json_object(), "node",
                   db_column_is_null(st, 9) ? json_null() : json_string(db_column_text(st, 9)),
                   "gpus", gpus ? gpus : json_array(), "exit_code", int_or_null(st, 11), "signal",
@@ -638,7 +639,7 @@ static json_t *job_row_to_json(struct db_stmt *st)
         bool held = !db_column_is_null(st, 18) && !strcmp(db_column_text(st, 5), "pending");
         json_object_set_new(j, "held", json_boolean(held));
         if (held)
-            json_object_set_new(j, "hold_reason", json_string(db_column_text(st, 18)));
+            json_object_set_new(j, "hold_reason", utf8_json_string(db_column_text(st, 18)));
     }
     return j;
 }

@@ -1,7 +1,9 @@
 """End to end: bad input gets a 4xx naming the field; tokens and project isolation."""
 import json
 import os
+import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -468,6 +470,53 @@ def test_an_unreachable_store_stops_the_server_naming_it_without_its_password():
         p = subprocess.run([TIDE, "server", "--store", "", "--data", os.path.join(d, "data")],
                            capture_output=True, text=True, timeout=10)
         assert p.returncode == 2 and "--store" in p.stderr, (p.returncode, p.stderr)
+def test_text_that_is_not_utf8_or_cut_mid_character_is_answered_not_failed():
+    # A quoted key cut inside a character, a query byte that is not UTF-8,
+    # an agent's reason cut in the middle of one: each came back as
+    # "internal: out of memory", and the job's row then failed every listing
+    # and /v1/events for everyone.
+    with Cluster(agents=0, node_timeout_ms=60000) as c:
+        key = "a" + "\u00e9" * 40
+        err = expect_error(c, 400, None, {key: 1, "command": ["x"]})
+        assert err["code"] == "bad_request" and err["field"].startswith("a\u00e9"), err
+        for query in ("state=%FF", "cursor=%FF", "order=%FF"):
+            err = expect_error(c, 400, query.split("=")[0], path="/v1/jobs?" + query, method="GET")
+            assert err["code"] == "bad_request" and "?" in err["message"], err
+        token = c.register_by_hand()["node_token"]
+        job = c.submit(command=["true"], gpus=1)["id"]
+        wait_until(lambda: c.job(job)["state"] == "starting", 10, what="the job placed")
+        reason = "\u00e9" * 100  # 200 bytes: cut inside one by the server's 160
+        task = {"job_id": job, "attempt": 1, "state": "exited", "exit_code": 3, "reason": reason}
+        status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": [task]}, token=token)
+        assert status == 200, out
+        done = c.job(job)
+        assert done["state"] == "failed" and done["reason"].startswith("\u00e9" * 70), done
+        assert [j["id"] for j in c.jobs()] == [job]
+        assert c.request("GET", "/v1/events")[0] == 200
+        # a row stored by an older server with such bytes is shown, not dropped
+        c.kill_server(signal.SIGTERM)
+        db = sqlite3.connect(os.path.join(c.data, "tide.db"))
+        db.execute("UPDATE jobs SET reason = CAST(X'61C3' AS TEXT) WHERE id = ?", (job,))
+        db.execute("UPDATE events SET message = CAST(X'62E282' AS TEXT) WHERE job_id = ?", (job,))
+        db.commit()
+        db.close()
+        c.start_server()
+        assert c.job(job)["reason"] == "a?", c.job(job)
+        assert [j["reason"] for j in c.jobs()] == ["a?"]
+        events = c.api("GET", f"/v1/events?job={job}")["events"]
+        assert events and all(e["message"] == "b??" for e in events), events
+
+
+def test_a_start_failing_on_a_long_non_ascii_path_is_reported_whole():
+    with Cluster(agents=1) as c:
+        path = "/xy/" + "\u00e9" * 100
+        job = c.submit(command=[path], gpus=1)["id"]
+        done = c.wait_final([job], timeout=30)[job]
+        assert done["state"] == "failed" and done["reason"].startswith("start failed: /xy/"), done
+        assert c.request("GET", "/v1/events")[0] == 200
+        assert [j["id"] for j in c.jobs()] == [job]
+
+
 def test_job_listings_come_in_pages_with_a_cursor_and_the_cli_pages_through():
     with Cluster(agents=0) as c:
         a = c.api("POST", "/v1/tokens", {"name": "alice", "projects": ["vision"]}, expect=201)["token"]
@@ -549,6 +598,8 @@ if __name__ == "__main__":
         test_a_registration_sent_again_after_its_answer_was_lost_is_answered_again,
         test_an_agent_whose_name_is_held_by_a_live_node_waits_for_it_to_be_lost,
         test_project_tokens_cannot_see_or_touch_other_projects,
+        test_text_that_is_not_utf8_or_cut_mid_character_is_answered_not_failed,
+        test_a_start_failing_on_a_long_non_ascii_path_is_reported_whole,
         test_job_listings_come_in_pages_with_a_cursor_and_the_cli_pages_through,
         test_metrics_count_jobs_nodes_and_gpus,
         test_server_refuses_a_bad_config_with_line_and_key,

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/tide_err.h"
@@ -55,12 +56,53 @@ static void test_an_error_message_cut_short_stays_text(void **state)
     assert_true(((unsigned char)err.message[n - 1] & 0xc0) == 0x80); /* ends on a whole Ä */
 }
 
+static void test_bytes_that_are_not_characters_become_question_marks(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain", "plain"},
+        {"\xc3\x84\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\x84\xe2\x82\xac\xf0\x9f\x98\x80"},
+        {"a\xff" "b", "a?b"},                 /* never a UTF-8 byte */
+        {"a\x84" "b", "a?b"},                 /* a continuation with no lead */
+        {"a\xc3", "a?"},                   /* cut at the end */
+        {"\xe2\x82x", "??x"},             /* cut in the middle */
+        {"\xc0\xaf", "??"},               /* overlong '/' */
+        {"\xe0\x80\xaf", "???"},         /* overlong, three bytes */
+        {"\xed\xa0\x80", "???"},         /* a surrogate half */
+        {"\xf4\x90\x80\x80", "????"},   /* past U+10FFFF */
+        {"\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf"}, /* U+10FFFF itself */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%s", cases[i].in);
+        utf8_scrub(buf);
+        assert_string_equal(buf, cases[i].out);
+        json_t *v = utf8_json_string(cases[i].in); /* what jansson takes, the same */
+        assert_non_null(v);
+        assert_string_equal(json_string_value(v), cases[i].out);
+        json_decref(v);
+    }
+}
+
+static void test_an_error_quoting_bytes_that_are_not_text_can_be_answered(void **state)
+{
+    (void)state;
+    struct tide_err err;
+    tide_err_set(&err, TIDE_EINVAL, "st\xff" "ate", "state: unknown state '%.3s'", "\xc3\x84\xc3\x84");
+    assert_string_equal(err.message, "state: unknown state '\xc3\x84?'");
+    assert_string_equal(err.field, "st?ate");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_copy_that_does_not_fit_is_cut_before_the_character),
         cmocka_unit_test(test_an_incomplete_character_at_the_end_is_dropped),
         cmocka_unit_test(test_an_error_message_cut_short_stays_text),
+        cmocka_unit_test(test_bytes_that_are_not_characters_become_question_marks),
+        cmocka_unit_test(test_an_error_quoting_bytes_that_are_not_text_can_be_answered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
