@@ -76,6 +76,25 @@ bool api_idempotency_key_valid(const char *key)
     return n >= 1 && n <= IDEMPOTENCY_KEY_MAX;
 }
 
+/* A project's user (tide.yaml) keeps its jobs' files from other projects'
+ * jobs: only the admin token may have a job ask for another project's
+ * user. 0, or an error naming "user". */
+static int check_user_of_another_project(const struct server *srv, const struct api_request *req,
+                                         json_t *spec, const char *project, struct tide_err *err)
+{
+    const char *user = json_string_value(json_object_get(spec, "user"));
+    if (!user || req->token.kind == TOKEN_ADMIN)
+        return 0;
+    for (int i = 0; i < srv->cfg.nproject_users; i++)
+        if (!strcmp(srv->cfg.project_users[i].user, user) &&
+            strcmp(srv->cfg.project_users[i].project, project) != 0)
+            return tide_err_set(err, TIDE_EPERM, "user",
+                                "user: '%s' runs the jobs of project '%s'; a job of project '%s' "
+                                "may not ask for it",
+                                user, srv->cfg.project_users[i].project, project);
+    return 0;
+}
+
 int api_jobs_check_spec(struct server *srv, const struct api_request *req, json_t *given,
                         json_t **spec, struct job *job, struct tide_err *err)
 {
@@ -86,6 +105,8 @@ int api_jobs_check_spec(struct server *srv, const struct api_request *req, json_
     if (!rc && !auth_project_allowed(req, job->project))
         rc = tide_err_set(err, TIDE_EPERM, "project",
                           "project: this token may not submit to project '%s'", job->project);
+    if (!rc)
+        rc = check_user_of_another_project(srv, req, *spec, job->project, err);
     if (rc) {
         json_decref(*spec);
         *spec = NULL;

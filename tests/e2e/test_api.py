@@ -470,6 +470,23 @@ def test_an_unreachable_store_stops_the_server_naming_it_without_its_password():
         p = subprocess.run([TIDE, "server", "--store", "", "--data", os.path.join(d, "data")],
                            capture_output=True, text=True, timeout=10)
         assert p.returncode == 2 and "--store" in p.stderr, (p.returncode, p.stderr)
+def test_a_job_may_not_ask_for_another_projects_user_unless_the_admin_submits_it():
+    # A project's user keeps its files from other projects' jobs: a token of
+    # nlp asking for vision's user ran as it.
+    config = "projects:\n  - name: vision\n    user: daemon\n  - name: nlp\n    user: nobody\n"
+    with Cluster(agents=0, config=config) as c:
+        bob = c.api("POST", "/v1/tokens", {"name": "bob", "projects": ["nlp"]}, expect=201)["token"]
+        spec = {"command": ["id"], "gpus": 0, "project": "nlp", "user": "daemon"}
+        err = expect_error(c, 403, "user", spec, token=bob)
+        assert "'daemon' runs the jobs of project 'vision'" in err["message"], err
+        out = c.api("POST", "/v1/jobs:batch", {"jobs": [spec, dict(spec, user="nobody")]},
+                    token=bob)
+        assert out["created"] == 1 and out["jobs"][0]["error"]["field"] == "user", out
+        assert c.submit(token=bob, **dict(spec, user="nobody"))["spec"]["user"] == "nobody"
+        assert c.submit(token=bob, **dict(spec, user="tide-other"))["spec"]["user"] == "tide-other"
+        assert c.submit(**spec)["spec"]["user"] == "daemon"  # the admin may
+
+
 def test_text_that_is_not_utf8_or_cut_mid_character_is_answered_not_failed():
     # A quoted key cut inside a character, a query byte that is not UTF-8,
     # an agent's reason cut in the middle of one: each came back as
@@ -598,6 +615,7 @@ if __name__ == "__main__":
         test_a_registration_sent_again_after_its_answer_was_lost_is_answered_again,
         test_an_agent_whose_name_is_held_by_a_live_node_waits_for_it_to_be_lost,
         test_project_tokens_cannot_see_or_touch_other_projects,
+        test_a_job_may_not_ask_for_another_projects_user_unless_the_admin_submits_it,
         test_text_that_is_not_utf8_or_cut_mid_character_is_answered_not_failed,
         test_a_start_failing_on_a_long_non_ascii_path_is_reported_whole,
         test_job_listings_come_in_pages_with_a_cursor_and_the_cli_pages_through,
