@@ -540,12 +540,14 @@ int store_jobs_load_active(struct store *s, struct cluster *c, struct tide_err *
         struct job job;
         memset(&job, 0, sizeof job);
         json_t *canonical = NULL;
-        struct tide_err ignored;
+        struct tide_err why;
+        tide_err_clear(&why);
         /* The stored spec passed validation once; parse it the same way again. */
-        if (!spec || job_spec_from_object(spec, &canonical, &job, &ignored) != 0) {
+        if (!spec || job_spec_from_object(spec, &canonical, &job, &why) != 0) {
             json_decref(spec);
-            rc = tide_err_set(err, TIDE_EIO, NULL, "job %lld has an unreadable spec",
-                              (long long)db_column_int64(st, 0));
+            rc = tide_err_set(err, TIDE_EIO, NULL, "job %lld has an unreadable spec (%s)",
+                              (long long)db_column_int64(st, 0),
+                              why.message[0] ? why.message : "not JSON");
             break;
         }
         json_decref(canonical);

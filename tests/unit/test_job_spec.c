@@ -354,6 +354,50 @@ static void test_env_values_must_be_strings(void **state)
     assert_refused("{\"env\": {\"N\": 3}, " CMD "}", "env", "env.N: must be a string");
 }
 
+/* A body with n variables (the last TIDE_ARRAY_INDEX when named) and the
+ * array field when array > 0. New string. */
+static char *env_body(int n, bool index_named, int array)
+{
+    json_t *env = json_object(), *body = json_pack("{s:[s], s:i}", "command", "true", "gpus", 0);
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, i == n - 1 && index_named ? "TIDE_ARRAY_INDEX" : "V%d", i);
+        json_object_set_new(env, name, json_string("x"));
+    }
+    json_object_set_new(body, "env", env);
+    if (array)
+        json_object_set_new(body, "array", json_integer(array));
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    return text;
+}
+
+static void test_an_array_members_spec_with_its_index_reads_back(void **state)
+{
+    (void)state;
+    /* each member's stored spec gains TIDE_ARRAY_INDEX and is read back
+     * at every start: 1025 variables there stopped the server loading */
+    char *over = env_body(JOB_SPEC_MAX_ENV + 1, false, 2);
+    assert_refused(over, "env", "at most 1024 variables");
+    free(over);
+    int fit[][3] = {{JOB_SPEC_MAX_ENV, 0, 2}, {JOB_SPEC_MAX_ENV, 1, 2}, {JOB_SPEC_MAX_ENV, 0, 0}};
+    for (size_t i = 0; i < sizeof fit / sizeof fit[0]; i++) {
+        char *body = env_body(fit[i][0], fit[i][1], fit[i][2]);
+        struct parsed p = parse_ok(body);
+        if (fit[i][2]) {
+            json_object_set_new(json_object_get(p.spec, "env"), "TIDE_ARRAY_INDEX",
+                                json_string("1"));
+            json_object_del(p.spec, "array");
+        }
+        char *member = json_dumps(p.spec, JSON_COMPACT); /* as a member is stored */
+        json_decref(p.spec);
+        p = parse_ok(member);
+        json_decref(p.spec);
+        free(member);
+        free(body);
+    }
+}
+
 static void test_env_must_be_an_object(void **state)
 {
     (void)state;
@@ -493,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_env_names_must_be_shell_identifiers),
         cmocka_unit_test(test_env_values_must_be_strings),
         cmocka_unit_test(test_env_must_be_an_object),
+        cmocka_unit_test(test_an_array_members_spec_with_its_index_reads_back),
         cmocka_unit_test(test_relative_workdir_is_refused),
         cmocka_unit_test(test_checkpoint_signal_accepts_names_with_or_without_sig_and_numbers),
         cmocka_unit_test(test_checkpoint_signal_refuses_what_is_not_a_signal),
