@@ -7,6 +7,8 @@
  * so that it carries the start the exit made room for.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -464,7 +466,8 @@ static json_t *store_log_chunks(struct server *srv, struct node *node, json_t *l
     json_array_foreach(logs, i, chunk)
     {
         int64_t job_id = int_field(chunk, "job_id", 0);
-        int attempt = (int)int_field(chunk, "attempt", 0);
+        long long given_attempt = int_field(chunk, "attempt", 0);
+        int attempt = given_attempt > 0 && given_attempt <= INT_MAX ? (int)given_attempt : 0;
         int64_t offset = int_field(chunk, "offset", -1);
         json_t *data = json_object_get(chunk, "data");
         if (offset < 0 || !json_is_string(data) || !log_is_from(srv, node, job_id, attempt))
@@ -497,11 +500,35 @@ static int parse_reports(json_t *tasks, struct task_report *out, size_t *n, stru
     {
         struct task_report *r = &out[(*n)++];
         memset(r, 0, sizeof *r);
-        r->job_id = int_field(t, "job_id", 0);
-        r->attempt = (int)int_field(t, "attempt", 0);
-        r->exited = !strcmp(string_field(t, "state", "running"), "exited");
-        r->exit_code = (int)int_field(t, "exit_code", -1);
-        r->signal = (int)int_field(t, "signal", 0);
+        /* every number checked before it is narrowed: an exit code of 2^32
+         * read as 0 recorded a failed job as succeeded */
+        char where[32];
+        snprintf(where, sizeof where, "tasks[%zu].", i);
+        long long job_id, attempt, exit_code, signal;
+        if (!json_is_object(t))
+            return api_error_msg(reply, TIDE_EINVAL, "tasks", "tasks[%zu]: must be an object", i),
+                   -1;
+        if (bounded_field(t, "job_id", 1, INT64_MAX, 0, where, &job_id, reply) ||
+            bounded_field(t, "attempt", 1, INT_MAX, 0, where, &attempt, reply) ||
+            bounded_field(t, "exit_code", 0, 255, -1, where, &exit_code, reply) ||
+            bounded_field(t, "signal", 0, 127, 0, where, &signal, reply))
+            return -1;
+        const char *state = string_field(t, "state", "running");
+        if (!job_id || !attempt || (strcmp(state, "running") && strcmp(state, "exited")))
+            return api_error_msg(reply, TIDE_EINVAL, !job_id ? "job_id" : !attempt ? "attempt" : "state",
+                                 "tasks[%zu]: needs job_id, attempt and a state of running or "
+                                 "exited", i),
+                   -1;
+        json_t *reason = json_object_get(t, "reason");
+        if (reason && !json_is_string(reason) && !json_is_null(reason))
+            return api_error_msg(reply, TIDE_EINVAL, "reason", "tasks[%zu].reason: must be a string",
+                                 i),
+                   -1;
+        r->job_id = job_id;
+        r->attempt = (int)attempt;
+        r->exited = !strcmp(state, "exited");
+        r->exit_code = (int)exit_code;
+        r->signal = (int)signal;
         utf8_copy(r->reason, sizeof r->reason, string_field(t, "reason", ""));
         if (r->exited && !r->reason[0]) {
             if (r->signal)

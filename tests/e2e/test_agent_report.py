@@ -93,6 +93,29 @@ def test_a_heartbeat_older_than_one_already_read_is_refused_and_changes_nothing(
         assert status == 400 and out["error"]["field"] == "stopping", out
 
 
+def test_task_reports_that_are_not_reports_are_refused_naming_the_field():
+    # Entries that were not objects became stop orders for job 0, an exit
+    # code of 2^32 was read as 0 (the job succeeded), a misspelt state as
+    # running.
+    with Cluster(agents=0, node_timeout_ms=60000) as c:
+        token = c.register_by_hand()["node_token"]
+        job = c.submit(command=["true"], gpus=1)["id"]
+        wait_until(lambda: c.job(job)["state"] == "starting", 10, what="the job placed")
+        task = {"job_id": job, "attempt": 1, "state": "exited", "exit_code": 3}
+        for bad, field in ((1, "tasks"), (dict(task, state="exitted"), "state"),
+                           (dict(task, exit_code=2 ** 32), "exit_code"),
+                           (dict(task, attempt=2 ** 32 + 1), "attempt"),
+                           (dict(task, job_id=-5), "job_id"), (dict(task, signal=-1), "signal"),
+                           (dict(task, reason=7), "reason"), ({"state": "running"}, "job_id")):
+            status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": [bad]}, token=token)
+            assert status == 400 and out["error"]["field"] == field, (bad, out)
+        assert c.job(job)["state"] == "starting"
+        status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": [task]}, token=token)
+        assert status == 200, out
+        done = c.job(job)
+        assert done["state"] == "failed" and done["exit_code"] == 3, done
+
+
 def test_a_refused_fault_commit_leaves_what_is_stored_and_the_heartbeat_numbering():
     # A heartbeat whose GPU fault the database refuses (here a trigger the
     # test adds while the server is down: the store's file is its alone
@@ -148,6 +171,7 @@ if __name__ == "__main__":
     run_tests([
         test_a_heartbeat_older_than_one_already_read_is_refused_and_changes_nothing,
         test_the_exit_report_reply_carries_the_next_start_and_the_wait_stays_parked,
+        test_task_reports_that_are_not_reports_are_refused_naming_the_field,
         test_a_refused_fault_commit_leaves_what_is_stored_and_the_heartbeat_numbering,
         test_real_agents_run_a_queue_one_job_after_another_with_each_start_once,
     ])
