@@ -108,7 +108,7 @@ static int64_t share_limit_mib(const struct node *node, const struct job *job)
 static json_t *parse_body(struct api_request *req, struct api_reply *reply)
 {
     json_error_t jerr;
-    json_t *body = json_loadb(req->body, req->body_len, 0, &jerr);
+    json_t *body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(body)) {
         json_decref(body);
         api_error_msg(reply, TIDE_EINVAL, NULL, "body must be a JSON object (%s)", jerr.text);

@@ -109,6 +109,9 @@ def test_task_reports_that_are_not_reports_are_refused_naming_the_field():
                            (dict(task, reason=7), "reason"), ({"state": "running"}, "job_id")):
             status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": [bad]}, token=token)
             assert status == 400 and out["error"]["field"] == field, (bad, out)
+        status, out = c.request("POST", "/v1/agent/heartbeat", token=token,
+                                raw=b'{"tasks": [], "tasks": [{"job_id": 1}]}')
+        assert status == 400 and "duplicate" in out["error"]["message"], out
         assert c.job(job)["state"] == "starting"
         status, out = c.request("POST", "/v1/agent/heartbeat", {"tasks": [task]}, token=token)
         assert status == 200, out
