@@ -251,42 +251,6 @@ static int parse_json_spec(const char *name, const char *text, size_t len, json_
     return 0;
 }
 
-/* YAML reads `[train.py, --epochs, 10]` with an integer 10 and `X: true`
- * with a boolean, but argv and environment values are strings: turn such
- * plain scalars back into their text (quote a value in YAML to keep its
- * exact spelling, e.g. "1.50"). */
-static json_t *scalar_as_string(json_t *v)
-{
-    if (json_is_string(v) || json_is_object(v) || json_is_array(v))
-        return NULL;
-    char *text = json_dumps(v, JSON_ENCODE_ANY);
-    json_t *s = text ? json_string(text) : NULL;
-    free(text);
-    return s;
-}
-
-static void stringify_argv_and_env(json_t *spec)
-{
-    json_t *command = json_object_get(spec, "command");
-    size_t i;
-    json_t *v;
-    json_array_foreach(command, i, v)
-    {
-        json_t *s = scalar_as_string(v);
-        if (s)
-            json_array_set_new(command, i, s);
-    }
-    json_t *env = json_object_get(spec, "env");
-    const char *key;
-    void *tmp;
-    json_object_foreach_safe(env, tmp, key, v)
-    {
-        json_t *s = scalar_as_string(v);
-        if (s)
-            json_object_set_new(env, key, s);
-    }
-}
-
 int cli_spec_load(const char *path, json_t **out, struct tide_err *err)
 {
     *out = NULL;
@@ -303,15 +267,15 @@ int cli_spec_load(const char *path, json_t **out, struct tide_err *err)
     const char *first = text + strspn(text, " \t\r\n");
     int is_json = ends_with(name, ".json") || (!ends_with(name, ".yaml") &&
                                                !ends_with(name, ".yml") && *first == '{');
+    /* argv and environment values are text as written: `--lr 0.1` */
+    static const char *const text_keys[] = {"command", "env", NULL};
     if (is_json)
         rc = parse_json_spec(name, text, len, out, err);
     else
-        rc = cli_yaml_to_json(text, len, name, out, err);
+        rc = cli_yaml_to_json_keeping_text(text, len, name, text_keys, out, err);
     free(text);
     if (rc < 0)
         return rc;
-    if (!is_json && json_is_object(*out))
-        stringify_argv_and_env(*out);
     if (!json_is_object(*out)) {
         rc = tide_err_set(err, TIDE_EINVAL, NULL,
                           "%s: a job spec must be a mapping of fields (name, gpus, command, "

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -21,6 +22,8 @@ struct yj {
     json_t *anchors; /* anchor name -> finished value */
     size_t values;   /* values created so far, aliases included */
     struct tide_err *err;
+    const char *const *text_keys; /* top-level keys whose plain scalars stay text */
+    bool as_text;                 /* within the value of one of them */
 };
 
 static int yj_fail(struct yj *y, yaml_mark_t mark, const char *field, const char *what)
@@ -165,7 +168,7 @@ static int yj_scalar(struct yj *y, yaml_event_t *ev, json_t **out)
     const char *tag = (const char *)ev->data.scalar.tag;
     int forced_string = tag && (!strcmp(tag, YAML_STR_TAG) || !strcmp(tag, "!"));
     const char *problem = NULL;
-    if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !forced_string)
+    if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !forced_string && !y->as_text)
         *out = yj_plain(s, n, &problem);
     else
         *out = json_stringn(s, n);
@@ -263,8 +266,13 @@ static int yj_mapping(struct yj *y, int depth, json_t *obj)
         json_t *value;
         yaml_event_t vev;
         rc = yj_next(y, &vev);
+        if (depth == 0) /* a top-level key: are its scalars text? */
+            for (const char *const *k = y->text_keys; k && *k && !y->as_text; k++)
+                y->as_text = !strcmp(*k, key);
         if (rc == 0)
             rc = yj_value(y, &vev, depth + 1, &value);
+        if (depth == 0)
+            y->as_text = false;
         if (rc == 0 && (json_object_set_new(obj, key, value) != 0 ||
                         json_object_set_new(key_lines, key,
                                             json_integer((json_int_t)key_mark.line + 1)) != 0))
@@ -383,8 +391,14 @@ static int yj_document(struct yj *y, json_t **out)
 int cli_yaml_to_json(const char *text, size_t len, const char *name, json_t **out,
                      struct tide_err *err)
 {
+    return cli_yaml_to_json_keeping_text(text, len, name, NULL, out, err);
+}
+
+int cli_yaml_to_json_keeping_text(const char *text, size_t len, const char *name,
+                                  const char *const *text_keys, json_t **out, struct tide_err *err)
+{
     *out = NULL;
-    struct yj y = {.name = name ? name : "<input>", .err = err};
+    struct yj y = {.name = name ? name : "<input>", .err = err, .text_keys = text_keys};
     y.anchors = json_object();
     if (!y.anchors)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "%s: out of memory", y.name);

@@ -23,4 +23,11 @@
 int cli_yaml_to_json(const char *text, size_t len, const char *name, json_t **out,
                      struct tide_err *err);
 
+/* The same, but the plain scalars anywhere under the top-level keys named
+ * in text_keys (NULL-terminated) stay strings, spelled as written: argv and
+ * environment values are text, and `0.1`, `0x1F` or an empty value read as
+ * numbers or null came back respelled ("0.10000000000000001", "31", "null"). */
+int cli_yaml_to_json_keeping_text(const char *text, size_t len, const char *name,
+                                  const char *const *text_keys, json_t **out, struct tide_err *err);
+
 #endif

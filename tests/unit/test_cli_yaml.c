@@ -5,8 +5,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cli/submit_spec.h"
 #include "cli/yaml_json.h"
 
 static json_t *convert_ok(const char *yaml)
@@ -233,6 +236,35 @@ static void test_unknown_alias_is_an_error(void **state)
     assert_non_null(strstr(err.message, "job.yaml:1:4:"));
 }
 
+static void test_a_job_files_argv_and_env_are_kept_as_written(void **state)
+{
+    (void)state;
+    /* read as numbers or null they came back respelled: 0.1 as
+     * 0.10000000000000001, 0x1F as 31, an empty value as "null" */
+    char path[] = "/tmp/tide-test-spec-XXXXXX.yaml";
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    static const char yaml[] =
+        "command: [python3, train.py, --lr, 0.1, --wd, 1e-400, --tag, 0x1F, --zip, 01234,\n"
+        "          --n, 1.50, --on, true, --x, .inf, 12345678901234567890, \"q\"]\n"
+        "env: {EMPTY: , TILDE: ~, RATE: 0.3, ON: yes}\n"
+        "gpus: 2\n";
+    assert_int_equal(write(fd, yaml, strlen(yaml)), (ssize_t)strlen(yaml));
+    close(fd);
+    json_t *spec = NULL;
+    struct tide_err err = {0};
+    int rc = cli_spec_load(path, &spec, &err);
+    unlink(path);
+    if (rc != 0)
+        print_error("unexpected error: %s\n", err.message);
+    assert_int_equal(rc, 0);
+    assert_json(spec, "{\"command\":[\"python3\",\"train.py\",\"--lr\",\"0.1\",\"--wd\","
+                      "\"1e-400\",\"--tag\",\"0x1F\",\"--zip\",\"01234\",\"--n\",\"1.50\","
+                      "\"--on\",\"true\",\"--x\",\".inf\",\"12345678901234567890\",\"q\"],"
+                      "\"env\":{\"EMPTY\":\"\",\"ON\":\"yes\",\"RATE\":\"0.3\","
+                      "\"TILDE\":\"~\"},\"gpus\":2}");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +286,7 @@ int main(void)
         cmocka_unit_test(test_alias_bomb_is_refused),
         cmocka_unit_test(test_deep_nesting_is_refused),
         cmocka_unit_test(test_unknown_alias_is_an_error),
+        cmocka_unit_test(test_a_job_files_argv_and_env_are_kept_as_written),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
