@@ -8,6 +8,7 @@
 
 #include "cli/fmt.h"
 #include "cli/submit_spec.h"
+#include "core/submit_limits.h"
 
 /* The body of one batch request stays well under the server's 1 MiB. */
 #define SUBMIT_FILE_MAX_BODY (768 * 1024)
@@ -169,7 +170,15 @@ int cli_submit_file(struct cli_client *c, const char *path, json_t *overrides,
     while (!rc && next < total) {
         size_t first = next;
         p.body = 0;
+        struct submit_size size = {0};
         while (next < total && next - first < SUBMIT_FILE_CHUNK && p.body < SUBMIT_FILE_MAX_BODY) {
+            /* the server counts array members and their specs' bytes: a
+             * spec that would take a request past either starts the next */
+            struct submit_size with = size;
+            submit_size_add(&with, json_array_get(all, next));
+            if (next > first && (with.jobs > SUBMIT_MAX_JOBS || with.spec_bytes > SUBMIT_MAX_SPEC_BYTES))
+                break;
+            size = with;
             char *text = json_dumps(json_array_get(all, next), JSON_COMPACT);
             p.body += text ? strlen(text) : 0;
             free(text);

@@ -13,7 +13,7 @@
 #include "server/agent_wake.h"
 #include "server/server.h"
 #include "server/submit_batch.h"
-#include "server/submit_limits.h"
+#include "core/submit_limits.h"
 
 /* "eta" of a pending job (docs/api.md): when it is expected to start and
  * what that rests on; start_time and in_s are null when there is none. */

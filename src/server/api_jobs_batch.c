@@ -12,7 +12,7 @@
 #include "common/sha256.h"
 #include "server/server.h"
 #include "server/submit_batch.h"
-#include "server/submit_limits.h"
+#include "core/submit_limits.h"
 
 /* The most specs in one request (the 1 MiB body limit usually comes first). */
 #define BATCH_MAX_JOBS 10000

@@ -198,6 +198,21 @@ def test_submit_file_reports_refused_lines_and_submits_the_rest():
         assert job["spec"]["gpus"] == 0 and job["spec"]["workdir"] == c.dir, job["spec"]
 
 
+def test_submit_file_splits_its_requests_by_array_members_too():
+    # Eleven lines of 10,000-member arrays, each one valid, were sent as one
+    # request of 110,000 jobs, which the server refuses whole.
+    with Cluster(agents=0) as c:
+        path = os.path.join(c.dir, "arrays.jsonl")
+        with open(path, "w") as f:
+            f.write('{"command": ["true"], "gpus": 0, "array": 10000}\n' * 11)
+        p = c.cli("submit", "--file", path, "--json", timeout=300)
+        assert p.returncode == 0, (p.returncode, p.stderr[-500:])
+        answers = json.loads(p.stdout)["jobs"]
+        assert len(answers) == 11 and all(len(a["ids"]) == 10000 for a in answers), \
+            [sorted(a) for a in answers[:1]]
+        assert c.api("GET", "/v1/jobs?limit=1")["jobs"][0]["id"] == 110000
+
+
 def test_submit_file_with_a_malformed_line_submits_nothing():
     with Cluster(agents=0) as c:
         path = os.path.join(c.dir, "bad.jsonl")

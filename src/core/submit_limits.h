@@ -3,10 +3,11 @@
  * checked on the parsed body before any job is built or the lock taken:
  * the server holds every array member's spec text in memory, and the lock
  * while it inserts them, so a small body of many large arrays could
- * otherwise take the server's memory and stop its scheduling.
+ * otherwise take the server's memory and stop its scheduling. tide submit
+ * --file cuts its requests by the same measure.
  */
-#ifndef TIDE_SERVER_SUBMIT_LIMITS_H
-#define TIDE_SERVER_SUBMIT_LIMITS_H
+#ifndef TIDE_CORE_SUBMIT_LIMITS_H
+#define TIDE_CORE_SUBMIT_LIMITS_H
 
 #include <jansson.h>
 

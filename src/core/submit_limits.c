@@ -1,7 +1,9 @@
 /* The size limits of one submit request (see submit_limits.h). */
-#include "server/submit_limits.h"
+#include "core/submit_limits.h"
 
 #include "core/job_spec.h"
+
+#include "core/core_banned.h"
 
 #define MIB (1024LL * 1024)
 
