@@ -163,8 +163,26 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
     return 0;
 }
 
+/* Whether s is a decimal number as written by a client: digits only (no
+ * sign, space or base), short enough not to overflow. */
+static bool all_digits(const char *s, size_t max_len)
+{
+    size_t n = strspn(s, "0123456789");
+    return n > 0 && !s[n] && n <= max_len;
+}
+
+static const char *const jobs_list_params[] = {"state", "queue",  "project", "order",
+                                               "limit", "cursor", NULL};
+
 int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
+    /* a misspelt filter (stat=) listed every job */
+    const char *unknown = api_query_unknown(req, jobs_list_params);
+    if (unknown)
+        return api_error_msg(reply, TIDE_EINVAL, unknown,
+                             "%.64s: unknown parameter (known: state, queue, project, order, "
+                             "limit, cursor)",
+                             unknown);
     struct job_filter f = {.state = api_query(req, "state"), .queue = api_query(req, "queue"),
                            .project = api_query(req, "project"),
                            .projects = req->token.kind == TOKEN_ADMIN ? NULL : req->token.projects};
@@ -179,9 +197,8 @@ int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply 
     int limit = JOBS_PAGE_DEFAULT;
     const char *given = api_query(req, "limit");
     if (given) {
-        char *end;
-        long n = strtol(given, &end, 10);
-        if (!*given || *end || n < 1 || n > JOBS_PAGE_MAX)
+        long n = all_digits(given, 9) ? strtol(given, NULL, 10) : 0;
+        if (n < 1 || n > JOBS_PAGE_MAX)
             return api_error_msg(reply, TIDE_EINVAL, "limit",
                                  "limit: must be 1 to %d; page through more with cursor "
                                  "(each reply's next)", JOBS_PAGE_MAX);
@@ -190,9 +207,8 @@ int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply 
     /* The cursor is the id of the last job listed (opaque to clients). */
     const char *cursor = api_query(req, "cursor");
     if (cursor) {
-        char *end;
-        long long id = strtoll(cursor, &end, 10);
-        if (!*cursor || *end || id < 1)
+        long long id = all_digits(cursor, 18) ? strtoll(cursor, NULL, 10) : 0;
+        if (id < 1)
             return api_error_msg(reply, TIDE_EINVAL, "cursor",
                                  "cursor: '%.32s' is not a previous reply's next", cursor);
         f.after_id = id;
@@ -399,12 +415,14 @@ int api_jobs_logs(struct server *srv, struct api_request *req, int64_t id, struc
     if (!job)
         return 0;
     json_decref(job);
+    const char *follow = api_query(req, "follow");
+    bool on = follow && (!strcmp(follow, "1") || !strcmp(follow, "true"));
+    if (follow && !on && strcmp(follow, "0") != 0 && strcmp(follow, "false") != 0)
+        return api_error_msg(reply, TIDE_EINVAL, "follow", "follow: must be 1 or 0 (true or false)");
     struct log_stream *ls = calloc(1, sizeof *ls);
     if (!ls)
         return api_error_msg(reply, TIDE_ENOMEM, NULL, "out of memory");
-    const char *follow = api_query(req, "follow");
-    *ls = (struct log_stream){.srv = srv, .conn = req->conn, .job_id = id, .attempt = 1,
-                              .follow = follow && strcmp(follow, "0") && strcmp(follow, "false")};
+    *ls = (struct log_stream){.srv = srv, .conn = req->conn, .job_id = id, .attempt = 1, .follow = on};
     reply->response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_logs, ls, free);
     if (!reply->response) {
         free(ls);

@@ -89,8 +89,14 @@ static json_t *row_json(const struct server *srv, unsigned group, const struct u
     return o;
 }
 
+static const char *const usage_params[] = {"by", "from", "to", "project", NULL};
+
 int api_usage_get(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
+    const char *unknown = api_query_unknown(req, usage_params);
+    if (unknown)
+        return api_error_msg(reply, TIDE_EINVAL, unknown,
+                             "%.64s: unknown parameter (known: by, from, to, project)", unknown);
     const char *by = api_query(req, "by"), *from = api_query(req, "from");
     const char *to = api_query(req, "to"), *project = api_query(req, "project");
     char bad[32];

@@ -582,6 +582,14 @@ def test_job_listings_come_in_pages_with_a_cursor_and_the_cli_pages_through():
         assert ids(c.cli("jobs", "-q", "--oldest", "--limit", "1200", check=True)) == \
             everything[::-1][:1200]
         expect_error(c, 400, "order", path="/v1/jobs?order=up", method="GET")
+        # a misspelt filter listed every job; numbers are digits, not overflowed
+        expect_error(c, 400, "stat", path="/v1/jobs?stat=running", method="GET")
+        expect_error(c, 400, "frm", path="/v1/usage?frm=2026-01-01", method="GET")
+        expect_error(c, 400, "cursor", path="/v1/jobs?cursor=99999999999999999999", method="GET")
+        for limit in ("+5", "%205", "0x10"):
+            expect_error(c, 400, "limit", path="/v1/jobs?limit=" + limit, method="GET")
+        expect_error(c, 400, "follow", path=f"/v1/jobs/{everything[0]}/logs?follow=no",
+                     method="GET")
         expect_error(c, 400, "limit", path="/v1/jobs?limit=100001", method="GET")
         expect_error(c, 400, "limit", path="/v1/jobs?limit=0", method="GET")
         expect_error(c, 400, "cursor", path="/v1/jobs?cursor=abc", method="GET")
