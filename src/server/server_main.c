@@ -330,6 +330,19 @@ static int data_dir_modes(const char *dir, struct tide_err *err)
     snprintf(path, sizeof path, "%s/tide.db", dir);
     if (chmod(path, 0600) != 0 && errno != ENOENT) /* made before the umask */
         return tide_err_set(err, TIDE_EIO, "data", "chmod %s: %s", path, strerror(errno));
+    /* a token file restored or copied with looser modes could be read by
+     * any job on this machine (DATA is 0711): owner-only, and said */
+    static const char *const tokens[] = {"admin.token", "join.token"};
+    for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, tokens[i]);
+        if (stat(path, &st) != 0 || !(st.st_mode & 077))
+            continue;
+        if (chmod(path, 0600) != 0)
+            return tide_err_set(err, TIDE_EIO, "data", "chmod %s: %s", path, strerror(errno));
+        log_warn("%s was readable by others (mode %03o): now 0600", path,
+                 (unsigned)(st.st_mode & 0777));
+    }
     snprintf(path, sizeof path, "%s/checkpoints", dir);
     int rc = fs_mkdir_p(path, 0711);
     if (rc || chmod(path, 0711) != 0 || chmod(dir, 0711) != 0)

@@ -147,6 +147,23 @@ def test_token_files_and_the_database_are_private():
         for name in names:
             mode = os.stat(os.path.join(c.data, name)).st_mode & 0o777
             assert mode == 0o600, (name, oct(mode))
+        # a token file copied or restored with looser modes (DATA is 0711: any
+        # job could read it by name) is set back and said at start
+        c.kill_server(signal.SIGTERM)
+        os.chmod(os.path.join(c.data, "admin.token"), 0o644)
+        c.start_server()
+        assert os.stat(os.path.join(c.data, "admin.token")).st_mode & 0o777 == 0o600
+        assert "admin.token was readable by others (mode 644)" in c.log("server"), c.log("server")
+
+
+def test_an_agents_node_file_readable_by_others_is_made_private_again():
+    with Cluster(agents=1) as c:
+        node_file = os.path.join(c.dir, "agents", "node-1", "node.json")
+        c.kill_agent("node-1", signal.SIGTERM)
+        os.chmod(node_file, 0o644)
+        c.start_agent("node-1")
+        assert os.stat(node_file).st_mode & 0o777 == 0o600
+        assert "node.json was readable by others (mode 644)" in c.log("agent-node-1")
 
 
 def test_agent_numbers_out_of_range_are_refused_naming_the_field():
@@ -615,6 +632,7 @@ if __name__ == "__main__":
         test_token_files_and_the_database_are_private,
         test_a_second_server_on_the_same_data_or_port_is_refused_naming_the_holder,
         test_agent_numbers_out_of_range_are_refused_naming_the_field,
+        test_an_agents_node_file_readable_by_others_is_made_private_again,
         test_a_retried_submit_with_an_idempotency_key_makes_its_jobs_once,
         test_tokens_expire_can_be_listed_and_revoked,
         test_guessing_tokens_is_cut_off_after_repeated_failures,
