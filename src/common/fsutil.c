@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/remove_tree.h"
 
 int fs_mkdir_p(const char *path, mode_t mode)
@@ -232,4 +233,12 @@ int clock_cond_init(pthread_cond_t *cond, clockid_t clock)
         rc = pthread_cond_init(cond, &attr);
     pthread_condattr_destroy(&attr);
     return rc;
+}
+
+void fs_warn_if_not_private(const char *path, const char *what)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && (st.st_mode & 077))
+        log_warn("%s %s is readable by others (mode %03o): chmod 600 it", what, path,
+                 (unsigned)(st.st_mode & 0777));
 }

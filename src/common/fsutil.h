@@ -30,6 +30,10 @@ int fs_write_file_atomic(const char *path, const char *data, size_t len, mode_t 
 /* Fills out with 2*nbytes hex characters of kernel randomness plus NUL. */
 int fs_random_hex(char *out, size_t nbytes);
 
+/* Warns (log_warn) when the secret file at path (a private key) can be read
+ * by others than its owner: the operator's to fix, so not changed here. */
+void fs_warn_if_not_private(const char *path, const char *what);
+
 /* Wall clock in milliseconds since the epoch; shells pass it to the core. */
 int64_t clock_now_ms(void);
 

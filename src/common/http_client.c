@@ -7,6 +7,7 @@
  * Each calling thread keeps one curl handle, so its connection to a server
  * (and a TLS session) stays open from one request to the next.
  */
+#include "common/fsutil.h"
 #include "common/http_client.h"
 #include "common/http_plain.h"
 
@@ -254,6 +255,8 @@ int http_client_set_identity(const char *cert_path, const char *key_path, const 
     int rc = cert_path ? check_pem_file(cert_path, "CERTIFICATE", field, err) : 0;
     if (!rc && key_path)
         rc = check_pem_file(key_path, "PRIVATE KEY", field, err);
+    if (!rc && key_path)
+        fs_warn_if_not_private(key_path, "the client key");
     if (!rc && (replace_path(&tls_cert_path, cert_path) || replace_path(&tls_key_path, key_path)))
         rc = tide_err_set(err, TIDE_ENOMEM, field, "out of memory");
     return rc;

@@ -103,6 +103,8 @@ int http_tls_load(const struct server_config *cfg, struct http_tls *t, struct ti
     int rc = read_pem("--tls-cert", cfg->tls_cert, "CERTIFICATE", &t->cert, err);
     if (!rc)
         rc = read_pem("--tls-key", cfg->tls_key, "PRIVATE KEY", &t->key, err);
+    if (!rc)
+        fs_warn_if_not_private(cfg->tls_key, "--tls-key");
     if (!rc && cfg->tls_client_ca[0])
         rc = read_pem("--tls-client-ca", cfg->tls_client_ca, "CERTIFICATE", &t->client_ca, err);
     if (!rc)

@@ -140,6 +140,20 @@ def test_agents_register_and_run_jobs_over_https_with_client_certificates():
         # User routes need no client certificate: the CLI works with the CA alone.
         p = c.cli("nodes", check=True)
         assert "node-1" in p.stdout, p.stdout
+        # Private keys others can read are said in the logs (copies: the
+        # certificates are shared with other tests).
+        assert "readable by others" not in c.log("server") + c.log("agent-node-1")
+        for key in ("key", "agent_key"):
+            loose = os.path.join(c.dir, f"loose-{key}.pem")
+            shutil.copy(c.tls[key], loose)
+            os.chmod(loose, 0o644)
+            c.tls = dict(c.tls, **{key: loose})
+        c.kill_server(signal.SIGTERM)
+        c.start_server()
+        c.start_agent("node-2")
+        assert f"--tls-key {c.tls['key']} is readable by others (mode 644)" in c.log("server")
+        assert f"the client key {c.tls['agent_key']} is readable by others" in \
+            c.log("agent-node-2")
 
 
 def test_an_agent_over_https_keeps_its_connections_across_a_server_restart():
