@@ -32,10 +32,14 @@ struct provider_env {
     volatile int *stopping;
 };
 
+/* A provider's id of a node, NUL included: a cloud's full resource path
+ * (Azure's run past 128 bytes). A longer one is refused, never cut. */
+#define PROVIDER_ID_MAX 512
+
 /* One node as a provider knows it: tide's name and the provider's own id. */
 struct provider_node {
     char name[TIDE_NAME_MAX];
-    char id[128]; /* filled by create; "" when the provider gives none */
+    char id[PROVIDER_ID_MAX]; /* filled by create; "" when the provider gives none */
     int interrupted; /* list: the provider reports it reclaimed (spot) */
 };
 

@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +21,15 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/log.h"
 #include "common/spawn_env.h"
 #include "providers/provider.h"
 
 #define EXEC_TIMEOUT_MS 300000
+/* a create of several nodes may make them one after another */
+#define EXEC_TIMEOUT_PER_NODE_MS 60000
 #define EXEC_OUTPUT_MAX (256 * 1024)
+#define EXEC_STDERR_TAIL 512
 #define EXEC_KILL_GRACE_MS 3000 /* from SIGTERM to SIGKILL when a call is stopped */
 #define EXEC_POLL_MS 250        /* how soon a stopping server is noticed */
 
@@ -63,8 +68,8 @@ static int wait_program(pid_t pid, char *const argv[], int64_t deadline,
                                 strerror(errno));
         if (clock_mono_ms() >= deadline)
             return tide_err_set(err, TIDE_EIO, NULL,
-                                "%s %s: closed its output but did not exit within %d s", argv[0],
-                                argv[1], EXEC_TIMEOUT_MS / 1000);
+                                "%s %s: closed its output but did not exit in time", argv[0],
+                                argv[1]);
         if (stopping && *stopping)
             return tide_err_set(err, TIDE_EIO, NULL, "%s %s: stopped, the server is stopping",
                                 argv[0], argv[1]);
@@ -72,26 +77,106 @@ static int wait_program(pid_t pid, char *const argv[], int64_t deadline,
     }
 }
 
+/* What a program wrote: all of stdout, the end of stderr (for the error a
+ * failure reports: "quota exceeded", not just "exit 1"). */
+struct program_output {
+    char *out;
+    size_t len, cap;
+    char err_tail[EXEC_STDERR_TAIL];
+    size_t err_len;
+};
+
+enum { READ_MORE, READ_EOF, READ_NOTHING_NOW };
+
+/* Reads what fd has into o (stdout, or stderr when is_err: passed on to the
+ * server's own stderr, its end kept). READ_* or an error. */
+static int read_some(int fd, bool is_err, struct program_output *o, const char *prog,
+                     struct tide_err *err)
+{
+    char chunk[4096];
+    if (!is_err && o->len + sizeof chunk + 1 > o->cap) {
+        if (o->cap >= EXEC_OUTPUT_MAX)
+            return tide_err_set(err, TIDE_EIO, NULL, "%s: output over %d bytes", prog,
+                                EXEC_OUTPUT_MAX);
+        size_t cap = o->cap ? o->cap * 2 : 8192;
+        char *grown = realloc(o->out, cap);
+        if (!grown)
+            return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
+        o->out = grown;
+        o->cap = cap;
+    }
+    ssize_t n = read(fd, is_err ? chunk : o->out + o->len, sizeof chunk);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return READ_NOTHING_NOW;
+    if (n < 0)
+        return tide_err_set(err, TIDE_EIO, NULL, "%s: read: %s", prog, strerror(errno));
+    if (n == 0)
+        return READ_EOF;
+    if (!is_err) {
+        o->len += (size_t)n;
+        return READ_MORE;
+    }
+    if (write(STDERR_FILENO, chunk, (size_t)n) < 0) { /* the server's log, as before */
+    }
+    /* keep the last bytes: the program's last words are its reason */
+    size_t keep = sizeof o->err_tail - 1;
+    if ((size_t)n >= keep) {
+        memcpy(o->err_tail, chunk + n - keep, keep);
+        o->err_len = keep;
+    } else {
+        size_t drop = o->err_len + (size_t)n > keep ? o->err_len + (size_t)n - keep : 0;
+        memmove(o->err_tail, o->err_tail + drop, o->err_len - drop);
+        memcpy(o->err_tail + o->err_len - drop, chunk, (size_t)n);
+        o->err_len = o->err_len - drop + (size_t)n;
+    }
+    o->err_tail[o->err_len] = '\0';
+    return READ_MORE;
+}
+
+/* The last line of what the program said on stderr, for an error message
+ * ("" when it said nothing). */
+static const char *last_words(struct program_output *o)
+{
+    char *s = o->err_tail;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
+        s[--n] = '\0';
+    char *line = strrchr(s, '\n');
+    return line ? line + 1 : s;
+}
+
 /* Runs argv with extra environment entries (NAME=VALUE), collecting stdout,
- * until it exits, EXEC_TIMEOUT_MS pass or *stopping is set. Returns 0 with
- * *out (malloc'ed, NUL-terminated) or a negative code. */
-static int run_program(char *const argv[], char *const extra_env[], volatile int *stopping,
-                       char **out, struct tide_err *err)
+ * until it exits (a child it left in the background holding stdout is not
+ * waited for), timeout_ms pass or *stopping is set. Returns 0 or a
+ * negative code; *out (malloc'ed, NUL-terminated) holds what it printed
+ * either way, when it printed anything: a failed create may have made
+ * nodes it names. */
+static int run_program(char *const argv[], char *const extra_env[], int64_t timeout_ms,
+                       volatile int *stopping, char **out, struct tide_err *err)
 {
     *out = NULL;
     char **envp = spawn_env_build(extra_env);
     if (!envp)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    int fds[2];
+    int fds[2], efds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         free(envp);
         return tide_err_set(err, TIDE_EIO, NULL, "pipe: %s", strerror(errno));
+    }
+    if (pipe2(efds, O_CLOEXEC) != 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        free(envp);
+        return tide_err_set(err, TIDE_EIO, NULL, "pipe: %s", strerror(e));
     }
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
         close(fds[0]);
         close(fds[1]);
+        close(efds[0]);
+        close(efds[1]);
         free(envp);
         return tide_err_set(err, TIDE_EIO, NULL, "fork: %s", strerror(e));
     }
@@ -100,25 +185,31 @@ static int run_program(char *const argv[], char *const extra_env[], volatile int
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* the server ignores SIGPIPE, which exec keeps: `cli list | head`
+         * in a script must end as in a shell */
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigaction(SIGPIPE, &dfl, NULL);
         /* Only async-signal-safe calls here: the environment was built before fork. */
-        int null_fd = open("/dev/null", O_RDONLY);
-        if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(fds[1], 1) < 0)
+        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(efds[1], 2) < 0)
             _exit(126);
         execvpe(argv[0], argv, envp);
         _exit(127);
     }
     free(envp);
     close(fds[1]);
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
-    int64_t deadline = clock_mono_ms() + EXEC_TIMEOUT_MS;
-    int rc = buf ? 0 : tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-    while (!rc) {
-        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+    close(efds[1]);
+    struct program_output o = {0};
+    int64_t deadline = clock_mono_ms() + timeout_ms;
+    int rc = 0, status = 0;
+    bool out_open = true, err_open = true, exited = false;
+    while (!rc && (out_open || err_open) && !exited) {
+        struct pollfd pfd[2] = {{.fd = out_open ? fds[0] : -1, .events = POLLIN},
+                                {.fd = err_open ? efds[0] : -1, .events = POLLIN}};
         int64_t left = deadline - clock_mono_ms();
         if (left <= 0) {
-            rc = tide_err_set(err, TIDE_EIO, NULL, "%s: no answer within %d s", argv[0],
-                              EXEC_TIMEOUT_MS / 1000);
+            rc = tide_err_set(err, TIDE_EIO, NULL, "%s: no answer within %lld s", argv[0],
+                              (long long)(timeout_ms / 1000));
             break;
         }
         if (stopping && *stopping) {
@@ -126,51 +217,51 @@ static int run_program(char *const argv[], char *const extra_env[], volatile int
                               argv[0], argv[1]);
             break;
         }
-        int r = poll(&pfd, 1, (int)(left < EXEC_POLL_MS ? left : EXEC_POLL_MS));
-        if (r < 0 && errno == EINTR)
+        int r = poll(pfd, 2, (int)(left < EXEC_POLL_MS ? left : EXEC_POLL_MS));
+        if (r == 0) { /* quiet: has it exited, leaving its output to a child? */
+            exited = waitpid(pid, &status, WNOHANG) == pid;
             continue;
-        if (r <= 0)
-            continue;
-        if (len + 1 >= cap) {
-            if (cap >= EXEC_OUTPUT_MAX) {
-                rc = tide_err_set(err, TIDE_EIO, NULL, "%s: output over %d bytes", argv[0],
-                                  EXEC_OUTPUT_MAX);
-                break;
-            }
-            char *grown = realloc(buf, cap * 2);
-            if (!grown) {
-                rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
-                break;
-            }
-            buf = grown;
-            cap *= 2;
         }
-        ssize_t n = read(fds[0], buf + len, cap - len - 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
+        for (int i = 0; i < 2 && !rc && r > 0; i++) {
+            if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            int e = read_some(pfd[i].fd, i == 1, &o, argv[0], err);
+            if (e < 0)
+                rc = e;
+            else if (e == READ_EOF && i == 0)
+                out_open = false;
+            else if (e == READ_EOF)
+                err_open = false;
+        }
+    }
+    if (exited) { /* what it wrote before it exited is in the pipes already */
+        fcntl(fds[0], F_SETFL, O_NONBLOCK);
+        fcntl(efds[0], F_SETFL, O_NONBLOCK);
+        int e = READ_MORE;
+        while (!rc && out_open && e == READ_MORE)
+            if ((e = read_some(fds[0], false, &o, argv[0], err)) < 0)
+                rc = e;
+        struct tide_err ignored; /* stderr is the reason's help, not its cause */
+        for (e = READ_MORE; err_open && e == READ_MORE;)
+            e = read_some(efds[0], true, &o, argv[0], &ignored);
     }
     close(fds[0]);
-    int status = 0;
-    if (!rc)
+    close(efds[0]);
+    if (!rc && !exited)
         rc = wait_program(pid, argv, deadline, stopping, &status, err);
     if (rc)
         stop_program(pid, &status);
     if (!rc && WIFEXITED(status) && WEXITSTATUS(status) == 127)
         rc = tide_err_set(err, TIDE_EIO, NULL, "%s: cannot run it", argv[0]);
     else if (!rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-        rc = tide_err_set(err, TIDE_EIO, NULL, "%s %s: %s %d", argv[0], argv[1],
+        rc = tide_err_set(err, TIDE_EIO, NULL, "%s %s: %s %d%s%s", argv[0], argv[1],
                           WIFEXITED(status) ? "exit" : "signal",
-                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    buf[len] = '\0';
-    *out = buf;
-    return 0;
+                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                          *last_words(&o) ? ": " : "", last_words(&o));
+    if (o.out)
+        o.out[o.len] = '\0';
+    *out = o.out;
+    return rc;
 }
 
 /* The "nodes" array of the program's answer (a new reference), or NULL. */
@@ -243,28 +334,38 @@ static int exec_create(struct provider *p, const struct pool *pool, struct provi
     snprintf(count_s, sizeof count_s, "%d", count);
     char *argv[] = {(char *)pool->program, "create", (char *)pool->name, count_s, NULL};
     char *out;
-    int rc = run_program(argv, env.list, p->env.stopping, &out, err);
-    if (rc)
-        return rc;
-    json_t *list = answer_nodes(pool->program, out, err);
+    int64_t timeout_ms = EXEC_TIMEOUT_MS + (int64_t)(count - 1) * EXEC_TIMEOUT_PER_NODE_MS;
+    int rc = run_program(argv, env.list, timeout_ms, p->env.stopping, &out, err);
+    /* a create that failed after it made nodes may name them: their ids
+     * are what deletes them (else only a later list finds them) */
+    struct tide_err ignored;
+    json_t *list = out ? answer_nodes(pool->program, out, rc ? &ignored : err) : NULL;
     free(out);
     if (!list)
-        return TIDE_EIO;
+        return rc ? rc : TIDE_EIO;
     size_t i;
     json_t *n;
     json_array_foreach(list, i, n)
     {
         const char *id = json_string_value(json_object_get(n, "id"));
         const char *name = json_string_value(json_object_get(n, "name"));
-        int k = (int)i;
+        int k = name ? -1 : (int)i; /* by name; by position only when it gives none */
         for (int j = 0; name && j < count; j++)
             if (!strcmp(nodes[j].name, name))
                 k = j;
-        if (k < count && id)
-            snprintf(nodes[k].id, sizeof nodes[k].id, "%s", id);
+        if (k < 0 || k >= count || !id)
+            continue;
+        if (strlen(id) >= sizeof nodes[k].id) {
+            if (!rc)
+                rc = tide_err_set(err, TIDE_EIO, NULL,
+                                  "%s create: the id of %s is %zu bytes, over tide's %zu",
+                                  pool->program, nodes[k].name, strlen(id), sizeof nodes[k].id - 1);
+            continue;
+        }
+        snprintf(nodes[k].id, sizeof nodes[k].id, "%s", id);
     }
     json_decref(list);
-    return 0;
+    return rc;
 }
 
 static int exec_destroy(struct provider *p, const struct pool *pool,
@@ -275,7 +376,7 @@ static int exec_destroy(struct provider *p, const struct pool *pool,
     char *argv[] = {(char *)pool->program, "delete", (char *)(node->id[0] ? node->id : node->name),
                     NULL};
     char *out;
-    int rc = run_program(argv, env.list, p->env.stopping, &out, err);
+    int rc = run_program(argv, env.list, EXEC_TIMEOUT_MS, p->env.stopping, &out, err);
     free(out);
     return rc;
 }
@@ -287,10 +388,12 @@ static int exec_list(struct provider *p, const struct pool *pool, struct provide
     fill_env(&env, p, pool, NULL, 0);
     char *argv[] = {(char *)pool->program, "list", (char *)pool->name, NULL};
     char *out;
-    int rc = run_program(argv, env.list, p->env.stopping, &out, err);
-    if (rc)
+    int rc = run_program(argv, env.list, EXEC_TIMEOUT_MS, p->env.stopping, &out, err);
+    if (rc) {
+        free(out);
         return rc;
-    json_t *list = answer_nodes(pool->program, out, err);
+    }
+    json_t *list = answer_nodes(pool->program, out ? out : "", err);
     free(out);
     if (!list)
         return TIDE_EIO;
@@ -302,8 +405,19 @@ static int exec_list(struct provider *p, const struct pool *pool, struct provide
         const char *id = json_string_value(json_object_get(item, "id"));
         const char *name = json_string_value(json_object_get(item, "name"));
         const char *state = json_string_value(json_object_get(item, "state"));
-        if ((!id && !name) || n == max)
+        if (!id && !name)
             continue;
+        if (n == max) {
+            log_warn("pool %s: %s list named more than %d nodes: the rest are not looked at "
+                     "this time",
+                     pool->name, pool->program, max);
+            break;
+        }
+        if (id && strlen(id) >= sizeof nodes[n].id) {
+            json_decref(list);
+            return tide_err_set(err, TIDE_EIO, NULL, "%s list: an id of %zu bytes, over tide's %zu",
+                                pool->program, strlen(id), sizeof nodes[n].id - 1);
+        }
         struct provider_node *pn = &nodes[n++];
         memset(pn, 0, sizeof *pn);
         snprintf(pn->name, sizeof pn->name, "%s", name ? name : "");

@@ -444,15 +444,23 @@ static void tick_results(struct pool_loop *pl, int64_t now)
             for (int k = 0; !rc && k < c->count; k++) {
                 struct node *n = cluster_find_node(&srv->cluster, c->node_ids[k]);
                 struct pool_node_rt *r = rt_find(pl, c->node_ids[k], false);
-                if (r) /* failed while the create was on its way: nothing to delete */
-                    r->destroy_pending = false;
+                /* what it made before it failed, it named: deleted by that id
+                 * (a cloud's, not tide's name) unless its agent came up */
+                const char *id = c->nodes[k].id[0] ? c->nodes[k].id : NULL;
+                if (r && id)
+                    snprintf(r->provider_id, sizeof r->provider_id, "%s", id);
+                if (r) /* released while the create was on its way: deleted if made */
+                    r->destroy_pending = id && (!n || n->state == NODE_PROVISIONING ||
+                                                n->state == NODE_RELEASED);
+                if (n && id && n->state != NODE_PROVISIONING)
+                    rc = store_pool_node_put(srv->store, n, id, &err);
                 if (!n || n->state != NODE_PROVISIONING)
                     continue;
                 n->state = NODE_FAILED;
                 n->ended_ms = now;
                 rc = store_node_set_state(srv->store, n->id, NODE_FAILED, &err);
                 if (!rc)
-                    rc = store_pool_node_put(srv->store, n, NULL, &err);
+                    rc = store_pool_node_put(srv->store, n, id, &err);
             }
         } else {
             struct pool_node_rt *r = rt_find(pl, c->node_ids[0], false);
@@ -526,6 +534,13 @@ static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_nod
         if (elsewhere)
             continue; /* a list may match more than its pool's: never delete those */
         struct pool_node_rt *r = node ? rt_find(pl, node->id, false) : NULL;
+        if (r && listed[i].id[0] && (!r->provider_id[0] || !strcmp(r->provider_id, node->name)) &&
+            strcmp(listed[i].id, node->name) != 0) {
+            /* found by name while tide has no id for it (a create that
+             * failed or gave none): the provider's id is what deletes it */
+            snprintf(r->provider_id, sizeof r->provider_id, "%s", listed[i].id);
+            rc = store_pool_node_put(srv->store, node, listed[i].id, err);
+        }
         if ((!node && pool_has_call(pl, p, CALL_CREATE)) || delete_queued(pl, p, &listed[i]))
             continue; /* what a create on its way makes, or going already */
         if (r && r->deleted_ms && now - r->deleted_ms < POOL_DELETE_SETTLE_MS)

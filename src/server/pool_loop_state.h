@@ -36,7 +36,7 @@ struct pool_node_rt {
     int64_t node_id;
     int pool;
     char name[TIDE_NAME_MAX];
-    char provider_id[128];
+    char provider_id[PROVIDER_ID_MAX];
     bool destroy_pending;
     bool call_in_flight; /* a create or delete of it is queued or running */
     int64_t deleted_ms;  /* when the provider last took its delete; 0: never */

@@ -231,6 +231,91 @@ def test_a_program_that_answers_and_runs_on_does_not_hold_the_server_up():
             assert "stopped, the server is stopping" in c.log("server"), c.log("server")
 
 
+def kill_started_agents(tmp):
+    for f in os.listdir(tmp):
+        if f.endswith(".pid"):
+            try:
+                os.kill(int(open(os.path.join(tmp, f)).read()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+
+
+def test_a_create_that_made_its_node_and_failed_deletes_it_by_its_id_and_says_why():
+    # The ids a failed create printed were thrown away: its VM was deleted
+    # by tide's name (which a cloud does not know) for ever, and the
+    # failure said "exit 3", never the program's own words.
+    with exec_dir() as (tmp, prog):
+        with open(os.path.join(tmp, "fail-after"), "w") as f:
+            f.write("1\n")
+        try:
+            with Cluster(agents=0, config=pool_config("exec", prog)) as c:
+                j = c.submit(gpus=2, command=["true"])
+                assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
+                deleted = os.path.join(tmp, "deleted")
+                wait_until(lambda: os.path.exists(deleted), 30, 0.2, what="the failed node deleted")
+                assert open(deleted).read().split()[0] == "vm-elastic-1", open(deleted).read()
+                failed = [e["message"] for e in c.api("GET", "/v1/events")["events"]
+                          if e["kind"] == "provider_failed"]
+                assert len(failed) == 1 and failed[0].endswith("create: exit 3: tagging failed"), \
+                    failed
+                # a list runs with SIGPIPE as a shell would (the server ignores it)
+                wait_until(lambda: os.path.exists(os.path.join(tmp, "sigign")), 10, 0.2,
+                           what="a list")
+                mask = int(open(os.path.join(tmp, "sigign")).read().split()[1], 16)
+                assert not mask & (1 << (signal.SIGPIPE - 1)), hex(mask)
+        finally:
+            kill_started_agents(tmp)
+
+
+def test_a_create_whose_agent_holds_its_output_is_answered_when_it_exits():
+    # The server read the program's stdout to its end: an agent started in
+    # the background holding it kept the create open 300 s, then failed it
+    # and killed the agent's group.
+    with exec_dir() as (tmp, prog):
+        open(os.path.join(tmp, "bg-stdout"), "w").close()
+        try:
+            with Cluster(agents=0, config=pool_config("exec", prog)) as c:
+                j = c.submit(gpus=2, command=["true"])
+                assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
+                wait_until(lambda: 'tide_provider_calls_total{pool="elastic",call="create"} 1'
+                           in c.api("GET", "/metrics"), 20, 0.2, what="the create answered")
+                assert pool(c)["provider_failures"] == 0, pool(c)
+        finally:
+            kill_started_agents(tmp)
+
+
+def test_long_ids_are_kept_whole_and_a_node_without_one_takes_the_listed_one():
+    # Ids were cut at 127 bytes (a delete the cloud cannot match, for ever);
+    # a node whose create gave no id was deleted by tide's name even after a
+    # list named its id.
+    with exec_dir() as (tmp, prog):
+        open(os.path.join(tmp, "long-id"), "w").close()
+        try:
+            with Cluster(agents=0, config=pool_config("exec", prog, window=1)) as c:
+                j = c.submit(gpus=2, command=["true"])
+                assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
+                deleted = os.path.join(tmp, "deleted")
+                wait_until(lambda: os.path.exists(deleted), 30, 0.2, what="the node deleted")
+                vm = open(deleted).read().split()[0]
+                assert vm.startswith("vm-elastic-1/") and len(vm) == 209, (len(vm), vm[:20])
+        finally:
+            kill_started_agents(tmp)
+    with exec_dir() as (tmp, prog):
+        open(os.path.join(tmp, "no-id"), "w").close()
+        config = pool_config("exec", prog, window=3) + "    list_interval_s: 1\n"
+        try:
+            with Cluster(agents=0, config=config) as c:
+                with open(os.path.join(tmp, "list"), "w") as f:
+                    f.write('{"nodes":[{"id":"vm-elastic-1","name":"elastic-1"}]}\n')
+                j = c.submit(gpus=2, command=["true"])
+                assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
+                deleted = os.path.join(tmp, "deleted")
+                wait_until(lambda: os.path.exists(deleted), 30, 0.2, what="the node deleted")
+                assert open(deleted).read().split()[0] == "vm-elastic-1", open(deleted).read()
+        finally:
+            kill_started_agents(tmp)
+
+
 def test_tide_up_has_a_default_elastic_pool():
     tmp = tempfile.mkdtemp(prefix="tide-up-")
     proc = subprocess.Popen([TIDE, "up", "--dir", tmp, "--port", "0", "--agents", "1"],
@@ -385,9 +470,12 @@ if __name__ == "__main__":
                test_bad_pool_config_is_refused_with_line_and_key,
                test_exec_provider_is_listed_at_start_and_orphans_are_deleted,
                test_a_released_node_the_provider_still_lists_is_not_deleted_again,
-        test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them,
+               test_a_list_that_names_nodes_not_of_its_pool_deletes_none_of_them,
                test_what_a_provider_holds_is_listed_again_and_its_orphans_deleted,
                test_a_program_that_answers_and_runs_on_does_not_hold_the_server_up,
+               test_a_create_that_made_its_node_and_failed_deletes_it_by_its_id_and_says_why,
+               test_a_create_whose_agent_holds_its_output_is_answered_when_it_exits,
+               test_long_ids_are_kept_whole_and_a_node_without_one_takes_the_listed_one,
                test_tide_up_has_a_default_elastic_pool,
                test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere,
                test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait,
