@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse_scalar.h"
 #include "common/tide_err.h"
 #include "core/core_banned.h"
 
@@ -64,13 +65,12 @@ static int want_int(const char *text, long long lo, long long hi, long long *out
 {
     if (!text)
         return fail(why, size, "must be a number");
-    char *end;
-    errno = 0;
-    long long n = strtoll(text, &end, 10);
-    if (!*text || *end || errno)
+    long long n;
+    int rc = parse_scalar_int(text, &n);
+    if (rc == -EINVAL)
         return fail(why, size, "must be an integer, got '%s'", text);
-    if (n < lo || n > hi)
-        return fail(why, size, "must be from %lld to %lld, got %s", lo, hi, text);
+    if (rc || n < lo || n > hi)
+        return fail(why, size, "must be from %lld to %lld, got %.40s", lo, hi, text);
     *out = n;
     return 0;
 }

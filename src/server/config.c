@@ -1,6 +1,7 @@
 /* Loading tide.yaml with libyaml's document API, keeping line numbers for errors. */
 #include "server/config.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <yaml.h>
 
 #include "common/fsutil.h"
+#include "common/parse_scalar.h"
 
 int config_fail(struct config_ctx *c, const yaml_node_t *at, const char *key, const char *fmt,
                 const char *detail)
@@ -27,18 +29,18 @@ int config_want_int(struct config_ctx *c, const yaml_node_t *v, const char *key,
                     long *out)
 {
     const char *s = config_scalar(v);
-    char *end;
     if (!s)
         return config_fail(c, v, key, "must be a number%s", "");
-    long n = strtol(s, &end, 10);
-    if (!*s || *end)
+    long long n;
+    int rc = parse_scalar_int(s, &n);
+    if (rc == -EINVAL)
         return config_fail(c, v, key, "must be an integer, got '%s'", s);
-    if (n < lo || n > hi) {
+    if (rc || n < lo || n > hi) {
         char range[96];
-        snprintf(range, sizeof range, "must be from %ld to %ld, got %s", lo, hi, s);
+        snprintf(range, sizeof range, "must be from %ld to %ld, got %.40s", lo, hi, s);
         return config_fail(c, v, key, "%s", range);
     }
-    *out = n;
+    *out = (long)n;
     return 0;
 }
 
@@ -62,10 +64,9 @@ int config_host_port(const char *field, const char *flag, const char *v, char *h
                      int *port, struct tide_err *err)
 {
     const char *colon = strrchr(v, ':');
-    char *end;
-    long n = colon ? strtol(colon + 1, &end, 10) : -1;
-    if (!colon || colon == v || (size_t)(colon - v) >= size || !colon[1] || *end || n < 0 ||
-        n > 65535)
+    long long n = -1;
+    if (!colon || colon == v || (size_t)(colon - v) >= size ||
+        parse_scalar_int(colon + 1, &n) != 0 || colon[1] == '-' || n > 65535)
         return tide_err_set(err, TIDE_EINVAL, field, "%s: expected HOST:PORT, got '%s'", flag, v);
     memcpy(host, v, (size_t)(colon - v));
     host[colon - v] = '\0';
