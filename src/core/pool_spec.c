@@ -77,9 +77,9 @@ static int want_int(const char *text, long long lo, long long hi, long long *out
 
 static int want_bool(const char *text, bool *out, char *why, size_t size)
 {
-    if (!text || (strcmp(text, "true") && strcmp(text, "false")))
-        return fail(why, size, "must be true or false");
-    *out = !strcmp(text, "true");
+    if (!text || parse_scalar_bool(text, out))
+        return fail(why, size, "must be true or false, got '%s'",
+                    text ? text : "a list or mapping");
     return 0;
 }
 

@@ -44,6 +44,15 @@ int config_want_int(struct config_ctx *c, const yaml_node_t *v, const char *key,
     return 0;
 }
 
+int config_want_bool(struct config_ctx *c, const yaml_node_t *v, const char *key, bool *out)
+{
+    const char *s = config_scalar(v);
+    if (!s || parse_scalar_bool(s, out))
+        return config_fail(c, v, key, "must be true or false, got '%s'",
+                           s ? s : "a list or mapping");
+    return 0;
+}
+
 /* server.tls_cert, tls_key, tls_client_ca: a PEM file's path, "" for none
  * (the files are checked when the server starts, naming them). */
 static int tls_path_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
@@ -95,10 +104,9 @@ static int server_key(struct config_ctx *c, const char *key, const yaml_node_t *
     } else if (!strcmp(key, "server.insecure_plain_http") ||
                !strcmp(key, "server.shared_join_token") ||
                !strcmp(key, "server.tls_client_cn_is_node")) {
-        const char *s = config_scalar(v);
-        bool yes = s && (!strcmp(s, "true") || !strcmp(s, "yes"));
-        if (!s || (!yes && strcmp(s, "false") && strcmp(s, "no")))
-            return config_fail(c, v, key, "must be true or false, got '%s'", s ? s : "?");
+        bool yes;
+        if ((rc = config_want_bool(c, v, key, &yes)))
+            return rc;
         if (!strcmp(key, "server.insecure_plain_http"))
             c->cfg->insecure_plain_http = yes;
         else if (!strcmp(key, "server.tls_client_cn_is_node"))
@@ -171,10 +179,9 @@ static int scheduler_key(struct config_ctx *c, const char *key, const yaml_node_
         rc = 0;
     } else if (!strcmp(key, "scheduler.backfill") || !strcmp(key, "scheduler.preemption") ||
                !strcmp(key, "scheduler.queue_round_robin")) {
-        const char *s = config_scalar(v);
-        if (!s || (strcmp(s, "true") && strcmp(s, "false")))
-            return config_fail(c, v, key, "must be true or false%s", "");
-        bool on = !strcmp(s, "true");
+        bool on;
+        if ((rc = config_want_bool(c, v, key, &on)))
+            return rc;
         if (!strcmp(key, "scheduler.backfill"))
             c->sc->backfill = on;
         else if (!strcmp(key, "scheduler.preemption"))

@@ -11,6 +11,7 @@
 #include "core/sched.h"
 #include "server/server.h"
 
+#include <stdbool.h>
 #include <yaml.h>
 
 /* What a section parser gets: the document (for line numbers) and the
@@ -35,6 +36,8 @@ const char *config_scalar(const yaml_node_t *n);
 /* An integer scalar within [lo, hi]. */
 int config_want_int(struct config_ctx *c, const yaml_node_t *v, const char *key, long lo, long hi,
                     long *out);
+/* true or false (common/parse_scalar.h), the one spelling of every section. */
+int config_want_bool(struct config_ctx *c, const yaml_node_t *v, const char *key, bool *out);
 /* "4.20" or "4" (money units) into micro-units, exactly (config_pools.c). */
 int config_want_money(struct config_ctx *c, const yaml_node_t *v, const char *key, int64_t *out);
 /* Calls fn for each key of mapping map (refusing anything but a mapping). */

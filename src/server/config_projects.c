@@ -80,10 +80,7 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                     }
                 }
             } else if (k && (!strcmp(k, "hard_cap") || !strcmp(k, "stop_running"))) {
-                const char *s = config_scalar(val);
-                if (!s || (strcmp(s, "true") && strcmp(s, "false")))
-                    return config_fail(c, val, key, "must be true or false%s", "");
-                *(k[0] == 'h' ? &b.hard_cap : &b.stop_running) = !strcmp(s, "true");
+                rc = config_want_bool(c, val, key, k[0] == 'h' ? &b.hard_cap : &b.stop_running);
             } else if (k && !strcmp(k, "on_exhausted")) {
                 const char *s = config_scalar(val);
                 if (!s || (strcmp(s, "wait") && strcmp(s, "reject")))

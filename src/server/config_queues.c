@@ -69,18 +69,9 @@ static int queue_key(struct config_ctx *c, const char *key, const yaml_node_t *v
             snprintf(q->pools[q->npools++], TIDE_NAME_MAX, "%s", pool);
         }
     } else if (!strcmp(field, "allow_spot")) {
-        const char *s = config_scalar(v);
-        if (!s || (strcmp(s, "true") && strcmp(s, "false")))
-            return config_fail(c, v, key, "must be true or false%s", "");
-        q->allow_spot = !strcmp(s, "true");
+        rc = config_want_bool(c, v, key, &q->allow_spot);
     } else if (!strcmp(field, "preemptible")) {
-        const char *s = config_scalar(v);
-        if (s && !strcmp(s, "true"))
-            q->preemptible = true;
-        else if (s && !strcmp(s, "false"))
-            q->preemptible = false;
-        else
-            return config_fail(c, v, key, "must be true or false%s", "");
+        rc = config_want_bool(c, v, key, &q->preemptible);
     } else {
         return config_fail(c, v, key,
                            "unknown key (known: name, priority, priority_min, priority_max, "

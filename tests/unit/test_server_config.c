@@ -104,12 +104,38 @@ static void test_host_port_takes_a_port_of_digits_only(void **state)
                    "tide.yaml:2: server.agent_listen: must be HOST:PORT");
 }
 
+/* One spelling in every section: server.* took yes and no, the rest did not. */
+static void test_every_section_takes_the_same_booleans(void **state)
+{
+    (void)state;
+    assert_refused("server:\n  insecure_plain_http: yes\n",
+                   "tide.yaml:2: server.insecure_plain_http: must be true or false, got 'yes'");
+    assert_refused("server:\n  shared_join_token: no\n",
+                   "server.shared_join_token: must be true or false, got 'no'");
+    assert_refused("scheduler:\n  backfill: yes\n",
+                   "tide.yaml:2: scheduler.backfill: must be true or false, got 'yes'");
+    assert_refused("queues:\n  - name: q\n    preemptible: True\n",
+                   "tide.yaml:3: queues[0].preemptible: must be true or false, got 'True'");
+    assert_refused("projects:\n  - name: p\n    budget_daily: 1\n    hard_cap: 1\n",
+                   "tide.yaml:4: projects[0].hard_cap: must be true or false, got '1'");
+    assert_refused("pools:\n  - name: p\n    predictive: yes\n",
+                   "tide.yaml:3: pools[0].predictive: must be true or false, got 'yes'");
+    assert_int_equal(load("server:\n  insecure_plain_http: true\n  shared_join_token: false\n"
+                          "scheduler:\n  backfill: false\n"),
+                     0);
+    assert_true(cfg->insecure_plain_http);
+    assert_true(cfg->shared_join_token_off);
+    assert_false(sc.backfill);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_an_integer_is_digits_with_an_optional_minus, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_host_port_takes_a_port_of_digits_only, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_every_section_takes_the_same_booleans, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
