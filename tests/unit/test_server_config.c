@@ -128,6 +128,27 @@ static void test_every_section_takes_the_same_booleans(void **state)
     assert_false(sc.backfill);
 }
 
+static void test_a_queue_priority_outside_its_range_is_refused_not_replaced(void **state)
+{
+    (void)state;
+    assert_refused("queues:\n  - name: q\n    priority_min: 0\n    priority_max: 99\n"
+                   "    priority: 150\n",
+                   "tide.yaml:5: queues[0].priority: must be from priority_min (0) to "
+                   "priority_max (99), got 150");
+    /* The range may come after the priority. */
+    assert_refused("queues:\n  - name: q\n    priority: -1\n    priority_min: 0\n",
+                   "tide.yaml:3: queues[0].priority: must be from priority_min (0) to "
+                   "priority_max (1000), got -1");
+    /* Not given: the nearest end of the range, as before. */
+    assert_int_equal(load("queues:\n  - name: q\n    priority_min: 100\n    priority_max: 200\n"),
+                     0);
+    assert_int_equal(cfg->queues.queues[0].priority_default, 100);
+    assert_int_equal(load("queues:\n  - name: q\n    priority_min: 10\n    priority_max: 20\n"
+                          "    priority: 20\n"),
+                     0);
+    assert_int_equal(cfg->queues.queues[0].priority_default, 20);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -137,6 +158,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_every_section_takes_the_same_booleans, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_queue_priority_outside_its_range_is_refused_not_replaced, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
