@@ -35,13 +35,14 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
         const char *user = NULL;
         for (yaml_node_pair_t *pair = item->data.mapping.pairs.start;
              pair < item->data.mapping.pairs.top; pair++) {
-            const char *k = config_scalar(yaml_document_get_node(c->doc, pair->key));
             const yaml_node_t *val = yaml_document_get_node(c->doc, pair->value);
             char key[128];
-            snprintf(key, sizeof key, "%s.%s", where, k ? k : "?");
+            const char *k;
             long n;
-            int rc = 0;
-            if (k && !strcmp(k, "name")) {
+            int rc = config_pair_key(c, where, item, pair, key, sizeof key, &k);
+            if (rc)
+                return rc;
+            if (!strcmp(k, "name")) {
                 const char *s = config_scalar(val);
                 if (!s || !*s || strlen(s) >= sizeof p.name)
                     return config_fail(c, val, key, "must be 1 to 63 characters%s", "");
@@ -52,19 +53,19 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                                            "may contain only letters, digits, '-', '_' and '.'%s",
                                            "");
                 snprintf(p.name, sizeof p.name, "%s", s);
-            } else if (k && !strcmp(k, "quota_gpus")) {
+            } else if (!strcmp(k, "quota_gpus")) {
                 share_keys = true;
                 if (!(rc = config_want_int(c, val, key, 0, 10000000, &n)))
                     p.quota_gpus = (int)n;
-            } else if (k && !strcmp(k, "weight")) {
+            } else if (!strcmp(k, "weight")) {
                 share_keys = true;
                 if (!(rc = config_want_int(c, val, key, 1, 1000000, &n)))
                     p.weight = (int)n;
-            } else if (k && (!strcmp(k, "budget_daily") || !strcmp(k, "budget_monthly"))) {
+            } else if ((!strcmp(k, "budget_daily") || !strcmp(k, "budget_monthly"))) {
                 budget_keys = true;
                 rc = config_want_money(c, val, key,
                                        &b.cap_micros[k[7] == 'd' ? BUDGET_DAILY : BUDGET_MONTHLY]);
-            } else if (k && !strcmp(k, "alert_pct")) {
+            } else if (!strcmp(k, "alert_pct")) {
                 alerts_given = true;
                 if (val->type != YAML_SEQUENCE_NODE)
                     return config_fail(c, val, key, "must be a list of percentages like [50, 80, 100]%s", "");
@@ -79,15 +80,15 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                         b.alert_pct[b.nalerts++] = (int)n;
                     }
                 }
-            } else if (k && (!strcmp(k, "hard_cap") || !strcmp(k, "stop_running"))) {
+            } else if ((!strcmp(k, "hard_cap") || !strcmp(k, "stop_running"))) {
                 rc = config_want_bool(c, val, key, k[0] == 'h' ? &b.hard_cap : &b.stop_running);
-            } else if (k && !strcmp(k, "on_exhausted")) {
+            } else if (!strcmp(k, "on_exhausted")) {
                 const char *s = config_scalar(val);
                 if (!s || (strcmp(s, "wait") && strcmp(s, "reject")))
                     return config_fail(c, val, key, "must be wait (new jobs wait) or reject (refused at submit)%s", "");
                 b.reject_when_exhausted = !strcmp(s, "reject");
                 on_exhausted_given = true;
-            } else if (k && !strcmp(k, "user")) {
+            } else if (!strcmp(k, "user")) {
                 user = config_scalar(val);
                 size_t n = user ? strlen(user) : 0;
                 bool ok = n >= 1 && n <= 32 && user[0] != '-' && user[0] != '.';
@@ -95,7 +96,7 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                     ok = isalnum((unsigned char)user[i]) || strchr("._-", user[i]);
                 if (!ok)
                     return config_fail(c, val, key, "must be a user name (1 to 32 letters, digits, '.', '_', '-')%s", "");
-            } else if (k && !strcmp(k, "alert_hook")) {
+            } else if (!strcmp(k, "alert_hook")) {
                 const char *s = config_scalar(val);
                 if (!s || !*s || strlen(s) >= sizeof b.alert_hook)
                     return config_fail(c, val, key, "must be a command of at most %s characters", "255");

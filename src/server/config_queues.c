@@ -7,10 +7,9 @@
 
 #include "server/config.h"
 
-static int queue_key(struct config_ctx *c, const char *key, const yaml_node_t *v,
-                     struct queue_config *q)
+static int queue_key(struct config_ctx *c, const char *key, const char *field,
+                     const yaml_node_t *v, struct queue_config *q)
 {
-    const char *field = strrchr(key, '.') + 1;
     long n;
     int rc = 0;
     if (!strcmp(field, "name")) {
@@ -102,14 +101,15 @@ int config_section_queues(struct config_ctx *c, const char *name, const yaml_nod
         q->escalation = 100;
         const yaml_node_t *priority = NULL; /* checked once the range is known */
         for (yaml_node_pair_t *p = item->data.mapping.pairs.start; p < item->data.mapping.pairs.top; p++) {
-            const yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
             const yaml_node_t *value = yaml_document_get_node(c->doc, p->value);
             char key[128];
-            snprintf(key, sizeof key, "%s.%s", where, config_scalar(k) ? config_scalar(k) : "?");
-            int rc = queue_key(c, key, value, q);
+            const char *field;
+            int rc = config_pair_key(c, where, item, p, key, sizeof key, &field);
+            if (!rc)
+                rc = queue_key(c, key, field, value, q);
             if (rc)
                 return rc;
-            if (config_scalar(k) && !strcmp(config_scalar(k), "priority"))
+            if (!strcmp(field, "priority"))
                 priority = value;
         }
         if (!q->name[0])

@@ -149,6 +149,74 @@ static void test_a_queue_priority_outside_its_range_is_refused_not_replaced(void
     assert_int_equal(cfg->queues.queues[0].priority_default, 20);
 }
 
+/* In every mapping of the file; the last one silently won. */
+static void test_a_key_given_twice_is_refused_naming_it_and_both_lines(void **state)
+{
+    (void)state;
+    assert_refused("server:\n  heartbeat_ms: 1000\nserver:\n  kill_grace_s: 5\n",
+                   "tide.yaml:3: server: duplicate key (first at line 1)");
+    assert_refused("server:\n  heartbeat_ms: 1000\n  heartbeat_ms: 2000\n",
+                   "tide.yaml:3: server.heartbeat_ms: duplicate key (first at line 2)");
+    assert_refused("server: {heartbeat_ms: 1000, heartbeat_ms: 2000}\n",
+                   "tide.yaml:1: server.heartbeat_ms: duplicate key (first at line 1)");
+    assert_refused("scheduler:\n  backfill: true\n  policy: fifo\n  backfill: false\n",
+                   "tide.yaml:4: scheduler.backfill: duplicate key (first at line 2)");
+    assert_refused("retention:\n  sweep_s: 5\n  sweep_s: 6\n",
+                   "tide.yaml:3: retention.sweep_s: duplicate key (first at line 2)");
+    assert_refused("queues:\n  - name: a\n    max_running_jobs: 1\n    max_running_jobs: 2\n",
+                   "tide.yaml:4: queues[0].max_running_jobs: duplicate key (first at line 3)");
+    assert_refused("queues:\n  - name: a\n    name: b\n",
+                   "tide.yaml:3: queues[0].name: duplicate key (first at line 2)");
+    assert_refused("projects:\n  - name: p\n    weight: 1\n    weight: 2\n",
+                   "tide.yaml:4: projects[0].weight: duplicate key (first at line 3)");
+    assert_refused("pools:\n  - name: p\n    max_nodes: 1\n    max_nodes: 2\n",
+                   "tide.yaml:4: pools[0].max_nodes: duplicate key (first at line 3)");
+    assert_refused("pools:\n  - name: p\n    max_nodes: 1\n    schedule:\n      - days: all\n"
+                   "        from: \"09:00\"\n        to: \"10:00\"\n        days: mon\n",
+                   "tide.yaml:8: pools[0].schedule[0].days: duplicate key (first at line 5)");
+    assert_refused("pools:\n  - name: p\n    max_nodes: 1\n    steps:\n      - add: 1\n"
+                   "        add: 2\n",
+                   "tide.yaml:6: pools[0].steps[0].add: duplicate key (first at line 5)");
+}
+
+/* Keys are matched as written: foo.name is not name. */
+static void test_a_dotted_key_is_unknown_not_taken_for_its_last_part(void **state)
+{
+    (void)state;
+    assert_refused("queues:\n  - name: a\n    foo.name: renamed\n",
+                   "tide.yaml:3: queues[0].foo.name: unknown key");
+    assert_refused("queues:\n  - name: a\n    bar.max_running_jobs: 3\n",
+                   "tide.yaml:3: queues[0].bar.max_running_jobs: unknown key");
+    assert_refused("pools:\n  - name: p\n    x.max_nodes: 3\n",
+                   "tide.yaml:3: pools[0].x.max_nodes: unknown key");
+    assert_refused("pools:\n  - name: p\n    max_nodes: 1\n    schedule:\n      - x.days: all\n",
+                   "tide.yaml:5: pools[0].schedule[0].x.days: unknown key");
+    assert_refused("pools:\n  - name: p\n    max_nodes: 1\n    steps:\n      - x.add: 1\n",
+                   "tide.yaml:5: pools[0].steps[0].x.add: unknown key");
+    assert_refused("server:\n  x.heartbeat_ms: 5\n",
+                   "tide.yaml:2: server.x.heartbeat_ms: unknown key");
+    assert_refused("server:\n  ? [heartbeat_ms]\n  : 5\n",
+                   "tide.yaml:2: server.?: a key must be plain text");
+    /* A NUL inside a quoted key or value would cut it short into a known one. */
+    assert_refused("server:\n  \"heartbeat_ms\\0x\": 500\n", "tide.yaml:2: server.heartbeat_ms");
+    assert_refused("server:\n  heartbeat_ms: \"500\\0x\"\n",
+                   "tide.yaml:2: server.heartbeat_ms: must be a number");
+}
+
+/* A second document was never read, even with a syntax error in it. */
+static void test_a_file_of_more_than_one_document_is_refused(void **state)
+{
+    (void)state;
+    assert_refused("server:\n  heartbeat_ms: 1000\n---\nserver:\n  heartbeat_ms: 2000\n",
+                   "tide.yaml:3: (top): a second YAML document starts here");
+    assert_refused("server:\n  heartbeat_ms: 1000\n---\n: : : [\n", "tide.yaml:4:");
+    assert_refused("server:\n  heartbeat_ms: 1000\n---\n", "tide.yaml:3: (top): a second");
+    assert_int_equal(load("---\nserver:\n  heartbeat_ms: 700\n...\n"), 0);
+    assert_int_equal(cfg->heartbeat_interval_ms, 700);
+    assert_int_equal(load(""), 0);
+    assert_int_equal(load("# nothing but a comment\n"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -160,6 +228,12 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_a_queue_priority_outside_its_range_is_refused_not_replaced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_key_given_twice_is_refused_naming_it_and_both_lines,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_dotted_key_is_unknown_not_taken_for_its_last_part,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_file_of_more_than_one_document_is_refused, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
