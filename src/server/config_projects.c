@@ -11,6 +11,24 @@
 
 #include "server/config.h"
 
+/* The line of an entry of list before item that names project, or 0.
+ * Entries before item were read already: each is a mapping with a name. */
+static unsigned long listed_before(struct config_ctx *c, const yaml_node_t *list,
+                                   const yaml_node_item_t *item, const char *project)
+{
+    for (const yaml_node_item_t *it = list->data.sequence.items.start; it < item; it++) {
+        const yaml_node_t *entry = yaml_document_get_node(c->doc, *it);
+        for (const yaml_node_pair_t *p = entry->data.mapping.pairs.start;
+             p < entry->data.mapping.pairs.top; p++) {
+            const char *k = config_scalar(yaml_document_get_node(c->doc, p->key));
+            const char *v = config_scalar(yaml_document_get_node(c->doc, p->value));
+            if (!strcmp(k, "name") && !strcmp(v, project))
+                return (unsigned long)entry->start_mark.line + 1;
+        }
+    }
+    return 0;
+}
+
 int config_section_projects(struct config_ctx *c, const char *name, const yaml_node_t *v)
 {
     if (v->type != YAML_SEQUENCE_NODE)
@@ -19,6 +37,7 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
     int64_t half_life = fs->half_life_s;
     fairshare_init(fs, half_life);
     budget_set_init(&c->cfg->budgets);
+    c->cfg->nproject_users = 0; /* the section replaces what an earlier file listed */
     int index = 0;
     for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
          it++, index++) {
@@ -111,6 +130,15 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
         }
         if (!p.name[0])
             return config_fail(c, item, where, "needs a name%s", "");
+        /* One entry per project: its share, budget and user would otherwise
+         * each come from whichever entry held them. */
+        unsigned long first = listed_before(c, v, it, p.name);
+        if (first) {
+            char why[128];
+            snprintf(why, sizeof why, "project '%s' is listed twice (first at line %lu)", p.name,
+                     first);
+            return config_fail(c, item, where, "%s", why);
+        }
         if ((on_exhausted_given || b.stop_running) && !b.hard_cap)
             return config_fail(c, item, where, "on_exhausted and stop_running need hard_cap: true%s", "");
         if (budget_keys) {
@@ -121,15 +149,12 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                 b.nalerts = 3;
             }
             if (!budget_add(&c->cfg->budgets, &b))
-                return config_fail(c, item, where, "project '%s' is listed twice (or too many)", p.name);
+                return config_fail(c, item, where, "at most %s projects with a budget", "64");
         } else if (alerts_given || b.hard_cap || b.alert_hook[0]) {
             return config_fail(c, item, where, "alert_pct, hard_cap, on_exhausted, stop_running and alert_hook need budget_daily or budget_monthly%s", "");
         }
         if (user) {
             struct server_config *cfg = c->cfg;
-            for (int i = 0; i < cfg->nproject_users; i++)
-                if (!strcmp(cfg->project_users[i].project, p.name))
-                    return config_fail(c, item, where, "project '%s' is listed twice", p.name);
             if (cfg->nproject_users == TIDE_MAX_PROJECT_USERS)
                 return config_fail(c, item, where, "at most %s projects with a user", "256");
             snprintf(cfg->project_users[cfg->nproject_users].project, TIDE_NAME_MAX, "%s", p.name);
@@ -139,7 +164,7 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
         if (!share_keys && (budget_keys || user))
             continue;
         if (!fairshare_add(fs, &p))
-            return config_fail(c, item, where, "project '%s' is listed twice (or too many)", p.name);
+            return config_fail(c, item, where, "at most %s projects in fair share", "256");
     }
     return 0;
 }

@@ -217,6 +217,29 @@ static void test_a_file_of_more_than_one_document_is_refused(void **state)
     assert_int_equal(load("# nothing but a comment\n"), 0);
 }
 
+/* Each project is one entry: a second one, whatever keys it holds, is refused. */
+static void test_a_project_listed_twice_is_refused(void **state)
+{
+    (void)state;
+    assert_refused("projects:\n  - name: p\n    user: u\n  - name: p\n    budget_daily: 5\n",
+                   "tide.yaml:4: projects[1]: project 'p' is listed twice (first at line 2)");
+    assert_refused("projects:\n  - name: p\n    quota_gpus: 4\n  - name: q\n"
+                   "  - name: p\n    budget_daily: 5\n",
+                   "tide.yaml:5: projects[2]: project 'p' is listed twice (first at line 2)");
+    assert_refused("projects:\n  - name: p\n  - name: p\n",
+                   "tide.yaml:3: projects[1]: project 'p' is listed twice (first at line 2)");
+    assert_int_equal(load("projects:\n  - name: p\n    quota_gpus: 4\n    budget_daily: 5\n"
+                          "    user: u\n  - name: q\n    user: v\n"),
+                     0);
+    assert_int_equal(cfg->fairshare.count, 1);
+    assert_int_equal(cfg->budgets.count, 1);
+    assert_int_equal(cfg->nproject_users, 2);
+    /* A later file's projects: replaces an earlier one's, users included. */
+    assert_int_equal(load("projects:\n  - name: q\n    user: w\n"), 0);
+    assert_int_equal(cfg->nproject_users, 1);
+    assert_string_equal(cfg->project_users[0].user, "w");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +257,7 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_file_of_more_than_one_document_is_refused, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_a_project_listed_twice_is_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
