@@ -388,8 +388,8 @@ static int yj_document(struct yj *y, json_t **out)
     return rc;
 }
 
-static int yaml_to_json(const char *text, size_t len, const char *name, bool config,
-                        json_t **out, struct tide_err *err)
+static int yaml_to_json(const char *text, size_t len, const char *name, bool config, json_t **out,
+                        struct tide_err *err)
 {
     *out = NULL;
     struct yj y = {.name = name ? name : "<input>", .err = err, .config = config};

@@ -115,8 +115,7 @@ int config_host_port(const char *field, const char *flag, const char *v, char *h
     return 0;
 }
 
-static int server_key(struct config_ctx *c, const char *key, const char *name,
-                      const yaml_node_t *v)
+static int server_key(struct config_ctx *c, const char *key, const char *name, const yaml_node_t *v)
 {
     long n;
     int rc;
@@ -132,8 +131,7 @@ static int server_key(struct config_ctx *c, const char *key, const char *name,
     } else if (!strcmp(name, "tls_cert") || !strcmp(name, "tls_key") ||
                !strcmp(name, "tls_client_ca")) {
         rc = tls_path_key(c, key, name, v);
-    } else if (!strcmp(name, "insecure_plain_http") ||
-               !strcmp(name, "shared_join_token") ||
+    } else if (!strcmp(name, "insecure_plain_http") || !strcmp(name, "shared_join_token") ||
                !strcmp(name, "tls_client_cn_is_node")) {
         bool yes;
         if ((rc = config_want_bool(c, v, key, &yes)))
@@ -249,7 +247,8 @@ int config_walk_mapping(struct config_ctx *c, const char *section, const yaml_no
 {
     if (map->type != YAML_MAPPING_NODE)
         return config_fail(c, map, section, "must be a mapping of keys%s", "");
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
         char key[160];
         const char *name;
         int rc = config_pair_key(c, section, map, p, key, sizeof key, &name);

@@ -26,8 +26,7 @@ int config_want_money(struct config_ctx *c, const yaml_node_t *v, const char *ke
 }
 
 /* A pool's schedule: and steps: entries: their keys go to pool_spec. */
-static int window_key(struct config_ctx *c, const char *key, const char *name,
-                      const yaml_node_t *v)
+static int window_key(struct config_ctx *c, const char *key, const char *name, const yaml_node_t *v)
 {
     char why[200];
     if (pool_spec_window_set(&cur->pool.windows[cur->pool.nwindows], name, config_scalar(v), why,
@@ -36,8 +35,7 @@ static int window_key(struct config_ctx *c, const char *key, const char *name,
     return 0;
 }
 
-static int step_key(struct config_ctx *c, const char *key, const char *name,
-                    const yaml_node_t *v)
+static int step_key(struct config_ctx *c, const char *key, const char *name, const yaml_node_t *v)
 {
     char why[200];
     if (pool_spec_step_set(&cur->pool.steps[cur->pool.nsteps], name, config_scalar(v), why,

@@ -7,8 +7,8 @@
 
 #include "server/config.h"
 
-static int queue_key(struct config_ctx *c, const char *key, const char *field,
-                     const yaml_node_t *v, struct queue_config *q)
+static int queue_key(struct config_ctx *c, const char *key, const char *field, const yaml_node_t *v,
+                     struct queue_config *q)
 {
     long n;
     int rc = 0;

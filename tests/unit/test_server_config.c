@@ -88,16 +88,15 @@ static void test_host_port_takes_a_port_of_digits_only(void **state)
     (void)state;
     char host[64];
     int port = 0;
-    static const char *const bad[] = {"127.0.0.1:+80", "127.0.0.1: 80", "127.0.0.1:80 ",
-                                      "127.0.0.1:-0",  "127.0.0.1:0x50", "127.0.0.1:65536",
-                                      "127.0.0.1:",    ":80"};
+    static const char *const bad[] = {
+        "127.0.0.1:+80",  "127.0.0.1: 80",   "127.0.0.1:80 ", "127.0.0.1:-0",
+        "127.0.0.1:0x50", "127.0.0.1:65536", "127.0.0.1:",    ":80"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (config_host_port("listen", "--listen", bad[i], host, sizeof host, &port, &err) !=
             TIDE_EINVAL)
             fail_msg("%s was taken", bad[i]);
-    assert_int_equal(config_host_port("listen", "--listen", "localhost:80", host, sizeof host,
-                                      &port, &err),
-                     0);
+    assert_int_equal(
+        config_host_port("listen", "--listen", "localhost:80", host, sizeof host, &port, &err), 0);
     assert_string_equal(host, "127.0.0.1");
     assert_int_equal(port, 80);
     assert_refused("server:\n  agent_listen: \"127.0.0.1:+80\"\n",
