@@ -123,7 +123,7 @@ static int load_config_file(struct sim_config *cfg, const char *path)
     }
     json_t *root = NULL;
     struct tide_err err = {0};
-    int rc = cli_yaml_to_json(text, len, path, &root, &err);
+    int rc = cli_yaml_config_to_json(text, len, path, &root, &err);
     free(text);
     if (rc == 0) {
         /* The file's base name labels the run unless it sets `name`. */
@@ -365,7 +365,7 @@ static bool file_sets_preempt(const char *path)
     if (!path || fs_read_file(path, 1 << 20, &text, &len) != 0)
         return false;
     json_t *root = NULL;
-    bool set = cli_yaml_to_json(text, len, path, &root, NULL) == 0 &&
+    bool set = cli_yaml_config_to_json(text, len, path, &root, NULL) == 0 &&
                json_object_get(json_object_get(root, "sim"), "preempt");
     json_decref(root);
     free(text);

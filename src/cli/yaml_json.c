@@ -21,6 +21,7 @@ struct yj {
     const char *name;
     json_t *anchors; /* anchor name -> finished value */
     size_t values;   /* values created so far, aliases included */
+    bool config;     /* tide.yaml: numbers and booleans as the server reads them */
     struct tide_err *err;
     const char *const *text_keys; /* top-level keys whose plain scalars stay text */
     bool as_text;                 /* within the value of one of them */
@@ -110,10 +111,12 @@ static int looks_like_float(const char *s)
     return *s == '\0';
 }
 
-/* Resolves a plain scalar by the YAML 1.2 core schema. Returns the new value,
- * or NULL with *problem set when it is a number JSON cannot hold. */
-static json_t *yj_plain(const char *s, size_t n, const char **problem)
+/* Resolves a plain scalar by the YAML 1.2 core schema (narrowed for
+ * tide.yaml when config is set). Returns the new value, or NULL with
+ * *problem set when it is a number JSON cannot hold. */
+static json_t *yj_plain(const char *s, size_t n, bool config, const char **problem)
 {
+    static const char *const other_cases[] = {"True", "TRUE", "False", "FALSE", NULL};
     static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
     static const char *const trues[] = {"true", "True", "TRUE", NULL};
     static const char *const falses[] = {"false", "False", "FALSE", NULL};
@@ -122,6 +125,8 @@ static json_t *yj_plain(const char *s, size_t n, const char **problem)
                                            NULL};
     *problem = NULL;
     if (strlen(s) != n) /* a NUL inside: cannot be a number or keyword */
+        return json_stringn(s, n);
+    if (config && (s[0] == '+' || is_one_of(s, other_cases)))
         return json_stringn(s, n);
     if (is_one_of(s, nulls))
         return json_null();
@@ -141,6 +146,8 @@ static json_t *yj_plain(const char *s, size_t n, const char **problem)
         base = 16;
     else if (s[0] == '0' && s[1] == 'o' && all_of(s + 2, n - 2, "01234567"))
         base = 8;
+    if (config && base && base != 10)
+        return json_stringn(s, n);
     if (base) {
         errno = 0;
         long long v = strtoll(base == 10 ? s : s + 2, NULL, base);
@@ -169,7 +176,7 @@ static int yj_scalar(struct yj *y, yaml_event_t *ev, json_t **out)
     int forced_string = tag && (!strcmp(tag, YAML_STR_TAG) || !strcmp(tag, "!"));
     const char *problem = NULL;
     if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !forced_string && !y->as_text)
-        *out = yj_plain(s, n, &problem);
+        *out = yj_plain(s, n, y->config, &problem);
     else
         *out = json_stringn(s, n);
     if (problem)
@@ -388,17 +395,12 @@ static int yj_document(struct yj *y, json_t **out)
     return rc;
 }
 
-int cli_yaml_to_json(const char *text, size_t len, const char *name, json_t **out,
-                     struct tide_err *err)
-{
-    return cli_yaml_to_json_keeping_text(text, len, name, NULL, out, err);
-}
-
-int cli_yaml_to_json_keeping_text(const char *text, size_t len, const char *name,
-                                  const char *const *text_keys, json_t **out, struct tide_err *err)
+static int yaml_to_json(const char *text, size_t len, const char *name, bool config,
+                        const char *const *text_keys, json_t **out, struct tide_err *err)
 {
     *out = NULL;
-    struct yj y = {.name = name ? name : "<input>", .err = err, .text_keys = text_keys};
+    struct yj y = {
+        .name = name ? name : "<input>", .err = err, .config = config, .text_keys = text_keys};
     y.anchors = json_object();
     if (!y.anchors)
         return tide_err_set(err, TIDE_ENOMEM, NULL, "%s: out of memory", y.name);
@@ -411,4 +413,22 @@ int cli_yaml_to_json_keeping_text(const char *text, size_t len, const char *name
     yaml_parser_delete(&y.parser);
     json_decref(y.anchors);
     return rc;
+}
+
+int cli_yaml_to_json(const char *text, size_t len, const char *name, json_t **out,
+                     struct tide_err *err)
+{
+    return yaml_to_json(text, len, name, false, NULL, out, err);
+}
+
+int cli_yaml_to_json_keeping_text(const char *text, size_t len, const char *name,
+                                  const char *const *text_keys, json_t **out, struct tide_err *err)
+{
+    return yaml_to_json(text, len, name, false, text_keys, out, err);
+}
+
+int cli_yaml_config_to_json(const char *text, size_t len, const char *name, json_t **out,
+                            struct tide_err *err)
+{
+    return yaml_to_json(text, len, name, true, NULL, out, err);
 }

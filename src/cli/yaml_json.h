@@ -30,4 +30,12 @@ int cli_yaml_to_json(const char *text, size_t len, const char *name, json_t **ou
 int cli_yaml_to_json_keeping_text(const char *text, size_t len, const char *name,
                                   const char *const *text_keys, json_t **out, struct tide_err *err);
 
+/* As cli_yaml_to_json, for tide.yaml (`tide sim --config`): plain scalars
+ * become integers and booleans only as the server's reader takes them
+ * (common/parse_scalar.h). 0x1F, 0o17, +5, True and FALSE stay strings,
+ * which an integer or boolean key then refuses as the server does, rather
+ * than the simulator running a file the server would not start with. */
+int cli_yaml_config_to_json(const char *text, size_t len, const char *name, json_t **out,
+                            struct tide_err *err);
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse_scalar.h"
 #include "common/tide_err.h"
 #include "core/core_banned.h"
 
@@ -64,22 +65,21 @@ static int want_int(const char *text, long long lo, long long hi, long long *out
 {
     if (!text)
         return fail(why, size, "must be a number");
-    char *end;
-    errno = 0;
-    long long n = strtoll(text, &end, 10);
-    if (!*text || *end || errno)
+    long long n;
+    int rc = parse_scalar_int(text, &n);
+    if (rc == -EINVAL)
         return fail(why, size, "must be an integer, got '%s'", text);
-    if (n < lo || n > hi)
-        return fail(why, size, "must be from %lld to %lld, got %s", lo, hi, text);
+    if (rc || n < lo || n > hi)
+        return fail(why, size, "must be from %lld to %lld, got %.40s", lo, hi, text);
     *out = n;
     return 0;
 }
 
 static int want_bool(const char *text, bool *out, char *why, size_t size)
 {
-    if (!text || (strcmp(text, "true") && strcmp(text, "false")))
-        return fail(why, size, "must be true or false");
-    *out = !strcmp(text, "true");
+    if (!text || parse_scalar_bool(text, out))
+        return fail(why, size, "must be true or false, got '%s'",
+                    text ? text : "a list or mapping");
     return 0;
 }
 
@@ -252,51 +252,63 @@ int pool_spec_image_add(struct pool_spec *s, const char *text, char *why, size_t
     return 0;
 }
 
-/* "09:00" into minutes after midnight (24:00 allowed as the end of a day). */
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* "09:00" into minutes after midnight (24:00 allowed as the end of a day).
+ * Exactly HH:MM: sscanf would also take "-0:30", " 9: 5" or "+9:05". */
 static int want_clock(const char *text, int *out, char *why, size_t size)
 {
-    int h, m;
-    char extra;
-    if (!text || sscanf(text, "%d:%d%c", &h, &m, &extra) != 2 || h < 0 || m < 0 || m > 59 ||
-        h * 60 + m > 24 * 60)
-        return fail(why, size, "must be a time like 09:00 (UTC), got '%s'", text ? text : "?");
+    bool ok = text && strlen(text) == 5 && is_digit(text[0]) && is_digit(text[1]) &&
+              text[2] == ':' && is_digit(text[3]) && is_digit(text[4]);
+    int h = ok ? (text[0] - '0') * 10 + (text[1] - '0') : 0;
+    int m = ok ? (text[3] - '0') * 10 + (text[4] - '0') : 0;
+    if (!ok || m > 59 || h * 60 + m > 24 * 60)
+        return fail(why, size, "must be a time like 09:00 (HH:MM, UTC), got '%s'",
+                    text ? text : "?");
     *out = h * 60 + m;
     return 0;
 }
 
-/* "mon-fri", "sat,sun", "all" into a bit mask (bit 0 Monday). */
-static int want_days(const char *text, unsigned *out, char *why, size_t size)
+/* The day (0 Monday) whose name p starts with, or -1. */
+static int day_at(const char *p)
 {
     static const char *const names[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+    for (int d = 0; d < 7; d++)
+        if (!strncmp(p, names[d], 3))
+            return d;
+    return -1;
+}
+
+/* "mon-fri", "sat,sun", "all" into a bit mask (bit 0 Monday). Every item
+ * of the list must be a day or a range: one that is not refuses the list,
+ * rather than ending it with the days read so far. */
+static int want_days(const char *text, unsigned *out, char *why, size_t size)
+{
     if (text && !strcmp(text, "all")) {
         *out = 0x7f;
         return 0;
     }
     unsigned mask = 0;
-    for (const char *p = text; p && *p;) {
-        int from = -1, to = -1;
-        for (int d = 0; d < 7; d++)
-            if (!strncmp(p, names[d], 3))
-                from = to = d;
-        if (from >= 0 && p[3] == '-') {
-            to = -1;
-            for (int d = 0; d < 7; d++)
-                if (!strncmp(p + 4, names[d], 3))
-                    to = d;
-            p += 4;
+    for (const char *p = text; p;) {
+        int from = day_at(p), to = from;
+        const char *end = from >= 0 ? p + 3 : p;
+        if (from >= 0 && *end == '-') {
+            to = day_at(end + 1);
+            end += 4;
         }
-        if (from < 0 || to < 0)
+        if (from < 0 || to < 0 || (*end && *end != ',')) {
+            mask = 0;
             break;
+        }
         for (int d = from;; d = (d + 1) % 7) {
             mask |= 1u << d;
             if (d == to)
                 break;
         }
-        p += 3;
-        if (*p == ',')
-            p++;
-        else if (*p)
-            mask = 0, p = "";
+        p = *end ? end + 1 : NULL; /* after a comma another item must follow */
     }
     if (!mask)
         return fail(why, size, "must be days like mon-fri, sat,sun or all, got '%s'",

@@ -26,20 +26,20 @@ int config_want_money(struct config_ctx *c, const yaml_node_t *v, const char *ke
 }
 
 /* A pool's schedule: and steps: entries: their keys go to pool_spec. */
-static int window_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
+static int window_key(struct config_ctx *c, const char *key, const char *name, const yaml_node_t *v)
 {
     char why[200];
-    if (pool_spec_window_set(&cur->pool.windows[cur->pool.nwindows], strrchr(key, '.') + 1,
-                             config_scalar(v), why, sizeof why))
+    if (pool_spec_window_set(&cur->pool.windows[cur->pool.nwindows], name, config_scalar(v), why,
+                             sizeof why))
         return config_fail(c, v, key, "%s", why);
     return 0;
 }
 
-static int step_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
+static int step_key(struct config_ctx *c, const char *key, const char *name, const yaml_node_t *v)
 {
     char why[200];
-    if (pool_spec_step_set(&cur->pool.steps[cur->pool.nsteps], strrchr(key, '.') + 1,
-                           config_scalar(v), why, sizeof why))
+    if (pool_spec_step_set(&cur->pool.steps[cur->pool.nsteps], name, config_scalar(v), why,
+                           sizeof why))
         return config_fail(c, v, key, "%s", why);
     return 0;
 }
@@ -85,9 +85,8 @@ static int pool_images(struct config_ctx *c, const char *key, const yaml_node_t 
     return 0;
 }
 
-static int pool_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
+static int pool_key(struct config_ctx *c, const char *key, const char *k, const yaml_node_t *v)
 {
-    const char *k = strrchr(key, '.') + 1;
     if (!strcmp(k, "images"))
         return pool_images(c, key, v);
     if (!strcmp(k, "schedule") || !strcmp(k, "steps"))

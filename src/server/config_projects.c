@@ -11,6 +11,24 @@
 
 #include "server/config.h"
 
+/* The line of an entry of list before item that names project, or 0.
+ * Entries before item were read already: each is a mapping with a name. */
+static unsigned long listed_before(struct config_ctx *c, const yaml_node_t *list,
+                                   const yaml_node_item_t *item, const char *project)
+{
+    for (const yaml_node_item_t *it = list->data.sequence.items.start; it < item; it++) {
+        const yaml_node_t *entry = yaml_document_get_node(c->doc, *it);
+        for (const yaml_node_pair_t *p = entry->data.mapping.pairs.start;
+             p < entry->data.mapping.pairs.top; p++) {
+            const char *k = config_scalar(yaml_document_get_node(c->doc, p->key));
+            const char *v = config_scalar(yaml_document_get_node(c->doc, p->value));
+            if (!strcmp(k, "name") && !strcmp(v, project))
+                return (unsigned long)entry->start_mark.line + 1;
+        }
+    }
+    return 0;
+}
+
 int config_section_projects(struct config_ctx *c, const char *name, const yaml_node_t *v)
 {
     if (v->type != YAML_SEQUENCE_NODE)
@@ -19,6 +37,7 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
     int64_t half_life = fs->half_life_s;
     fairshare_init(fs, half_life);
     budget_set_init(&c->cfg->budgets);
+    c->cfg->nproject_users = 0; /* the section replaces what an earlier file listed */
     int index = 0;
     for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
          it++, index++) {
@@ -35,13 +54,14 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
         const char *user = NULL;
         for (yaml_node_pair_t *pair = item->data.mapping.pairs.start;
              pair < item->data.mapping.pairs.top; pair++) {
-            const char *k = config_scalar(yaml_document_get_node(c->doc, pair->key));
             const yaml_node_t *val = yaml_document_get_node(c->doc, pair->value);
             char key[128];
-            snprintf(key, sizeof key, "%s.%s", where, k ? k : "?");
+            const char *k;
             long n;
-            int rc = 0;
-            if (k && !strcmp(k, "name")) {
+            int rc = config_pair_key(c, where, item, pair, key, sizeof key, &k);
+            if (rc)
+                return rc;
+            if (!strcmp(k, "name")) {
                 const char *s = config_scalar(val);
                 if (!s || !*s || strlen(s) >= sizeof p.name)
                     return config_fail(c, val, key, "must be 1 to 63 characters%s", "");
@@ -52,19 +72,19 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                                            "may contain only letters, digits, '-', '_' and '.'%s",
                                            "");
                 snprintf(p.name, sizeof p.name, "%s", s);
-            } else if (k && !strcmp(k, "quota_gpus")) {
+            } else if (!strcmp(k, "quota_gpus")) {
                 share_keys = true;
                 if (!(rc = config_want_int(c, val, key, 0, 10000000, &n)))
                     p.quota_gpus = (int)n;
-            } else if (k && !strcmp(k, "weight")) {
+            } else if (!strcmp(k, "weight")) {
                 share_keys = true;
                 if (!(rc = config_want_int(c, val, key, 1, 1000000, &n)))
                     p.weight = (int)n;
-            } else if (k && (!strcmp(k, "budget_daily") || !strcmp(k, "budget_monthly"))) {
+            } else if ((!strcmp(k, "budget_daily") || !strcmp(k, "budget_monthly"))) {
                 budget_keys = true;
                 rc = config_want_money(c, val, key,
                                        &b.cap_micros[k[7] == 'd' ? BUDGET_DAILY : BUDGET_MONTHLY]);
-            } else if (k && !strcmp(k, "alert_pct")) {
+            } else if (!strcmp(k, "alert_pct")) {
                 alerts_given = true;
                 if (val->type != YAML_SEQUENCE_NODE)
                     return config_fail(c, val, key, "must be a list of percentages like [50, 80, 100]%s", "");
@@ -79,18 +99,15 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                         b.alert_pct[b.nalerts++] = (int)n;
                     }
                 }
-            } else if (k && (!strcmp(k, "hard_cap") || !strcmp(k, "stop_running"))) {
-                const char *s = config_scalar(val);
-                if (!s || (strcmp(s, "true") && strcmp(s, "false")))
-                    return config_fail(c, val, key, "must be true or false%s", "");
-                *(k[0] == 'h' ? &b.hard_cap : &b.stop_running) = !strcmp(s, "true");
-            } else if (k && !strcmp(k, "on_exhausted")) {
+            } else if ((!strcmp(k, "hard_cap") || !strcmp(k, "stop_running"))) {
+                rc = config_want_bool(c, val, key, k[0] == 'h' ? &b.hard_cap : &b.stop_running);
+            } else if (!strcmp(k, "on_exhausted")) {
                 const char *s = config_scalar(val);
                 if (!s || (strcmp(s, "wait") && strcmp(s, "reject")))
                     return config_fail(c, val, key, "must be wait (new jobs wait) or reject (refused at submit)%s", "");
                 b.reject_when_exhausted = !strcmp(s, "reject");
                 on_exhausted_given = true;
-            } else if (k && !strcmp(k, "user")) {
+            } else if (!strcmp(k, "user")) {
                 user = config_scalar(val);
                 size_t n = user ? strlen(user) : 0;
                 bool ok = n >= 1 && n <= 32 && user[0] != '-' && user[0] != '.';
@@ -98,7 +115,7 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                     ok = isalnum((unsigned char)user[i]) || strchr("._-", user[i]);
                 if (!ok)
                     return config_fail(c, val, key, "must be a user name (1 to 32 letters, digits, '.', '_', '-')%s", "");
-            } else if (k && !strcmp(k, "alert_hook")) {
+            } else if (!strcmp(k, "alert_hook")) {
                 const char *s = config_scalar(val);
                 if (!s || !*s || strlen(s) >= sizeof b.alert_hook)
                     return config_fail(c, val, key, "must be a command of at most %s characters", "255");
@@ -113,6 +130,15 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
         }
         if (!p.name[0])
             return config_fail(c, item, where, "needs a name%s", "");
+        /* One entry per project: its share, budget and user would otherwise
+         * each come from whichever entry held them. */
+        unsigned long first = listed_before(c, v, it, p.name);
+        if (first) {
+            char why[128];
+            snprintf(why, sizeof why, "project '%s' is listed twice (first at line %lu)", p.name,
+                     first);
+            return config_fail(c, item, where, "%s", why);
+        }
         if ((on_exhausted_given || b.stop_running) && !b.hard_cap)
             return config_fail(c, item, where, "on_exhausted and stop_running need hard_cap: true%s", "");
         if (budget_keys) {
@@ -123,15 +149,12 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
                 b.nalerts = 3;
             }
             if (!budget_add(&c->cfg->budgets, &b))
-                return config_fail(c, item, where, "project '%s' is listed twice (or too many)", p.name);
+                return config_fail(c, item, where, "at most %s projects with a budget", "64");
         } else if (alerts_given || b.hard_cap || b.alert_hook[0]) {
             return config_fail(c, item, where, "alert_pct, hard_cap, on_exhausted, stop_running and alert_hook need budget_daily or budget_monthly%s", "");
         }
         if (user) {
             struct server_config *cfg = c->cfg;
-            for (int i = 0; i < cfg->nproject_users; i++)
-                if (!strcmp(cfg->project_users[i].project, p.name))
-                    return config_fail(c, item, where, "project '%s' is listed twice", p.name);
             if (cfg->nproject_users == TIDE_MAX_PROJECT_USERS)
                 return config_fail(c, item, where, "at most %s projects with a user", "256");
             snprintf(cfg->project_users[cfg->nproject_users].project, TIDE_NAME_MAX, "%s", p.name);
@@ -141,7 +164,7 @@ int config_section_projects(struct config_ctx *c, const char *name, const yaml_n
         if (!share_keys && (budget_keys || user))
             continue;
         if (!fairshare_add(fs, &p))
-            return config_fail(c, item, where, "project '%s' is listed twice (or too many)", p.name);
+            return config_fail(c, item, where, "at most %s projects in fair share", "256");
     }
     return 0;
 }

@@ -7,10 +7,9 @@
 
 #include "server/config.h"
 
-static int queue_key(struct config_ctx *c, const char *key, const yaml_node_t *v,
+static int queue_key(struct config_ctx *c, const char *key, const char *field, const yaml_node_t *v,
                      struct queue_config *q)
 {
-    const char *field = strrchr(key, '.') + 1;
     long n;
     int rc = 0;
     if (!strcmp(field, "name")) {
@@ -69,18 +68,9 @@ static int queue_key(struct config_ctx *c, const char *key, const yaml_node_t *v
             snprintf(q->pools[q->npools++], TIDE_NAME_MAX, "%s", pool);
         }
     } else if (!strcmp(field, "allow_spot")) {
-        const char *s = config_scalar(v);
-        if (!s || (strcmp(s, "true") && strcmp(s, "false")))
-            return config_fail(c, v, key, "must be true or false%s", "");
-        q->allow_spot = !strcmp(s, "true");
+        rc = config_want_bool(c, v, key, &q->allow_spot);
     } else if (!strcmp(field, "preemptible")) {
-        const char *s = config_scalar(v);
-        if (s && !strcmp(s, "true"))
-            q->preemptible = true;
-        else if (s && !strcmp(s, "false"))
-            q->preemptible = false;
-        else
-            return config_fail(c, v, key, "must be true or false%s", "");
+        rc = config_want_bool(c, v, key, &q->preemptible);
     } else {
         return config_fail(c, v, key,
                            "unknown key (known: name, priority, priority_min, priority_max, "
@@ -109,13 +99,18 @@ int config_section_queues(struct config_ctx *c, const char *name, const yaml_nod
         q->priority_min = -1000;
         q->priority_max = 1000;
         q->escalation = 100;
+        const yaml_node_t *priority = NULL; /* checked once the range is known */
         for (yaml_node_pair_t *p = item->data.mapping.pairs.start; p < item->data.mapping.pairs.top; p++) {
-            const yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+            const yaml_node_t *value = yaml_document_get_node(c->doc, p->value);
             char key[128];
-            snprintf(key, sizeof key, "%s.%s", where, config_scalar(k) ? config_scalar(k) : "?");
-            int rc = queue_key(c, key, yaml_document_get_node(c->doc, p->value), q);
+            const char *field;
+            int rc = config_pair_key(c, where, item, p, key, sizeof key, &field);
+            if (!rc)
+                rc = queue_key(c, key, field, value, q);
             if (rc)
                 return rc;
+            if (!strcmp(field, "priority"))
+                priority = value;
         }
         if (!q->name[0])
             return config_fail(c, item, where, "needs a name%s", "");
@@ -123,7 +118,16 @@ int config_section_queues(struct config_ctx *c, const char *name, const yaml_nod
             return config_fail(c, item, where, "queue '%s' is defined twice", q->name);
         if (q->priority_min > q->priority_max)
             return config_fail(c, item, where, "priority_min is above priority_max%s", "");
-        if (q->priority_default < q->priority_min || q->priority_default > q->priority_max)
+        bool outside =
+            q->priority_default < q->priority_min || q->priority_default > q->priority_max;
+        if (outside && priority) {
+            char key[96], why[128];
+            snprintf(key, sizeof key, "%s.priority", where);
+            snprintf(why, sizeof why, "must be from priority_min (%d) to priority_max (%d), got %d",
+                     q->priority_min, q->priority_max, q->priority_default);
+            return config_fail(c, priority, key, "%s", why);
+        }
+        if (outside) /* none given: the default 0 moves to the nearest end of the range */
             q->priority_default = q->priority_min > 0 ? q->priority_min
                                   : q->priority_max < 0 ? q->priority_max : 0;
         qs->count++;

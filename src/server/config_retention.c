@@ -6,17 +6,18 @@
 
 #define RETENTION_MAX_S (100L * 365 * 86400)
 
-static int retention_key(struct config_ctx *c, const char *key, const yaml_node_t *v)
+static int retention_key(struct config_ctx *c, const char *key, const char *name,
+                         const yaml_node_t *v)
 {
     long n;
     int rc;
-    if (!strcmp(key, "retention.finished_jobs_s")) {
+    if (!strcmp(name, "finished_jobs_s")) {
         if (!(rc = config_want_int(c, v, key, 0, RETENTION_MAX_S, &n)))
             c->cfg->retention_jobs_s = n;
-    } else if (!strcmp(key, "retention.events_s")) {
+    } else if (!strcmp(name, "events_s")) {
         if (!(rc = config_want_int(c, v, key, 0, RETENTION_MAX_S, &n)))
             c->cfg->retention_events_s = n;
-    } else if (!strcmp(key, "retention.sweep_s")) {
+    } else if (!strcmp(name, "sweep_s")) {
         if (!(rc = config_want_int(c, v, key, 1, 86400, &n)))
             c->cfg->retention_sweep_s = (int)n;
     } else {

@@ -457,6 +457,9 @@ def test_server_refuses_a_bad_config_with_line_and_key():
             ("retention:\n  events_s: -1\n", "tide.yaml:2: retention.events_s: must be from 0"),
             ("retention:\n  jobs_days: 3\n", "tide.yaml:2: retention.jobs_days: unknown key"),
             ("server: [1,\n", "tide.yaml:2:1:"),
+            ("server:\n  heartbeat_ms: 1000\n  heartbeat_ms: 2000\n",
+             "tide.yaml:3: server.heartbeat_ms: duplicate key (first at line 2)"),
+            ("server:\n  heartbeat_ms: 1000\n---\n: : : [\n", "tide.yaml:4:"),
         ]
         for text, want in cases:
             path = os.path.join(d, "tide.yaml")

@@ -152,6 +152,15 @@ def test_both_refuse_the_same_bad_values_naming_the_key():
          "must be an integer, got '8.0'"),
         ("pools:\n  - name: p\n    price_per_node_hour: 1.0000001\n",
          "pools[0].price_per_node_hour", "at most 6 decimals"),
+        # Numbers and booleans as the server reads them: YAML's 0x8, +3 and True are text.
+        ("pools:\n  - name: p\n    gpus_per_node: 0x8\n", "pools[0].gpus_per_node",
+         "must be an integer, got '0x8'"),
+        ("pools:\n  - name: p\n    max_nodes: +3\n", "pools[0].max_nodes",
+         "must be an integer, got '+3'"),
+        ("pools:\n  - name: p\n    max_nodes: 3\n    predictive: True\n",
+         "pools[0].predictive", "must be true or false, got 'True'"),
+        ("scheduler:\n  backfill: TRUE\n", "scheduler.backfill", "must be true or false"),
+        ("scheduler:\n  backfill: true\n  backfill: false\n", "backfill", "duplicate key"),
         # Known to the simulator but not simulated: still checked as the server does.
         ("scheduler:\n  max_gpu_utilization_pct: 150\n", "scheduler.max_gpu_utilization_pct",
          "from 0 to 100"),

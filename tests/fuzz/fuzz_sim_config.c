@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *root = NULL;
     struct tide_err err;
     tide_err_clear(&err);
-    if (cli_yaml_to_json((const char *)data, size, "sim.yaml", &root, &err) != 0)
+    if (cli_yaml_config_to_json((const char *)data, size, "sim.yaml", &root, &err) != 0)
         return 0;
     struct sim_config *cfg = calloc(1, sizeof *cfg);
     if (!cfg) {

@@ -265,6 +265,21 @@ static void test_a_job_files_argv_and_env_are_kept_as_written(void **state)
                       "\"TILDE\":\"~\"},\"gpus\":2}");
 }
 
+/* tide sim --config: numbers and booleans as the server's tide.yaml reader takes them. */
+static void test_a_config_keeps_what_the_server_would_not_read_as_a_number_as_text(void **state)
+{
+    (void)state;
+    const char *yaml = "a: 0x1F\nb: 0o17\nc: +5\nd: True\ne: FALSE\nf: 8\ng: -3\nh: 1.5\n"
+                       "i: true\nj: ~\nk: +1.5\n";
+    json_t *v = NULL;
+    struct tide_err err = {0};
+    assert_int_equal(cli_yaml_config_to_json(yaml, strlen(yaml), "tide.yaml", &v, &err), 0);
+    assert_json(v, "{\"a\":\"0x1F\",\"b\":\"0o17\",\"c\":\"+5\",\"d\":\"True\",\"e\":\"FALSE\","
+                   "\"f\":8,\"g\":-3,\"h\":1.5,\"i\":true,\"j\":null,\"k\":\"+1.5\"}");
+    /* A job file still reads them by YAML's rules. */
+    assert_json(convert_ok("a: 0x1F\nd: True\n"), "{\"a\":31,\"d\":true}");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_deep_nesting_is_refused),
         cmocka_unit_test(test_unknown_alias_is_an_error),
         cmocka_unit_test(test_a_job_files_argv_and_env_are_kept_as_written),
+        cmocka_unit_test(test_a_config_keeps_what_the_server_would_not_read_as_a_number_as_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -144,6 +144,47 @@ static void test_schedule_and_step_entries_are_checked(void **state)
     assert_int_equal(pool_spec_step_set(&st, "add", "0", why, sizeof why), TIDE_EINVAL);
 }
 
+/* One bad item refuses the whole list: a window that silently lost its
+ * other days would not hold nodes on them. */
+static void test_days_with_one_unknown_item_are_refused_not_cut_short(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"mon,Tue", "mon,,tue", "mon,xyz", "mon,", ",mon",
+                                      "mon-",    "mon-xyz",  "monday",  "",     "all,mon"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct pool_window w = {0};
+        assert_int_equal(pool_spec_window_set(&w, "days", bad[i], why, sizeof why), TIDE_EINVAL);
+        assert_non_null(strstr(why, "must be days like mon-fri"));
+        assert_int_equal(w.days, 0);
+    }
+    struct pool_window w = {0};
+    assert_int_equal(pool_spec_window_set(&w, "days", "mon,wed-fri", why, sizeof why), 0);
+    assert_int_equal(w.days, 0x1d);
+    assert_int_equal(pool_spec_window_set(&w, "days", "sat-mon", why, sizeof why), 0);
+    assert_int_equal(w.days, 0x61); /* a range may run past Sunday */
+    assert_int_equal(pool_spec_window_set(&w, "days", "all", why, sizeof why), 0);
+    assert_int_equal(w.days, 0x7f);
+}
+
+static void test_a_clock_time_is_exactly_two_digits_a_colon_and_two_digits(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"-0:30", " 9: 5", "+9:05", "9:05",  "09:5",  "09:00 ",
+                                      "0900",  "24:01", "23:60", "25:00", "09:0a", "09::0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct pool_window w = {0};
+        assert_int_equal(pool_spec_window_set(&w, "from", bad[i], why, sizeof why), TIDE_EINVAL);
+        assert_non_null(strstr(why, "must be a time like 09:00"));
+    }
+    struct pool_window w = {0};
+    assert_int_equal(pool_spec_window_set(&w, "from", "00:00", why, sizeof why), 0);
+    assert_int_equal(w.from_min, 0);
+    assert_int_equal(pool_spec_window_set(&w, "from", "23:59", why, sizeof why), 0);
+    assert_int_equal(w.from_min, 23 * 60 + 59);
+    assert_int_equal(pool_spec_window_set(&w, "to", "24:00", why, sizeof why), 0);
+    assert_int_equal(w.to_min, 24 * 60); /* the end of a day */
+}
+
 static void test_images_and_pull_time_are_part_of_the_boot_estimate(void **state)
 {
     (void)state;
@@ -195,6 +236,8 @@ int main(void)
         cmocka_unit_test(test_bad_values_say_why_and_unknown_keys_are_told_apart),
         cmocka_unit_test(test_finish_names_the_key_at_fault),
         cmocka_unit_test(test_schedule_and_step_entries_are_checked),
+        cmocka_unit_test(test_days_with_one_unknown_item_are_refused_not_cut_short),
+        cmocka_unit_test(test_a_clock_time_is_exactly_two_digits_a_colon_and_two_digits),
         cmocka_unit_test(test_images_and_pull_time_are_part_of_the_boot_estimate),
         cmocka_unit_test(test_only_the_simulated_clouds_keys_are_sim_only),
     };
