@@ -548,7 +548,7 @@ static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_nod
         if (!node || ((node->state == NODE_RELEASED || node->state == NODE_FAILED) &&
                       !(r && r->destroy_pending))) {
             orphans[norphans++] = listed[i];
-            char msg[400];
+            char msg[2 * PROVIDER_ID_MAX + 160]; /* a name, or an id in its place, and an id */
             snprintf(msg, sizeof msg, "pool %s: provider holds %s%s%s, which tide %s: deleting it",
                      pool->name, listed[i].name[0] ? listed[i].name : listed[i].id,
                      listed[i].name[0] && listed[i].id[0] ? " " : "", listed[i].name[0] ? listed[i].id : "",
