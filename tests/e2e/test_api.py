@@ -530,6 +530,8 @@ def test_text_that_is_not_utf8_or_cut_mid_character_is_answered_not_failed():
         assert done["state"] == "failed" and done["reason"].startswith("\u00e9" * 70), done
         assert [j["id"] for j in c.jobs()] == [job]
         assert c.request("GET", "/v1/events")[0] == 200
+        if STORE != "sqlite":
+            return  # below, rows written with the SQLite file in hand
         # a row stored by an older server with such bytes is shown, not dropped
         c.kill_server(signal.SIGTERM)
         db = sqlite3.connect(os.path.join(c.data, "tide.db"))
