@@ -6,6 +6,7 @@
 #include <gnutls/crypto.h>
 #include <gnutls/x509.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +15,7 @@
 #include "common/fsutil.h"
 
 #define UP_TLS_VALID_DAYS 365
+#define UP_TLS_RENEW_DAYS 30 /* a set this close to expiry is made anew */
 
 /* One key and certificate being made. */
 struct up_tls_pair {
@@ -148,7 +150,29 @@ static int write_pair(const char *dir, const char *crt_name, const char *key_nam
     return rc;
 }
 
-static int all_present(const char *dir)
+/* Whether the certificate file at path is readable and valid past when. */
+static bool valid_past(const char *path, time_t when)
+{
+    gnutls_datum_t pem = {NULL, 0};
+    gnutls_x509_crt_t crt;
+    if (gnutls_load_file(path, &pem) < 0)
+        return false;
+    bool ok = false;
+    if (gnutls_x509_crt_init(&crt) == 0) {
+        time_t expires = gnutls_x509_crt_import(crt, &pem, GNUTLS_X509_FMT_PEM) == 0
+                             ? gnutls_x509_crt_get_expiration_time(crt)
+                             : (time_t)-1;
+        ok = expires != (time_t)-1 && expires > when;
+        gnutls_x509_crt_deinit(crt);
+    }
+    gnutls_free(pem.data);
+    return ok;
+}
+
+/* Whether dir holds the whole set, none of it expiring within
+ * UP_TLS_RENEW_DAYS of now: a year on, the same set would stop every
+ * handshake ("certificate has expired"). */
+static int set_usable(const char *dir, time_t now)
 {
     static const char *const names[] = {UP_TLS_CA,         UP_TLS_CA_KEY,     UP_TLS_SERVER_CERT,
                                         UP_TLS_SERVER_KEY, UP_TLS_AGENT_CERT, UP_TLS_AGENT_KEY};
@@ -157,14 +181,21 @@ static int all_present(const char *dir)
         if (snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= (int)sizeof path ||
             access(path, R_OK) != 0)
             return 0;
+        if (strstr(names[i], ".crt") && !valid_past(path, now + UP_TLS_RENEW_DAYS * 86400L))
+            return 0;
     }
     return 1;
 }
 
 int up_tls_ensure(const char *dir, int *created, struct tide_err *err)
 {
+    return up_tls_ensure_at(dir, time(NULL), created, err);
+}
+
+int up_tls_ensure_at(const char *dir, time_t now, int *created, struct tide_err *err)
+{
     *created = 0;
-    if (all_present(dir))
+    if (set_usable(dir, now))
         return 0;
     char host[256] = "localhost";
     if (gethostname(host, sizeof host) != 0 || !*host)

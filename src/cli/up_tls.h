@@ -6,6 +6,8 @@
 #ifndef TIDE_CLI_UP_TLS_H
 #define TIDE_CLI_UP_TLS_H
 
+#include <time.h>
+
 #include "common/tide_err.h"
 
 /* The files up_tls_ensure leaves in its directory. */
@@ -17,9 +19,13 @@
 #define UP_TLS_AGENT_KEY "agent.key"
 
 /* Makes sure dir (which must exist) holds the six files above: keeps them
- * when all are there (so a CA the user already trusts stays valid), else
- * writes a new set. *created says which happened. Returns 0, or TIDE_EIO
- * with err naming the file or the GnuTLS step that failed. */
+ * when all are there and none of the certificates expires within 30 days
+ * (so a CA the user already trusts stays valid), else writes a new set.
+ * *created says which happened. Returns 0, or TIDE_EIO with err naming the
+ * file or the GnuTLS step that failed. */
 int up_tls_ensure(const char *dir, int *created, struct tide_err *err);
+
+/* The same as of now (for tests: a set's age without waiting a year). */
+int up_tls_ensure_at(const char *dir, time_t now, int *created, struct tide_err *err);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/up_tls.h"
@@ -141,6 +142,27 @@ static void test_keys_are_private_and_a_second_run_keeps_the_ca(void **state)
     free(after);
 }
 
+static void test_a_set_close_to_its_expiry_is_made_anew(void **state)
+{
+    (void)state;
+    struct tide_err err = {0};
+    int created = 0;
+    char path[PATH_MAX], *before = NULL, *after = NULL;
+    time_t now = time(NULL);
+    assert_int_equal(up_tls_ensure_at(dir, now, &created, &err), 0);
+    path_of(path, UP_TLS_CA);
+    assert_int_equal(fs_read_file(path, 1 << 16, &before, NULL), 0);
+    /* 300 days on: kept; 340 days on (25 days left): a new set */
+    assert_int_equal(up_tls_ensure_at(dir, now + 300 * 86400L, &created, &err), 0);
+    assert_int_equal(created, 0);
+    assert_int_equal(up_tls_ensure_at(dir, now + 340 * 86400L, &created, &err), 0);
+    assert_int_equal(created, 1);
+    assert_int_equal(fs_read_file(path, 1 << 16, &after, NULL), 0);
+    assert_string_not_equal(before, after);
+    free(before);
+    free(after);
+}
+
 static void test_a_directory_that_cannot_be_written_is_an_error_naming_the_file(void **state)
 {
     (void)state;
@@ -157,6 +179,7 @@ int main(void)
         cmocka_unit_test(test_server_certificate_is_signed_by_the_ca_for_localhost_and_127_0_0_1),
         cmocka_unit_test(test_agent_certificate_is_for_clients_only),
         cmocka_unit_test(test_keys_are_private_and_a_second_run_keeps_the_ca),
+        cmocka_unit_test(test_a_set_close_to_its_expiry_is_made_anew),
         cmocka_unit_test(test_a_directory_that_cannot_be_written_is_an_error_naming_the_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
