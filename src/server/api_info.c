@@ -52,9 +52,28 @@ static json_t *node_to_json(const struct node *n, int64_t now_ms)
                      "gpus", gpus);
 }
 
+/* A token limited to projects sees other projects' jobs as absent (404):
+ * on a node, a GPU of such a job shows busy, without its id. Caller holds
+ * the lock. */
+static void hide_other_projects_jobs(struct server *srv, const struct api_request *req,
+                                     json_t *node)
+{
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(node, "gpus"), i, g)
+    {
+        json_t *id = json_object_get(g, "job_id");
+        if (!json_is_integer(id))
+            continue;
+        const struct job *job = cluster_find_job(&srv->cluster, json_integer_value(id));
+        if (!job || !auth_project_allowed(req, job->project))
+            json_object_set_new(g, "job_id", json_null());
+    }
+}
+
 int api_nodes_list(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
-    (void)req;
+    bool scoped = req->token.kind != TOKEN_ADMIN && req->token.projects;
     json_t *nodes = json_array();
     int64_t now = clock_now_ms();
     pthread_mutex_lock(&srv->lock);
@@ -62,6 +81,8 @@ int api_nodes_list(struct server *srv, struct api_request *req, struct api_reply
     {
         const struct node *n = &srv->cluster.nodes[i];
         json_t *o = node_to_json(n, now);
+        if (scoped)
+            hide_other_projects_jobs(srv, req, o);
         /* An operator's drain (core/operator.h) and what still runs there. */
         json_object_set_new(o, "drain_reason", n->drained ? json_string(n->drain_reason) : json_null());
         json_object_set_new(o, "jobs", json_integer(operator_node_jobs(&srv->cluster, n->id)));

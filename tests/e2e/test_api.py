@@ -422,6 +422,12 @@ def test_project_tokens_cannot_see_or_touch_other_projects():
         assert events_b and all(e["job_id"] == jb["id"] for e in events_b), events_b
         expect_error(c, 403, None, {"name": "eve", "projects": ["vision"]}, path="/v1/tokens", token=b)
         c.wait_state(ja["id"], "running")
+        c.wait_state(jb["id"], "running")
+        # on a node, a GPU of another project's job shows busy, not which job
+        held = lambda t: sorted((g["job_id"] or 0) for n in c.api("GET", "/v1/nodes", token=t)[  # noqa: E731
+            "nodes"] for g in n["gpus"] if not g["free"])
+        assert held(b) == [0, jb["id"]] and held(a) == [0, ja["id"]], (held(a), held(b))
+        assert held(None) == sorted([ja["id"], jb["id"]])
         wait_until(lambda: "secret-a" in c.api("GET", f"/v1/jobs/{ja['id']}/logs", token=a), 10)
         assert c.job(ja["id"])["state"] == "running"  # bob's cancel did nothing
         c.api("DELETE", f"/v1/jobs/{ja['id']}", token=a)
