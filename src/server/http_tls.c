@@ -143,7 +143,11 @@ int http_tls_check_client(struct MHD_Connection *conn, struct tide_err *err)
                             "this server requires a client certificate on the agent protocol "
                             "(tide agent --tls-cert/--tls-key)");
     unsigned status = 0;
-    int rc = gnutls_certificate_verify_peers2(session, &status);
+    /* signed by the CA is not enough: a web server's certificate from the
+     * same CA (its key purpose serverAuth only) is no agent's */
+    gnutls_typed_vdata_st purpose = {.type = GNUTLS_DT_KEY_PURPOSE_OID,
+                                     .data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT};
+    int rc = gnutls_certificate_verify_peers(session, &purpose, 1, &status);
     if (rc < 0)
         return tide_err_set(err, TIDE_EAUTH, "client_certificate",
                             "cannot verify the client certificate: %s", gnutls_strerror(rc));

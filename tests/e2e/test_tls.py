@@ -314,13 +314,13 @@ def test_the_agent_listener_speaks_https_and_wants_client_certificates_too():
         shutil.rmtree(data, ignore_errors=True)
 
 
-def node_certificate(tmp, name):
-    """A client certificate whose CN is name, signed by the tide up CA
-    (openssl); returns (cert, key) paths."""
+def node_certificate(tmp, name, purpose="clientAuth"):
+    """A certificate whose CN is name, for purpose (a client by default),
+    signed by the tide up CA (openssl); returns (cert, key) paths."""
     key, csr, crt = (os.path.join(tmp, f"{name}.{x}") for x in ("key", "csr", "crt"))
-    ext = os.path.join(tmp, "client.ext")
+    ext = os.path.join(tmp, f"{name}.ext")
     with open(ext, "w") as f:
-        f.write("extendedKeyUsage = clientAuth\nkeyUsage = digitalSignature\n")
+        f.write(f"extendedKeyUsage = {purpose}\nkeyUsage = digitalSignature\n")
     for argv in (["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                   "-nodes", "-keyout", key, "-subj", f"/CN={name}", "-out", csr],
                  ["x509", "-req", "-in", csr, "-CA", CERTS["ca.crt"], "-CAkey", CERTS["ca.key"],
@@ -348,6 +348,14 @@ def test_client_certificates_can_be_bound_to_node_names():
         assert p.returncode != 0, p.stderr
         assert "is for 'gpu-a' (its CN), not for node 'gpu-b'" in p.stderr, p.stderr
         assert c.node("gpu-b") is None
+        # a web server's certificate from the same CA is no agent's, whatever its CN
+        crt_w, key_w = node_certificate(c.dir, "web-a", purpose="serverAuth")
+        p = tide("agent", "--server", c.agent_url, "--ca", c.tls["ca"], "--token-file",
+                 os.path.join(c.data, "join.token"), "--name", "web-a", "--work",
+                 os.path.join(c.dir, "agents", "web-a"), "--fake-gpus", "1xH200:141GB",
+                 "--tls-cert", crt_w, "--tls-key", key_w, env=clean_env(), timeout=60)
+        assert p.returncode != 0 and "client certificate refused" in p.stderr, p.stderr
+        assert c.node("web-a") is None
         # gpu-a's node token with tide up's shared agent certificate ("tide agent"): refused
         with open(os.path.join(c.dir, "agents", "gpu-a", "node.json")) as f:
             node_token = json.load(f)["node_token"]
