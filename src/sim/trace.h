@@ -22,6 +22,13 @@
 #define TRACE_NAME_MAX 64
 #define TRACE_REASONS_MAX 16
 
+/* The latest submit time and the longest duration a trace may give: 100
+ * years (of 365.25 days). Rows past it are dropped as too large; no real
+ * trace comes near, and it keeps the simulator's sums of virtual times
+ * (and GPU-time integrals over them) far from int64 overflow. */
+#define TRACE_MAX_YEARS 100 /* the readers' reasons say "100 years" */
+#define TRACE_MAX_TIME_MS (TRACE_MAX_YEARS * 36525LL * 86400 * 1000 / 100)
+
 struct trace_job {
     int64_t submit_ms; /* from the start of the trace (the earliest submit is 0) */
     int64_t duration_ms;
@@ -98,7 +105,9 @@ int trace_push(struct trace *t, const struct trace_job *job);
 /* Counts a dropped row under reason and tells the warn callback. */
 void trace_drop_row(struct trace *t, long line, const char *reason);
 
-/* Sorts by submit time (line breaks ties) and makes the earliest submit 0. */
+/* Sorts by submit time (line breaks ties) and makes the earliest submit 0.
+ * Rows submitted more than TRACE_MAX_TIME_MS after the earliest (dates far
+ * apart, in formats with absolute times) are dropped as too large. */
 void trace_normalise(struct trace *t);
 
 /* Synthetic traces: Poisson arrivals, log-uniform durations and a GPU-count
@@ -136,6 +145,14 @@ int trace_split_csv(char *line, char **fields, int max);
  * (empty, trailing junk, out of range, negative where not allowed). */
 int trace_parse_seconds_ms(const char *s, int64_t *out_ms); /* "12", "12.5", >= 0 */
 int trace_parse_int(const char *s, long long min, long long max, long long *out);
+
+/* What the time parsers below return besides 0 and -1. */
+#define TRACE_TOO_LARGE (-2) /* a number of seconds over TRACE_MAX_TIME_MS */
+
+/* A submit time or duration in seconds, as trace_parse_seconds_ms, that
+ * must be at most TRACE_MAX_TIME_MS: 0, -1 when s is not a number of
+ * seconds >= 0, TRACE_TOO_LARGE when it is a larger one. */
+int trace_parse_time_ms(const char *s, int64_t *out_ms);
 /* "2017-10-09 07:01:55" (no zone, read as UTC) → seconds since the epoch. */
 int trace_parse_datetime_s(const char *s, int64_t *out_s);
 

@@ -46,8 +46,11 @@ static int helios_read(FILE *f, struct trace *t, struct tide_err *err)
         }
         const char *dur = cols.index[C_DUR] >= 0 ? fields[cols.index[C_DUR]] : "";
         if (dur[0]) {
-            if (trace_parse_seconds_ms(dur, &job.duration_ms) != 0) {
-                trace_drop_row(t, cols.line, "duration is not a number of seconds >= 0");
+            int r = trace_parse_time_ms(dur, &job.duration_ms);
+            if (r != 0) {
+                trace_drop_row(t, cols.line,
+                               r == TRACE_TOO_LARGE ? "duration is too large (more than 100 years)"
+                                                    : "duration is not a number of seconds >= 0");
                 continue;
             }
         } else if (cols.index[C_START] >= 0 && cols.index[C_END] >= 0 &&
@@ -64,6 +67,10 @@ static int helios_read(FILE *f, struct trace *t, struct tide_err *err)
         }
         if (job.duration_ms <= 0) {
             trace_drop_row(t, cols.line, "duration is not positive (never ran)");
+            continue;
+        }
+        if (job.duration_ms > TRACE_MAX_TIME_MS) { /* end_time - start_time */
+            trace_drop_row(t, cols.line, "duration is too large (more than 100 years)");
             continue;
         }
         if (trace_parse_int(fields[cols.index[C_GPUS]], 0, 1000000, &gpus) != 0) {

@@ -31,7 +31,12 @@ static int philly_read(FILE *f, struct trace *t, struct tide_err *err)
             trace_drop_row(t, cols.line, why);
             continue;
         }
-        if (trace_parse_seconds_ms(fields[cols.index[C_DUR]], &dur_ms) != 0 || dur_ms <= 0) {
+        int r = trace_parse_time_ms(fields[cols.index[C_DUR]], &dur_ms);
+        if (r == TRACE_TOO_LARGE) {
+            trace_drop_row(t, cols.line, "duration is too large (more than 100 years)");
+            continue;
+        }
+        if (r != 0 || dur_ms <= 0) {
             trace_drop_row(t, cols.line, "duration is not a positive number of seconds");
             continue;
         }

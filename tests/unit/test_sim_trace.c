@@ -16,15 +16,17 @@
 struct warnings {
     int n;
     long lines[16];
+    char reasons[16][96];
 };
 
 static void record(void *ctx, const char *path, long line, const char *reason)
 {
     (void)path;
-    (void)reason;
     struct warnings *w = ctx;
-    if (w->n < 16)
+    if (w->n < 16) {
         w->lines[w->n] = line;
+        snprintf(w->reasons[w->n], sizeof w->reasons[0], "%s", reason);
+    }
     w->n++;
 }
 
@@ -35,6 +37,23 @@ static int load(struct trace *t, struct warnings *w, const char *format, const c
     t->warn_ctx = w;
     struct tide_err err = {0};
     return trace_load(t, trace_reader_by_name(format), path, &err);
+}
+
+/* Reads text as a file of format, as trace_load would (without its
+ * "no usable rows" check): the reader's return code. */
+static int read_text(struct trace *t, struct warnings *w, const char *format, const char *text)
+{
+    trace_init(t);
+    t->warn = record;
+    t->warn_ctx = w;
+    FILE *f = fmemopen((void *)text, strlen(text), "r");
+    assert_non_null(f);
+    struct tide_err err = {0};
+    int rc = trace_reader_by_name(format)->read(f, t, &err);
+    fclose(f);
+    if (rc == 0)
+        trace_normalise(t);
+    return rc;
 }
 
 static void test_philly_reader_keeps_good_rows_and_names_bad_lines(void **state)
@@ -181,6 +200,66 @@ static void test_datetimes_are_read_as_utc(void **state)
     assert_int_equal(trace_parse_datetime_s("2017-13-01 00:00:00", &s), -1);
     assert_int_equal(trace_parse_datetime_s("2017-10-03 08:27:51Z", &s), -1);
     assert_int_equal(trace_parse_datetime_s("2017-10-03", &s), -1);
+}
+
+/* Submit times and durations past 100 years are dropped as too large, not
+ * read (an overflowing sum of them crashed the report) and not called
+ * "not a number" when they are one. */
+static void test_times_over_100_years_are_dropped_as_too_large(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    assert_int_equal(read_text(&t, &w, "itp",
+                               "job_id,submission_time,duration,num_gpu\n"
+                               "1,0,10,1\n"
+                               "2,10000000,9223372036854000,1\n"    /* 292 million years */
+                               "3,10,9223372036854775,1\n"          /* past int64 ms */
+                               "4,3155760001,10,1\n"                /* 100 years and 1 s */
+                               "5,3155760000,3155760000,1\n"),      /* exactly 100 years */
+                     0);
+    assert_int_equal(t.njobs, 2);
+    assert_int_equal(t.jobs[1].line, 6);
+    assert_int_equal(t.jobs[1].duration_ms, TRACE_MAX_TIME_MS);
+    assert_int_equal(w.n, 3);
+    assert_string_equal(w.reasons[0], "duration is too large (more than 100 years)");
+    assert_string_equal(w.reasons[1], "duration is too large (more than 100 years)");
+    assert_string_equal(w.reasons[2], "submission_time is too large (more than 100 years)");
+    trace_release(&t);
+    /* tide's csv, the same bound. */
+    w.n = 0;
+    assert_int_equal(read_text(&t, &w, "csv",
+                               "submit_time,duration,gpus\n0,10,1\n0,9000000000000000,1\n"
+                               "99999999999999999999,1,1\n"),
+                     0);
+    assert_int_equal(t.njobs, 1);
+    assert_int_equal(w.n, 2);
+    assert_string_equal(w.reasons[0], "duration is too large (more than 100 years)");
+    assert_string_equal(w.reasons[1], "submit_time is too large (more than 100 years)");
+    trace_release(&t);
+}
+
+/* Dates (Philly, Helios) are absolute: rows more than 100 years after the
+ * first are dropped from the sorted end. */
+static void test_dates_more_than_100_years_after_the_first_are_dropped(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    assert_int_equal(read_text(&t, &w, "philly",
+                               "timestamp,duration,num_gpus,gpu_time,cluster\n"
+                               "2017-10-01 00:00:00,60,1,60,a\n"
+                               "9017-10-01 00:00:00,60,1,60,a\n"
+                               "2117-10-01 00:00:00,60,1,60,a\n"),
+                     0);
+    assert_int_equal(t.njobs, 2);
+    assert_int_equal(t.jobs[1].line, 4);
+    assert_int_equal(w.n, 1);
+    assert_int_equal(w.lines[0], 3);
+    assert_string_equal(w.reasons[0],
+                        "submit time is too large (more than 100 years after the first)");
+    assert_int_equal(t.rows_dropped, 1);
+    trace_release(&t);
 }
 
 static void test_synthetic_trace_is_the_same_for_a_seed(void **state)
@@ -399,6 +478,8 @@ int main(void)
         cmocka_unit_test(test_a_file_with_no_usable_rows_is_an_error),
         cmocka_unit_test(test_seconds_parse_exactly),
         cmocka_unit_test(test_datetimes_are_read_as_utc),
+        cmocka_unit_test(test_times_over_100_years_are_dropped_as_too_large),
+        cmocka_unit_test(test_dates_more_than_100_years_after_the_first_are_dropped),
         cmocka_unit_test(test_synthetic_trace_is_the_same_for_a_seed),
         cmocka_unit_test(test_size_mix_rejects_garbage),
         cmocka_unit_test(test_real_philly_trace_reads_every_row),
