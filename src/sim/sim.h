@@ -279,7 +279,8 @@ struct sim_hooks {
 
 /* Replays trace through cfg's cluster and policies into res (which the
  * caller releases with sim_result_release). Returns 0, or TIDE_EINVAL with
- * err for an unknown policy or placement, TIDE_ENOMEM. */
+ * err for an unknown policy or placement or a trace job whose submit time
+ * or duration is outside 0 to TRACE_MAX_TIME_MS, TIDE_ENOMEM. */
 int sim_run(const struct sim_config *cfg, const struct trace *trace, const struct sim_hooks *hooks,
             struct sim_result *res, struct tide_err *err);
 

@@ -12,6 +12,7 @@
 #include "sim_fixture.h"
 
 #include "sim/sim.h"
+#include "sim/sim_state.h"
 #include "sim/trace.h"
 
 #define DATA TIDE_TEST_DATA_DIR "/sim/"
@@ -227,6 +228,39 @@ static void test_a_job_no_node_can_hold_is_rejected(void **state)
     trace_release(&t);
 }
 
+/* A trace built without a reader is held to the readers' bounds: a
+ * duration past 100 years is refused, not run into overflowing times. */
+static void test_a_trace_job_past_100_years_is_refused(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct trace_job ok = sim_fx_job(0, 60, 1, NULL), long_job = sim_fx_job(10, 60, 1, NULL);
+    long_job.duration_ms = TRACE_MAX_TIME_MS + 1;
+    long_job.line = 3;
+    assert_int_equal(trace_push(&t, &ok), 0);
+    assert_int_equal(trace_push(&t, &long_job), 0);
+    struct sim_config cfg;
+    tiny_config(&cfg);
+    struct sim_result res;
+    struct tide_err err = {0};
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), TIDE_EINVAL);
+    assert_non_null(strstr(err.message, "trace job 2 (line 3)"));
+    assert_non_null(strstr(err.message, "100 years"));
+    trace_release(&t);
+}
+
+/* Event times stop at SIM_TIME_MAX rather than wrap round to negative
+ * times (which sent the report's timeline out of its buckets). */
+static void test_event_times_saturate_instead_of_wrapping(void **state)
+{
+    (void)state;
+    assert_int_equal(sim_time_after(1000, 500), 1500);
+    assert_int_equal(sim_time_after(SIM_TIME_MAX - 10, 10), SIM_TIME_MAX);
+    assert_int_equal(sim_time_after(SIM_TIME_MAX - 10, INT64_MAX), SIM_TIME_MAX);
+    assert_int_equal(sim_time_after(SIM_TIME_MAX, 1), SIM_TIME_MAX);
+}
+
 /* A job bigger than a node runs as a gang over several (equal shares), is
  * accounted on each of its nodes, and one no split fits is rejected. */
 static void test_a_job_bigger_than_a_node_runs_as_a_gang(void **state)
@@ -387,6 +421,8 @@ int main(void)
         cmocka_unit_test(test_sjf_preempts_by_the_remaining_time_now),
         cmocka_unit_test(test_sjf_runs_the_shortest_waiting_job_first),
         cmocka_unit_test(test_a_job_no_node_can_hold_is_rejected),
+        cmocka_unit_test(test_a_trace_job_past_100_years_is_refused),
+        cmocka_unit_test(test_event_times_saturate_instead_of_wrapping),
         cmocka_unit_test(test_a_job_bigger_than_a_node_runs_as_a_gang),
         cmocka_unit_test(test_same_trace_and_config_give_identical_report_bytes),
         cmocka_unit_test(test_busy_utilisation_from_the_trace_or_unknown),
