@@ -331,6 +331,32 @@ static void test_same_trace_and_config_give_identical_report_bytes(void **state)
     trace_release(&t);
 }
 
+/* A sample time outside [0, makespan] (event times that wrapped round
+ * once gave negative ones) is clamped, not used as a bucket index. */
+static void test_timeline_keeps_a_bad_sample_time_inside_its_buckets(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct tide_err err = {0};
+    assert_int_equal(trace_load(&t, &trace_reader_csv, DATA "tiny.csv", &err), 0);
+    struct sim_config cfg;
+    tiny_config(&cfg);
+    struct sim_result res;
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    assert_true(res.nsamples > 1);
+    res.samples[0].t_ms = -1000000000000LL;
+    json_t *r = sim_report_json(&cfg, &t, "tiny.csv", &res);
+    assert_non_null(r);
+    const json_t *queued = sim_fx_at(r, "timeline", "queued");
+    assert_int_equal(json_array_size(queued), 400); /* 7200 s in buckets of 18 s */
+    for (size_t k = 0; k < json_array_size(queued); k++)
+        assert_true(json_number_value(json_array_get(queued, k)) >= 0);
+    json_decref(r);
+    sim_result_release(&res);
+    trace_release(&t);
+}
+
 /*
  * Busy vs allocated: one node of 4 GPUs; A (2 GPUs, 1 h, 50 % busy) and B
  * (1 GPU, 2 h, 25 %) at 0. Allocated 2 + 2 = 4 GPU-h of 4 x 2 = 8
@@ -425,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_event_times_saturate_instead_of_wrapping),
         cmocka_unit_test(test_a_job_bigger_than_a_node_runs_as_a_gang),
         cmocka_unit_test(test_same_trace_and_config_give_identical_report_bytes),
+        cmocka_unit_test(test_timeline_keeps_a_bad_sample_time_inside_its_buckets),
         cmocka_unit_test(test_busy_utilisation_from_the_trace_or_unknown),
         cmocka_unit_test(test_config_from_json_names_the_bad_key),
     };
