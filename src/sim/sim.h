@@ -300,6 +300,10 @@ json_t *sim_eta_report_json(const struct sim_result *res);
 /* Writes the human summary table of one run to out. */
 void sim_report_table(FILE *out, const json_t *report);
 
+/* micros (millionths of a currency unit) as "1234.56" or "-0.50": cents,
+ * cut rather than rounded, the sign in front. */
+void sim_money_text(char *out, size_t size, int64_t micros);
+
 /* Writes several runs' reports side by side (one column each). */
 void sim_report_compare(FILE *out, json_t *const *reports, size_t n);
 

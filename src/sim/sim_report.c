@@ -507,10 +507,19 @@ static double num(const json_t *root, const char *path)
     return v ? json_number_value(v) : 0.0;
 }
 
+void sim_money_text(char *out, size_t size, int64_t micros)
+{
+    /* The magnitude unsigned, so that INT64_MIN has one too; cents cut, not rounded. */
+    uint64_t m = micros < 0 ? 0 - (uint64_t)micros : (uint64_t)micros;
+    snprintf(out, size, "%s%llu.%02llu", micros < 0 ? "-" : "", (unsigned long long)(m / 1000000),
+             (unsigned long long)(m % 1000000 / 10000));
+}
+
 static void money(char *out, size_t size, double micros)
 {
-    long long m = (long long)micros;
-    snprintf(out, size, "%lld.%02lld", m / 1000000, (m % 1000000) / 10000);
+    /* Report values are int64; a double at the edge would not convert back. */
+    int64_t m = micros >= 9.2e18 ? INT64_MAX : micros <= -9.2e18 ? INT64_MIN : (int64_t)micros;
+    sim_money_text(out, size, m);
 }
 
 /* The value at path, or NULL (missing or null). */

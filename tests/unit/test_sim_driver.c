@@ -357,6 +357,44 @@ static void test_timeline_keeps_a_bad_sample_time_inside_its_buckets(void **stat
     trace_release(&t);
 }
 
+/* Money below zero keeps its sign in front ("-0.50", not "0.-50"). */
+static void test_negative_money_prints_its_sign_in_front(void **state)
+{
+    (void)state;
+    char text[32];
+    sim_money_text(text, sizeof text, 1234567890);
+    assert_string_equal(text, "1234.56");
+    sim_money_text(text, sizeof text, -1600000);
+    assert_string_equal(text, "-1.60");
+    sim_money_text(text, sizeof text, -500000);
+    assert_string_equal(text, "-0.50");
+    sim_money_text(text, sizeof text, INT64_MIN);
+    assert_string_equal(text, "-9223372036854.77");
+    /* The table goes through it. */
+    struct trace t;
+    trace_init(&t);
+    struct tide_err err = {0};
+    assert_int_equal(trace_load(&t, &trace_reader_csv, DATA "tiny.csv", &err), 0);
+    struct sim_config cfg;
+    tiny_config(&cfg);
+    struct sim_result res;
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    json_t *r = sim_report_json(&cfg, &t, "tiny.csv", &res);
+    json_object_set_new(json_object_get(r, "cost"), "idle_micros", json_integer(-3600000));
+    char *table = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&table, &len);
+    assert_non_null(f);
+    sim_report_table(f, r);
+    fclose(f);
+    assert_non_null(strstr(table, "-3.60\n"));
+    assert_null(strstr(table, ".-"));
+    free(table);
+    json_decref(r);
+    sim_result_release(&res);
+    trace_release(&t);
+}
+
 /*
  * Busy vs allocated: one node of 4 GPUs; A (2 GPUs, 1 h, 50 % busy) and B
  * (1 GPU, 2 h, 25 %) at 0. Allocated 2 + 2 = 4 GPU-h of 4 x 2 = 8
@@ -452,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_a_job_bigger_than_a_node_runs_as_a_gang),
         cmocka_unit_test(test_same_trace_and_config_give_identical_report_bytes),
         cmocka_unit_test(test_timeline_keeps_a_bad_sample_time_inside_its_buckets),
+        cmocka_unit_test(test_negative_money_prints_its_sign_in_front),
         cmocka_unit_test(test_busy_utilisation_from_the_trace_or_unknown),
         cmocka_unit_test(test_config_from_json_names_the_bad_key),
     };
