@@ -129,7 +129,13 @@ void trace_synth_defaults(struct trace_synth_params *p);
 /* Parses a mix like "1:70,2:10,4:10,8:10" into p. TIDE_EINVAL with err. */
 int trace_synth_parse_mix(struct trace_synth_params *p, const char *mix, struct tide_err *err);
 
-/* Fills t with p->njobs jobs. Returns 0 or TIDE_ENOMEM. */
+/* The lowest arrival rate (jobs per hour) at which p->njobs arrivals are
+ * expected within TRACE_MAX_TIME_MS: 0 for a single job. */
+double trace_synth_min_rate(const struct trace_synth_params *p);
+
+/* Fills t with p->njobs jobs. Returns 0, TIDE_ENOMEM, or TIDE_ETOOBIG when
+ * an arrival falls more than TRACE_MAX_TIME_MS after the first (a rate at
+ * or near trace_synth_min_rate). */
 int trace_synth_generate(struct trace *t, const struct trace_synth_params *p);
 
 /* --- helpers shared by the readers (trace.c) --- */

@@ -288,6 +288,29 @@ static void test_synthetic_trace_is_the_same_for_a_seed(void **state)
     trace_release(&b);
 }
 
+/* Arrivals that would pass 100 years are refused, not converted from a
+ * double too large for int64 (at 1e-15 per hour the second job came at
+ * about 1e24 ms). One job per 100 years is the lowest rate that fits. */
+static void test_synthetic_arrivals_past_100_years_are_refused(void **state)
+{
+    (void)state;
+    struct trace_synth_params p;
+    trace_synth_defaults(&p);
+    p.njobs = 3;
+    p.arrivals_per_hour = 1e-15;
+    struct trace t;
+    trace_init(&t);
+    assert_int_equal(trace_synth_generate(&t, &p), TIDE_ETOOBIG);
+    trace_release(&t);
+    assert_true(trace_synth_min_rate(&p) == 2 / (TRACE_MAX_TIME_MS / 3600000.0));
+    p.njobs = 1;
+    assert_true(trace_synth_min_rate(&p) == 0);
+    trace_init(&t);
+    assert_int_equal(trace_synth_generate(&t, &p), 0); /* one job arrives at 0 */
+    assert_int_equal(t.jobs[0].submit_ms, 0);
+    trace_release(&t);
+}
+
 static void test_size_mix_rejects_garbage(void **state)
 {
     (void)state;
@@ -481,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_times_over_100_years_are_dropped_as_too_large),
         cmocka_unit_test(test_dates_more_than_100_years_after_the_first_are_dropped),
         cmocka_unit_test(test_synthetic_trace_is_the_same_for_a_seed),
+        cmocka_unit_test(test_synthetic_arrivals_past_100_years_are_refused),
         cmocka_unit_test(test_size_mix_rejects_garbage),
         cmocka_unit_test(test_real_philly_trace_reads_every_row),
         cmocka_unit_test(test_real_itp_traces_read),
