@@ -127,8 +127,8 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
 int sim_config_validate(const struct sim_config *cfg, struct tide_err *err);
 
 /* Jobs per hour for a synthetic trace of p's size mix and durations to ask
- * for 70% of cfg's GPU-hours; 60 when there are no GPUs to load
- * (sim_synth_rate.c). */
+ * for 70% of cfg's GPU-hours, an elastic pool counted at max_nodes; 60 when
+ * there are no GPUs to load (sim_synth_rate.c). */
 double sim_synth_default_rate(const struct sim_config *cfg, const struct trace_synth_params *p);
 
 /* Parses a decimal price such as "2.48" into millionths. -1 when bad. */

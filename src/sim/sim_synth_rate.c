@@ -1,7 +1,8 @@
 /*
  * The default arrival rate of a synthetic trace (tide sim --synthetic
  * without --arrival-rate): enough jobs per hour to ask for 70% of the
- * cluster's GPU-hours.
+ * cluster's GPU-hours. An elastic pool counts at max_nodes, the most it
+ * can hold; its nodes field is unused and 0.
  */
 #include <math.h>
 
@@ -18,7 +19,8 @@ double sim_synth_default_rate(const struct sim_config *cfg, const struct trace_s
     }
     for (int k = 0; k < cfg->npools; k++) {
         const struct sim_pool *sp = &cfg->pools[k];
-        cluster_gpus += (double)sp->nodes * sp->gpus_per_node;
+        int nodes = sp->elastic ? sp->core.max_nodes : sp->nodes;
+        cluster_gpus += (double)nodes * sp->gpus_per_node;
     }
     double a = (double)p->min_duration_s, b = (double)p->max_duration_s;
     double mean_s = b > a ? (b - a) / log(b / a) : a;

@@ -1,6 +1,8 @@
 """`tide sim`'s command line: flags refused with a reason rather than
 ignored or left to crash, and the files and labels a run writes. No server:
 each test runs the binary on a small trace in a temporary directory."""
+import csv
+import json
 import os
 import subprocess
 import sys
@@ -28,5 +30,29 @@ def test_an_arrival_rate_too_low_for_100_years_is_a_usage_error():
     assert s.returncode == 0, s.stderr
 
 
+def synthetic_rate(report):
+    """The arrivals per hour a synthetic run's trace.source says it used."""
+    source = report["trace"]["source"]
+    return float(source.split(", ")[-1].split()[0])
+
+
+def test_synthetic_load_on_an_elastic_pool_is_sized_from_max_nodes_and_reported():
+    # tests/data/sim/elastic.yaml: 0 to 2 nodes of 2 GPUs. The default load
+    # was sized from nodes (0), reported as 0 arrivals/h and run at 60.
+    with tempfile.TemporaryDirectory() as d:
+        s = sim("--synthetic", "200", "--config", os.path.join(DATA, "elastic.yaml"),
+                "--quiet", "--json", "--out", d)
+        assert s.returncode == 0, s.stderr
+        rate = synthetic_rate(json.loads(s.stdout))
+        with open(os.path.join(d, "jobs.csv")) as f:
+            last_submit_h = max(float(r["submit_s"]) for r in csv.DictReader(f)) / 3600
+    fixed = sim("--synthetic", "200", "--nodes", "2", "--gpus-per-node", "2", "--quiet", "--json")
+    assert fixed.returncode == 0, fixed.stderr
+    assert rate > 0 and rate == synthetic_rate(json.loads(fixed.stdout)), (rate, fixed.stdout[:300])
+    # The rate reported is the one the arrivals were drawn at (199 gaps).
+    assert 0.7 < last_submit_h * rate / 199 < 1.3, (last_submit_h, rate)
+
+
 if __name__ == "__main__":
-    run_tests([test_an_arrival_rate_too_low_for_100_years_is_a_usage_error])
+    run_tests([test_an_arrival_rate_too_low_for_100_years_is_a_usage_error,
+               test_synthetic_load_on_an_elastic_pool_is_sized_from_max_nodes_and_reported])

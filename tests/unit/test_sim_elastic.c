@@ -1,5 +1,6 @@
 /* Elastic runs of the simulator: the core's autoscaler and billing on a
  * virtual clock (src/sim/sim_driver.c), on a trace worked out by hand. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -282,6 +283,26 @@ static void test_elastic_config_errors(void **state)
     json_decref(root);
 }
 
+/* --synthetic's default load counts an elastic pool at max_nodes (its
+ * nodes field is 0): the same rate as a fixed pool of that many nodes, not
+ * the generator's silent 60 per hour. */
+static void test_synthetic_load_counts_an_elastic_pool_at_max_nodes(void **state)
+{
+    (void)state;
+    struct trace_synth_params p;
+    trace_synth_defaults(&p);
+    struct sim_config elastic, fixed;
+    burst_config(&elastic);
+    sim_config_defaults(&fixed);
+    fixed.pools[0].nodes = 2;
+    fixed.pools[0].gpus_per_node = 2;
+    double rate = sim_synth_default_rate(&elastic, &p);
+    assert_true(rate == sim_synth_default_rate(&fixed, &p));
+    /* 70% of 4 GPUs over jobs of 2.1 GPUs (the mix's mean) for (86400 - 60) / ln(1440) s. */
+    double expect = 0.7 * 4 * 3600 / (2.1 * ((86400.0 - 60) / log(1440.0)));
+    assert_true(rate > expect * 0.999999 && rate < expect * 1.000001);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_elastic_run_is_deterministic),
         cmocka_unit_test(test_elastic_metering_equals_billing_ticks_walk_of_every_node),
         cmocka_unit_test(test_elastic_config_errors),
+        cmocka_unit_test(test_synthetic_load_counts_an_elastic_pool_at_max_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
