@@ -752,9 +752,11 @@ int sim_report_timeline_csv(FILE *out, const json_t *report)
                  *f = json_object_get(tl, "fragmentation"), *c = json_object_get(tl, "cost_cum_micros");
     fprintf(out, "t_s,queued,gpus_used,gpus_provisioned,fragmentation,cost_cum_micros\n");
     for (size_t i = 0; i < json_array_size(t); i++)
-        fprintf(out, "%.3f,%.3f,%.3f,%lld,%.4f,%lld\n", json_number_value(json_array_get(t, i)),
+        /* gpus_provisioned: an integer in fixed runs, a bucket's mean (a
+         * real) in elastic ones, which json_integer_value would read as 0. */
+        fprintf(out, "%.3f,%.3f,%.3f,%.3f,%.4f,%lld\n", json_number_value(json_array_get(t, i)),
                 json_number_value(json_array_get(q, i)), json_number_value(json_array_get(u, i)),
-                (long long)json_integer_value(json_array_get(p, i)),
+                json_number_value(json_array_get(p, i)),
                 json_number_value(json_array_get(f, i)),
                 (long long)json_integer_value(json_array_get(c, i)));
     return ferror(out) ? -1 : 0;
