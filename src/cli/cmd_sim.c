@@ -164,6 +164,15 @@ static int apply_flags(struct sim_config *cfg, const struct sim_cli *o)
             return -1;
         }
         struct sim_pool *p = &cfg->pools[0];
+        /* An elastic pool reads neither (its size is min/max_nodes, and a
+         * price_per_node_hour overrides the GPU price): refuse, not ignore. */
+        if (p->elastic && (o->nodes >= 0 || o->price)) {
+            fprintf(stderr, "tide sim: %s is for a fixed-size pool, and pool %s is elastic: set "
+                            "its %s in the config\n",
+                    o->nodes >= 0 ? "--nodes" : "--price", p->name,
+                    o->nodes >= 0 ? "max_nodes (and min_nodes)" : "price_per_node_hour");
+            return -1;
+        }
         if (o->nodes >= 0)
             p->nodes = (int)o->nodes;
         if (o->gpus_per_node >= 0)

@@ -53,6 +53,23 @@ def test_synthetic_load_on_an_elastic_pool_is_sized_from_max_nodes_and_reported(
     assert 0.7 < last_submit_h * rate / 199 < 1.3, (last_submit_h, rate)
 
 
+def test_nodes_and_price_are_refused_for_an_elastic_pool_naming_its_keys():
+    # They set fields an elastic pool never reads: the run went on as if
+    # they had not been given.
+    base = ("--trace", os.path.join(DATA, "elastic.csv"), "--format", "csv",
+            "--config", os.path.join(DATA, "elastic.yaml"), "--quiet", "--json")
+    for flag, value, key in (("--nodes", "50", "max_nodes"),
+                             ("--price", "100", "price_per_node_hour")):
+        s = sim(*base, flag, value)
+        assert s.returncode == 2, (flag, s.returncode, s.stdout[:200])
+        assert flag in s.stderr and "elastic" in s.stderr and key in s.stderr, s.stderr
+    # The pool's shape still comes from the flags.
+    s = sim(*base, "--gpu-model", "A100")
+    assert s.returncode == 0, s.stderr
+    assert json.loads(s.stdout)["config"]["pools"][0]["gpu_model"] == "A100", s.stdout[:400]
+
+
 if __name__ == "__main__":
     run_tests([test_an_arrival_rate_too_low_for_100_years_is_a_usage_error,
-               test_synthetic_load_on_an_elastic_pool_is_sized_from_max_nodes_and_reported])
+               test_synthetic_load_on_an_elastic_pool_is_sized_from_max_nodes_and_reported,
+               test_nodes_and_price_are_refused_for_an_elastic_pool_naming_its_keys])
