@@ -269,14 +269,19 @@ int trace_parse_datetime_s(const char *s, int64_t *out_s)
     if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || h < 0 || mi < 0 ||
         sec < 0)
         return -1;
-    /* timegm reads the fields as UTC (no time zone), normalising a day past
-     * the month's end or a leap second the way mktime does. */
-    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
-                    .tm_min = mi, .tm_sec = sec};
+    /* timegm reads the fields as UTC (no time zone) but would move a day
+     * past the month's end to the next month: the day's midnight, converted
+     * back, must be the same date. The time of day is added after, so a
+     * leap second at 23:59:60 is not taken for a day that does not exist. */
+    struct tm day = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d};
     errno = 0;
-    time_t t = timegm(&tm);
-    if (t == (time_t)-1 && errno)
+    time_t midnight = timegm(&day);
+    if (midnight == (time_t)-1 && errno)
         return -1;
-    *out_s = (int64_t)t;
+    struct tm back;
+    if (!gmtime_r(&midnight, &back) || back.tm_year != y - 1900 || back.tm_mon != mo - 1 ||
+        back.tm_mday != d)
+        return TRACE_NO_SUCH_DATE;
+    *out_s = (int64_t)midnight + h * 3600 + mi * 60 + sec;
     return 0;
 }

@@ -153,13 +153,17 @@ int trace_parse_seconds_ms(const char *s, int64_t *out_ms); /* "12", "12.5", >= 
 int trace_parse_int(const char *s, long long min, long long max, long long *out);
 
 /* What the time parsers below return besides 0 and -1. */
-#define TRACE_TOO_LARGE (-2) /* a number of seconds over TRACE_MAX_TIME_MS */
+#define TRACE_TOO_LARGE (-2)    /* a number of seconds over TRACE_MAX_TIME_MS */
+#define TRACE_NO_SUCH_DATE (-3) /* a day past its month's end, such as 2017-02-30 */
 
 /* A submit time or duration in seconds, as trace_parse_seconds_ms, that
  * must be at most TRACE_MAX_TIME_MS: 0, -1 when s is not a number of
  * seconds >= 0, TRACE_TOO_LARGE when it is a larger one. */
 int trace_parse_time_ms(const char *s, int64_t *out_ms);
-/* "2017-10-09 07:01:55" (no zone, read as UTC) → seconds since the epoch. */
+/* "2017-10-09 07:01:55" (no zone, read as UTC) → seconds since the epoch:
+ * 0, -1 when s is not in that form, TRACE_NO_SUCH_DATE when the date does
+ * not exist (2017-02-30, 2017-04-31, 2100-02-29). A leap second (:60) is
+ * the next minute's first. */
 int trace_parse_datetime_s(const char *s, int64_t *out_s);
 
 /* Reads one line of any length into *buf (grown as needed). Returns the

@@ -20,15 +20,16 @@ static int philly_read(FILE *f, struct trace *t, struct tide_err *err)
     if (rc != 0)
         return rc;
     char *fields[TRACE_MAX_FIELDS];
-    char why[96];
     int n;
     while ((n = trace_columns_next_row(&cols, t, fields, err)) > 0) {
         struct trace_job job = {.line = cols.line};
         int64_t submit_s, dur_ms;
         long long gpus;
-        if (trace_parse_datetime_s(fields[cols.index[C_TS]], &submit_s) != 0) {
-            snprintf(why, sizeof why, "timestamp is not YYYY-MM-DD HH:MM:SS");
-            trace_drop_row(t, cols.line, why);
+        int d = trace_parse_datetime_s(fields[cols.index[C_TS]], &submit_s);
+        if (d != 0) {
+            trace_drop_row(t, cols.line, d == TRACE_NO_SUCH_DATE
+                                             ? "timestamp: date does not exist"
+                                             : "timestamp is not YYYY-MM-DD HH:MM:SS");
             continue;
         }
         int r = trace_parse_time_ms(fields[cols.index[C_DUR]], &dur_ms);

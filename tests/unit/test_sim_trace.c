@@ -262,6 +262,58 @@ static void test_dates_more_than_100_years_after_the_first_are_dropped(void **st
     trace_release(&t);
 }
 
+/* A day past its month's end does not exist: refused, not moved into the
+ * next month as timegm would (2017-02-30 became 2017-03-02). A leap
+ * second is still the next minute's first. */
+static void test_dates_that_do_not_exist_are_refused(void **state)
+{
+    (void)state;
+    int64_t s;
+    assert_int_equal(trace_parse_datetime_s("2017-02-30 07:02:03", &s), TRACE_NO_SUCH_DATE);
+    assert_int_equal(trace_parse_datetime_s("2017-04-31 00:00:00", &s), TRACE_NO_SUCH_DATE);
+    assert_int_equal(trace_parse_datetime_s("2017-02-29 00:00:00", &s), TRACE_NO_SUCH_DATE);
+    assert_int_equal(trace_parse_datetime_s("2100-02-29 00:00:00", &s), TRACE_NO_SUCH_DATE);
+    assert_int_equal(trace_parse_datetime_s("2016-02-29 00:00:00", &s), 0);
+    assert_int_equal(trace_parse_datetime_s("2016-12-31 23:59:60", &s), 0);
+    assert_int_equal(s, 1483228800); /* 2017-01-01 00:00:00 */
+}
+
+/* The readers drop such a row with that reason; it no longer becomes the
+ * trace's origin (a Philly row of 2017-02-30 put the real October rows
+ * 221 days after it). */
+static void test_readers_drop_rows_whose_date_does_not_exist(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    assert_int_equal(read_text(&t, &w, "philly",
+                               "timestamp,duration,num_gpus,gpu_time,cluster\n"
+                               "2017-10-09 07:01:55,66.0,1,66.0,vc1\n"
+                               "2017-02-30 07:02:03,100,1,0,vc2\n"
+                               "2017-10-09 07:02:55,60,1,60,vc1\n"),
+                     0);
+    assert_int_equal(t.njobs, 2);
+    assert_int_equal(t.jobs[0].line, 2);
+    assert_int_equal(t.jobs[1].submit_ms, 60000);
+    assert_int_equal(w.n, 1);
+    assert_int_equal(w.lines[0], 3);
+    assert_string_equal(w.reasons[0], "timestamp: date does not exist");
+    trace_release(&t);
+    w.n = 0;
+    assert_int_equal(read_text(&t, &w, "helios",
+                               "job_id,vc,gpu_num,submit_time,start_time,end_time,duration\n"
+                               "1,vcA,1,2020-06-30 00:00:00,,,60\n"
+                               "2,vcA,1,2020-06-31 00:00:00,,,60\n"
+                               "3,vcA,1,2020-06-30 00:00:00,2020-06-30 00:00:10,"
+                               "2020-06-31 00:00:10,\n"),
+                     0);
+    assert_int_equal(t.njobs, 1);
+    assert_int_equal(w.n, 2);
+    assert_string_equal(w.reasons[0], "submit_time: date does not exist");
+    assert_string_equal(w.reasons[1], "start_time or end_time: date does not exist");
+    trace_release(&t);
+}
+
 static void test_synthetic_trace_is_the_same_for_a_seed(void **state)
 {
     (void)state;
@@ -503,6 +555,8 @@ int main(void)
         cmocka_unit_test(test_datetimes_are_read_as_utc),
         cmocka_unit_test(test_times_over_100_years_are_dropped_as_too_large),
         cmocka_unit_test(test_dates_more_than_100_years_after_the_first_are_dropped),
+        cmocka_unit_test(test_dates_that_do_not_exist_are_refused),
+        cmocka_unit_test(test_readers_drop_rows_whose_date_does_not_exist),
         cmocka_unit_test(test_synthetic_trace_is_the_same_for_a_seed),
         cmocka_unit_test(test_synthetic_arrivals_past_100_years_are_refused),
         cmocka_unit_test(test_size_mix_rejects_garbage),
