@@ -45,12 +45,15 @@ static int philly_read(FILE *f, struct trace *t, struct tide_err *err)
             trace_drop_row(t, cols.line, "num_gpus is not a whole number from 0 to 1000000");
             continue;
         }
+        const char *vc = cols.index[C_VC] >= 0 ? fields[cols.index[C_VC]] : "";
+        if (strlen(vc) >= sizeof job.project) { /* as csv and helios: never cut */
+            trace_drop_row(t, cols.line, "cluster is longer than 63 bytes");
+            continue;
+        }
         job.submit_ms = submit_s * 1000;
         job.duration_ms = dur_ms;
         job.gpus = (int)gpus;
-        snprintf(job.project, sizeof job.project, "%s",
-                 cols.index[C_VC] >= 0 && fields[cols.index[C_VC]][0] ? fields[cols.index[C_VC]]
-                                                                      : "default");
+        snprintf(job.project, sizeof job.project, "%s", vc[0] ? vc : "default");
         snprintf(job.queue, sizeof job.queue, "default");
         if ((n = trace_columns_push(&cols, t, &job, err)) != 0)
             break;

@@ -314,6 +314,28 @@ static void test_readers_drop_rows_whose_date_does_not_exist(void **state)
     trace_release(&t);
 }
 
+/* A Philly cluster (the project) too long for a project name drops the
+ * row, as csv and helios do, rather than being cut to 63 bytes. */
+static void test_philly_cluster_too_long_drops_the_row(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    char text[512];
+    snprintf(text, sizeof text,
+             "timestamp,duration,num_gpus,gpu_time,cluster\n"
+             "2017-10-09 07:01:55,60,1,60,%063d\n"  /* 63 bytes: kept */
+             "2017-10-09 07:01:56,60,1,60,%064d\n", /* 64: dropped */
+             0, 0);
+    assert_int_equal(read_text(&t, &w, "philly", text), 0);
+    assert_int_equal(t.njobs, 1);
+    assert_int_equal(strlen(t.jobs[0].project), 63);
+    assert_int_equal(w.n, 1);
+    assert_int_equal(w.lines[0], 3);
+    assert_string_equal(w.reasons[0], "cluster is longer than 63 bytes");
+    trace_release(&t);
+}
+
 static void test_synthetic_trace_is_the_same_for_a_seed(void **state)
 {
     (void)state;
@@ -557,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_dates_more_than_100_years_after_the_first_are_dropped),
         cmocka_unit_test(test_dates_that_do_not_exist_are_refused),
         cmocka_unit_test(test_readers_drop_rows_whose_date_does_not_exist),
+        cmocka_unit_test(test_philly_cluster_too_long_drops_the_row),
         cmocka_unit_test(test_synthetic_trace_is_the_same_for_a_seed),
         cmocka_unit_test(test_synthetic_arrivals_past_100_years_are_refused),
         cmocka_unit_test(test_size_mix_rejects_garbage),
