@@ -154,6 +154,34 @@ static void test_tide_csv_reads_gpu_util(void **state)
     trace_release(&t);
 }
 
+/* A column the format reads, given twice in the header, refuses the file
+ * and names the column: it silently meant the last one. */
+static void test_a_header_with_a_column_twice_is_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *format, *text, *column;
+    } cases[] = {
+        {"csv", "submit_time,duration,gpus,duration\n0,60,1,3600\n", "duration"},
+        {"philly", "timestamp,duration,num_gpus,timestamp\n2017-10-09 07:01:55,60,1,x\n",
+         "timestamp"},
+        {"itp", "job_id,submission_time,duration,num_gpu,num_gpu\n1,0,60,1,8\n", "num_gpu"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct trace t;
+        trace_init(&t);
+        FILE *f = fmemopen((void *)cases[i].text, strlen(cases[i].text), "r");
+        assert_non_null(f);
+        struct tide_err err = {0};
+        assert_int_equal(trace_reader_by_name(cases[i].format)->read(f, &t, &err), TIDE_EINVAL);
+        fclose(f);
+        assert_string_equal(err.field, cases[i].column);
+        assert_non_null(strstr(err.message, "appears twice"));
+        assert_int_equal(t.njobs, 0);
+        trace_release(&t);
+    }
+}
+
 static void test_a_file_with_no_usable_rows_is_an_error(void **state)
 {
     (void)state;
@@ -572,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_tide_csv_reads_optional_columns_and_decimals),
         cmocka_unit_test(test_tide_csv_refuses_unknown_column),
         cmocka_unit_test(test_tide_csv_reads_gpu_util),
+        cmocka_unit_test(test_a_header_with_a_column_twice_is_refused),
         cmocka_unit_test(test_a_file_with_no_usable_rows_is_an_error),
         cmocka_unit_test(test_seconds_parse_exactly),
         cmocka_unit_test(test_datetimes_are_read_as_utc),
