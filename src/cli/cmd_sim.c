@@ -164,6 +164,15 @@ static int apply_flags(struct sim_config *cfg, const struct sim_cli *o)
             return -1;
         }
         struct sim_pool *p = &cfg->pools[0];
+        /* An elastic pool reads neither (its size is min/max_nodes, and a
+         * price_per_node_hour overrides the GPU price): refuse, not ignore. */
+        if (p->elastic && (o->nodes >= 0 || o->price)) {
+            fprintf(stderr, "tide sim: %s is for a fixed-size pool, and pool %s is elastic: set "
+                            "its %s in the config\n",
+                    o->nodes >= 0 ? "--nodes" : "--price", p->name,
+                    o->nodes >= 0 ? "max_nodes (and min_nodes)" : "price_per_node_hour");
+            return -1;
+        }
         if (o->nodes >= 0)
             p->nodes = (int)o->nodes;
         if (o->gpus_per_node >= 0)
@@ -310,6 +319,23 @@ static int sim_option(struct sim_cli *o, int id, const char *v, struct tide_err 
     return 0;
 }
 
+/* A synthetic trace's arrivals must fall within the traces' 100 years
+ * (TRACE_MAX_TIME_MS): a rate too low for its jobs is refused, naming the
+ * lowest that fits. given: the rate is --arrival-rate's, not the default. */
+static int synth_rate_fits(const struct trace_synth_params *p, bool given, struct tide_err *err)
+{
+    double min = trace_synth_min_rate(p);
+    if (p->arrivals_per_hour >= min)
+        return 0;
+    double years = (double)(p->njobs - 1) / p->arrivals_per_hour / (24 * 365.25);
+    return tide_err_set(err, TIDE_EINVAL, "arrival-rate",
+                        "--arrival-rate: %s%.3g jobs per hour would spread %ld jobs over about "
+                        "%.3g years, and arrivals must fall within %d years: give at least %.3g "
+                        "(or fewer jobs)",
+                        given ? "" : "the default for this cluster, ", p->arrivals_per_hour,
+                        p->njobs, years, TRACE_MAX_YEARS, min);
+}
+
 /* Reads argv into o. Returns 0, 1 for --help, or TIDE_EINVAL with err. */
 static int parse_args(int argc, char **argv, struct sim_cli *o, struct tide_err *err)
 {
@@ -354,6 +380,9 @@ static int parse_args(int argc, char **argv, struct sim_cli *o, struct tide_err 
     if (o->trace_path && !o->format)
         return tide_err_set(err, TIDE_EINVAL, "format", "--trace needs --format (%s)",
                             trace_reader_names());
+    o->synth.njobs = o->synthetic;
+    if (o->synthetic && o->arrival_given && synth_rate_fits(&o->synth, true, err))
+        return TIDE_EINVAL;
     return 0;
 }
 
@@ -484,25 +513,32 @@ int cli_sim_main(int argc, char **argv)
     struct tide_err err = {0};
     char label[512];
     if (o.synthetic) {
-        o.synth.njobs = o.synthetic;
         if (!o.arrival_given) {
-            /* 70% of the cluster's GPU-hours: mean of the mix times the
-             * log-uniform mean duration, (b - a) / ln(b / a). */
-            double gpus = 0, w = 0, total = 0;
-            for (int i = 0; i < o.synth.nmix; i++)
-                gpus += (double)o.synth.mix_gpus[i] * o.synth.mix_weight[i], w += o.synth.mix_weight[i];
-            for (int p = 0; p < base.npools; p++)
-                total += (double)base.pools[p].nodes * base.pools[p].gpus_per_node;
-            double a = (double)o.synth.min_duration_s, b = (double)o.synth.max_duration_s;
-            double mean = b > a ? (b - a) / log(b / a) : a;
-            o.synth.arrivals_per_hour = gpus > 0 ? 0.7 * total * 3600.0 / (gpus / w * mean) : 60;
+            o.synth.arrivals_per_hour = sim_synth_default_rate(&base, &o.synth);
+            if (synth_rate_fits(&o.synth, false, &err))
+                return cli_input_fail("sim", &err);
         }
-        if (trace_synth_generate(&trace, &o.synth)) {
+        int rc = trace_synth_generate(&trace, &o.synth);
+        if (rc == TIDE_ETOOBIG) {
+            fprintf(stderr, "tide sim: --arrival-rate: at %.3g jobs per hour, arrivals of the %ld "
+                            "jobs drawn from seed %llu pass %d years: give a higher rate (or "
+                            "fewer jobs)\n",
+                    o.synth.arrivals_per_hour, o.synthetic, (unsigned long long)o.synth.seed,
+                    TRACE_MAX_YEARS);
+            trace_release(&trace);
+            return 2;
+        }
+        if (rc) {
             fprintf(stderr, "tide sim: out of memory generating %ld jobs\n", o.synthetic);
+            trace_release(&trace);
             return 1;
         }
-        snprintf(label, sizeof label, "synthetic: %ld jobs, seed %llu, %.3f arrivals/h",
-                 o.synthetic, (unsigned long long)o.synth.seed, o.synth.arrivals_per_hour);
+        /* The rate used, in digits that show it however small. */
+        char rate[32];
+        snprintf(rate, sizeof rate, o.synth.arrivals_per_hour >= 0.001 ? "%.3f" : "%.3g",
+                 o.synth.arrivals_per_hour);
+        snprintf(label, sizeof label, "synthetic: %ld jobs, seed %llu, %s arrivals/h", o.synthetic,
+                 (unsigned long long)o.synth.seed, rate);
     } else {
         const struct trace_reader_ops *ops = trace_reader_by_name(o.format);
         if (!ops) {

@@ -126,6 +126,11 @@ int sim_config_from_json(struct sim_config *cfg, const json_t *root, struct tide
  * TIDE_EINVAL with err naming the field. */
 int sim_config_validate(const struct sim_config *cfg, struct tide_err *err);
 
+/* Jobs per hour for a synthetic trace of p's size mix and durations to ask
+ * for 70% of cfg's GPU-hours, an elastic pool counted at max_nodes; 60 when
+ * there are no GPUs to load (sim_synth_rate.c). */
+double sim_synth_default_rate(const struct sim_config *cfg, const struct trace_synth_params *p);
+
 /* Parses a decimal price such as "2.48" into millionths. -1 when bad. */
 int sim_parse_price_micros(const char *s, int64_t *out);
 
@@ -279,7 +284,8 @@ struct sim_hooks {
 
 /* Replays trace through cfg's cluster and policies into res (which the
  * caller releases with sim_result_release). Returns 0, or TIDE_EINVAL with
- * err for an unknown policy or placement, TIDE_ENOMEM. */
+ * err for an unknown policy or placement or a trace job whose submit time
+ * or duration is outside 0 to TRACE_MAX_TIME_MS, TIDE_ENOMEM. */
 int sim_run(const struct sim_config *cfg, const struct trace *trace, const struct sim_hooks *hooks,
             struct sim_result *res, struct tide_err *err);
 
@@ -298,6 +304,10 @@ json_t *sim_eta_report_json(const struct sim_result *res);
 
 /* Writes the human summary table of one run to out. */
 void sim_report_table(FILE *out, const json_t *report);
+
+/* micros (millionths of a currency unit) as "1234.56" or "-0.50": cents,
+ * cut rather than rounded, the sign in front. */
+void sim_money_text(char *out, size_t size, int64_t micros);
 
 /* Writes several runs' reports side by side (one column each). */
 void sim_report_compare(FILE *out, json_t *const *reports, size_t n);

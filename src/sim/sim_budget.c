@@ -289,7 +289,8 @@ int sim_budget_schedule(struct sim_state *st, int64_t t)
             __int128 spent = (__int128)x->spent_micros[p] * HOUR_MS + x->spent_rem[p];
             if (target <= spent)
                 continue;
-            int64_t when = last + div_up(target - spent, b->rate[k]);
+            __int128 wait = (target - spent + b->rate[k] - 1) / b->rate[k];
+            int64_t when = sim_time_after(last, wait < SIM_TIME_MAX ? (int64_t)wait : SIM_TIME_MAX);
             if (when <= t)
                 when = t + 1; /* cannot happen: a tick at t would have seen it */
             if (when < next)

@@ -440,8 +440,8 @@ static int apply_starts(struct sim_state *st, int64_t t)
         st->npending--;
         st->nrunning++;
         st->res->starts++;
-        struct sim_event ev = {.t_ms = t + r->remaining_ms, .kind = SIM_EV_FINISH,
-                               .job = (uint32_t)i, .gen = r->gen};
+        struct sim_event ev = {.t_ms = sim_time_after(t, r->remaining_ms),
+                               .kind = SIM_EV_FINISH, .job = (uint32_t)i, .gen = r->gen};
         if (sim_heap_push(&st->heap, ev) != 0)
             return TIDE_ENOMEM;
     }
@@ -864,7 +864,7 @@ static int elastic_decide(struct sim_state *st, int64_t t)
                     usable++;
                     continue;
                 }
-                struct sim_event ev = {.t_ms = t + boot_ms, .kind = SIM_EV_BOOT,
+                struct sim_event ev = {.t_ms = sim_time_after(t, boot_ms), .kind = SIM_EV_BOOT,
                                        .job = (uint32_t)node};
                 if (sim_heap_push(&st->heap, ev) != 0)
                     return TIDE_ENOMEM;
@@ -928,12 +928,29 @@ static void state_release(struct sim_state *st)
     sim_budget_release(st);
 }
 
+/* The readers bound what they keep; a trace built some other way is held
+ * to the same bounds, so that no sum of times the run makes overflows. */
+static int check_trace_times(const struct trace *trace, struct tide_err *err)
+{
+    for (size_t i = 0; i < trace->njobs; i++) {
+        const struct trace_job *j = &trace->jobs[i];
+        if (j->submit_ms < 0 || j->submit_ms > TRACE_MAX_TIME_MS || j->duration_ms < 0 ||
+            j->duration_ms > TRACE_MAX_TIME_MS)
+            return tide_err_set(err, TIDE_EINVAL, "trace",
+                                "trace job %zu (line %ld): submit time %lld ms or duration %lld "
+                                "ms is outside 0 to %d years",
+                                i + 1, j->line, (long long)j->submit_ms,
+                                (long long)j->duration_ms, TRACE_MAX_YEARS);
+    }
+    return 0;
+}
+
 int sim_run(const struct sim_config *cfg, const struct trace *trace, const struct sim_hooks *hooks,
             struct sim_result *res, struct tide_err *err)
 {
     memset(res, 0, sizeof *res);
     int rc = sim_config_validate(cfg, err);
-    if (rc)
+    if (rc || (rc = check_trace_times(trace, err)))
         return rc;
     struct sim_state st;
     memset(&st, 0, sizeof st);
@@ -1140,7 +1157,8 @@ int sim_run(const struct sim_config *cfg, const struct trace *trace, const struc
         if (elastic)
             sim_looks_plan(&st, t);
         if (cfg->preempt && st.npending > 0 && st.nrunning > 0 && !st.tick_pending) {
-            struct sim_event tk = {.t_ms = t + cfg->preempt_interval_ms, .kind = SIM_EV_TICK};
+            struct sim_event tk = {.t_ms = sim_time_after(t, cfg->preempt_interval_ms),
+                                   .kind = SIM_EV_TICK};
             if (sim_heap_push(&st.heap, tk) != 0) {
                 rc = TIDE_ENOMEM;
                 goto out;

@@ -91,7 +91,9 @@ static void chart(FILE *out, json_t *const *reports, size_t n, const char *title
 
 static void money_cell(FILE *out, long long micros)
 {
-    fprintf(out, "<td>%lld.%02lld</td>", micros / 1000000, (micros % 1000000) / 10000);
+    char text[32];
+    sim_money_text(text, sizeof text, micros);
+    fprintf(out, "<td>%s</td>", text);
 }
 
 /* Elastic runs: per pool, billing kind, nodes created and released, peak,
@@ -286,15 +288,16 @@ int sim_report_html(FILE *out, json_t *const *reports, size_t n)
         fprintf(
             out,
             "</td><td>%lld</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.1f%%</td>"
-            "<td>%s</td><td>%lld</td><td>%lld.%02lld</td></tr>\n",
+            "<td>%s</td><td>%lld</td>",
             (long long)json_integer_value(json_object_get(json_object_get(rep, "jobs"), "total")),
             json_number_value(json_object_get(json_object_get(rep, "jct_s"), "avg")) / 3600,
             json_number_value(json_object_get(json_object_get(rep, "jct_s"), "p95")) / 3600,
             json_number_value(json_object_get(json_object_get(rep, "wait_s"), "avg")) / 3600,
             100 * json_number_value(
                       json_object_get(json_object_get(rep, "utilisation"), "allocated_fraction")),
-            busy_s, (long long)json_integer_value(json_object_get(rep, "preemptions")),
-            cost / 1000000, (cost % 1000000) / 10000);
+            busy_s, (long long)json_integer_value(json_object_get(rep, "preemptions")));
+        money_cell(out, cost);
+        fputs("</tr>\n", out);
     }
     fputs("</table>\n", out);
     bool elastic = false;

@@ -84,10 +84,9 @@ static json_t *job_stats(const struct sim_result *res, int lo, int hi)
 static json_t *timeline_json(const struct sim_config *cfg, const struct sim_result *res)
 {
     int64_t end = res->makespan_ms > 0 ? res->makespan_ms : 1;
-    int64_t w = (end + TIMELINE_POINTS - 1) / TIMELINE_POINTS;
-    if (w < 1)
-        w = 1;
-    size_t nb = (size_t)((end + w - 1) / w);
+    /* Rounded up, without adding to end (which may be near SIM_TIME_MAX). */
+    int64_t w = end / TIMELINE_POINTS + (end % TIMELINE_POINTS != 0);
+    size_t nb = (size_t)(end / w + (end % w != 0));
     double *q = calloc(nb, sizeof *q), *u = calloc(nb, sizeof *u), *fp = calloc(nb, sizeof *fp);
     double *pv = calloc(nb, sizeof *pv);
     if (!q || !u || !fp || !pv) {
@@ -97,11 +96,16 @@ static json_t *timeline_json(const struct sim_config *cfg, const struct sim_resu
     for (size_t i = 0; i < res->nsamples; i++) {
         const struct sim_sample *s = &res->samples[i];
         int64_t a = s->t_ms, b = i + 1 < res->nsamples ? res->samples[i + 1].t_ms : end;
+        /* Samples lie in [0, end]; one outside (a time that wrapped round)
+         * must not index outside the buckets. */
+        if (a < 0)
+            a = 0;
         if (b > end)
             b = end;
         while (a < b) {
-            size_t k = (size_t)(a / w);
-            int64_t stop = (int64_t)(k + 1) * w < b ? (int64_t)(k + 1) * w : b;
+            size_t k = (size_t)(a / w); /* < nb, as a < end */
+            int64_t from = (int64_t)k * w;
+            int64_t stop = b - from > w ? from + w : b;
             double d = (double)(stop - a);
             q[k] += s->queued * d;
             u[k] += s->gpus_used * d;
@@ -117,7 +121,7 @@ static json_t *timeline_json(const struct sim_config *cfg, const struct sim_resu
            *fa = json_array(), *ca = json_array();
     size_t si = 0; /* elastic: the last sample at or before a bucket's end */
     for (size_t k = 0; k < nb; k++) {
-        int64_t a = (int64_t)k * w, b = a + w < end ? a + w : end;
+        int64_t a = (int64_t)k * w, b = end - a > w ? a + w : end;
         double d = (double)(b - a);
         double prov = res->elastic ? pv[k] / d : (double)res->gpus_provisioned;
         double free_gpus = prov - u[k] / d;
@@ -503,10 +507,19 @@ static double num(const json_t *root, const char *path)
     return v ? json_number_value(v) : 0.0;
 }
 
+void sim_money_text(char *out, size_t size, int64_t micros)
+{
+    /* The magnitude unsigned, so that INT64_MIN has one too; cents cut, not rounded. */
+    uint64_t m = micros < 0 ? 0 - (uint64_t)micros : (uint64_t)micros;
+    snprintf(out, size, "%s%llu.%02llu", micros < 0 ? "-" : "", (unsigned long long)(m / 1000000),
+             (unsigned long long)(m % 1000000 / 10000));
+}
+
 static void money(char *out, size_t size, double micros)
 {
-    long long m = (long long)micros;
-    snprintf(out, size, "%lld.%02lld", m / 1000000, (m % 1000000) / 10000);
+    /* Report values are int64; a double at the edge would not convert back. */
+    int64_t m = micros >= 9.2e18 ? INT64_MAX : micros <= -9.2e18 ? INT64_MIN : (int64_t)micros;
+    sim_money_text(out, size, m);
 }
 
 /* The value at path, or NULL (missing or null). */
@@ -739,9 +752,11 @@ int sim_report_timeline_csv(FILE *out, const json_t *report)
                  *f = json_object_get(tl, "fragmentation"), *c = json_object_get(tl, "cost_cum_micros");
     fprintf(out, "t_s,queued,gpus_used,gpus_provisioned,fragmentation,cost_cum_micros\n");
     for (size_t i = 0; i < json_array_size(t); i++)
-        fprintf(out, "%.3f,%.3f,%.3f,%lld,%.4f,%lld\n", json_number_value(json_array_get(t, i)),
+        /* gpus_provisioned: an integer in fixed runs, a bucket's mean (a
+         * real) in elastic ones, which json_integer_value would read as 0. */
+        fprintf(out, "%.3f,%.3f,%.3f,%.3f,%.4f,%lld\n", json_number_value(json_array_get(t, i)),
                 json_number_value(json_array_get(q, i)), json_number_value(json_array_get(u, i)),
-                (long long)json_integer_value(json_array_get(p, i)),
+                json_number_value(json_array_get(p, i)),
                 json_number_value(json_array_get(f, i)),
                 (long long)json_integer_value(json_array_get(c, i)));
     return ferror(out) ? -1 : 0;

@@ -75,7 +75,7 @@ int sim_spot_node_ready(struct sim_state *st, size_t k, int64_t t)
     if (!(ms < 1e15))
         return 0; /* never, in any trace */
     struct sim_event ev = {
-        .t_ms = t + (int64_t)ms + 1, .kind = SIM_EV_INTERRUPT, .job = (uint32_t)k};
+        .t_ms = sim_time_after(t, (int64_t)ms + 1), .kind = SIM_EV_INTERRUPT, .job = (uint32_t)k};
     return sim_heap_push(&st->heap, ev) != 0 ? TIDE_ENOMEM : 0;
 }
 
@@ -202,7 +202,7 @@ bool sim_spot_create_fails(struct sim_state *st, int p, long call, int64_t t)
         return false;
     int fails = ++st->create_failures[p];
     int64_t wait = pool_backoff_ms(fails);
-    st->as.state[p].create_not_before_ms = t + wait;
+    st->as.state[p].create_not_before_ms = sim_time_after(t, wait);
     st->el->stats[p].provider_failures++;
     st->el->stats[p].backoff_ms += wait;
     return true;

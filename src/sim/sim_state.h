@@ -15,6 +15,18 @@
 #include "sim/sim_heap.h"
 #include "sim/sim_queue.h"
 
+/* The latest virtual time. Event times saturate here instead of wrapping
+ * round to negative ones: a trace within its bounds (TRACE_MAX_TIME_MS)
+ * comes nowhere near, but queued years of work add up; half of INT64_MAX
+ * leaves room for the report's sums of a time and a bucket width. */
+#define SIM_TIME_MAX (INT64_MAX / 2)
+
+/* The time d >= 0 after t, at most SIM_TIME_MAX. */
+static inline int64_t sim_time_after(int64_t t, int64_t d)
+{
+    return d >= SIM_TIME_MAX - t ? SIM_TIME_MAX : t + d;
+}
+
 struct sim_run_job {
     int64_t remaining_ms; /* run time still owed */
     int64_t run_start_ms; /* start of the current attempt */

@@ -90,8 +90,18 @@ void trace_normalise(struct trace *t)
         return;
     qsort(t->jobs, t->njobs, sizeof *t->jobs, by_submit);
     int64_t first = t->jobs[0].submit_ms;
-    for (size_t i = 0; i < t->njobs; i++)
+    size_t kept = t->njobs;
+    for (size_t i = 0; i < t->njobs; i++) {
         t->jobs[i].submit_ms -= first;
+        if (t->jobs[i].submit_ms > TRACE_MAX_TIME_MS && kept == t->njobs)
+            kept = i;
+    }
+    /* Only dates can be that far apart (relative times were bounded when
+     * read); the sorted tail goes. */
+    for (size_t i = kept; i < t->njobs; i++)
+        trace_drop_row(t, t->jobs[i].line,
+                       "submit time is too large (more than 100 years after the first)");
+    t->njobs = kept;
     t->origin_s += first / 1000;
 }
 
@@ -170,19 +180,24 @@ int trace_split_csv(char *line, char **fields, int max)
     return n;
 }
 
-int trace_parse_seconds_ms(const char *s, int64_t *out_ms)
+/* Decimal seconds without floating point: whole part, then up to three
+ * digits of milliseconds (further digits round half up). A well-formed
+ * number too large for int64 milliseconds is TRACE_TOO_LARGE, not -1, so
+ * that a reader can say which. */
+static int parse_decimal_ms(const char *s, int64_t *out_ms)
 {
-    /* Decimal seconds without floating point: whole part, then up to three
-     * digits of milliseconds (further digits round half up). */
     const char *p = s;
     if (!*p)
         return -1;
     int64_t whole = 0;
     int digits = 0;
+    bool overflow = false;
     while (*p >= '0' && *p <= '9') {
         if (whole > (INT64_MAX / 1000 - 10) / 10)
-            return -1;
-        whole = whole * 10 + (*p++ - '0');
+            overflow = true;
+        else
+            whole = whole * 10 + (*p - '0');
+        p++;
         digits++;
     }
     int64_t frac = 0;
@@ -201,10 +216,28 @@ int trace_parse_seconds_ms(const char *s, int64_t *out_ms)
     }
     if (*p || digits == 0)
         return -1;
+    if (overflow)
+        return TRACE_TOO_LARGE;
     for (int i = fdigits; i < 3; i++)
         frac *= 10;
     *out_ms = whole * 1000 + frac + round;
     return 0;
+}
+
+int trace_parse_seconds_ms(const char *s, int64_t *out_ms)
+{
+    return parse_decimal_ms(s, out_ms) == 0 ? 0 : -1;
+}
+
+int trace_parse_time_ms(const char *s, int64_t *out_ms)
+{
+    int64_t ms;
+    int rc = parse_decimal_ms(s, &ms);
+    if (rc == 0 && ms > TRACE_MAX_TIME_MS)
+        rc = TRACE_TOO_LARGE;
+    if (rc == 0)
+        *out_ms = ms;
+    return rc;
 }
 
 int trace_parse_int(const char *s, long long min, long long max, long long *out)
@@ -236,14 +269,19 @@ int trace_parse_datetime_s(const char *s, int64_t *out_s)
     if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || h < 0 || mi < 0 ||
         sec < 0)
         return -1;
-    /* timegm reads the fields as UTC (no time zone), normalising a day past
-     * the month's end or a leap second the way mktime does. */
-    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
-                    .tm_min = mi, .tm_sec = sec};
+    /* timegm reads the fields as UTC (no time zone) but would move a day
+     * past the month's end to the next month: the day's midnight, converted
+     * back, must be the same date. The time of day is added after, so a
+     * leap second at 23:59:60 is not taken for a day that does not exist. */
+    struct tm day = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d};
     errno = 0;
-    time_t t = timegm(&tm);
-    if (t == (time_t)-1 && errno)
+    time_t midnight = timegm(&day);
+    if (midnight == (time_t)-1 && errno)
         return -1;
-    *out_s = (int64_t)t;
+    struct tm back;
+    if (!gmtime_r(&midnight, &back) || back.tm_year != y - 1900 || back.tm_mon != mo - 1 ||
+        back.tm_mday != d)
+        return TRACE_NO_SUCH_DATE;
+    *out_s = (int64_t)midnight + h * 3600 + mi * 60 + sec;
     return 0;
 }

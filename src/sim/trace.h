@@ -22,6 +22,13 @@
 #define TRACE_NAME_MAX 64
 #define TRACE_REASONS_MAX 16
 
+/* The latest submit time and the longest duration a trace may give: 100
+ * years (of 365.25 days). Rows past it are dropped as too large; no real
+ * trace comes near, and it keeps the simulator's sums of virtual times
+ * (and GPU-time integrals over them) far from int64 overflow. */
+#define TRACE_MAX_YEARS 100 /* the readers' reasons say "100 years" */
+#define TRACE_MAX_TIME_MS (TRACE_MAX_YEARS * 36525LL * 86400 * 1000 / 100)
+
 struct trace_job {
     int64_t submit_ms; /* from the start of the trace (the earliest submit is 0) */
     int64_t duration_ms;
@@ -98,7 +105,9 @@ int trace_push(struct trace *t, const struct trace_job *job);
 /* Counts a dropped row under reason and tells the warn callback. */
 void trace_drop_row(struct trace *t, long line, const char *reason);
 
-/* Sorts by submit time (line breaks ties) and makes the earliest submit 0. */
+/* Sorts by submit time (line breaks ties) and makes the earliest submit 0.
+ * Rows submitted more than TRACE_MAX_TIME_MS after the earliest (dates far
+ * apart, in formats with absolute times) are dropped as too large. */
 void trace_normalise(struct trace *t);
 
 /* Synthetic traces: Poisson arrivals, log-uniform durations and a GPU-count
@@ -120,7 +129,13 @@ void trace_synth_defaults(struct trace_synth_params *p);
 /* Parses a mix like "1:70,2:10,4:10,8:10" into p. TIDE_EINVAL with err. */
 int trace_synth_parse_mix(struct trace_synth_params *p, const char *mix, struct tide_err *err);
 
-/* Fills t with p->njobs jobs. Returns 0 or TIDE_ENOMEM. */
+/* The lowest arrival rate (jobs per hour) at which p->njobs arrivals are
+ * expected within TRACE_MAX_TIME_MS: 0 for a single job. */
+double trace_synth_min_rate(const struct trace_synth_params *p);
+
+/* Fills t with p->njobs jobs. Returns 0, TIDE_ENOMEM, or TIDE_ETOOBIG when
+ * an arrival falls more than TRACE_MAX_TIME_MS after the first (a rate at
+ * or near trace_synth_min_rate). */
 int trace_synth_generate(struct trace *t, const struct trace_synth_params *p);
 
 /* --- helpers shared by the readers (trace.c) --- */
@@ -136,7 +151,19 @@ int trace_split_csv(char *line, char **fields, int max);
  * (empty, trailing junk, out of range, negative where not allowed). */
 int trace_parse_seconds_ms(const char *s, int64_t *out_ms); /* "12", "12.5", >= 0 */
 int trace_parse_int(const char *s, long long min, long long max, long long *out);
-/* "2017-10-09 07:01:55" (no zone, read as UTC) → seconds since the epoch. */
+
+/* What the time parsers below return besides 0 and -1. */
+#define TRACE_TOO_LARGE (-2)    /* a number of seconds over TRACE_MAX_TIME_MS */
+#define TRACE_NO_SUCH_DATE (-3) /* a day past its month's end, such as 2017-02-30 */
+
+/* A submit time or duration in seconds, as trace_parse_seconds_ms, that
+ * must be at most TRACE_MAX_TIME_MS: 0, -1 when s is not a number of
+ * seconds >= 0, TRACE_TOO_LARGE when it is a larger one. */
+int trace_parse_time_ms(const char *s, int64_t *out_ms);
+/* "2017-10-09 07:01:55" (no zone, read as UTC) → seconds since the epoch:
+ * 0, -1 when s is not in that form, TRACE_NO_SUCH_DATE when the date does
+ * not exist (2017-02-30, 2017-04-31, 2100-02-29). A leap second (:60) is
+ * the next minute's first. */
 int trace_parse_datetime_s(const char *s, int64_t *out_s);
 
 /* Reads one line of any length into *buf (grown as needed). Returns the

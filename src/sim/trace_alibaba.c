@@ -58,8 +58,13 @@ static int alibaba_read(FILE *f, struct trace *t, struct tide_err *err)
                            "start_time or end_time is empty (task never ran or did not end)");
             continue;
         }
-        if (trace_parse_seconds_ms(start, &start_ms) != 0 ||
-            trace_parse_seconds_ms(end, &end_ms) != 0) {
+        int rs = trace_parse_time_ms(start, &start_ms), re = trace_parse_time_ms(end, &end_ms);
+        if (rs == TRACE_TOO_LARGE || re == TRACE_TOO_LARGE) {
+            trace_drop_row(t, cols.line,
+                           "start_time or end_time is too large (more than 100 years)");
+            continue;
+        }
+        if (rs != 0 || re != 0) {
             trace_drop_row(t, cols.line, "start_time or end_time is not a number of seconds >= 0");
             continue;
         }

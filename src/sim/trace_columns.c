@@ -13,9 +13,17 @@ static int match_header(struct trace_columns *c, char **fields, int nf, const ch
     int nnames = 0;
     for (; names[nnames]; nnames++) {
         c->index[nnames] = -1;
-        for (int i = 0; i < nf; i++)
-            if (!strcmp(fields[i], names[nnames]))
-                c->index[nnames] = i;
+        for (int i = 0; i < nf; i++) {
+            if (strcmp(fields[i], names[nnames]))
+                continue;
+            /* Which of two would be meant cannot be known: refuse the file. */
+            if (c->index[nnames] >= 0)
+                return tide_err_set(err, TIDE_EINVAL, names[nnames],
+                                    "%s trace: column '%s' appears twice in the header "
+                                    "(columns %d and %d, line 1)",
+                                    format, names[nnames], c->index[nnames] + 1, i + 1);
+            c->index[nnames] = i;
+        }
         if (c->index[nnames] < 0 && required[nnames])
             return tide_err_set(err, TIDE_EINVAL, names[nnames],
                                 "%s trace: header has no column '%s' (line 1)", format,

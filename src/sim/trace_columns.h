@@ -23,8 +23,9 @@ struct trace_columns {
 };
 
 /* Reads the header line and finds each of names (NULL-terminated; at most
- * TRACE_MAX_FIELDS). A required name that is missing, an empty file or an
- * unknown column when reject_unknown is set is TIDE_EINVAL naming format. */
+ * TRACE_MAX_FIELDS). A required name that is missing, one of names given
+ * twice, or an empty file is TIDE_EINVAL naming format (and err->field the
+ * column). */
 int trace_columns_read_header(struct trace_columns *c, FILE *f, const char *const *names,
                               const bool *required, const char *format, struct tide_err *err);
 

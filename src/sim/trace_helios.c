@@ -40,20 +40,31 @@ static int helios_read(FILE *f, struct trace *t, struct tide_err *err)
         struct trace_job job = {.line = cols.line};
         int64_t submit_s, start_s, end_s;
         long long gpus;
-        if (trace_parse_datetime_s(fields[cols.index[C_SUBMIT]], &submit_s) != 0) {
-            trace_drop_row(t, cols.line, "submit_time is not YYYY-MM-DD HH:MM:SS");
+        int d = trace_parse_datetime_s(fields[cols.index[C_SUBMIT]], &submit_s);
+        if (d != 0) {
+            trace_drop_row(t, cols.line, d == TRACE_NO_SUCH_DATE
+                                             ? "submit_time: date does not exist"
+                                             : "submit_time is not YYYY-MM-DD HH:MM:SS");
             continue;
         }
         const char *dur = cols.index[C_DUR] >= 0 ? fields[cols.index[C_DUR]] : "";
         if (dur[0]) {
-            if (trace_parse_seconds_ms(dur, &job.duration_ms) != 0) {
-                trace_drop_row(t, cols.line, "duration is not a number of seconds >= 0");
+            int r = trace_parse_time_ms(dur, &job.duration_ms);
+            if (r != 0) {
+                trace_drop_row(t, cols.line,
+                               r == TRACE_TOO_LARGE ? "duration is too large (more than 100 years)"
+                                                    : "duration is not a number of seconds >= 0");
                 continue;
             }
         } else if (cols.index[C_START] >= 0 && cols.index[C_END] >= 0 &&
                    fields[cols.index[C_START]][0] && fields[cols.index[C_END]][0]) {
-            if (trace_parse_datetime_s(fields[cols.index[C_START]], &start_s) != 0 ||
-                trace_parse_datetime_s(fields[cols.index[C_END]], &end_s) != 0) {
+            int ds = trace_parse_datetime_s(fields[cols.index[C_START]], &start_s);
+            int de = trace_parse_datetime_s(fields[cols.index[C_END]], &end_s);
+            if (ds == TRACE_NO_SUCH_DATE || de == TRACE_NO_SUCH_DATE) {
+                trace_drop_row(t, cols.line, "start_time or end_time: date does not exist");
+                continue;
+            }
+            if (ds != 0 || de != 0) {
                 trace_drop_row(t, cols.line, "start_time or end_time is not YYYY-MM-DD HH:MM:SS");
                 continue;
             }
@@ -64,6 +75,10 @@ static int helios_read(FILE *f, struct trace *t, struct tide_err *err)
         }
         if (job.duration_ms <= 0) {
             trace_drop_row(t, cols.line, "duration is not positive (never ran)");
+            continue;
+        }
+        if (job.duration_ms > TRACE_MAX_TIME_MS) { /* end_time - start_time */
+            trace_drop_row(t, cols.line, "duration is too large (more than 100 years)");
             continue;
         }
         if (trace_parse_int(fields[cols.index[C_GPUS]], 0, 1000000, &gpus) != 0) {

@@ -22,12 +22,20 @@ static int itp_read(FILE *f, struct trace *t, struct tide_err *err)
     while ((n = trace_columns_next_row(&cols, t, fields, err)) > 0) {
         struct trace_job job = {.line = cols.line};
         long long gpus;
-        if (trace_parse_seconds_ms(fields[cols.index[C_SUBMIT]], &job.submit_ms) != 0) {
-            trace_drop_row(t, cols.line, "submission_time is not a number of seconds >= 0");
+        int r = trace_parse_time_ms(fields[cols.index[C_SUBMIT]], &job.submit_ms);
+        if (r != 0) {
+            trace_drop_row(t, cols.line,
+                           r == TRACE_TOO_LARGE
+                               ? "submission_time is too large (more than 100 years)"
+                               : "submission_time is not a number of seconds >= 0");
             continue;
         }
-        if (trace_parse_seconds_ms(fields[cols.index[C_DUR]], &job.duration_ms) != 0 ||
-            job.duration_ms <= 0) {
+        r = trace_parse_time_ms(fields[cols.index[C_DUR]], &job.duration_ms);
+        if (r == TRACE_TOO_LARGE) {
+            trace_drop_row(t, cols.line, "duration is too large (more than 100 years)");
+            continue;
+        }
+        if (r != 0 || job.duration_ms <= 0) {
             trace_drop_row(t, cols.line, "duration is not a positive number of seconds");
             continue;
         }

@@ -54,6 +54,11 @@ int trace_synth_parse_mix(struct trace_synth_params *p, const char *mix, struct 
     return 0;
 }
 
+double trace_synth_min_rate(const struct trace_synth_params *p)
+{
+    return p->njobs > 1 ? (double)(p->njobs - 1) / (TRACE_MAX_TIME_MS / 3600000.0) : 0;
+}
+
 int trace_synth_generate(struct trace *t, const struct trace_synth_params *p)
 {
     uint64_t state = p->seed;
@@ -69,6 +74,8 @@ int trace_synth_generate(struct trace *t, const struct trace_synth_params *p)
         struct trace_job job = {0};
         if (i > 0)
             clock_ms += -log(sim_unit(&state)) * mean_gap_ms;
+        if (!(clock_ms <= (double)TRACE_MAX_TIME_MS))
+            return TIDE_ETOOBIG; /* past the traces' bound, and before converting a huge double */
         job.submit_ms = (int64_t)clock_ms;
         job.duration_ms = (int64_t)(exp(lo + (hi - lo) * sim_unit(&state)) * 1000.0);
         if (job.duration_ms < 1000)

@@ -12,6 +12,7 @@
 #include "sim_fixture.h"
 
 #include "sim/sim.h"
+#include "sim/sim_state.h"
 #include "sim/trace.h"
 
 #define DATA TIDE_TEST_DATA_DIR "/sim/"
@@ -227,6 +228,39 @@ static void test_a_job_no_node_can_hold_is_rejected(void **state)
     trace_release(&t);
 }
 
+/* A trace built without a reader is held to the readers' bounds: a
+ * duration past 100 years is refused, not run into overflowing times. */
+static void test_a_trace_job_past_100_years_is_refused(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct trace_job ok = sim_fx_job(0, 60, 1, NULL), long_job = sim_fx_job(10, 60, 1, NULL);
+    long_job.duration_ms = TRACE_MAX_TIME_MS + 1;
+    long_job.line = 3;
+    assert_int_equal(trace_push(&t, &ok), 0);
+    assert_int_equal(trace_push(&t, &long_job), 0);
+    struct sim_config cfg;
+    tiny_config(&cfg);
+    struct sim_result res;
+    struct tide_err err = {0};
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), TIDE_EINVAL);
+    assert_non_null(strstr(err.message, "trace job 2 (line 3)"));
+    assert_non_null(strstr(err.message, "100 years"));
+    trace_release(&t);
+}
+
+/* Event times stop at SIM_TIME_MAX rather than wrap round to negative
+ * times (which sent the report's timeline out of its buckets). */
+static void test_event_times_saturate_instead_of_wrapping(void **state)
+{
+    (void)state;
+    assert_int_equal(sim_time_after(1000, 500), 1500);
+    assert_int_equal(sim_time_after(SIM_TIME_MAX - 10, 10), SIM_TIME_MAX);
+    assert_int_equal(sim_time_after(SIM_TIME_MAX - 10, INT64_MAX), SIM_TIME_MAX);
+    assert_int_equal(sim_time_after(SIM_TIME_MAX, 1), SIM_TIME_MAX);
+}
+
 /* A job bigger than a node runs as a gang over several (equal shares), is
  * accounted on each of its nodes, and one no split fits is rejected. */
 static void test_a_job_bigger_than_a_node_runs_as_a_gang(void **state)
@@ -294,6 +328,70 @@ static void test_same_trace_and_config_give_identical_report_bytes(void **state)
         free(a);
         free(b);
     }
+    trace_release(&t);
+}
+
+/* A sample time outside [0, makespan] (event times that wrapped round
+ * once gave negative ones) is clamped, not used as a bucket index. */
+static void test_timeline_keeps_a_bad_sample_time_inside_its_buckets(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct tide_err err = {0};
+    assert_int_equal(trace_load(&t, &trace_reader_csv, DATA "tiny.csv", &err), 0);
+    struct sim_config cfg;
+    tiny_config(&cfg);
+    struct sim_result res;
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    assert_true(res.nsamples > 1);
+    res.samples[0].t_ms = -1000000000000LL;
+    json_t *r = sim_report_json(&cfg, &t, "tiny.csv", &res);
+    assert_non_null(r);
+    const json_t *queued = sim_fx_at(r, "timeline", "queued");
+    assert_int_equal(json_array_size(queued), 400); /* 7200 s in buckets of 18 s */
+    for (size_t k = 0; k < json_array_size(queued); k++)
+        assert_true(json_number_value(json_array_get(queued, k)) >= 0);
+    json_decref(r);
+    sim_result_release(&res);
+    trace_release(&t);
+}
+
+/* Money below zero keeps its sign in front ("-0.50", not "0.-50"). */
+static void test_negative_money_prints_its_sign_in_front(void **state)
+{
+    (void)state;
+    char text[32];
+    sim_money_text(text, sizeof text, 1234567890);
+    assert_string_equal(text, "1234.56");
+    sim_money_text(text, sizeof text, -1600000);
+    assert_string_equal(text, "-1.60");
+    sim_money_text(text, sizeof text, -500000);
+    assert_string_equal(text, "-0.50");
+    sim_money_text(text, sizeof text, INT64_MIN);
+    assert_string_equal(text, "-9223372036854.77");
+    /* The table goes through it. */
+    struct trace t;
+    trace_init(&t);
+    struct tide_err err = {0};
+    assert_int_equal(trace_load(&t, &trace_reader_csv, DATA "tiny.csv", &err), 0);
+    struct sim_config cfg;
+    tiny_config(&cfg);
+    struct sim_result res;
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    json_t *r = sim_report_json(&cfg, &t, "tiny.csv", &res);
+    json_object_set_new(json_object_get(r, "cost"), "idle_micros", json_integer(-3600000));
+    char *table = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&table, &len);
+    assert_non_null(f);
+    sim_report_table(f, r);
+    fclose(f);
+    assert_non_null(strstr(table, "-3.60\n"));
+    assert_null(strstr(table, ".-"));
+    free(table);
+    json_decref(r);
+    sim_result_release(&res);
     trace_release(&t);
 }
 
@@ -387,8 +485,12 @@ int main(void)
         cmocka_unit_test(test_sjf_preempts_by_the_remaining_time_now),
         cmocka_unit_test(test_sjf_runs_the_shortest_waiting_job_first),
         cmocka_unit_test(test_a_job_no_node_can_hold_is_rejected),
+        cmocka_unit_test(test_a_trace_job_past_100_years_is_refused),
+        cmocka_unit_test(test_event_times_saturate_instead_of_wrapping),
         cmocka_unit_test(test_a_job_bigger_than_a_node_runs_as_a_gang),
         cmocka_unit_test(test_same_trace_and_config_give_identical_report_bytes),
+        cmocka_unit_test(test_timeline_keeps_a_bad_sample_time_inside_its_buckets),
+        cmocka_unit_test(test_negative_money_prints_its_sign_in_front),
         cmocka_unit_test(test_busy_utilisation_from_the_trace_or_unknown),
         cmocka_unit_test(test_config_from_json_names_the_bad_key),
     };

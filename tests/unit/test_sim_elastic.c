@@ -1,9 +1,11 @@
 /* Elastic runs of the simulator: the core's autoscaler and billing on a
  * virtual clock (src/sim/sim_driver.c), on a trace worked out by hand. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -282,6 +284,62 @@ static void test_elastic_config_errors(void **state)
     json_decref(root);
 }
 
+/* timeline.csv has the GPUs provisioned of an elastic run (the bucket
+ * means, reals in report.json), not 0 on every row. */
+static void test_elastic_timeline_csv_has_the_gpus_provisioned(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct trace_job a = sim_fx_job(0, 3600, 2, "a"), b = sim_fx_job(0, 1800, 2, "b");
+    assert_int_equal(trace_push(&t, &a), 0);
+    assert_int_equal(trace_push(&t, &b), 0);
+    struct sim_config cfg;
+    burst_config(&cfg);
+    struct sim_result res;
+    struct tide_err err = {0};
+    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    json_t *r = sim_report_json(&cfg, &t, "burst", &res);
+    char *csv = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&csv, &len);
+    assert_non_null(f);
+    assert_int_equal(sim_report_timeline_csv(f, r), 0);
+    fclose(f);
+    /* Both nodes exist from 0: the first bucket has 4 GPUs provisioned. */
+    const json_t *provisioned_json = sim_fx_at(r, "timeline", "gpus_provisioned");
+    assert_true(json_number_value(json_array_get(provisioned_json, 0)) == 4.0);
+    const char *row = strchr(csv, '\n') + 1;
+    assert_memory_equal(row, "0.000,", 6);
+    double t_s, queued, used, provisioned;
+    assert_int_equal(sscanf(row, "%lf,%lf,%lf,%lf,", &t_s, &queued, &used, &provisioned), 4);
+    assert_true(provisioned == 4.0);
+    free(csv);
+    json_decref(r);
+    sim_result_release(&res);
+    trace_release(&t);
+}
+
+/* --synthetic's default load counts an elastic pool at max_nodes (its
+ * nodes field is 0): the same rate as a fixed pool of that many nodes, not
+ * the generator's silent 60 per hour. */
+static void test_synthetic_load_counts_an_elastic_pool_at_max_nodes(void **state)
+{
+    (void)state;
+    struct trace_synth_params p;
+    trace_synth_defaults(&p);
+    struct sim_config elastic, fixed;
+    burst_config(&elastic);
+    sim_config_defaults(&fixed);
+    fixed.pools[0].nodes = 2;
+    fixed.pools[0].gpus_per_node = 2;
+    double rate = sim_synth_default_rate(&elastic, &p);
+    assert_true(rate == sim_synth_default_rate(&fixed, &p));
+    /* 70% of 4 GPUs over jobs of 2.1 GPUs (the mix's mean) for (86400 - 60) / ln(1440) s. */
+    double expect = 0.7 * 4 * 3600 / (2.1 * ((86400.0 - 60) / log(1440.0)));
+    assert_true(rate > expect * 0.999999 && rate < expect * 1.000001);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +348,8 @@ int main(void)
         cmocka_unit_test(test_elastic_run_is_deterministic),
         cmocka_unit_test(test_elastic_metering_equals_billing_ticks_walk_of_every_node),
         cmocka_unit_test(test_elastic_config_errors),
+        cmocka_unit_test(test_elastic_timeline_csv_has_the_gpus_provisioned),
+        cmocka_unit_test(test_synthetic_load_counts_an_elastic_pool_at_max_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

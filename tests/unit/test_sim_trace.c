@@ -16,15 +16,17 @@
 struct warnings {
     int n;
     long lines[16];
+    char reasons[16][96];
 };
 
 static void record(void *ctx, const char *path, long line, const char *reason)
 {
     (void)path;
-    (void)reason;
     struct warnings *w = ctx;
-    if (w->n < 16)
+    if (w->n < 16) {
         w->lines[w->n] = line;
+        snprintf(w->reasons[w->n], sizeof w->reasons[0], "%s", reason);
+    }
     w->n++;
 }
 
@@ -35,6 +37,23 @@ static int load(struct trace *t, struct warnings *w, const char *format, const c
     t->warn_ctx = w;
     struct tide_err err = {0};
     return trace_load(t, trace_reader_by_name(format), path, &err);
+}
+
+/* Reads text as a file of format, as trace_load would (without its
+ * "no usable rows" check): the reader's return code. */
+static int read_text(struct trace *t, struct warnings *w, const char *format, const char *text)
+{
+    trace_init(t);
+    t->warn = record;
+    t->warn_ctx = w;
+    FILE *f = fmemopen((void *)text, strlen(text), "r");
+    assert_non_null(f);
+    struct tide_err err = {0};
+    int rc = trace_reader_by_name(format)->read(f, t, &err);
+    fclose(f);
+    if (rc == 0)
+        trace_normalise(t);
+    return rc;
 }
 
 static void test_philly_reader_keeps_good_rows_and_names_bad_lines(void **state)
@@ -135,6 +154,34 @@ static void test_tide_csv_reads_gpu_util(void **state)
     trace_release(&t);
 }
 
+/* A column the format reads, given twice in the header, refuses the file
+ * and names the column: it silently meant the last one. */
+static void test_a_header_with_a_column_twice_is_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *format, *text, *column;
+    } cases[] = {
+        {"csv", "submit_time,duration,gpus,duration\n0,60,1,3600\n", "duration"},
+        {"philly", "timestamp,duration,num_gpus,timestamp\n2017-10-09 07:01:55,60,1,x\n",
+         "timestamp"},
+        {"itp", "job_id,submission_time,duration,num_gpu,num_gpu\n1,0,60,1,8\n", "num_gpu"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct trace t;
+        trace_init(&t);
+        FILE *f = fmemopen((void *)cases[i].text, strlen(cases[i].text), "r");
+        assert_non_null(f);
+        struct tide_err err = {0};
+        assert_int_equal(trace_reader_by_name(cases[i].format)->read(f, &t, &err), TIDE_EINVAL);
+        fclose(f);
+        assert_string_equal(err.field, cases[i].column);
+        assert_non_null(strstr(err.message, "appears twice"));
+        assert_int_equal(t.njobs, 0);
+        trace_release(&t);
+    }
+}
+
 static void test_a_file_with_no_usable_rows_is_an_error(void **state)
 {
     (void)state;
@@ -183,6 +230,140 @@ static void test_datetimes_are_read_as_utc(void **state)
     assert_int_equal(trace_parse_datetime_s("2017-10-03", &s), -1);
 }
 
+/* Submit times and durations past 100 years are dropped as too large, not
+ * read (an overflowing sum of them crashed the report) and not called
+ * "not a number" when they are one. */
+static void test_times_over_100_years_are_dropped_as_too_large(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    assert_int_equal(read_text(&t, &w, "itp",
+                               "job_id,submission_time,duration,num_gpu\n"
+                               "1,0,10,1\n"
+                               "2,10000000,9223372036854000,1\n"    /* 292 million years */
+                               "3,10,9223372036854775,1\n"          /* past int64 ms */
+                               "4,3155760001,10,1\n"                /* 100 years and 1 s */
+                               "5,3155760000,3155760000,1\n"),      /* exactly 100 years */
+                     0);
+    assert_int_equal(t.njobs, 2);
+    assert_int_equal(t.jobs[1].line, 6);
+    assert_int_equal(t.jobs[1].duration_ms, TRACE_MAX_TIME_MS);
+    assert_int_equal(w.n, 3);
+    assert_string_equal(w.reasons[0], "duration is too large (more than 100 years)");
+    assert_string_equal(w.reasons[1], "duration is too large (more than 100 years)");
+    assert_string_equal(w.reasons[2], "submission_time is too large (more than 100 years)");
+    trace_release(&t);
+    /* tide's csv, the same bound. */
+    w.n = 0;
+    assert_int_equal(read_text(&t, &w, "csv",
+                               "submit_time,duration,gpus\n0,10,1\n0,9000000000000000,1\n"
+                               "99999999999999999999,1,1\n"),
+                     0);
+    assert_int_equal(t.njobs, 1);
+    assert_int_equal(w.n, 2);
+    assert_string_equal(w.reasons[0], "duration is too large (more than 100 years)");
+    assert_string_equal(w.reasons[1], "submit_time is too large (more than 100 years)");
+    trace_release(&t);
+}
+
+/* Dates (Philly, Helios) are absolute: rows more than 100 years after the
+ * first are dropped from the sorted end. */
+static void test_dates_more_than_100_years_after_the_first_are_dropped(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    assert_int_equal(read_text(&t, &w, "philly",
+                               "timestamp,duration,num_gpus,gpu_time,cluster\n"
+                               "2017-10-01 00:00:00,60,1,60,a\n"
+                               "9017-10-01 00:00:00,60,1,60,a\n"
+                               "2117-10-01 00:00:00,60,1,60,a\n"),
+                     0);
+    assert_int_equal(t.njobs, 2);
+    assert_int_equal(t.jobs[1].line, 4);
+    assert_int_equal(w.n, 1);
+    assert_int_equal(w.lines[0], 3);
+    assert_string_equal(w.reasons[0],
+                        "submit time is too large (more than 100 years after the first)");
+    assert_int_equal(t.rows_dropped, 1);
+    trace_release(&t);
+}
+
+/* A day past its month's end does not exist: refused, not moved into the
+ * next month as timegm would (2017-02-30 became 2017-03-02). A leap
+ * second is still the next minute's first. */
+static void test_dates_that_do_not_exist_are_refused(void **state)
+{
+    (void)state;
+    int64_t s;
+    assert_int_equal(trace_parse_datetime_s("2017-02-30 07:02:03", &s), TRACE_NO_SUCH_DATE);
+    assert_int_equal(trace_parse_datetime_s("2017-04-31 00:00:00", &s), TRACE_NO_SUCH_DATE);
+    assert_int_equal(trace_parse_datetime_s("2017-02-29 00:00:00", &s), TRACE_NO_SUCH_DATE);
+    assert_int_equal(trace_parse_datetime_s("2100-02-29 00:00:00", &s), TRACE_NO_SUCH_DATE);
+    assert_int_equal(trace_parse_datetime_s("2016-02-29 00:00:00", &s), 0);
+    assert_int_equal(trace_parse_datetime_s("2016-12-31 23:59:60", &s), 0);
+    assert_int_equal(s, 1483228800); /* 2017-01-01 00:00:00 */
+}
+
+/* The readers drop such a row with that reason; it no longer becomes the
+ * trace's origin (a Philly row of 2017-02-30 put the real October rows
+ * 221 days after it). */
+static void test_readers_drop_rows_whose_date_does_not_exist(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    assert_int_equal(read_text(&t, &w, "philly",
+                               "timestamp,duration,num_gpus,gpu_time,cluster\n"
+                               "2017-10-09 07:01:55,66.0,1,66.0,vc1\n"
+                               "2017-02-30 07:02:03,100,1,0,vc2\n"
+                               "2017-10-09 07:02:55,60,1,60,vc1\n"),
+                     0);
+    assert_int_equal(t.njobs, 2);
+    assert_int_equal(t.jobs[0].line, 2);
+    assert_int_equal(t.jobs[1].submit_ms, 60000);
+    assert_int_equal(w.n, 1);
+    assert_int_equal(w.lines[0], 3);
+    assert_string_equal(w.reasons[0], "timestamp: date does not exist");
+    trace_release(&t);
+    w.n = 0;
+    assert_int_equal(read_text(&t, &w, "helios",
+                               "job_id,vc,gpu_num,submit_time,start_time,end_time,duration\n"
+                               "1,vcA,1,2020-06-30 00:00:00,,,60\n"
+                               "2,vcA,1,2020-06-31 00:00:00,,,60\n"
+                               "3,vcA,1,2020-06-30 00:00:00,2020-06-30 00:00:10,"
+                               "2020-06-31 00:00:10,\n"),
+                     0);
+    assert_int_equal(t.njobs, 1);
+    assert_int_equal(w.n, 2);
+    assert_string_equal(w.reasons[0], "submit_time: date does not exist");
+    assert_string_equal(w.reasons[1], "start_time or end_time: date does not exist");
+    trace_release(&t);
+}
+
+/* A Philly cluster (the project) too long for a project name drops the
+ * row, as csv and helios do, rather than being cut to 63 bytes. */
+static void test_philly_cluster_too_long_drops_the_row(void **state)
+{
+    (void)state;
+    struct trace t;
+    struct warnings w = {0};
+    char text[512];
+    snprintf(text, sizeof text,
+             "timestamp,duration,num_gpus,gpu_time,cluster\n"
+             "2017-10-09 07:01:55,60,1,60,%063d\n"  /* 63 bytes: kept */
+             "2017-10-09 07:01:56,60,1,60,%064d\n", /* 64: dropped */
+             0, 0);
+    assert_int_equal(read_text(&t, &w, "philly", text), 0);
+    assert_int_equal(t.njobs, 1);
+    assert_int_equal(strlen(t.jobs[0].project), 63);
+    assert_int_equal(w.n, 1);
+    assert_int_equal(w.lines[0], 3);
+    assert_string_equal(w.reasons[0], "cluster is longer than 63 bytes");
+    trace_release(&t);
+}
+
 static void test_synthetic_trace_is_the_same_for_a_seed(void **state)
 {
     (void)state;
@@ -207,6 +388,29 @@ static void test_synthetic_trace_is_the_same_for_a_seed(void **state)
     assert_true(memcmp(a.jobs, b.jobs, 500 * sizeof *a.jobs) != 0);
     trace_release(&a);
     trace_release(&b);
+}
+
+/* Arrivals that would pass 100 years are refused, not converted from a
+ * double too large for int64 (at 1e-15 per hour the second job came at
+ * about 1e24 ms). One job per 100 years is the lowest rate that fits. */
+static void test_synthetic_arrivals_past_100_years_are_refused(void **state)
+{
+    (void)state;
+    struct trace_synth_params p;
+    trace_synth_defaults(&p);
+    p.njobs = 3;
+    p.arrivals_per_hour = 1e-15;
+    struct trace t;
+    trace_init(&t);
+    assert_int_equal(trace_synth_generate(&t, &p), TIDE_ETOOBIG);
+    trace_release(&t);
+    assert_true(trace_synth_min_rate(&p) == 2 / (TRACE_MAX_TIME_MS / 3600000.0));
+    p.njobs = 1;
+    assert_true(trace_synth_min_rate(&p) == 0);
+    trace_init(&t);
+    assert_int_equal(trace_synth_generate(&t, &p), 0); /* one job arrives at 0 */
+    assert_int_equal(t.jobs[0].submit_ms, 0);
+    trace_release(&t);
 }
 
 static void test_size_mix_rejects_garbage(void **state)
@@ -396,10 +600,17 @@ int main(void)
         cmocka_unit_test(test_tide_csv_reads_optional_columns_and_decimals),
         cmocka_unit_test(test_tide_csv_refuses_unknown_column),
         cmocka_unit_test(test_tide_csv_reads_gpu_util),
+        cmocka_unit_test(test_a_header_with_a_column_twice_is_refused),
         cmocka_unit_test(test_a_file_with_no_usable_rows_is_an_error),
         cmocka_unit_test(test_seconds_parse_exactly),
         cmocka_unit_test(test_datetimes_are_read_as_utc),
+        cmocka_unit_test(test_times_over_100_years_are_dropped_as_too_large),
+        cmocka_unit_test(test_dates_more_than_100_years_after_the_first_are_dropped),
+        cmocka_unit_test(test_dates_that_do_not_exist_are_refused),
+        cmocka_unit_test(test_readers_drop_rows_whose_date_does_not_exist),
+        cmocka_unit_test(test_philly_cluster_too_long_drops_the_row),
         cmocka_unit_test(test_synthetic_trace_is_the_same_for_a_seed),
+        cmocka_unit_test(test_synthetic_arrivals_past_100_years_are_refused),
         cmocka_unit_test(test_size_mix_rejects_garbage),
         cmocka_unit_test(test_real_philly_trace_reads_every_row),
         cmocka_unit_test(test_real_itp_traces_read),
