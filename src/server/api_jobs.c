@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/parse_scalar.h"
 #include "common/sha256.h"
 #include "core/job_spec.h"
 #include "server/agent_wake.h"
@@ -85,13 +86,20 @@ static int check_user_of_another_project(const struct server *srv, const struct 
     const char *user = json_string_value(json_object_get(spec, "user"));
     if (!user || req->token.kind == TOKEN_ADMIN)
         return 0;
-    for (int i = 0; i < srv->cfg.nproject_users; i++)
-        if (!strcmp(srv->cfg.project_users[i].user, user) &&
-            strcmp(srv->cfg.project_users[i].project, project) != 0)
-            return tide_err_set(err, TIDE_EPERM, "user",
-                                "user: '%s' runs the jobs of project '%s'; a job of project '%s' "
-                                "may not ask for it",
-                                user, srv->cfg.project_users[i].project, project);
+    const char *other = NULL; /* a project it runs the jobs of */
+    for (int i = 0; i < srv->cfg.nproject_users; i++) {
+        if (strcmp(srv->cfg.project_users[i].user, user) != 0)
+            continue;
+        if (!strcmp(srv->cfg.project_users[i].project, project))
+            return 0; /* this project's own (projects may share one) */
+        if (!other)
+            other = srv->cfg.project_users[i].project;
+    }
+    if (other)
+        return tide_err_set(err, TIDE_EPERM, "user",
+                            "user: '%s' runs the jobs of project '%s'; a job of project '%s' "
+                            "may not ask for it",
+                            user, other, project);
     return 0;
 }
 
@@ -163,14 +171,6 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
     return 0;
 }
 
-/* Whether s is a decimal number as written by a client: digits only (no
- * sign, space or base), short enough not to overflow. */
-static bool all_digits(const char *s, size_t max_len)
-{
-    size_t n = strspn(s, "0123456789");
-    return n > 0 && !s[n] && n <= max_len;
-}
-
 static const char *const jobs_list_params[] = {"state", "queue",  "project", "order",
                                                "limit", "cursor", NULL};
 
@@ -197,8 +197,8 @@ int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply 
     int limit = JOBS_PAGE_DEFAULT;
     const char *given = api_query(req, "limit");
     if (given) {
-        long n = all_digits(given, 9) ? strtol(given, NULL, 10) : 0;
-        if (n < 1 || n > JOBS_PAGE_MAX)
+        long long n = 0; /* digits only: no sign, space or base */
+        if (parse_scalar_int(given, &n) != 0 || n < 1 || n > JOBS_PAGE_MAX)
             return api_error_msg(reply, TIDE_EINVAL, "limit",
                                  "limit: must be 1 to %d; page through more with cursor "
                                  "(each reply's next)", JOBS_PAGE_MAX);
@@ -207,8 +207,8 @@ int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply 
     /* The cursor is the id of the last job listed (opaque to clients). */
     const char *cursor = api_query(req, "cursor");
     if (cursor) {
-        long long id = all_digits(cursor, 18) ? strtoll(cursor, NULL, 10) : 0;
-        if (id < 1)
+        long long id = 0;
+        if (parse_scalar_int(cursor, &id) != 0 || id < 1)
             return api_error_msg(reply, TIDE_EINVAL, "cursor",
                                  "cursor: '%.32s' is not a previous reply's next", cursor);
         f.after_id = id;

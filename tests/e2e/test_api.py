@@ -496,10 +496,13 @@ def test_an_unreachable_store_stops_the_server_naming_it_without_its_password():
         p = subprocess.run([TIDE, "server", "--store", "", "--data", os.path.join(d, "data")],
                            capture_output=True, text=True, timeout=10)
         assert p.returncode == 2 and "--store" in p.stderr, (p.returncode, p.stderr)
+
+
 def test_a_job_may_not_ask_for_another_projects_user_unless_the_admin_submits_it():
     # A project's user keeps its files from other projects' jobs: a token of
     # nlp asking for vision's user ran as it.
-    config = "projects:\n  - name: vision\n    user: daemon\n  - name: nlp\n    user: nobody\n"
+    config = ("projects:\n  - name: vision\n    user: daemon\n  - name: nlp\n    user: nobody\n"
+              "  - name: speech\n    user: daemon\n")
     with Cluster(agents=0, config=config) as c:
         bob = c.api("POST", "/v1/tokens", {"name": "bob", "projects": ["nlp"]}, expect=201)["token"]
         spec = {"command": ["id"], "gpus": 0, "project": "nlp", "user": "daemon"}
@@ -511,6 +514,9 @@ def test_a_job_may_not_ask_for_another_projects_user_unless_the_admin_submits_it
         assert c.submit(token=bob, **dict(spec, user="nobody"))["spec"]["user"] == "nobody"
         assert c.submit(token=bob, **dict(spec, user="tide-other"))["spec"]["user"] == "tide-other"
         assert c.submit(**spec)["spec"]["user"] == "daemon"  # the admin may
+        # a user two projects share is each one's own
+        sam = c.api("POST", "/v1/tokens", {"name": "sam", "projects": ["speech"]}, expect=201)["token"]
+        assert c.submit(token=sam, **dict(spec, project="speech"))["spec"]["user"] == "daemon"
 
 
 def test_text_that_is_not_utf8_or_cut_mid_character_is_answered_not_failed():
