@@ -30,6 +30,7 @@
 #define EXEC_TIMEOUT_PER_NODE_MS 60000
 #define EXEC_OUTPUT_MAX (256 * 1024)
 #define EXEC_STDERR_TAIL 512
+#define EXEC_DRAIN_READS 64 /* reads of what an exited program left in its pipes */
 #define EXEC_KILL_GRACE_MS 3000 /* from SIGTERM to SIGKILL when a call is stopped */
 #define EXEC_POLL_MS 250        /* how soon a stopping server is noticed */
 
@@ -218,10 +219,8 @@ static int run_program(char *const argv[], char *const extra_env[], int64_t time
             break;
         }
         int r = poll(pfd, 2, (int)(left < EXEC_POLL_MS ? left : EXEC_POLL_MS));
-        if (r == 0) { /* quiet: has it exited, leaving its output to a child? */
-            exited = waitpid(pid, &status, WNOHANG) == pid;
-            continue;
-        }
+        /* has it exited, leaving its output to a child (quiet or not)? */
+        exited = waitpid(pid, &status, WNOHANG) == pid;
         for (int i = 0; i < 2 && !rc && r > 0; i++) {
             if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
@@ -237,12 +236,14 @@ static int run_program(char *const argv[], char *const extra_env[], int64_t time
     if (exited) { /* what it wrote before it exited is in the pipes already */
         fcntl(fds[0], F_SETFL, O_NONBLOCK);
         fcntl(efds[0], F_SETFL, O_NONBLOCK);
+        /* a few reads: a child that writes on must not keep the call */
         int e = READ_MORE;
-        while (!rc && out_open && e == READ_MORE)
+        for (int n = 0; !rc && out_open && e == READ_MORE && n < EXEC_DRAIN_READS; n++)
             if ((e = read_some(fds[0], false, &o, argv[0], err)) < 0)
                 rc = e;
         struct tide_err ignored; /* stderr is the reason's help, not its cause */
-        for (e = READ_MORE; err_open && e == READ_MORE;)
+        e = READ_MORE;
+        for (int n = 0; err_open && e == READ_MORE && n < EXEC_DRAIN_READS; n++)
             e = read_some(efds[0], true, &o, argv[0], &ignored);
     }
     close(fds[0]);
@@ -353,6 +354,10 @@ static int exec_create(struct provider *p, const struct pool *pool, struct provi
         for (int j = 0; name && j < count; j++)
             if (!strcmp(nodes[j].name, name))
                 k = j;
+        if (k < 0 && id)
+            log_warn("pool %s: %s create named %s, which tide did not ask for (its names are "
+                     "TIDE_NODE_NAMES): its id %s is not kept",
+                     pool->name, pool->program, name, id);
         if (k < 0 || k >= count || !id)
             continue;
         if (strlen(id) >= sizeof nodes[k].id) {
@@ -413,10 +418,10 @@ static int exec_list(struct provider *p, const struct pool *pool, struct provide
                      pool->name, pool->program, max);
             break;
         }
-        if (id && strlen(id) >= sizeof nodes[n].id) {
-            json_decref(list);
-            return tide_err_set(err, TIDE_EIO, NULL, "%s list: an id of %zu bytes, over tide's %zu",
-                                pool->program, strlen(id), sizeof nodes[n].id - 1);
+        if (id && strlen(id) >= sizeof nodes[n].id) { /* that one alone */
+            log_warn("pool %s: %s list: an id of %zu bytes, over tide's %zu: not looked at",
+                     pool->name, pool->program, strlen(id), sizeof nodes[n].id - 1);
+            continue;
         }
         struct provider_node *pn = &nodes[n++];
         memset(pn, 0, sizeof *pn);

@@ -449,9 +449,10 @@ static void tick_results(struct pool_loop *pl, int64_t now)
                 const char *id = c->nodes[k].id[0] ? c->nodes[k].id : NULL;
                 if (r && id)
                     snprintf(r->provider_id, sizeof r->provider_id, "%s", id);
-                if (r) /* released while the create was on its way: deleted if made */
-                    r->destroy_pending = id && (!n || n->state == NODE_PROVISIONING ||
-                                                n->state == NODE_RELEASED);
+                /* released or failed (its boot timeout) while the create was
+                 * on its way: deleted if made; kept if its agent came up */
+                if (r)
+                    r->destroy_pending = id && !(n && node_state_is_up(n->state));
                 if (n && id && n->state != NODE_PROVISIONING)
                     rc = store_pool_node_put(srv->store, n, id, &err);
                 if (!n || n->state != NODE_PROVISIONING)
@@ -539,7 +540,8 @@ static int reconcile_pool(struct pool_loop *pl, int p, const struct provider_nod
             /* found by name while tide has no id for it (a create that
              * failed or gave none): the provider's id is what deletes it */
             snprintf(r->provider_id, sizeof r->provider_id, "%s", listed[i].id);
-            rc = store_pool_node_put(srv->store, node, listed[i].id, err);
+            if ((rc = store_pool_node_put(srv->store, node, listed[i].id, err)) != 0)
+                break;
         }
         if ((!node && pool_has_call(pl, p, CALL_CREATE)) || delete_queued(pl, p, &listed[i]))
             continue; /* what a create on its way makes, or going already */

@@ -9,7 +9,8 @@
 #   fail-after N: the next N creates make their nodes, answer, then fail
 #              ("tagging failed", exit 3)
 #   bg-stdout  agents are started holding the create's stdout (a script
-#              that forgot to redirect it)
+#              that forgot to redirect it), and a child that writes on
+#              stderr ten times a second until that pipe is closed
 #   long-id    ids are 200 bytes long (a cloud's full resource path)
 #   no-id      creates name their nodes but give no ids
 # and it logs: creating / created (pool and node names), deleted, listed,
@@ -37,6 +38,7 @@ create)
   for name in $TIDE_NODE_NAMES; do
     mkdir -p "$dir/$name"
     if [ -f "$dir/bg-stdout" ]; then
+      (while echo tick >&2; do sleep 0.1; done) &
       setsid "$TIDE_BIN" agent --server "$TIDE_SERVER" --name "$name" \
         --work "$dir/$name" --fake-gpus "$TIDE_FAKE_GPUS" --pool "$TIDE_POOL" $run_as \
         2>"$dir/$name.log" </dev/null &

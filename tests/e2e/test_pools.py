@@ -305,10 +305,12 @@ def test_long_ids_are_kept_whole_and_a_node_without_one_takes_the_listed_one():
         config = pool_config("exec", prog, window=3) + "    list_interval_s: 1\n"
         try:
             with Cluster(agents=0, config=config) as c:
-                with open(os.path.join(tmp, "list"), "w") as f:
-                    f.write('{"nodes":[{"id":"vm-elastic-1","name":"elastic-1"}]}\n')
                 j = c.submit(gpus=2, command=["true"])
                 assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
+                # listed only once the node is up (3 s before its release):
+                # never an orphan, only its id learnt
+                with open(os.path.join(tmp, "list"), "w") as f:
+                    f.write('{"nodes":[{"id":"vm-elastic-1","name":"elastic-1"}]}\n')
                 deleted = os.path.join(tmp, "deleted")
                 wait_until(lambda: os.path.exists(deleted), 30, 0.2, what="the node deleted")
                 assert open(deleted).read().split()[0] == "vm-elastic-1", open(deleted).read()
