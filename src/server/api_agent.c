@@ -513,7 +513,10 @@ static int parse_reports(json_t *tasks, struct task_report *out, size_t *n, stru
             bounded_field(t, "exit_code", 0, 255, -1, where, &exit_code, reply) ||
             bounded_field(t, "signal", 0, 127, 0, where, &signal, reply))
             return -1;
-        const char *state = string_field(t, "state", "running");
+        json_t *given_state = json_object_get(t, "state");
+        const char *state = json_is_string(given_state) ? json_string_value(given_state)
+                            : given_state && !json_is_null(given_state) ? ""
+                                                                        : "running";
         if (!job_id || !attempt || (strcmp(state, "running") && strcmp(state, "exited")))
             return api_error_msg(reply, TIDE_EINVAL, !job_id ? "job_id" : !attempt ? "attempt" : "state",
                                  "tasks[%zu]: needs job_id, attempt and a state of running or "

@@ -103,6 +103,7 @@ def test_task_reports_that_are_not_reports_are_refused_naming_the_field():
         wait_until(lambda: c.job(job)["state"] == "starting", 10, what="the job placed")
         task = {"job_id": job, "attempt": 1, "state": "exited", "exit_code": 3}
         for bad, field in ((1, "tasks"), (dict(task, state="exitted"), "state"),
+                           (dict(task, state=5), "state"),
                            (dict(task, exit_code=2 ** 32), "exit_code"),
                            (dict(task, attempt=2 ** 32 + 1), "attempt"),
                            (dict(task, job_id=-5), "job_id"), (dict(task, signal=-1), "signal"),
