@@ -301,7 +301,16 @@ static int yj_alias(struct yj *y, yaml_event_t *ev, json_t **out)
     int rc = yj_count(y, yj_size(target, YJ_MAX_VALUES), ev->start_mark);
     if (rc < 0)
         return rc;
-    *out = json_deep_copy(target);
+    if (y->as_text && !json_is_string(target) && !json_is_object(target) &&
+        !json_is_array(target)) {
+        /* an anchor read as a number or boolean elsewhere, used where text
+         * is wanted: its text (the spelling is gone by now) */
+        char *text = json_dumps(target, JSON_ENCODE_ANY);
+        *out = text ? json_string(text) : NULL;
+        free(text);
+    } else {
+        *out = json_deep_copy(target);
+    }
     if (!*out)
         return tide_err_set(y->err, TIDE_ENOMEM, NULL, "%s: out of memory", y->name);
     return 0;

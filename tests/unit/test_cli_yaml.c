@@ -245,10 +245,10 @@ static void test_a_job_files_argv_and_env_are_kept_as_written(void **state)
     int fd = mkstemps(path, 5);
     assert_true(fd >= 0);
     static const char yaml[] =
+        "gpus: &g 2\n"
         "command: [python3, train.py, --lr, 0.1, --wd, 1e-400, --tag, 0x1F, --zip, 01234,\n"
         "          --n, 1.50, --on, true, --x, .inf, 12345678901234567890, \"q\"]\n"
-        "env: {EMPTY: , TILDE: ~, RATE: 0.3, ON: yes}\n"
-        "gpus: 2\n";
+        "env: {EMPTY: , TILDE: ~, RATE: 0.3, ON: yes, N: *g}\n";
     assert_int_equal(write(fd, yaml, strlen(yaml)), (ssize_t)strlen(yaml));
     close(fd);
     json_t *spec = NULL;
@@ -261,7 +261,7 @@ static void test_a_job_files_argv_and_env_are_kept_as_written(void **state)
     assert_json(spec, "{\"command\":[\"python3\",\"train.py\",\"--lr\",\"0.1\",\"--wd\","
                       "\"1e-400\",\"--tag\",\"0x1F\",\"--zip\",\"01234\",\"--n\",\"1.50\","
                       "\"--on\",\"true\",\"--x\",\".inf\",\"12345678901234567890\",\"q\"],"
-                      "\"env\":{\"EMPTY\":\"\",\"ON\":\"yes\",\"RATE\":\"0.3\","
+                      "\"env\":{\"EMPTY\":\"\",\"N\":\"2\",\"ON\":\"yes\",\"RATE\":\"0.3\","
                       "\"TILDE\":\"~\"},\"gpus\":2}");
 }
 
