@@ -164,9 +164,9 @@ static int apply_flags(struct sim_config *cfg, const struct sim_cli *o)
             return -1;
         }
         struct sim_pool *p = &cfg->pools[0];
-        /* An elastic pool reads neither (its size is min/max_nodes, and a
-         * price_per_node_hour overrides the GPU price): refuse, not ignore. */
-        if (p->elastic && (o->nodes >= 0 || o->price)) {
+        /* An elastic pool's size is min/max_nodes, and its own
+         * price_per_node_hour overrides the GPU price: refuse, not ignore. */
+        if (p->elastic && (o->nodes >= 0 || (o->price && p->price_per_node_hour_set))) {
             fprintf(stderr, "tide sim: %s is for a fixed-size pool, and pool %s is elastic: set "
                             "its %s in the config\n",
                     o->nodes >= 0 ? "--nodes" : "--price", p->name,

@@ -89,18 +89,26 @@ void trace_normalise(struct trace *t)
     if (t->njobs == 0)
         return;
     qsort(t->jobs, t->njobs, sizeof *t->jobs, by_submit);
-    int64_t first = t->jobs[0].submit_ms;
-    size_t kept = t->njobs;
-    for (size_t i = 0; i < t->njobs; i++) {
-        t->jobs[i].submit_ms -= first;
-        if (t->jobs[i].submit_ms > TRACE_MAX_TIME_MS && kept == t->njobs)
-            kept = i;
-    }
     /* Only dates can be that far apart (relative times were bounded when
-     * read); the sorted tail goes. */
-    for (size_t i = kept; i < t->njobs; i++)
-        trace_drop_row(t, t->jobs[i].line,
-                       "submit time is too large (more than 100 years after the first)");
+     * read): the 100 years holding the most rows stay, so a mistyped date
+     * drops itself, not the rows of the real trace. */
+    size_t lo = 0, kept = 0;
+    for (size_t from = 0, to = 0; from < t->njobs; from++) {
+        while (to < t->njobs && t->jobs[to].submit_ms - t->jobs[from].submit_ms <= TRACE_MAX_TIME_MS)
+            to++;
+        if (to - from > kept) {
+            lo = from;
+            kept = to - from;
+        }
+    }
+    for (size_t i = 0; i < t->njobs; i++)
+        if (i < lo || i >= lo + kept)
+            trace_drop_row(t, t->jobs[i].line,
+                           "submit time is more than 100 years from the trace's other rows");
+    int64_t first = t->jobs[lo].submit_ms;
+    memmove(t->jobs, t->jobs + lo, kept * sizeof *t->jobs);
+    for (size_t i = 0; i < kept; i++)
+        t->jobs[i].submit_ms -= first;
     t->njobs = kept;
     t->origin_s += first / 1000;
 }

@@ -63,6 +63,19 @@ def test_nodes_and_price_are_refused_for_an_elastic_pool_naming_its_keys():
         s = sim(*base, flag, value)
         assert s.returncode == 2, (flag, s.returncode, s.stdout[:200])
         assert flag in s.stderr and "elastic" in s.stderr and key in s.stderr, s.stderr
+    # An elastic pool without its own node price is priced by --price (2 GPUs a node).
+    with tempfile.TemporaryDirectory() as d:
+        config = os.path.join(d, "unpriced.yaml")
+        with open(os.path.join(DATA, "elastic.yaml")) as f:
+            text = f.read()
+        with open(config, "w") as f:
+            f.write(text.replace("    price_per_node_hour: 3.60\n", ""))
+        unpriced = list(base)
+        unpriced[unpriced.index("--config") + 1] = config
+        s = sim(*unpriced, "--price", "1.80")
+        assert s.returncode == 0, s.stderr
+        pool = json.loads(s.stdout)["config"]["pools"][0]
+        assert pool["price_per_node_hour_micros"] == 3600000, pool
     # The pool's shape still comes from the flags.
     s = sim(*base, "--gpu-model", "A100")
     assert s.returncode == 0, s.stderr

@@ -285,8 +285,23 @@ static void test_dates_more_than_100_years_after_the_first_are_dropped(void **st
     assert_int_equal(w.n, 1);
     assert_int_equal(w.lines[0], 3);
     assert_string_equal(w.reasons[0],
-                        "submit time is too large (more than 100 years after the first)");
+                        "submit time is more than 100 years from the trace's other rows");
     assert_int_equal(t.rows_dropped, 1);
+    trace_release(&t);
+    /* a mistyped early date drops itself, not the three real rows after it */
+    struct warnings w2 = {0};
+    assert_int_equal(read_text(&t, &w2, "philly",
+                               "timestamp,duration,num_gpus,gpu_time,cluster\n"
+                               "1907-10-03 00:00:00,60,1,60,a\n"
+                               "2017-10-03 00:00:00,60,1,60,a\n"
+                               "2017-10-03 00:01:00,60,1,60,a\n"
+                               "2017-10-03 00:02:00,60,1,60,a\n"),
+                     0);
+    assert_int_equal(t.njobs, 3);
+    assert_int_equal(t.jobs[0].line, 3);
+    assert_int_equal(t.jobs[2].submit_ms, 120000);
+    assert_int_equal(w2.n, 1);
+    assert_int_equal(w2.lines[0], 2);
     trace_release(&t);
 }
 
