@@ -37,15 +37,10 @@ int agent_node_load(struct agent *a, struct tide_err *err)
     }
     /* the node token, readable by others, is any job's to heartbeat with
      * (WORK is 0711): owner-only, and said */
-    struct stat st;
-    if (stat(path, &st) == 0 && (st.st_mode & 077)) {
-        if (chmod(path, 0600) == 0)
-            log_warn("%s was readable by others (mode %03o): now 0600", path,
-                     (unsigned)(st.st_mode & 0777));
-        else
-            log_warn("%s is readable by others and cannot be made private: %s", path,
-                     strerror(errno));
-    }
+    int private_rc = fs_make_private(path);
+    if (private_rc)
+        log_warn("%s is readable by others and cannot be made private: %s", path,
+                 strerror(-private_rc));
     json_error_t jerr;
     json_t *root = json_loads(text, 0, &jerr);
     free(text);

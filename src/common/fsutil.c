@@ -235,6 +235,18 @@ int clock_cond_init(pthread_cond_t *cond, clockid_t clock)
     return rc;
 }
 
+int fs_make_private(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !(st.st_mode & 077))
+        return 0;
+    if (chmod(path, 0600) != 0)
+        return -errno;
+    log_warn("%s was readable by others (mode %03o): now 0600", path,
+             (unsigned)(st.st_mode & 0777));
+    return 0;
+}
+
 void fs_warn_if_not_private(const char *path, const char *what)
 {
     struct stat st;

@@ -30,6 +30,11 @@ int fs_write_file_atomic(const char *path, const char *data, size_t len, mode_t 
 /* Fills out with 2*nbytes hex characters of kernel randomness plus NUL. */
 int fs_random_hex(char *out, size_t nbytes);
 
+/* Makes the secret file at path owner-only (0600) when others could read
+ * it, and says so (log_warn). 0 (also when there is no such file), or
+ * -errno when it cannot be changed. */
+int fs_make_private(const char *path);
+
 /* Warns (log_warn) when the secret file at path (a private key) can be read
  * by others than its owner: the operator's to fix, so not changed here. */
 void fs_warn_if_not_private(const char *path, const char *what);

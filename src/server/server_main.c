@@ -334,14 +334,10 @@ static int data_dir_modes(const char *dir, struct tide_err *err)
      * any job on this machine (DATA is 0711): owner-only, and said */
     static const char *const tokens[] = {"admin.token", "join.token"};
     for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
-        struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, tokens[i]);
-        if (stat(path, &st) != 0 || !(st.st_mode & 077))
-            continue;
-        if (chmod(path, 0600) != 0)
-            return tide_err_set(err, TIDE_EIO, "data", "chmod %s: %s", path, strerror(errno));
-        log_warn("%s was readable by others (mode %03o): now 0600", path,
-                 (unsigned)(st.st_mode & 0777));
+        int e = fs_make_private(path);
+        if (e)
+            return tide_err_set(err, TIDE_EIO, "data", "chmod %s: %s", path, strerror(-e));
     }
     snprintf(path, sizeof path, "%s/checkpoints", dir);
     int rc = fs_mkdir_p(path, 0711);
