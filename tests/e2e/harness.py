@@ -385,6 +385,16 @@ def environment(values=None, **more):
                 os.environ[k] = v
 
 
+def kill_exec_provider_agents(tmp):
+    """Kills the agents the exec provider in tmp started (their .pid files)."""
+    for f in os.listdir(tmp):
+        if f.endswith(".pid"):
+            try:
+                os.kill(int(open(os.path.join(tmp, f)).read()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+
+
 def install_exec_provider(tmp):
     """Copies tests/e2e/exec_provider.sh into tmp (its files steer it, see the
     script) and returns its path; the agents it starts run TIDE."""

@@ -9,7 +9,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Cluster, install_exec_provider, processes_with_env, run_tests, wait_until  # noqa: E402
+from harness import (Cluster, install_exec_provider, kill_exec_provider_agents,  # noqa: E402
+                     processes_with_env, run_tests, wait_until)
 
 
 
@@ -45,12 +46,7 @@ def with_gated_provider(test):
     try:
         test(tmp, prog)
     finally:
-        for f in os.listdir(tmp):
-            if f.endswith(".pid"):
-                try:
-                    os.kill(int(open(os.path.join(tmp, f)).read()), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
+        kill_exec_provider_agents(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -11,7 +11,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import TIDE, Cluster, install_exec_provider, run_tests, wait_until  # noqa: E402
+from harness import (TIDE, Cluster, install_exec_provider, kill_exec_provider_agents,  # noqa: E402
+                     run_tests, wait_until)
 
 PRICE = "3.60"  # per node-hour: 1000 micro-units a second
 
@@ -31,11 +32,13 @@ def pool_config(provider="local", program=None, window=3):
 @contextlib.contextmanager
 def exec_dir():
     """A directory holding the e2e exec provider (and the files that steer
-    it), removed after: yields (the directory, the program)."""
+    it), removed after with the agents it started: yields (the directory,
+    the program)."""
     tmp = tempfile.mkdtemp(prefix="tide-exec-")
     try:
         yield tmp, install_exec_provider(tmp)
     finally:
+        kill_exec_provider_agents(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -114,12 +117,7 @@ def test_exec_provider_is_retried_with_backoff_and_deletes_released_nodes():
             deleted = open(os.path.join(tmp, "deleted")).read().split()
             assert deleted == ["vm-elastic-3"], deleted
     finally:
-        for f in os.listdir(tmp):
-            if f.endswith(".pid"):
-                try:
-                    os.kill(int(open(os.path.join(tmp, f)).read()), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
+        kill_exec_provider_agents(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -231,15 +229,6 @@ def test_a_program_that_answers_and_runs_on_does_not_hold_the_server_up():
             assert "stopped, the server is stopping" in c.log("server"), c.log("server")
 
 
-def kill_started_agents(tmp):
-    for f in os.listdir(tmp):
-        if f.endswith(".pid"):
-            try:
-                os.kill(int(open(os.path.join(tmp, f)).read()), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
-
-
 def test_a_create_that_made_its_node_and_failed_deletes_it_by_its_id_and_says_why():
     # The ids a failed create printed were thrown away: its VM was deleted
     # by tide's name (which a cloud does not know) for ever, and the
@@ -247,24 +236,21 @@ def test_a_create_that_made_its_node_and_failed_deletes_it_by_its_id_and_says_wh
     with exec_dir() as (tmp, prog):
         with open(os.path.join(tmp, "fail-after"), "w") as f:
             f.write("1\n")
-        try:
-            with Cluster(agents=0, config=pool_config("exec", prog)) as c:
-                j = c.submit(gpus=2, command=["true"])
-                assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
-                deleted = os.path.join(tmp, "deleted")
-                wait_until(lambda: os.path.exists(deleted), 30, 0.2, what="the failed node deleted")
-                assert open(deleted).read().split()[0] == "vm-elastic-1", open(deleted).read()
-                failed = [e["message"] for e in c.api("GET", "/v1/events")["events"]
-                          if e["kind"] == "provider_failed"]
-                assert len(failed) == 1 and failed[0].endswith("create: exit 3: tagging failed"), \
-                    failed
-                # a list runs with SIGPIPE as a shell would (the server ignores it)
-                wait_until(lambda: os.path.exists(os.path.join(tmp, "sigign")), 10, 0.2,
-                           what="a list")
-                mask = int(open(os.path.join(tmp, "sigign")).read().split()[1], 16)
-                assert not mask & (1 << (signal.SIGPIPE - 1)), hex(mask)
-        finally:
-            kill_started_agents(tmp)
+        with Cluster(agents=0, config=pool_config("exec", prog)) as c:
+            j = c.submit(gpus=2, command=["true"])
+            assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
+            deleted = os.path.join(tmp, "deleted")
+            wait_until(lambda: os.path.exists(deleted), 30, 0.2, what="the failed node deleted")
+            assert open(deleted).read().split()[0] == "vm-elastic-1", open(deleted).read()
+            failed = [e["message"] for e in c.api("GET", "/v1/events")["events"]
+                      if e["kind"] == "provider_failed"]
+            assert len(failed) == 1 and failed[0].endswith("create: exit 3: tagging failed"), \
+                failed
+            # a list runs with SIGPIPE as a shell would (the server ignores it)
+            wait_until(lambda: os.path.exists(os.path.join(tmp, "sigign")), 10, 0.2,
+                       what="a list")
+            mask = int(open(os.path.join(tmp, "sigign")).read().split()[1], 16)
+            assert not mask & (1 << (signal.SIGPIPE - 1)), hex(mask)
 
 
 def test_a_create_whose_agent_holds_its_output_is_answered_when_it_exits():
@@ -273,15 +259,12 @@ def test_a_create_whose_agent_holds_its_output_is_answered_when_it_exits():
     # and killed the agent's group.
     with exec_dir() as (tmp, prog):
         open(os.path.join(tmp, "bg-stdout"), "w").close()
-        try:
-            with Cluster(agents=0, config=pool_config("exec", prog)) as c:
-                j = c.submit(gpus=2, command=["true"])
-                assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
-                wait_until(lambda: 'tide_provider_calls_total{pool="elastic",call="create"} 1'
-                           in c.api("GET", "/metrics"), 20, 0.2, what="the create answered")
-                assert pool(c)["provider_failures"] == 0, pool(c)
-        finally:
-            kill_started_agents(tmp)
+        with Cluster(agents=0, config=pool_config("exec", prog)) as c:
+            j = c.submit(gpus=2, command=["true"])
+            assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
+            wait_until(lambda: 'tide_provider_calls_total{pool="elastic",call="create"} 1'
+                       in c.api("GET", "/metrics"), 20, 0.2, what="the create answered")
+            assert pool(c)["provider_failures"] == 0, pool(c)
 
 
 def test_long_ids_are_kept_whole_and_a_node_without_one_takes_the_listed_one():
@@ -290,32 +273,26 @@ def test_long_ids_are_kept_whole_and_a_node_without_one_takes_the_listed_one():
     # list named its id.
     with exec_dir() as (tmp, prog):
         open(os.path.join(tmp, "long-id"), "w").close()
-        try:
-            with Cluster(agents=0, config=pool_config("exec", prog, window=1)) as c:
-                j = c.submit(gpus=2, command=["true"])
-                assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
-                deleted = os.path.join(tmp, "deleted")
-                wait_until(lambda: os.path.exists(deleted), 30, 0.2, what="the node deleted")
-                vm = open(deleted).read().split()[0]
-                assert vm.startswith("vm-elastic-1/") and len(vm) == 209, (len(vm), vm[:20])
-        finally:
-            kill_started_agents(tmp)
+        with Cluster(agents=0, config=pool_config("exec", prog, window=1)) as c:
+            j = c.submit(gpus=2, command=["true"])
+            assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
+            deleted = os.path.join(tmp, "deleted")
+            wait_until(lambda: os.path.exists(deleted), 30, 0.2, what="the node deleted")
+            vm = open(deleted).read().split()[0]
+            assert vm.startswith("vm-elastic-1/") and len(vm) == 209, (len(vm), vm[:20])
     with exec_dir() as (tmp, prog):
         open(os.path.join(tmp, "no-id"), "w").close()
         config = pool_config("exec", prog, window=3) + "    list_interval_s: 1\n"
-        try:
-            with Cluster(agents=0, config=config) as c:
-                j = c.submit(gpus=2, command=["true"])
-                assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
-                # listed only once the node is up (3 s before its release):
-                # never an orphan, only its id learnt
-                with open(os.path.join(tmp, "list"), "w") as f:
-                    f.write('{"nodes":[{"id":"vm-elastic-1","name":"elastic-1"}]}\n')
-                deleted = os.path.join(tmp, "deleted")
-                wait_until(lambda: os.path.exists(deleted), 30, 0.2, what="the node deleted")
-                assert open(deleted).read().split()[0] == "vm-elastic-1", open(deleted).read()
-        finally:
-            kill_started_agents(tmp)
+        with Cluster(agents=0, config=config) as c:
+            j = c.submit(gpus=2, command=["true"])
+            assert c.wait_final([j["id"]], timeout=120)[j["id"]]["state"] == "succeeded"
+            # listed only once the node is up (3 s before its release):
+            # never an orphan, only its id learnt
+            with open(os.path.join(tmp, "list"), "w") as f:
+                f.write('{"nodes":[{"id":"vm-elastic-1","name":"elastic-1"}]}\n')
+            deleted = os.path.join(tmp, "deleted")
+            wait_until(lambda: os.path.exists(deleted), 30, 0.2, what="the node deleted")
+            assert open(deleted).read().split()[0] == "vm-elastic-1", open(deleted).read()
 
 
 def test_tide_up_has_a_default_elastic_pool():
