@@ -8,6 +8,7 @@
 
 #include "cli/yaml_json.h"
 #include "common/fsutil.h"
+#include "core/job_spec.h"
 
 /* Server refuses bodies over 1 MiB, so a bigger file cannot be a job. */
 #define CLI_SPEC_FILE_MAX (1024 * 1024)
@@ -181,6 +182,9 @@ static int parse_array(const char *flag, const char *value, long long *count,
     if (hi < lo)
         return tide_err_set(err, TIDE_EINVAL, flag, "%s: '%s': the range is empty", flag,
                             value);
+    if (hi >= JOB_SPEC_MAX_ARRAY) /* and hi + 1 must not overflow */
+        return tide_err_set(err, TIDE_EINVAL, flag, "%s: '%s': at most %d tasks (0-%d)", flag,
+                            value, JOB_SPEC_MAX_ARRAY, JOB_SPEC_MAX_ARRAY - 1);
     *count = hi - lo + 1;
     return 0;
 }

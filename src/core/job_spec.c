@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse_scalar.h"
 #include "core/gpu_share.h"
 #include "core/image.h"
 
@@ -252,9 +253,8 @@ int job_spec_signal_number(const char *name)
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
         if (!strcmp(name, signals[i].name))
             return signals[i].number;
-    char *end;
-    long n = strtol(name, &end, 10);
-    if (*name && !*end && n >= 1 && n <= 64)
+    long long n; /* digits only: " 15" and "+9" are no signal names */
+    if (parse_scalar_int(name, &n) == 0 && n >= 1 && n <= 64)
         return (int)n;
     return -1;
 }

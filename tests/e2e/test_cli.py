@@ -235,6 +235,8 @@ def test_an_array_range_from_zero_is_that_many_tasks():
         assert p.stdout.strip() == f"submitted jobs {ids[0]}-{ids[-1]}", p.stdout
         p = c.cli("submit", "--array", "1-3", "--", "true")
         assert p.returncode == 2 and "--array" in p.stderr and "starts at 0" in p.stderr
+        p = c.cli("submit", "--array", "0-9223372036854775807", "--", "true")  # overflowed
+        assert p.returncode == 2 and "at most 10000 tasks" in p.stderr, p.stderr
         assert len(c.jobs()) == 3
 
 

@@ -430,6 +430,8 @@ static void test_checkpoint_signal_refuses_what_is_not_a_signal(void **state)
     assert_int_equal(job_spec_signal_number("0"), -1);
     assert_int_equal(job_spec_signal_number("65"), -1);
     assert_int_equal(job_spec_signal_number(""), -1);
+    assert_int_equal(job_spec_signal_number(" 15"), -1); /* stored as given, it was taken */
+    assert_int_equal(job_spec_signal_number("+9"), -1);
     assert_refused("{\"checkpoint_signal\": \"SIGNOPE\", " CMD "}", "checkpoint_signal",
                    "'SIGNOPE' is not a signal");
 }
