@@ -87,6 +87,23 @@ struct program_output {
     size_t err_len;
 };
 
+/* Appends n bytes of stderr to o's tail, keeping its last bytes: the
+ * program's last words are its reason. */
+static void keep_tail(struct program_output *o, const char *bytes, size_t n)
+{
+    size_t keep = sizeof o->err_tail - 1;
+    if (n >= keep) {
+        memcpy(o->err_tail, bytes + n - keep, keep);
+        o->err_len = keep;
+    } else {
+        size_t drop = o->err_len + n > keep ? o->err_len + n - keep : 0;
+        memmove(o->err_tail, o->err_tail + drop, o->err_len - drop);
+        memcpy(o->err_tail + o->err_len - drop, bytes, n);
+        o->err_len = o->err_len - drop + n;
+    }
+    o->err_tail[o->err_len] = '\0';
+}
+
 enum { READ_MORE, READ_EOF, READ_NOTHING_NOW };
 
 /* Reads what fd has into o (stdout, or stderr when is_err: passed on to the
@@ -119,18 +136,7 @@ static int read_some(int fd, bool is_err, struct program_output *o, const char *
     }
     if (write(STDERR_FILENO, chunk, (size_t)n) < 0) { /* the server's log, as before */
     }
-    /* keep the last bytes: the program's last words are its reason */
-    size_t keep = sizeof o->err_tail - 1;
-    if ((size_t)n >= keep) {
-        memcpy(o->err_tail, chunk + n - keep, keep);
-        o->err_len = keep;
-    } else {
-        size_t drop = o->err_len + (size_t)n > keep ? o->err_len + (size_t)n - keep : 0;
-        memmove(o->err_tail, o->err_tail + drop, o->err_len - drop);
-        memcpy(o->err_tail + o->err_len - drop, chunk, (size_t)n);
-        o->err_len = o->err_len - drop + (size_t)n;
-    }
-    o->err_tail[o->err_len] = '\0';
+    keep_tail(o, chunk, (size_t)n);
     return READ_MORE;
 }
 

@@ -100,7 +100,7 @@ def test_exec_provider_is_retried_with_backoff_and_deletes_released_nodes():
             events = c.api("GET", "/v1/events")["events"]
             failed = [e for e in events if e["kind"] == "provider_failed"]
             assert len(failed) == 2, events
-            assert "quota exceeded" not in failed[0]["message"] or True
+            assert failed[0]["message"].endswith("create: exit 1: quota exceeded"), failed
             assert "retrying in" in failed[0]["message"], failed
             p = pool(c)
             assert p["provider_failures"] == 2, p
