@@ -167,8 +167,9 @@ static int apply_flags(struct sim_config *cfg, const struct sim_cli *o)
         /* An elastic pool's size is min/max_nodes, and its own
          * price_per_node_hour overrides the GPU price: refuse, not ignore. */
         if (p->elastic && (o->nodes >= 0 || (o->price && p->price_per_node_hour_set))) {
-            fprintf(stderr, "tide sim: %s is for a fixed-size pool, and pool %s is elastic: set "
-                            "its %s in the config\n",
+            fprintf(stderr,
+                    "tide sim: %s is for a fixed-size pool, and pool %s is elastic: set "
+                    "its %s in the config\n",
                     o->nodes >= 0 ? "--nodes" : "--price", p->name,
                     o->nodes >= 0 ? "max_nodes (and min_nodes)" : "price_per_node_hour");
             return -1;
@@ -520,9 +521,10 @@ int cli_sim_main(int argc, char **argv)
         }
         int rc = trace_synth_generate(&trace, &o.synth);
         if (rc == TIDE_ETOOBIG) {
-            fprintf(stderr, "tide sim: --arrival-rate: at %.3g jobs per hour, arrivals of the %ld "
-                            "jobs drawn from seed %llu pass %d years: give a higher rate (or "
-                            "fewer jobs)\n",
+            fprintf(stderr,
+                    "tide sim: --arrival-rate: at %.3g jobs per hour, arrivals of the %ld "
+                    "jobs drawn from seed %llu pass %d years: give a higher rate (or "
+                    "fewer jobs)\n",
                     o.synth.arrivals_per_hour, o.synthetic, (unsigned long long)o.synth.seed,
                     TRACE_MAX_YEARS);
             trace_release(&trace);

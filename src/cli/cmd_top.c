@@ -74,9 +74,12 @@ static int fetch(struct cli_client *c, struct top_data *d, struct tide_err *err)
         size_t offset;
         const char *key;
     } calls[] = {
-        {"/v1/jobs?state=running&order=oldest&limit=1000", offsetof(struct top_data, running), "jobs"},
-        {"/v1/jobs?state=starting&order=oldest&limit=1000", offsetof(struct top_data, starting), "jobs"},
-        {"/v1/jobs?state=pending&order=oldest&limit=1000", offsetof(struct top_data, pending), "jobs"},
+        {"/v1/jobs?state=running&order=oldest&limit=1000", offsetof(struct top_data, running),
+         "jobs"},
+        {"/v1/jobs?state=starting&order=oldest&limit=1000", offsetof(struct top_data, starting),
+         "jobs"},
+        {"/v1/jobs?state=pending&order=oldest&limit=1000", offsetof(struct top_data, pending),
+         "jobs"},
         {"/v1/nodes", offsetof(struct top_data, nodes), "nodes"},
     };
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {

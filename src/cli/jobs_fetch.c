@@ -15,9 +15,10 @@ int cli_jobs_fetch(struct cli_client *c, const struct cli_jobs_filter *f, long l
     while (want < 0 || (long long)json_array_size(all) < want) {
         long long left = want < 0 ? CLI_JOBS_PAGE : want - (long long)json_array_size(all);
         snprintf(page, sizeof page, "%lld", left < CLI_JOBS_PAGE ? left : CLI_JOBS_PAGE);
-        const char *query[] = {"state", f->state,   "queue", f->queue, "project",
-                               f->project, "order", f->order, "limit", page,
-                               "cursor", cursor[0] ? cursor : NULL, NULL};
+        const char *query[] = {"state",   f->state,   "queue",  f->queue,
+                               "project", f->project, "order",  f->order,
+                               "limit",   page,       "cursor", cursor[0] ? cursor : NULL,
+                               NULL};
         char *path = cli_path_with_query("/v1/jobs", query);
         json_t *root = NULL;
         if (!path) {

@@ -176,7 +176,8 @@ int cli_submit_file(struct cli_client *c, const char *path, json_t *overrides,
              * spec that would take a request past either starts the next */
             struct submit_size with = size;
             submit_size_add(&with, json_array_get(all, next));
-            if (next > first && (with.jobs > SUBMIT_MAX_JOBS || with.spec_bytes > SUBMIT_MAX_SPEC_BYTES))
+            if (next > first &&
+                (with.jobs > SUBMIT_MAX_JOBS || with.spec_bytes > SUBMIT_MAX_SPEC_BYTES))
                 break;
             size = with;
             char *text = json_dumps(json_array_get(all, next), JSON_COMPACT);

@@ -251,8 +251,7 @@ static int fail_stuck_nodes(struct autoscaler *a, struct cluster *c, int64_t now
             utf8_copy(cause, sizeof cause, n->drain_reason); /* its probe's words */
             snprintf(why, sizeof why, "%s for over %llds", cause,
                      (long long)a->pools[p].boot_timeout_s);
-        }
-        else
+        } else
             continue;
         n->state = NODE_FAILED;
         n->ended_ms = now_ms;

@@ -179,8 +179,9 @@ static int check_env(json_t *v, const char *f, json_t *spec, struct job *job, st
     /* TIDE_ARRAY_INDEX is not counted: an array member's stored spec gains
      * it, and must read back as its array's did */
     if (json_object_size(v) - (json_object_get(v, "TIDE_ARRAY_INDEX") != NULL) > JOB_SPEC_MAX_ENV)
-        return tide_err_set(err, TIDE_EINVAL, f, "%s: at most %d variables (TIDE_ARRAY_INDEX aside)",
-                            f, JOB_SPEC_MAX_ENV);
+        return tide_err_set(err, TIDE_EINVAL, f,
+                            "%s: at most %d variables (TIDE_ARRAY_INDEX aside)", f,
+                            JOB_SPEC_MAX_ENV);
     const char *key;
     json_t *val;
     json_object_foreach(v, key, val)

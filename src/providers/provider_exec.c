@@ -30,7 +30,7 @@
 #define EXEC_TIMEOUT_PER_NODE_MS 60000
 #define EXEC_OUTPUT_MAX (256 * 1024)
 #define EXEC_STDERR_TAIL 512
-#define EXEC_DRAIN_READS 64 /* reads of what an exited program left in its pipes */
+#define EXEC_DRAIN_READS 64     /* reads of what an exited program left in its pipes */
 #define EXEC_KILL_GRACE_MS 3000 /* from SIGTERM to SIGKILL when a call is stopped */
 #define EXEC_POLL_MS 250        /* how soon a stopping server is noticed */
 

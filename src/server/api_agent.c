@@ -518,14 +518,18 @@ static int parse_reports(json_t *tasks, struct task_report *out, size_t *n, stru
                             : given_state && !json_is_null(given_state) ? ""
                                                                         : "running";
         if (!job_id || !attempt || (strcmp(state, "running") && strcmp(state, "exited")))
-            return api_error_msg(reply, TIDE_EINVAL, !job_id ? "job_id" : !attempt ? "attempt" : "state",
+            return api_error_msg(reply, TIDE_EINVAL,
+                                 !job_id    ? "job_id"
+                                 : !attempt ? "attempt"
+                                            : "state",
                                  "tasks[%zu]: needs job_id, attempt and a state of running or "
-                                 "exited", i),
+                                 "exited",
+                                 i),
                    -1;
         json_t *reason = json_object_get(t, "reason");
         if (reason && !json_is_string(reason) && !json_is_null(reason))
-            return api_error_msg(reply, TIDE_EINVAL, "reason", "tasks[%zu].reason: must be a string",
-                                 i),
+            return api_error_msg(reply, TIDE_EINVAL, "reason",
+                                 "tasks[%zu].reason: must be a string", i),
                    -1;
         r->job_id = job_id;
         r->attempt = (int)attempt;

@@ -418,11 +418,13 @@ int api_jobs_logs(struct server *srv, struct api_request *req, int64_t id, struc
     const char *follow = api_query(req, "follow");
     bool on = follow && (!strcmp(follow, "1") || !strcmp(follow, "true"));
     if (follow && !on && strcmp(follow, "0") != 0 && strcmp(follow, "false") != 0)
-        return api_error_msg(reply, TIDE_EINVAL, "follow", "follow: must be 1 or 0 (true or false)");
+        return api_error_msg(reply, TIDE_EINVAL, "follow",
+                             "follow: must be 1 or 0 (true or false)");
     struct log_stream *ls = calloc(1, sizeof *ls);
     if (!ls)
         return api_error_msg(reply, TIDE_ENOMEM, NULL, "out of memory");
-    *ls = (struct log_stream){.srv = srv, .conn = req->conn, .job_id = id, .attempt = 1, .follow = on};
+    *ls = (struct log_stream){
+        .srv = srv, .conn = req->conn, .job_id = id, .attempt = 1, .follow = on};
     reply->response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_logs, ls, free);
     if (!reply->response) {
         free(ls);

@@ -441,7 +441,9 @@ static int apply_starts(struct sim_state *st, int64_t t)
         st->nrunning++;
         st->res->starts++;
         struct sim_event ev = {.t_ms = sim_time_after(t, r->remaining_ms),
-                               .kind = SIM_EV_FINISH, .job = (uint32_t)i, .gen = r->gen};
+                               .kind = SIM_EV_FINISH,
+                               .job = (uint32_t)i,
+                               .gen = r->gen};
         if (sim_heap_push(&st->heap, ev) != 0)
             return TIDE_ENOMEM;
     }
@@ -864,8 +866,8 @@ static int elastic_decide(struct sim_state *st, int64_t t)
                     usable++;
                     continue;
                 }
-                struct sim_event ev = {.t_ms = sim_time_after(t, boot_ms), .kind = SIM_EV_BOOT,
-                                       .job = (uint32_t)node};
+                struct sim_event ev = {
+                    .t_ms = sim_time_after(t, boot_ms), .kind = SIM_EV_BOOT, .job = (uint32_t)node};
                 if (sim_heap_push(&st->heap, ev) != 0)
                     return TIDE_ENOMEM;
             }
@@ -939,8 +941,8 @@ static int check_trace_times(const struct trace *trace, struct tide_err *err)
             return tide_err_set(err, TIDE_EINVAL, "trace",
                                 "trace job %zu (line %ld): submit time %lld ms or duration %lld "
                                 "ms is outside 0 to %d years",
-                                i + 1, j->line, (long long)j->submit_ms,
-                                (long long)j->duration_ms, TRACE_MAX_YEARS);
+                                i + 1, j->line, (long long)j->submit_ms, (long long)j->duration_ms,
+                                TRACE_MAX_YEARS);
     }
     return 0;
 }

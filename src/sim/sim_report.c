@@ -756,8 +756,7 @@ int sim_report_timeline_csv(FILE *out, const json_t *report)
          * real) in elastic ones, which json_integer_value would read as 0. */
         fprintf(out, "%.3f,%.3f,%.3f,%.3f,%.4f,%lld\n", json_number_value(json_array_get(t, i)),
                 json_number_value(json_array_get(q, i)), json_number_value(json_array_get(u, i)),
-                json_number_value(json_array_get(p, i)),
-                json_number_value(json_array_get(f, i)),
+                json_number_value(json_array_get(p, i)), json_number_value(json_array_get(f, i)),
                 (long long)json_integer_value(json_array_get(c, i)));
     return ferror(out) ? -1 : 0;
 }

@@ -94,7 +94,8 @@ void trace_normalise(struct trace *t)
      * drops itself, not the rows of the real trace. */
     size_t lo = 0, kept = 0;
     for (size_t from = 0, to = 0; from < t->njobs; from++) {
-        while (to < t->njobs && t->jobs[to].submit_ms - t->jobs[from].submit_ms <= TRACE_MAX_TIME_MS)
+        while (to < t->njobs &&
+               t->jobs[to].submit_ms - t->jobs[from].submit_ms <= TRACE_MAX_TIME_MS)
             to++;
         if (to - from > kept) {
             lo = from;

@@ -42,9 +42,9 @@ static int helios_read(FILE *f, struct trace *t, struct tide_err *err)
         long long gpus;
         int d = trace_parse_datetime_s(fields[cols.index[C_SUBMIT]], &submit_s);
         if (d != 0) {
-            trace_drop_row(t, cols.line, d == TRACE_NO_SUCH_DATE
-                                             ? "submit_time: date does not exist"
-                                             : "submit_time is not YYYY-MM-DD HH:MM:SS");
+            trace_drop_row(t, cols.line,
+                           d == TRACE_NO_SUCH_DATE ? "submit_time: date does not exist"
+                                                   : "submit_time is not YYYY-MM-DD HH:MM:SS");
             continue;
         }
         const char *dur = cols.index[C_DUR] >= 0 ? fields[cols.index[C_DUR]] : "";

@@ -27,9 +27,9 @@ static int philly_read(FILE *f, struct trace *t, struct tide_err *err)
         long long gpus;
         int d = trace_parse_datetime_s(fields[cols.index[C_TS]], &submit_s);
         if (d != 0) {
-            trace_drop_row(t, cols.line, d == TRACE_NO_SUCH_DATE
-                                             ? "timestamp: date does not exist"
-                                             : "timestamp is not YYYY-MM-DD HH:MM:SS");
+            trace_drop_row(t, cols.line,
+                           d == TRACE_NO_SUCH_DATE ? "timestamp: date does not exist"
+                                                   : "timestamp is not YYYY-MM-DD HH:MM:SS");
             continue;
         }
         int r = trace_parse_time_ms(fields[cols.index[C_DUR]], &dur_ms);

@@ -241,10 +241,10 @@ static void test_times_over_100_years_are_dropped_as_too_large(void **state)
     assert_int_equal(read_text(&t, &w, "itp",
                                "job_id,submission_time,duration,num_gpu\n"
                                "1,0,10,1\n"
-                               "2,10000000,9223372036854000,1\n"    /* 292 million years */
-                               "3,10,9223372036854775,1\n"          /* past int64 ms */
-                               "4,3155760001,10,1\n"                /* 100 years and 1 s */
-                               "5,3155760000,3155760000,1\n"),      /* exactly 100 years */
+                               "2,10000000,9223372036854000,1\n" /* 292 million years */
+                               "3,10,9223372036854775,1\n"       /* past int64 ms */
+                               "4,3155760001,10,1\n"             /* 100 years and 1 s */
+                               "5,3155760000,3155760000,1\n"),   /* exactly 100 years */
                      0);
     assert_int_equal(t.njobs, 2);
     assert_int_equal(t.jobs[1].line, 6);

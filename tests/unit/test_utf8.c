@@ -64,14 +64,18 @@ static void test_bytes_that_are_not_characters_become_question_marks(void **stat
     } cases[] = {
         {"plain", "plain"},
         {"\xc3\x84\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\x84\xe2\x82\xac\xf0\x9f\x98\x80"},
-        {"a\xff" "b", "a?b"},                 /* never a UTF-8 byte */
-        {"a\x84" "b", "a?b"},                 /* a continuation with no lead */
-        {"a\xc3", "a?"},                   /* cut at the end */
-        {"\xe2\x82x", "??x"},             /* cut in the middle */
-        {"\xc0\xaf", "??"},               /* overlong '/' */
-        {"\xe0\x80\xaf", "???"},         /* overlong, three bytes */
-        {"\xed\xa0\x80", "???"},         /* a surrogate half */
-        {"\xf4\x90\x80\x80", "????"},   /* past U+10FFFF */
+        {"a\xff"
+         "b",
+         "a?b"}, /* never a UTF-8 byte */
+        {"a\x84"
+         "b",
+         "a?b"},                                  /* a continuation with no lead */
+        {"a\xc3", "a?"},                          /* cut at the end */
+        {"\xe2\x82x", "??x"},                     /* cut in the middle */
+        {"\xc0\xaf", "??"},                       /* overlong '/' */
+        {"\xe0\x80\xaf", "???"},                  /* overlong, three bytes */
+        {"\xed\xa0\x80", "???"},                  /* a surrogate half */
+        {"\xf4\x90\x80\x80", "????"},             /* past U+10FFFF */
         {"\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf"}, /* U+10FFFF itself */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -90,7 +94,10 @@ static void test_an_error_quoting_bytes_that_are_not_text_can_be_answered(void *
 {
     (void)state;
     struct tide_err err;
-    tide_err_set(&err, TIDE_EINVAL, "st\xff" "ate", "state: unknown state '%.3s'", "\xc3\x84\xc3\x84");
+    tide_err_set(&err, TIDE_EINVAL,
+                 "st\xff"
+                 "ate",
+                 "state: unknown state '%.3s'", "\xc3\x84\xc3\x84");
     assert_string_equal(err.message, "state: unknown state '\xc3\x84?'");
     assert_string_equal(err.field, "st?ate");
 }
