@@ -267,9 +267,9 @@ static void test_times_over_100_years_are_dropped_as_too_large(void **state)
     trace_release(&t);
 }
 
-/* Dates (Philly, Helios) are absolute: rows more than 100 years after the
- * first are dropped from the sorted end. */
-static void test_dates_more_than_100_years_after_the_first_are_dropped(void **state)
+/* Dates (Philly, Helios) are absolute: rows outside the 100 years that
+ * hold the most rows are dropped, at either end. */
+static void test_dates_outside_the_100_years_of_most_rows_are_dropped(void **state)
 {
     (void)state;
     struct trace t;
@@ -620,7 +620,7 @@ int main(void)
         cmocka_unit_test(test_seconds_parse_exactly),
         cmocka_unit_test(test_datetimes_are_read_as_utc),
         cmocka_unit_test(test_times_over_100_years_are_dropped_as_too_large),
-        cmocka_unit_test(test_dates_more_than_100_years_after_the_first_are_dropped),
+        cmocka_unit_test(test_dates_outside_the_100_years_of_most_rows_are_dropped),
         cmocka_unit_test(test_dates_that_do_not_exist_are_refused),
         cmocka_unit_test(test_readers_drop_rows_whose_date_does_not_exist),
         cmocka_unit_test(test_philly_cluster_too_long_drops_the_row),
