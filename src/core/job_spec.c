@@ -50,8 +50,8 @@ static int want_string(json_t *v, const char *field, size_t min_len, size_t max_
     size_t n = json_string_length(v);
     if (n < min_len || n > max_len)
         return tide_err_set(err, TIDE_EINVAL, field,
-                            "%s: must be %zu to %zu characters long, got %zu", field, min_len,
-                            max_len, n);
+                            "%s: must be %zu to %zu bytes long (UTF-8), got %zu", field,
+                            min_len, max_len, n);
     const char *s = json_string_value(v);
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)

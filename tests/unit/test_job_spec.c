@@ -216,7 +216,7 @@ static void test_queue_and_project_must_be_identifiers(void **state)
     (void)state;
     assert_refused("{\"queue\": \"a b\", " CMD "}", "queue", "only letters, digits");
     assert_refused("{\"project\": \"x/y\", " CMD "}", "project", "only letters, digits");
-    assert_refused("{\"project\": \"\", " CMD "}", "project", "characters long");
+    assert_refused("{\"project\": \"\", " CMD "}", "project", "bytes long");
 }
 
 static void test_unknown_field_is_refused_by_name(void **state)
@@ -464,7 +464,7 @@ static void test_image_without_tag_means_latest(void **state)
 static void test_bad_images_and_mounts_are_refused_naming_the_field(void **state)
 {
     (void)state;
-    assert_refused("{\"image\": \"\", " CMD "}", "image", "characters");
+    assert_refused("{\"image\": \"\", " CMD "}", "image", "bytes long");
     assert_refused("{\"image\": \"py torch\", " CMD "}", "image", "not an image reference");
     assert_refused("{\"image\": \"--privileged\", " CMD "}", "image", "letter or digit");
     assert_refused("{\"image\": 3, " CMD "}", "image", "string");
