@@ -486,6 +486,49 @@ static json_t *store_log_chunks(struct server *srv, struct node *node, json_t *l
     return offsets;
 }
 
+/* Task report i into r, every field checked before it is narrowed (an
+ * exit code of 2^32 read as 0 recorded a failed job as succeeded). 0, or
+ * -1 with a 400 naming the field. */
+static int parse_report(json_t *t, size_t i, struct task_report *r, struct api_reply *reply)
+{
+    memset(r, 0, sizeof *r);
+    if (!json_is_object(t))
+        return api_error_msg(reply, TIDE_EINVAL, "tasks", "tasks[%zu]: must be an object", i), -1;
+    char where[32];
+    snprintf(where, sizeof where, "tasks[%zu].", i);
+    long long job_id, attempt, exit_code, signal;
+    if (bounded_field(t, "job_id", 1, INT64_MAX, 0, where, &job_id, reply) ||
+        bounded_field(t, "attempt", 1, INT_MAX, 0, where, &attempt, reply) ||
+        bounded_field(t, "exit_code", 0, 255, -1, where, &exit_code, reply) ||
+        bounded_field(t, "signal", 0, 127, 0, where, &signal, reply))
+        return -1;
+    if (!job_id || !attempt)
+        return api_error_msg(reply, TIDE_EINVAL, job_id ? "attempt" : "job_id",
+                             "tasks[%zu]: needs a job_id and an attempt", i), -1;
+    json_t *given = json_object_get(t, "state");
+    const char *state = given ? json_string_value(given) : "running"; /* NULL: not a string */
+    r->exited = state && !strcmp(state, "exited");
+    if (!state || (!r->exited && strcmp(state, "running") != 0))
+        return api_error_msg(reply, TIDE_EINVAL, "state",
+                             "tasks[%zu].state: must be running or exited", i), -1;
+    json_t *reason = json_object_get(t, "reason");
+    if (reason && !json_is_string(reason) && !json_is_null(reason))
+        return api_error_msg(reply, TIDE_EINVAL, "reason", "tasks[%zu].reason: must be a string",
+                             i), -1;
+    r->job_id = job_id;
+    r->attempt = (int)attempt;
+    r->exit_code = (int)exit_code;
+    r->signal = (int)signal;
+    utf8_copy(r->reason, sizeof r->reason, string_field(t, "reason", ""));
+    if (r->exited && !r->reason[0]) {
+        if (r->signal)
+            snprintf(r->reason, sizeof r->reason, "signal %d", r->signal);
+        else
+            snprintf(r->reason, sizeof r->reason, "exit %d", r->exit_code);
+    }
+    return 0;
+}
+
 static int parse_reports(json_t *tasks, struct task_report *out, size_t *n, struct api_reply *reply)
 {
     *n = 0;
@@ -498,51 +541,8 @@ static int parse_reports(json_t *tasks, struct task_report *out, size_t *n, stru
     json_t *t;
     json_array_foreach(tasks, i, t)
     {
-        struct task_report *r = &out[(*n)++];
-        memset(r, 0, sizeof *r);
-        /* every number checked before it is narrowed: an exit code of 2^32
-         * read as 0 recorded a failed job as succeeded */
-        char where[32];
-        snprintf(where, sizeof where, "tasks[%zu].", i);
-        long long job_id, attempt, exit_code, signal;
-        if (!json_is_object(t))
-            return api_error_msg(reply, TIDE_EINVAL, "tasks", "tasks[%zu]: must be an object", i),
-                   -1;
-        if (bounded_field(t, "job_id", 1, INT64_MAX, 0, where, &job_id, reply) ||
-            bounded_field(t, "attempt", 1, INT_MAX, 0, where, &attempt, reply) ||
-            bounded_field(t, "exit_code", 0, 255, -1, where, &exit_code, reply) ||
-            bounded_field(t, "signal", 0, 127, 0, where, &signal, reply))
+        if (parse_report(t, i, &out[(*n)++], reply) != 0)
             return -1;
-        json_t *given_state = json_object_get(t, "state");
-        const char *state = json_is_string(given_state) ? json_string_value(given_state)
-                            : given_state && !json_is_null(given_state) ? ""
-                                                                        : "running";
-        if (!job_id || !attempt || (strcmp(state, "running") && strcmp(state, "exited")))
-            return api_error_msg(reply, TIDE_EINVAL,
-                                 !job_id    ? "job_id"
-                                 : !attempt ? "attempt"
-                                            : "state",
-                                 "tasks[%zu]: needs job_id, attempt and a state of running or "
-                                 "exited",
-                                 i),
-                   -1;
-        json_t *reason = json_object_get(t, "reason");
-        if (reason && !json_is_string(reason) && !json_is_null(reason))
-            return api_error_msg(reply, TIDE_EINVAL, "reason",
-                                 "tasks[%zu].reason: must be a string", i),
-                   -1;
-        r->job_id = job_id;
-        r->attempt = (int)attempt;
-        r->exited = !strcmp(state, "exited");
-        r->exit_code = (int)exit_code;
-        r->signal = (int)signal;
-        utf8_copy(r->reason, sizeof r->reason, string_field(t, "reason", ""));
-        if (r->exited && !r->reason[0]) {
-            if (r->signal)
-                snprintf(r->reason, sizeof r->reason, "signal %d", r->signal);
-            else
-                snprintf(r->reason, sizeof r->reason, "exit %d", r->exit_code);
-        }
     }
     return 0;
 }

@@ -27,6 +27,16 @@ static void tiny_config(struct sim_config *cfg)
     cfg->pools[0].price_per_gpu_hour_micros = 1000000;
 }
 
+/* tiny.csv run on tiny_config: the trace, config and result a test reads. */
+static void run_tiny(struct trace *t, struct sim_config *cfg, struct sim_result *res)
+{
+    trace_init(t);
+    struct tide_err err = {0};
+    assert_int_equal(trace_load(t, &trace_reader_csv, DATA "tiny.csv", &err), 0);
+    tiny_config(cfg);
+    assert_int_equal(sim_run(cfg, t, NULL, res, &err), 0);
+}
+
 static double get(const json_t *root, const char *a, const char *b)
 {
     const json_t *v = json_object_get(root, a);
@@ -49,13 +59,9 @@ static void test_tiny_trace_reproduces_hand_computed_jcts_and_cost(void **state)
 {
     (void)state;
     struct trace t;
-    trace_init(&t);
-    struct tide_err err = {0};
-    assert_int_equal(trace_load(&t, &trace_reader_csv, DATA "tiny.csv", &err), 0);
     struct sim_config cfg;
-    tiny_config(&cfg);
     struct sim_result res;
-    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    run_tiny(&t, &cfg, &res);
     int64_t jct[] = {3600, 7200, 3600, 5400, 6600, 4800};
     int64_t wait[] = {0, 0, 0, 3600, 3000, 3000};
     for (int i = 0; i < 6; i++) {
@@ -337,13 +343,9 @@ static void test_timeline_keeps_a_bad_sample_time_inside_its_buckets(void **stat
 {
     (void)state;
     struct trace t;
-    trace_init(&t);
-    struct tide_err err = {0};
-    assert_int_equal(trace_load(&t, &trace_reader_csv, DATA "tiny.csv", &err), 0);
     struct sim_config cfg;
-    tiny_config(&cfg);
     struct sim_result res;
-    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    run_tiny(&t, &cfg, &res);
     assert_true(res.nsamples > 1);
     res.samples[0].t_ms = -1000000000000LL;
     json_t *r = sim_report_json(&cfg, &t, "tiny.csv", &res);
@@ -372,13 +374,9 @@ static void test_negative_money_prints_its_sign_in_front(void **state)
     assert_string_equal(text, "-9223372036854.77");
     /* The table goes through it. */
     struct trace t;
-    trace_init(&t);
-    struct tide_err err = {0};
-    assert_int_equal(trace_load(&t, &trace_reader_csv, DATA "tiny.csv", &err), 0);
     struct sim_config cfg;
-    tiny_config(&cfg);
     struct sim_result res;
-    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    run_tiny(&t, &cfg, &res);
     json_t *r = sim_report_json(&cfg, &t, "tiny.csv", &res);
     json_object_set_new(json_object_get(r, "cost"), "idle_micros", json_integer(-3600000));
     char *table = NULL;

@@ -28,6 +28,19 @@ static void burst_config(struct sim_config *cfg)
     assert_true(sim_config_elastic(cfg));
 }
 
+/* The burst: jobs a (2 GPUs, 3,600 s) and b (2 GPUs, 1,800 s) at 0 on
+ * burst_config, run. */
+static void run_burst(struct trace *t, struct sim_config *cfg, struct sim_result *res)
+{
+    trace_init(t);
+    struct trace_job a = sim_fx_job(0, 3600, 2, "a"), b = sim_fx_job(0, 1800, 2, "b");
+    assert_int_equal(trace_push(t, &a), 0);
+    assert_int_equal(trace_push(t, &b), 0);
+    burst_config(cfg);
+    struct tide_err err = {0};
+    assert_int_equal(sim_run(cfg, t, NULL, res, &err), 0);
+}
+
 /*
  * Jobs A (project a, 2 GPUs, 1 h) and B (project b, 2 GPUs, 30 min) arrive
  * at 0 on an empty pool. The autoscaler creates 2 nodes at 0 (one per job);
@@ -42,15 +55,9 @@ static void test_elastic_burst_matches_hand_computed_nodes_and_cost(void **state
 {
     (void)state;
     struct trace t;
-    trace_init(&t);
-    struct trace_job a = sim_fx_job(0, 3600, 2, "a"), b = sim_fx_job(0, 1800, 2, "b");
-    assert_int_equal(trace_push(&t, &a), 0);
-    assert_int_equal(trace_push(&t, &b), 0);
     struct sim_config cfg;
-    burst_config(&cfg);
     struct sim_result res;
-    struct tide_err err = {0};
-    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    run_burst(&t, &cfg, &res);
     assert_non_null(res.elastic);
     assert_int_equal(res.jobs[0].first_start_ms, 60000);
     assert_int_equal(res.jobs[1].first_start_ms, 60000);
@@ -290,15 +297,9 @@ static void test_elastic_timeline_csv_has_the_gpus_provisioned(void **state)
 {
     (void)state;
     struct trace t;
-    trace_init(&t);
-    struct trace_job a = sim_fx_job(0, 3600, 2, "a"), b = sim_fx_job(0, 1800, 2, "b");
-    assert_int_equal(trace_push(&t, &a), 0);
-    assert_int_equal(trace_push(&t, &b), 0);
     struct sim_config cfg;
-    burst_config(&cfg);
     struct sim_result res;
-    struct tide_err err = {0};
-    assert_int_equal(sim_run(&cfg, &t, NULL, &res, &err), 0);
+    run_burst(&t, &cfg, &res);
     json_t *r = sim_report_json(&cfg, &t, "burst", &res);
     char *csv = NULL;
     size_t len = 0;
