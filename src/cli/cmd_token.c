@@ -1,6 +1,7 @@
-/* `tide token create|list|revoke`: API tokens limited to some projects, that
- * may only read /metrics (for Prometheus), or that register one named node
- * once; listing (never the secret) and revoking them by name. */
+/* `tide token create|list|revoke|rotate`: API tokens limited to some
+ * projects, that may only read /metrics (for Prometheus), or that register
+ * one named node once; listing (never the secret) and revoking them by
+ * name; replacing the admin or the shared join token. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ static const char token_usage[] =
     "       tide token create --join --node NODE [--expires D]\n"
     "       tide token list\n"
     "       tide token revoke NAME\n"
+    "       tide token rotate admin|join\n"
     "                         [--json] [--server URL] [--token ADMIN_TOKEN]\n"
     "\n"
     "create makes an API token that can submit, list, show, cancel and read logs\n"
@@ -28,7 +30,11 @@ static const char token_usage[] =
     "token that registers only the node called NODE, once (tide agent --token-file\n"
     "on that node); it is named NODE. --expires D (like 3600, 90m, 12h, 30d)\n"
     "makes it stop working after D. list shows the tokens (never their secrets);\n"
-    "revoke NAME stops every token of that name at once. Needs an admin token.\n";
+    "revoke NAME stops every token of that name at once. rotate admin (or join)\n"
+    "replaces the admin token (or the shared join token) for when one leaked: every\n"
+    "earlier one stops working at once, also those of other HA servers, and the new\n"
+    "one is printed and written to the answering server's DATA/admin.token (or\n"
+    "join.token); registered agents keep running. Needs an admin token.\n";
 
 enum { OPT_NAME = 1, OPT_PROJECT, OPT_METRICS, OPT_EXPIRES, OPT_JOIN, OPT_NODE };
 
@@ -148,6 +154,48 @@ static int token_revoke(struct cli_client *c, const char *name)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* Prints the new token alone on stdout (like create), what happened on stderr. */
+static int token_rotate(struct cli_client *c, const char *kind)
+{
+    struct tide_err err = {0};
+    json_t *req = json_pack("{s:s}", "kind", kind);
+    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+    if (!body) {
+        tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
+        return cli_fail("token", &err);
+    }
+    int rc = 0;
+    json_t *answer = NULL;
+    if (c->json) {
+        if (cli_request_and_print(c, "POST", "/v1/tokens:rotate", body, &err) < 0)
+            rc = cli_fail("token", &err);
+    } else if (cli_client_request_json(c, "POST", "/v1/tokens:rotate", body, &answer, &err) < 0) {
+        rc = cli_fail("token", &err);
+    } else {
+        const char *token = cli_json_text(json_object_get(answer, "token"), NULL);
+        const char *file_error = cli_json_text(json_object_get(answer, "file_error"), NULL);
+        if (!token) {
+            tide_err_set(&err, TIDE_EIO, NULL, "the server's answer has no token");
+            rc = cli_fail("token", &err);
+        } else {
+            puts(token);
+            fprintf(stderr,
+                    "%s token rotated: %lld earlier one(s) stop working; the new one is above "
+                    "and %s\n",
+                    kind, (long long)json_integer_value(json_object_get(answer, "rotated")),
+                    file_error ? "ONLY there, keep it: the server could not write its file"
+                               : "in the server's data directory");
+            if (file_error)
+                fprintf(stderr, "tide token: %s\n", file_error);
+            rc = fflush(stdout) == 0 ? 0 : 1;
+        }
+        json_decref(answer);
+    }
+    free(body);
+    return rc;
+}
+
 int cli_token_main(int argc, char **argv)
 {
     struct cli_common co = {0};
@@ -164,7 +212,8 @@ int cli_token_main(int argc, char **argv)
     while ((r = cli_args_next(&a, token_opts, &id, &v, &err)) != CLI_ARGS_END) {
         if (r < 0)
             goto usage;
-        if (r == CLI_ARGS_POSITIONAL && action && (target || strcmp(action, "revoke") != 0)) {
+        if (r == CLI_ARGS_POSITIONAL && action &&
+            (target || (strcmp(action, "revoke") && strcmp(action, "rotate")))) {
             tide_err_set(&err, TIDE_EINVAL, NULL, "unexpected argument '%s'", v);
             goto usage;
         }
@@ -198,10 +247,11 @@ int cli_token_main(int argc, char **argv)
         rc = 0;
         goto out;
     }
-    if (!action || (strcmp(action, "create") && strcmp(action, "list") && strcmp(action, "revoke"))) {
+    if (!action || (strcmp(action, "create") && strcmp(action, "list") &&
+                    strcmp(action, "revoke") && strcmp(action, "rotate"))) {
         tide_err_set(&err, TIDE_EINVAL, NULL,
-                     action ? "unknown action '%s' (create, list or revoke)"
-                            : "missing action: tide token create|list|revoke ...",
+                     action ? "unknown action '%s' (create, list, revoke or rotate)"
+                            : "missing action: tide token create|list|revoke|rotate ...",
                      action);
         goto usage;
     }
@@ -210,11 +260,19 @@ int cli_token_main(int argc, char **argv)
             tide_err_set(&err, TIDE_EINVAL, NULL, "revoke needs the token's NAME");
             goto usage;
         }
+        if (!strcmp(action, "rotate") &&
+            (!target || (strcmp(target, "admin") && strcmp(target, "join")))) {
+            tide_err_set(&err, TIDE_EINVAL, NULL, "rotate needs 'admin' or 'join'%s%s%s",
+                         target ? ", not '" : "", target ? target : "", target ? "'" : "");
+            goto usage;
+        }
         struct cli_client c;
         if (cli_client_init(&c, &co, &err) < 0) {
             rc = cli_fail("token", &err);
         } else {
-            rc = !strcmp(action, "list") ? token_list(&c) : token_revoke(&c, target);
+            rc = !strcmp(action, "list")     ? token_list(&c)
+                 : !strcmp(action, "revoke") ? token_revoke(&c, target)
+                                             : token_rotate(&c, target);
             cli_client_release(&c);
         }
         goto out;

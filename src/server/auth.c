@@ -1,19 +1,17 @@
 /*
- * Bearer tokens: bootstrapping the admin and join tokens into files of mode
- * 0600, checking a request's token against the store (by SHA-256; recent
- * admin and user tokens from auth_cache.h) unless its address is limited
- * and the token unknown (auth_limit.h, auth_known.h), refusing used-up
- * node-bound join tokens (and the shared one when it is turned off), and
- * project scoping of user tokens.
+ * Bearer tokens: issuing them, checking a request's token against the
+ * store (by SHA-256; recent admin and user tokens from auth_cache.h) unless
+ * its address is limited and the token unknown (auth_limit.h,
+ * auth_known.h), refusing used-up node-bound join tokens (and the shared
+ * one when it is turned off) and rotated-out ones, and project scoping of
+ * user tokens. The admin and join tokens' files are auth_files.c's.
  */
-#include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "common/fsutil.h"
-#include "common/log.h"
 #include "common/sha256.h"
 #include "server/server.h"
 
@@ -26,53 +24,6 @@ int auth_issue(struct server *srv, enum token_kind kind, const char *name, json_
     sha256_hex(out, strlen(out), hash);
     int rc = store_token_put(srv->store, hash, kind, name, projects, node_id, clock_now_ms(), err);
     auth_cache_invalidate(&srv->auth_cache);
-    return rc;
-}
-
-/* Reads DATA/file if it exists (re-storing its hash, so a database restored
- * from elsewhere still accepts it), else creates it. */
-static int bootstrap_one(struct server *srv, const char *file, enum token_kind kind,
-                         const char *name, struct tide_err *err)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", srv->cfg.data_dir, file);
-    char *existing = NULL;
-    size_t len = 0;
-    int rc = fs_read_file(path, 4096, &existing, &len);
-    if (rc == 0) {
-        while (len && (existing[len - 1] == '\n' || existing[len - 1] == ' '))
-            existing[--len] = '\0';
-        if (len < 32) {
-            free(existing);
-            return tide_err_set(err, TIDE_EINVAL, NULL, "%s: token too short", path);
-        }
-        char hash[65];
-        sha256_hex(existing, len, hash);
-        free(existing);
-        rc = store_token_put(srv->store, hash, kind, name, NULL, 0, clock_now_ms(), err);
-        auth_cache_invalidate(&srv->auth_cache);
-        return rc;
-    }
-    if (rc != -ENOENT)
-        return tide_err_set(err, TIDE_EIO, NULL, "cannot read %s: %s", path, strerror(-rc));
-    char token[65];
-    rc = auth_issue(srv, kind, name, NULL, 0, token, err);
-    if (rc)
-        return rc;
-    char line[80];
-    int n = snprintf(line, sizeof line, "%s\n", token);
-    rc = fs_write_file_atomic(path, line, (size_t)n, 0600);
-    if (rc)
-        return tide_err_set(err, TIDE_EIO, NULL, "cannot write %s: %s", path, strerror(-rc));
-    log_info("created %s", path);
-    return 0;
-}
-
-int auth_bootstrap(struct server *srv, struct tide_err *err)
-{
-    int rc = bootstrap_one(srv, "admin.token", TOKEN_ADMIN, "admin", err);
-    if (!rc)
-        rc = bootstrap_one(srv, "join.token", TOKEN_JOIN, "join", err);
     return rc;
 }
 
@@ -114,7 +65,12 @@ static int check_token(struct server *srv, struct api_request *req, const char h
     if (rc)
         return rc;
     memcpy(req->token_hash, hash, sizeof req->token_hash);
-    if (req->token.expires_ms && req->token.expires_ms <= now)
+    if (req->token.kind == TOKEN_ROTATED)
+        rc = tide_err_set(err, TIDE_EAUTH, NULL,
+                          "this %s token was rotated out (tide token rotate %s); use the new "
+                          "one in the data directory's %s.token of the server that rotated it",
+                          req->token.name, req->token.name, req->token.name);
+    else if (req->token.expires_ms && req->token.expires_ms <= now)
         rc = tide_err_set(err, TIDE_EAUTH, NULL, "token '%s' expired", req->token.name);
     else if (req->token.kind == TOKEN_JOIN_USED && strcmp(req->path, "/v1/agent/register") != 0)
         rc = auth_join_used_error(req, err);

@@ -255,6 +255,8 @@ static int route(struct server *srv, enum http_role role, struct api_request *re
         return api_tokens_create(srv, req, reply);
     if (!strcmp(p, "/v1/tokens") && get)
         return api_tokens_list(srv, req, reply);
+    if (!strcmp(p, "/v1/tokens:rotate") && post)
+        return api_tokens_rotate(srv, req, reply);
     if (!strncmp(p, "/v1/tokens/", 11) && p[11] && !strcmp(m, "DELETE"))
         return api_tokens_revoke(srv, req, p + 11, reply);
     if (!strcmp(p, "/metrics") && get)

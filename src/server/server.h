@@ -292,8 +292,18 @@ int api_jobs_operate(struct server *srv, struct api_request *req, int64_t id, co
 int api_nodes_operate(struct server *srv, struct api_request *req, const char *name,
                       const char *op, struct api_reply *reply);
 
-/* auth.c: creates admin.token and join.token on first start. */
+/* auth_files.c: creates admin.token and join.token on first start, reads
+ * them back later (a file holding a rotated-out token gets a new one). */
 int auth_bootstrap(struct server *srv, struct tide_err *err);
+/* auth_files.c: replaces the admin (TOKEN_ADMIN) or shared join
+ * (TOKEN_JOIN) token: every earlier one of that kind becomes TOKEN_ROTATED
+ * (*rotated says how many) and a new one is issued into out, in one
+ * transaction, then written to this server's DATA file. 0 once stored;
+ * the file not written is then said in file_err (out is the only copy). */
+int auth_rotate(struct server *srv, enum token_kind kind, char out[65], int *rotated,
+                struct tide_err *file_err, struct tide_err *err);
+/* api_token_rotate.c: POST /v1/tokens:rotate {"kind": "admin"|"join"}. */
+int api_tokens_rotate(struct server *srv, struct api_request *req, struct api_reply *reply);
 /* Checks the bearer token of req; fills req->token. 0, TIDE_EAUTH. A
  * used-up join token passes only to the registration, which takes it from
  * the run that used it alone (api_agent.c). */

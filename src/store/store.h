@@ -23,9 +23,20 @@
 /* Stored as integers: append new kinds. TOKEN_METRICS may read /metrics only.
  * TOKEN_JOIN_BOUND registers only the node its name names, once; it then
  * becomes TOKEN_JOIN_USED, which only that registration's agent run may
- * use again, to register once more (store_tokens.h, api_agent.c). */
-enum token_kind { TOKEN_ADMIN, TOKEN_USER, TOKEN_JOIN, TOKEN_NODE, TOKEN_METRICS,
-                  TOKEN_JOIN_BOUND, TOKEN_JOIN_USED };
+ * use again, to register once more (store_tokens.h, api_agent.c).
+ * TOKEN_ROTATED is an admin or shared join token replaced by a rotation:
+ * refused, and kept so that a server whose file still holds it does not
+ * store it again as valid at its next start (auth_files.c). */
+enum token_kind {
+    TOKEN_ADMIN,
+    TOKEN_USER,
+    TOKEN_JOIN,
+    TOKEN_NODE,
+    TOKEN_METRICS,
+    TOKEN_JOIN_BOUND,
+    TOKEN_JOIN_USED,
+    TOKEN_ROTATED
+};
 
 struct token_info {
     enum token_kind kind;

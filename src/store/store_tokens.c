@@ -99,3 +99,18 @@ int store_tokens_revoke(struct store *s, const char *name, int *count, struct ti
     db_finalize(st);
     return rc;
 }
+
+int store_tokens_rotate(struct store *s, enum token_kind kind, int *count, struct tide_err *err)
+{
+    *count = 0;
+    struct db_stmt *st = db_prepare(store_db(s), "UPDATE tokens SET kind=?2 WHERE kind=?1", err);
+    if (!st)
+        return TIDE_EIO;
+    db_bind_int64(st, 1, kind);
+    db_bind_int64(st, 2, TOKEN_ROTATED);
+    int rc = db_step_done(st, "rotate tokens", err);
+    if (!rc)
+        *count = (int)db_changes(st);
+    db_finalize(st);
+    return rc;
+}

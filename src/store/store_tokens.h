@@ -1,6 +1,7 @@
 /*
  * The life of API tokens beyond issuing them: an expiry time, listing
- * (never the secret: only its hash is stored), and revoking by name.
+ * (never the secret: only its hash is stored), revoking by name, and
+ * rotating the admin and shared join tokens out.
  */
 #ifndef TIDE_STORE_TOKENS_H
 #define TIDE_STORE_TOKENS_H
@@ -9,8 +10,7 @@
 #include <stdint.h>
 
 #include "common/tide_err.h"
-
-struct store;
+#include "store/store.h"
 
 /* Sets when the token with this hash stops working (0: never). */
 int store_token_set_expiry(struct store *s, const char *hash, int64_t expires_ms,
@@ -30,5 +30,9 @@ int store_token_use_join(struct store *s, const char *hash, struct tide_err *err
 /* Deletes every user, metrics or node-bound join token named name; *count
  * says how many. */
 int store_tokens_revoke(struct store *s, const char *name, int *count, struct tide_err *err);
+
+/* Marks every token of kind (TOKEN_ADMIN or TOKEN_JOIN) TOKEN_ROTATED, in
+ * the caller's transaction; *count says how many. */
+int store_tokens_rotate(struct store *s, enum token_kind kind, int *count, struct tide_err *err);
 
 #endif

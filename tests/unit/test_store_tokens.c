@@ -1,7 +1,8 @@
 /*
  * Node-bound join tokens in the store (src/store/store_tokens.c) on a real
  * SQLite file: used once, inside the caller's transaction, then listed as
- * used; revoked by their node's name.
+ * used; revoked by their node's name. Rotating the admin or shared join
+ * tokens out (kept, as TOKEN_ROTATED) touches no other kind.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,6 +118,32 @@ static void test_revoking_a_node_name_removes_its_join_tokens(void **state)
     assert_int_equal(store_token_get(f->s, "hash-a", &t, NULL), TIDE_ENOENT);
 }
 
+static void test_rotating_marks_only_that_kind_and_keeps_the_rows(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(store_token_put(f->s, "admin-1", TOKEN_ADMIN, "admin", NULL, 0, 1000, NULL),
+                     0);
+    assert_int_equal(store_token_put(f->s, "admin-2", TOKEN_ADMIN, "admin", NULL, 0, 1000, NULL),
+                     0);
+    assert_int_equal(store_token_put(f->s, "shared", TOKEN_JOIN, "join", NULL, 0, 1000, NULL), 0);
+    int n = 0;
+    assert_int_equal(store_begin(f->s, NULL), 0);
+    assert_int_equal(store_tokens_rotate(f->s, TOKEN_ADMIN, &n, NULL), 0);
+    assert_int_equal(store_commit(f->s, NULL), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(kind_of(f->s, "admin-1"), TOKEN_ROTATED);
+    assert_int_equal(kind_of(f->s, "admin-2"), TOKEN_ROTATED);
+    assert_int_equal(kind_of(f->s, "shared"), TOKEN_JOIN);
+    assert_int_equal(kind_of(f->s, "hash-a"), TOKEN_JOIN_BOUND);
+    assert_int_equal(listed_used(f->s, "admin"), -1); /* never listed */
+    /* rolled back, a rotation leaves the tokens as they were */
+    assert_int_equal(store_begin(f->s, NULL), 0);
+    assert_int_equal(store_tokens_rotate(f->s, TOKEN_JOIN, &n, NULL), 0);
+    assert_int_equal(n, 1);
+    store_rollback(f->s);
+    assert_int_equal(kind_of(f->s, "shared"), TOKEN_JOIN);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -126,6 +153,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_only_bound_join_tokens_can_be_used, setup, teardown),
         cmocka_unit_test_setup_teardown(test_revoking_a_node_name_removes_its_join_tokens, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rotating_marks_only_that_kind_and_keeps_the_rows,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
