@@ -5,7 +5,8 @@
  * which turns every earlier token of that kind (each HA server's, too)
  * into TOKEN_ROTATED. A file that still holds a rotated-out token (another
  * HA server's, or one restored from a backup) gets a new token at start:
- * storing its hash as valid again would undo the rotation.
+ * storing its hash as valid again would undo the rotation. Both tokens are
+ * known to the failed-authentication limit from the start (auth_known.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,6 +43,16 @@ static int write_new(struct server *srv, enum token_kind kind, const char *path,
     return 0;
 }
 
+/* The server's own tokens are let through the failed-authentication
+ * limit from its start: a local user's 30 bad guesses must not lock the
+ * admin on the same host out until the admin's first request passes. */
+static void know(struct server *srv, const char *token)
+{
+    char hash[65];
+    sha256_hex(token, strlen(token), hash);
+    auth_known_add(&srv->auth_known, hash, clock_now_ms());
+}
+
 /* Whether the token of hash was rotated out. */
 static bool rotated_out(struct server *srv, const char *hash)
 {
@@ -71,13 +82,16 @@ static int bootstrap_one(struct server *srv, enum token_kind kind, struct tide_e
         }
         char hash[65];
         sha256_hex(existing, len, hash);
-        free(existing);
         if (!rotated_out(srv, hash)) {
             rc = store_token_put(srv->store, hash, kind, token_name(kind), NULL, 0, clock_now_ms(),
                                  err);
             auth_cache_invalidate(&srv->auth_cache);
+            if (!rc)
+                know(srv, existing);
+            free(existing);
             return rc;
         }
+        free(existing);
         log_warn("%s holds a token rotated out (tide token rotate %s): writing a new one", path,
                  token_name(kind));
     } else if (rc != -ENOENT) {
@@ -85,8 +99,10 @@ static int bootstrap_one(struct server *srv, enum token_kind kind, struct tide_e
     }
     char token[65];
     rc = write_new(srv, kind, path, token, err);
-    if (!rc)
+    if (!rc) {
+        know(srv, token);
         log_info("created %s", path);
+    }
     return rc;
 }
 
@@ -115,6 +131,7 @@ int auth_rotate(struct server *srv, enum token_kind kind, char out[65], int *rot
     auth_cache_invalidate(&srv->auth_cache);
     if (rc)
         return rc;
+    know(srv, out);
     log_info("%s token rotated: %d earlier one(s) stop working", token_name(kind), *rotated);
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", srv->cfg.data_dir, token_file(kind));
