@@ -29,7 +29,7 @@ static const struct subcommand subcommands[] = {
     {"logs", cli_logs_main, "print (or follow with -f) a job's output"},
     {"nodes", cli_nodes_main, "list nodes and their GPUs"},
     {"pools", cli_pools_main, "list elastic pools: nodes by state, cost so far"},
-    {"token", cli_token_main, "create API tokens limited to projects"},
+    {"token", cli_token_main, "create, list and revoke API tokens; rotate the admin or join token"},
     {"queues", cli_queues_main, "list queues, their rules and what they run"},
     {"events", cli_events_main, "what happened to jobs, nodes and pools (--job ID: a job's timeline)"},
     {"usage", cli_usage_main, "GPU-hours and cost by project, pool, queue, day (--share: quotas)"},
