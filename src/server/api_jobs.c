@@ -328,7 +328,24 @@ struct log_stream {
     int attempt;    /* attempt being read */
     int64_t offset; /* within that attempt */
     bool follow;
+    char token_hash[65];   /* the request's: a follow ends when it stops passing */
+    int64_t token_seen_ms; /* monotonic, when it last passed */
 };
+
+/* A follow outlives its request's check: a token revoked, rotated out or
+ * expired meanwhile ends it within LOG_TOKEN_RECHECK_MS. */
+#define LOG_TOKEN_RECHECK_MS 2000
+
+static bool token_passes(struct log_stream *ls)
+{
+    int64_t now = clock_mono_ms();
+    if (now - ls->token_seen_ms < LOG_TOKEN_RECHECK_MS)
+        return true;
+    if (!auth_still_passes(ls->srv, ls->token_hash))
+        return false;
+    ls->token_seen_ms = now;
+    return true;
+}
 
 /* The job's latest attempt; *done when it has finished. */
 static int latest_attempt(struct server *srv, int64_t job_id, bool *done)
@@ -371,6 +388,8 @@ static ssize_t read_logs(void *cls, uint64_t pos, char *buf, size_t max)
     struct log_stream *ls = cls;
     const char *dir = ls->srv->cfg.data_dir;
     for (;;) {
+        if (!token_passes(ls))
+            return MHD_CONTENT_READER_END_WITH_ERROR;
         int64_t n = log_store_read(dir, ls->job_id, ls->attempt, ls->offset, buf, max);
         if (n > 0) {
             ls->offset += n;
@@ -423,8 +442,13 @@ int api_jobs_logs(struct server *srv, struct api_request *req, int64_t id, struc
     struct log_stream *ls = calloc(1, sizeof *ls);
     if (!ls)
         return api_error_msg(reply, TIDE_ENOMEM, NULL, "out of memory");
-    *ls = (struct log_stream){
-        .srv = srv, .conn = req->conn, .job_id = id, .attempt = 1, .follow = on};
+    *ls = (struct log_stream){.srv = srv,
+                              .conn = req->conn,
+                              .job_id = id,
+                              .attempt = 1,
+                              .follow = on,
+                              .token_seen_ms = clock_mono_ms()};
+    memcpy(ls->token_hash, req->token_hash, sizeof ls->token_hash);
     reply->response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_logs, ls, free);
     if (!reply->response) {
         free(ls);

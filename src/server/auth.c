@@ -47,32 +47,45 @@ static int bearer_hash(struct api_request *req, char hash[65], struct tide_err *
     return 0;
 }
 
-/* The check of the token of hash, without the rate limit around it. */
-static int check_token(struct server *srv, struct api_request *req, const char hash[65],
-                       int64_t now, struct tide_err *err)
+/* The token of hash as stored (a recent one from the cache) into out,
+ * refused when unknown, rotated out or expired. */
+static int token_lookup(struct server *srv, const char hash[65], int64_t now,
+                        struct token_info *out, struct tide_err *err)
 {
     uint64_t generation;
     int rc = 0;
-    if (!auth_cache_get(&srv->auth_cache, hash, now, &req->token, &generation)) {
+    if (!auth_cache_get(&srv->auth_cache, hash, now, out, &generation)) {
         pthread_mutex_lock(&srv->lock);
-        rc = store_token_get(srv->store, hash, &req->token, err);
+        rc = store_token_get(srv->store, hash, out, err);
         pthread_mutex_unlock(&srv->lock);
         if (!rc)
-            auth_cache_put(&srv->auth_cache, hash, &req->token, generation, now);
+            auth_cache_put(&srv->auth_cache, hash, out, generation, now);
     }
     if (rc == TIDE_ENOENT)
         return tide_err_set(err, TIDE_EAUTH, NULL, "invalid token");
     if (rc)
         return rc;
-    memcpy(req->token_hash, hash, sizeof req->token_hash);
-    if (req->token.kind == TOKEN_ROTATED)
+    if (out->kind == TOKEN_ROTATED)
         rc = tide_err_set(err, TIDE_EAUTH, NULL,
                           "this %s token was rotated out (tide token rotate %s); use the new "
                           "one in the data directory's %s.token of the server that rotated it",
-                          req->token.name, req->token.name, req->token.name);
-    else if (req->token.expires_ms && req->token.expires_ms <= now)
-        rc = tide_err_set(err, TIDE_EAUTH, NULL, "token '%s' expired", req->token.name);
-    else if (req->token.kind == TOKEN_JOIN_USED && strcmp(req->path, "/v1/agent/register") != 0)
+                          out->name, out->name, out->name);
+    else if (out->expires_ms && out->expires_ms <= now)
+        rc = tide_err_set(err, TIDE_EAUTH, NULL, "token '%s' expired", out->name);
+    if (rc)
+        token_info_release(out);
+    return rc;
+}
+
+/* The check of the token of hash, without the rate limit around it. */
+static int check_token(struct server *srv, struct api_request *req, const char hash[65],
+                       int64_t now, struct tide_err *err)
+{
+    int rc = token_lookup(srv, hash, now, &req->token, err);
+    if (rc)
+        return rc;
+    memcpy(req->token_hash, hash, sizeof req->token_hash);
+    if (req->token.kind == TOKEN_JOIN_USED && strcmp(req->path, "/v1/agent/register") != 0)
         rc = auth_join_used_error(req, err);
     else if (req->token.kind == TOKEN_JOIN && srv->cfg.shared_join_token_off)
         rc = tide_err_set(err, TIDE_EAUTH, NULL,
@@ -82,6 +95,16 @@ static int check_token(struct server *srv, struct api_request *req, const char h
     if (rc)
         token_info_release(&req->token);
     return rc;
+}
+
+bool auth_still_passes(struct server *srv, const char hash[65])
+{
+    struct token_info info;
+    struct tide_err err;
+    int rc = token_lookup(srv, hash, clock_now_ms(), &info, &err);
+    if (!rc)
+        token_info_release(&info);
+    return rc != TIDE_EAUTH; /* a store that cannot answer now ends no stream */
 }
 
 bool auth_body_wanted(struct server *srv, struct api_request *req)

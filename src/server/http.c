@@ -47,6 +47,8 @@ struct upload {
     size_t len, cap;
     bool too_large;
     bool unwanted; /* its token cannot pass: the body is dropped as it comes */
+    bool body_ignored;      /* GET or HEAD: no route reads a body, so none is kept */
+    bool framing_ambiguous; /* Content-Length and Transfer-Encoding both: 400, closed */
     double arrived_s; /* monotonic, for the submit latency histogram */
     char inline_data[UPLOAD_INLINE_BYTES];
 };
@@ -319,6 +321,15 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply 
         return MHD_NO;
     if (leader[0])
         MHD_add_response_header(resp, "X-Tide-Leader", leader);
+    /* Replies carry tokens, job output and the cluster's state: never
+     * sniffed as something else, never kept by a cache (the dashboard's
+     * own files set theirs). */
+    if (!MHD_get_response_header(resp, "X-Content-Type-Options"))
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    if (!MHD_get_response_header(resp, "Cache-Control"))
+        MHD_add_response_header(resp, "Cache-Control", "no-store");
+    if (reply->close_connection)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result r = MHD_queue_response(conn, (unsigned)reply->status, resp);
     MHD_destroy_response(resp);
     json_decref(reply->json);
@@ -366,7 +377,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         up->arrived_s = metrics_now_s();
         *con_cls = up;
         http_guard_headers_done(conn);
-        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+        /* A proxy in front may frame such a request by its length where
+         * this server reads it chunked: what follows on the connection could
+         * be another client's request (RFC 9112, 6.1). */
+        up->framing_ambiguous =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH) &&
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        up->body_ignored = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+        if (!up->body_ignored && !up->framing_ambiguous) {
             struct api_request early = {.method = method, .path = url, .conn = conn,
                                         .auth_memo = conn_auth_memo(conn)};
             up->unwanted = !auth_body_wanted(srv, &early);
@@ -376,8 +394,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (up->unwanted)
-            return MHD_YES; /* read and dropped: the answer refuses its token */
+        if (up->unwanted || up->body_ignored || up->framing_ambiguous)
+            return MHD_YES; /* read and dropped: never held, whoever sends it */
         if (up->too_large || up->len + n > SERVER_MAX_BODY_BYTES) {
             /* Keep reading (and dropping) so the client gets a clean 413. */
             up->too_large = true;
@@ -412,7 +430,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     /* Counted without the lock: /healthz must answer while a long request holds it. */
     __atomic_fetch_add(&srv->http_requests, 1, __ATOMIC_RELAXED);
     char leader[STORE_LEADER_URL_MAX];
-    if (lead_answer_unless_leader(&srv->lead, method, url, &reply, leader, sizeof leader))
+    if (up->framing_ambiguous) {
+        api_error_msg(&reply, TIDE_EINVAL, NULL,
+                      "a request may have Content-Length or Transfer-Encoding, not both");
+        reply.close_connection = true;
+    } else if (lead_answer_unless_leader(&srv->lead, method, url, &reply, leader, sizeof leader))
         ; /* a follower serves nobody but says who does (docs/ha.md) */
     else if (up->too_large)
         api_error_msg(&reply, TIDE_ETOOBIG, NULL, "request body over %d bytes",

@@ -204,6 +204,7 @@ struct api_reply {
     char *text; /* malloc'ed; text/plain unless content_type says otherwise */
     const char *content_type;
     struct MHD_Response *response;
+    bool close_connection; /* the connection is closed once this is sent */
 };
 
 /* Fills reply with the standard error body; returns 0 so handlers can
@@ -313,6 +314,10 @@ int auth_check(struct server *srv, struct api_request *req, struct tide_err *err
  * answer (401, 429) without its body held in memory (up to the 1 MiB
  * limit per connection, before any token was looked at). */
 bool auth_body_wanted(struct server *srv, struct api_request *req);
+/* Whether the token of hash (req->token_hash of a request that passed)
+ * still does: not revoked, rotated out or expired since. For answers that
+ * stream for long (a followed log). */
+bool auth_still_passes(struct server *srv, const char hash[65]);
 /* The 401 of a used-up join token; returns TIDE_EAUTH. */
 int auth_join_used_error(const struct api_request *req, struct tide_err *err);
 /* Issues a new random token of kind and stores its hash; out gets the value. */

@@ -166,15 +166,18 @@ def server_rss_kib(c):
 
 def test_bodies_of_requests_whose_token_cannot_pass_are_not_held_in_memory():
     # 40 connections, each most of a 1 MiB body sent and then silent: with
-    # no token, or a made-up one, none of it is kept (it was: 40 MiB).
+    # no token, or a made-up one, none of it is kept (it was: 40 MiB); nor
+    # is the body of a GET or HEAD, which no route reads (it was, to 1 MiB
+    # each, even with no token: GET / and HEAD /healthz need none).
     with Cluster(agents=0) as c:
         body = b"x" * (1024 * 1024 - 4096)
         before = server_rss_kib(c)
         socks = []
-        for i in range(40):
+        for i in range(60):
             s = socket.create_connection(("127.0.0.1", c.port), timeout=10)
             auth = "" if i % 2 else "Authorization: Bearer made-up\r\n"
-            s.sendall(f"POST /v1/jobs HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json"
+            line = ("POST /v1/jobs", "GET /", "HEAD /healthz")[i % 3]
+            s.sendall(f"{line} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json"
                       f"\r\nContent-Length: {1024 * 1024}\r\n\r\n".encode() + body)
             socks.append(s)
         time.sleep(1)
@@ -185,6 +188,29 @@ def test_bodies_of_requests_whose_token_cannot_pass_are_not_held_in_memory():
         assert job["id"] > 0
         for s in socks:
             s.close()
+
+
+def test_a_request_with_both_content_length_and_transfer_encoding_is_refused_and_closed():
+    """RFC 9112, 6.1: a proxy in front could frame it by its length while
+    the server reads it chunked, so the bytes after it (here a second
+    request) might be another client's: 400, and nothing more is read."""
+    with Cluster(agents=0) as c:
+        s = socket.create_connection(("127.0.0.1", c.port), timeout=10)
+        s.sendall(f"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {c.admin}\r\n"
+                  "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                  f"GET /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {c.admin}\r\n"
+                  "\r\n".encode())
+        got = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        s.close()
+        assert got.startswith(b"HTTP/1.1 400"), got[:200]
+        assert b"Content-Length or Transfer-Encoding, not both" in got, got
+        assert got.count(b"HTTP/1.1 ") == 1, got
+        assert c.jobs() == []
 
 
 def test_a_connection_that_stops_sending_its_headers_is_closed():

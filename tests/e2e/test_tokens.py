@@ -2,9 +2,11 @@
 (tide token rotate admin|join, POST /v1/tokens:rotate) when one has leaked:
 the earlier one stops working at once and never comes back, not even from
 a data directory whose file still holds it, and what runs keeps running."""
+import http.client
 import os
 import stat
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import Cluster, run_tests, wait_until  # noqa: E402
@@ -103,9 +105,51 @@ def test_rotating_the_join_token_keeps_agents_and_registers_only_with_the_new_on
         c.api("GET", "/v1/jobs")
 
 
+def test_a_followed_log_ends_once_its_token_is_revoked_or_rotated_out():
+    """A follow is checked once, when it starts; it used to stream a long
+    job's output to a token revoked meanwhile for as long as the job ran."""
+    with Cluster(agents=1) as c:
+        job = c.submit(command=["sh", "-c", "while :; do echo tick; sleep 0.2; done"], gpus=1)
+        c.wait_state(job["id"], "running")
+        user = c.cli("token", "create", "--name", "mallory", "--project", "default",
+                     check=True).stdout.strip()
+
+        def follow(token):
+            conn = http.client.HTTPConnection("127.0.0.1", c.port, timeout=20)
+            conn.request("GET", f"/v1/jobs/{job['id']}/logs?follow=1",
+                         headers={"Authorization": f"Bearer {token}"})
+            r = conn.getresponse()
+            assert r.status == 200, r.status
+            assert r.read1(4096).startswith(b"tick")
+            return conn, r
+
+        def ends_soon(r):
+            t = time.monotonic()
+            try:
+                while r.read1(4096):
+                    assert time.monotonic() - t < 10, "still streaming 10 s after"
+            except (http.client.IncompleteRead, ConnectionError):
+                pass  # ended with an error: what a stream cut short looks like
+            return time.monotonic() - t
+
+        conn, r = follow(user)
+        c.cli("token", "revoke", "mallory", check=True)
+        took = ends_soon(r)
+        conn.close()
+        assert took < 8, took
+        conn, r = follow(c.admin)
+        c.admin = c.api("POST", "/v1/tokens:rotate", {"kind": "admin"}, expect=201)["token"]
+        took = ends_soon(r)
+        conn.close()
+        assert took < 8, took
+        assert c.job(job["id"])["state"] == "running"  # the job goes on
+        c.api("DELETE", f"/v1/jobs/{job['id']}")
+
+
 if __name__ == "__main__":
     run_tests([
         test_rotating_the_admin_token_stops_the_old_one_for_good,
         test_a_data_directory_still_holding_a_rotated_token_gets_a_new_one,
         test_rotating_the_join_token_keeps_agents_and_registers_only_with_the_new_one,
+        test_a_followed_log_ends_once_its_token_is_revoked_or_rotated_out,
     ])
