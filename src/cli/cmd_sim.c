@@ -51,9 +51,12 @@ static const char sim_usage[] =
     "  --gpu-memory MIB       memory per GPU (default 32768)\n"
     "  --price P              on-demand price per GPU-hour (default 2.48)\n"
     "  --policy P             order policy: fifo | priority | sjf | las | fifo_strict |\n"
-    "                         sjf_strict (default fifo)\n"
-    "  --placement S          placement strategy (default loadaware)\n"
-    "  --backfill             EASY backfill behind the first blocked job\n"
+    "                         sjf_strict (default fifo; with --config or --compare\n"
+    "                         the server's: priority)\n"
+    "  --placement S          placement strategy (default loadaware; with --config or\n"
+    "                         --compare the server's: binpack)\n"
+    "  --backfill[=BOOL]      EASY backfill behind the first blocked job (default\n"
+    "                         off; with --config or --compare the server's: on)\n"
     "  --preempt[=BOOL]       requeue running jobs a waiting job outranks\n"
     "                         (default: on for las, off otherwise)\n"
     "  --preempt-interval S   re-check for preemption while jobs wait (60)\n"
@@ -500,6 +503,8 @@ int cli_sim_main(int argc, char **argv)
 
     struct sim_config base;
     sim_config_defaults(&base);
+    if (o.config_path || o.ncompare)
+        sim_config_server_scheduler(&base); /* the files are tide.yaml files */
     if (o.config_path && load_config_file(&base, o.config_path))
         return 2;
     if (apply_flags(&base, &o))

@@ -299,8 +299,9 @@ static void print_check(const struct server_flags *f, const struct server_config
                         const struct sched_config *sc)
 {
     printf("tide server: %s: ok\n", f->value[OPT_CONFIG] ? f->value[OPT_CONFIG] : "(no --config)");
-    printf("listen %s://%s:%d, data %s, policy %s, placement %s\n",
-           cfg->tls_cert[0] ? "https" : "http", cfg->listen_host, cfg->listen_port, cfg->data_dir, sc->order->name, sc->placement->name);
+    printf("listen %s://%s:%d, data %s, policy %s, placement %s, backfill %s\n",
+           cfg->tls_cert[0] ? "https" : "http", cfg->listen_host, cfg->listen_port, cfg->data_dir,
+           sc->order->name, sc->placement->name, sc->backfill ? "on" : "off");
     char store[512];
     store_url_shown(cfg->store[0] ? cfg->store : "DATA/tide.db", store, sizeof store);
     printf("store %s\n", store);

@@ -112,6 +112,11 @@ void sim_pool_core(const struct sim_config *cfg, int i, struct pool *out);
 /* fifo, loadaware, 8 x 8 V100 nodes at 2.48 per GPU-hour, oracle runtimes. */
 void sim_config_defaults(struct sim_config *cfg);
 
+/* The server's scheduler defaults (priority, binpack, backfill on), for a
+ * tide.yaml about to be read: a key the file leaves out means what it
+ * means to `tide server --config` on the same file. */
+void sim_config_server_scheduler(struct sim_config *cfg);
+
 /* Fills cfg from a parsed config in tide.yaml's form (docs/sim.md), so the
  * same file runs a server: sections sim {name, preempt, preempt_interval,
  * preempt_overhead, oracle_runtime, autoscale_interval, seed}, scheduler

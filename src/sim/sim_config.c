@@ -6,6 +6,7 @@
 #include "core/order.h"
 #include "core/placement.h"
 #include "core/pool_spec.h"
+#include "core/sched.h"
 #include "sim/sim.h"
 
 void sim_config_defaults(struct sim_config *cfg)
@@ -28,6 +29,15 @@ void sim_config_defaults(struct sim_config *cfg)
     p->gpu_memory_mib = 32768;
     p->price_per_gpu_hour_micros = 2480000;
     pool_defaults(&p->core);
+}
+
+void sim_config_server_scheduler(struct sim_config *cfg)
+{
+    struct sched_config server;
+    sched_config_defaults(&server);
+    snprintf(cfg->policy, sizeof cfg->policy, "%s", server.order->name);
+    snprintf(cfg->placement, sizeof cfg->placement, "%s", server.placement->name);
+    cfg->backfill = server.backfill;
 }
 
 bool sim_config_elastic(const struct sim_config *cfg)

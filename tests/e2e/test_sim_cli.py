@@ -30,6 +30,36 @@ def test_an_arrival_rate_too_low_for_100_years_is_a_usage_error():
     assert s.returncode == 0, s.stderr
 
 
+def test_a_tide_yaml_simulates_the_scheduler_the_server_runs_with_it():
+    """Keys a tide.yaml leaves out take the server's defaults in the
+    simulator too (they were fifo, loadaware and no backfill, against the
+    server's priority, binpack and backfill on: a file tried in the
+    simulator ran a different scheduler once served). Flags still win."""
+    pool = "pools:\n  - name: p\n    gpu: H200\n    gpus_per_node: 8\n    max_nodes: 2\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, scheduler in enumerate(("", "scheduler:\n  policy: las\n",
+                                        "scheduler:\n  placement: spread\n  backfill: false\n")):
+            path = os.path.join(tmp, f"t{n}.yaml")
+            with open(path, "w") as f:
+                f.write(scheduler + pool)
+            s = sim("--config", path, "--synthetic", "20", "--quiet", "--json")
+            assert s.returncode == 0, s.stderr
+            got = json.loads(s.stdout)["config"]
+            check = subprocess.run([TIDE, "server", "--config", path, "--check-config"],
+                                   capture_output=True, text=True, timeout=60)
+            assert check.returncode == 0, check.stderr
+            served = (f"policy {got['policy']}, placement {got['placement']}, "
+                      f"backfill {'on' if got['backfill'] else 'off'}")
+            assert served in check.stdout, (scheduler, served, check.stdout)
+        s = sim("--config", path, "--synthetic", "20", "--quiet", "--json", "--policy", "fifo",
+                "--backfill")
+        got = json.loads(s.stdout)["config"]
+        assert (got["policy"], got["placement"], got["backfill"]) == ("fifo", "spread", True), got
+    # without a config the replay defaults stay: fifo, loadaware, no backfill
+    got = json.loads(sim("--synthetic", "20", "--quiet", "--json").stdout)["config"]
+    assert (got["policy"], got["placement"], got["backfill"]) == ("fifo", "loadaware", False), got
+
+
 def synthetic_rate(report):
     """The arrivals per hour a synthetic run's trace.source says it used."""
     source = report["trace"]["source"]
@@ -83,6 +113,7 @@ def test_nodes_and_price_are_refused_for_an_elastic_pool_naming_its_keys():
 
 
 if __name__ == "__main__":
-    run_tests([test_an_arrival_rate_too_low_for_100_years_is_a_usage_error,
+    run_tests([
+        test_a_tide_yaml_simulates_the_scheduler_the_server_runs_with_it,test_an_arrival_rate_too_low_for_100_years_is_a_usage_error,
                test_synthetic_load_on_an_elastic_pool_is_sized_from_max_nodes_and_reported,
                test_nodes_and_price_are_refused_for_an_elastic_pool_naming_its_keys])
