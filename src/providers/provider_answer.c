@@ -1,9 +1,20 @@
 /* An exec provider's answers read into provider_nodes (see provider_answer.h). */
 #include "providers/provider_answer.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "common/log.h"
+
+/* An id is handed back to the program (`delete ID`) and written in the
+ * log and events: a control byte in it could forge a log line. */
+static bool has_control_byte(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return true;
+    return false;
+}
 
 json_t *provider_answer_nodes(const char *prog, const char *text, struct tide_err *err)
 {
@@ -54,6 +65,13 @@ int provider_answer_create(const char *prog, const char *pool, const char *text,
                                   nodes[k].name, strlen(id), sizeof nodes[k].id - 1);
             continue;
         }
+        if (has_control_byte(id)) {
+            if (!rc)
+                rc = tide_err_set(err, TIDE_EIO, NULL,
+                                  "%s create: the id of %s holds a control character", prog,
+                                  nodes[k].name);
+            continue;
+        }
         snprintf(nodes[k].id, sizeof nodes[k].id, "%s", id);
     }
     json_decref(list);
@@ -85,6 +103,10 @@ int provider_answer_list(const char *prog, const char *pool, const char *text,
         if (id && strlen(id) >= sizeof nodes[n].id) { /* that one alone */
             log_warn("pool %s: %s list: an id of %zu bytes, over tide's %zu: not looked at", pool,
                      prog, strlen(id), sizeof nodes[n].id - 1);
+            continue;
+        }
+        if (id && has_control_byte(id)) {
+            log_warn("pool %s: %s list: an id with a control character: not looked at", pool, prog);
             continue;
         }
         struct provider_node *pn = &nodes[n++];
