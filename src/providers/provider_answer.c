@@ -105,6 +105,13 @@ int provider_answer_list(const char *prog, const char *pool, const char *text,
                      prog, strlen(id), sizeof nodes[n].id - 1);
             continue;
         }
+        /* cut, it could match a node of tide's that it is not, and take
+         * its id or report it interrupted; tide's names are shorter */
+        if (name && strlen(name) >= sizeof nodes[n].name) {
+            log_warn("pool %s: %s list: a name of %zu bytes, over tide's %zu: not looked at", pool,
+                     prog, strlen(name), sizeof nodes[n].name - 1);
+            continue;
+        }
         if (id && has_control_byte(id)) {
             log_warn("pool %s: %s list: an id with a control character: not looked at", pool, prog);
             continue;

@@ -19,14 +19,16 @@ json_t *provider_answer_nodes(const char *prog, const char *text, struct tide_er
  * pool count`, which ran with result run_rc (0, or a negative code with err
  * already set: a failed create may still name what it made), into the ids
  * of nodes[0..count): by name, by position for an entry without one. An id
- * of PROVIDER_ID_MAX bytes or more is never cut: it fails the create.
+ * of PROVIDER_ID_MAX bytes or more is never cut, nor one with a control
+ * character taken: either fails the create.
  * Returns run_rc, or a negative code with err when the answer is unusable. */
 int provider_answer_create(const char *prog, const char *pool, const char *text, int run_rc,
                            struct provider_node *nodes, int count, struct tide_err *err);
 
 /* Reads the answer text of `prog list pool` into nodes (at most max; name,
- * id, interrupted). Entries with neither id nor name, or an id of
- * PROVIDER_ID_MAX bytes or more, are left out (said in the log), as is
+ * id, interrupted). Entries with neither id nor name, an id of
+ * PROVIDER_ID_MAX bytes or more or with a control character, or a name of
+ * TIDE_NAME_MAX bytes or more are left out (said in the log), as is
  * everything past max. Returns how many, or TIDE_EIO with err. */
 int provider_answer_list(const char *prog, const char *pool, const char *text,
                          struct provider_node *nodes, int max, struct tide_err *err);

@@ -88,8 +88,9 @@ static void check_create(const char *text, json_t *nodes, int run_rc)
     }
 }
 
-/* Each node taken is the next entry of the answer that names something
- * and whose id fits, with its name and id as printed. */
+/* Each node taken is the next entry of the answer that names something,
+ * whose id and name fit and whose id is free of control bytes, with its
+ * name and id as printed. */
 static void check_list(const char *text, json_t *nodes)
 {
     struct provider_node listed[FUZZ_NODES];
@@ -112,7 +113,8 @@ static void check_list(const char *text, json_t *nodes)
             json_t *e = json_array_get(nodes, next++);
             id = json_string_value(json_object_get(e, "id"));
             name = json_string_value(json_object_get(e, "name"));
-            if ((id || name) && (!id || strlen(id) < PROVIDER_ID_MAX))
+            bool id_ok = !id || (strlen(id) < PROVIDER_ID_MAX && !has_control_byte(id));
+            if ((id || name) && id_ok && (!name || strlen(name) < TIDE_NAME_MAX))
                 break;
             id = name = NULL;
         }
