@@ -139,20 +139,22 @@ int cli_submit_file_read(FILE *f, const char *path, json_t *overrides,
 
 size_t cli_submit_file_chunk_end(json_t *specs, size_t first, size_t max_body)
 {
-    size_t next = first, total = json_array_size(specs), body = 0;
+    size_t next = first, total = json_array_size(specs);
+    size_t body = sizeof "{\"jobs\":[]}" - 1; /* the body as send_chunk writes it */
     struct submit_size size = {0};
-    while (next < total && next - first < SUBMIT_FILE_CHUNK && body < max_body) {
-        /* the server counts array members and their specs' bytes: a
-         * spec that would take a request past either starts the next */
+    while (next < total && next - first < SUBMIT_FILE_CHUNK) {
+        /* the server counts array members and their specs' bytes, and
+         * takes a body of 1 MiB: a spec that would take a request past any
+         * of them starts the next */
         struct submit_size with = size;
         submit_size_add(&with, json_array_get(specs, next));
-        if (next > first &&
-            (with.jobs > SUBMIT_MAX_JOBS || with.spec_bytes > SUBMIT_MAX_SPEC_BYTES))
+        size_t with_body =
+            body + json_dumpb(json_array_get(specs, next), NULL, 0, JSON_COMPACT) + (next > first);
+        if (next > first && (with.jobs > SUBMIT_MAX_JOBS ||
+                             with.spec_bytes > SUBMIT_MAX_SPEC_BYTES || with_body > max_body))
             break;
         size = with;
-        char *text = json_dumps(json_array_get(specs, next), JSON_COMPACT);
-        body += text ? strlen(text) : 0;
-        free(text);
+        body = with_body;
         next++;
     }
     return next;

@@ -38,9 +38,9 @@ int cli_submit_file_read(FILE *f, const char *path, json_t *overrides,
                          struct tide_err *err);
 
 /* Where the request that starts at specs[first] ends (the index past its
- * last spec): at most SUBMIT_FILE_CHUNK specs, of about max_body bytes of
- * JSON, within the server's submit_limits. A request holds at least one
- * spec. */
+ * last spec): at most SUBMIT_FILE_CHUNK specs, a body of at most max_body
+ * bytes, within the server's submit_limits. A request holds at least one
+ * spec, even one over these alone. */
 size_t cli_submit_file_chunk_end(json_t *specs, size_t first, size_t max_body);
 
 #endif

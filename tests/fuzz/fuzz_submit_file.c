@@ -53,7 +53,7 @@ static size_t body_bytes(json_t *specs, size_t first, size_t end)
 
 /* Cuts specs as cli_submit_file does with max_body; each request, but
  * one of a single spec (refused or not on its own), within limits. */
-static void check_cuts(json_t *specs, size_t max_body, size_t server_max_body)
+static void check_cuts(json_t *specs, size_t max_body)
 {
     size_t total = json_array_size(specs), sent = 0;
     for (size_t first = 0; first < total;) {
@@ -64,7 +64,7 @@ static void check_cuts(json_t *specs, size_t max_body, size_t server_max_body)
         for (size_t i = first; i < end; i++)
             submit_size_add(&size, json_array_get(specs, i));
         if (end - first > 1 && (submit_size_check(&size, "jobs", NULL) != 0 ||
-                                body_bytes(specs, first, end) > server_max_body))
+                                body_bytes(specs, first, end) > max_body))
             abort();
         sent += end - first;
         first = end;
@@ -72,6 +72,8 @@ static void check_cuts(json_t *specs, size_t max_body, size_t server_max_body)
     if (sent != total)
         abort();
 }
+
+_Static_assert(SUBMIT_FILE_MAX_BODY <= SERVER_MAX_BODY_BYTES, "a request the server refuses");
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -95,10 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (!json_is_object(json_array_get(specs, i)) || lines[i] < 1 ||
                 (i && lines[i] <= lines[i - 1]))
                 abort();
-        check_cuts(specs, SUBMIT_FILE_MAX_BODY, SERVER_MAX_BODY_BYTES);
-        /* the same margin to a body budget the fuzzer's inputs can pass */
-        check_cuts(specs, SMALL_BODY,
-                   SMALL_BODY * (size_t)SERVER_MAX_BODY_BYTES / SUBMIT_FILE_MAX_BODY);
+        check_cuts(specs, SUBMIT_FILE_MAX_BODY);
+        check_cuts(specs, SMALL_BODY); /* a budget the fuzzer's inputs can pass */
     }
     free(lines);
     json_decref(specs);
