@@ -96,8 +96,8 @@ int cli_submit_file_read(FILE *f, const char *path, json_t *overrides,
     while (!rc && (len = getline(&line, &line_cap, f)) >= 0) {
         line_no++;
         size_t start = strspn(line, " \t\r\n");
-        if (line[start] == '\0' || line[start] == '#')
-            continue; /* blank lines and comments */
+        if (start == (size_t)len || line[start] == '#')
+            continue; /* blank lines and comments (a NUL byte is neither) */
         json_error_t jerr;
         json_t *spec = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &jerr);
         if (!json_is_object(spec)) {
