@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 BUILD=${FUZZ_BUILD:-build-fuzz}
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 ALL="job_spec yaml_json server_config sim_config trace_csv trace_philly trace_itp
-  trace_alibaba trace_helios agent_register agent_heartbeat agent_reply"
+  trace_alibaba trace_helios agent_register agent_heartbeat agent_reply query_params
+  provider_answer submit_file"
 TARGETS=${FUZZ_TARGETS:-$ALL}
 
 if ! [[ $SECONDS_EACH =~ ^[0-9]+$ ]] || [ "$SECONDS_EACH" -lt 1 ]; then

@@ -10,13 +10,10 @@
 #include "cli/submit_spec.h"
 #include "core/submit_limits.h"
 
-/* The body of one batch request stays well under the server's 1 MiB. */
-#define SUBMIT_FILE_MAX_BODY (768 * 1024)
-
 struct pending {
-    json_t *specs;  /* the chunk being sent */
-    int *lines;     /* each spec's line number */
-    size_t n, body; /* specs in it, their JSON size */
+    json_t *specs; /* the chunk being sent */
+    int *lines;    /* each spec's line number */
+    size_t n;      /* specs in it */
 };
 
 static int grow_ids(long long **ids, size_t *cap, size_t need)
@@ -82,13 +79,13 @@ static int send_chunk(struct cli_client *c, const char *path, struct pending *p,
     }
     json_decref(out);
     json_array_clear(p->specs);
-    p->n = p->body = 0;
+    p->n = 0;
     return 0;
 }
 
-/* Reads every line first, so a malformed file submits nothing. */
-static int read_specs(FILE *f, const char *path, json_t *overrides, void (*set_workdir)(json_t *),
-                      json_t *specs, int **lines, struct tide_err *err)
+int cli_submit_file_read(FILE *f, const char *path, json_t *overrides,
+                         void (*set_workdir)(json_t *spec), json_t *specs, int **lines,
+                         struct tide_err *err)
 {
     size_t cap = 0;
     int line_no = 0;
@@ -99,8 +96,8 @@ static int read_specs(FILE *f, const char *path, json_t *overrides, void (*set_w
     while (!rc && (len = getline(&line, &line_cap, f)) >= 0) {
         line_no++;
         size_t start = strspn(line, " \t\r\n");
-        if (line[start] == '\0' || line[start] == '#')
-            continue; /* blank lines and comments */
+        if (start == (size_t)len || line[start] == '#')
+            continue; /* blank lines and comments (a NUL byte is neither) */
         json_error_t jerr;
         json_t *spec = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &jerr);
         if (!json_is_object(spec)) {
@@ -140,6 +137,29 @@ static int read_specs(FILE *f, const char *path, json_t *overrides, void (*set_w
     return rc;
 }
 
+size_t cli_submit_file_chunk_end(json_t *specs, size_t first, size_t max_body)
+{
+    size_t next = first, total = json_array_size(specs);
+    size_t body = sizeof "{\"jobs\":[]}" - 1; /* the body as send_chunk writes it */
+    struct submit_size size = {0};
+    while (next < total && next - first < SUBMIT_FILE_CHUNK) {
+        /* the server counts array members and their specs' bytes, and
+         * takes a body of 1 MiB: a spec that would take a request past any
+         * of them starts the next */
+        struct submit_size with = size;
+        submit_size_add(&with, json_array_get(specs, next));
+        size_t with_body =
+            body + json_dumpb(json_array_get(specs, next), NULL, 0, JSON_COMPACT) + (next > first);
+        if (next > first && (with.jobs > SUBMIT_MAX_JOBS ||
+                             with.spec_bytes > SUBMIT_MAX_SPEC_BYTES || with_body > max_body))
+            break;
+        size = with;
+        body = with_body;
+        next++;
+    }
+    return next;
+}
+
 int cli_submit_file(struct cli_client *c, const char *path, json_t *overrides,
                     void (*set_workdir)(json_t *spec), long long **ids, size_t *nids,
                     json_t **answers, struct tide_err *err)
@@ -159,7 +179,7 @@ int cli_submit_file(struct cli_client *c, const char *path, json_t *overrides,
         tide_err_set(err, TIDE_EINVAL, "file", "%s: %s", path, strerror(errno));
         return 2;
     }
-    int rc = read_specs(f, path, overrides, set_workdir, all, &lines, err);
+    int rc = cli_submit_file_read(f, path, overrides, set_workdir, all, &lines, err);
     if (f != stdin)
         fclose(f);
     struct pending p = {.specs = json_array()};
@@ -169,22 +189,9 @@ int cli_submit_file(struct cli_client *c, const char *path, json_t *overrides,
         rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     while (!rc && next < total) {
         size_t first = next;
-        p.body = 0;
-        struct submit_size size = {0};
-        while (next < total && next - first < SUBMIT_FILE_CHUNK && p.body < SUBMIT_FILE_MAX_BODY) {
-            /* the server counts array members and their specs' bytes: a
-             * spec that would take a request past either starts the next */
-            struct submit_size with = size;
-            submit_size_add(&with, json_array_get(all, next));
-            if (next > first &&
-                (with.jobs > SUBMIT_MAX_JOBS || with.spec_bytes > SUBMIT_MAX_SPEC_BYTES))
-                break;
-            size = with;
-            char *text = json_dumps(json_array_get(all, next), JSON_COMPACT);
-            p.body += text ? strlen(text) : 0;
-            free(text);
-            json_array_append(p.specs, json_array_get(all, next++));
-        }
+        next = cli_submit_file_chunk_end(all, first, SUBMIT_FILE_MAX_BODY);
+        for (size_t i = first; i < next; i++)
+            json_array_append(p.specs, json_array_get(all, i));
         p.lines = lines + first;
         p.n = next - first;
         rc = send_chunk(c, path, &p, ids, nids, &cap, *answers, &refused, err);

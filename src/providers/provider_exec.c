@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -24,6 +23,7 @@
 #include "common/log.h"
 #include "common/spawn_env.h"
 #include "providers/provider.h"
+#include "providers/provider_answer.h"
 
 #define EXEC_TIMEOUT_MS 300000
 /* a create of several nodes may make them one after another */
@@ -271,23 +271,6 @@ static int run_program(char *const argv[], char *const extra_env[], int64_t time
     return rc;
 }
 
-/* The "nodes" array of the program's answer (a new reference), or NULL. */
-static json_t *answer_nodes(const char *prog, const char *text, struct tide_err *err)
-{
-    json_error_t jerr;
-    json_t *root = json_loads(text, 0, &jerr);
-    json_t *nodes = json_object_get(root, "nodes");
-    if (!json_is_array(nodes)) {
-        tide_err_set(err, TIDE_EIO, NULL, "%s: stdout is not {\"nodes\": [...]} (%s)", prog,
-                     root ? "no nodes array" : jerr.text);
-        json_decref(root);
-        return NULL;
-    }
-    json_incref(nodes);
-    json_decref(root);
-    return nodes;
-}
-
 struct env_block {
     char server[1040], token[200], pool[100], names[4200], fake[200], gpus[64], model[100],
         mem[64], region[100], node[100], health[300], health_interval[64];
@@ -343,39 +326,8 @@ static int exec_create(struct provider *p, const struct pool *pool, struct provi
     char *out;
     int64_t timeout_ms = EXEC_TIMEOUT_MS + (int64_t)(count - 1) * EXEC_TIMEOUT_PER_NODE_MS;
     int rc = run_program(argv, env.list, timeout_ms, p->env.stopping, &out, err);
-    /* a create that failed after it made nodes may name them: their ids
-     * are what deletes them (else only a later list finds them) */
-    struct tide_err ignored;
-    json_t *list = out ? answer_nodes(pool->program, out, rc ? &ignored : err) : NULL;
+    rc = provider_answer_create(pool->program, pool->name, out, rc, nodes, count, err);
     free(out);
-    if (!list)
-        return rc ? rc : TIDE_EIO;
-    size_t i;
-    json_t *n;
-    json_array_foreach(list, i, n)
-    {
-        const char *id = json_string_value(json_object_get(n, "id"));
-        const char *name = json_string_value(json_object_get(n, "name"));
-        int k = name ? -1 : (int)i; /* by name; by position only when it gives none */
-        for (int j = 0; name && j < count; j++)
-            if (!strcmp(nodes[j].name, name))
-                k = j;
-        if (k < 0 && id)
-            log_warn("pool %s: %s create named %s, which tide did not ask for (its names are "
-                     "TIDE_NODE_NAMES): its id %s is not kept",
-                     pool->name, pool->program, name, id);
-        if (k < 0 || k >= count || !id)
-            continue;
-        if (strlen(id) >= sizeof nodes[k].id) {
-            if (!rc)
-                rc = tide_err_set(err, TIDE_EIO, NULL,
-                                  "%s create: the id of %s is %zu bytes, over tide's %zu",
-                                  pool->program, nodes[k].name, strlen(id), sizeof nodes[k].id - 1);
-            continue;
-        }
-        snprintf(nodes[k].id, sizeof nodes[k].id, "%s", id);
-    }
-    json_decref(list);
     return rc;
 }
 
@@ -404,38 +356,8 @@ static int exec_list(struct provider *p, const struct pool *pool, struct provide
         free(out);
         return rc;
     }
-    json_t *list = answer_nodes(pool->program, out ? out : "", err);
+    int n = provider_answer_list(pool->program, pool->name, out ? out : "", nodes, max, err);
     free(out);
-    if (!list)
-        return TIDE_EIO;
-    int n = 0;
-    size_t i;
-    json_t *item;
-    json_array_foreach(list, i, item)
-    {
-        const char *id = json_string_value(json_object_get(item, "id"));
-        const char *name = json_string_value(json_object_get(item, "name"));
-        const char *state = json_string_value(json_object_get(item, "state"));
-        if (!id && !name)
-            continue;
-        if (n == max) {
-            log_warn("pool %s: %s list named more than %d nodes: the rest are not looked at "
-                     "this time",
-                     pool->name, pool->program, max);
-            break;
-        }
-        if (id && strlen(id) >= sizeof nodes[n].id) { /* that one alone */
-            log_warn("pool %s: %s list: an id of %zu bytes, over tide's %zu: not looked at",
-                     pool->name, pool->program, strlen(id), sizeof nodes[n].id - 1);
-            continue;
-        }
-        struct provider_node *pn = &nodes[n++];
-        memset(pn, 0, sizeof *pn);
-        snprintf(pn->name, sizeof pn->name, "%s", name ? name : "");
-        snprintf(pn->id, sizeof pn->id, "%s", id ? id : "");
-        pn->interrupted = state && (!strcmp(state, "interrupted") || !strcmp(state, "preempted"));
-    }
-    json_decref(list);
     return n;
 }
 

@@ -7,11 +7,6 @@
 #include "server/event_params.h"
 #include "server/server.h"
 
-static const char *query_value(void *ctx, const char *name)
-{
-    return api_query(ctx, name);
-}
-
 int api_events_list(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
     const char *unknown = api_query_unknown(req, event_params_names);
@@ -23,7 +18,7 @@ int api_events_list(struct server *srv, struct api_request *req, struct api_repl
     struct event_kinds_buf kb;
     struct tide_err err;
     tide_err_clear(&err);
-    if (event_params_parse(query_value, req, &f, &kb, &err) != 0)
+    if (event_params_parse(api_query_get, req, &f, &kb, &err) != 0)
         return api_error(reply, &err);
     if (req->token.kind != TOKEN_ADMIN) {
         if (f.project && !auth_project_allowed(req, f.project))

@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
-#include "common/parse_scalar.h"
 #include "common/sha256.h"
 #include "core/job_spec.h"
 #include "server/agent_wake.h"
+#include "server/jobs_params.h"
 #include "server/server.h"
 #include "server/submit_batch.h"
 #include "core/submit_limits.h"
@@ -171,50 +171,22 @@ int api_jobs_submit(struct server *srv, struct api_request *req, struct api_repl
     return 0;
 }
 
-static const char *const jobs_list_params[] = {"state", "queue",  "project", "order",
-                                               "limit", "cursor", NULL};
-
 int api_jobs_list(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
     /* a misspelt filter (stat=) listed every job */
-    const char *unknown = api_query_unknown(req, jobs_list_params);
+    const char *unknown = api_query_unknown(req, jobs_params_names);
     if (unknown)
         return api_error_msg(reply, TIDE_EINVAL, unknown,
                              "%.64s: unknown parameter (known: state, queue, project, order, "
                              "limit, cursor)",
                              unknown);
-    struct job_filter f = {.state = api_query(req, "state"), .queue = api_query(req, "queue"),
-                           .project = api_query(req, "project"),
-                           .projects = req->token.kind == TOKEN_ADMIN ? NULL : req->token.projects};
-    enum job_state ignored;
-    if (f.state && job_state_parse(f.state, &ignored) != 0)
-        return api_error_msg(reply, TIDE_EINVAL, "state", "state: unknown state '%.64s'", f.state);
-    const char *order = api_query(req, "order");
-    if (order && strcmp(order, "newest") != 0 && strcmp(order, "oldest") != 0)
-        return api_error_msg(reply, TIDE_EINVAL, "order",
-                             "order: must be newest (the default) or oldest, not '%.32s'", order);
-    f.oldest_first = order && !strcmp(order, "oldest");
-    int limit = JOBS_PAGE_DEFAULT;
-    const char *given = api_query(req, "limit");
-    if (given) {
-        long long n = 0; /* digits only: no sign, space or base */
-        if (parse_scalar_int(given, &n) != 0 || n < 1 || n > JOBS_PAGE_MAX)
-            return api_error_msg(reply, TIDE_EINVAL, "limit",
-                                 "limit: must be 1 to %d; page through more with cursor "
-                                 "(each reply's next)", JOBS_PAGE_MAX);
-        limit = (int)n;
-    }
-    /* The cursor is the id of the last job listed (opaque to clients). */
-    const char *cursor = api_query(req, "cursor");
-    if (cursor) {
-        long long id = 0;
-        if (parse_scalar_int(cursor, &id) != 0 || id < 1)
-            return api_error_msg(reply, TIDE_EINVAL, "cursor",
-                                 "cursor: '%.32s' is not a previous reply's next", cursor);
-        f.after_id = id;
-    }
-    f.limit = limit + 1; /* one more tells whether there is a next page */
+    struct job_filter f = {.projects = req->token.kind == TOKEN_ADMIN ? NULL : req->token.projects};
+    int limit;
     struct tide_err err;
+    tide_err_clear(&err);
+    if (jobs_params_parse(api_query_get, req, &f, &limit, &err) != 0)
+        return api_error(reply, &err);
+    f.limit = limit + 1; /* one more tells whether there is a next page */
     json_t *jobs = NULL;
     /* The rows come from the read-only connection without the lock, so a
      * long listing holds up neither the scheduler nor /healthz; only the

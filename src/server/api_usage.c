@@ -13,6 +13,7 @@
 
 #include "server/pool_loop_state.h"
 #include "server/usage_meter.h"
+#include "server/usage_params.h"
 
 #define MS_PER_HOUR 3600000.0
 
@@ -22,21 +23,6 @@ static void day_name(int64_t day, char *buf, size_t size)
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(buf, size, "%Y-%m-%d", &tm);
-}
-
-/* "YYYY-MM-DD" into a UTC day number; -1 when it isn't one. */
-static int64_t parse_day(const char *s)
-{
-    int y, m, d;
-    char tail;
-    if (sscanf(s, "%4d-%2d-%2d%c", &y, &m, &d, &tail) != 3 || m < 1 || m > 12 || d < 1 || d > 31 ||
-        y < 1970)
-        return -1;
-    struct tm tm = {.tm_year = y - 1900, .tm_mon = m - 1, .tm_mday = d};
-    time_t t = timegm(&tm);
-    if (t < 0 || tm.tm_mday != d) /* 2026-02-30 is normalised away: refuse it */
-        return -1;
-    return (int64_t)t / 86400;
 }
 
 static void set_keys(json_t *o, const struct server *srv, int pool, int64_t day)
@@ -89,27 +75,20 @@ static json_t *row_json(const struct server *srv, unsigned group, const struct u
     return o;
 }
 
-static const char *const usage_params[] = {"by", "from", "to", "project", NULL};
-
 int api_usage_get(struct server *srv, struct api_request *req, struct api_reply *reply)
 {
-    const char *unknown = api_query_unknown(req, usage_params);
+    const char *unknown = api_query_unknown(req, usage_params_names);
     if (unknown)
         return api_error_msg(reply, TIDE_EINVAL, unknown,
                              "%.64s: unknown parameter (known: by, from, to, project)", unknown);
-    const char *by = api_query(req, "by"), *from = api_query(req, "from");
-    const char *to = api_query(req, "to"), *project = api_query(req, "project");
-    char bad[32];
-    int group = usage_group_parse(by ? by : "project", bad);
-    if (group < 0)
-        return api_error_msg(reply, TIDE_EINVAL, "by", "by: unknown key '%s' (known: project, pool, queue, day, user)", bad);
-    int64_t from_day = from ? parse_day(from) : 0, to_day = to ? parse_day(to) : INT64_MAX;
-    if (from_day < 0)
-        return api_error_msg(reply, TIDE_EINVAL, "from", "from: must be a date YYYY-MM-DD, not '%s'", from);
-    if (to_day < 0)
-        return api_error_msg(reply, TIDE_EINVAL, "to", "to: must be a date YYYY-MM-DD, not '%s'", to);
-    if (to_day < from_day)
-        return api_error_msg(reply, TIDE_EINVAL, "to", "to: %s is before from %s", to, from);
+    struct usage_params q;
+    struct tide_err err;
+    tide_err_clear(&err);
+    if (usage_params_parse(api_query_get, req, &q, &err) != 0)
+        return api_error(reply, &err);
+    const char *from = q.from, *to = q.to, *project = q.project;
+    int group = q.group;
+    int64_t from_day = q.from_day, to_day = q.to_day;
     if (project && !auth_project_allowed(req, project))
         return api_error_msg(reply, TIDE_EPERM, "project", "this token may not see project %s", project);
     bool scoped = req->token.kind != TOKEN_ADMIN && req->token.projects;

@@ -87,6 +87,11 @@ const char *api_query(const struct api_request *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+const char *api_query_get(void *ctx, const char *name)
+{
+    return api_query(ctx, name);
+}
+
 struct unknown_scan {
     const char *const *known;
     const char *first;

@@ -215,6 +215,9 @@ int api_error_msg(struct api_reply *reply, int code, const char *field, const ch
 
 /* The query parameter name, or NULL. */
 const char *api_query(const struct api_request *req, const char *name);
+/* api_query in the shape the *_params_parse functions take (ctx: the
+ * struct api_request). */
+const char *api_query_get(void *ctx, const char *name);
 /* The first query parameter not in known (NULL-terminated), or NULL. */
 const char *api_query_unknown(const struct api_request *req, const char *const *known);
 
