@@ -405,15 +405,14 @@ static int up_ready_agents(struct up *u, struct cli_client *c)
  * Returns 0, 1 on a stop signal, or a negative code when a child died. */
 static int up_wait_agents(struct up *u, struct tide_err *err)
 {
-    char token_path[PATH_MAX], *token = NULL;
+    char token_path[PATH_MAX];
     if (u->agents == 0 || up_path(token_path, u, "data/admin.token") < 0 ||
-        fs_read_file(token_path, 4096, &token, NULL) != 0)
+        access(token_path, R_OK) != 0)
         return 0;
-    token[strcspn(token, " \t\r\n")] = '\0';
-    struct cli_common co = {.server = u->url, .token = token};
+    /* the file, not its token as if given with --token (a warning for ps) */
+    struct cli_common co = {.server = u->url, .token_file = token_path};
     struct cli_client c;
     int rc = cli_client_init(&c, &co, err);
-    free(token);
     if (rc < 0) {
         cli_client_release(&c);
         return 0;

@@ -297,12 +297,19 @@ def test_long_ids_are_kept_whole_and_a_node_without_one_takes_the_listed_one():
 
 def test_tide_up_has_a_default_elastic_pool():
     tmp = tempfile.mkdtemp(prefix="tide-up-")
-    proc = subprocess.Popen([TIDE, "up", "--dir", tmp, "--port", "0", "--agents", "1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out_path, err_path = os.path.join(tmp, "up.out"), os.path.join(tmp, "up.err")
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        proc = subprocess.Popen([TIDE, "up", "--dir", tmp, "--port", "0", "--agents", "1"],
+                                stdout=out, stderr=err)
     try:
         url_file = os.path.join(tmp, "server.url")
         wait_until(lambda: os.path.exists(url_file) and open(url_file).read().strip(), 30, 0.2,
                    what="tide up's server")
+        wait_until(lambda: "Ctrl-C stops the cluster" in open(out_path).read(), 30, 0.2,
+                   what="tide up's banner")
+        # it reads its admin token from the file: no warning about --token
+        # on a command line, which nobody gave (it said so at every start)
+        assert "--token on the command line" not in open(err_path).read(), open(err_path).read()
         url = open(url_file).read().strip()
         token = open(os.path.join(tmp, "data", "admin.token")).read().strip()
         req = urllib.request.Request(url + "/v1/pools", headers={"Authorization": "Bearer " + token})
