@@ -169,7 +169,8 @@ int event_params_parse(const char *(*get)(void *ctx, const char *name), void *ct
             return tide_err_set(err, TIDE_EINVAL, times[i],
                                 "%s: must be Unix seconds or a UTC date YYYY-MM-DD[THH:MM[:SS]], not '%.40s'",
                                 times[i], v);
-    if (f->to_ms && f->to_ms <= f->from_ms)
-        return tide_err_set(err, TIDE_EINVAL, "to", "to: must be after from");
+    /* to_ms 0 means no bound: a given "to=0" (or 1970) must not become one */
+    if (get(ctx, "to") && f->to_ms <= f->from_ms)
+        return tide_err_set(err, TIDE_EINVAL, "to", "to: must be after from (and 1970)");
     return 0;
 }

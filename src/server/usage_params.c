@@ -1,6 +1,7 @@
 /* GET /v1/usage's query parameters (see usage_params.h). */
 #include "server/usage_params.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -8,13 +9,17 @@
 
 const char *const usage_params_names[] = {"by", "from", "to", "project", NULL};
 
-/* "YYYY-MM-DD" into a UTC day number; -1 when it isn't one. */
+/* "YYYY-MM-DD" into a UTC day number; -1 when it isn't one. Digits where
+ * the form has them: sscanf alone took "2025-+1-01", "2025-1-5", " 2025...". */
 static int64_t parse_day(const char *s)
 {
+    for (int i = 0; i < 10; i++)
+        if (i == 4 || i == 7 ? s[i] != '-' : !isdigit((unsigned char)s[i]))
+            return -1;
+    if (s[10])
+        return -1;
     int y, m, d;
-    char tail;
-    if (sscanf(s, "%4d-%2d-%2d%c", &y, &m, &d, &tail) != 3 || m < 1 || m > 12 || d < 1 || d > 31 ||
-        y < 1970)
+    if (sscanf(s, "%4d-%2d-%2d", &y, &m, &d) != 3 || m < 1 || m > 12 || d < 1 || d > 31 || y < 1970)
         return -1;
     struct tm tm = {.tm_year = y - 1900, .tm_mon = m - 1, .tm_mday = d};
     time_t t = timegm(&tm);

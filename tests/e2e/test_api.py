@@ -626,6 +626,10 @@ def test_job_listings_come_in_pages_with_a_cursor_and_the_cli_pages_through():
         # a misspelt filter listed every job; numbers are digits, not overflowed
         expect_error(c, 400, "stat", path="/v1/jobs?stat=running", method="GET")
         expect_error(c, 400, "frm", path="/v1/usage?frm=2026-01-01", method="GET")
+        for day in ("2025-+1-01", "2025-1-5", "%202025-01-01", "2025-01-01x"):
+            expect_error(c, 400, "from", path="/v1/usage?from=" + day, method="GET")
+        c.api("GET", "/v1/usage?from=2025-01-05&to=2025-01-05")
+        expect_error(c, 400, "to", path="/v1/events?to=0", method="GET")  # was no bound
         expect_error(c, 400, "cursor", path="/v1/jobs?cursor=99999999999999999999", method="GET")
         for limit in ("+5", "%205", "0x10"):
             expect_error(c, 400, "limit", path="/v1/jobs?limit=" + limit, method="GET")
