@@ -83,6 +83,28 @@ static int send_chunk(struct cli_client *c, const char *path, struct pending *p,
     return 0;
 }
 
+/* A spec no request can carry (over the server's body or its submit
+ * limits even alone) is refused with its line before anything is sent:
+ * found while sending, the requests before it were already submitted. */
+static int fits_a_request_alone(json_t *spec, const char *path, int line_no, struct tide_err *err)
+{
+    struct submit_size size = {0};
+    submit_size_add(&size, spec);
+    struct tide_err why;
+    if (submit_size_check(&size, "array", &why) != 0) {
+        tide_err_set(err, TIDE_EINVAL, "file", "%s:%d: %s", path, line_no, why.message);
+        return 2;
+    }
+    size_t body = json_dumpb(spec, NULL, 0, JSON_COMPACT) + sizeof "{\"jobs\":[]}" - 1;
+    if (body > SUBMIT_MAX_BODY_BYTES) {
+        tide_err_set(err, TIDE_EINVAL, "file",
+                     "%s:%d: the spec is %zu bytes as JSON; a request carries at most %d", path,
+                     line_no, body, SUBMIT_MAX_BODY_BYTES);
+        return 2;
+    }
+    return 0;
+}
+
 int cli_submit_file_read(FILE *f, const char *path, json_t *overrides,
                          void (*set_workdir)(json_t *spec), json_t *specs, int **lines,
                          struct tide_err *err)
@@ -125,6 +147,11 @@ int cli_submit_file_read(FILE *f, const char *path, json_t *overrides,
             break;
         }
         set_workdir(spec);
+        rc = fits_a_request_alone(spec, path, line_no, err);
+        if (rc) {
+            json_decref(spec);
+            break;
+        }
         json_array_append_new(specs, spec);
     }
     if (!rc && ferror(f))

@@ -13,6 +13,8 @@
 
 #include "common/tide_err.h"
 
+/* The largest request body a server reads (413 past it). */
+#define SUBMIT_MAX_BODY_BYTES (1024 * 1024)
 /* Jobs one request may create, array members counted. */
 #define SUBMIT_MAX_JOBS 100000
 /* Spec bytes one request may create: each spec's size (as compact JSON)

@@ -20,6 +20,7 @@
 #include "core/pool.h"
 #include "core/queue.h"
 #include "core/sched.h"
+#include "core/submit_limits.h"
 #include "server/metrics.h"
 #include "server/auth_cache.h"
 #include "server/auth_known.h"
@@ -29,7 +30,7 @@
 #include "server/wake_slots.h"
 #include "store/store.h"
 
-#define SERVER_MAX_BODY_BYTES (1024 * 1024)
+#define SERVER_MAX_BODY_BYTES SUBMIT_MAX_BODY_BYTES
 #define TIDE_MAX_PROJECT_USERS 256
 
 struct server_config {

@@ -223,6 +223,17 @@ def test_submit_file_with_a_malformed_line_submits_nothing():
         assert c.jobs() == []
         p = c.cli("submit", "--file", path, "--", "true")
         assert p.returncode == 2 and "--file" in p.stderr, (p.returncode, p.stderr)
+        # a line no request can carry, even alone (its JSON over the server's
+        # 1 MiB body), is refused before anything is sent: found when its
+        # request got 413, the lines before it had been submitted
+        with open(path, "w") as f:
+            f.write('{"command": ["true"], "gpus": 0}\n')
+            f.write(json.dumps({"command": ["true"], "gpus": 0, "name": "big",
+                                "env": {"X": "x" * (1100 * 1024)}}) + "\n")
+        p = c.cli("submit", "--file", path)
+        assert p.returncode == 2 and f"{path}:2: the spec is" in p.stderr, (p.returncode,
+                                                                           p.stderr[-300:])
+        assert c.jobs() == []
 
 
 def test_submit_file_json_and_wait():
