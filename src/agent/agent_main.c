@@ -18,6 +18,7 @@
 #include "agent/agent_probe.h"
 #include "agent/agent_node.h"
 #include "agent/agent_opts.h"
+#include "agent/gpu_fake.h"
 #include "agent/leftovers.h"
 #include "agent/log_spares.h"
 #include "cli/report.h"
@@ -64,7 +65,8 @@ static int open_gpus(struct agent *a)
         log_warn("no GPUs: %s; registering with 0 GPUs", err.message);
         gpu_backend_init_empty(&a->gpus, "none");
     }
-    a->gpus.fault_file = a->opts->fake_fault_file;
+    if (a->opts->fake_fault_file)
+        gpu_fake_watch_faults(&a->gpus, a->opts->fake_fault_file);
     a->telemetry = calloc(a->gpus.count ? a->gpus.count : 1, sizeof *a->telemetry);
     a->health = calloc(a->gpus.count ? a->gpus.count : 1, sizeof *a->health);
     if (!a->telemetry || !a->health) {

@@ -39,7 +39,8 @@ struct gpu_telemetry {
 };
 
 /* A GPU's health as its backend sees it: seq counts the faults seen on it
- * since the agent started (0: none) and what names the latest ("xid 79",
+ * since the agent started (0: none; heartbeats carry the agent's run, which
+ * tells the server where the count began) and what names the latest ("xid 79",
  * "ecc 5", "temp 95", "lost"); node_wide once it has fallen off the bus. */
 struct gpu_health {
     int64_t seq;
@@ -104,8 +105,14 @@ struct gpu_backend {
     char driver[96]; /* "fake", "none" or "nvidia <version>" */
     struct gpu_device *devices;
     size_t count;
-    /* The fake backend's injected faults (--fake-fault-file); NULL: none. */
+    /* The fake backend's injected faults (--fake-fault-file, set by
+     * gpu_fake_watch_faults); NULL: none. What the file held when the agent
+     * started (that file and its size) was an earlier run's. */
     const char *fault_file;
+    struct {
+        unsigned long long dev, ino;
+        long long bytes;
+    } fault_origin;
 };
 
 extern const struct gpu_ops gpu_fake_ops; /* gpu_fake.c */

@@ -391,6 +391,32 @@ static int fake_task_memory(struct gpu_backend *be, const struct gpu_claim *clai
 
 #define FAKE_FAULT_MAX_BYTES (1024 * 1024)
 
+void gpu_fake_watch_faults(struct gpu_backend *be, const char *path)
+{
+    struct stat st;
+    be->fault_file = path;
+    memset(&be->fault_origin, 0, sizeof be->fault_origin);
+    if (stat(path, &st) == 0) {
+        be->fault_origin.dev = st.st_dev;
+        be->fault_origin.ino = st.st_ino;
+        be->fault_origin.bytes = st.st_size;
+    }
+}
+
+/* Where in text (len bytes of the fault file) this run's faults begin. */
+static size_t fault_lines_start(struct gpu_backend *be, const char *text, size_t len)
+{
+    struct stat st;
+    if (stat(be->fault_file, &st) != 0 || st.st_dev != be->fault_origin.dev ||
+        st.st_ino != be->fault_origin.ino || (long long)len < be->fault_origin.bytes)
+        be->fault_origin.bytes = 0; /* another file: all of it is new */
+    size_t at = (size_t)be->fault_origin.bytes;
+    /* a line being written as the agent started was the earlier run's */
+    while (at > 0 && at < len && text[at - 1] != '\n')
+        at++;
+    return at;
+}
+
 static int fake_health(struct gpu_backend *be, struct gpu_health *out, struct tide_err *err)
 {
     for (size_t i = 0; i < be->count; i++)
@@ -398,14 +424,16 @@ static int fake_health(struct gpu_backend *be, struct gpu_health *out, struct ti
     if (!be->fault_file)
         return 0;
     char *text = NULL;
-    int e = fs_read_file(be->fault_file, FAKE_FAULT_MAX_BYTES, &text, NULL);
+    size_t len = 0;
+    int e = fs_read_file(be->fault_file, FAKE_FAULT_MAX_BYTES, &text, &len);
     if (e == -ENOENT)
         return 0; /* no fault injected yet */
     if (e != 0)
         return tide_err_set(err, TIDE_EIO, "--fake-fault-file", "%s: %s", be->fault_file,
                             strerror(-e));
     int bad = 0;
-    e = gpu_fake_parse_faults(text, be->devices, be->count, out, &bad);
+    e = gpu_fake_parse_faults(text + fault_lines_start(be, text, len), be->devices, be->count, out,
+                              &bad);
     free(text);
     if (e != 0)
         return tide_err_set(err, TIDE_EINVAL, "--fake-fault-file",

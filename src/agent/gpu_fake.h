@@ -33,4 +33,11 @@ int gpu_fake_parse_telemetry(const char *text, int *util_pct, int64_t *mem_mib);
 int gpu_fake_parse_faults(const char *text, const struct gpu_device *devices, size_t count,
                           struct gpu_health *out, int *bad_line);
 
+/* Has be (the fake backend) read faults from the file at path, counting
+ * only the lines added from now on: those already there were injected into
+ * an earlier run of the agent, which reported them (NVML's counts, too,
+ * start at 0 with each run). A file replaced by another, or cut shorter,
+ * counts from its first line. */
+void gpu_fake_watch_faults(struct gpu_backend *be, const char *path);
+
 #endif

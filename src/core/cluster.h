@@ -66,10 +66,13 @@ struct gpu {
     int mig_parent;
     /* Health (gpu_health.h): a faulty GPU gets no new work until an
      * operator clears it; fault_seq is the agent's count of faults on it
-     * that the server has seen, so a fault is acted on once. */
+     * that the server has seen, so a fault is acted on once, and fault_run
+     * the agent run (as heartbeat_run) that count is of: another run
+     * counts from 0 again. */
     bool faulty;
     char fault[48];
     int64_t fault_seq;
+    char fault_run[33];
 };
 
 struct node {

@@ -306,6 +306,8 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
                     node.gpus[i].faulty = old->gpus[j].faulty;
                     memcpy(node.gpus[i].fault, old->gpus[j].fault, sizeof node.gpus[i].fault);
                     node.gpus[i].fault_seq = old->gpus[j].fault_seq;
+                    memcpy(node.gpus[i].fault_run, old->gpus[j].fault_run,
+                           sizeof node.gpus[i].fault_run);
                 }
         node.faults_in_window = old->faults_in_window;
         node.fault_window_start_ms = old->fault_window_start_ms;

@@ -72,6 +72,23 @@ static int check_fields(json_t *body, struct api_reply *reply)
     return 0;
 }
 
+/* A GPU's fault_seq counts the faults its agent saw in one run (NVML's
+ * count lives in the agent's memory): a heartbeat of another run (the
+ * agent restarted) starts every count of the node at 0 again, so the new
+ * run's first fault is heard, not taken for one the server had. Not
+ * stored until a fault comes: the stored run differs from the agent's
+ * all the same, and a reload resets the count again. */
+static void adopt_run(struct node *node, const char *run)
+{
+    for (int g = 0; g < node->ngpus; g++) {
+        struct gpu *gpu = &node->gpus[g];
+        if (strcmp(gpu->fault_run, run)) {
+            gpu->fault_seq = 0;
+            snprintf(gpu->fault_run, sizeof gpu->fault_run, "%s", run);
+        }
+    }
+}
+
 int api_health_from_heartbeat(struct server *srv, struct node *node, json_t *body, int64_t now_ms,
                               struct action_list *out, struct health_notes *notes,
                               struct api_reply *reply)
@@ -81,6 +98,8 @@ int api_health_from_heartbeat(struct server *srv, struct node *node, json_t *bod
         return -1;
     struct gpu_health_config cfg = {srv->cfg.node_fault_limit,
                                     srv->cfg.node_fault_window_s * 1000};
+    const char *run = json_string_value(json_object_get(body, "run")); /* api_agent.c checked it */
+    adopt_run(node, run ? run : "");
     size_t i;
     json_t *g;
     json_array_foreach(json_object_get(body, "gpus"), i, g)
@@ -91,9 +110,9 @@ int api_health_from_heartbeat(struct server *srv, struct node *node, json_t *bod
         if (!gpu || !health || strcmp(health, "fault") || seq <= gpu->fault_seq ||
             notes->nfaults >= HEALTH_MAX_FAULTS)
             continue;
-        /* An agent that restarted counts from 1 again: a lower count than
-         * the server's is not a new fault (the check above), a higher one is;
-         * faults between two heartbeats each count (up to a bound). */
+        /* A count the server has seen is no new fault (the check above),
+         * a higher one is; faults between two heartbeats each count (up to
+         * a bound). */
         int64_t n = seq - gpu->fault_seq;
         if (n > HEALTH_MAX_FAULTS)
             n = HEALTH_MAX_FAULTS;

@@ -12,7 +12,7 @@ int store_gpu_faults_save(struct store *s, const struct node *node, struct tide_
     struct db_stmt *del = db_prepare(db, "DELETE FROM gpu_faults WHERE node_id=?", err);
     struct db_stmt *ins = del ? db_prepare(db,
                                            "INSERT INTO gpu_faults(node_id, gpu_index, faulty,"
-                                           " fault, seq) VALUES(?,?,?,?,?)",
+                                           " fault, seq, seq_run) VALUES(?,?,?,?,?,?)",
                                            err)
                               : NULL;
     int rc = ins ? 0 : TIDE_EIO;
@@ -30,6 +30,7 @@ int store_gpu_faults_save(struct store *s, const struct node *node, struct tide_
         db_bind_int64(ins, 3, gpu->faulty);
         db_bind_text(ins, 4, gpu->fault);
         db_bind_int64(ins, 5, gpu->fault_seq);
+        db_bind_text(ins, 6, gpu->fault_run);
         rc = db_step_done(ins, "save GPU faults", err);
     }
     db_finalize(del);
@@ -40,7 +41,7 @@ int store_gpu_faults_save(struct store *s, const struct node *node, struct tide_
 int store_gpu_faults_load(struct store *s, struct cluster *c, struct tide_err *err)
 {
     struct db_stmt *st = db_prepare(
-        store_db(s), "SELECT node_id, gpu_index, faulty, fault, seq FROM gpu_faults", err);
+        store_db(s), "SELECT node_id, gpu_index, faulty, fault, seq, seq_run FROM gpu_faults", err);
     if (!st)
         return TIDE_EIO;
     int r;
@@ -55,6 +56,8 @@ int store_gpu_faults_load(struct store *s, struct cluster *c, struct tide_err *e
             const char *f = db_column_text(st, 3);
             snprintf(gpu->fault, sizeof gpu->fault, "%s", f ? f : "");
             gpu->fault_seq = db_column_int64(st, 4);
+            const char *run = db_column_text(st, 5); /* NULL: stored before runs were */
+            snprintf(gpu->fault_run, sizeof gpu->fault_run, "%s", run ? run : "");
         }
     }
     db_finalize(st);

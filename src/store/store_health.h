@@ -1,8 +1,9 @@
 /*
  * GPU health in the store (core/gpu_health.h): per GPU, whether it
  * is faulty, its last fault and the agent's fault count the server has
- * seen, so faults survive a server restart and an operator's clear is not
- * undone by an agent reporting the same old fault again.
+ * seen with the agent run it counts in, so faults survive a server restart
+ * and an operator's clear is not undone by an agent reporting the same old
+ * fault again.
  */
 #ifndef TIDE_STORE_HEALTH_H
 #define TIDE_STORE_HEALTH_H

@@ -219,10 +219,11 @@ static const char v3_indexes[] =
     "DROP INDEX IF EXISTS events_by_time;"
     "DROP INDEX IF EXISTS events_by_project;";
 
-/* Adds column to jobs unless it is there (errors are negative). */
-static int add_job_column(struct db *db, const char *column, const char *sql, struct tide_err *err)
+/* Adds column to table unless it is there (errors are negative). */
+static int add_column(struct db *db, const char *table, const char *column, const char *sql,
+                      struct tide_err *err)
 {
-    int has = has_column(db, "jobs", column, err);
+    int has = has_column(db, table, column, err);
     return has < 0 ? has : has ? 0 : db_exec(db, sql, err);
 }
 
@@ -231,7 +232,7 @@ static int add_job_column(struct db *db, const char *column, const char *sql, st
  * server started an ended part again, or never saw the gang end. */
 static int v4_sqlite(struct db *db, struct tide_err *err)
 {
-    return add_job_column(db, "gang", "ALTER TABLE jobs ADD COLUMN gang TEXT", err);
+    return add_column(db, "jobs", "gang", "ALTER TABLE jobs ADD COLUMN gang TEXT", err);
 }
 
 /* Version 5: how many of a job's attempts were lost with their node or
@@ -240,12 +241,22 @@ static int v4_sqlite(struct db *db, struct tide_err *err)
  * (jobs.restart_after_ms). Both lived in memory only or not at all. */
 static int v5_sqlite(struct db *db, struct tide_err *err)
 {
-    int rc = add_job_column(db, "lost_attempts",
-                            "ALTER TABLE jobs ADD COLUMN lost_attempts INTEGER NOT NULL DEFAULT 0",
-                            err);
+    int rc =
+        add_column(db, "jobs", "lost_attempts",
+                   "ALTER TABLE jobs ADD COLUMN lost_attempts INTEGER NOT NULL DEFAULT 0", err);
     return rc ? rc
-              : add_job_column(db, "restart_after_ms",
-                               "ALTER TABLE jobs ADD COLUMN restart_after_ms INTEGER", err);
+              : add_column(db, "jobs", "restart_after_ms",
+                           "ALTER TABLE jobs ADD COLUMN restart_after_ms INTEGER", err);
+}
+
+/* Version 6: the agent run a GPU's fault count is of (gpu_faults.seq_run):
+ * an agent that restarts counts from 0 again, and the server, not knowing
+ * which run its count was, ignored the new run's faults until they passed
+ * it. */
+static int v6_sqlite(struct db *db, struct tide_err *err)
+{
+    return add_column(db, "gpu_faults", "seq_run", "ALTER TABLE gpu_faults ADD COLUMN seq_run TEXT",
+                      err);
 }
 
 static const struct migration migrations[] = {
@@ -257,6 +268,7 @@ static const struct migration migrations[] = {
      "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lost_attempts BIGINT NOT NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS restart_after_ms BIGINT",
      v5_sqlite, NULL},
+    {6, NULL, "ALTER TABLE gpu_faults ADD COLUMN IF NOT EXISTS seq_run TEXT", v6_sqlite, NULL},
 };
 
 #define KNOWN_VERSION ((int)(sizeof migrations / sizeof migrations[0]))

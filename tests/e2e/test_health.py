@@ -115,6 +115,49 @@ def test_xid_on_a_jobs_gpu_requeues_it_elsewhere_without_a_retry_and_the_gpu_get
         assert done[a["id"]]["state"] == "succeeded", done  # retries: 0 and yet it went on
 
 
+def restart_agent(c, name, fault_file):
+    c.kill_agent(name)
+    restarted = time.time()
+    c.start_agent(name, fake_gpus="2xH200:141GB", extra=["--fake-fault-file", fault_file])
+    wait_until(lambda: c.node(name)["last_heartbeat"] > restarted + 0.5, 20,
+               what="the restarted agent heard")
+
+
+def test_a_restarted_agents_faults_are_heard_though_its_count_starts_again():
+    # NVML counts a GPU's faults in the agent's memory: after a restart (a
+    # reboot, say) it counts from 1 again, below the count the server had.
+    # A fresh fault file stands in for that count.
+    with Cluster(agents=0) as c:
+        start_agent(c, "node-1")
+        inject(faults_file(c, "node-1"), "0 xid 79")
+        wait_until(lambda: not gpu(c, "node-1", 0)["healthy"], 20, what="GPU 0 faulty")
+        c.cli("nodes", "undrain", "node-1", check=True)  # the GPU was reset
+        # The same file again: its line is the last run's fault, reported then.
+        restart_agent(c, "node-1", faults_file(c, "node-1"))
+        passes_go_by(c)
+        assert gpu(c, "node-1", 0)["healthy"] is True
+        assert len(events(c, "gpu_fault")) == 1
+        # A count that starts again: the new run's first fault is a fault.
+        fresh = os.path.join(c.dir, "faults-node-1-fresh")
+        restart_agent(c, "node-1", fresh)
+        inject(fresh, "0 xid 48")
+        wait_until(lambda: not gpu(c, "node-1", 0)["healthy"], 20, what="GPU 0 faulty again")
+        faults = events(c, "gpu_fault")
+        assert len(faults) == 2 and "GPU 0: xid 48" in faults[-1]["message"], faults
+        two = c.submit(command=["true"], gpus=2)
+        one = c.submit(command=["true"], gpus=1)
+        assert c.wait_final([one["id"]])[one["id"]]["gpus"] == [1]
+        passes_go_by(c)
+        assert c.job(two["id"])["state"] == "pending"
+        # The server, restarted, knows which run that count was of.
+        c.kill_server()
+        c.start_server()
+        back = time.time()
+        wait_until(lambda: c.node("node-1")["last_heartbeat"] > back + 0.5, 20, what="agent heard")
+        passes_go_by(c)
+        assert len(events(c, "gpu_fault")) == 2
+
+
 def test_a_gpu_fallen_off_the_bus_drains_its_node_and_stops_all_its_jobs():
     with Cluster(agents=0) as c:
         start_agent(c, "node-1")
@@ -293,6 +336,7 @@ def test_a_pools_health_command_reaches_its_nodes_and_keeps_work_off_until_it_pa
 if __name__ == "__main__":
     run_tests([
         test_xid_on_a_jobs_gpu_requeues_it_elsewhere_without_a_retry_and_the_gpu_gets_no_work,
+        test_a_restarted_agents_faults_are_heard_though_its_count_starts_again,
         test_a_gpu_fallen_off_the_bus_drains_its_node_and_stops_all_its_jobs,
         test_repeated_faults_fail_a_node_and_undrain_restores_it,
         test_a_pool_node_failed_by_faults_is_deleted_and_replaced,

@@ -344,6 +344,47 @@ static void test_xids_a_program_causes_are_not_the_gpus_faults(void **state)
     assert_string_equal(h[1].what, "xid 48");
 }
 
+static void append(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "a");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The faults of an earlier run (lines in the file when the agent starts)
+ * are not counted again: the server starts each run's count at 0. */
+static void test_only_faults_injected_since_the_agent_started_are_counted(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tide-test-faults-XXXXXX", path[64], moved[80];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/faults", dir);
+    snprintf(moved, sizeof moved, "%s/faults.old", dir);
+    append(path, "0 xid 79\n0 xid 48\n");
+    struct gpu_backend be;
+    struct tide_err err;
+    assert_int_equal(gpu_backend_open(&be, &gpu_fake_ops, "2xH200:141GB", "n", &err), 0);
+    gpu_fake_watch_faults(&be, path);
+    struct gpu_health h[2];
+    assert_int_equal(be.ops->health(&be, h, &err), 0);
+    assert_int_equal(h[0].seq, 0);
+    append(path, "0 ecc 2\n");
+    assert_int_equal(be.ops->health(&be, h, &err), 0);
+    assert_int_equal(h[0].seq, 1);
+    assert_string_equal(h[0].what, "ecc 2");
+    /* another file in its place is new from its first line */
+    assert_int_equal(rename(path, moved), 0);
+    append(path, "1 xid 79\n0 xid 79\n0 xid 79\n0 xid 79\n");
+    assert_int_equal(be.ops->health(&be, h, &err), 0);
+    assert_int_equal(h[0].seq, 3);
+    assert_int_equal(h[1].seq, 1);
+    gpu_backend_release(&be);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(unlink(moved), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_injected_faults_are_counted_per_gpu_with_the_latest_named),
         cmocka_unit_test(test_malformed_fault_lines_are_named_and_the_rest_still_count),
         cmocka_unit_test(test_xids_a_program_causes_are_not_the_gpus_faults),
+        cmocka_unit_test(test_only_faults_injected_since_the_agent_started_are_counted),
         cmocka_unit_test(test_spec_list_numbers_across_entries_and_reads_mb),
         cmocka_unit_test(test_spec_units_ignore_case_and_accept_gib_mib),
         cmocka_unit_test(test_bad_specs_are_refused_with_a_reason),

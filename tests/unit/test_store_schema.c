@@ -32,6 +32,10 @@
 #include "store/store_usage.h"
 #include "test_store_target.h"
 
+/* The schema version this tide writes (src/store/store_schema.c). */
+#define LATEST_VERSION 6
+#define LATEST_TEXT "6"
+
 struct fixture {
     struct test_store_target t;
     struct store *s;
@@ -81,7 +85,7 @@ static void test_a_new_store_is_at_the_latest_schema_version(void **state)
 {
     struct fixture *f = *state;
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 5);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), LATEST_VERSION);
     assert_int_equal(query_int(f->s, "SELECT COUNT(*) FROM schema_version"), 1);
     store_close(f->s);
     f->s = test_store_target_open(&f->t); /* opening again changes nothing */
@@ -92,14 +96,15 @@ static void test_a_database_newer_than_this_tide_is_refused(void **state)
 {
     struct fixture *f = *state;
     f->s = test_store_target_open(&f->t);
-    exec_ok(f->s, "UPDATE schema_version SET version = 7");
+    exec_ok(f->s, "UPDATE schema_version SET version = 99");
     store_close(f->s);
     f->s = NULL;
     struct tide_err err = {0};
     assert_int_equal(store_open(f->t.path, &f->s, &err), TIDE_EINVAL);
     assert_null(f->s);
     assert_string_equal(err.message,
-                        "database schema is version 7, this tide knows up to 5: upgrade tide");
+                        "database schema is version 99, this tide knows up to " LATEST_TEXT
+                        ": upgrade tide");
     assert_string_equal(err.field, "store");
 }
 
@@ -233,7 +238,7 @@ static void open_as_of(struct fixture *f, const char *older, int version)
     exec_ok(f->s, set);
     store_close(f->s);
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 5);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), LATEST_VERSION);
 }
 
 static void test_a_jobs_lost_attempts_and_restart_wait_come_back_after_a_reopen(void **state)
@@ -265,6 +270,44 @@ static void test_a_jobs_lost_attempts_and_restart_wait_come_back_after_a_reopen(
     assert_int_equal(back->restart_after_ms, 5000);
     cluster_release(&c);
     free(j);
+}
+
+/* A GPU's fault count comes back with the agent run it counts in: the
+ * server starts the count again only for another run. */
+static void test_a_gpus_fault_count_and_its_agent_run_come_back_after_a_reopen(void **state)
+{
+    struct fixture *f = *state;
+    open_as_of(f, "ALTER TABLE gpu_faults DROP COLUMN seq_run", 5);
+    struct node n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.name, sizeof n.name, "gpu-node");
+    n.ngpus = 2;
+    n.gpus[1].index = 1;
+    n.gpus[0].index = 0;
+    n.gpus[0].faulty = true;
+    snprintf(n.gpus[0].fault, sizeof n.gpus[0].fault, "xid 79");
+    n.gpus[0].fault_seq = 3;
+    snprintf(n.gpus[0].fault_run, sizeof n.gpus[0].fault_run, "9f3c0a12b4e5d6f7");
+    json_t *info = json_pack("{s:i, s:[{s:i}, {s:i}]}", "cpus", 4, "gpus", "index", 0, "index", 1);
+    assert_int_equal(store_begin(f->s, NULL), 0);
+    assert_int_equal(store_node_upsert(f->s, &n, info, 1000, NULL), 0);
+    assert_int_equal(store_gpu_faults_save(f->s, &n, NULL), 0);
+    assert_int_equal(store_commit(f->s, NULL), 0);
+    json_decref(info);
+    store_close(f->s);
+    f->s = test_store_target_open(&f->t);
+    struct cluster c;
+    cluster_init(&c);
+    assert_int_equal(store_nodes_load(f->s, &c, 2000, NULL), 0);
+    assert_int_equal(store_gpu_faults_load(f->s, &c, NULL), 0);
+    struct node *back = cluster_find_node(&c, n.id);
+    assert_non_null(back);
+    assert_true(back->gpus[0].faulty);
+    assert_int_equal(back->gpus[0].fault_seq, 3);
+    assert_string_equal(back->gpus[0].fault_run, "9f3c0a12b4e5d6f7");
+    assert_false(back->gpus[1].faulty);
+    assert_string_equal(back->gpus[1].fault_run, "");
+    cluster_release(&c);
 }
 
 static void test_a_gangs_ended_parts_and_first_failure_come_back_after_a_reopen(void **state)
@@ -369,7 +412,7 @@ static void test_a_version_1_database_upgrades_to_fewer_job_and_event_indexes(vo
     store_close(f->s);
 
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 5);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), LATEST_VERSION);
     const char *gone[] = {"jobs_by_state",  "jobs_by_project", "jobs_by_end",      "events_by_node",
                           "events_by_pool", "events_by_time",  "events_by_project"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
@@ -441,7 +484,7 @@ static void test_a_version_2_database_loses_the_event_time_and_project_indexes(v
     store_close(f->s);
 
     f->s = test_store_target_open(&f->t);
-    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), 5);
+    assert_int_equal(query_int(f->s, "SELECT MAX(version) FROM schema_version"), LATEST_VERSION);
     assert_int_equal(has_index(f->s, pg, "events_by_time"), 0);
     assert_int_equal(has_index(f->s, pg, "events_by_project"), 0);
     assert_int_equal(has_index(f->s, pg, "events_by_job"), 1);
@@ -568,7 +611,7 @@ static void make_old_database(const char *path, bool with_main)
 /* The old rows read back through the store, and new rows written. */
 static void check_upgraded(struct store *s)
 {
-    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), 5);
+    assert_int_equal(query_int(s, "SELECT MAX(version) FROM schema_version"), LATEST_VERSION);
     struct cluster c;
     cluster_init(&c);
     assert_int_equal(store_nodes_load(s, &c, 100, NULL), 0);
@@ -992,6 +1035,8 @@ int main(int argc, char **argv)
             test_a_sqlite_store_killed_mid_writes_keeps_every_acknowledged_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_jobs_lost_attempts_and_restart_wait_come_back_after_a_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_gpus_fault_count_and_its_agent_run_come_back_after_a_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_gangs_ended_parts_and_first_failure_come_back_after_a_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_always_grants_leadership_with_a_new_epoch,
