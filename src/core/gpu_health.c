@@ -16,26 +16,35 @@ static struct gpu *find_gpu(struct node *node, int index)
     return NULL;
 }
 
-/* Whether job has a task on GPU index of node (any GPU when index < 0). */
-static bool job_uses_gpu(const struct job *job, int64_t node_id, int index)
+/* Whether GPU entry index of node is the GPU gpu_index or a MIG instance
+ * cut from it. */
+static bool is_or_cut_from(struct node *node, int index, int gpu_index)
+{
+    const struct gpu *g = find_gpu(node, index);
+    return index == gpu_index || (g && g->mig_profile[0] && g->mig_parent == gpu_index);
+}
+
+/* Whether job has a task on GPU index of node or on one of its MIG
+ * instances (any GPU when index < 0). */
+static bool job_uses_gpu(const struct job *job, struct node *node, int index)
 {
     int here[TIDE_MAX_GPUS_PER_NODE];
-    int n = job_gpus_on_node(job, node_id, here);
+    int n = job_gpus_on_node(job, node->id, here);
     if (index < 0)
-        return job_on_node(job, node_id);
+        return job_on_node(job, node->id);
     for (int i = 0; i < n; i++)
-        if (here[i] == index)
+        if (is_or_cut_from(node, here[i], index))
             return true;
     return false;
 }
 
-static int stop_jobs(struct cluster *c, int64_t node_id, int index, const char *why,
+static int stop_jobs(struct cluster *c, struct node *node, int index, const char *why,
                      struct action_list *out)
 {
     for (size_t j = 0; j < c->njobs; j++) {
         struct job *job = &c->jobs[j];
         if ((job->state != JOB_STARTING && job->state != JOB_RUNNING) || job->cancel_requested ||
-            job->gang_failed || job->reclaim_requested || !job_uses_gpu(job, node_id, index))
+            job->gang_failed || job->reclaim_requested || !job_uses_gpu(job, node, index))
             continue;
         struct action *a = action_push_preempt(out, job);
         if (!a)
@@ -43,6 +52,29 @@ static int stop_jobs(struct cluster *c, int64_t node_id, int index, const char *
         snprintf(a->reason, sizeof a->reason, "%s", why);
     }
     return 0;
+}
+
+/* Whether node has a healthy GPU to give out: a whole GPU or a MIG
+ * instance (a GPU in MIG mode is given out only through its instances). */
+static bool has_healthy_gpu(const struct node *node)
+{
+    for (int g = 0; g < node->ngpus; g++)
+        if (!node->gpus[g].mig_mode && !node->gpus[g].faulty)
+            return true;
+    return false;
+}
+
+void gpu_health_spread_to_instances(struct node *node)
+{
+    for (int g = 0; g < node->ngpus; g++) {
+        struct gpu *inst = &node->gpus[g];
+        const struct gpu *parent = inst->mig_profile[0] ? find_gpu(node, inst->mig_parent) : NULL;
+        if (!parent || !parent->faulty || inst->faulty)
+            continue;
+        inst->faulty = true;
+        snprintf(inst->fault, sizeof inst->fault, "GPU %d: %.38s", parent->index, parent->fault);
+        utf8_trim_tail(inst->fault);
+    }
 }
 
 static void drain(struct node *node, const char *reason)
@@ -64,10 +96,11 @@ int gpu_health_fault(struct cluster *c, struct node *node, int gpu_index, const 
     int bits = gpu->faulty ? 0 : GPU_HEALTH_NEW;
     gpu->faulty = true;
     utf8_copy(gpu->fault, sizeof gpu->fault, fault);
+    gpu_health_spread_to_instances(node);
     char why[TIDE_REASON_MAX];
     snprintf(why, sizeof why, GPU_HEALTH_FAULT_PREFIX "GPU %d: %.47s", gpu_index, fault);
     /* a node with no healthy GPU left is as good as gone */
-    if (gpu_health_faulty_count(node) == node->ngpus)
+    if (!has_healthy_gpu(node))
         node_wide = true;
     if (node_wide && !(node->drained && !node->probe_drained)) {
         drain(node, why);
@@ -91,7 +124,7 @@ int gpu_health_fault(struct cluster *c, struct node *node, int gpu_index, const 
         bits |= GPU_HEALTH_FAILED;
         node_wide = true;
     }
-    int rc = stop_jobs(c, node->id, node_wide ? -1 : gpu_index, why, out);
+    int rc = stop_jobs(c, node, node_wide ? -1 : gpu_index, why, out);
     return rc ? rc : bits;
 }
 

@@ -31,10 +31,12 @@ enum {
     GPU_HEALTH_FAILED = 4,  /* the node reached node_fault_limit */
 };
 
-/* Records fault ("xid 79") on the GPU with index gpu_index of node; with
- * node_wide (fell off the bus), or when no GPU of the node is healthy any
- * more, the whole node is drained with reason
- * "gpu fault: GPU n: FAULT". Jobs with a task on that GPU (every job on the
+/* Records fault ("xid 79") on the GPU with index gpu_index of node, and
+ * on its MIG instances ("GPU n: FAULT"): they are cut from the same
+ * hardware, and NVML reports faults only for whole GPUs. With node_wide
+ * (fell off the bus), or when no GPU or instance of the node is healthy
+ * any more, the whole node is drained with reason "gpu fault: GPU n:
+ * FAULT". Jobs with a task on that GPU or its instances (every job on the
  * node when node_wide) get ACTION_PREEMPT (reason "gpu fault: ...") in out,
  * unless already stopping. The fault counts towards cfg's limit; reaching it
  * sets node->health_failed (the node is drained; one joined by hand becomes
@@ -44,6 +46,10 @@ enum {
 int gpu_health_fault(struct cluster *c, struct node *node, int gpu_index, const char *fault,
                      bool node_wide, const struct gpu_health_config *cfg, int64_t now_ms,
                      struct action_list *out);
+
+/* Marks the MIG instances of node's faulty GPUs faulty too (an agent that
+ * registers again may have cut new ones). */
+void gpu_health_spread_to_instances(struct node *node);
 
 /* The operator says the hardware is fine (tide nodes undrain): clears every
  * GPU fault, the fault count and a failed node's mark. The drain itself is

@@ -309,6 +309,7 @@ int api_agent_register(struct server *srv, struct api_request *req, struct api_r
                     memcpy(node.gpus[i].fault_run, old->gpus[j].fault_run,
                            sizeof node.gpus[i].fault_run);
                 }
+        gpu_health_spread_to_instances(&node);
         node.faults_in_window = old->faults_in_window;
         node.fault_window_start_ms = old->fault_window_start_ms;
         node.health_failed = old->health_failed;

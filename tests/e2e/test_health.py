@@ -185,6 +185,38 @@ def test_a_gpu_fallen_off_the_bus_drains_its_node_and_stops_all_its_jobs():
         assert c.wait_final([a["id"]])[a["id"]]["state"] == "succeeded"
 
 
+def test_a_fault_on_a_mig_gpu_moves_the_jobs_off_its_instances_and_keeps_new_ones_off():
+    # NVML reports faults for the physical GPU only; its instances share it.
+    with Cluster(agents=0) as c:
+        start_agent(c, "mig-1", gpus="2xA100:80GB:mig=3g.40gb*2")  # boards 0, 1; instances 2-5
+        cmd, gate = gate_command(c, "a")
+        a = c.submit(command=cmd, mig="3g.40gb", retries=0)
+        inst = c.wait_state(a["id"], "running")["gpus"][0]
+        board = gpu(c, "mig-1", inst)["parent_index"]
+        inject(faults_file(c, "mig-1"), f"{board} xid 79")
+        # Requeued with no retry used, and running on the other board's instance.
+        wait_until(lambda: c.job(a["id"])["attempt"] == 2 and c.job(a["id"])["state"] == "running",
+                   30, 0.05, what="the job running again")
+        moved = c.job(a["id"])["gpus"][0]
+        assert gpu(c, "mig-1", moved)["parent_index"] != board, c.node("mig-1")
+        pre = [e for e in events(c, "job_preempted") if e["job_id"] == a["id"]]
+        assert pre and f"gpu fault: GPU {board}: xid 79" in pre[0]["message"], pre
+        for g in c.node("mig-1")["gpus"]:
+            if g.get("parent_index") == board:
+                assert g["healthy"] is False and g["fault"] == f"GPU {board}: xid 79", g
+        assert c.node("mig-1")["state"] == "ready"  # the other board is healthy
+        # The other board's last instance takes one more job; the next waits.
+        cmd_b, gate_b = gate_command(c, "b")
+        b = c.submit(command=cmd_b, mig="3g.40gb")
+        assert gpu(c, "mig-1", c.wait_state(b["id"], "running")["gpus"][0])["parent_index"] != board
+        d = c.submit(command=["true"], mig="3g.40gb")
+        passes_go_by(c)
+        assert c.job(d["id"])["state"] == "pending"
+        open(gate, "w").close()
+        open(gate_b, "w").close()
+        assert c.wait_final([a["id"], b["id"], d["id"]])[d["id"]]["state"] == "succeeded"
+
+
 def test_repeated_faults_fail_a_node_and_undrain_restores_it():
     with Cluster(agents=0, config="server:\n  node_fault_limit: 3\n") as c:
         start_agent(c, "node-1")
@@ -338,6 +370,7 @@ if __name__ == "__main__":
         test_xid_on_a_jobs_gpu_requeues_it_elsewhere_without_a_retry_and_the_gpu_gets_no_work,
         test_a_restarted_agents_faults_are_heard_though_its_count_starts_again,
         test_a_gpu_fallen_off_the_bus_drains_its_node_and_stops_all_its_jobs,
+        test_a_fault_on_a_mig_gpu_moves_the_jobs_off_its_instances_and_keeps_new_ones_off,
         test_repeated_faults_fail_a_node_and_undrain_restores_it,
         test_a_pool_node_failed_by_faults_is_deleted_and_replaced,
         test_a_failing_health_probe_keeps_work_off_a_node_until_it_passes,

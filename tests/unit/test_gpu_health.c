@@ -140,6 +140,80 @@ static void test_no_healthy_gpu_left_drains_the_node(void **state)
     assert_int_equal(n->state, NODE_DRAINING);
 }
 
+/* Node id with boards A100s in MIG mode (indices 0..boards-1), each cut
+ * into two 3g.40gb instances (board b's are boards + 2b and boards + 2b + 1). */
+static struct node *add_mig_node(int64_t id, int boards)
+{
+    struct node n = fx_node(id, boards * 3, "A100", 81920);
+    for (int b = 0; b < boards; b++) {
+        n.gpus[b].mig_mode = true;
+        for (int k = 0; k < 2; k++) {
+            struct gpu *g = &n.gpus[boards + 2 * b + k];
+            snprintf(g->name, sizeof g->name, "A100 MIG 3g.40gb");
+            snprintf(g->mig_profile, sizeof g->mig_profile, "3g.40gb");
+            g->mig_parent = b;
+            g->memory_total_mib = 40960;
+        }
+    }
+    assert_non_null(cluster_put_node(&c, &n));
+    return cluster_find_node(&c, id);
+}
+
+static struct job mig_job(int64_t id)
+{
+    struct job j = fx_job(id, 1);
+    snprintf(j.mig, sizeof j.mig, "3g.40gb");
+    return j;
+}
+
+static void test_a_fault_on_a_mig_gpu_stops_and_keeps_work_off_its_instances(void **state)
+{
+    (void)state;
+    struct node *n = add_mig_node(1, 2);
+    struct job a = mig_job(1);
+    assert_non_null(cluster_add_job(&c, &a));
+    assert_int_equal(sched_pass(&s, &c, 1000, &out), 1);
+    int inst = cluster_find_job(&c, 1)->gpu_index[0];
+    int board = n->gpus[inst].mig_parent;
+    struct task_report running = {.job_id = 1, .attempt = 1, .exit_code = -1};
+    assert_int_equal(reconcile_heartbeat(&c, n, &running, 1, 2000, &out), 0);
+    action_list_clear(&out);
+    /* NVML reports the board's fault, never an instance's */
+    assert_int_equal(gpu_health_fault(&c, n, board, "xid 79", false, &limit3, 3000, &out),
+                     GPU_HEALTH_NEW);
+    const struct action *p = fx_find(&out, ACTION_PREEMPT, 1);
+    assert_non_null(p);
+    char want[64];
+    snprintf(want, sizeof want, "gpu fault: GPU %d: xid 79", board);
+    assert_string_equal(p->reason, want);
+    assert_true(n->gpus[inst].faulty);
+    snprintf(want, sizeof want, "GPU %d: xid 79", board);
+    assert_string_equal(n->gpus[inst].fault, want);
+    assert_false(n->drained); /* the other board's instances are healthy */
+    /* New MIG jobs get the other board's two instances; a third waits. */
+    action_list_clear(&out);
+    for (int64_t id = 2; id <= 4; id++) {
+        struct job j = mig_job(id);
+        assert_non_null(cluster_add_job(&c, &j));
+    }
+    assert_int_equal(sched_pass(&s, &c, 4000, &out), 2);
+    for (int64_t id = 2; id <= 4; id++) {
+        const struct job *j = cluster_find_job(&c, id);
+        if (j->ngpus_assigned)
+            assert_int_not_equal(n->gpus[j->gpu_index[0]].mig_parent, board);
+    }
+}
+
+static void test_a_fault_on_a_nodes_only_mig_gpu_drains_the_node(void **state)
+{
+    (void)state;
+    struct node *n = add_mig_node(1, 1);
+    assert_int_equal(gpu_health_fault(&c, n, 0, "ecc 2", false, &limit3, 1000, &out),
+                     GPU_HEALTH_NEW | GPU_HEALTH_DRAINED);
+    assert_int_equal(n->state, NODE_DRAINING);
+    assert_string_equal(n->drain_reason, "gpu fault: GPU 0: ecc 2");
+}
+
 static void test_the_fault_limit_fails_a_hand_joined_node_and_undrain_restores_it(void **state)
 {
     (void)state;
@@ -236,6 +310,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_a_gpu_fallen_off_the_bus_drains_the_node_and_stops_every_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_healthy_gpu_left_drains_the_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_fault_on_a_mig_gpu_stops_and_keeps_work_off_its_instances, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_fault_on_a_nodes_only_mig_gpu_drains_the_node, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             test_the_fault_limit_fails_a_hand_joined_node_and_undrain_restores_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_faults_outside_the_window_do_not_add_up, setup,
