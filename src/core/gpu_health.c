@@ -106,11 +106,16 @@ int gpu_health_fault(struct cluster *c, struct node *node, int gpu_index, const 
         drain(node, why);
         bits |= GPU_HEALTH_DRAINED;
     }
-    if (now_ms - node->fault_window_start_ms > cfg->fault_window_ms || !node->faults_in_window) {
-        node->fault_window_start_ms = now_ms;
-        node->faults_in_window = 0;
+    /* Only a GPU healthy until now counts: one bad GPU repeating itself
+     * must not fail a node whose other GPUs are fine. */
+    if (bits & GPU_HEALTH_NEW) {
+        if (now_ms - node->fault_window_start_ms > cfg->fault_window_ms ||
+            !node->faults_in_window) {
+            node->fault_window_start_ms = now_ms;
+            node->faults_in_window = 0;
+        }
+        node->faults_in_window++;
     }
-    node->faults_in_window++;
     if (cfg->node_fault_limit > 0 && node->faults_in_window >= cfg->node_fault_limit &&
         !node->health_failed) {
         node->health_failed = true;

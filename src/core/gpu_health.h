@@ -38,7 +38,8 @@ enum {
  * any more, the whole node is drained with reason "gpu fault: GPU n:
  * FAULT". Jobs with a task on that GPU or its instances (every job on the
  * node when node_wide) get ACTION_PREEMPT (reason "gpu fault: ...") in out,
- * unless already stopping. The fault counts towards cfg's limit; reaching it
+ * unless already stopping. A fault of a GPU that was healthy counts towards
+ * cfg's limit (a faulty GPU's further faults do not); reaching it
  * sets node->health_failed (the node is drained; one joined by hand becomes
  * NODE_FAILED at once, a pool's node when its tasks have ended, see
  * autoscaler.c). Returns the GPU_HEALTH_* bits, TIDE_ENOENT (no such GPU)

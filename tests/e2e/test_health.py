@@ -219,9 +219,17 @@ def test_a_fault_on_a_mig_gpu_moves_the_jobs_off_its_instances_and_keeps_new_one
 
 def test_repeated_faults_fail_a_node_and_undrain_restores_it():
     with Cluster(agents=0, config="server:\n  node_fault_limit: 3\n") as c:
-        start_agent(c, "node-1")
+        start_agent(c, "node-1", gpus="4xH200:141GB")
         path = faults_file(c, "node-1")
-        for n, line in enumerate(["0 xid 48", "0 ecc 2", "1 temp 96"], 1):
+        # A GPU already faulty adds no fault to its node's count, however
+        # many it reports: one bad GPU does not fail the other three.
+        for n, line in enumerate(["0 xid 48", "0 ecc 2", "0 xid 79\n0 xid 79\n0 xid 79"], 1):
+            inject(path, line)
+            wait_until(lambda: len(events(c, "gpu_fault")) == n, 20, what=f"fault {n}")
+        passes_go_by(c)
+        assert c.node("node-1")["state"] == "ready", c.node("node-1")
+        assert not events(c, "node_failed")
+        for n, line in enumerate(["1 temp 96", "2 xid 79"], 4):
             inject(path, line)
             wait_until(lambda: len(events(c, "gpu_fault")) == n, 20, what=f"fault {n}")
         wait_until(lambda: c.node("node-1")["state"] == "failed", 20, what="node failed")
@@ -248,7 +256,7 @@ def start_agent_no_wait(c, name):
     work = os.path.join(c.dir, "agents", name)
     c.agents[name] = c._spawn(f"agent-{name}", [
         "agent", "--server", c.url, "--token-file", os.path.join(c.data, "join.token"),
-        "--name", name, "--work", work, "--fake-gpus", "2xH200:141GB",
+        "--name", name, "--work", work, "--fake-gpus", "4xH200:141GB",
         "--fake-fault-file", faults_file(c, name)] + ROOT_JOBS)
 
 
@@ -270,7 +278,8 @@ pools:
 
 
 def test_a_pool_node_failed_by_faults_is_deleted_and_replaced():
-    with Cluster(agents=0, config=POOL) as c:
+    # two GPUs a node: a GPU's second fault does not count, another GPU's does
+    with Cluster(agents=0, config=POOL.replace("gpus_per_node: 1", "gpus_per_node: 2")) as c:
         cmd, gate = gate_command(c, "a")
         a = c.submit(command=cmd, gpus=1, retries=0)
         first = c.wait_state(a["id"], "running", timeout=60)["node"]
@@ -279,7 +288,7 @@ def test_a_pool_node_failed_by_faults_is_deleted_and_replaced():
         path = os.path.join(work, "fake-faults")
         t0 = time.monotonic()
         inject(path, "0 xid 79")
-        inject(path, "0 xid 79")
+        inject(path, "1 xid 79")
         wait_until(lambda: c.job(a["id"])["state"] == "running" and c.job(a["id"])["node"] != first,
                    90, 0.1, what="the job running on a replacement node")
         print(f"fault -> running on a new pool node: {time.monotonic() - t0:.2f}s", flush=True)

@@ -219,9 +219,9 @@ static void test_the_fault_limit_fails_a_hand_joined_node_and_undrain_restores_i
     (void)state;
     struct node *n = add_node(1, 4);
     assert_true(gpu_health_fault(&c, n, 0, "xid 48", false, &limit3, 1000, &out) >= 0);
-    assert_true(gpu_health_fault(&c, n, 0, "xid 48", false, &limit3, 2000, &out) >= 0);
+    assert_true(gpu_health_fault(&c, n, 1, "xid 48", false, &limit3, 2000, &out) >= 0);
     assert_int_equal(n->state, NODE_READY);
-    int bits = gpu_health_fault(&c, n, 1, "ecc 2", false, &limit3, 3000, &out);
+    int bits = gpu_health_fault(&c, n, 2, "ecc 2", false, &limit3, 3000, &out);
     assert_true(bits & GPU_HEALTH_FAILED);
     assert_int_equal(n->state, NODE_FAILED);
     assert_true(n->health_failed);
@@ -233,6 +233,23 @@ static void test_the_fault_limit_fails_a_hand_joined_node_and_undrain_restores_i
     struct job j = fx_job(1, 4);
     assert_non_null(cluster_add_job(&c, &j));
     assert_int_equal(sched_pass(&s, &c, 4000, &out), 1);
+}
+
+static void test_a_faulty_gpus_further_faults_do_not_fail_its_node(void **state)
+{
+    (void)state;
+    struct node *n = add_node(1, 4);
+    for (int k = 0; k < 5; k++)
+        assert_int_equal(gpu_health_fault(&c, n, 0, "xid 79", false, &limit3, 1000 + k, &out),
+                         k ? 0 : GPU_HEALTH_NEW);
+    assert_int_equal(n->state, NODE_READY);
+    assert_false(n->health_failed);
+    assert_int_equal(n->faults_in_window, 1);
+    /* two more GPUs, and the node's faults are three */
+    assert_int_equal(gpu_health_fault(&c, n, 1, "xid 79", false, &limit3, 2000, &out),
+                     GPU_HEALTH_NEW);
+    assert_true(gpu_health_fault(&c, n, 2, "xid 79", false, &limit3, 3000, &out) &
+                GPU_HEALTH_FAILED);
 }
 
 static void test_faults_outside_the_window_do_not_add_up(void **state)
@@ -316,6 +333,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_the_fault_limit_fails_a_hand_joined_node_and_undrain_restores_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_faulty_gpus_further_faults_do_not_fail_its_node,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_faults_outside_the_window_do_not_add_up, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
