@@ -11,6 +11,7 @@
 #include "core/job_spec.h"
 #include "store/store.h"
 #include "store/store_db.h"
+#include "store/store_health.h"
 
 /* Prepares sql on the write connection; on failure fills err. The caller finalizes. */
 static struct db_stmt *prepare(struct store *s, const char *sql, struct tide_err *err)
@@ -163,6 +164,8 @@ int store_node_delete(struct store *s, int64_t node_id, struct tide_err *err)
         return TIDE_EIO;
     db_bind_int64(st, 1, node_id);
     int rc = step_done(st, err, "delete node");
+    if (!rc)
+        rc = store_gpu_faults_forget(s, node_id, err);
     return rc ? rc : store_token_delete_node(s, node_id, err);
 }
 

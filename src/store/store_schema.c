@@ -259,6 +259,17 @@ static int v6_sqlite(struct db *db, struct tide_err *err)
                       err);
 }
 
+/* Version 7: a node's GPU faults counted towards node_fault_limit, since
+ * when, and whether they failed it (core/gpu_health.h), which lived in
+ * memory: a restarted server counted from 0 again, and forgot that a
+ * drained pool node was failed. */
+static const char v7_sqlite[] =
+    "CREATE TABLE IF NOT EXISTS node_faults(node_id INTEGER PRIMARY KEY,"
+    "  faults INTEGER NOT NULL, window_start_ms INTEGER NOT NULL, failed INTEGER NOT NULL)";
+static const char v7_postgres[] =
+    "CREATE TABLE IF NOT EXISTS node_faults(node_id BIGINT PRIMARY KEY,"
+    "  faults INTEGER NOT NULL, window_start_ms BIGINT NOT NULL, failed INTEGER NOT NULL)";
+
 static const struct migration migrations[] = {
     {1, v1_sqlite, v1_postgres, v1_sqlite_after, v1_indexes},
     {2, NULL, NULL, NULL, v2_indexes},
@@ -269,6 +280,7 @@ static const struct migration migrations[] = {
      "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS restart_after_ms BIGINT",
      v5_sqlite, NULL},
     {6, NULL, "ALTER TABLE gpu_faults ADD COLUMN IF NOT EXISTS seq_run TEXT", v6_sqlite, NULL},
+    {7, v7_sqlite, v7_postgres, NULL, NULL},
 };
 
 #define KNOWN_VERSION ((int)(sizeof migrations / sizeof migrations[0]))

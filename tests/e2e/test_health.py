@@ -252,6 +252,23 @@ def test_repeated_faults_fail_a_node_and_undrain_restores_it():
         assert c.wait_final([a["id"]])[a["id"]]["state"] == "succeeded"
 
 
+def test_a_nodes_fault_count_outlives_a_server_restart():
+    with Cluster(agents=0, config="server:\n  node_fault_limit: 3\n") as c:
+        start_agent(c, "node-1", gpus="4xH200:141GB")
+        path = faults_file(c, "node-1")
+        for n, line in enumerate(["0 xid 48", "1 xid 48"], 1):
+            inject(path, line)
+            wait_until(lambda: len(events(c, "gpu_fault")) == n, 20, what=f"fault {n}")
+        c.kill_server()
+        c.start_server()
+        back = time.time()
+        wait_until(lambda: c.node("node-1")["last_heartbeat"] > back + 0.5, 20, what="agent heard")
+        inject(path, "2 xid 48")  # the third within the window
+        wait_until(lambda: len(events(c, "gpu_fault")) == 3, 20, what="fault 3")
+        wait_until(lambda: c.node("node-1")["state"] == "failed", 20, what="node failed")
+        assert "3 faults" in c.node("node-1")["drain_reason"], c.node("node-1")
+
+
 def start_agent_no_wait(c, name):
     work = os.path.join(c.dir, "agents", name)
     c.agents[name] = c._spawn(f"agent-{name}", [
@@ -381,6 +398,7 @@ if __name__ == "__main__":
         test_a_gpu_fallen_off_the_bus_drains_its_node_and_stops_all_its_jobs,
         test_a_fault_on_a_mig_gpu_moves_the_jobs_off_its_instances_and_keeps_new_ones_off,
         test_repeated_faults_fail_a_node_and_undrain_restores_it,
+        test_a_nodes_fault_count_outlives_a_server_restart,
         test_a_pool_node_failed_by_faults_is_deleted_and_replaced,
         test_a_failing_health_probe_keeps_work_off_a_node_until_it_passes,
         test_a_probe_whose_long_line_is_cut_inside_a_character_still_reaches_the_server,

@@ -33,8 +33,8 @@
 #include "test_store_target.h"
 
 /* The schema version this tide writes (src/store/store_schema.c). */
-#define LATEST_VERSION 6
-#define LATEST_TEXT "6"
+#define LATEST_VERSION 7
+#define LATEST_TEXT "7"
 
 struct fixture {
     struct test_store_target t;
@@ -307,6 +307,55 @@ static void test_a_gpus_fault_count_and_its_agent_run_come_back_after_a_reopen(v
     assert_string_equal(back->gpus[0].fault_run, "9f3c0a12b4e5d6f7");
     assert_false(back->gpus[1].faulty);
     assert_string_equal(back->gpus[1].fault_run, "");
+    cluster_release(&c);
+}
+
+/* A node's faults counted towards node_fault_limit, and a failed mark,
+ * come back; a deleted node's do not, nor its GPUs' faults. */
+static void test_a_nodes_fault_count_comes_back_after_a_reopen_until_it_is_deleted(void **state)
+{
+    struct fixture *f = *state;
+    open_as_of(f, "DROP TABLE node_faults", 6);
+    struct node n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.name, sizeof n.name, "gpu-node");
+    n.ngpus = 1;
+    n.gpus[0].faulty = true;
+    n.faults_in_window = 2;
+    n.fault_window_start_ms = 5000;
+    n.health_failed = true;
+    json_t *info = json_pack("{s:i, s:[{s:i}]}", "cpus", 4, "gpus", "index", 0);
+    assert_int_equal(store_begin(f->s, NULL), 0);
+    assert_int_equal(store_node_upsert(f->s, &n, info, 1000, NULL), 0);
+    assert_int_equal(store_gpu_faults_save(f->s, &n, NULL), 0);
+    assert_int_equal(store_commit(f->s, NULL), 0);
+    store_close(f->s);
+    f->s = test_store_target_open(&f->t);
+    struct cluster c;
+    cluster_init(&c);
+    assert_int_equal(store_nodes_load(f->s, &c, 2000, NULL), 0);
+    assert_int_equal(store_gpu_faults_load(f->s, &c, NULL), 0);
+    struct node *back = cluster_find_node(&c, n.id);
+    assert_non_null(back);
+    assert_int_equal(back->faults_in_window, 2);
+    assert_int_equal(back->fault_window_start_ms, 5000);
+    assert_true(back->health_failed);
+    cluster_release(&c);
+    /* deleted, then its name registered again: a healthy node */
+    assert_int_equal(store_begin(f->s, NULL), 0);
+    assert_int_equal(store_node_delete(f->s, n.id, NULL), 0);
+    n.state = NODE_READY;
+    assert_int_equal(store_node_upsert(f->s, &n, info, 3000, NULL), 0);
+    assert_int_equal(store_commit(f->s, NULL), 0);
+    json_decref(info);
+    cluster_init(&c);
+    assert_int_equal(store_nodes_load(f->s, &c, 4000, NULL), 0);
+    assert_int_equal(store_gpu_faults_load(f->s, &c, NULL), 0);
+    back = cluster_find_node(&c, n.id);
+    assert_non_null(back);
+    assert_int_equal(back->faults_in_window, 0);
+    assert_false(back->health_failed);
+    assert_false(back->gpus[0].faulty);
     cluster_release(&c);
 }
 
@@ -1037,6 +1086,9 @@ int main(int argc, char **argv)
             test_a_jobs_lost_attempts_and_restart_wait_come_back_after_a_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_gpus_fault_count_and_its_agent_run_come_back_after_a_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_nodes_fault_count_comes_back_after_a_reopen_until_it_is_deleted, setup,
+            teardown),
         cmocka_unit_test_setup_teardown(
             test_a_gangs_ended_parts_and_first_failure_come_back_after_a_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_always_grants_leadership_with_a_new_epoch,
