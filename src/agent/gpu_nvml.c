@@ -40,6 +40,8 @@ struct nvml_process { /* nvmlProcessInfo_t of the _v2/_v3 calls */
 #define NVML_MAX_MIG_PER_GPU 7
 /* Health (not testable without a GPU: see docs/health.md) */
 #define NVML_ERROR_GPU_IS_LOST 15
+#define NVML_ERROR_RESET_REQUIRED 16
+#define NVML_ERROR_UNKNOWN 999
 #define NVML_EVENT_XID_CRITICAL 0x8ULL
 #define NVML_MEMORY_ERROR_UNCORRECTED 1
 #define NVML_VOLATILE_ECC 0
@@ -58,6 +60,7 @@ struct nvml_health_state {
     struct gpu_health h;
     unsigned long long ecc_seen;
     bool throttled;
+    bool unreadable; /* NVML_ERROR_UNKNOWN at the last look */
 };
 
 struct nvml_api {
@@ -213,11 +216,19 @@ static int nvml_health(struct gpu_backend *be, struct gpu_health *out, struct ti
         if (be->devices[i].parent_index >= 0 || s->h.node_wide)
             continue; /* a MIG instance is its GPU's; a lost GPU stays lost */
         struct nvml_memory mem;
-        if (api->memory_info(api->handles[i], &mem) == NVML_ERROR_GPU_IS_LOST) {
-            note_fault(s, "lost (fell off the bus)");
+        nvml_return r = api->memory_info(api->handles[i], &mem);
+        if (r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_RESET_REQUIRED) {
+            /* gone until reset, which on NVLink boards means the node's */
+            note_fault(s, r == NVML_ERROR_GPU_IS_LOST ? "lost (fell off the bus)"
+                                                      : "lost (reset required)");
             s->h.node_wide = true;
             continue;
         }
+        /* the driver cannot say what is wrong: no work for this GPU, once
+         * per episode, the node's others go on */
+        if (r == NVML_ERROR_UNKNOWN && !s->unreadable)
+            note_fault(s, "unreadable (NVML unknown error)");
+        s->unreadable = r == NVML_ERROR_UNKNOWN;
         unsigned long long ecc = 0;
         if (api->ecc_errors &&
             api->ecc_errors(api->handles[i], NVML_MEMORY_ERROR_UNCORRECTED, NVML_VOLATILE_ECC,
@@ -234,9 +245,9 @@ static int nvml_health(struct gpu_backend *be, struct gpu_health *out, struct ti
                    (reasons & (NVML_THROTTLE_HW_SLOWDOWN | NVML_THROTTLE_HW_THERMAL));
         if (hot && !s->throttled) {
             unsigned int temp = 0;
-            char what[48];
-            (void)api->temperature(api->handles[i], NVML_TEMPERATURE_GPU, &temp);
-            snprintf(what, sizeof what, "temp %u (thermal slowdown)", temp);
+            char what[48] = "temp (thermal slowdown)"; /* unread: no made-up 0 C */
+            if (api->temperature(api->handles[i], NVML_TEMPERATURE_GPU, &temp) == NVML_SUCCESS)
+                snprintf(what, sizeof what, "temp %u (thermal slowdown)", temp);
             note_fault(s, what);
         }
         s->throttled = hot;
