@@ -278,6 +278,39 @@ def test_a_pool_prewarms_its_images_on_every_new_node():
             assert starting["node"] == node["name"] and "image cached" in starting["message"], starting
 
 
+def test_an_image_with_a_transport_is_refused_and_loads_nothing():
+    # a transport makes the runtime (root) read the node's files and store
+    # the image under the archive's own name, where other jobs find it
+    give_image("planter", "localhost/tide-planted:1")
+    archive = os.path.join(TMP, "planted.tar")
+    podman("planter", "save", "--quiet", "-o", archive, "localhost/tide-planted:1")
+    with Cluster(agents=0) as c:
+        agent(c, "t1")
+        for image in (f"docker-archive:{archive}", f"oci-archive:{archive}",
+                      "containers-storage:localhost/tide-planted:1",
+                      "docker://localhost/tide-planted:1", f"dir:{TMP}"):
+            status, out = c.request("POST", "/v1/jobs",
+                                    {"image": image, "command": ["true"], "gpus": 1})
+            assert status == 400 and out["error"]["field"] == "image", (image, status, out)
+            assert "a registry reference is expected" in out["error"]["message"], out
+        out = c.cli("submit", "--image", f"docker-archive:{archive}", "--", "true")
+        assert out.returncode != 0 and "registry reference" in out.stderr, (out.stdout, out.stderr)
+        assert c.jobs() == []
+        seen = c.node("t1")["last_heartbeat"]
+        wait_until(lambda: c.node("t1")["last_heartbeat"] > seen, 30, what="a heartbeat")
+        held = podman("t1", "images", "--format", "{{.Repository}}:{{.Tag}}").stdout
+        assert "tide-planted" not in held, held
+
+
+def containers_of(store, c, agent_name):
+    """Names of the containers agent agent_name of cluster c made (label
+    tide.agent = its work dir) in store's storage."""
+    work = os.path.realpath(os.path.join(c.dir, "agents", agent_name))
+    out = podman(store, "ps", "--all", "--filter", f"label=tide.agent={work}",
+                 "--format", "{{.Names}}").stdout
+    return [line for line in out.split() if line]
+
+
 def containers_of(store, c, agent_name):
     """Names of the containers agent agent_name of cluster c made (label
     tide.agent = its work dir) in store's storage."""
@@ -415,6 +448,7 @@ if __name__ == "__main__":
             test_placement_prefers_the_node_holding_the_image_and_counts_misses,
             test_an_agent_prewarms_its_image_before_registering,
             test_a_pool_prewarms_its_images_on_every_new_node,
+            test_an_image_with_a_transport_is_refused_and_loads_nothing,
             test_two_clusters_on_one_machine_run_the_same_job_ids_in_containers_side_by_side,
             test_an_agent_runs_containers_while_its_runtime_still_lists_images,
         ])
