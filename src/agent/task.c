@@ -419,7 +419,8 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
     t->started_ms = now_ms;
     t->start_fd = report[0];
     if (t->guard)
-        agent_task_guard_add(t->guard, pid);
+        agent_task_guard_add(t->guard, pid, t->container_runtime,
+                             t->container_runtime ? t->container_name : NULL);
     return 0;
 }
 
