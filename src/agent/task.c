@@ -34,6 +34,7 @@
 #include "agent/task_exec.h"
 #include "common/log.h"
 #include "common/utf8.h"
+#include "core/image_ref.h"
 
 extern char **environ;
 
@@ -418,7 +419,8 @@ static int spawn(struct agent_task *t, const struct agent_task_spec *spec, const
     t->started_ms = now_ms;
     t->start_fd = report[0];
     if (t->guard)
-        agent_task_guard_add(t->guard, pid);
+        agent_task_guard_add(t->guard, pid, t->container_runtime,
+                             t->container_runtime ? t->container_name : NULL);
     return 0;
 }
 
@@ -493,11 +495,21 @@ bool agent_task_confirm(struct agent_task *t)
 }
 
 /* For a containerised task: the runtime's argv into *argv, or t failed to
- * start when this node has no runtime. */
+ * start when its image is no registry reference or this node has no
+ * runtime. */
 static int container_command(struct agent_task *t, const struct agent_task_spec *spec,
                              const struct agent_task_site *site, const char *job_dir, char **vars,
                              size_t nvars, char ***argv, int *env_fd, struct tide_err *err)
 {
+    /* refused at submit; checked again for a job an older server stored or
+     * a start made by hand: the runtime runs as the agent's user (root) */
+    if (spec->image[0] == '-' || image_ref_has_transport(spec->image)) {
+        char why[400];
+        snprintf(why, sizeof why, "image %.128s: %s", spec->image,
+                 spec->image[0] == '-' ? "must start with a letter or digit" : IMAGE_REF_EXPECTED);
+        fail_start(t, why);
+        return 0;
+    }
     if (!site->container_runtime) {
         char why[400];
         snprintf(why, sizeof why,

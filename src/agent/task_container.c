@@ -122,8 +122,17 @@ static void add_gpu_devices(struct argv_buf *b, const struct agent_container_run
     if (!r->ngpus)
         return;
     if (nvidia_cdi_present(r->cdi_dirs)) {
-        for (size_t i = 0; i < r->ngpus; i++)
-            add(b, "--device=nvidia.com/gpu=%d", r->gpus[i]);
+        /* nvidia-ctk names an instance "<gpu>:<mig>" and by its UUID; tide
+         * numbers instances after the whole GPUs, so its index would name
+         * no device, or another whole GPU. Whole GPUs keep their index:
+         * older nvidia-ctk specs name devices by index alone by default */
+        for (size_t i = 0; i < r->ngpus; i++) {
+            const char *uuid = r->gpu_uuids ? r->gpu_uuids[i] : NULL;
+            if (uuid && !strncmp(uuid, "MIG-", 4))
+                add(b, "--device=nvidia.com/gpu=%s", uuid);
+            else
+                add(b, "--device=nvidia.com/gpu=%d", r->gpus[i]);
+        }
         return;
     }
     const char *dev = r->dev_dir ? r->dev_dir : "/dev";
@@ -213,6 +222,7 @@ char **agent_container_task_argv(const struct agent_task_spec *spec, const char 
         .workdir = spec->workdir,
         .gpus = spec->gpus,
         .gpu_minors = spec->gpu_minors,
+        .gpu_uuids = spec->gpu_uuids,
         .ngpus = spec->ngpus,
         .memory_mib = spec->memory_mib,
         .cpus = spec->cpus,

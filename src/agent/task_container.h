@@ -35,6 +35,7 @@ struct agent_container_run {
     const char *workdir;        /* inside the container; NULL: job_dir */
     const int *gpus;            /* the task's GPU indices on this node */
     const int *gpu_minors;      /* same order: their /dev/nvidiaN minors; NULL: the indices */
+    char **gpu_uuids;           /* same order: their UUIDs (MIG-... for instances), or NULL */
     size_t ngpus;
     int64_t memory_mib; /* --memory; 0: none */
     int cpus;           /* --cpus; 0: none */
@@ -58,8 +59,10 @@ void agent_container_set_scope(const char *node_name, const char *work_dir);
 void agent_container_name(int64_t job_id, int64_t attempt, char *out, size_t size);
 
 /* The argv of `RUNTIME run --rm --name NAME --init --network host ...
- * IMAGE COMMAND...`: the job's GPUs as CDI devices (nvidia.com/gpu=INDEX)
- * when an NVIDIA CDI spec is installed, else as --device /dev/nvidiaN plus
+ * IMAGE COMMAND...`: the job's GPUs as CDI devices when an NVIDIA CDI spec
+ * is installed (nvidia.com/gpu=INDEX for a whole GPU, whose tide index is
+ * its NVML index; nvidia.com/gpu=MIG-UUID for a MIG instance, whose tide
+ * index is no index of nvidia-ctk's), else as --device /dev/nvidiaN plus
  * the control devices that exist; none for fake GPUs (no device nodes).
  * Returns a new NULL-terminated array (agent_container_argv_free), or NULL
  * when out of memory. */

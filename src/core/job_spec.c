@@ -10,6 +10,7 @@
 #include "common/parse_scalar.h"
 #include "core/gpu_share.h"
 #include "core/image.h"
+#include "core/image_ref.h"
 
 #include "core/core_banned.h"
 
@@ -297,7 +298,8 @@ static int check_depends_on(json_t *v, const char *f, json_t *spec, struct job *
 
 INTEGER_FIELD(check_array, 1, JOB_SPEC_MAX_ARRAY, (void)x)
 
-/* Image references: registry/name[:tag][@digest], no spaces or controls. */
+/* Image references: registry/name[:tag][@digest], no spaces or controls,
+ * and no transport (image_ref.h). */
 static int check_image(json_t *v, const char *f, json_t *spec, struct job *job, struct tide_err *err)
 {
     const char *s = ""; /* set on success; -O3 cannot tell */
@@ -312,6 +314,8 @@ static int check_image(json_t *v, const char *f, json_t *spec, struct job *job, 
                                 f, s);
     if (s[0] == '-' || s[0] == '/' || s[0] == ':')
         return tide_err_set(err, TIDE_EINVAL, f, "%s: must start with a letter or digit", f);
+    if (image_ref_has_transport(s))
+        return tide_err_set(err, TIDE_EINVAL, f, "%s: '%.64s': " IMAGE_REF_EXPECTED, f, s);
     job->image_key = image_key(s);
     return keep_field(spec, f, v, err);
 }

@@ -17,6 +17,7 @@ busybox this suite exits 77, which ctest reports as skipped."""
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -186,21 +187,15 @@ def test_cancel_and_max_runtime_stop_the_container_and_leave_none():
         assert final["state"] == "timeout", final
         assert "stubborn" in c.logs(t["id"])
         wait_until(lambda: not containers("c2"), 30, what="no container left")
-        # an agent killed outright takes its tasks with it, but the runtime's
-        # monitor keeps the container: the agent's next start removes it
+        # an agent killed outright takes its tasks with it, container and
+        # all: its task guard removes the container, whose parent is the
+        # runtime's monitor, not the task
         k = c.submit(image=IMAGE, command=["sh", "-c", "sleep 300"], gpus=1)
         c.wait_state(k["id"], "running", timeout=60)
         wait_until(lambda: named(containers("c2"), "c2", k["id"]), 30, what="its container")
         c.kill_agent("c2")
-        time.sleep(1)
-        assert named(containers("c2"), "c2", k["id"]), "the container outlived its agent"
-        agent(c, "c2")  # the node may still look ready: wait for the new agent's word
-        # The restarted agent kills what its last run left (leftovers.c finds
-        # the container's processes by their TIDE_WORK_DIR) and removes the
-        # container (agent_images.c); either way it is gone. Its job,
-        # requeued, may be running again already: as attempt 2.
         wait_until(lambda: not named(containers("c2"), "c2", k["id"]), 30,
-                   what="the restarted agent removing the leftover")
+                   what="the guard removing the container of the agent that died")
 
 
 def test_placement_prefers_the_node_holding_the_image_and_counts_misses():
@@ -278,6 +273,62 @@ def test_a_pool_prewarms_its_images_on_every_new_node():
             assert starting["node"] == node["name"] and "image cached" in starting["message"], starting
 
 
+def test_an_image_with_a_transport_is_refused_and_loads_nothing():
+    # a transport makes the runtime (root) read the node's files and store
+    # the image under the archive's own name, where other jobs find it
+    give_image("planter", "localhost/tide-planted:1")
+    archive = os.path.join(TMP, "planted.tar")
+    podman("planter", "save", "--quiet", "-o", archive, "localhost/tide-planted:1")
+    with Cluster(agents=0) as c:
+        agent(c, "t1")
+        for image in (f"docker-archive:{archive}", f"oci-archive:{archive}",
+                      "containers-storage:localhost/tide-planted:1",
+                      "docker://localhost/tide-planted:1", f"dir:{TMP}"):
+            status, out = c.request("POST", "/v1/jobs",
+                                    {"image": image, "command": ["true"], "gpus": 1})
+            assert status == 400 and out["error"]["field"] == "image", (image, status, out)
+            assert "a registry reference is expected" in out["error"]["message"], out
+        out = c.cli("submit", "--image", f"docker-archive:{archive}", "--", "true")
+        assert out.returncode != 0 and "registry reference" in out.stderr, (out.stdout, out.stderr)
+        assert c.jobs() == []
+        seen = c.node("t1")["last_heartbeat"]
+        wait_until(lambda: c.node("t1")["last_heartbeat"] > seen, 30, what="a heartbeat")
+        held = podman("t1", "images", "--format", "{{.Repository}}:{{.Tag}}").stdout
+        assert "tide-planted" not in held, held
+
+
+def test_an_agent_that_dies_takes_its_containers_and_no_attempt_overlaps():
+    # one store for both agents, so `podman ps` sees both attempts
+    give_image("dies")
+    env = storage_env("dies")
+    with Cluster(agents=0) as c:
+        c.start_agent("d1", env=env)
+        script = ("while true; do echo attempt=$TIDE_ATTEMPT >> $TIDE_CHECKPOINT_DIR/ticks; "
+                  "sleep 0.2; done")
+        j = c.submit(image=IMAGE, command=["sh", "-c", script], gpus=1)
+        ticks = os.path.join(c.data, "checkpoints", str(j["id"]), "ticks")
+        wait_until(lambda: os.path.exists(ticks), 60, what="attempt 1 writing")
+        assert named(containers("dies"), "d1", j["id"], 1), containers("dies")
+        c.kill_agent("d1")  # and not restarted
+        died = time.monotonic()
+        c.start_agent("d2", env=env)
+        wait_until(lambda: not named(containers("dies"), "d1", j["id"], 1), 20,
+                   what="attempt 1's container removed after its agent died")
+        assert time.monotonic() - died < 20
+        wait_until(lambda: c.node("d1")["state"] == "lost" and c.job(j["id"])["attempt"] == 2 and
+                   c.job(j["id"])["state"] == "running", 60, what="d1 lost, the job running on d2")
+        assert c.job(j["id"])["node"] == "d2", c.job(j["id"])
+        wait_until(lambda: "attempt=2" in open(ticks).read(), 60, what="attempt 2 writing")
+        time.sleep(1)
+        lines = open(ticks).read().split()
+        # every line of attempt 1 was written before attempt 2's first
+        assert "attempt=1" not in lines[lines.index("attempt=2"):], lines
+        assert named(containers("dies"), "d2", j["id"], 2), containers("dies")
+        c.api("DELETE", f"/v1/jobs/{j['id']}")
+        c.wait_final([j["id"]], timeout=60)
+        wait_until(lambda: not containers("dies"), 30, what="no container left")
+
+
 def containers_of(store, c, agent_name):
     """Names of the containers agent agent_name of cluster c made (label
     tide.agent = its work dir) in store's storage."""
@@ -285,6 +336,27 @@ def containers_of(store, c, agent_name):
     out = podman(store, "ps", "--all", "--filter", f"label=tide.agent={work}",
                  "--format", "{{.Names}}").stdout
     return [line for line in out.split() if line]
+
+
+def kill_guard_and_agent(c, name):
+    """SIGKILLs agent name of cluster c and its task guard (task_guard.h: the
+    agent's child that runs its own binary), the guard stopped first so it
+    removes nothing: the leftovers that only the agent's next start removes."""
+    agent_pid = c.agents[name].pid
+    exe = os.readlink(f"/proc/{agent_pid}/exe")
+    guards = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid == agent_pid and os.readlink(f"/proc/{pid}/exe") == exe:
+                guards.append(int(pid))
+        except (OSError, ValueError, IndexError):
+            pass
+    assert len(guards) == 1, guards  # (a fork of a moment can make two: rare)
+    os.kill(guards[0], signal.SIGSTOP)
+    c.kill_agent(name)
+    os.kill(guards[0], signal.SIGKILL)
 
 
 def test_two_clusters_on_one_machine_run_the_same_job_ids_in_containers_side_by_side():
@@ -305,9 +377,20 @@ def test_two_clusters_on_one_machine_run_the_same_job_ids_in_containers_side_by_
         names_a, names_b = containers_of("shared", a, "n1"), containers_of("shared", b, "n1")
         assert named(names_a, "n1", ja["id"]) and named(names_b, "n1", jb["id"]), (names_a, names_b)
         assert not set(names_a) & set(names_b), (names_a, names_b)
-        # a's agent dies and comes back: it removes its own leftover, not b's
+        # a's agent dies: its guard removes its container, not b's
         a.kill_agent("n1")
-        assert set(names_a) <= set(containers("shared")), "the container outlived its agent"
+        wait_until(lambda: not set(names_a) & set(containers("shared")), 30,
+                   what="a's guard removing a's container")
+        assert set(names_b) <= set(containers("shared")), containers("shared")
+        # a leftover the guard could not remove (the guard killed with the
+        # agent, here): a's restarted agent removes its own, not b's
+        a.start_agent("n1", env=env)
+        wait_until(lambda: a.job(ja["id"])["state"] == "running" and
+                   len(containers_of("shared", a, "n1")) == 1, 60,
+                   what="a's job running again")
+        names_a = containers_of("shared", a, "n1")
+        kill_guard_and_agent(a, "n1")
+        assert set(names_a) <= set(containers("shared")), "the guard died with its agent"
         a.start_agent("n1", env=env)
         wait_until(lambda: not set(names_a) & set(containers("shared")), 30,
                    what="a's restarted agent removing its leftover")
@@ -415,6 +498,8 @@ if __name__ == "__main__":
             test_placement_prefers_the_node_holding_the_image_and_counts_misses,
             test_an_agent_prewarms_its_image_before_registering,
             test_a_pool_prewarms_its_images_on_every_new_node,
+            test_an_image_with_a_transport_is_refused_and_loads_nothing,
+            test_an_agent_that_dies_takes_its_containers_and_no_attempt_overlaps,
             test_two_clusters_on_one_machine_run_the_same_job_ids_in_containers_side_by_side,
             test_an_agent_runs_containers_while_its_runtime_still_lists_images,
         ])

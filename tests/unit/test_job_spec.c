@@ -481,6 +481,54 @@ static void test_bad_images_and_mounts_are_refused_naming_the_field(void **state
     assert_refused("{\"mounts\": [\"/a:/b\"], " CMD "}", "mounts", "only a job with an image");
 }
 
+#define DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+/* A transport makes the runtime (root) read the node's files or another
+ * store, and store the result under a name of the archive's choosing. */
+static void test_images_with_a_transport_are_refused_and_registry_forms_kept(void **state)
+{
+    (void)state;
+    static const char *const refused[] = {
+        "docker-archive:/tmp/x.tar",
+        "docker-archive:x.tar", /* a path relative to the runtime's directory */
+        "oci-archive:/tmp/x.tar",
+        "oci:/srv/layout:tag",
+        "dir:/srv/image",
+        "containers-storage:docker.io/library/python:3.12",
+        "docker-daemon:python:3.12",
+        "docker://docker.io/library/python:3.12",
+        "sif:/tmp/x.sif",
+        "ostree:name@/ostree/repo",
+        "tarball:/tmp/x.tar",
+        "Docker-Archive:/tmp/x.tar",
+        "other-transport:/tmp/x", /* one no list knows yet */
+        "host:port/name:1",
+    };
+    char body[256];
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        snprintf(body, sizeof body, "{\"image\": \"%s\", " CMD "}", refused[i]);
+        assert_refused(body, "image", "a registry reference is expected");
+    }
+    static const char *const kept[] = {
+        "python",
+        "python:3.12",
+        "localhost/tide-test:1",
+        "docker.io/library/python:3.12",
+        "registry.example.com:5000/team/name:tag",
+        "localhost:5000/name",
+        "python@" DIGEST,
+        "host:5000/name:tag@" DIGEST,
+        "dirt:1", /* names that only start like a transport */
+        "oci-tools/image:2",
+    };
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        snprintf(body, sizeof body, "{\"image\": \"%s\", " CMD "}", kept[i]);
+        struct parsed p = parse_ok(body);
+        assert_spec_string(p.spec, "image", kept[i]);
+        json_decref(p.spec);
+    }
+}
+
 static void test_dependencies_hold_the_job_and_bad_ids_are_refused(void **state)
 {
     (void)state;
@@ -546,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_image_and_mounts_are_kept_and_give_the_job_an_image_key),
         cmocka_unit_test(test_image_without_tag_means_latest),
         cmocka_unit_test(test_bad_images_and_mounts_are_refused_naming_the_field),
+        cmocka_unit_test(test_images_with_a_transport_are_refused_and_registry_forms_kept),
         cmocka_unit_test(test_dependencies_hold_the_job_and_bad_ids_are_refused),
         cmocka_unit_test(test_refused_spec_without_err_leaves_spec_out_null),
     };

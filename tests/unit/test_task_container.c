@@ -202,6 +202,38 @@ static void test_gpus_are_device_nodes_when_they_exist_and_none_for_fake_gpus(vo
     agent_container_argv_free(argv);
 }
 
+/* tide numbers MIG instances after the whole GPUs: on a board of two
+ * instances, instance index 1 would be nvidia-ctk's whole GPU 1. */
+static void test_a_mig_instance_is_its_cdi_device_by_uuid(void **state)
+{
+    (void)state;
+    char *command[] = {"true", NULL};
+    int gpus[] = {0, 2};
+    int minors[] = {0, -1};
+    char *uuids[] = {"GPU-5e0b1fa2-0000-0000-0000-000000000000",
+                     "MIG-1d8f3c2a-1111-2222-3333-444444444444"};
+    assert_int_equal(mkdir(sub("cdi"), 0755), 0);
+    touch("cdi/nvidia.json");
+    struct agent_container_run r = {.runtime = "podman",
+                                    .name = "tide-1-1",
+                                    .image = "img:1",
+                                    .command = command,
+                                    .job_dir = "/j",
+                                    .gpus = gpus,
+                                    .gpu_minors = minors,
+                                    .gpu_uuids = uuids,
+                                    .ngpus = 2,
+                                    .dev_dir = dir,
+                                    .cdi_dirs = sub("cdi")};
+    char **argv = agent_container_argv(&r);
+    assert_non_null(argv);
+    assert_true(find(argv, "--device=nvidia.com/gpu=0") > 0);
+    assert_true(find(argv, "--device=nvidia.com/gpu=MIG-1d8f3c2a-1111-2222-3333-444444444444") > 0);
+    assert_int_equal(find(argv, "--device=nvidia.com/gpu=2"), -1);
+    assert_int_equal(count_prefix(argv, "--device"), 2);
+    agent_container_argv_free(argv);
+}
+
 static void test_runtime_exits_125_to_127_are_start_failures(void **state)
 {
     (void)state;
@@ -255,6 +287,8 @@ int main(void)
         cmocka_unit_test(test_runtime_exits_125_to_127_are_start_failures),
         cmocka_unit_test_setup_teardown(
             test_gpus_are_device_nodes_when_they_exist_and_none_for_fake_gpus, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_mig_instance_is_its_cdi_device_by_uuid, setup,
+                                        teardown),
         cmocka_unit_test(test_container_names_are_this_agents_own_by_node_and_work_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -127,6 +127,45 @@ static void test_a_program_that_cannot_exec_fails_with_its_reason(void **state)
     agent_task_destroy(t);
 }
 
+/* The server refuses such images at submit; a job an older server stored,
+ * or a start made by hand, is refused here before the runtime (root) runs. */
+static void test_an_image_with_a_transport_fails_without_running_the_runtime(void **state)
+{
+    (void)state;
+    char runtime[128], ran[128];
+    snprintf(runtime, sizeof runtime, "%s/podman", work);
+    snprintf(ran, sizeof ran, "%s/ran", work);
+    FILE *f = fopen(runtime, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\ntouch %s\n", ran);
+    fclose(f);
+    assert_int_equal(chmod(runtime, 0755), 0);
+    static const char *const images[] = {"docker-archive:/tmp/x.tar", "oci:/srv/layout",
+                                         "--privileged"};
+    static const char *const why[] = {"a registry reference is expected",
+                                      "a registry reference is expected",
+                                      "must start with a letter or digit"};
+    char *argv[] = {"true", NULL};
+    for (int i = 0; i < 3; i++) {
+        struct agent_task_spec spec = {
+            .job_id = 40 + i, .attempt = 1, .command = argv, .image = images[i]};
+        struct agent_task_site site = {.work_dir = work, .container_runtime = runtime};
+        struct agent_task *t = NULL;
+        struct tide_err err;
+        tide_err_clear(&err);
+        assert_int_equal(agent_task_start(&spec, &site, 1, &t, &err), 0);
+        if (t->state == AGENT_TASK_RUNNING)
+            reap(t);
+        char want[256];
+        snprintf(want, sizeof want, "start failed: image %s: %s", images[i], why[i]);
+        if (strncmp(t->reason, want, strlen(want)))
+            print_error("reason '%s' is not '%s...'\n", t->reason, want);
+        assert_int_equal(strncmp(t->reason, want, strlen(want)), 0);
+        agent_task_destroy(t);
+    }
+    assert_int_equal(access(ran, F_OK), -1);
+}
+
 /* A program found on PATH is remembered (task_exec.h); once it is gone the
  * child searches again and fails as execvpe always did, and one that is
  * put back runs. */
@@ -428,6 +467,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_task_that_execs_stays_running_once_confirmed),
         cmocka_unit_test(test_a_program_that_cannot_exec_fails_with_its_reason),
+        cmocka_unit_test(test_an_image_with_a_transport_fails_without_running_the_runtime),
         cmocka_unit_test(test_a_program_gone_from_path_fails_as_before_and_runs_when_back),
         cmocka_unit_test(test_a_start_after_the_logs_directory_was_removed_makes_it_again),
         cmocka_unit_test(test_a_failed_start_found_by_poll_keeps_its_reason),
