@@ -348,9 +348,26 @@ void agent_container_signal(const char *runtime, const char *name, int sig)
     run_detached(argv);
 }
 
+/* RUNTIME rm --force [--time=0] NAME into argv (6 slots): podman's --force
+ * stops with the container's stop timeout unless --time=0; docker's kills
+ * at once and has no --time (it would refuse the whole call). */
+static void rm_argv(const char *runtime, const char *name, char *argv[6])
+{
+    const char *base = strrchr(runtime, '/') ? strrchr(runtime, '/') + 1 : runtime;
+    int n = 0;
+    argv[n++] = (char *)runtime;
+    argv[n++] = "rm";
+    argv[n++] = "--force";
+    if (strcmp(base, "docker") != 0)
+        argv[n++] = "--time=0";
+    argv[n++] = (char *)name;
+    argv[n] = NULL;
+}
+
 void agent_container_remove(const char *runtime, const char *name)
 {
-    char *argv[] = {(char *)runtime, "rm", "--force", "--time=0", (char *)name, NULL};
+    char *argv[6];
+    rm_argv(runtime, name, argv);
     run_detached(argv);
 }
 
@@ -479,7 +496,8 @@ int agent_container_remove_leftovers(const char *runtime, const char *owner)
     int n = 0;
     char *save = NULL;
     for (char *id = strtok_r(text, " \n", &save); id; id = strtok_r(NULL, " \n", &save)) {
-        char *rm[] = {(char *)runtime, "rm", "--force", "--time=0", id, NULL};
+        char *rm[6];
+        rm_argv(runtime, id, rm);
         if (run_capture(rm, NULL) != 0)
             log_warn("cannot remove leftover container %s", id);
         n++;

@@ -10,10 +10,15 @@
 
 /* The transports of containers/image (podman, buildah, skopeo); "atomic"
  * is an old one some still accept. A name matches in any case, so a
- * runtime that ever folds case finds none of them either. */
+ * runtime that ever folds case finds none of them either. Not "docker":
+ * its transport needs "docker://" (refused below), and "docker:24-dind"
+ * is Docker Hub's docker image at a tag, which runtimes read as such. */
 static const char *const transports[] = {
-    "atomic", "containers-storage", "dir",    "docker", "docker-archive", "docker-daemon",
-    "oci",    "oci-archive",        "ostree", "sif",    "tarball",
+    "atomic",        "containers-storage",
+    "dir",           "docker-archive",
+    "docker-daemon", "oci",
+    "oci-archive",   "ostree",
+    "sif",           "tarball",
 };
 
 bool image_ref_has_transport(const char *ref)

@@ -520,6 +520,7 @@ static void test_images_with_a_transport_are_refused_and_registry_forms_kept(voi
         "host:5000/name:tag@" DIGEST,
         "dirt:1", /* names that only start like a transport */
         "oci-tools/image:2",
+        "docker:24-dind", /* Docker Hub's docker image: the transport needs docker:// */
     };
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
         snprintf(body, sizeof body, "{\"image\": \"%s\", " CMD "}", kept[i]);

@@ -59,16 +59,22 @@ static char *runtime_calls(const char *want)
     return text;
 }
 
-static void test_the_agents_death_kills_its_groups_and_removes_their_containers(void **state)
+/* A stand-in runtime called name in the temp dir, noting its calls. */
+static void make_runtime(char *runtime, size_t n, const char *name)
 {
-    (void)state;
-    char runtime[1024];
-    snprintf(runtime, sizeof runtime, "%s", in_dir("podman"));
+    snprintf(runtime, n, "%s", in_dir(name));
     FILE *f = fopen(runtime, "w");
     assert_non_null(f);
     fprintf(f, "#!/bin/sh\necho \"$@\" >> %s\n", in_dir("calls"));
     fclose(f);
     assert_int_equal(chmod(runtime, 0755), 0);
+}
+
+static void test_the_agents_death_kills_its_groups_and_removes_their_containers(void **state)
+{
+    (void)state;
+    char runtime[1024];
+    make_runtime(runtime, sizeof runtime, "podman");
 
     struct agent_task_guard g;
     assert_int_equal(agent_task_guard_start(&g), 0);
@@ -95,11 +101,33 @@ static void test_the_agents_death_kills_its_groups_and_removes_their_containers(
     free(calls);
 }
 
+/* docker rm has no --time (it refused the whole call): its --force kills
+ * at once anyway. */
+static void test_docker_is_asked_without_podmans_time_flag(void **state)
+{
+    (void)state;
+    char runtime[1024];
+    make_runtime(runtime, sizeof runtime, "docker");
+    struct agent_task_guard g;
+    assert_int_equal(agent_task_guard_start(&g), 0);
+    pid_t contained = start_group();
+    agent_task_guard_add(&g, contained, runtime, "tide-n-2-1");
+    agent_task_guard_stop(&g);
+    int status;
+    assert_int_equal(waitpid(contained, &status, 0), contained);
+    char *calls = runtime_calls("tide-n-2-1");
+    assert_non_null(calls);
+    assert_string_equal(calls, "rm --force tide-n-2-1\n");
+    free(calls);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             test_the_agents_death_kills_its_groups_and_removes_their_containers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_docker_is_asked_without_podmans_time_flag, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
