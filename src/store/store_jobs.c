@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/utf8.h"
+#include "core/gpu_health.h"
 #include "core/job_spec.h"
 #include "store/store.h"
 #include "store/store_db.h"
@@ -287,6 +288,12 @@ int store_nodes_load(struct store *s, struct cluster *c, int64_t now_ms, struct 
         if (!db_column_is_null(st, 4)) {
             n.drained = true;
             snprintf(n.drain_reason, sizeof n.drain_reason, "%s", db_column_text(st, 4));
+            /* a health probe's drain is told by its reason, so a passing
+             * probe still lifts it after a restart (it looked like an
+             * operator's, which only an operator lifts) */
+            n.probe_drained =
+                !strncmp(n.drain_reason, GPU_HEALTH_PROBE_PREFIX, strlen(GPU_HEALTH_PROBE_PREFIX));
+            n.probe_drained_ms = now_ms;
         }
         if (!cluster_put_node(c, &n)) {
             rc = tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");

@@ -332,6 +332,11 @@ def test_a_failing_health_probe_keeps_work_off_a_node_until_it_passes():
         a = c.submit(command=["true"], gpus=1)
         passes_go_by(c)
         assert c.job(a["id"])["state"] == "pending"
+        # a restarted server still knows the drain is the probe's: a passing
+        # probe lifts it (it took it for an operator's, kept for ever)
+        c.kill_server()
+        c.start_server()
+        assert c.node("node-1")["drain_reason"] == "health probe failed: burn: 3 errors"
         os.unlink(bad)
         assert c.wait_final([a["id"]])[a["id"]]["state"] == "succeeded"
         assert c.node("node-1")["state"] == "ready"
