@@ -28,8 +28,11 @@ void usage_ledger_release(struct usage_ledger *l)
 int usage_ledger_add_pool(struct usage_ledger *l, int64_t day, int pool, int64_t node_ms,
                           int64_t gpu_ms)
 {
-    /* Today's rows are at the end: search backwards. */
-    for (size_t i = l->ndays; i-- > 0 && l->days[i].day >= day;)
+    /* Today's rows are at the end: search backwards. A pool's rows are in
+     * day order (one meter feeds each pool, in time), but another pool's
+     * late row of an earlier day may come after them: only the pool's own
+     * earlier day ends the search. */
+    for (size_t i = l->ndays; i-- > 0 && !(l->days[i].pool == pool && l->days[i].day < day);)
         if (l->days[i].day == day && l->days[i].pool == pool) {
             l->days[i].node_ms += node_ms;
             l->days[i].gpu_ms += gpu_ms;
@@ -53,21 +56,49 @@ int usage_ledger_add_use(struct usage_ledger *l, int64_t day, int pool, const ch
     return usage_ledger_add_user_use(l, day, pool, project, queue, "", gpu_ms);
 }
 
+static bool use_is(const struct usage_use *u, int64_t day, int pool, const char *project,
+                   const char *queue, const char *user)
+{
+    return u->day == day && u->pool == pool && !strcmp(u->project, project) &&
+           !strcmp(u->queue, queue) && !strcmp(u->user, user);
+}
+
+/* The index of the row of (day, pool, project, queue, user), or nuses. */
+static size_t find_use(struct usage_ledger *l, int64_t day, int pool, const char *project,
+                       const char *queue, const char *user)
+{
+    if (l->today_from < l->nuses && l->uses[l->today_from].day < day)
+        l->today_from = l->nuses; /* a new day: earlier rows are not searched first */
+    for (size_t i = l->today_from; i < l->nuses; i++)
+        if (use_is(&l->uses[i], day, pool, project, queue, user))
+            return i;
+    if (l->today_from == l->nuses || day >= l->uses[l->today_from].day)
+        return l->nuses;
+    /* The last seconds of an earlier day, from a meter that crossed midnight
+     * after another (billing and the meter of nodes joined by hand): that
+     * day's row is before today's. A pool's rows are in day order, so its
+     * own earlier day ends the search. */
+    for (size_t i = l->today_from; i-- > 0;) {
+        const struct usage_use *u = &l->uses[i];
+        if (u->pool == pool && u->day < day)
+            break;
+        if (use_is(u, day, pool, project, queue, user))
+            return i;
+    }
+    return l->nuses;
+}
+
 int usage_ledger_add_user_use(struct usage_ledger *l, int64_t day, int pool, const char *project,
                               const char *queue, const char *user, int64_t gpu_ms)
 {
-    if (l->today_from < l->nuses && l->uses[l->today_from].day < day)
-        l->today_from = l->nuses; /* a new day: earlier rows are final */
-    for (size_t i = l->today_from; i < l->nuses; i++) {
+    size_t i = find_use(l, day, pool, project, queue, user);
+    if (i < l->nuses) {
         struct usage_use *u = &l->uses[i];
-        if (u->day == day && u->pool == pool && !strcmp(u->project, project) &&
-            !strcmp(u->queue, queue) && !strcmp(u->user, user)) {
-            u->gpu_ms += gpu_ms;
-            u->dirty = true;
-            if (i < l->uses_dirty_from)
-                l->uses_dirty_from = i;
-            return 0;
-        }
+        u->gpu_ms += gpu_ms;
+        u->dirty = true;
+        if (i < l->uses_dirty_from)
+            l->uses_dirty_from = i;
+        return 0;
     }
     if (array_reserve((void **)&l->uses, &l->uses_cap, l->nuses + 1, sizeof *l->uses))
         return TIDE_ENOMEM;
