@@ -381,6 +381,28 @@ def test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere(
         assert sum(1 for n in c.api("GET", "/v1/nodes")["nodes"] if n["pool"] == "spot") == 2
 
 
+# Takes 4 s to checkpoint after SIGTERM; the next attempt says whether it found it.
+SLOW_CHECKPOINT = r"""
+dir="$TIDE_CHECKPOINT_DIR"
+if [ "$TIDE_ATTEMPT" -gt 1 ]; then [ -f "$dir/saved" ] && echo "resumed"; exit 0; fi
+trap 'echo "got TERM"; sleep 4; touch "$dir/saved"; echo "checkpoint saved"; exit 0' TERM
+echo started; while :; do sleep 0.5 & wait $!; done
+"""
+
+
+def test_a_spot_interruption_gives_the_checkpoint_the_pools_grace_not_the_kill_grace():
+    # interruption_grace_s 10 against --kill-grace-s 1: the checkpoint's 4 s fit.
+    with Cluster(agents=0, config=SPOT, kill_grace_s=1) as c:
+        job = c.submit(gpus=1, preemptible=True, command=["sh", "-c", SLOW_CHECKPOINT])
+        c.wait_state(job["id"], "running", timeout=60)
+        wait_until(lambda: "started" in c.logs(job["id"]), 15, what="the job's start")
+        c.cli("nodes", "interrupt", str(c.node(c.job(job["id"])["node"])["id"]), check=True)
+        done = c.wait_final([job["id"]], timeout=90)[job["id"]]
+        log = c.logs(job["id"])
+        assert done["attempt"] == 2, done
+        assert "checkpoint saved" in log and "resumed" in log, log
+
+
 def test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait():
     tmp = tempfile.mkdtemp(prefix="tide-budget-")
     hook_out = os.path.join(tmp, "alerts")
@@ -464,5 +486,6 @@ if __name__ == "__main__":
                test_long_ids_are_kept_whole_and_a_node_without_one_takes_the_listed_one,
                test_tide_up_has_a_default_elastic_pool,
                test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere,
+               test_a_spot_interruption_gives_the_checkpoint_the_pools_grace_not_the_kill_grace,
                test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait,
                test_burst_of_40_jobs_scales_from_zero_to_max_and_back_with_cost] if not only or any(o in t.__name__ for o in only)])
