@@ -842,6 +842,14 @@ int pool_loop_node_registered(struct server *srv, struct node *node, const struc
     if (!node->pool[0] || !srv->pool_loop)
         return 0;
     int p = pool_find(srv->cfg.pools, srv->cfg.npools, node->pool);
+    /* Joining (not an agent restarting on a node already in the pool): the
+     * pool's cost and its autoscaler count on its nodes' GPUs. */
+    bool joining = !old || !old->pool[0] || !old->ready_ms || old->ended_ms;
+    char why[TIDE_REASON_MAX + 128];
+    if (p >= 0 && joining && pool_node_differs(&srv->cfg.pools[p], node, why, sizeof why)) {
+        log_warn("registration refused: %s", why);
+        return tide_err_set(err, TIDE_EINVAL, "pool", "pool: %s: not taken into the pool", why);
+    }
     node->spot = p >= 0 && srv->cfg.pools[p].billing == BILLING_SPOT;
     if (old && old->interrupt_deadline_ms) { /* reclaimed: stays on its way out */
         node->state = NODE_DRAINING;
