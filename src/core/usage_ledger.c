@@ -239,6 +239,13 @@ static void merge_rows(struct usage_report *r)
     r->nrows = out;
 }
 
+/* What no use of day p bore; never below 0 (each use is capped at the
+ * day's capacity alone, so together they may claim more than it). */
+static int64_t idle_cost(const struct priced_day *p)
+{
+    return p->cost_micros > p->used_cost_micros ? p->cost_micros - p->used_cost_micros : 0;
+}
+
 static int add_capacity(struct usage_report *r, unsigned group, const struct priced_day *p)
 {
     struct usage_capacity c = {
@@ -247,7 +254,7 @@ static int add_capacity(struct usage_report *r, unsigned group, const struct pri
         .provisioned_gpu_ms = p->capacity_gpu_ms,
         .used_gpu_ms = p->d->gpu_ms < p->capacity_gpu_ms ? p->d->gpu_ms : p->capacity_gpu_ms,
         .cost_micros = p->cost_micros,
-        .idle_cost_micros = p->cost_micros - p->used_cost_micros,
+        .idle_cost_micros = idle_cost(p),
     };
     struct usage_capacity *t = &r->total;
     t->provisioned_gpu_ms += c.provisioned_gpu_ms;
@@ -327,9 +334,9 @@ int usage_ledger_report(const struct usage_ledger *l, const struct pool *pools, 
         if (d->d->day < from_day || d->d->day > to_day || d->d->pool < 0 || d->d->pool >= npools)
             continue;
         int64_t idle_ms = d->capacity_gpu_ms - d->d->gpu_ms;
-        int64_t idle_cost = d->cost_micros - d->used_cost_micros;
-        if (idle_ms > 0 || idle_cost > 0)
-            rc = add_row(out, group, d->d, "", "", "", true, idle_ms > 0 ? idle_ms : 0, idle_cost);
+        int64_t idle = idle_cost(d);
+        if (idle_ms > 0 || idle > 0)
+            rc = add_row(out, group, d->d, "", "", "", true, idle_ms > 0 ? idle_ms : 0, idle);
         if (!rc)
             rc = add_capacity(out, group, d);
     }

@@ -354,6 +354,34 @@ static void test_a_pool_day_is_found_past_another_pools_late_row(void **state)
     usage_ledger_release(&l);
 }
 
+/* Four projects each metered a whole 1-GPU node-hour (a node with more
+ * GPUs than its pool's): their costs are each capped, and the day's idle
+ * cost is 0, not below. */
+static void test_idle_cost_is_never_below_zero(void **state)
+{
+    (void)state;
+    struct pool p;
+    pool_defaults(&p);
+    p.gpus_per_node = 1;
+    p.price_per_node_hour_micros = 1000000;
+    struct usage_ledger l;
+    usage_ledger_init(&l);
+    assert_int_equal(usage_ledger_add_pool(&l, 0, 0, HOUR, 4 * HOUR), 0);
+    const char *projects[] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(usage_ledger_add_use(&l, 0, 0, projects[i], "q", HOUR), 0);
+    struct usage_report r;
+    assert_int_equal(usage_ledger_report(&l, &p, 1, USAGE_BY_PROJECT, 0, 0, NULL, &r), 0);
+    assert_int_equal(r.total.cost_micros, 1000000);
+    assert_int_equal(r.total.idle_cost_micros, 0);
+    assert_int_equal(r.ncapacity, 1);
+    assert_int_equal(r.capacity[0].idle_cost_micros, 0);
+    for (size_t i = 0; i < r.nrows; i++)
+        assert_true(r.rows[i].cost_micros >= 0);
+    usage_report_release(&r);
+    usage_ledger_release(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -368,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_nodes_joined_by_hand_are_metered_by_project_and_user),
         cmocka_unit_test(test_a_late_use_of_an_earlier_day_adds_to_that_days_row),
         cmocka_unit_test(test_a_pool_day_is_found_past_another_pools_late_row),
+        cmocka_unit_test(test_idle_cost_is_never_below_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
