@@ -78,11 +78,11 @@ void pool_budgets_tick(struct server *srv, int64_t now)
     int n = budget_tick(bs, &srv->cluster, srv->cfg.pools, srv->cfg.npools, now, alerts, 16);
     for (int i = 0; i < n; i++) {
         const struct budget *b = &bs->items[alerts[i].budget];
-        char msg[300];
-        snprintf(msg, sizeof msg, "project %s reached %d%% of its %s budget (%lld.%06lld of %lld.%06lld)%s",
-                 b->project, alerts[i].pct, budget_period_name(alerts[i].period),
-                 (long long)(alerts[i].spent_micros / 1000000), (long long)(alerts[i].spent_micros % 1000000),
-                 (long long)(alerts[i].cap_micros / 1000000), (long long)(alerts[i].cap_micros % 1000000),
+        char msg[300], spent[40], cap[40];
+        pool_money(spent, sizeof spent, alerts[i].spent_micros);
+        pool_money(cap, sizeof cap, alerts[i].cap_micros);
+        snprintf(msg, sizeof msg, "project %s reached %d%% of its %s budget (%s of %s)%s",
+                 b->project, alerts[i].pct, budget_period_name(alerts[i].period), spent, cap,
                  b->hard_cap && alerts[i].pct >= 100 ? ": new jobs wait (hard cap)" : "");
         log_warn("%s", msg);
         struct tide_err err;

@@ -98,7 +98,8 @@ void pool_budgets_tick(struct server *srv, int64_t now);
  * (queue_allows_node; pool_spot.c). */
 void pool_mark_spot_nodes(struct server *srv);
 
-/* Writes micros as a decimal amount with six places ("4.200000"; pool_api.c). */
+/* Writes micros as a decimal amount with six places ("4.200000", "-0.500000";
+ * pool_api.c). */
 void pool_money(char *buf, size_t size, int64_t micros);
 
 #endif
