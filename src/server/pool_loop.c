@@ -767,8 +767,6 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
     int rc = store_pool_nodes_load(srv->store, &srv->cluster, on_loaded_node, pl, err);
     if (!rc)
         rc = store_pool_meters_load(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, err);
-    if (!rc)
-        rc = store_budgets_load(srv->store, &srv->cfg.budgets, err);
     /* Each pool node's record (its pool and name). A released node whose
      * delete a stop cut short is still listed by its provider: the list at
      * start, or a periodic one, deletes it as an orphan. */
