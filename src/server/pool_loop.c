@@ -227,10 +227,12 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
     }
     if (billing_tick(&pl->bill, &srv->cluster, srv->cfg.pools, srv->cfg.npools, now))
         log_error("pool metering ran out of memory");
-    pool_budgets_tick(srv, now);
+    if (pool_budgets_tick(srv, pl, now))
+        log_error("budget alerts: out of memory");
     pool_action_list_clear(&pl->actions);
     if (autoscaler_decide(&pl->as, &srv->cluster, now, &pl->actions) < 0) {
         log_error("autoscaler ran out of memory");
+        pool_budgets_alerts_unsaved(srv, pl);
         return;
     }
     bool undrained = false;
@@ -260,13 +262,18 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
     if (!rc && srv->cfg.budgets.count)
         rc = store_budgets_save(srv->store, &srv->cfg.budgets, &err);
     if (!rc)
-        rc = store_commit(srv->store, &err);
+        rc = pool_budgets_alerts_store(srv, pl, now, &err);
     if (!rc)
+        rc = store_commit(srv->store, &err);
+    if (!rc) {
         usage_meter_saved(srv, now);
+        pool_budgets_alerts_saved(srv, pl);
+    }
     for (size_t i = 0; !rc && i < pl->actions.len; i++)
         pl->decisions[pl->actions.items[i].pool][pl->actions.items[i].type]++;
     if (rc) {
         store_rollback(srv->store);
+        pool_budgets_alerts_unsaved(srv, pl);
         while (pl->ncalls > first_call) {
             struct pool_call *c = pl->calls[--pl->ncalls];
             call_release_nodes(pl, c);
@@ -813,6 +820,7 @@ void pool_loop_stop(struct server *srv)
     autoscaler_release(&pl->as);
     billing_release(&pl->bill);
     pool_action_list_release(&pl->actions);
+    free(pl->budget_alerts);
     free(pl->nodes);
     for (size_t i = 0; i < pl->ncalls; i++) /* none once the thread has finished them */
         call_free(pl->calls[i]);
