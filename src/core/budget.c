@@ -110,6 +110,48 @@ static int spend(const struct job *job, int64_t job_id, int64_t gpu_ms, void *ct
     return 0;
 }
 
+/* Charges from_ms to to_ms (one period's) of the GPU-time on pool nodes. */
+static void charge(struct budget_set *bs, const struct cluster *c, const struct pool *pools,
+                   int npools, int64_t from_ms, int64_t to_ms)
+{
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const struct node *n = &c->nodes[i];
+        if (n->state == NODE_RELEASED || n->state == NODE_FAILED || !n->pool[0])
+            continue;
+        int p = pool_find(pools, npools, n->pool);
+        if (p < 0)
+            continue;
+        struct spending sp = {.bs = bs, .price = pool_price_per_gpu_hour_micros(&pools[p])};
+        gpu_usage_on_node((struct cluster *)c, n, from_ms, to_ms, spend, &sp);
+    }
+}
+
+/* Adds to alerts (n so far, room for max) each threshold of budget i's
+ * period k crossed and not reported yet, lowest first; returns the new n.
+ * One that finds no room stays unreported, for the next tick. */
+static int add_alerts(struct budget_set *bs, int i, int k, struct budget_alert *alerts, int n,
+                      int max)
+{
+    struct budget *b = &bs->items[i];
+    if (b->cap_micros[k] <= 0)
+        return n;
+    int64_t spent = budget_spent_micros(b, (enum budget_period)k);
+    int crossed = 0;
+    for (int a = 0; a < b->nalerts; a++)
+        if ((__int128)spent * 100 >= (__int128)b->alert_pct[a] * b->cap_micros[k])
+            crossed = b->alert_pct[a];
+    if (crossed < b->alerted_pct[k])
+        b->alerted_pct[k] = crossed; /* a raised cap: crossing again alerts again */
+    for (int a = 0; a < b->nalerts && n < max; a++) {
+        int pct = b->alert_pct[a];
+        if (pct <= b->alerted_pct[k] || pct > crossed)
+            continue;
+        b->alerted_pct[k] = pct;
+        alerts[n++] = (struct budget_alert){i, (enum budget_period)k, pct, spent, b->cap_micros[k]};
+    }
+    return n;
+}
+
 int budget_tick(struct budget_set *bs, const struct cluster *c, const struct pool *pools,
                 int npools, int64_t now_ms, struct budget_alert *alerts, int max_alerts)
 {
@@ -122,41 +164,24 @@ int budget_tick(struct budget_set *bs, const struct cluster *c, const struct poo
         }
         return 0;
     }
-    int64_t dt = now_ms - bs->last_ms;
-    bs->last_ms = now_ms;
+    /* Split at midnight UTC, as billing is: each part is charged to its own
+     * day and month, and the old day's crossings are reported before its
+     * spend starts again. */
+    int nalerts = 0;
+    while (bs->last_ms < now_ms) {
+        int64_t end = (budget_day_of(bs->last_ms) + 1) * MS_PER_DAY;
+        if (end > now_ms)
+            end = now_ms;
+        for (int i = 0; i < bs->count; i++)
+            roll(&bs->items[i], bs->last_ms);
+        charge(bs, c, pools, npools, bs->last_ms, end);
+        bs->last_ms = end;
+        for (int i = 0; i < bs->count; i++)
+            for (int k = 0; k < BUDGET_PERIODS; k++)
+                nalerts = add_alerts(bs, i, k, alerts, nalerts, max_alerts);
+    }
     for (int i = 0; i < bs->count; i++)
         roll(&bs->items[i], now_ms);
-    for (size_t i = 0; i < c->nnodes; i++) {
-        const struct node *n = &c->nodes[i];
-        if (n->state == NODE_RELEASED || n->state == NODE_FAILED || !n->pool[0])
-            continue;
-        int p = pool_find(pools, npools, n->pool);
-        if (p < 0)
-            continue;
-        struct spending sp = {.bs = bs, .price = pool_price_per_gpu_hour_micros(&pools[p])};
-        gpu_usage_on_node((struct cluster *)c, n, now_ms - dt, now_ms, spend, &sp);
-    }
-    int nalerts = 0;
-    for (int i = 0; i < bs->count; i++) {
-        struct budget *b = &bs->items[i];
-        for (int k = 0; k < BUDGET_PERIODS; k++) {
-            if (b->cap_micros[k] <= 0)
-                continue;
-            int64_t spent = budget_spent_micros(b, (enum budget_period)k);
-            int crossed = 0;
-            for (int a = 0; a < b->nalerts; a++)
-                if ((__int128)spent * 100 >= (__int128)b->alert_pct[a] * b->cap_micros[k])
-                    crossed = b->alert_pct[a];
-            if (crossed < b->alerted_pct[k])
-                b->alerted_pct[k] = crossed; /* a raised cap: crossing again alerts again */
-            if (crossed <= b->alerted_pct[k])
-                continue;
-            b->alerted_pct[k] = crossed;
-            if (nalerts < max_alerts)
-                alerts[nalerts++] = (struct budget_alert){i, (enum budget_period)k, crossed, spent,
-                                                          b->cap_micros[k]};
-        }
-    }
     return nalerts;
 }
 

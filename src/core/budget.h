@@ -65,8 +65,15 @@ struct budget *budget_add(struct budget_set *bs, const struct budget *b);
 int64_t budget_day_of(int64_t now_ms);
 int64_t budget_month_of(int64_t now_ms);
 
-/* Meters from the last tick to now_ms and rolls periods over; writes up to
- * max_alerts thresholds crossed into alerts and returns how many. */
+/* Every threshold of every budget, on both sides of a midnight: room for
+ * this many alerts misses none in a tick. */
+#define BUDGET_TICK_ALERTS_MAX (2 * TIDE_MAX_BUDGETS * BUDGET_PERIODS * BUDGET_MAX_ALERTS)
+
+/* Meters from the last tick to now_ms, each part to its own day and month
+ * (split at midnight UTC), and rolls periods over; writes each threshold
+ * crossed, lowest first, into alerts and returns how many. Past max_alerts
+ * the rest stay unreported and come with a later tick (an old day's, before
+ * a midnight the tick spans, are lost then). */
 int budget_tick(struct budget_set *bs, const struct cluster *c, const struct pool *pools,
                 int npools, int64_t now_ms, struct budget_alert *alerts, int max_alerts);
 

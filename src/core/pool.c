@@ -65,6 +65,33 @@ bool pool_fits_share(const struct pool *p, const struct job *job, int gpus)
     return true;
 }
 
+bool pool_node_differs(const struct pool *p, const struct node *n, char *why, size_t size)
+{
+    int whole = 0;
+    const struct gpu *odd = NULL; /* a GPU of another model or too little memory */
+    for (int i = 0; i < n->ngpus; i++) {
+        const struct gpu *g = &n->gpus[i];
+        if (g->mig_profile[0])
+            continue;
+        whole++;
+        if (!odd && ((p->gpu_model[0] && !gpu_model_matches(p->gpu_model, g->name)) ||
+                     g->memory_total_mib * 10 < p->gpu_memory_mib * 9))
+            odd = g;
+    }
+    if (whole == p->gpus_per_node && !odd)
+        return false;
+    if (whole != p->gpus_per_node)
+        snprintf(why, size, "node %s has %d GPU%s; pool %s's nodes have %d (gpus_per_node)",
+                 n->name, whole, whole == 1 ? "" : "s", p->name, p->gpus_per_node);
+    else
+        snprintf(why, size,
+                 "node %s has a %s with %lld MiB; pool %s's nodes have %s with %lld MiB (gpu, "
+                 "gpu_memory_mib)",
+                 n->name, odd->name, (long long)odd->memory_total_mib, p->name,
+                 p->gpu_model[0] ? p->gpu_model : "any GPU", (long long)p->gpu_memory_mib);
+    return true;
+}
+
 int64_t pool_price_per_gpu_hour_micros(const struct pool *p)
 {
     int64_t price = p->billing == BILLING_SPOT && p->spot_price_per_node_hour_micros

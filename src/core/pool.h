@@ -97,6 +97,12 @@ bool pool_fits_job(const struct pool *p, const struct job *job);
  * share of a gang job. */
 bool pool_fits_share(const struct pool *p, const struct job *job, int gpus);
 
+/* Whether node n's GPUs are not what pool p's nodes have: another count of
+ * whole GPUs (MIG instances are parts of one), another model, or memory
+ * under 90 % of gpu_memory_mib (a smaller variant; drivers report a little
+ * less than the size on the box). Says how in why (size bytes) when so. */
+bool pool_node_differs(const struct pool *p, const struct node *n, char *why, size_t size);
+
 /* Price of one GPU for one hour, micro-units (ties broken by the caller). */
 int64_t pool_price_per_gpu_hour_micros(const struct pool *p);
 

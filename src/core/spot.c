@@ -31,6 +31,15 @@ int spot_interrupt(struct cluster *c, struct node *node, int64_t now_ms, int64_t
     return asked;
 }
 
+int spot_kill_grace_s(const struct node *node, int64_t now_ms, int kill_grace_s)
+{
+    if (!node || !node->interrupt_deadline_ms)
+        return kill_grace_s;
+    /* Rounded down: SIGKILL comes before the node is gone, not after. */
+    int64_t left_s = (node->interrupt_deadline_ms - now_ms) / 1000;
+    return left_s > kill_grace_s ? (int)left_s : kill_grace_s;
+}
+
 int spot_check(struct cluster *c, int64_t now_ms, struct action_list *out)
 {
     int requeued = 0;

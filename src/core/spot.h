@@ -22,6 +22,12 @@
 int spot_interrupt(struct cluster *c, struct node *node, int64_t now_ms, int64_t grace_ms,
                    const char *why, struct action_list *out);
 
+/* The seconds a task asked to checkpoint and stop on node gets before
+ * SIGKILL: kill_grace_s, or on an interrupted node the time left to its
+ * deadline when that is longer (the pool's interruption grace is the
+ * checkpoint's, not cut short by the server's kill grace). */
+int spot_kill_grace_s(const struct node *node, int64_t now_ms, int kill_grace_s);
+
 /* At each interrupted node's deadline, requeues the jobs still on it
  * (ACTION_REQUEUE, state preempted) and frees their GPUs. Returns the
  * number of jobs requeued. */

@@ -28,8 +28,11 @@ void usage_ledger_release(struct usage_ledger *l)
 int usage_ledger_add_pool(struct usage_ledger *l, int64_t day, int pool, int64_t node_ms,
                           int64_t gpu_ms)
 {
-    /* Today's rows are at the end: search backwards. */
-    for (size_t i = l->ndays; i-- > 0 && l->days[i].day >= day;)
+    /* Today's rows are at the end: search backwards. A pool's rows are in
+     * day order (one meter feeds each pool, in time), but another pool's
+     * late row of an earlier day may come after them: only the pool's own
+     * earlier day ends the search. */
+    for (size_t i = l->ndays; i-- > 0 && !(l->days[i].pool == pool && l->days[i].day < day);)
         if (l->days[i].day == day && l->days[i].pool == pool) {
             l->days[i].node_ms += node_ms;
             l->days[i].gpu_ms += gpu_ms;
@@ -53,21 +56,49 @@ int usage_ledger_add_use(struct usage_ledger *l, int64_t day, int pool, const ch
     return usage_ledger_add_user_use(l, day, pool, project, queue, "", gpu_ms);
 }
 
+static bool use_is(const struct usage_use *u, int64_t day, int pool, const char *project,
+                   const char *queue, const char *user)
+{
+    return u->day == day && u->pool == pool && !strcmp(u->project, project) &&
+           !strcmp(u->queue, queue) && !strcmp(u->user, user);
+}
+
+/* The index of the row of (day, pool, project, queue, user), or nuses. */
+static size_t find_use(struct usage_ledger *l, int64_t day, int pool, const char *project,
+                       const char *queue, const char *user)
+{
+    if (l->today_from < l->nuses && l->uses[l->today_from].day < day)
+        l->today_from = l->nuses; /* a new day: earlier rows are not searched first */
+    for (size_t i = l->today_from; i < l->nuses; i++)
+        if (use_is(&l->uses[i], day, pool, project, queue, user))
+            return i;
+    if (l->today_from == l->nuses || day >= l->uses[l->today_from].day)
+        return l->nuses;
+    /* The last seconds of an earlier day, from a meter that crossed midnight
+     * after another (billing and the meter of nodes joined by hand): that
+     * day's row is before today's. A pool's rows are in day order, so its
+     * own earlier day ends the search. */
+    for (size_t i = l->today_from; i-- > 0;) {
+        const struct usage_use *u = &l->uses[i];
+        if (u->pool == pool && u->day < day)
+            break;
+        if (use_is(u, day, pool, project, queue, user))
+            return i;
+    }
+    return l->nuses;
+}
+
 int usage_ledger_add_user_use(struct usage_ledger *l, int64_t day, int pool, const char *project,
                               const char *queue, const char *user, int64_t gpu_ms)
 {
-    if (l->today_from < l->nuses && l->uses[l->today_from].day < day)
-        l->today_from = l->nuses; /* a new day: earlier rows are final */
-    for (size_t i = l->today_from; i < l->nuses; i++) {
+    size_t i = find_use(l, day, pool, project, queue, user);
+    if (i < l->nuses) {
         struct usage_use *u = &l->uses[i];
-        if (u->day == day && u->pool == pool && !strcmp(u->project, project) &&
-            !strcmp(u->queue, queue) && !strcmp(u->user, user)) {
-            u->gpu_ms += gpu_ms;
-            u->dirty = true;
-            if (i < l->uses_dirty_from)
-                l->uses_dirty_from = i;
-            return 0;
-        }
+        u->gpu_ms += gpu_ms;
+        u->dirty = true;
+        if (i < l->uses_dirty_from)
+            l->uses_dirty_from = i;
+        return 0;
     }
     if (array_reserve((void **)&l->uses, &l->uses_cap, l->nuses + 1, sizeof *l->uses))
         return TIDE_ENOMEM;
@@ -208,6 +239,13 @@ static void merge_rows(struct usage_report *r)
     r->nrows = out;
 }
 
+/* What no use of day p bore; never below 0 (each use is capped at the
+ * day's capacity alone, so together they may claim more than it). */
+static int64_t idle_cost(const struct priced_day *p)
+{
+    return p->cost_micros > p->used_cost_micros ? p->cost_micros - p->used_cost_micros : 0;
+}
+
 static int add_capacity(struct usage_report *r, unsigned group, const struct priced_day *p)
 {
     struct usage_capacity c = {
@@ -216,7 +254,7 @@ static int add_capacity(struct usage_report *r, unsigned group, const struct pri
         .provisioned_gpu_ms = p->capacity_gpu_ms,
         .used_gpu_ms = p->d->gpu_ms < p->capacity_gpu_ms ? p->d->gpu_ms : p->capacity_gpu_ms,
         .cost_micros = p->cost_micros,
-        .idle_cost_micros = p->cost_micros - p->used_cost_micros,
+        .idle_cost_micros = idle_cost(p),
     };
     struct usage_capacity *t = &r->total;
     t->provisioned_gpu_ms += c.provisioned_gpu_ms;
@@ -296,9 +334,9 @@ int usage_ledger_report(const struct usage_ledger *l, const struct pool *pools, 
         if (d->d->day < from_day || d->d->day > to_day || d->d->pool < 0 || d->d->pool >= npools)
             continue;
         int64_t idle_ms = d->capacity_gpu_ms - d->d->gpu_ms;
-        int64_t idle_cost = d->cost_micros - d->used_cost_micros;
-        if (idle_ms > 0 || idle_cost > 0)
-            rc = add_row(out, group, d->d, "", "", "", true, idle_ms > 0 ? idle_ms : 0, idle_cost);
+        int64_t idle = idle_cost(d);
+        if (idle_ms > 0 || idle > 0)
+            rc = add_row(out, group, d->d, "", "", "", true, idle_ms > 0 ? idle_ms : 0, idle);
         if (!rc)
             rc = add_capacity(out, group, d);
     }

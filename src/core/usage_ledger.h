@@ -47,7 +47,9 @@ struct usage_ledger {
     size_t ndays, days_cap;
     struct usage_use *uses;
     size_t nuses, uses_cap;
-    size_t today_from; /* uses before this index are of earlier days: not searched */
+    /* Uses before this index are of earlier days: searched only for a day
+     * earlier than today's (a meter that crosses midnight late). */
+    size_t today_from;
     /* Rows before these are all clean (saving and cleaning start there, so
      * a tick's cost does not grow with the ledger's history). */
     size_t days_dirty_from, uses_dirty_from;

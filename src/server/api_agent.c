@@ -22,6 +22,7 @@
 #include "core/image.h"
 #include "core/job_spec.h"
 #include "core/reconcile.h"
+#include "core/spot.h"
 #include "server/agent_wake.h"
 #include "server/http_tls.h"
 #include "server/pool_loop.h"
@@ -670,12 +671,17 @@ static int checkpoint_signal_of(struct server *srv, int64_t job_id)
     return sig;
 }
 
-static json_t *stop_message(struct server *srv, int64_t job_id, int attempt, const char *reason)
+/* A stop for job_id's task on node; a checkpoint asked by a spot
+ * interruption gets the time left to the node's deadline. */
+static json_t *stop_message(struct server *srv, const struct node *node, int64_t job_id,
+                            int attempt, const char *reason)
 {
-    int sig = !strcmp(reason, "preempted") ? checkpoint_signal_of(srv, job_id) : 15;
-    return json_pack("{s:s, s:I, s:i, s:s, s:i, s:i}", "type", "stop", "job_id",
-                     (json_int_t)job_id, "attempt", attempt, "reason", reason, "kill_grace_s",
-                     srv->cfg.kill_grace_s, "signal", sig);
+    bool checkpoint = !strcmp(reason, "preempted");
+    int sig = checkpoint ? checkpoint_signal_of(srv, job_id) : 15;
+    int grace = checkpoint ? spot_kill_grace_s(node, clock_now_ms(), srv->cfg.kill_grace_s)
+                           : srv->cfg.kill_grace_s;
+    return json_pack("{s:s, s:I, s:i, s:s, s:i, s:i}", "type", "stop", "job_id", (json_int_t)job_id,
+                     "attempt", attempt, "reason", reason, "kill_grace_s", grace, "signal", sig);
 }
 
 /* Whether node's agent has mentioned job's task there (reconcile.c marks
@@ -711,13 +717,13 @@ json_t *api_agent_node_actions(struct server *srv, const struct node *node)
                 msg = start_message(srv, (struct node *)node, &a);
             }
         } else if (job->cancel_requested) {
-            msg = stop_message(srv, job->id, job->attempt, "cancelled");
+            msg = stop_message(srv, node, job->id, job->attempt, "cancelled");
         } else if (job->reclaim_requested) {
-            msg = stop_message(srv, job->id, job->attempt, "idle reclaim");
+            msg = stop_message(srv, node, job->id, job->attempt, "idle reclaim");
         } else if (job->state == JOB_PREEMPTED) {
-            msg = stop_message(srv, job->id, job->attempt, "preempted");
+            msg = stop_message(srv, node, job->id, job->attempt, "preempted");
         } else if (job->gang_failed) {
-            msg = stop_message(srv, job->id, job->attempt, "gang member failed");
+            msg = stop_message(srv, node, job->id, job->attempt, "gang member failed");
         }
         if (msg)
             json_array_append_new(actions, msg);
@@ -932,7 +938,8 @@ int api_agent_heartbeat(struct server *srv, struct api_request *req, struct api_
             break;
         }
         case ACTION_SEND_STOP:
-            json_array_append_new(actions, stop_message(srv, a->job_id, a->attempt, a->reason));
+            json_array_append_new(actions,
+                                  stop_message(srv, node, a->job_id, a->attempt, a->reason));
             break;
         case ACTION_ACK:
             json_array_append_new(acks, json_pack("{s:I, s:i}", "job_id", (json_int_t)a->job_id,

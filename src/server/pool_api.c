@@ -10,7 +10,10 @@
 
 void pool_money(char *buf, size_t size, int64_t micros)
 {
-    snprintf(buf, size, "%lld.%06lld", (long long)(micros / 1000000), (long long)(micros % 1000000));
+    /* The sign apart: -14013000 is "-14.013000", not "-14.-13000". */
+    uint64_t m = micros < 0 ? 0 - (uint64_t)micros : (uint64_t)micros;
+    snprintf(buf, size, "%s%llu.%06llu", micros < 0 ? "-" : "", (unsigned long long)(m / 1000000),
+             (unsigned long long)(m % 1000000));
 }
 
 /* Seconds the pool's ready nodes have been idle, summed. */

@@ -69,30 +69,71 @@ static void stop_running_over_cap(struct server *srv, int64_t now)
         log_warn("budget: %d running job%s stopped (checkpoint, then wait)", n, n == 1 ? "" : "s");
 }
 
-/* Under the lock: meters the budgets; each threshold crossed is an event,
- * a log line and the project's alert hook. */
-void pool_budgets_tick(struct server *srv, int64_t now)
+/* The message of alert a of budget b (its event and log line). */
+static void alert_message(const struct budget *b, const struct budget_alert *a, char *msg,
+                          size_t size)
+{
+    char spent[40], cap[40];
+    pool_money(spent, sizeof spent, a->spent_micros);
+    pool_money(cap, sizeof cap, a->cap_micros);
+    snprintf(msg, size, "project %s reached %d%% of its %s budget (%s of %s)%s", b->project, a->pct,
+             budget_period_name(a->period), spent, cap,
+             b->hard_cap && a->pct >= 100 ? ": new jobs wait (hard cap)" : "");
+}
+
+int pool_budgets_tick(struct server *srv, struct pool_loop *pl, int64_t now)
 {
     struct budget_set *bs = &srv->cfg.budgets;
-    struct budget_alert alerts[16];
-    int n = budget_tick(bs, &srv->cluster, srv->cfg.pools, srv->cfg.npools, now, alerts, 16);
-    for (int i = 0; i < n; i++) {
-        const struct budget *b = &bs->items[alerts[i].budget];
+    pl->nbudget_alerts = 0;
+    if (bs->count && !pl->budget_alerts) {
+        pl->budget_alerts = calloc(BUDGET_TICK_ALERTS_MAX, sizeof *pl->budget_alerts);
+        if (!pl->budget_alerts)
+            return TIDE_ENOMEM;
+    }
+    pl->nbudget_alerts = budget_tick(bs, &srv->cluster, srv->cfg.pools, srv->cfg.npools, now,
+                                     pl->budget_alerts, BUDGET_TICK_ALERTS_MAX);
+    stop_running_over_cap(srv, now);
+    return 0;
+}
+
+int pool_budgets_alerts_store(struct server *srv, struct pool_loop *pl, int64_t now,
+                              struct tide_err *err)
+{
+    int rc = 0;
+    for (int i = 0; !rc && i < pl->nbudget_alerts; i++) {
+        const struct budget_alert *a = &pl->budget_alerts[i];
+        const struct budget *b = &srv->cfg.budgets.items[a->budget];
         char msg[300];
-        snprintf(msg, sizeof msg, "project %s reached %d%% of its %s budget (%lld.%06lld of %lld.%06lld)%s",
-                 b->project, alerts[i].pct, budget_period_name(alerts[i].period),
-                 (long long)(alerts[i].spent_micros / 1000000), (long long)(alerts[i].spent_micros % 1000000),
-                 (long long)(alerts[i].cap_micros / 1000000), (long long)(alerts[i].cap_micros % 1000000),
-                 b->hard_cap && alerts[i].pct >= 100 ? ": new jobs wait (hard cap)" : "");
+        alert_message(b, a, msg, sizeof msg);
+        rc = store_event_add_in(srv->store, now, "budget_alert", 0, 0, NULL, b->project, msg, err);
+    }
+    return rc;
+}
+
+void pool_budgets_alerts_unsaved(struct server *srv, struct pool_loop *pl)
+{
+    /* Reported again by the next tick: each threshold back below itself. */
+    for (int i = pl->nbudget_alerts; i-- > 0;) {
+        const struct budget_alert *a = &pl->budget_alerts[i];
+        struct budget *b = &srv->cfg.budgets.items[a->budget];
+        if (b->alerted_pct[a->period] >= a->pct)
+            b->alerted_pct[a->period] = a->pct - 1;
+    }
+    pl->nbudget_alerts = 0;
+}
+
+void pool_budgets_alerts_saved(struct server *srv, struct pool_loop *pl)
+{
+    for (int i = 0; i < pl->nbudget_alerts; i++) {
+        const struct budget_alert *a = &pl->budget_alerts[i];
+        const struct budget *b = &srv->cfg.budgets.items[a->budget];
+        char msg[300];
+        alert_message(b, a, msg, sizeof msg);
         log_warn("%s", msg);
-        struct tide_err err;
-        tide_err_clear(&err);
-        if (store_event_add_in(srv->store, now, "budget_alert", 0, 0, NULL, b->project, msg, &err) != 0)
-            log_error("budget alert not stored: %s", err.message);
         if (b->alert_hook[0])
-            run_alert_hook(b, &alerts[i]);
-        if (alerts[i].pct >= 100)
+            run_alert_hook(b, a);
+        if (a->pct >= 100)
             sched_loop_kick(srv);
     }
-    stop_running_over_cap(srv, now);
+    pl->nbudget_alerts = 0;
 }

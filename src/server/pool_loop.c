@@ -227,10 +227,12 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
     }
     if (billing_tick(&pl->bill, &srv->cluster, srv->cfg.pools, srv->cfg.npools, now))
         log_error("pool metering ran out of memory");
-    pool_budgets_tick(srv, now);
+    if (pool_budgets_tick(srv, pl, now))
+        log_error("budget alerts: out of memory");
     pool_action_list_clear(&pl->actions);
     if (autoscaler_decide(&pl->as, &srv->cluster, now, &pl->actions) < 0) {
         log_error("autoscaler ran out of memory");
+        pool_budgets_alerts_unsaved(srv, pl);
         return;
     }
     bool undrained = false;
@@ -260,13 +262,18 @@ static void tick_decide(struct pool_loop *pl, int64_t now)
     if (!rc && srv->cfg.budgets.count)
         rc = store_budgets_save(srv->store, &srv->cfg.budgets, &err);
     if (!rc)
-        rc = store_commit(srv->store, &err);
+        rc = pool_budgets_alerts_store(srv, pl, now, &err);
     if (!rc)
+        rc = store_commit(srv->store, &err);
+    if (!rc) {
         usage_meter_saved(srv, now);
+        pool_budgets_alerts_saved(srv, pl);
+    }
     for (size_t i = 0; !rc && i < pl->actions.len; i++)
         pl->decisions[pl->actions.items[i].pool][pl->actions.items[i].type]++;
     if (rc) {
         store_rollback(srv->store);
+        pool_budgets_alerts_unsaved(srv, pl);
         while (pl->ncalls > first_call) {
             struct pool_call *c = pl->calls[--pl->ncalls];
             call_release_nodes(pl, c);
@@ -767,8 +774,6 @@ int pool_loop_start(struct server *srv, int port, struct tide_err *err)
     int rc = store_pool_nodes_load(srv->store, &srv->cluster, on_loaded_node, pl, err);
     if (!rc)
         rc = store_pool_meters_load(srv->store, &pl->bill, srv->cfg.pools, srv->cfg.npools, err);
-    if (!rc)
-        rc = store_budgets_load(srv->store, &srv->cfg.budgets, err);
     /* Each pool node's record (its pool and name). A released node whose
      * delete a stop cut short is still listed by its provider: the list at
      * start, or a periodic one, deletes it as an orphan. */
@@ -815,6 +820,7 @@ void pool_loop_stop(struct server *srv)
     autoscaler_release(&pl->as);
     billing_release(&pl->bill);
     pool_action_list_release(&pl->actions);
+    free(pl->budget_alerts);
     free(pl->nodes);
     for (size_t i = 0; i < pl->ncalls; i++) /* none once the thread has finished them */
         call_free(pl->calls[i]);
@@ -842,6 +848,14 @@ int pool_loop_node_registered(struct server *srv, struct node *node, const struc
     if (!node->pool[0] || !srv->pool_loop)
         return 0;
     int p = pool_find(srv->cfg.pools, srv->cfg.npools, node->pool);
+    /* Joining (not an agent restarting on a node already in the pool): the
+     * pool's cost and its autoscaler count on its nodes' GPUs. */
+    bool joining = !old || !old->pool[0] || !old->ready_ms || old->ended_ms;
+    char why[TIDE_REASON_MAX + 128];
+    if (p >= 0 && joining && pool_node_differs(&srv->cfg.pools[p], node, why, sizeof why)) {
+        log_warn("registration refused: %s", why);
+        return tide_err_set(err, TIDE_EINVAL, "pool", "pool: %s: not taken into the pool", why);
+    }
     node->spot = p >= 0 && srv->cfg.pools[p].billing == BILLING_SPOT;
     if (old && old->interrupt_deadline_ms) { /* reclaimed: stays on its way out */
         node->state = NODE_DRAINING;

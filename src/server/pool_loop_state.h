@@ -88,17 +88,30 @@ struct pool_loop {
     long long provider_call_failures[TIDE_MAX_POOLS][POOL_CALL_KINDS];
     long long decisions[TIDE_MAX_POOLS][POOL_DECISION_KINDS];
     int64_t last_list_ms[TIDE_MAX_POOLS]; /* each pool's last list */
+    /* This tick's budget alerts, stored with its transaction (pool_budget.c). */
+    struct budget_alert *budget_alerts; /* BUDGET_TICK_ALERTS_MAX; NULL until needed */
+    int nbudget_alerts;
 };
 
-/* Under the lock: meters the budgets; each threshold crossed is an event,
- * a log line and the project's alert hook (pool_budget.c). */
-void pool_budgets_tick(struct server *srv, int64_t now);
+/* Budget alerts (pool_budget.c), under the lock. The tick meters the
+ * budgets, stops running jobs over a stop_running cap and keeps the
+ * thresholds crossed in pl (0 or TIDE_ENOMEM). Each is an event written in
+ * the transaction that saves the budgets' state (alerts_store); once it
+ * commits, a log line, the project's alert hook and, at 100 %, a scheduling
+ * pass (alerts_saved); if it rolls back, the next tick reports them again
+ * (alerts_unsaved). */
+int pool_budgets_tick(struct server *srv, struct pool_loop *pl, int64_t now);
+int pool_budgets_alerts_store(struct server *srv, struct pool_loop *pl, int64_t now,
+                              struct tide_err *err);
+void pool_budgets_alerts_saved(struct server *srv, struct pool_loop *pl);
+void pool_budgets_alerts_unsaved(struct server *srv, struct pool_loop *pl);
 
 /* Under the lock: nodes of spot pools take only preemptible work
  * (queue_allows_node; pool_spot.c). */
 void pool_mark_spot_nodes(struct server *srv);
 
-/* Writes micros as a decimal amount with six places ("4.200000"; pool_api.c). */
+/* Writes micros as a decimal amount with six places ("4.200000", "-0.500000";
+ * pool_api.c). */
 void pool_money(char *buf, size_t size, int64_t micros);
 
 #endif

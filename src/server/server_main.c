@@ -28,6 +28,7 @@
 #include "server/retention.h"
 #include "server/submit_batch.h"
 #include "store/store_idempotency.h"
+#include "store/store_pools.h"
 #include "store/store_tokens.h"
 #include "server/server.h"
 #include "server/usage_meter.h"
@@ -384,6 +385,10 @@ static int server_load(struct server *srv, struct tide_err *err)
         rc = server_reload_cluster(srv, clock_now_ms(), err);
     if (!rc)
         rc = usage_meter_start(srv, err);
+    /* Before the first request and scheduling pass: a hard cap reached
+     * today holds and rejects from the start, pools or none. */
+    if (!rc && srv->cfg.budgets.count)
+        rc = store_budgets_load(srv->store, &srv->cfg.budgets, err);
     if (!rc)
         eta_refresh_seed(srv);
     return rc;

@@ -10,10 +10,8 @@
  * charge is constant, so ticking less often loses nothing), and at budget
  * events: the millisecond the next threshold is crossed at the current
  * spending rate, and just before and at each UTC midnight, when spend
- * starts again at 0 (budget_tick charges the time since the last tick to
- * the period of the tick, so the tick 1 ms before midnight closes the day;
- * at most 1 ms of each project's GPU-time is charged to the next day, as
- * up to 1 s is in the server).
+ * starts again at 0 (budget_tick splits a tick at midnight, as in the
+ * server, so the old day's crossings are reported before its spend ends).
  *
  * The clock: virtual time 0 (the first submit) is 1970-01-01 00:00 UTC and
  * budget periods are the UTC days and calendar months of virtual time.

@@ -7,18 +7,22 @@ int store_usage_save(struct store *s, const struct usage_ledger *l, const struct
                      int npools, struct tide_err *err)
 {
     struct db *db = store_db(s);
+    /* A ledger's rows only grow: a smaller value is not the day's whole (a
+     * stray row of it), so it never replaces what is stored. */
     struct db_stmt *day_st =
         db_prepare(db,
                    "INSERT INTO usage_pool_days(day, pool, node_ms, gpu_ms) VALUES(?,?,?,?)"
                    " ON CONFLICT(day, pool) DO UPDATE SET node_ms=excluded.node_ms,"
-                   " gpu_ms=excluded.gpu_ms",
+                   " gpu_ms=excluded.gpu_ms WHERE excluded.node_ms >= usage_pool_days.node_ms"
+                   " AND excluded.gpu_ms >= usage_pool_days.gpu_ms",
                    err);
     /* "user" is quoted: PostgreSQL reserves the word. */
     struct db_stmt *use_st =
         day_st ? db_prepare(db,
                             "INSERT INTO usage_uses(day, pool, project, queue, \"user\", gpu_ms)"
                             " VALUES(?,?,?,?,?,?) ON CONFLICT(day, pool, project, queue, \"user\")"
-                            " DO UPDATE SET gpu_ms=excluded.gpu_ms",
+                            " DO UPDATE SET gpu_ms=excluded.gpu_ms"
+                            " WHERE excluded.gpu_ms >= usage_uses.gpu_ms",
                             err)
                : NULL;
     if (!use_st) {

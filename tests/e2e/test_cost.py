@@ -169,6 +169,17 @@ def test_reject_refuses_jobs_at_the_cap_and_the_spend_survives_a_restart():
         time.sleep(1.5)
         n = sum(1 for e in c.api("GET", "/v1/events")["events"] if e["kind"] == "budget_alert")
         assert n == 1, n
+        # The budgets' state is the server's, loaded before it serves, not
+        # the pools' thread's: without pools the cap still holds.
+        c.kill_server()
+        with open(c.config, "w") as f:
+            f.write(budget_config("    on_exhausted: reject\n").replace(POOL, ""))
+        c.start_server()
+        try:
+            c.submit(gpus=1, project="vision", command=["true"])
+            raise AssertionError("a restart without pools forgot the budget")
+        except ApiError as e:
+            assert e.status == 403, e.body
 
 
 def test_stop_running_checkpoints_the_projects_running_job_at_the_cap():

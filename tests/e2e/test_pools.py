@@ -381,6 +381,45 @@ def test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere(
         assert sum(1 for n in c.api("GET", "/v1/nodes")["nodes"] if n["pool"] == "spot") == 2
 
 
+def test_a_node_whose_gpus_are_not_its_pools_is_refused_by_the_pool():
+    # The pool bills 2 H200s a node: 4 of them, or A100s, would be metered
+    # and charged to projects beyond what the pool costs.
+    with Cluster(agents=0, config=pool_config()) as c:
+        for name, gpus, said in [("four", "4xH200:141GB", "has 4 GPUs; pool elastic's nodes have 2"),
+                                 ("a100", "2xA100:80GB", "pool elastic's nodes have H200")]:
+            c.start_agent(name, fake_gpus=gpus, extra=["--pool", "elastic"], wait=False)
+            assert c.agents[name].wait(30) != 0, name
+            del c.agents[name]
+            with open(os.path.join(c.dir, f"agent-{name}.log")) as f:
+                log = f.read()
+            assert said in log and "not taken into the pool" in log, log
+            assert c.node(name) is None, c.node(name)
+        c.start_agent("right", fake_gpus="2xH200:141GB", extra=["--pool", "elastic"])
+        assert c.node("right")["pool"] == "elastic", c.node("right")
+
+
+# Takes 4 s to checkpoint after SIGTERM; the next attempt says whether it found it.
+SLOW_CHECKPOINT = r"""
+dir="$TIDE_CHECKPOINT_DIR"
+if [ "$TIDE_ATTEMPT" -gt 1 ]; then [ -f "$dir/saved" ] && echo "resumed"; exit 0; fi
+trap 'echo "got TERM"; sleep 4; touch "$dir/saved"; echo "checkpoint saved"; exit 0' TERM
+echo started; while :; do sleep 0.5 & wait $!; done
+"""
+
+
+def test_a_spot_interruption_gives_the_checkpoint_the_pools_grace_not_the_kill_grace():
+    # interruption_grace_s 10 against --kill-grace-s 1: the checkpoint's 4 s fit.
+    with Cluster(agents=0, config=SPOT, kill_grace_s=1) as c:
+        job = c.submit(gpus=1, preemptible=True, command=["sh", "-c", SLOW_CHECKPOINT])
+        c.wait_state(job["id"], "running", timeout=60)
+        wait_until(lambda: "started" in c.logs(job["id"]), 15, what="the job's start")
+        c.cli("nodes", "interrupt", str(c.node(c.job(job["id"])["node"])["id"]), check=True)
+        done = c.wait_final([job["id"]], timeout=90)[job["id"]]
+        log = c.logs(job["id"])
+        assert done["attempt"] == 2, done
+        assert "checkpoint saved" in log and "resumed" in log, log
+
+
 def test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait():
     tmp = tempfile.mkdtemp(prefix="tide-budget-")
     hook_out = os.path.join(tmp, "alerts")
@@ -464,5 +503,7 @@ if __name__ == "__main__":
                test_long_ids_are_kept_whole_and_a_node_without_one_takes_the_listed_one,
                test_tide_up_has_a_default_elastic_pool,
                test_spot_interruption_requeues_a_checkpointing_job_that_finishes_elsewhere,
+               test_a_spot_interruption_gives_the_checkpoint_the_pools_grace_not_the_kill_grace,
+               test_a_node_whose_gpus_are_not_its_pools_is_refused_by_the_pool,
                test_project_over_its_budget_gets_no_new_nodes_and_its_jobs_wait,
                test_burst_of_40_jobs_scales_from_zero_to_max_and_back_with_cost] if not only or any(o in t.__name__ for o in only)])

@@ -1324,6 +1324,32 @@ static void test_a_node_past_the_given_pools_is_found_by_its_pools_name(void **s
     fx_stop(&f);
 }
 
+static void test_a_node_of_another_shape_than_its_pool_differs(void **state)
+{
+    (void)state;
+    struct pool p;
+    pool_defaults(&p);
+    snprintf(p.name, sizeof p.name, "elastic");
+    snprintf(p.gpu_model, sizeof p.gpu_model, "H200");
+    p.gpus_per_node = 1;
+    p.gpu_memory_mib = FX_H200_MIB;
+    char why[256] = "";
+    struct node n = fx_h200_node(1, 1);
+    assert_false(pool_node_differs(&p, &n, why, sizeof why));
+    snprintf(n.gpus[0].name, sizeof n.gpus[0].name, "NVIDIA H200"); /* as NVML names it */
+    n.gpus[0].memory_total_mib = FX_H200_MIB - 600;                 /* a driver's reserve */
+    assert_false(pool_node_differs(&p, &n, why, sizeof why));
+    n = fx_h200_node(1, 4);
+    assert_true(pool_node_differs(&p, &n, why, sizeof why));
+    assert_non_null(strstr(why, "has 4 GPUs"));
+    assert_non_null(strstr(why, "gpus_per_node"));
+    n = fx_node(1, 1, "A100", 81920);
+    assert_true(pool_node_differs(&p, &n, why, sizeof why));
+    assert_non_null(strstr(why, "A100"));
+    n = fx_node(1, 1, "H200", FX_H200_MIB / 2);
+    assert_true(pool_node_differs(&p, &n, why, sizeof why));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1372,7 +1398,8 @@ int main(void)
         cmocka_unit_test(test_scheduled_windows_make_every_look_count),
         cmocka_unit_test(test_no_look_before_quiet_until_decides_anything),
         cmocka_unit_test(test_a_demand_index_gives_the_scans_decisions),
-        cmocka_unit_test(test_pending_jobs_counts_only_jobs_the_spot_rule_and_queue_let_on_the_pool),
+        cmocka_unit_test(
+            test_pending_jobs_counts_only_jobs_the_spot_rule_and_queue_let_on_the_pool),
         cmocka_unit_test(test_a_demand_index_takes_a_left_out_shape_back_when_nodes_come),
         cmocka_unit_test(test_room_on_a_coming_spot_node_is_not_counted_for_a_non_preemptible_job),
         cmocka_unit_test(test_a_spot_pool_scales_up_only_for_jobs_that_may_run_on_spot),
@@ -1380,6 +1407,7 @@ int main(void)
         cmocka_unit_test(test_given_node_pools_decide_as_the_pools_names_do),
         cmocka_unit_test(test_a_node_given_no_pool_is_no_pools_to_release),
         cmocka_unit_test(test_a_node_past_the_given_pools_is_found_by_its_pools_name),
+        cmocka_unit_test(test_a_node_of_another_shape_than_its_pool_differs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,11 +134,12 @@ static void test_each_alert_threshold_is_reported_once_per_period(void **state)
     assert_int_equal(f.alerts[0].pct, 50);
     assert_int_equal(f.alerts[0].period, BUDGET_DAILY);
     assert_int_equal(tick(&f, T0 + 80 * 60 * S), 0);
-    assert_int_equal(tick(&f, T0 + 150 * 60 * S), 1); /* 10.00: straight to 100 % */
-    assert_int_equal(f.alerts[0].pct, 100);
+    assert_int_equal(tick(&f, T0 + 150 * 60 * S), 2); /* 10.00: past 80 % to 100 % */
+    assert_int_equal(f.alerts[0].pct, 80);
+    assert_int_equal(f.alerts[1].pct, 100);
     assert_int_equal(tick(&f, T0 + 200 * 60 * S), 0);
-    /* Next UTC day: spend and alerts start again (a tick's time counts in
-     * the period it ends in). */
+    /* Next UTC day: spend and alerts start again (a tick across midnight
+     * charges each day its part). */
     tick(&f, T0 + DAY - S);
     tick(&f, T0 + DAY + S);
     assert_true(budget_spent_micros(&f.bs.items[0], BUDGET_DAILY) < 10000);
@@ -154,8 +155,8 @@ static void test_a_cap_raised_after_its_alerts_alerts_again_as_spend_crosses_the
     fx_run(&f, 10, "vision");
     tick(&f, T0);
     tick(&f, T0 + 75 * 60 * S);
-    assert_int_equal(tick(&f, T0 + 150 * 60 * S), 1); /* 10.00: 100 % */
-    assert_int_equal(f.alerts[0].pct, 100);
+    assert_int_equal(tick(&f, T0 + 150 * 60 * S), 2); /* 10.00: 80 %, 100 % */
+    assert_int_equal(f.alerts[1].pct, 100);
     f.bs.items[0].cap_micros[BUDGET_DAILY] = 20000000; /* the operator doubles it */
     assert_int_equal(tick(&f, T0 + 151 * 60 * S), 0);  /* 10.07: 50 % of 20, told before */
     assert_int_equal(tick(&f, T0 + 240 * 60 * S), 1);  /* 16.00: 80 % */
@@ -304,19 +305,77 @@ static void test_a_month_of_a_large_cluster_does_not_overflow_the_meter(void **s
     cluster_release(&f.c);
 }
 
+static void test_a_tick_reports_every_threshold_it_crosses(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, false);
+    fx_run(&f, 10, "vision");
+    tick(&f, T0);
+    /* 40 % to 90 % in one tick (a stalled thread, lowered caps at a restart). */
+    assert_int_equal(tick(&f, T0 + 60 * 60 * S), 0);  /* 4.00 */
+    assert_int_equal(tick(&f, T0 + 135 * 60 * S), 2); /* 9.00 */
+    assert_int_equal(f.alerts[0].pct, 50);
+    assert_int_equal(f.alerts[1].pct, 80);
+    assert_int_equal(tick(&f, T0 + 136 * 60 * S), 0);
+    cluster_release(&f.c);
+}
+
+static void test_alerts_past_the_room_given_come_with_the_next_tick(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, false);
+    fx_run(&f, 10, "vision");
+    struct budget_alert one;
+    assert_int_equal(budget_tick(&f.bs, &f.c, &f.pool, 1, T0, &one, 1), 0);
+    assert_int_equal(budget_tick(&f.bs, &f.c, &f.pool, 1, T0 + 3 * HOUR, &one, 1), 1);
+    assert_int_equal(one.pct, 50);
+    assert_int_equal(budget_tick(&f.bs, &f.c, &f.pool, 1, T0 + 3 * HOUR + S, &one, 1), 1);
+    assert_int_equal(one.pct, 80);
+    assert_int_equal(budget_tick(&f.bs, &f.c, &f.pool, 1, T0 + 3 * HOUR + 2 * S, &one, 1), 1);
+    assert_int_equal(one.pct, 100);
+    assert_int_equal(budget_tick(&f.bs, &f.c, &f.pool, 1, T0 + 3 * HOUR + 3 * S, &one, 1), 0);
+    cluster_release(&f.c);
+}
+
+/* Ticks from 23:00 to 01:00: each day, and each month at a month's end,
+ * gets its own hour (as billing splits it). */
+static void test_a_tick_across_midnight_charges_each_side_to_its_own_period(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, false);
+    fx_run(&f, 10, "vision");
+    tick(&f, T0 + 23 * HOUR);
+    tick(&f, T0 + DAY + HOUR); /* 2024-03-11 01:00 */
+    assert_int_equal(budget_spent_micros(&f.bs.items[0], BUDGET_DAILY), 4000000);
+    assert_int_equal(budget_spent_micros(&f.bs.items[0], BUDGET_MONTHLY), 8000000);
+    /* 2024-03-31 23:00 to 2024-04-01 01:00. */
+    tick(&f, T0 + 21 * DAY + 23 * HOUR);
+    tick(&f, T0 + 22 * DAY + HOUR);
+    assert_int_equal(budget_spent_micros(&f.bs.items[0], BUDGET_DAILY), 4000000);
+    assert_int_equal(budget_spent_micros(&f.bs.items[0], BUDGET_MONTHLY), 4000000);
+    cluster_release(&f.c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spend_is_the_gpu_time_at_the_pools_price_to_the_cent),
         cmocka_unit_test(test_a_share_spends_its_part_of_the_gpu_and_mig_instances_their_slices),
         cmocka_unit_test(test_each_alert_threshold_is_reported_once_per_period),
-        cmocka_unit_test(test_a_cap_raised_after_its_alerts_alerts_again_as_spend_crosses_the_new_one),
+        cmocka_unit_test(
+            test_a_cap_raised_after_its_alerts_alerts_again_as_spend_crosses_the_new_one),
         cmocka_unit_test(test_hard_cap_holds_the_projects_pending_jobs_with_the_reason),
         cmocka_unit_test(test_no_nodes_are_added_for_a_project_at_its_hard_cap),
         cmocka_unit_test(test_months_are_calendar_months_in_utc),
         cmocka_unit_test(test_reject_refuses_new_jobs_only_once_the_cap_is_reached),
         cmocka_unit_test(test_stop_running_preempts_the_projects_jobs_at_the_cap_only),
         cmocka_unit_test(test_a_month_of_a_large_cluster_does_not_overflow_the_meter),
+        cmocka_unit_test(test_a_tick_reports_every_threshold_it_crosses),
+        cmocka_unit_test(test_alerts_past_the_room_given_come_with_the_next_tick),
+        cmocka_unit_test(test_a_tick_across_midnight_charges_each_side_to_its_own_period),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,6 +182,17 @@ static void test_interrupted_node_is_released_when_empty_and_a_replacement_creat
     cluster_release(&c);
 }
 
+static void test_a_checkpoint_gets_the_time_left_to_the_spot_deadline(void **state)
+{
+    (void)state;
+    struct node n = spot_node(1);
+    assert_int_equal(spot_kill_grace_s(&n, 100 * S, 10), 10); /* not interrupted */
+    n.interrupt_deadline_ms = 120 * S + 900;
+    assert_int_equal(spot_kill_grace_s(&n, 100 * S, 2), 20);  /* before the deadline */
+    assert_int_equal(spot_kill_grace_s(&n, 115 * S, 10), 10); /* 5 s left: not cut shorter */
+    assert_int_equal(spot_kill_grace_s(&n, 130 * S, 10), 10); /* past it */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_autoscaler_grows_a_spot_pool_only_for_preemptible_jobs),
         cmocka_unit_test(test_interruption_preempts_then_requeues_at_the_deadline),
         cmocka_unit_test(test_interrupted_node_is_released_when_empty_and_a_replacement_created),
+        cmocka_unit_test(test_a_checkpoint_gets_the_time_left_to_the_spot_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

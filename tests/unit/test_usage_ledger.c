@@ -306,6 +306,82 @@ static void test_nodes_joined_by_hand_are_metered_by_project_and_user(void **sta
     cluster_release(&c);
 }
 
+/* Two meters feed the ledger (billing, pool 0; nodes joined by hand, pool
+ * 1), each splitting its own ticks at midnight: the one that crosses second
+ * still adds its last seconds of day 0 to day 0's rows. */
+static void test_a_late_use_of_an_earlier_day_adds_to_that_days_row(void **state)
+{
+    (void)state;
+    struct usage_ledger l;
+    usage_ledger_init(&l);
+    assert_int_equal(usage_ledger_add_user_use(&l, 0, 0, "vision", "q", "ann", 1000), 0);
+    assert_int_equal(usage_ledger_add_user_use(&l, 0, 1, "vision", "q", "ann", 500), 0);
+    usage_ledger_clean(&l); /* saved: a row added again must be dirty again */
+    assert_int_equal(usage_ledger_add_user_use(&l, 1, 1, "vision", "q", "ann", 10), 0);
+    assert_int_equal(usage_ledger_add_user_use(&l, 0, 0, "vision", "q", "ann", 20), 0);
+    assert_int_equal(usage_ledger_add_user_use(&l, 1, 0, "vision", "q", "ann", 30), 0);
+    assert_int_equal(l.nuses, 4);
+    assert_int_equal(l.uses[0].day, 0);
+    assert_int_equal(l.uses[0].pool, 0);
+    assert_int_equal(l.uses[0].gpu_ms, 1020);
+    assert_true(l.uses[0].dirty);
+    assert_int_equal(l.uses_dirty_from, 0);
+    assert_int_equal(l.uses[1].gpu_ms, 500);
+    /* Later ticks of both meters find their day-1 rows. */
+    assert_int_equal(usage_ledger_add_user_use(&l, 1, 1, "vision", "q", "ann", 1), 0);
+    assert_int_equal(usage_ledger_add_user_use(&l, 1, 0, "vision", "q", "ann", 1), 0);
+    assert_int_equal(l.nuses, 4);
+    assert_int_equal(l.uses[2].gpu_ms + l.uses[3].gpu_ms, 42);
+    usage_ledger_release(&l);
+}
+
+/* A pool's new day first, then another pool's first row of the old day
+ * (late), then the first pool's new day again: one row per pool and day. */
+static void test_a_pool_day_is_found_past_another_pools_late_row(void **state)
+{
+    (void)state;
+    struct usage_ledger l;
+    usage_ledger_init(&l);
+    assert_int_equal(usage_ledger_add_pool(&l, 0, 0, 1000, 1000), 0);
+    assert_int_equal(usage_ledger_add_pool(&l, 1, 0, 10, 10), 0);
+    assert_int_equal(usage_ledger_add_pool(&l, 0, 1, 20, 20), 0);
+    assert_int_equal(usage_ledger_add_pool(&l, 1, 0, 30, 30), 0);
+    assert_int_equal(usage_ledger_add_pool(&l, 1, 1, 40, 40), 0);
+    assert_int_equal(l.ndays, 4);
+    assert_int_equal(l.days[1].day, 1);
+    assert_int_equal(l.days[1].pool, 0);
+    assert_int_equal(l.days[1].node_ms, 40);
+    usage_ledger_release(&l);
+}
+
+/* Four projects each metered a whole 1-GPU node-hour (a node with more
+ * GPUs than its pool's): their costs are each capped, and the day's idle
+ * cost is 0, not below. */
+static void test_idle_cost_is_never_below_zero(void **state)
+{
+    (void)state;
+    struct pool p;
+    pool_defaults(&p);
+    p.gpus_per_node = 1;
+    p.price_per_node_hour_micros = 1000000;
+    struct usage_ledger l;
+    usage_ledger_init(&l);
+    assert_int_equal(usage_ledger_add_pool(&l, 0, 0, HOUR, 4 * HOUR), 0);
+    const char *projects[] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(usage_ledger_add_use(&l, 0, 0, projects[i], "q", HOUR), 0);
+    struct usage_report r;
+    assert_int_equal(usage_ledger_report(&l, &p, 1, USAGE_BY_PROJECT, 0, 0, NULL, &r), 0);
+    assert_int_equal(r.total.cost_micros, 1000000);
+    assert_int_equal(r.total.idle_cost_micros, 0);
+    assert_int_equal(r.ncapacity, 1);
+    assert_int_equal(r.capacity[0].idle_cost_micros, 0);
+    for (size_t i = 0; i < r.nrows; i++)
+        assert_true(r.rows[i].cost_micros >= 0);
+    usage_report_release(&r);
+    usage_ledger_release(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +394,9 @@ int main(void)
         cmocka_unit_test(test_group_words_parse_and_bad_ones_are_named),
         cmocka_unit_test(test_report_by_user_splits_a_project_between_its_submitters),
         cmocka_unit_test(test_nodes_joined_by_hand_are_metered_by_project_and_user),
+        cmocka_unit_test(test_a_late_use_of_an_earlier_day_adds_to_that_days_row),
+        cmocka_unit_test(test_a_pool_day_is_found_past_another_pools_late_row),
+        cmocka_unit_test(test_idle_cost_is_never_below_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
