@@ -113,6 +113,23 @@ void preempt_pool_release(struct preempt_pool *pool)
     memset(pool, 0, sizeof *pool);
 }
 
+/* Whether job may take victim's GPUs: lower-priority work, or work borrowed
+ * beyond another project's quota when job is within its own. Two rules
+ * keep a pair of jobs from preempting each other back and forth: work
+ * within its project's quota is never taken by a job beyond its own,
+ * whatever the priorities (the owners would take it straight back), and a
+ * job's escalation does not count against the job that preempted it (the
+ * preemptor would be requeued as old and escalated in turn). */
+static bool may_preempt(const struct job *job, const struct job *victim)
+{
+    if (job->in_quota && victim->borrowed && strcmp(victim->project, job->project))
+        return true;
+    if (!job->in_quota && !victim->borrowed)
+        return false;
+    int priority = job->preempted_for == victim->id ? job->priority : job->effective_priority;
+    return victim->effective_priority < priority;
+}
+
 static bool fits_host(const struct node *node, const struct job *job, int cpus_free, int64_t mem_free)
 {
     return (node->cpus <= 0 || cpus_free >= job->cpus) &&
@@ -142,12 +159,7 @@ static int plan_on_node(const struct placement_config *cfg, const struct preempt
             freeing += gpus_held(node, job, other->id);
             continue;
         }
-        /* Lower-priority work, or work borrowed beyond another project's
-         * quota when this job is within its own. */
-        bool reclaimable = job->in_quota && other->borrowed && strcmp(other->project, job->project);
-        if (other->state != JOB_RUNNING ||
-            (other->effective_priority >= job->effective_priority && !reclaimable) ||
-            ncand >= PREEMPT_MAX_VICTIMS)
+        if (other->state != JOB_RUNNING || !may_preempt(job, other) || ncand >= PREEMPT_MAX_VICTIMS)
             continue;
         int g = gpus_held(node, job, other->id);
         if (g > 0 || job->gpus == 0)

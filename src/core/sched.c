@@ -325,6 +325,14 @@ static int push_start(struct scheduler *s, struct cluster *c, struct job *job,
     return action_list_push(out, &a) ? 0 : TIDE_ENOMEM;
 }
 
+/* The priority job preempts with against any job: a job requeued by a
+ * preemption preempts its preemptor without its escalation (preempt.c), so
+ * what it failed to find says nothing about jobs above its own priority. */
+static int shape_priority(const struct job *job)
+{
+    return job->preempted_for ? job->priority : job->effective_priority;
+}
+
 /* A job for which preemption found no victims: one that asks for at least
  * as much at no higher priority finds none either; a gang job, one of its
  * very shape (its splits are its own). */
@@ -661,17 +669,19 @@ static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *
             }
             if (!job->in_quota && (unconstrained(job) || plain_gang(job)) &&
                 st->nno_victims < FAILED_SHAPES)
-                st->no_victims[st->nno_victims++] = (struct victimless_shape){
-                    .gpus = job->gpus,
-                    .cpus = job->cpus,
-                    .priority = job->effective_priority,
-                    .max_nodes = job->max_nodes,
-                    .memory_mib = job->memory_mib};
+                st->no_victims[st->nno_victims++] =
+                    (struct victimless_shape){.gpus = job->gpus,
+                                              .cpus = job->cpus,
+                                              .priority = shape_priority(job),
+                                              .max_nodes = job->max_nodes,
+                                              .memory_mib = job->memory_mib};
         }
         if (!st->reservation.active && unconstrained(job) && st->nfailed < FAILED_SHAPES)
-            st->failed[st->nfailed++] = (struct failed_shape){
-                .gpus = job->gpus, .cpus = job->cpus, .memory_mib = job->memory_mib,
-                .priority = job->effective_priority, .in_quota = job->in_quota};
+            st->failed[st->nfailed++] = (struct failed_shape){.gpus = job->gpus,
+                                                              .cpus = job->cpus,
+                                                              .memory_mib = job->memory_mib,
+                                                              .priority = shape_priority(job),
+                                                              .in_quota = job->in_quota};
         /* EASY: only the first job that cannot start gets a reservation. */
         if (s->cfg.backfill && !st->reservation_tried && (st->reservation_tried = true) &&
             backfill_reserve(&s->cfg.placement_cfg, c, job, now_ms, &st->reservation)) {

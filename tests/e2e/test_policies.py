@@ -350,6 +350,58 @@ def test_placement_and_order_policies_are_chosen_in_tide_yaml():
         assert final[short["id"]]["start_time"] < final[long["id"]]["start_time"], final
 
 
+def events_of(c, job_id, kind):
+    return [e["message"] for e in c.api("GET", f"/v1/events?job={job_id}")["events"] if e["kind"] == kind]
+
+
+def test_a_borrower_never_preempts_work_within_its_projects_quota():
+    config = """
+projects:
+  - name: a
+    quota_gpus: 1
+  - name: b
+    quota_gpus: 0
+queues:
+  - name: default
+    preemptible: true
+"""
+    with Cluster(agents=1, fake_gpus="1xT4:16GB", config=config, kill_grace_s=1) as c:
+        owner = c.submit(command=["sleep", "60"], gpus=1, project="a")["id"]
+        c.wait_state(owner, "running")
+        # Higher priority but beyond its quota: were it to preempt the
+        # owner, the owner would take its quota back, and so on for ever.
+        borrower = c.submit(command=["sleep", "60"], gpus=1, project="b", priority=50)["id"]
+        time.sleep(5)
+        assert c.job(owner)["state"] == "running" and c.job(owner)["attempt"] == 1, c.job(owner)
+        assert c.job(borrower)["state"] == "pending", c.job(borrower)
+        assert events_of(c, owner, "job_preempted") == []
+        for i in (owner, borrower):
+            c.api("DELETE", f"/v1/jobs/{i}")
+
+
+def test_escalation_does_not_make_two_jobs_preempt_each_other():
+    config = """
+queues:
+  - name: default
+    max_wait_s: 2
+    escalation: 100
+    preemptible: true
+"""
+    with Cluster(agents=1, fake_gpus="1xT4:16GB", config=config, kill_grace_s=1) as c:
+        low = c.submit(command=["sleep", "60"], gpus=1)["id"]
+        c.wait_state(low, "running")
+        high = c.submit(command=["sleep", "60"], gpus=1, priority=50)["id"]
+        wait_until(lambda: c.job(high)["state"] == "running", 15, what="the higher job running")
+        # low waits from its submit, escalated past high within seconds:
+        # it must not preempt the job that preempted it back.
+        time.sleep(8)
+        assert len(events_of(c, low, "job_preempted")) == 1
+        assert events_of(c, high, "job_preempted") == []
+        assert c.job(high)["state"] == "running" and c.job(high)["attempt"] == 1, c.job(high)
+        for i in (low, high):
+            c.api("DELETE", f"/v1/jobs/{i}")
+
+
 if __name__ == "__main__":
     run_tests([
         test_unknown_queue_and_out_of_range_priority_are_refused,
@@ -369,4 +421,6 @@ if __name__ == "__main__":
         test_gang_job_spans_nodes_all_or_nothing,
         test_a_failing_gang_member_stops_the_others_and_fails_the_job,
         test_placement_and_order_policies_are_chosen_in_tide_yaml,
+        test_a_borrower_never_preempts_work_within_its_projects_quota,
+        test_escalation_does_not_make_two_jobs_preempt_each_other,
     ])
