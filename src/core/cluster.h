@@ -205,6 +205,7 @@ struct job {
     bool first_part_reported;
     bool first_part_exited;
     bool gang_failed;     /* a part failed: the others are being stopped */
+    bool gang_lost;       /* that part's node was lost: requeued as lost when they have */
     int gang_exit_code;   /* the first failure's exit, for the job's record */
     int gang_signal;
     char gang_reason[TIDE_REASON_MAX];

@@ -146,6 +146,11 @@ static bool report_is_success(const struct task_report *r)
 static void record_gang_failure(struct cluster *c, struct job *job, int64_t now_ms,
                                 struct action_list *out)
 {
+    if (job->gang_lost) { /* not the job's fault: requeued as its node's loss */
+        sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, job->gang_reason, job->gang_exit_code,
+                           job->gang_signal, now_ms, out);
+        return;
+    }
     struct task_report whole = {.job_id = job->id, .attempt = job->attempt, .exited = true,
                                 .exit_code = job->gang_exit_code, .signal = job->gang_signal};
     snprintf(whole.reason, sizeof whole.reason, "%s", job->gang_reason);

@@ -920,18 +920,68 @@ void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passe
         cluster_remove_job(c, job->id);
 }
 
+/* node_id, one node of a gang job, was lost. Its tasks on the other nodes
+ * may still run there, on their GPUs and its checkpoint directory: they
+ * keep their GPUs and are told to stop (the gang-failed path, reconcile.c),
+ * and the attempt is requeued as lost once the last has exited or its node
+ * is lost too. False when no other task is left (the caller ends the
+ * attempt now). */
+static bool lose_gang_part(struct job *job, int64_t node_id, struct action_list *out)
+{
+    if (job->nparts == 0 || job_mark_part_exited(job, node_id))
+        return false;
+    if (!job->gang_failed) {
+        job->gang_failed = true;
+        job->gang_lost = true;
+        job->gang_exit_code = -1;
+        job->gang_signal = 0;
+        snprintf(job->gang_reason, sizeof job->gang_reason, "node lost");
+    }
+    struct action kept = {.type = ACTION_PART_EXITED,
+                          .job_id = job->id,
+                          .attempt = job->attempt,
+                          .node_id = node_id,
+                          .exit_code = -1};
+    action_list_push(out, &kept);
+    /* their agents hear of it now, not at their next heartbeat */
+    for (int k = -1; k < job->nparts; k++) {
+        int64_t other = k < 0 ? job->node_id : job->parts[k].node_id;
+        if (other == node_id || job_part_exited(job, other))
+            continue;
+        struct action stop = {.type = ACTION_SEND_STOP,
+                              .job_id = job->id,
+                              .attempt = job->attempt,
+                              .node_id = other,
+                              .state = job->state,
+                              .exit_code = -1};
+        snprintf(stop.reason, sizeof stop.reason, "gang member's node lost");
+        action_list_push(out, &stop);
+    }
+    return true;
+}
+
+/* Ends the attempt of job, which had a task on node_id, that node lost. */
+static void lose_job_on_node(struct cluster *c, struct job *job, int64_t node_id, int64_t now_ms,
+                             struct action_list *out)
+{
+    if (!lose_gang_part(job, node_id, out))
+        sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, now_ms, out);
+}
+
 /* Fails the attempt of every job on node_id, looking at all jobs. */
 static void fail_jobs_on_node_scan(struct cluster *c, int64_t node_id, int64_t now_ms,
                                    struct action_list *out)
 {
     for (size_t j = 0; j < c->njobs;) {
         struct job *job = &c->jobs[j];
-        if (!job_on_node(job, node_id) || !job_state_is_on_node(job->state)) {
+        if (!job_on_node(job, node_id) || !job_state_is_on_node(job->state) ||
+            job_part_exited(job, node_id)) {
             j++;
             continue;
         }
-        /* Requeued (now off this node) or removed: look at index j again. */
-        sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, now_ms, out);
+        /* Requeued (now off this node), removed or waiting for its other
+         * tasks (its part here ended): look at index j again. */
+        lose_job_on_node(c, job, node_id, now_ms, out);
     }
 }
 
@@ -975,8 +1025,9 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
         }
         for (size_t k = 0; k < its.n; k++) {
             struct job *job = cluster_find_job(c, its.ids[k]);
-            if (job && job_on_node(job, node_id) && job_state_is_on_node(job->state))
-                sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, now_ms, out);
+            if (job && job_on_node(job, node_id) && job_state_is_on_node(job->state) &&
+                !job_part_exited(job, node_id))
+                lose_job_on_node(c, job, node_id, now_ms, out);
         }
         cluster_node_ids_release(&its);
     }

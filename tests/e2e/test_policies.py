@@ -402,6 +402,34 @@ queues:
             c.api("DELETE", f"/v1/jobs/{i}")
 
 
+def test_a_gang_that_loses_a_node_starts_again_only_after_its_other_ranks_exit():
+    with Cluster(agents=3, fake_gpus="2xH200:141GB", config="scheduler:\n  placement: binpack\n",
+                 kill_grace_s=4) as c:
+        timeline = os.path.join(c.dir, "timeline")
+        # Each rank logs its start and exit with its node; a TERM takes 2 s.
+        script = (f'L={timeline}; node=$(echo "$TIDE_GANG_NODES" | cut -d, -f$((TIDE_GANG_RANK + 1))); '
+                  'echo "$(date +%s.%N) start $TIDE_ATTEMPT $node" >> $L; '
+                  'trap \'sleep 2; echo "$(date +%s.%N) exit $TIDE_ATTEMPT $node" >> $L; exit 0\' TERM; '
+                  'sleep 30 & wait $!')
+        gang = c.submit(command=["sh", "-c", script], gpus=4, nodes=2)["id"]
+        job = c.wait_state(gang, "running")
+        wait_until(lambda: os.path.exists(timeline) and len(open(timeline).read().splitlines()) == 2, 10,
+                   what="both ranks started")
+        lost = [n for n in job["gang_nodes"] if n != job["node"]][0]
+        survivor = job["node"]
+        c.kill_agent(lost)
+        wait_until(lambda: c.job(gang)["attempt"] >= 2 and c.job(gang)["state"] == "running", 30,
+                   what="the second attempt running")
+        lines = [l.split() for l in open(timeline).read().splitlines()]
+        exits = [float(t) for t, what, att, node in lines if what == "exit" and att == "1" and node == survivor]
+        starts = [float(t) for t, what, att, node in lines if what == "start" and att == "2"]
+        assert exits and starts and max(exits) < min(starts), lines
+        requeued = events_of(c, gang, "job_requeued")
+        assert len(requeued) == 1 and "lost" in requeued[0], requeued
+        c.api("DELETE", f"/v1/jobs/{gang}")
+        c.wait_final([gang], 30)
+
+
 if __name__ == "__main__":
     run_tests([
         test_unknown_queue_and_out_of_range_priority_are_refused,
@@ -423,4 +451,5 @@ if __name__ == "__main__":
         test_placement_and_order_policies_are_chosen_in_tide_yaml,
         test_a_borrower_never_preempts_work_within_its_projects_quota,
         test_escalation_does_not_make_two_jobs_preempt_each_other,
+        test_a_gang_that_loses_a_node_starts_again_only_after_its_other_ranks_exit,
     ])
