@@ -71,7 +71,8 @@ int preempt_pool_build(struct preempt_pool *pool, struct cluster *c)
     size_t wanted = 0;
     for (size_t j = 0; j < c->njobs; j++) {
         const struct job *job = &c->jobs[j];
-        wanted += (job->state == JOB_RUNNING && job->preemptible) || job->state == JOB_PREEMPTED;
+        if ((job->state == JOB_RUNNING && job->preemptible) || job->state == JOB_PREEMPTED)
+            wanted += 1 + (size_t)job->nparts;
     }
     if (wanted == 0)
         return 0;
@@ -93,11 +94,13 @@ int preempt_pool_build(struct preempt_pool *pool, struct cluster *c)
         struct job *job = &c->jobs[j];
         if (!((job->state == JOB_RUNNING && job->preemptible) || job->state == JOB_PREEMPTED))
             continue;
-        struct node key = {.id = job->node_id}, *keyp = &key;
-        struct node **found = bsearch(&keyp, by_id, c->nnodes, sizeof *by_id, node_ptr_by_id);
-        if (!found)
-            continue;
-        pool->entries[pool->n++] = (struct preempt_entry){job, *found};
+        /* A gang job on each of its nodes: preempting it there frees them all. */
+        for (int k = -1; k < job->nparts; k++) {
+            struct node key = {.id = k < 0 ? job->node_id : job->parts[k].node_id}, *keyp = &key;
+            struct node **found = bsearch(&keyp, by_id, c->nnodes, sizeof *by_id, node_ptr_by_id);
+            if (found)
+                pool->entries[pool->n++] = (struct preempt_entry){job, *found};
+        }
         pool->nrunning += job->state == JOB_RUNNING;
     }
     free(by_id);
@@ -322,6 +325,14 @@ static size_t share_costs(const struct placement_config *cfg, const struct preem
     return n;
 }
 
+static bool listed(const struct preempt_gang_plan *plan, const struct job *victim)
+{
+    for (int i = 0; i < plan->nvictims; i++)
+        if (plan->victims[i] == victim)
+            return true;
+    return false;
+}
+
 enum preempt_result preempt_plan_gang(const struct placement_config *cfg,
                                       const struct preempt_pool *pool, const struct cluster *c,
                                       const struct job *job, struct preempt_gang_plan *plan)
@@ -366,7 +377,8 @@ enum preempt_result preempt_plan_gang(const struct placement_config *cfg,
             bool again = false;
             plan_on_node(cfg, pool, costs[i].from, costs[i].to, &share, &trial, &again);
             for (int v = 0; v < trial.nvictims; v++)
-                plan->victims[plan->nvictims++] = trial.victims[v];
+                if (!listed(plan, trial.victims[v])) /* a gang victim on two of its nodes */
+                    plan->victims[plan->nvictims++] = trial.victims[v];
         }
         /* no victims and nothing being freed: it would have been placed */
         r = plan->nvictims ? PREEMPT_PLANNED : pending ? PREEMPT_PENDING : PREEMPT_NONE;

@@ -430,6 +430,21 @@ def test_a_gang_that_loses_a_node_starts_again_only_after_its_other_ranks_exit()
         c.wait_final([gang], 30)
 
 
+def test_a_gang_is_preempted_for_gpus_on_any_of_its_nodes():
+    with Cluster(agents=0, kill_grace_s=1) as c:
+        c.start_agent("node-1", fake_gpus="2xH200:141GB")
+        c.start_agent("node-2", fake_gpus="2xA100:80GB")
+        wait_until(lambda: len(c.api("GET", "/v1/nodes")["nodes"]) == 2, 10, what="both nodes")
+        gang = c.submit(command=["sleep", "60"], gpus=4, nodes=2, preemptible=True, priority=-10)["id"]
+        job = c.wait_state(gang, "running")
+        model = "H200*" if job["node"] == "node-2" else "A100*"  # the gang's second node only
+        high = c.submit(command=["true"], gpus=1, priority=100, gpu_model=model)["id"]
+        assert c.wait_final([high], 20)[high]["state"] == "succeeded"
+        assert len(events_of(c, gang, "job_preempted")) == 1
+        c.api("DELETE", f"/v1/jobs/{gang}")
+        c.wait_final([gang], 30)
+
+
 if __name__ == "__main__":
     run_tests([
         test_unknown_queue_and_out_of_range_priority_are_refused,
@@ -452,4 +467,5 @@ if __name__ == "__main__":
         test_a_borrower_never_preempts_work_within_its_projects_quota,
         test_escalation_does_not_make_two_jobs_preempt_each_other,
         test_a_gang_that_loses_a_node_starts_again_only_after_its_other_ranks_exit,
+        test_a_gang_is_preempted_for_gpus_on_any_of_its_nodes,
     ])
