@@ -12,13 +12,12 @@
 
 #include "core/core_banned.h"
 
+/* A free GPU that placement would hand job: the same rule (model, health,
+ * telemetry under the thresholds), or a plan counts on a GPU it can never
+ * get and its victims stop for nothing. */
 static bool gpu_usable(const struct placement_config *cfg, const struct gpu *g, const struct job *job)
 {
-    if (!placement_gpu_matches(g, job) || g->faulty)
-        return false;
-    return g->memory_total_mib <= 0 ||
-           g->memory_used_mib * 100 <= (int64_t)cfg->max_gpu_memory_used_pct * g->memory_total_mib ||
-           g->job_id != 0; /* a busy GPU's memory is its task's and goes with it */
+    return placement_gpu_matches(g, job) && !g->faulty && !placement_gpu_overloaded(cfg, g);
 }
 
 /* GPUs of node matching job held by `holder`. */

@@ -535,6 +535,20 @@ static void test_a_gang_job_is_preempted_for_gpus_on_any_of_its_nodes(void **sta
     assert_string_equal(fx_reason(job(10)), "waiting for preempted jobs to stop");
 }
 
+static void test_a_free_gpu_placement_refuses_as_busy_does_not_count_for_preemption(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_running(1, 1, 1, true, 100);                        /* on GPU 0 */
+    cluster_find_node(&c, 1)->gpus[1].utilization_pct = 95; /* a process outside tide */
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    /* job 1's GPU and the busy one make 2, but placement would still
+     * refuse the busy one: job 1 would stop for nothing */
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+    assert_int_equal(job(1)->state, JOB_RUNNING);
+}
+
 static void test_a_gang_job_holds_the_free_node_its_plan_counts_on(void **state)
 {
     (void)state;
@@ -657,6 +671,7 @@ int main(void)
         T(test_a_claim_holds_only_its_own_node),
         T(test_a_gang_job_preempts_on_as_many_nodes_as_its_shares_need),
         T(test_a_gang_job_is_preempted_for_gpus_on_any_of_its_nodes),
+        T(test_a_free_gpu_placement_refuses_as_busy_does_not_count_for_preemption),
         T(test_a_gang_job_holds_the_free_node_its_plan_counts_on),
         T(test_a_gang_job_preempts_nothing_when_its_shares_cannot_all_be_had),
         T(test_a_job_lost_too_many_times_ends_failed),
