@@ -134,6 +134,7 @@ struct job_part {
     int ngpus;
     bool reported; /* its agent has mentioned the task */
     bool exited;
+    int64_t idle_since_ms; /* idle reclaim: as the job's, for this part's GPUs */
 };
 
 struct job {

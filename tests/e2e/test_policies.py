@@ -445,6 +445,17 @@ def test_a_gang_is_preempted_for_gpus_on_any_of_its_nodes():
         c.wait_final([gang], 30)
 
 
+def test_a_gang_with_one_busy_rank_is_not_reclaimed_for_idling():
+    with Cluster(agents=2, fake_gpus="2xH200:141GB", config=QUEUES, kill_grace_s=1) as c:
+        # rank 0 coordinates and leaves its GPUs idle; rank 1 works
+        script = ('if [ "$TIDE_GANG_RANK" = 1 ]; then echo "util=95 mem=1000" > "$TIDE_FAKE_GPU_FILE"; fi; '
+                  'sleep 6; echo done')
+        gang = c.submit(command=["sh", "-c", script], gpus=4, nodes=2, queue="notebooks")["id"]
+        done = c.wait_final([gang], 40)[gang]
+        assert done["state"] == "succeeded", done
+        assert events_of(c, gang, "job_idle_warning") == []
+
+
 if __name__ == "__main__":
     run_tests([
         test_unknown_queue_and_out_of_range_priority_are_refused,
@@ -468,4 +479,5 @@ if __name__ == "__main__":
         test_escalation_does_not_make_two_jobs_preempt_each_other,
         test_a_gang_that_loses_a_node_starts_again_only_after_its_other_ranks_exit,
         test_a_gang_is_preempted_for_gpus_on_any_of_its_nodes,
+        test_a_gang_with_one_busy_rank_is_not_reclaimed_for_idling,
     ])
