@@ -227,6 +227,9 @@ struct job {
     /* Last, so that the fields a pass reads keep their places. */
     int queue_slot; /* 1 + its place in the last queue set asked (queue_of_job); 0: unknown */
     struct wait_cause wait_cause; /* see wait_reason */
+    /* Why its attempt is being stopped and requeued ("preempted by job 15",
+     * "requeued: REASON"), for the requeue's record; "" when no one said. */
+    char requeue_reason[TIDE_REASON_MAX];
 };
 
 /* Positions in one of the cluster's arrays by id (cluster.c): open

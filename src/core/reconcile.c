@@ -29,7 +29,10 @@ static void record_exit(struct cluster *c, struct job *job, const struct task_re
         /* Even exit 0: a job told to checkpoint and stop is not done. */
         char why[TIDE_REASON_MAX], cause[121];
         utf8_copy(cause, sizeof cause, r->reason); /* the agent's words, cut on a character */
-        snprintf(why, sizeof why, "preempted (%s)", cause);
+        if (job->requeue_reason[0]) /* who stopped it says more than the agent's "preempted" */
+            snprintf(why, sizeof why, "%s", job->requeue_reason);
+        else
+            snprintf(why, sizeof why, "preempted (%s)", cause);
         sched_fail_attempt(c, job, JOB_PREEMPTED, JOB_FAILED, why, r->exit_code, r->signal,
                            now_ms, out);
         return;

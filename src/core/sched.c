@@ -396,6 +396,7 @@ static void preempt_victims(struct job *job, struct job *const *victims, int n,
             continue;
         v->preempted_for = job->id; /* its claim does not give way to it */
         snprintf(a->reason, sizeof a->reason, "preempted by job %lld", (long long)job->id);
+        snprintf(v->requeue_reason, sizeof v->requeue_reason, "%s", a->reason);
     }
 }
 
@@ -870,6 +871,7 @@ void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passe
     struct action a = {.job_id = job->id, .attempt = job->attempt, .node_id = job->node_id,
                        .exit_code = exit_code, .signal = signal};
     cluster_unassign(c, job);
+    job->requeue_reason[0] = '\0'; /* it was this attempt's */
     int64_t ran_ms = job->start_ms > 0 && now_ms > job->start_ms ? now_ms - job->start_ms : 0;
     job->attained_gpu_ms += (int64_t)job->gpus * ran_ms;
     job->start_ms = 0;

@@ -398,6 +398,9 @@ queues:
         assert len(events_of(c, low, "job_preempted")) == 1
         assert events_of(c, high, "job_preempted") == []
         assert c.job(high)["state"] == "running" and c.job(high)["attempt"] == 1, c.job(high)
+        # its requeue says why, not the agent's "preempted (preempted)"
+        requeued = events_of(c, low, "job_requeued")
+        assert requeued == [f"attempt 1 preempted: preempted by job {high}"], requeued
         for i in (low, high):
             c.api("DELETE", f"/v1/jobs/{i}")
 

@@ -285,7 +285,7 @@ static void test_preempted_job_exiting_0_is_requeued_not_succeeded(void **state)
     const struct action *a = fx_find(&out, ACTION_REQUEUE, 1);
     assert_non_null(a);
     assert_int_equal(a->state, JOB_PREEMPTED);
-    assert_string_equal(a->reason, "preempted (exit 0)");
+    assert_string_equal(a->reason, "preempted by job 10"); /* not the agent's "preempted" */
     assert_int_equal(job(1)->state, JOB_PENDING);
     assert_int_equal(job(1)->preemptions, 1);
     assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 0);
