@@ -38,8 +38,10 @@ struct action *action_push_preempt(struct action_list *l, struct job *job)
     struct action a = {.type = ACTION_PREEMPT, .job_id = job->id, .attempt = job->attempt,
                        .node_id = job->node_id, .state = JOB_PREEMPTED, .exit_code = -1};
     struct action *pushed = action_list_push(l, &a);
-    if (pushed)
+    if (pushed) {
         job->state = JOB_PREEMPTED;
+        job->requeue_reason[0] = '\0'; /* the caller's reason, if it keeps one */
+    }
     return pushed;
 }
 

@@ -255,6 +255,7 @@ int budget_stop_running(const struct budget_set *bs, struct cluster *c, struct a
         if (!a)
             return TIDE_ENOMEM;
         exhausted_reason(b, k, a->reason);
+        snprintf(job->requeue_reason, sizeof job->requeue_reason, "%s", a->reason);
         stopped++;
     }
     return stopped;

@@ -548,6 +548,7 @@ void cluster_unassign(struct cluster *c, struct job *job)
     job->first_part_reported = false;
     job->first_part_exited = false;
     job->gang_failed = false;
+    job->gang_lost = false;
     if (job->node_id != 0)
         release_on_node(c, job, job->node_id);
     job->node_id = 0;

@@ -134,6 +134,7 @@ struct job_part {
     int ngpus;
     bool reported; /* its agent has mentioned the task */
     bool exited;
+    int64_t idle_since_ms; /* idle reclaim: as the job's, for this part's GPUs */
 };
 
 struct job {
@@ -205,6 +206,7 @@ struct job {
     bool first_part_reported;
     bool first_part_exited;
     bool gang_failed;     /* a part failed: the others are being stopped */
+    bool gang_lost;       /* that part's node was lost: requeued as lost when they have */
     int gang_exit_code;   /* the first failure's exit, for the job's record */
     int gang_signal;
     char gang_reason[TIDE_REASON_MAX];
@@ -225,6 +227,9 @@ struct job {
     /* Last, so that the fields a pass reads keep their places. */
     int queue_slot; /* 1 + its place in the last queue set asked (queue_of_job); 0: unknown */
     struct wait_cause wait_cause; /* see wait_reason */
+    /* Why its attempt is being stopped and requeued ("preempted by job 15",
+     * "requeued: REASON"), for the requeue's record; "" when no one said. */
+    char requeue_reason[TIDE_REASON_MAX];
 };
 
 /* Positions in one of the cluster's arrays by id (cluster.c): open

@@ -67,6 +67,7 @@ int operator_requeue_job(struct cluster *c, int64_t job_id, const char *reason,
         return tide_err_set(err, TIDE_ENOMEM, NULL, "out of memory");
     snprintf(a->reason, sizeof a->reason, "requeued: %.140s",
              reason && *reason ? reason : "by operator");
+    snprintf(job->requeue_reason, sizeof job->requeue_reason, "%s", a->reason);
     return 0;
 }
 

@@ -12,13 +12,12 @@
 
 #include "core/core_banned.h"
 
+/* A free GPU that placement would hand job: the same rule (model, health,
+ * telemetry under the thresholds), or a plan counts on a GPU it can never
+ * get and its victims stop for nothing. */
 static bool gpu_usable(const struct placement_config *cfg, const struct gpu *g, const struct job *job)
 {
-    if (!placement_gpu_matches(g, job) || g->faulty)
-        return false;
-    return g->memory_total_mib <= 0 ||
-           g->memory_used_mib * 100 <= (int64_t)cfg->max_gpu_memory_used_pct * g->memory_total_mib ||
-           g->job_id != 0; /* a busy GPU's memory is its task's and goes with it */
+    return placement_gpu_matches(g, job) && !g->faulty && !placement_gpu_overloaded(cfg, g);
 }
 
 /* GPUs of node matching job held by `holder`. */
@@ -71,7 +70,8 @@ int preempt_pool_build(struct preempt_pool *pool, struct cluster *c)
     size_t wanted = 0;
     for (size_t j = 0; j < c->njobs; j++) {
         const struct job *job = &c->jobs[j];
-        wanted += (job->state == JOB_RUNNING && job->preemptible) || job->state == JOB_PREEMPTED;
+        if ((job->state == JOB_RUNNING && job->preemptible) || job->state == JOB_PREEMPTED)
+            wanted += 1 + (size_t)job->nparts;
     }
     if (wanted == 0)
         return 0;
@@ -93,11 +93,13 @@ int preempt_pool_build(struct preempt_pool *pool, struct cluster *c)
         struct job *job = &c->jobs[j];
         if (!((job->state == JOB_RUNNING && job->preemptible) || job->state == JOB_PREEMPTED))
             continue;
-        struct node key = {.id = job->node_id}, *keyp = &key;
-        struct node **found = bsearch(&keyp, by_id, c->nnodes, sizeof *by_id, node_ptr_by_id);
-        if (!found)
-            continue;
-        pool->entries[pool->n++] = (struct preempt_entry){job, *found};
+        /* A gang job on each of its nodes: preempting it there frees them all. */
+        for (int k = -1; k < job->nparts; k++) {
+            struct node key = {.id = k < 0 ? job->node_id : job->parts[k].node_id}, *keyp = &key;
+            struct node **found = bsearch(&keyp, by_id, c->nnodes, sizeof *by_id, node_ptr_by_id);
+            if (found)
+                pool->entries[pool->n++] = (struct preempt_entry){job, *found};
+        }
         pool->nrunning += job->state == JOB_RUNNING;
     }
     free(by_id);
@@ -111,6 +113,23 @@ void preempt_pool_release(struct preempt_pool *pool)
         return;
     free(pool->entries);
     memset(pool, 0, sizeof *pool);
+}
+
+/* Whether job may take victim's GPUs: lower-priority work, or work borrowed
+ * beyond another project's quota when job is within its own. Two rules
+ * keep a pair of jobs from preempting each other back and forth: work
+ * within its project's quota is never taken by a job beyond its own,
+ * whatever the priorities (the owners would take it straight back), and a
+ * job's escalation does not count against the job that preempted it (the
+ * preemptor would be requeued as old and escalated in turn). */
+static bool may_preempt(const struct job *job, const struct job *victim)
+{
+    if (job->in_quota && victim->borrowed && strcmp(victim->project, job->project))
+        return true;
+    if (!job->in_quota && !victim->borrowed)
+        return false;
+    int priority = job->preempted_for == victim->id ? job->priority : job->effective_priority;
+    return victim->effective_priority < priority;
 }
 
 static bool fits_host(const struct node *node, const struct job *job, int cpus_free, int64_t mem_free)
@@ -142,12 +161,7 @@ static int plan_on_node(const struct placement_config *cfg, const struct preempt
             freeing += gpus_held(node, job, other->id);
             continue;
         }
-        /* Lower-priority work, or work borrowed beyond another project's
-         * quota when this job is within its own. */
-        bool reclaimable = job->in_quota && other->borrowed && strcmp(other->project, job->project);
-        if (other->state != JOB_RUNNING ||
-            (other->effective_priority >= job->effective_priority && !reclaimable) ||
-            ncand >= PREEMPT_MAX_VICTIMS)
+        if (other->state != JOB_RUNNING || !may_preempt(job, other) || ncand >= PREEMPT_MAX_VICTIMS)
             continue;
         int g = gpus_held(node, job, other->id);
         if (g > 0 || job->gpus == 0)
@@ -310,6 +324,14 @@ static size_t share_costs(const struct placement_config *cfg, const struct preem
     return n;
 }
 
+static bool listed(const struct preempt_gang_plan *plan, const struct job *victim)
+{
+    for (int i = 0; i < plan->nvictims; i++)
+        if (plan->victims[i] == victim)
+            return true;
+    return false;
+}
+
 enum preempt_result preempt_plan_gang(const struct placement_config *cfg,
                                       const struct preempt_pool *pool, const struct cluster *c,
                                       const struct job *job, struct preempt_gang_plan *plan)
@@ -354,7 +376,8 @@ enum preempt_result preempt_plan_gang(const struct placement_config *cfg,
             bool again = false;
             plan_on_node(cfg, pool, costs[i].from, costs[i].to, &share, &trial, &again);
             for (int v = 0; v < trial.nvictims; v++)
-                plan->victims[plan->nvictims++] = trial.victims[v];
+                if (!listed(plan, trial.victims[v])) /* a gang victim on two of its nodes */
+                    plan->victims[plan->nvictims++] = trial.victims[v];
         }
         /* no victims and nothing being freed: it would have been placed */
         r = plan->nvictims ? PREEMPT_PLANNED : pending ? PREEMPT_PENDING : PREEMPT_NONE;

@@ -2,10 +2,12 @@
  * Preemption: for a job that cannot start now, the cheapest set of running,
  * preemptible jobs on one node whose GPUs (with what is free) would let it
  * start: jobs of lower priority, or, for a job within its project's quota,
- * jobs borrowing beyond another project's quota. Cheapest: fewest GPUs taken, then fewest jobs,
- * then the least work lost (most recently started). Non-preemptible work
- * is never chosen. A gang job no one node holds gets such a set on each
- * node of a split (preempt_plan_gang).
+ * jobs borrowing beyond another project's quota; never, for a job beyond
+ * its quota, work running within one (preempt.c's may_preempt). Cheapest:
+ * fewest GPUs taken, then fewest jobs, then the least work lost (most
+ * recently started). Non-preemptible work is never chosen. A gang job no
+ * one node holds gets such a set on each node of a split
+ * (preempt_plan_gang).
  */
 #ifndef TIDE_PREEMPT_H
 #define TIDE_PREEMPT_H

@@ -29,7 +29,10 @@ static void record_exit(struct cluster *c, struct job *job, const struct task_re
         /* Even exit 0: a job told to checkpoint and stop is not done. */
         char why[TIDE_REASON_MAX], cause[121];
         utf8_copy(cause, sizeof cause, r->reason); /* the agent's words, cut on a character */
-        snprintf(why, sizeof why, "preempted (%s)", cause);
+        if (job->requeue_reason[0]) /* who stopped it says more than the agent's "preempted" */
+            snprintf(why, sizeof why, "%s", job->requeue_reason);
+        else
+            snprintf(why, sizeof why, "preempted (%s)", cause);
         sched_fail_attempt(c, job, JOB_PREEMPTED, JOB_FAILED, why, r->exit_code, r->signal,
                            now_ms, out);
         return;
@@ -92,27 +95,64 @@ static void record_exit(struct cluster *c, struct job *job, const struct task_re
     cluster_remove_job(c, job->id);
 }
 
+/* The idle clock of job's task on node_id (the first node's is the job's
+ * own), or NULL when it has none there. */
+static int64_t *idle_clock(struct job *job, int64_t node_id)
+{
+    if (job->node_id == node_id)
+        return &job->idle_since_ms;
+    for (int i = 0; i < job->nparts; i++)
+        if (job->parts[i].node_id == node_id)
+            return &job->parts[i].idle_since_ms;
+    return NULL;
+}
+
+/* Since when every task of job still running has been idle: the latest of
+ * their clocks; 0 while one is busy or not heard of yet. */
+static int64_t idle_since(const struct job *job)
+{
+    int64_t since = job->first_part_exited ? 0 : job->idle_since_ms;
+    if (!job->first_part_exited && !since)
+        return 0;
+    for (int i = 0; i < job->nparts; i++) {
+        const struct job_part *p = &job->parts[i];
+        if (p->exited)
+            continue;
+        if (!p->idle_since_ms)
+            return 0;
+        if (p->idle_since_ms > since)
+            since = p->idle_since_ms;
+    }
+    return since;
+}
+
 /* Idle reclaim: follows how long all of a running job's GPUs have stayed
- * under its threshold; warns at half the window, reclaims at the end. */
+ * under its threshold, on every node of a gang (one busy part keeps the
+ * job); warns at half the window, reclaims at the end. */
 static void track_idle(const struct node *node, struct job *job, int64_t now_ms,
                        struct action_list *out)
 {
-    if (job->idle_after_s <= 0 || job->ngpus_assigned == 0 || job->state != JOB_RUNNING ||
-        job->node_id != node->id) /* gang jobs: watched on their first node */
+    int gpus[TIDE_MAX_GPUS_PER_NODE];
+    int64_t *clock = idle_clock(job, node->id);
+    int ngpus = job_gpus_on_node(job, node->id, gpus);
+    if (job->idle_after_s <= 0 || ngpus == 0 || !clock || job->state != JOB_RUNNING)
         return;
     int busiest = 0;
-    for (int i = 0; i < job->ngpus_assigned; i++)
+    for (int i = 0; i < ngpus; i++)
         for (int g = 0; g < node->ngpus; g++)
-            if (node->gpus[g].index == job->gpu_index[i] && node->gpus[g].utilization_pct > busiest)
+            if (node->gpus[g].index == gpus[i] && node->gpus[g].utilization_pct > busiest)
                 busiest = node->gpus[g].utilization_pct;
     if (busiest >= job->idle_util_pct) {
-        job->idle_since_ms = 0;
+        *clock = 0;
         job->idle_warned = false;
         return;
     }
-    if (!job->idle_since_ms)
-        job->idle_since_ms = now_ms;
-    int64_t idle_ms = now_ms - job->idle_since_ms;
+    if (!*clock)
+        *clock = now_ms;
+    int64_t since = idle_since(job);
+    if (!since)
+        return;
+    int64_t idle_ms = now_ms - since;
     if (!job->idle_warned && idle_ms * 2 >= job->idle_after_s * 1000) {
         job->idle_warned = true;
         struct action a = {.type = ACTION_IDLE_WARN, .job_id = job->id, .attempt = job->attempt,
@@ -146,6 +186,11 @@ static bool report_is_success(const struct task_report *r)
 static void record_gang_failure(struct cluster *c, struct job *job, int64_t now_ms,
                                 struct action_list *out)
 {
+    if (job->gang_lost) { /* not the job's fault: requeued as its node's loss */
+        sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, job->gang_reason, job->gang_exit_code,
+                           job->gang_signal, now_ms, out);
+        return;
+    }
     struct task_report whole = {.job_id = job->id, .attempt = job->attempt, .exited = true,
                                 .exit_code = job->gang_exit_code, .signal = job->gang_signal};
     snprintf(whole.reason, sizeof whole.reason, "%s", job->gang_reason);

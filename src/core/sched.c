@@ -325,6 +325,14 @@ static int push_start(struct scheduler *s, struct cluster *c, struct job *job,
     return action_list_push(out, &a) ? 0 : TIDE_ENOMEM;
 }
 
+/* The priority job preempts with against any job: a job requeued by a
+ * preemption preempts its preemptor without its escalation (preempt.c), so
+ * what it failed to find says nothing about jobs above its own priority. */
+static int shape_priority(const struct job *job)
+{
+    return job->preempted_for ? job->priority : job->effective_priority;
+}
+
 /* A job for which preemption found no victims: one that asks for at least
  * as much at no higher priority finds none either; a gang job, one of its
  * very shape (its splits are its own). */
@@ -388,6 +396,7 @@ static void preempt_victims(struct job *job, struct job *const *victims, int n,
             continue;
         v->preempted_for = job->id; /* its claim does not give way to it */
         snprintf(a->reason, sizeof a->reason, "preempted by job %lld", (long long)job->id);
+        snprintf(v->requeue_reason, sizeof v->requeue_reason, "%s", a->reason);
     }
 }
 
@@ -661,17 +670,19 @@ static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *
             }
             if (!job->in_quota && (unconstrained(job) || plain_gang(job)) &&
                 st->nno_victims < FAILED_SHAPES)
-                st->no_victims[st->nno_victims++] = (struct victimless_shape){
-                    .gpus = job->gpus,
-                    .cpus = job->cpus,
-                    .priority = job->effective_priority,
-                    .max_nodes = job->max_nodes,
-                    .memory_mib = job->memory_mib};
+                st->no_victims[st->nno_victims++] =
+                    (struct victimless_shape){.gpus = job->gpus,
+                                              .cpus = job->cpus,
+                                              .priority = shape_priority(job),
+                                              .max_nodes = job->max_nodes,
+                                              .memory_mib = job->memory_mib};
         }
         if (!st->reservation.active && unconstrained(job) && st->nfailed < FAILED_SHAPES)
-            st->failed[st->nfailed++] = (struct failed_shape){
-                .gpus = job->gpus, .cpus = job->cpus, .memory_mib = job->memory_mib,
-                .priority = job->effective_priority, .in_quota = job->in_quota};
+            st->failed[st->nfailed++] = (struct failed_shape){.gpus = job->gpus,
+                                                              .cpus = job->cpus,
+                                                              .memory_mib = job->memory_mib,
+                                                              .priority = shape_priority(job),
+                                                              .in_quota = job->in_quota};
         /* EASY: only the first job that cannot start gets a reservation. */
         if (s->cfg.backfill && !st->reservation_tried && (st->reservation_tried = true) &&
             backfill_reserve(&s->cfg.placement_cfg, c, job, now_ms, &st->reservation)) {
@@ -860,6 +871,7 @@ void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passe
     struct action a = {.job_id = job->id, .attempt = job->attempt, .node_id = job->node_id,
                        .exit_code = exit_code, .signal = signal};
     cluster_unassign(c, job);
+    job->requeue_reason[0] = '\0'; /* it was this attempt's */
     int64_t ran_ms = job->start_ms > 0 && now_ms > job->start_ms ? now_ms - job->start_ms : 0;
     job->attained_gpu_ms += (int64_t)job->gpus * ran_ms;
     job->start_ms = 0;
@@ -910,18 +922,68 @@ void sched_fail_attempt(struct cluster *c, struct job *job, enum job_state passe
         cluster_remove_job(c, job->id);
 }
 
+/* node_id, one node of a gang job, was lost. Its tasks on the other nodes
+ * may still run there, on their GPUs and its checkpoint directory: they
+ * keep their GPUs and are told to stop (the gang-failed path, reconcile.c),
+ * and the attempt is requeued as lost once the last has exited or its node
+ * is lost too. False when no other task is left (the caller ends the
+ * attempt now). */
+static bool lose_gang_part(struct job *job, int64_t node_id, struct action_list *out)
+{
+    if (job->nparts == 0 || job_mark_part_exited(job, node_id))
+        return false;
+    if (!job->gang_failed) {
+        job->gang_failed = true;
+        job->gang_lost = true;
+        job->gang_exit_code = -1;
+        job->gang_signal = 0;
+        snprintf(job->gang_reason, sizeof job->gang_reason, "node lost");
+    }
+    struct action kept = {.type = ACTION_PART_EXITED,
+                          .job_id = job->id,
+                          .attempt = job->attempt,
+                          .node_id = node_id,
+                          .exit_code = -1};
+    action_list_push(out, &kept);
+    /* their agents hear of it now, not at their next heartbeat */
+    for (int k = -1; k < job->nparts; k++) {
+        int64_t other = k < 0 ? job->node_id : job->parts[k].node_id;
+        if (other == node_id || job_part_exited(job, other))
+            continue;
+        struct action stop = {.type = ACTION_SEND_STOP,
+                              .job_id = job->id,
+                              .attempt = job->attempt,
+                              .node_id = other,
+                              .state = job->state,
+                              .exit_code = -1};
+        snprintf(stop.reason, sizeof stop.reason, "gang member's node lost");
+        action_list_push(out, &stop);
+    }
+    return true;
+}
+
+/* Ends the attempt of job, which had a task on node_id, that node lost. */
+static void lose_job_on_node(struct cluster *c, struct job *job, int64_t node_id, int64_t now_ms,
+                             struct action_list *out)
+{
+    if (!lose_gang_part(job, node_id, out))
+        sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, now_ms, out);
+}
+
 /* Fails the attempt of every job on node_id, looking at all jobs. */
 static void fail_jobs_on_node_scan(struct cluster *c, int64_t node_id, int64_t now_ms,
                                    struct action_list *out)
 {
     for (size_t j = 0; j < c->njobs;) {
         struct job *job = &c->jobs[j];
-        if (!job_on_node(job, node_id) || !job_state_is_on_node(job->state)) {
+        if (!job_on_node(job, node_id) || !job_state_is_on_node(job->state) ||
+            job_part_exited(job, node_id)) {
             j++;
             continue;
         }
-        /* Requeued (now off this node) or removed: look at index j again. */
-        sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, now_ms, out);
+        /* Requeued (now off this node), removed or waiting for its other
+         * tasks (its part here ended): look at index j again. */
+        lose_job_on_node(c, job, node_id, now_ms, out);
     }
 }
 
@@ -965,8 +1027,9 @@ int sched_check_nodes(struct scheduler *s, struct cluster *c, int64_t now_ms,
         }
         for (size_t k = 0; k < its.n; k++) {
             struct job *job = cluster_find_job(c, its.ids[k]);
-            if (job && job_on_node(job, node_id) && job_state_is_on_node(job->state))
-                sched_fail_attempt(c, job, JOB_LOST, JOB_FAILED, "node lost", -1, 0, now_ms, out);
+            if (job && job_on_node(job, node_id) && job_state_is_on_node(job->state) &&
+                !job_part_exited(job, node_id))
+                lose_job_on_node(c, job, node_id, now_ms, out);
         }
         cluster_node_ids_release(&its);
     }

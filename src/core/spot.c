@@ -26,6 +26,7 @@ int spot_interrupt(struct cluster *c, struct node *node, int64_t now_ms, int64_t
         if (!a)
             return TIDE_ENOMEM;
         snprintf(a->reason, sizeof a->reason, "spot interruption of %.40s: %.60s", node->name, why);
+        snprintf(job->requeue_reason, sizeof job->requeue_reason, "%s", a->reason);
         asked++;
     }
     return asked;

@@ -207,8 +207,9 @@ int store_job_gang_save(struct store *s, const struct job *job, struct tide_err 
     json_t *gang = ended ? json_pack("{s:o}", "exited", ended) : NULL;
     if (gang && job->gang_failed)
         json_object_set_new(gang, "failed",
-                            json_pack("{s:i, s:i, s:s}", "exit_code", job->gang_exit_code, "signal",
-                                      job->gang_signal, "reason", job->gang_reason));
+                            json_pack("{s:i, s:i, s:s, s:b}", "exit_code", job->gang_exit_code,
+                                      "signal", job->gang_signal, "reason", job->gang_reason,
+                                      "node_lost", job->gang_lost));
     char *text = gang ? json_dumps(gang, JSON_COMPACT) : NULL;
     json_decref(gang);
     if (!text)
@@ -527,6 +528,7 @@ static void restore_gang(struct job *job, struct db_stmt *st, int col)
         job->gang_failed = true;
         job->gang_exit_code = (int)json_integer_value(json_object_get(failed, "exit_code"));
         job->gang_signal = (int)json_integer_value(json_object_get(failed, "signal"));
+        job->gang_lost = json_is_true(json_object_get(failed, "node_lost"));
         const char *reason = json_string_value(json_object_get(failed, "reason"));
         snprintf(job->gang_reason, sizeof job->gang_reason, "%s", reason ? reason : "");
     }

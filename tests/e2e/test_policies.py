@@ -350,6 +350,115 @@ def test_placement_and_order_policies_are_chosen_in_tide_yaml():
         assert final[short["id"]]["start_time"] < final[long["id"]]["start_time"], final
 
 
+def events_of(c, job_id, kind):
+    return [e["message"] for e in c.api("GET", f"/v1/events?job={job_id}")["events"] if e["kind"] == kind]
+
+
+def test_a_borrower_never_preempts_work_within_its_projects_quota():
+    config = """
+projects:
+  - name: a
+    quota_gpus: 1
+  - name: b
+    quota_gpus: 0
+queues:
+  - name: default
+    preemptible: true
+"""
+    with Cluster(agents=1, fake_gpus="1xT4:16GB", config=config, kill_grace_s=1) as c:
+        owner = c.submit(command=["sleep", "60"], gpus=1, project="a")["id"]
+        c.wait_state(owner, "running")
+        # Higher priority but beyond its quota: were it to preempt the
+        # owner, the owner would take its quota back, and so on for ever.
+        borrower = c.submit(command=["sleep", "60"], gpus=1, project="b", priority=50)["id"]
+        time.sleep(5)
+        assert c.job(owner)["state"] == "running" and c.job(owner)["attempt"] == 1, c.job(owner)
+        assert c.job(borrower)["state"] == "pending", c.job(borrower)
+        assert events_of(c, owner, "job_preempted") == []
+        for i in (owner, borrower):
+            c.api("DELETE", f"/v1/jobs/{i}")
+
+
+def test_escalation_does_not_make_two_jobs_preempt_each_other():
+    config = """
+queues:
+  - name: default
+    max_wait_s: 2
+    escalation: 100
+    preemptible: true
+"""
+    with Cluster(agents=1, fake_gpus="1xT4:16GB", config=config, kill_grace_s=1) as c:
+        low = c.submit(command=["sleep", "60"], gpus=1)["id"]
+        c.wait_state(low, "running")
+        high = c.submit(command=["sleep", "60"], gpus=1, priority=50)["id"]
+        wait_until(lambda: c.job(high)["state"] == "running", 15, what="the higher job running")
+        # low waits from its submit, escalated past high within seconds:
+        # it must not preempt the job that preempted it back.
+        time.sleep(8)
+        assert len(events_of(c, low, "job_preempted")) == 1
+        assert events_of(c, high, "job_preempted") == []
+        assert c.job(high)["state"] == "running" and c.job(high)["attempt"] == 1, c.job(high)
+        # its requeue says why, not the agent's "preempted (preempted)"
+        requeued = events_of(c, low, "job_requeued")
+        assert requeued == [f"attempt 1 preempted: preempted by job {high}"], requeued
+        for i in (low, high):
+            c.api("DELETE", f"/v1/jobs/{i}")
+
+
+def test_a_gang_that_loses_a_node_starts_again_only_after_its_other_ranks_exit():
+    with Cluster(agents=3, fake_gpus="2xH200:141GB", config="scheduler:\n  placement: binpack\n",
+                 kill_grace_s=4) as c:
+        timeline = os.path.join(c.dir, "timeline")
+        # Each rank logs its start and exit with its node; a TERM takes 2 s.
+        script = (f'L={timeline}; node=$(echo "$TIDE_GANG_NODES" | cut -d, -f$((TIDE_GANG_RANK + 1))); '
+                  'echo "$(date +%s.%N) start $TIDE_ATTEMPT $node" >> $L; '
+                  'trap \'sleep 2; echo "$(date +%s.%N) exit $TIDE_ATTEMPT $node" >> $L; exit 0\' TERM; '
+                  'sleep 30 & wait $!')
+        gang = c.submit(command=["sh", "-c", script], gpus=4, nodes=2)["id"]
+        job = c.wait_state(gang, "running")
+        wait_until(lambda: os.path.exists(timeline) and len(open(timeline).read().splitlines()) == 2, 10,
+                   what="both ranks started")
+        lost = [n for n in job["gang_nodes"] if n != job["node"]][0]
+        survivor = job["node"]
+        c.kill_agent(lost)
+        wait_until(lambda: c.job(gang)["attempt"] >= 2 and c.job(gang)["state"] == "running", 30,
+                   what="the second attempt running")
+        lines = [l.split() for l in open(timeline).read().splitlines()]
+        exits = [float(t) for t, what, att, node in lines if what == "exit" and att == "1" and node == survivor]
+        starts = [float(t) for t, what, att, node in lines if what == "start" and att == "2"]
+        assert exits and starts and max(exits) < min(starts), lines
+        requeued = events_of(c, gang, "job_requeued")
+        assert len(requeued) == 1 and "lost" in requeued[0], requeued
+        c.api("DELETE", f"/v1/jobs/{gang}")
+        c.wait_final([gang], 30)
+
+
+def test_a_gang_is_preempted_for_gpus_on_any_of_its_nodes():
+    with Cluster(agents=0, kill_grace_s=1) as c:
+        c.start_agent("node-1", fake_gpus="2xH200:141GB")
+        c.start_agent("node-2", fake_gpus="2xA100:80GB")
+        wait_until(lambda: len(c.api("GET", "/v1/nodes")["nodes"]) == 2, 10, what="both nodes")
+        gang = c.submit(command=["sleep", "60"], gpus=4, nodes=2, preemptible=True, priority=-10)["id"]
+        job = c.wait_state(gang, "running")
+        model = "H200*" if job["node"] == "node-2" else "A100*"  # the gang's second node only
+        high = c.submit(command=["true"], gpus=1, priority=100, gpu_model=model)["id"]
+        assert c.wait_final([high], 20)[high]["state"] == "succeeded"
+        assert len(events_of(c, gang, "job_preempted")) == 1
+        c.api("DELETE", f"/v1/jobs/{gang}")
+        c.wait_final([gang], 30)
+
+
+def test_a_gang_with_one_busy_rank_is_not_reclaimed_for_idling():
+    with Cluster(agents=2, fake_gpus="2xH200:141GB", config=QUEUES, kill_grace_s=1) as c:
+        # rank 0 coordinates and leaves its GPUs idle; rank 1 works
+        script = ('if [ "$TIDE_GANG_RANK" = 1 ]; then echo "util=95 mem=1000" > "$TIDE_FAKE_GPU_FILE"; fi; '
+                  'sleep 6; echo done')
+        gang = c.submit(command=["sh", "-c", script], gpus=4, nodes=2, queue="notebooks")["id"]
+        done = c.wait_final([gang], 40)[gang]
+        assert done["state"] == "succeeded", done
+        assert events_of(c, gang, "job_idle_warning") == []
+
+
 if __name__ == "__main__":
     run_tests([
         test_unknown_queue_and_out_of_range_priority_are_refused,
@@ -369,4 +478,9 @@ if __name__ == "__main__":
         test_gang_job_spans_nodes_all_or_nothing,
         test_a_failing_gang_member_stops_the_others_and_fails_the_job,
         test_placement_and_order_policies_are_chosen_in_tide_yaml,
+        test_a_borrower_never_preempts_work_within_its_projects_quota,
+        test_escalation_does_not_make_two_jobs_preempt_each_other,
+        test_a_gang_that_loses_a_node_starts_again_only_after_its_other_ranks_exit,
+        test_a_gang_is_preempted_for_gpus_on_any_of_its_nodes,
+        test_a_gang_with_one_busy_rank_is_not_reclaimed_for_idling,
     ])

@@ -191,6 +191,28 @@ static void test_borrowed_gpus_are_not_reclaimed_by_a_job_that_would_borrow_too(
     assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
 }
 
+static void test_a_borrower_never_preempts_work_within_its_projects_quota(void **state)
+{
+    (void)state;
+    add_project("a", 1, 1);
+    add_project("b", 0, 1);
+    add_node(1, 1);
+    add_pending(project_job(1, "a", 1, true));
+    assert_int_equal(pass_at(NOW_MS), 1);
+    assert_false(job(1)->borrowed);
+    mark_started_running();
+    action_list_clear(&out);
+    /* Higher priority, but beyond its quota: were it to preempt job 1, job 1
+     * would take its quota back at once, and so on for ever. */
+    struct job borrower = project_job(2, "b", 1, true);
+    borrower.priority = 50;
+    add_pending(borrower);
+    pass_at(NOW_MS + 1000);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+    assert_int_equal(job(1)->state, JOB_RUNNING);
+    assert_int_equal(job(2)->state, JOB_PENDING);
+}
+
 static void test_borrowed_non_preemptible_job_is_never_reclaimed(void **state)
 {
     (void)state;
@@ -353,6 +375,7 @@ int main(void)
         T(test_borrowed_gpus_are_reclaimed_at_equal_priority),
         T(test_jobs_within_another_projects_quota_are_never_reclaimed),
         T(test_borrowed_gpus_are_not_reclaimed_by_a_job_that_would_borrow_too),
+        T(test_a_borrower_never_preempts_work_within_its_projects_quota),
         T(test_borrowed_non_preemptible_job_is_never_reclaimed),
         T(test_borrowers_go_in_order_of_decayed_use),
         T(test_borrowers_use_is_divided_by_their_weight),

@@ -279,6 +279,51 @@ static void test_idle_window_comes_from_the_jobs_queue(void **state)
     assert_int_equal(j.idle_after_s, 1800);
 }
 
+/* Job 1 made a gang: a second part on node 2's GPUs 0 and 1. */
+static void spread_job_1_to_node_2(void)
+{
+    struct node n = fx_h200_node(2, 2);
+    assert_non_null(cluster_put_node(&c, &n));
+    struct job *job = cluster_find_job(&c, 1);
+    job->max_nodes = 2;
+    int both[2] = {0, 1};
+    cluster_assign_part(&c, job, cluster_find_node(&c, 2), both, 2);
+}
+
+/* Node node_id's heartbeat at now_ms with its part of job 1 running. */
+static void heartbeat_node(int64_t node_id, int64_t now_ms)
+{
+    struct task_report r;
+    memset(&r, 0, sizeof r);
+    r.job_id = 1;
+    r.attempt = 1;
+    r.exit_code = -1;
+    assert_int_equal(reconcile_heartbeat(&c, cluster_find_node(&c, node_id), &r, 1, now_ms, &out),
+                     0);
+}
+
+static void test_a_gang_is_reclaimed_only_when_every_part_idles(void **state)
+{
+    (void)state;
+    spread_job_1_to_node_2();
+    cluster_find_node(&c, 2)->gpus[1].utilization_pct = 95; /* rank 1 works; rank 0 waits */
+    action_list_clear(&out);
+    for (int64_t t = 0; t <= S(WINDOW_S + 60); t += S(30)) {
+        heartbeat_node(1, T0_MS + t);
+        heartbeat_node(2, T0_MS + t + 500);
+    }
+    assert_int_equal(fx_count(&out, ACTION_IDLE_WARN, 1), 0);
+    assert_false(cluster_find_job(&c, 1)->reclaim_requested);
+    /* then rank 1 idles too: the window starts from then */
+    cluster_find_node(&c, 2)->gpus[1].utilization_pct = 0;
+    int64_t idle_from = T0_MS + S(WINDOW_S + 90);
+    heartbeat_node(2, idle_from);
+    heartbeat_node(1, idle_from + S(WINDOW_S) - 1000);
+    assert_false(cluster_find_job(&c, 1)->reclaim_requested);
+    heartbeat_node(1, idle_from + S(WINDOW_S));
+    assert_true(cluster_find_job(&c, 1)->reclaim_requested);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -298,6 +343,7 @@ int main(void)
         T(test_reclaimed_job_exiting_0_still_ends_failed),
         T(test_a_requeued_job_starts_its_idle_clock_again_on_its_next_attempt),
         T(test_idle_window_comes_from_the_jobs_queue),
+        T(test_a_gang_is_reclaimed_only_when_every_part_idles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -240,12 +240,23 @@ static void test_lost_node_requeues_its_jobs_and_keeps_the_others(void **state)
         c.nodes[i].last_heartbeat_ms = 1000;
     cluster_find_node(&c, 1)->last_heartbeat_ms = 1000 + TIMEOUT_MS;
     cluster_find_node(&c, 3)->last_heartbeat_ms = 1000 + TIMEOUT_MS;
-    /* node 2 falls silent: its job and the gang job with a part there go */
+    /* node 2 falls silent: its job goes; the gang job with a part there
+     * goes once its task on node 3 has stopped */
     assert_int_equal(sched_check_nodes(&s, &c, 1000 + TIMEOUT_MS + 1, &out), 1);
     assert_non_null(fx_find(&out, ACTION_REQUEUE, 2));
-    assert_non_null(fx_find(&out, ACTION_REQUEUE, 3));
+    assert_null(fx_find(&out, ACTION_REQUEUE, 3));
+    assert_non_null(fx_find(&out, ACTION_SEND_STOP, 3));
     assert_null(fx_find(&out, ACTION_REQUEUE, 1));
     int64_t ids[64];
+    assert_int_equal(on_node(3, ids), 1);
+    assert_int_equal(ids[0], 3);
+    assert_index_matches_scan();
+    struct task_report r = {
+        .job_id = 3, .attempt = 1, .exited = true, .signal = 15, .exit_code = -1};
+    snprintf(r.reason, sizeof r.reason, "signal 15");
+    assert_int_equal(
+        reconcile_heartbeat(&c, cluster_find_node(&c, 3), &r, 1, 2000 + TIMEOUT_MS, &out), 0);
+    assert_non_null(fx_find(&out, ACTION_REQUEUE, 3));
     assert_int_equal(on_node(2, ids), 0);
     assert_int_equal(on_node(3, ids), 0);
     assert_int_equal(on_node(1, ids), 1);

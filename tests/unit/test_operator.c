@@ -125,7 +125,9 @@ static void test_requeued_job_is_pending_again_without_using_a_retry(void **stat
         .job_id = 1, .attempt = 1, .exited = true, .exit_code = -1, .signal = 15};
     snprintf(stopped.reason, sizeof stopped.reason, "signal 15");
     assert_int_equal(reconcile_heartbeat(&c, cluster_find_node(&c, 1), &stopped, 1, 3000, &out), 0);
-    assert_non_null(fx_find(&out, ACTION_REQUEUE, 1));
+    a = fx_find(&out, ACTION_REQUEUE, 1);
+    assert_non_null(a);
+    assert_string_equal(a->reason, "requeued: maintenance"); /* the operator's words, kept */
     assert_null(fx_find(&out, ACTION_FINISH, 1));
     job = cluster_find_job(&c, 1);
     assert_non_null(job);

@@ -285,7 +285,7 @@ static void test_preempted_job_exiting_0_is_requeued_not_succeeded(void **state)
     const struct action *a = fx_find(&out, ACTION_REQUEUE, 1);
     assert_non_null(a);
     assert_int_equal(a->state, JOB_PREEMPTED);
-    assert_string_equal(a->reason, "preempted (exit 0)");
+    assert_string_equal(a->reason, "preempted by job 10"); /* not the agent's "preempted" */
     assert_int_equal(job(1)->state, JOB_PENDING);
     assert_int_equal(job(1)->preemptions, 1);
     assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 0);
@@ -498,6 +498,57 @@ static void test_a_gang_job_preempts_on_as_many_nodes_as_its_shares_need(void **
     assert_int_equal(job(3)->state, JOB_RUNNING);
 }
 
+/* Job id, a preemptible gang of priority -10, running on both GPUs of
+ * nodes 1 and 2. */
+static void add_running_gang_on_nodes_1_and_2(int64_t id)
+{
+    struct job j = fx_job(id, 4);
+    j.preemptible = true;
+    j.max_nodes = 2;
+    j.priority = -10;
+    j.gpus = 2; /* fx_add_running takes the first node's share */
+    struct job *g = fx_add_running(&c, j, 1, 100);
+    assert_non_null(g);
+    g->gpus = 4;
+    int both[2] = {0, 1};
+    cluster_assign_part(&c, g, cluster_find_node(&c, 2), both, 2);
+}
+
+static void test_a_gang_job_is_preempted_for_gpus_on_any_of_its_nodes(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    struct node a100 = fx_node(2, 2, "A100", 81920);
+    assert_non_null(cluster_put_node(&c, &a100));
+    add_running_gang_on_nodes_1_and_2(1);
+    struct job j = fx_job(10, 1);
+    j.priority = 100;
+    snprintf(j.gpu_model, sizeof j.gpu_model, "A100*"); /* node 2 only, the gang's second */
+    assert_non_null(cluster_add_job(&c, &j));
+    pass_at(NOW_MS);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 1);
+    assert_non_null(fx_find(&out, ACTION_PREEMPT, 1));
+    /* while the gang stops, what it frees on node 2 is waited for */
+    action_list_clear(&out);
+    pass_at(NOW_MS + 500);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+    assert_string_equal(fx_reason(job(10)), "waiting for preempted jobs to stop");
+}
+
+static void test_a_free_gpu_placement_refuses_as_busy_does_not_count_for_preemption(void **state)
+{
+    (void)state;
+    add_node(1, 2);
+    add_running(1, 1, 1, true, 100);                        /* on GPU 0 */
+    cluster_find_node(&c, 1)->gpus[1].utilization_pct = 95; /* a process outside tide */
+    add_pending(10, 2, 10);
+    pass_at(NOW_MS);
+    /* job 1's GPU and the busy one make 2, but placement would still
+     * refuse the busy one: job 1 would stop for nothing */
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+    assert_int_equal(job(1)->state, JOB_RUNNING);
+}
+
 static void test_a_gang_job_holds_the_free_node_its_plan_counts_on(void **state)
 {
     (void)state;
@@ -619,6 +670,8 @@ int main(void)
         T(test_gpus_a_preemption_counted_on_go_to_no_later_job),
         T(test_a_claim_holds_only_its_own_node),
         T(test_a_gang_job_preempts_on_as_many_nodes_as_its_shares_need),
+        T(test_a_gang_job_is_preempted_for_gpus_on_any_of_its_nodes),
+        T(test_a_free_gpu_placement_refuses_as_busy_does_not_count_for_preemption),
         T(test_a_gang_job_holds_the_free_node_its_plan_counts_on),
         T(test_a_gang_job_preempts_nothing_when_its_shares_cannot_all_be_had),
         T(test_a_job_lost_too_many_times_ends_failed),

@@ -10,6 +10,7 @@
 #include "common/tide_err.h"
 #include "core/job_spec.h"
 #include "core/queue.h"
+#include "core/reconcile.h"
 #include "core/sched.h"
 
 #include "cluster_fixture.h"
@@ -232,6 +233,59 @@ static void test_job_waiting_past_max_wait_overtakes_a_higher_priority_one(void 
     assert_int_equal(cluster_find_job(&c, 2)->state, JOB_PENDING);
 }
 
+/* A pending job of the training queue (max_wait 1 h, +100), preemptible. */
+static struct job *add_training(int64_t id, int priority, int64_t submit_ms)
+{
+    struct job j = fx_job(id, 1);
+    snprintf(j.queue, sizeof j.queue, "training");
+    j.priority = priority;
+    j.submit_ms = submit_ms;
+    j.preemptible = true;
+    return cluster_add_job(&c, &j);
+}
+
+/* Node 1's agent reports every job there running, as started. */
+static void heartbeat_all_running(int64_t now_ms)
+{
+    struct task_report r[4];
+    size_t n = 0;
+    memset(r, 0, sizeof r);
+    for (size_t i = 0; i < c.njobs && n < 4; i++)
+        if (job_state_is_on_node(c.jobs[i].state)) {
+            r[n].job_id = c.jobs[i].id;
+            r[n].attempt = c.jobs[i].attempt;
+            r[n++].exit_code = -1;
+        }
+    assert_int_equal(reconcile_heartbeat(&c, cluster_find_node(&c, 1), r, n, now_ms, &out), 0);
+}
+
+static void test_a_requeued_victim_does_not_preempt_its_preemptor_by_escalation(void **state)
+{
+    (void)state;
+    struct node n = fx_h200_node(1, 1);
+    assert_non_null(cluster_put_node(&c, &n));
+    assert_non_null(add_training(1, 0, 0));
+    assert_int_equal(sched_pass(&s, &c, 1000, &out), 1);
+    heartbeat_all_running(1500);
+    assert_non_null(add_training(2, 50, 2000));
+    sched_pass(&s, &c, 3000, &out);
+    assert_int_equal(cluster_find_job(&c, 1)->state, JOB_PREEMPTED);
+    /* job 1 stops; job 2 starts and runs */
+    struct task_report stopped = {.job_id = 1, .attempt = 1, .exited = true, .exit_code = 0};
+    assert_int_equal(reconcile_heartbeat(&c, cluster_find_node(&c, 1), &stopped, 1, 4000, &out), 0);
+    assert_int_equal(sched_pass(&s, &c, 5000, &out), 1);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_STARTING);
+    heartbeat_all_running(5500);
+    /* An hour after its submit job 1 is escalated to 100, above the 50 job
+     * 2 started with; preempting it back would requeue job 2 as old and
+     * escalated, to preempt job 1 in turn, and so on. */
+    action_list_clear(&out);
+    sched_pass(&s, &c, HOUR_MS + 1000, &out);
+    assert_int_equal(cluster_find_job(&c, 1)->effective_priority, 100);
+    assert_int_equal(fx_count(&out, ACTION_PREEMPT, 0), 0);
+    assert_int_equal(cluster_find_job(&c, 2)->state, JOB_RUNNING);
+}
+
 static void test_job_waiting_less_than_max_wait_does_not_overtake(void **state)
 {
     (void)state;
@@ -444,6 +498,7 @@ int main(void)
         T(test_effective_priority_rises_by_escalation_per_max_wait_waited),
         T(test_queue_without_max_wait_never_escalates),
         T(test_job_waiting_past_max_wait_overtakes_a_higher_priority_one),
+        T(test_a_requeued_victim_does_not_preempt_its_preemptor_by_escalation),
         T(test_job_waiting_less_than_max_wait_does_not_overtake),
         T(test_a_job_finds_its_queue_again_after_the_queues_change_places),
         T(test_job_waits_at_the_queue_cap_on_running_jobs_naming_the_cap),

@@ -620,6 +620,46 @@ static void test_a_stopping_node_that_falls_silent_is_lost_as_its_agent_stopped(
     assert_non_null(strstr(lost->reason, "its agent stopped"));
 }
 
+static void
+test_a_gang_that_loses_a_node_keeps_its_other_gpus_until_its_task_there_exits(void **state)
+{
+    (void)state;
+    struct job *job = add_gang_started_on_node_1(7);
+    struct task_report r = running(7, 1);
+    heartbeat_at(2, &r, 1, NOW);
+    struct scheduler s;
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    sched_init(&s, &cfg);
+    int64_t later = NOW + cfg.node_timeout_ms + 1;
+    heartbeat_at(1, &r, 1, later - 1000); /* node 1 lives; node 2 falls silent */
+    action_list_clear(&out);
+    assert_int_equal(sched_check_nodes(&s, &c, later, &out), 1);
+    /* Its rank on node 1 still runs there, on its GPU and its checkpoint
+     * directory: the next attempt must not start on them yet. */
+    job = cluster_find_job(&c, 7);
+    assert_non_null(job);
+    assert_null(fx_find(&out, ACTION_REQUEUE, 7));
+    assert_int_equal(cluster_find_node(&c, 1)->gpus[0].job_id, 7);
+    const struct action *stop = fx_find(&out, ACTION_SEND_STOP, 7);
+    assert_non_null(stop);
+    assert_int_equal(stop->node_id, 1);
+    heartbeat_at(1, &r, 1, later + 500); /* still running: told to stop again */
+    assert_non_null(fx_find(&out, ACTION_SEND_STOP, 7));
+    assert_null(fx_find(&out, ACTION_REQUEUE, 7));
+    struct task_report gone = exited(7, 1, -1, 15, "signal 15");
+    heartbeat_at(1, &gone, 1, later + 1000);
+    const struct action *a = fx_find(&out, ACTION_REQUEUE, 7);
+    assert_non_null(a);
+    assert_int_equal(a->state, JOB_LOST); /* its node's loss: no retry used */
+    job = cluster_find_job(&c, 7);
+    assert_non_null(job);
+    assert_int_equal(job->state, JOB_PENDING);
+    assert_int_equal(job->free_attempts, 1);
+    assert_int_equal(cluster_find_node(&c, 1)->gpus[0].job_id, 0);
+    sched_release(&s);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -631,6 +671,7 @@ int main(void)
         T(test_a_gang_running_elsewhere_keeps_its_gpus_when_its_unstarted_parts_node_stops),
         T(test_a_drained_node_whose_agent_stops_and_returns_stays_draining),
         T(test_a_stopping_node_that_falls_silent_is_lost_as_its_agent_stopped),
+        T(test_a_gang_that_loses_a_node_keeps_its_other_gpus_until_its_task_there_exits),
         T(test_same_running_heartbeat_twice_gives_one_running),
         T(test_exit_0_finishes_succeeded_and_is_acked),
         T(test_same_exit_heartbeat_twice_finishes_once_and_acks_both),
