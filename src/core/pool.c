@@ -1,6 +1,7 @@
 /* Pool defaults and the questions the autoscaler and billing ask of a pool. */
 #include "core/pool.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,17 +66,34 @@ bool pool_fits_share(const struct pool *p, const struct job *job, int gpus)
     return true;
 }
 
+/* Whether a GPU called name (as NVML says it: "NVIDIA A100-SXM4-80GB",
+ * "Tesla V100-SXM2-16GB", "NVIDIA H100 80GB HBM3") is of the pool's model
+ * (as configs say it: "A100", "H100"): the model as a whole word of the
+ * name, in any case, or the name matching it as a pattern ("A100*"). */
+static bool pool_model_names(const char *model, const char *name)
+{
+    if (gpu_model_matches(model, name))
+        return true;
+    size_t n = strlen(model);
+    for (const char *s = name; (s = strcasestr(s, model)); s++) {
+        bool starts = s == name || !isalnum((unsigned char)s[-1]);
+        bool ends = !isalnum((unsigned char)s[n]);
+        if (starts && ends)
+            return true;
+    }
+    return false;
+}
+
 bool pool_node_differs(const struct pool *p, const struct node *n, char *why, size_t size)
 {
     int whole = 0;
-    const struct gpu *odd = NULL; /* a GPU of another model or too little memory */
+    const struct gpu *odd = NULL; /* a GPU of another model */
     for (int i = 0; i < n->ngpus; i++) {
         const struct gpu *g = &n->gpus[i];
         if (g->mig_profile[0])
             continue;
         whole++;
-        if (!odd && ((p->gpu_model[0] && !gpu_model_matches(p->gpu_model, g->name)) ||
-                     g->memory_total_mib * 10 < p->gpu_memory_mib * 9))
+        if (!odd && p->gpu_model[0] && !pool_model_names(p->gpu_model, g->name))
             odd = g;
     }
     if (whole == p->gpus_per_node && !odd)
@@ -84,11 +102,8 @@ bool pool_node_differs(const struct pool *p, const struct node *n, char *why, si
         snprintf(why, size, "node %s has %d GPU%s; pool %s's nodes have %d (gpus_per_node)",
                  n->name, whole, whole == 1 ? "" : "s", p->name, p->gpus_per_node);
     else
-        snprintf(why, size,
-                 "node %s has a %s with %lld MiB; pool %s's nodes have %s with %lld MiB (gpu, "
-                 "gpu_memory_mib)",
-                 n->name, odd->name, (long long)odd->memory_total_mib, p->name,
-                 p->gpu_model[0] ? p->gpu_model : "any GPU", (long long)p->gpu_memory_mib);
+        snprintf(why, size, "node %s has a %s; pool %s's nodes have %s (gpu)", n->name, odd->name,
+                 p->name, p->gpu_model);
     return true;
 }
 

@@ -98,9 +98,11 @@ bool pool_fits_job(const struct pool *p, const struct job *job);
 bool pool_fits_share(const struct pool *p, const struct job *job, int gpus);
 
 /* Whether node n's GPUs are not what pool p's nodes have: another count of
- * whole GPUs (MIG instances are parts of one), another model, or memory
- * under 90 % of gpu_memory_mib (a smaller variant; drivers report a little
- * less than the size on the box). Says how in why (size bytes) when so. */
+ * whole GPUs (MIG instances are parts of one), or another model (the
+ * pool's gpu not a whole word of the GPU's name: "A100" is "NVIDIA
+ * A100-SXM4-80GB", "A10" is not). Memory is not compared: a pool that
+ * leaves gpu_memory_mib out has the H200's default, whatever its model.
+ * Says how in why (size bytes) when so. */
 bool pool_node_differs(const struct pool *p, const struct node *n, char *why, size_t size);
 
 /* Price of one GPU for one hour, micro-units (ties broken by the caller). */
