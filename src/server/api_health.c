@@ -83,7 +83,13 @@ static void adopt_run(struct node *node, const char *run)
     for (int g = 0; g < node->ngpus; g++) {
         struct gpu *gpu = &node->gpus[g];
         if (strcmp(gpu->fault_run, run)) {
-            gpu->fault_seq = 0;
+            /* a count of no known run (a row stored before runs were, or
+             * never set) is taken as this run's unless it is above the
+             * agent's (below): reset, a running agent's count that the
+             * server had acted on would fault its GPUs again at the first
+             * heartbeat after an upgrade */
+            if (gpu->fault_run[0])
+                gpu->fault_seq = 0;
             snprintf(gpu->fault_run, sizeof gpu->fault_run, "%s", run);
         }
     }
@@ -107,6 +113,11 @@ int api_health_from_heartbeat(struct server *srv, struct node *node, json_t *bod
         const char *health = json_string_value(json_object_get(g, "health"));
         struct gpu *gpu = find_gpu(node, json_integer_value(json_object_get(g, "index")));
         json_int_t seq = json_integer_value(json_object_get(g, "fault_seq"));
+        /* one run's count never goes down: lower is a count that started
+         * again (an agent restarted, its run unknown: a row stored before
+         * runs were), whose faults are all new */
+        if (gpu && seq < gpu->fault_seq)
+            gpu->fault_seq = 0;
         if (!gpu || !health || strcmp(health, "fault") || seq <= gpu->fault_seq ||
             notes->nfaults >= HEALTH_MAX_FAULTS)
             continue;

@@ -4,6 +4,7 @@ used), fails nodes after repeated faults, and a pool replaces a failed node.
 Health probes (--health-command) drain a node while they fail."""
 import os
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time
@@ -156,6 +157,32 @@ def test_a_restarted_agents_faults_are_heard_though_its_count_starts_again():
         wait_until(lambda: c.node("node-1")["last_heartbeat"] > back + 0.5, 20, what="agent heard")
         passes_go_by(c)
         assert len(events(c, "gpu_fault")) == 2
+
+
+def test_a_server_upgrade_does_not_fault_again_a_gpu_the_operator_cleared():
+    # Rows stored before fault counts were kept with their agent's run
+    # (schema version 6) load with no run: a running agent's count, acted on
+    # already, was taken for new faults at its first heartbeat after the
+    # upgrade, and a GPU cleared by undrain was faulty again.
+    with Cluster(agents=0) as c:
+        start_agent(c, "node-1")
+        inject(faults_file(c, "node-1"), "0 xid 79")
+        wait_until(lambda: not gpu(c, "node-1", 0)["healthy"], 20, what="GPU 0 faulty")
+        c.cli("nodes", "undrain", "node-1", check=True)
+        c.kill_server()
+        db = sqlite3.connect(os.path.join(c.data, "tide.db"))
+        db.execute("UPDATE gpu_faults SET seq_run = NULL")  # as before version 6
+        db.commit()
+        db.close()
+        c.start_server()
+        back = time.time()
+        wait_until(lambda: c.node("node-1")["last_heartbeat"] > back + 0.5, 20, what="agent heard")
+        passes_go_by(c)
+        assert gpu(c, "node-1", 0)["healthy"] is True, gpu(c, "node-1", 0)
+        assert len(events(c, "gpu_fault")) == 1
+        inject(faults_file(c, "node-1"), "1 xid 48")  # and a new fault is heard
+        wait_until(lambda: not gpu(c, "node-1", 1)["healthy"], 20, what="GPU 1 faulty")
+        assert gpu(c, "node-1", 0)["healthy"] is True
 
 
 def test_a_gpu_fallen_off_the_bus_drains_its_node_and_stops_all_its_jobs():
@@ -400,6 +427,7 @@ if __name__ == "__main__":
     run_tests([
         test_xid_on_a_jobs_gpu_requeues_it_elsewhere_without_a_retry_and_the_gpu_gets_no_work,
         test_a_restarted_agents_faults_are_heard_though_its_count_starts_again,
+        test_a_server_upgrade_does_not_fault_again_a_gpu_the_operator_cleared,
         test_a_gpu_fallen_off_the_bus_drains_its_node_and_stops_all_its_jobs,
         test_a_fault_on_a_mig_gpu_moves_the_jobs_off_its_instances_and_keeps_new_ones_off,
         test_repeated_faults_fail_a_node_and_undrain_restores_it,
