@@ -207,6 +207,19 @@ static int part_exited(const struct job *job, int64_t node_id, struct action_lis
     return action_list_push(out, &a) ? 0 : 1;
 }
 
+/* A part that ended was busy until then, as far as anyone knows: the
+ * others' idle clocks start again, so an idle coordinator is warned and
+ * given the window after its workers finish, not reclaimed at once. */
+static void restart_idle_clocks(struct job *job, int64_t now_ms)
+{
+    if (job->idle_since_ms)
+        job->idle_since_ms = now_ms;
+    for (int i = 0; i < job->nparts; i++)
+        if (job->parts[i].idle_since_ms)
+            job->parts[i].idle_since_ms = now_ms;
+    job->idle_warned = false;
+}
+
 /* One task of a gang job ended. The job ends when all have: as its first
  * failure, or as a success when every task succeeded. A failure makes the
  * others be stopped (see the running branch). 0, or 1 when out of memory. */
@@ -219,8 +232,10 @@ static int record_gang_exit(struct cluster *c, struct job *job, int64_t node_id,
         job->gang_signal = r->signal;
         snprintf(job->gang_reason, sizeof job->gang_reason, "%s", r->reason);
     }
-    if (!job_mark_part_exited(job, node_id))
+    if (!job_mark_part_exited(job, node_id)) {
+        restart_idle_clocks(job, now_ms);
         return part_exited(job, node_id, out);
+    }
     if (job->gang_failed)
         record_gang_failure(c, job, now_ms, out);
     else

@@ -324,6 +324,37 @@ static void test_a_gang_is_reclaimed_only_when_every_part_idles(void **state)
     assert_true(cluster_find_job(&c, 1)->reclaim_requested);
 }
 
+/* Its busy rank ends first: the idle one gets a warning and the whole
+ * window from then (its clock had run all along, and it was reclaimed in
+ * the same heartbeat, without a warning). */
+static void
+test_a_gang_rank_idle_while_another_worked_gets_its_window_after_that_one_ends(void **state)
+{
+    (void)state;
+    spread_job_1_to_node_2();
+    cluster_find_node(&c, 2)->gpus[1].utilization_pct = 95;
+    for (int64_t t = 0; t <= S(WINDOW_S * 2); t += S(30)) {
+        heartbeat_node(1, T0_MS + t);
+        heartbeat_node(2, T0_MS + t + 500);
+    }
+    struct task_report done;
+    memset(&done, 0, sizeof done);
+    done.job_id = 1;
+    done.attempt = 1;
+    done.exited = true;
+    int64_t ended = T0_MS + S(WINDOW_S * 2) + 1000;
+    assert_int_equal(reconcile_heartbeat(&c, cluster_find_node(&c, 2), &done, 1, ended, &out), 0);
+    action_list_clear(&out);
+    heartbeat_node(1, ended + 500);
+    assert_false(cluster_find_job(&c, 1)->reclaim_requested);
+    assert_int_equal(fx_count(&out, ACTION_IDLE_WARN, 1), 0);
+    heartbeat_node(1, ended + S(WINDOW_S) / 2 + 1000);
+    assert_int_equal(fx_count(&out, ACTION_IDLE_WARN, 1), 1);
+    assert_false(cluster_find_job(&c, 1)->reclaim_requested);
+    heartbeat_node(1, ended + S(WINDOW_S) + 1000);
+    assert_true(cluster_find_job(&c, 1)->reclaim_requested);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -344,6 +375,7 @@ int main(void)
         T(test_a_requeued_job_starts_its_idle_clock_again_on_its_next_attempt),
         T(test_idle_window_comes_from_the_jobs_queue),
         T(test_a_gang_is_reclaimed_only_when_every_part_idles),
+        T(test_a_gang_rank_idle_while_another_worked_gets_its_window_after_that_one_ends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
