@@ -135,7 +135,8 @@ int operator_node_jobs(const struct cluster *c, int64_t node_id)
 {
     int n = 0;
     for (size_t i = 0; i < c->njobs; i++)
-        if (job_state_is_on_node(c->jobs[i].state) && job_on_node(&c->jobs[i], node_id))
+        if (job_state_is_on_node(c->jobs[i].state) && job_on_node(&c->jobs[i], node_id) &&
+            !job_part_exited(&c->jobs[i], node_id))
             n++;
     return n;
 }
@@ -153,7 +154,10 @@ int operator_remove_node(struct cluster *c, int64_t node_id, int64_t now_ms, int
     int moved = 0;
     for (size_t j = 0; j < c->njobs;) {
         struct job *job = &c->jobs[j];
-        if (!job_state_is_on_node(job->state) || !job_on_node(job, node_id)) {
+        /* a gang part ended there (its node was lost) leaves the job to its
+         * other ranks, whose GPUs it keeps until they have stopped */
+        if (!job_state_is_on_node(job->state) || !job_on_node(job, node_id) ||
+            job_part_exited(job, node_id)) {
             j++;
             continue;
         }

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "core/operator.h"
 #include "core/reconcile.h"
 #include "core/sched.h"
 
@@ -660,6 +661,36 @@ test_a_gang_that_loses_a_node_keeps_its_other_gpus_until_its_task_there_exits(vo
     sched_release(&s);
 }
 
+/* Deleting the lost node (tide nodes delete) must not requeue the gang
+ * while its rank on node 1 still runs: it waits for that rank as the
+ * loss alone does. */
+static void test_deleting_a_gangs_lost_node_waits_for_its_other_ranks_too(void **state)
+{
+    (void)state;
+    add_gang_started_on_node_1(7);
+    struct task_report r = running(7, 1);
+    heartbeat_at(2, &r, 1, NOW);
+    struct scheduler s;
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    sched_init(&s, &cfg);
+    int64_t later = NOW + cfg.node_timeout_ms + 1;
+    heartbeat_at(1, &r, 1, later - 1000);
+    assert_int_equal(sched_check_nodes(&s, &c, later, &out), 1);
+    action_list_clear(&out);
+    struct tide_err err;
+    assert_int_equal(operator_node_jobs(&c, 2), 0); /* nothing runs there any more */
+    assert_int_equal(operator_remove_node(&c, 2, later + 100, 30000, &out, &err), 0);
+    assert_null(fx_find(&out, ACTION_REQUEUE, 7));
+    assert_int_equal(cluster_find_job(&c, 7)->state, JOB_RUNNING);
+    assert_int_equal(cluster_find_node(&c, 1)->gpus[0].job_id, 7);
+    struct task_report gone = exited(7, 1, -1, 15, "signal 15");
+    heartbeat_at(1, &gone, 1, later + 1000);
+    assert_non_null(fx_find(&out, ACTION_REQUEUE, 7));
+    assert_int_equal(cluster_find_node(&c, 1)->gpus[0].job_id, 0);
+    sched_release(&s);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -672,6 +703,7 @@ int main(void)
         T(test_a_drained_node_whose_agent_stops_and_returns_stays_draining),
         T(test_a_stopping_node_that_falls_silent_is_lost_as_its_agent_stopped),
         T(test_a_gang_that_loses_a_node_keeps_its_other_gpus_until_its_task_there_exits),
+        T(test_deleting_a_gangs_lost_node_waits_for_its_other_ranks_too),
         T(test_same_running_heartbeat_twice_gives_one_running),
         T(test_exit_0_finishes_succeeded_and_is_acked),
         T(test_same_exit_heartbeat_twice_finishes_once_and_acks_both),
@@ -697,8 +729,8 @@ int main(void)
         T(test_lost_node_heartbeating_again_comes_back),
         T(test_lost_node_back_with_its_old_tasks_gets_them_stopped),
         T(test_failed_attempt_is_retried_and_the_retry_can_succeed),
-    T(test_gang_whose_part_failed_before_the_other_started_ends_as_that_failure),
-    T(test_gang_part_not_yet_started_is_sent_its_start_while_the_gang_is_well),
+        T(test_gang_whose_part_failed_before_the_other_started_ends_as_that_failure),
+        T(test_gang_part_not_yet_started_is_sent_its_start_while_the_gang_is_well),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
