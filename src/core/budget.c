@@ -89,6 +89,12 @@ static void roll(struct budget *b, int64_t now_ms)
         }
 }
 
+void budget_roll_all(struct budget_set *bs, int64_t now_ms)
+{
+    for (int i = 0; i < bs->count; i++)
+        roll(&bs->items[i], now_ms);
+}
+
 struct spending {
     struct budget_set *bs;
     int64_t price; /* per GPU-hour */

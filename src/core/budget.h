@@ -65,6 +65,11 @@ struct budget *budget_add(struct budget_set *bs, const struct budget *b);
 int64_t budget_day_of(int64_t now_ms);
 int64_t budget_month_of(int64_t now_ms);
 
+/* Starts a new period for every budget whose day or month is not now_ms's
+ * (spend and alerts at 0): for a state loaded at start, which a server
+ * without pools never ticks. */
+void budget_roll_all(struct budget_set *bs, int64_t now_ms);
+
 /* Every threshold of every budget, on both sides of a midnight: room for
  * this many alerts misses none in a tick. */
 #define BUDGET_TICK_ALERTS_MAX (2 * TIDE_MAX_BUDGETS * BUDGET_PERIODS * BUDGET_MAX_ALERTS)

@@ -389,6 +389,8 @@ static int server_load(struct server *srv, struct tide_err *err)
      * today holds and rejects from the start, pools or none. */
     if (!rc && srv->cfg.budgets.count)
         rc = store_budgets_load(srv->store, &srv->cfg.budgets, err);
+    if (!rc) /* yesterday's cap must not hold today: without pools, no tick rolls it */
+        budget_roll_all(&srv->cfg.budgets, clock_now_ms());
     if (!rc)
         eta_refresh_seed(srv);
     return rc;

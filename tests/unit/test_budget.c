@@ -262,6 +262,25 @@ static void test_reject_refuses_new_jobs_only_once_the_cap_is_reached(void **sta
     cluster_release(&f.c);
 }
 
+/* A state loaded at start from an earlier day no longer holds: a server
+ * without pools never ticks to roll it (it held the project for ever). */
+static void test_a_loaded_state_of_an_earlier_day_is_rolled_to_today(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_start(&f, true);
+    fx_run(&f, 10, "vision");
+    tick(&f, T0);
+    tick(&f, T0 + 150 * 60 * S);
+    assert_true(budget_exhausted(&f.bs.items[0]));
+    budget_roll_all(&f.bs, T0 + 150 * 60 * S + 60 * S); /* the same day: kept */
+    assert_true(budget_exhausted(&f.bs.items[0]));
+    budget_roll_all(&f.bs, T0 + DAY);
+    assert_false(budget_exhausted(&f.bs.items[0]));
+    assert_int_equal(budget_spent_micros(&f.bs.items[0], BUDGET_DAILY), 0);
+    cluster_release(&f.c);
+}
+
 static void test_stop_running_preempts_the_projects_jobs_at_the_cap_only(void **state)
 {
     (void)state;
@@ -371,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_no_nodes_are_added_for_a_project_at_its_hard_cap),
         cmocka_unit_test(test_months_are_calendar_months_in_utc),
         cmocka_unit_test(test_reject_refuses_new_jobs_only_once_the_cap_is_reached),
+        cmocka_unit_test(test_a_loaded_state_of_an_earlier_day_is_rolled_to_today),
         cmocka_unit_test(test_stop_running_preempts_the_projects_jobs_at_the_cap_only),
         cmocka_unit_test(test_a_month_of_a_large_cluster_does_not_overflow_the_meter),
         cmocka_unit_test(test_a_tick_reports_every_threshold_it_crosses),
