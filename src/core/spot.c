@@ -41,6 +41,19 @@ int spot_kill_grace_s(const struct node *node, int64_t now_ms, int kill_grace_s)
     return left_s > kill_grace_s ? (int)left_s : kill_grace_s;
 }
 
+int spot_job_kill_grace_s(struct cluster *c, const struct job *job, int64_t now_ms,
+                          int kill_grace_s)
+{
+    int grace = kill_grace_s;
+    for (int k = -1; job && k < job->nparts; k++) {
+        int64_t node_id = k < 0 ? job->node_id : job->parts[k].node_id;
+        int g = spot_kill_grace_s(cluster_find_node(c, node_id), now_ms, kill_grace_s);
+        if (g > grace)
+            grace = g;
+    }
+    return grace;
+}
+
 int spot_check(struct cluster *c, int64_t now_ms, struct action_list *out)
 {
     int requeued = 0;

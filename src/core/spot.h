@@ -28,6 +28,12 @@ int spot_interrupt(struct cluster *c, struct node *node, int64_t now_ms, int64_t
  * checkpoint's, not cut short by the server's kill grace). */
 int spot_kill_grace_s(const struct node *node, int64_t now_ms, int kill_grace_s);
 
+/* The same for every task of job (all get it): the longest over the nodes
+ * it holds, so a gang's ranks on nodes not interrupted wait with the one
+ * on the interrupted node for a checkpoint they make together. */
+int spot_job_kill_grace_s(struct cluster *c, const struct job *job, int64_t now_ms,
+                          int kill_grace_s);
+
 /* At each interrupted node's deadline, requeues the jobs still on it
  * (ACTION_REQUEUE, state preempted) and frees their GPUs. Returns the
  * number of jobs requeued. */

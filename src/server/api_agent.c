@@ -672,14 +672,18 @@ static int checkpoint_signal_of(struct server *srv, int64_t job_id)
 }
 
 /* A stop for job_id's task on node; a checkpoint asked by a spot
- * interruption gets the time left to the node's deadline. */
+ * interruption gets the time left to the deadline (of any interrupted node
+ * the job holds: a gang's ranks checkpoint together). */
 static json_t *stop_message(struct server *srv, const struct node *node, int64_t job_id,
                             int attempt, const char *reason)
 {
     bool checkpoint = !strcmp(reason, "preempted");
     int sig = checkpoint ? checkpoint_signal_of(srv, job_id) : 15;
-    int grace = checkpoint ? spot_kill_grace_s(node, clock_now_ms(), srv->cfg.kill_grace_s)
-                           : srv->cfg.kill_grace_s;
+    const struct job *job = cluster_find_job(&srv->cluster, job_id);
+    int64_t now = clock_now_ms();
+    int grace = !checkpoint ? srv->cfg.kill_grace_s
+                : job       ? spot_job_kill_grace_s(&srv->cluster, job, now, srv->cfg.kill_grace_s)
+                            : spot_kill_grace_s(node, now, srv->cfg.kill_grace_s);
     return json_pack("{s:s, s:I, s:i, s:s, s:i, s:i}", "type", "stop", "job_id", (json_int_t)job_id,
                      "attempt", attempt, "reason", reason, "kill_grace_s", grace, "signal", sig);
 }

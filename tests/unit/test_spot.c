@@ -191,6 +191,21 @@ static void test_a_checkpoint_gets_the_time_left_to_the_spot_deadline(void **sta
     assert_int_equal(spot_kill_grace_s(&n, 100 * S, 2), 20);  /* before the deadline */
     assert_int_equal(spot_kill_grace_s(&n, 115 * S, 10), 10); /* 5 s left: not cut shorter */
     assert_int_equal(spot_kill_grace_s(&n, 130 * S, 10), 10); /* past it */
+    /* a gang's ranks on a node not interrupted get the same time */
+    struct cluster c;
+    cluster_init(&c);
+    assert_non_null(cluster_put_node(&c, &n));
+    struct node other = spot_node(2);
+    assert_non_null(cluster_put_node(&c, &other));
+    struct job j = fx_job(7, 1); /* its first rank on node 2, a part on node 1 */
+    struct job *gang = fx_add_running(&c, j, 2, 100 * S);
+    assert_non_null(gang);
+    int one[1] = {0};
+    cluster_assign_part(&c, gang, cluster_find_node(&c, 1), one, 1);
+    assert_int_equal(spot_job_kill_grace_s(&c, gang, 100 * S, 2), 20);
+    cluster_find_node(&c, 1)->interrupt_deadline_ms = 0;
+    assert_int_equal(spot_job_kill_grace_s(&c, gang, 100 * S, 2), 2);
+    cluster_release(&c);
 }
 
 int main(void)
