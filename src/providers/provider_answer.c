@@ -52,10 +52,14 @@ int provider_answer_create(const char *prog, const char *pool, const char *text,
         for (int j = 0; name && j < count; j++)
             if (!strcmp(nodes[j].name, name))
                 k = j;
-        if (k < 0 && id)
+        if (k < 0 && id && !has_control_byte(id) && !has_control_byte(name))
             log_warn("pool %s: %s create named %s, which tide did not ask for (its names are "
                      "TIDE_NODE_NAMES): its id %s is not kept",
                      pool, prog, name, id);
+        else if (k < 0 && id)
+            log_warn("pool %s: %s create named a node tide did not ask for, with a control "
+                     "character in its name or id: not kept",
+                     pool, prog);
         if (k < 0 || k >= count || !id)
             continue;
         if (strlen(id) >= sizeof nodes[k].id) {
@@ -112,8 +116,9 @@ int provider_answer_list(const char *prog, const char *pool, const char *text,
                      prog, strlen(name), sizeof nodes[n].name - 1);
             continue;
         }
-        if (id && has_control_byte(id)) {
-            log_warn("pool %s: %s list: an id with a control character: not looked at", pool, prog);
+        if ((id && has_control_byte(id)) || (name && has_control_byte(name))) {
+            log_warn("pool %s: %s list: an id or name with a control character: not looked at",
+                     pool, prog);
             continue;
         }
         struct provider_node *pn = &nodes[n++];

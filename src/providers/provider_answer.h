@@ -27,9 +27,9 @@ int provider_answer_create(const char *prog, const char *pool, const char *text,
 
 /* Reads the answer text of `prog list pool` into nodes (at most max; name,
  * id, interrupted). Entries with neither id nor name, an id of
- * PROVIDER_ID_MAX bytes or more or with a control character, or a name of
- * TIDE_NAME_MAX bytes or more are left out (said in the log), as is
- * everything past max. Returns how many, or TIDE_EIO with err. */
+ * PROVIDER_ID_MAX bytes or more, a name of TIDE_NAME_MAX bytes or more, or
+ * either with a control character are left out (said in the log, never
+ * with what they hold), as is everything past max. Returns how many, or TIDE_EIO with err. */
 int provider_answer_list(const char *prog, const char *pool, const char *text,
                          struct provider_node *nodes, int max, struct tide_err *err);
 

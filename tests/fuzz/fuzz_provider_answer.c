@@ -89,8 +89,8 @@ static void check_create(const char *text, json_t *nodes, int run_rc)
 }
 
 /* Each node taken is the next entry of the answer that names something,
- * whose id and name fit and whose id is free of control bytes, with its
- * name and id as printed. */
+ * whose id and name fit and are free of control bytes, with its name and
+ * id as printed. */
 static void check_list(const char *text, json_t *nodes)
 {
     struct provider_node listed[FUZZ_NODES];
@@ -114,7 +114,8 @@ static void check_list(const char *text, json_t *nodes)
             id = json_string_value(json_object_get(e, "id"));
             name = json_string_value(json_object_get(e, "name"));
             bool id_ok = !id || (strlen(id) < PROVIDER_ID_MAX && !has_control_byte(id));
-            if ((id || name) && id_ok && (!name || strlen(name) < TIDE_NAME_MAX))
+            bool name_ok = !name || (strlen(name) < TIDE_NAME_MAX && !has_control_byte(name));
+            if ((id || name) && id_ok && name_ok)
                 break;
             id = name = NULL;
         }
