@@ -702,7 +702,7 @@ static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *
                                               .max_nodes = job->max_nodes,
                                               .memory_mib = job->memory_mib};
         }
-        if (!st->reservation.active && unconstrained(job) && st->nfailed < FAILED_SHAPES)
+        if (!backfill_lends(&st->reservation) && unconstrained(job) && st->nfailed < FAILED_SHAPES)
             st->failed[st->nfailed++] = (struct failed_shape){.gpus = job->gpus,
                                                               .cpus = job->cpus,
                                                               .memory_mib = job->memory_mib,
