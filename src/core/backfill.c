@@ -53,15 +53,33 @@ static int64_t expected_end_of(const struct job_end *ends, size_t n, int64_t job
     return e ? e->end_ms : INT64_MAX;
 }
 
-/* When `want` matching GPUs of node will be free (INT64_MAX: never known),
- * and which. */
+/* Fills gpus_out[n..] up to job->gpus with matching GPUs held by jobs that
+ * give no runtime (all that is left once the known ends are used up), in
+ * GPU order. Returns how many it took, or -1 when the node has too few. */
+static int take_unknown_holders(const struct node *node, const struct job *job, const bool *taken,
+                                int *gpus_out, int n)
+{
+    int took = 0;
+    for (int g = 0; g < node->ngpus && n + took < job->gpus; g++) {
+        const struct gpu *gpu = &node->gpus[g];
+        if (!taken[g] && gpu->job_id > 0 && !gpu->faulty && placement_gpu_matches(gpu, job))
+            gpus_out[n + took++] = gpu->index;
+    }
+    return n + took == job->gpus ? took : -1;
+}
+
+/* When `want` matching GPUs of node will be free, and which. When that
+ * time is not known (INT64_MAX), *waiting says how many of them are held
+ * by jobs that give no runtime, or is -1 when the node can never have
+ * them; it is 0 for a known time. */
 static int64_t node_free_time(const struct placement_config *cfg, const struct job_end *ends,
                               size_t nends, struct node *node, const struct job *job,
-                              int64_t now_ms, int *gpus_out)
+                              int64_t now_ms, int *gpus_out, int *waiting)
 {
     int n = 0;
     int64_t when = now_ms;
     bool taken[TIDE_MAX_GPUS_PER_NODE] = {false};
+    *waiting = 0;
     for (int g = 0; g < node->ngpus && n < job->gpus; g++)
         if (gpu_is_free(&node->gpus[g]) && gpu_usable(cfg, &node->gpus[g], job)) {
             gpus_out[n++] = node->gpus[g].index;
@@ -81,8 +99,10 @@ static int64_t node_free_time(const struct placement_config *cfg, const struct j
                 best_job = gpu->job_id;
             }
         }
-        if (best_end == INT64_MAX)
+        if (best_end == INT64_MAX) {
+            *waiting = take_unknown_holders(node, job, taken, gpus_out, n);
             return INT64_MAX;
+        }
         if (best_end > when)
             when = best_end;
         for (int g = 0; g < node->ngpus && n < job->gpus; g++)
@@ -97,15 +117,26 @@ static int64_t node_free_time(const struct placement_config *cfg, const struct j
 /* A node's earliest time for a share, kept among the m earliest. */
 struct candidate {
     int64_t when;
+    int waiting; /* when unknown: GPUs held by jobs that give no runtime */
     struct backfill_part part;
 };
 
+/* Whether a starts before b: a known time before an unknown one, and
+ * among unknown ones the fewer GPUs to wait for, as those are the fewer
+ * jobs that must end first. */
+static bool sooner(int64_t a_when, int a_waiting, int64_t b_when, int b_waiting)
+{
+    return a_when < b_when || (a_when == b_when && a_waiting < b_waiting);
+}
+
 /* The earliest time `m` distinct nodes each have `share` matching GPUs
- * free (INT64_MAX: never known), those nodes in parts: the m earliest,
- * ties by cluster order. */
-static int64_t earliest_split(const struct placement_config *cfg, const struct job_end *ends,
-                              size_t nends, struct cluster *c, const struct job *blocked,
-                              int m, int share, int64_t now_ms, struct candidate *best)
+ * free (INT64_MAX: not known), those nodes in best: the m earliest, ties by
+ * cluster order. Returns false when fewer than m nodes could ever hold a
+ * share; *waiting: the GPUs the split waits for with no known time. */
+static bool earliest_split(const struct placement_config *cfg, const struct job_end *ends,
+                           size_t nends, struct cluster *c, const struct job *blocked, int m,
+                           int share, int64_t now_ms, struct candidate *best, int64_t *when,
+                           int *waiting)
 {
     struct job want = *blocked;
     want.gpus = share;
@@ -115,19 +146,27 @@ static int64_t earliest_split(const struct placement_config *cfg, const struct j
         struct node *node = &c->nodes[i];
         if (node->state != NODE_READY || node->ngpus < share || !queue_allows_node(blocked, node))
             continue;
-        cand.when = node_free_time(cfg, ends, nends, node, &want, now_ms, cand.part.gpu_index);
-        if (cand.when == INT64_MAX || (found == m && cand.when >= best[m - 1].when))
+        cand.when = node_free_time(cfg, ends, nends, node, &want, now_ms, cand.part.gpu_index,
+                                   &cand.waiting);
+        if (cand.waiting < 0 ||
+            (found == m && !sooner(cand.when, cand.waiting, best[m - 1].when, best[m - 1].waiting)))
             continue;
         cand.part.node = node;
         cand.part.ngpus = share;
         int at = found < m ? found++ : m - 1;
-        while (at > 0 && best[at - 1].when > cand.when) {
+        while (at > 0 && sooner(cand.when, cand.waiting, best[at - 1].when, best[at - 1].waiting)) {
             best[at] = best[at - 1];
             at--;
         }
         best[at] = cand;
     }
-    return found == m ? best[m - 1].when : INT64_MAX;
+    if (found < m)
+        return false;
+    *when = best[m - 1].when;
+    *waiting = 0;
+    for (int k = 0; k < m; k++)
+        *waiting += best[k].waiting;
+    return true;
 }
 
 bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
@@ -155,26 +194,30 @@ bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
     }
     qsort(ends, nends, sizeof *ends, by_job_id);
     int64_t best = INT64_MAX;
+    int best_waiting = -1; /* -1: no split found */
     /* One node, then each split gang placement would try: the earliest
      * start wins, the fewer nodes among equals. */
     for (int m = 1; m; m = gang_next_split(blocked, m)) {
-        int64_t when = earliest_split(cfg, ends, nends, c, blocked, m, blocked->gpus / m, now_ms,
-                                      split);
-        if (when >= best)
+        int64_t when;
+        int waiting;
+        if (!earliest_split(cfg, ends, nends, c, blocked, m, blocked->gpus / m, now_ms, split,
+                            &when, &waiting) ||
+            (best_waiting >= 0 && !sooner(when, waiting, best, best_waiting)))
             continue;
         best = when;
+        best_waiting = waiting;
         out->nparts = m;
         for (int k = 0; k < m; k++)
             out->parts[k] = split[k].part;
     }
     free(ends);
     free(split);
-    if (best == INT64_MAX)
+    if (best_waiting < 0)
         return false;
     out->active = true;
     out->job_id = blocked->id;
     out->node = out->parts[0].node;
-    out->start_ms = best;
+    out->start_ms = best; /* BACKFILL_START_UNKNOWN when not known */
     return true;
 }
 
@@ -207,8 +250,14 @@ void backfill_hold(struct cluster *c, struct backfill_reservation *r, bool on)
     }
 }
 
+bool backfill_lends(const struct backfill_reservation *r)
+{
+    return r->active && r->start_ms != BACKFILL_START_UNKNOWN;
+}
+
 bool backfill_fits_before(const struct backfill_reservation *r, const struct job *job,
                           int64_t now_ms)
 {
-    return backfill_expected_end_ms(job, now_ms) <= r->start_ms;
+    /* Before an unknown start nothing is sure to end: its GPUs stay held. */
+    return backfill_lends(r) && backfill_expected_end_ms(job, now_ms) <= r->start_ms;
 }

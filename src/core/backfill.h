@@ -7,6 +7,11 @@
  * now only where they do not touch the reserved GPUs, or on them if they
  * will be done before the reservation begins. Jobs without any runtime
  * bound are taken to run forever, so they never delay a reservation.
+ * When no node's time is known (the GPUs it waits for are held by jobs
+ * that give no runtime, the default), it still reserves, on the node(s)
+ * with the fewest such GPUs to wait for, and its start is unknown: their
+ * GPUs are held for it as they free up, since any job put there could
+ * delay it by an unknown amount, while other nodes keep taking jobs.
  */
 #ifndef TIDE_BACKFILL_H
 #define TIDE_BACKFILL_H
@@ -23,11 +28,14 @@ struct backfill_part {
     int gpu_index[TIDE_MAX_GPUS_PER_NODE];
 };
 
+/* A reservation's start_ms when no node's time is known. */
+#define BACKFILL_START_UNKNOWN INT64_MAX
+
 struct backfill_reservation {
     bool active;
     int64_t job_id;
     struct node *node; /* parts[0].node */
-    int64_t start_ms;
+    int64_t start_ms;  /* or BACKFILL_START_UNKNOWN */
     int nparts; /* 1, or a gang's nodes */
     struct backfill_part parts[TIDE_MAX_GANG_NODES];
     struct job holder; /* a stand-in job that holds the reserved free GPUs */
@@ -37,8 +45,10 @@ struct backfill_reservation {
  * max_runtime; INT64_MAX when it gives neither. */
 int64_t backfill_expected_end_ms(const struct job *job, int64_t start_ms);
 
-/* Finds the earliest reservation for `blocked`. Returns false when no node
- * will ever free enough GPUs in a known time (then nothing is reserved). */
+/* Finds the earliest reservation for `blocked`, one with an unknown start
+ * when no node frees enough GPUs in a known time. Returns false when no
+ * node (or split) could ever hold it, or for a GPU share (nothing is
+ * reserved then). */
 bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
                       const struct job *blocked, int64_t now_ms, struct backfill_reservation *out);
 
@@ -46,7 +56,12 @@ bool backfill_reserve(const struct placement_config *cfg, struct cluster *c,
  * does not pick them, or frees them again (on = false). */
 void backfill_hold(struct cluster *c, struct backfill_reservation *r, bool on);
 
-/* True when job, started now, ends before the reservation starts. */
+/* True when r is active with a known start: a job that ends before it may
+ * use its GPUs (one with an unknown start lends none). */
+bool backfill_lends(const struct backfill_reservation *r);
+
+/* True when job, started now, ends before the reservation starts (never
+ * before an unknown start). */
 bool backfill_fits_before(const struct backfill_reservation *r, const struct job *job,
                           int64_t now_ms);
 

@@ -216,7 +216,8 @@ struct job {
      * them through wait_reason_text, read either through wait_reason_format. */
     char wait_reason[TIDE_REASON_MAX];
     /* Backfill: the time this (blocked, first in line) job is promised to
-     * start by, and on which node; 0 when it holds no reservation. */
+     * start by (0: unknown, the jobs there give no runtime), and on which
+     * node; node 0 when it holds no reservation. */
     int64_t reserved_start_ms;
     int64_t reserved_node_id;
     /* Start-time ETA of a pending job (eta.h), set by eta_plan_run: when

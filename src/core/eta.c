@@ -253,6 +253,16 @@ static int held_on(const struct job *job, const struct node *node)
     return held;
 }
 
+/* When a job on a node is expected to end, and what that rests on. */
+static int64_t running_end_ms(const struct eta_estimator *est, const struct job *job,
+                              int64_t now_ms, enum eta_basis *basis)
+{
+    *basis = ETA_BASIS_NOW;
+    if (job->state == JOB_PREEMPTED || job->cancel_requested || job->reclaim_requested)
+        return now_ms; /* being stopped: its GPUs free about now */
+    return now_ms + eta_estimator_remaining_ms(est, job, now_ms - job->start_ms, basis);
+}
+
 /* Ends of the jobs on nodes (and the room they leave in a capped queue),
  * and the reservation a job holds. */
 static int plan_running(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
@@ -264,10 +274,8 @@ static int plan_running(struct eta_plan *p, struct cluster *c, const struct eta_
         const struct job *job = &c->jobs[j];
         if (!job_state_is_on_node(job->state))
             continue;
-        enum eta_basis basis = ETA_BASIS_NOW;
-        int64_t end = now_ms; /* a job being stopped frees its GPUs about now */
-        if (job->state != JOB_PREEMPTED && !job->cancel_requested && !job->reclaim_requested)
-            end += eta_estimator_remaining_ms(est, job, now_ms - job->start_ms, &basis);
+        enum eta_basis basis;
+        int64_t end = running_end_ms(est, job, now_ms, &basis);
         int16_t q = capped_queue(p, job); /* counted on any node, as a pass counts */
         if (q >= 0) {
             queue_take(p, q, 1, job->gpus);
@@ -295,33 +303,97 @@ static int plan_running(struct eta_plan *p, struct cluster *c, const struct eta_
     return 0;
 }
 
+/* A running job's part on a plan node: when it ends, how many GPUs. */
+struct node_end {
+    int64_t t_ms;
+    int held;
+    uint8_t basis;
+};
+
+/* A reservation with an unknown start (backfill.h): the node keeps each
+ * GPU that frees for it, as the plan expects its holders' runs to end,
+ * until need have; then it starts. Pushes those takings and sets *start,
+ * and *basis to the least certain of the runs it waited for; *start is -1
+ * when the node's jobs will never free need (planned as any other job
+ * then). Returns 0 or TIDE_ENOMEM. */
+static int plan_unknown_start(struct eta_plan *p, struct cluster *c,
+                              const struct eta_estimator *est, struct node *n, int32_t k, int need,
+                              int64_t now_ms, int64_t *start, uint8_t *basis)
+{
+    struct node_end ends[MAXG];
+    int nends = 0, freed = 0;
+    for (size_t j = 0; j < c->njobs && nends < MAXG; j++) {
+        const struct job *job = &c->jobs[j];
+        int held = job_state_is_on_node(job->state) ? held_on(job, n) : 0;
+        if (!held)
+            continue;
+        enum eta_basis b;
+        struct node_end e = {running_end_ms(est, job, now_ms, &b), held, (uint8_t)b};
+        int at = nends++;
+        for (; at > 0 && ends[at - 1].t_ms > e.t_ms; at--)
+            ends[at] = ends[at - 1];
+        ends[at] = e;
+        freed += held;
+    }
+    *start = -1;
+    if (freed < need)
+        return 0;
+    *start = now_ms;
+    *basis = ETA_BASIS_RESERVATION;
+    for (int i = 0; i < nends && need > 0; i++) {
+        int take = ends[i].held < need ? ends[i].held : need;
+        need -= take;
+        *start = ends[i].t_ms;
+        *basis = (uint8_t)eta_basis_weaker((enum eta_basis) * basis, (enum eta_basis)ends[i].basis);
+        /* kind 1: after the end at t has given the GPUs back */
+        if (push_event(p, (struct eta_event){.t_ms = ends[i].t_ms,
+                                             .node = k,
+                                             .delta = -take,
+                                             .queue = -1,
+                                             .basis = ETA_BASIS_NOW,
+                                             .kind = 1}))
+            return TIDE_ENOMEM;
+    }
+    return 0;
+}
+
 /* A reserved job starts at its reservation on its node, which keeps its
- * free GPUs for it until then (EASY). */
-static int plan_reservation(struct eta_plan *p, struct cluster *c, struct eta_item *it,
-                            int64_t now_ms)
+ * free GPUs for it until then (EASY); with an unknown start, when the
+ * plan expects the node's jobs to have freed enough. */
+static int plan_reservation(struct eta_plan *p, struct cluster *c, const struct eta_estimator *est,
+                            struct eta_item *it, int64_t now_ms)
 {
     struct job *job = it->job;
     struct node *n = cluster_find_node(c, job->reserved_node_id);
     int32_t k = n && n->state == NODE_READY ? plan_index_of(p, n) : -1;
     if (k < 0 || job->gpus > p->size[k])
         return 0; /* planned as any other job */
-    int64_t start = job->reserved_start_ms > now_ms ? job->reserved_start_ms : now_ms;
     int hold = p->free[k] < job->gpus ? p->free[k] : job->gpus;
+    int64_t start = job->reserved_start_ms > now_ms ? job->reserved_start_ms : now_ms;
+    uint8_t basis = ETA_BASIS_RESERVATION;
+    int taken_early = 0; /* GPUs kept for it as they free, before its start */
+    if (!job->reserved_start_ms) {
+        if (plan_unknown_start(p, c, est, n, k, job->gpus - hold, now_ms, &start, &basis))
+            return TIDE_ENOMEM;
+        if (start < 0)
+            return 0;
+        taken_early = job->gpus - hold;
+    }
     set_free(p, k, p->free[k] - hold);
     it->done = true;
     job->eta_start_ms = start;
-    job->eta_basis = ETA_BASIS_RESERVATION;
-    uint8_t held = (uint8_t)eta_basis_weaker(ETA_BASIS_RESERVATION, it->run_basis);
+    job->eta_basis = basis;
+    uint8_t held = (uint8_t)eta_basis_weaker(basis, it->run_basis);
     bool later = start > now_ms; /* its queue counts it from its start */
     if (!later)
         queue_take(p, it->queue, 1, job->gpus);
     if (push_event(p, (struct eta_event){.t_ms = start,
                                          .node = k,
-                                         .delta = hold - job->gpus,
+                                         .delta = hold + taken_early - job->gpus,
                                          .queue = later ? it->queue : -1,
                                          .qjobs = 1,
                                          .qgpus = (int32_t)job->gpus,
-                                         .basis = ETA_BASIS_RESERVATION,
+                                         .basis = basis,
                                          .kind = 1}) ||
         push_event(p, (struct eta_event){.t_ms = start + it->run_ms,
                                          .node = k,
@@ -525,8 +597,8 @@ static int add_item(struct eta_plan *p, struct cluster *c, const struct eta_esti
     for (int m = job->max_nodes > 1 ? gang_next_split(job, 1) : 0; m; m = gang_next_split(job, m))
         if (job->gpus / m < it->min_share)
             it->min_share = job->gpus / m;
-    if (job->reserved_start_ms > 0 && !not_before) {
-        int rc = plan_reservation(p, c, it, now_ms);
+    if (job->reserved_node_id && !not_before) {
+        int rc = plan_reservation(p, c, est, it, now_ms);
         if (rc)
             return rc;
     }

@@ -7,7 +7,9 @@
  * started (a job that does not fit holds nothing, as in a pass), for its
  * own expected run. A job's ETA is when it starts in that run; one that
  * holds a backfill reservation starts at the reservation, on its node, and
- * holds that node's free GPUs until then. Queue caps (queue.h) hold as in
+ * holds that node's free GPUs until then; one whose reservation has no
+ * known start also keeps each GPU of that node that frees, and starts
+ * when it has them all. Queue caps (queue.h) hold as in
  * a pass: each capped queue's running jobs and GPUs are counted at now, a
  * planned start counts against its queue and a planned end releases it,
  * so a job its queue's cap keeps waiting starts when its queue has room

@@ -557,6 +557,32 @@ static void note_started(struct pass_state *st, int q, const struct job *job, bo
     st->placed++;
 }
 
+/* Marks job as holding reservation r (reserved_start_ms 0: start unknown)
+ * and, when explaining, says so in its wait reason. */
+static void note_reservation(struct job *job, const struct backfill_reservation *r, bool explain,
+                             int64_t now_ms)
+{
+    bool known = r->start_ms != BACKFILL_START_UNKNOWN;
+    job->reserved_start_ms = known ? r->start_ms : 0;
+    job->reserved_node_id = r->node->id;
+    if (!explain)
+        return;
+    char where[72];
+    if (r->nparts > 1)
+        snprintf(where, sizeof where, "%d nodes (%.40s, ...)", r->nparts, r->node->name);
+    else
+        snprintf(where, sizeof where, "%.64s", r->node->name);
+    const char *gpus = job->gpus == 1 ? "GPU" : "GPUs";
+    if (known)
+        snprintf(wait_reason_text(job), sizeof job->wait_reason,
+                 "reserved %d %s on %s from %lld s from now (backfill)", job->gpus, gpus, where,
+                 (long long)((r->start_ms - now_ms + 999) / 1000));
+    else
+        snprintf(wait_reason_text(job), sizeof job->wait_reason,
+                 "reserved %d %s on %s, start unknown: the jobs there give no runtime (backfill)",
+                 job->gpus, gpus, where);
+}
+
 /* Walks s->order[from..to) with st, placing, preempting, reserving and
  * explaining. Returns 0 or TIDE_ENOMEM. */
 static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *st, size_t from,
@@ -590,9 +616,8 @@ static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *
         }
         /* With nothing left to write or reserve, no GPU free anywhere and
          * every job left needing one, none of them can start. */
-        if (!explain && !s->gpuless && !s->preempt_pool.n && !st->reservation.active &&
-            !s->claims.n &&
-            (!s->cfg.backfill || st->reservation_tried) &&
+        if (!explain && !s->gpuless && !s->preempt_pool.n && !backfill_lends(&st->reservation) &&
+            !s->claims.n && (!s->cfg.backfill || st->reservation_tried) &&
             placement_index_nodes_with_free(c, 1) == 0) {
             st->broke = true;
             break;
@@ -677,7 +702,7 @@ static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *
                                               .max_nodes = job->max_nodes,
                                               .memory_mib = job->memory_mib};
         }
-        if (!st->reservation.active && unconstrained(job) && st->nfailed < FAILED_SHAPES)
+        if (!backfill_lends(&st->reservation) && unconstrained(job) && st->nfailed < FAILED_SHAPES)
             st->failed[st->nfailed++] = (struct failed_shape){.gpus = job->gpus,
                                                               .cpus = job->cpus,
                                                               .memory_mib = job->memory_mib,
@@ -686,19 +711,7 @@ static int walk_jobs(struct scheduler *s, struct cluster *c, struct pass_state *
         /* EASY: only the first job that cannot start gets a reservation. */
         if (s->cfg.backfill && !st->reservation_tried && (st->reservation_tried = true) &&
             backfill_reserve(&s->cfg.placement_cfg, c, job, now_ms, &st->reservation)) {
-            job->reserved_start_ms = st->reservation.start_ms;
-            job->reserved_node_id = st->reservation.node->id;
-            if (explain && st->reservation.nparts > 1)
-                snprintf(wait_reason_text(job), sizeof job->wait_reason,
-                         "reserved %d GPUs on %d nodes (%.40s, ...) from %lld s from now "
-                         "(backfill)",
-                         job->gpus, st->reservation.nparts, st->reservation.node->name,
-                         (long long)((st->reservation.start_ms - now_ms + 999) / 1000));
-            else if (explain)
-                snprintf(wait_reason_text(job), sizeof job->wait_reason,
-                         "reserved %d GPU%s on %s from %lld s from now (backfill)", job->gpus,
-                         job->gpus == 1 ? "" : "s", st->reservation.node->name,
-                         (long long)((st->reservation.start_ms - now_ms + 999) / 1000));
+            note_reservation(job, &st->reservation, explain, now_ms);
             backfill_hold(c, &st->reservation, true);
         }
         /* Strict order: nothing behind a blocked job starts, unless EASY
@@ -728,7 +741,10 @@ static void note_quiet(struct scheduler *s, struct cluster *c, const struct pass
                        bool every_job, size_t nbackoff, bool nodes_kept)
 {
     struct sched_quiet *q = &s->quiet;
-    q->valid = q->wanted && every_job && !st->placed && !st->reservation.active && !st->broke &&
+    /* A reservation with an unknown start is the same again on the same
+     * nodes and jobs, whenever it is made: the next pass may hold it anew. */
+    bool reservation_kept = !backfill_lends(&st->reservation) && !s->claims.n;
+    q->valid = q->wanted && every_job && !st->placed && reservation_kept && !st->broke &&
                !s->preempt_pool.n && !nbackoff && s->kept.n == s->norder &&
                sched_quiet_rules_timeless(s->cfg.fairshare != NULL, s->cfg.budgets != NULL,
                                           s->cfg.queue_round_robin);
@@ -741,6 +757,7 @@ static void note_quiet(struct scheduler *s, struct cluster *c, const struct pass
     memcpy(q->failed, st->failed, sizeof q->failed);
     q->nfailed = st->nfailed;
     q->reservation_tried = st->reservation_tried;
+    q->reservation = st->reservation;
     q->stopped_at_id = st->stopped_at ? st->stopped_at->id : 0;
     q->usage = st->usage;
     q->until_ms = s->quiet_until_ms;
@@ -771,6 +788,7 @@ static int pass(struct scheduler *s, struct cluster *c, const int64_t *ids, size
         return TIDE_ENOMEM;
     }
     if (walk_order(s, c, &st, 0, npending, now_ms, out) != 0) {
+        backfill_hold(c, &st.reservation, false);
         detach_index(s, c);
         return TIDE_ENOMEM;
     }
@@ -852,9 +870,12 @@ int sched_pass_new(struct scheduler *s, struct cluster *c, int64_t now_ms, struc
     st.nfailed = q->nfailed;
     st.usage = q->usage;
     st.reservation_tried = q->reservation_tried;
+    st.reservation = q->reservation;
+    backfill_hold(c, &st.reservation, true);
     st.stopped_at = q->stopped_at_id ? cluster_find_job(c, q->stopped_at_id) : NULL;
     s->preempt_pool.n = 0;
     if (walk_order(s, c, &st, nold, n, now_ms, out) != 0) {
+        backfill_hold(c, &st.reservation, false);
         detach_index(s, c);
         return TIDE_ENOMEM;
     }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/backfill.h"
 #include "core/cluster.h"
 #include "core/queue.h"
 
@@ -41,7 +42,9 @@ struct sched_quiet {
     /* The owner calls sched_pass_new: only then do passes keep this (the
      * nodes' copy costs O(nodes) a pass; the simulator never asks). */
     bool wanted;
-    bool valid; /* the last pass placed, preempted and reserved nothing */
+    /* the last pass placed and preempted nothing, and reserved nothing
+     * but what it would again (a reservation with an unknown start) */
+    bool valid;
     /* The job array at its end: length, removals so far, last job's id,
      * base address. */
     size_t njobs;
@@ -52,6 +55,7 @@ struct sched_quiet {
     struct failed_shape failed[FAILED_SHAPES];
     int nfailed;
     bool reservation_tried;
+    struct backfill_reservation reservation; /* held again by the next pass */
     int64_t stopped_at_id; /* strict order: the blocked job; 0: none */
     struct queue_usage usage;
     int64_t until_ms; /* a waiting job's priority escalates then: a full pass */

@@ -57,11 +57,14 @@ static void add_live_fields(struct server *srv, json_t *job_json)
     json_object_set_new(job_json, "effective_priority", json_integer(job->effective_priority));
     if (job->effective_priority > job->priority)
         json_object_set_new(job_json, "escalated", json_true());
-    if (job->reserved_start_ms) {
+    if (job->reserved_node_id) {
         struct node *node = cluster_find_node(&srv->cluster, job->reserved_node_id);
+        /* start_time null: the jobs on its node give no runtime (backfill.h) */
         json_object_set_new(job_json, "reservation",
-                            json_pack("{s:s, s:f}", "node", node ? node->name : "?", "start_time",
-                                      (double)job->reserved_start_ms / 1000.0));
+                            json_pack("{s:s, s:o}", "node", node ? node->name : "?", "start_time",
+                                      job->reserved_start_ms
+                                          ? json_real((double)job->reserved_start_ms / 1000.0)
+                                          : json_null()));
     }
     if (job->preemptions)
         json_object_set_new(job_json, "preemptions", json_integer(job->preemptions));

@@ -56,10 +56,11 @@ def test_eta_from_the_runtimes_learned_from_a_project():
         waiting = c.submit(command=["true"], gpus=2, project="other")
         eta = wait_until(lambda: eta_of(c, waiting["id"]), 15, what="an ETA for the waiting job")
         # the running job has no runtime bound: its end comes from what its
-        # project's jobs ran, so there is no reservation either
+        # project's jobs ran, and the reservation has no start of its own
         assert eta["basis"] == "estimate:project", eta
         assert eta["start_time"] >= time.time() - 2, eta
-        assert "reservation" not in c.job(waiting["id"]), c.job(waiting["id"])
+        reservation = c.job(waiting["id"])["reservation"]
+        assert reservation == {"node": "node-1", "start_time": None}, reservation
         c.api("DELETE", f"/v1/jobs/{waiting['id']}")
         c.api("DELETE", f"/v1/jobs/{long['id']}")
 

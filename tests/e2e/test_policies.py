@@ -204,6 +204,26 @@ def test_backfill_reserves_gpus_for_the_blocked_job():
         c.api("DELETE", f"/v1/jobs/{long['id']}")
 
 
+def test_a_blocked_job_is_not_starved_when_running_jobs_give_no_runtime():
+    # No max_runtime or est_runtime anywhere (the default): the 4-GPU job's
+    # start cannot be known, but each GPU that frees is held for it rather
+    # than taken by the 1-GPU jobs submitted after it.
+    with Cluster(agents=1, fake_gpus="4xH200:141GB", kill_grace_s=1) as c:
+        first = [c.submit(command=["sleep", str(2 + i)], gpus=1)["id"] for i in range(4)]
+        wait_until(lambda: all(c.job(i)["state"] == "running" for i in first), 20,
+                   what="the first 4 jobs running")
+        big = c.submit(command=["true"], gpus=4)["id"]
+        small = [c.submit(command=["sleep", "1"], gpus=1)["id"] for _ in range(8)]
+        blocked = wait_until(lambda: (x := c.job(big)).get("reservation") and x, 10,
+                             what="a reservation for the 4-GPU job")
+        assert blocked["reservation"] == {"node": "node-1", "start_time": None}, blocked
+        assert "start unknown" in blocked["pending_reason"], blocked
+        final = c.wait_final([big] + small, 60)
+        assert final[big]["state"] == "succeeded", final[big]
+        before = [i for i in small if final[i]["start_time"] < final[big]["start_time"]]
+        assert not before, f"1-GPU jobs {before} started before the 4-GPU job: {final}"
+
+
 def test_dependencies_run_in_order_and_a_failed_one_fails_its_dependents():
     with Cluster(agents=1) as c:
         out = os.path.join(c.dir, "order")
@@ -471,6 +491,7 @@ if __name__ == "__main__":
         test_non_preemptible_work_is_never_preempted,
         test_failed_attempt_is_retried_after_a_backoff,
         test_backfill_reserves_gpus_for_the_blocked_job,
+        test_a_blocked_job_is_not_starved_when_running_jobs_give_no_runtime,
         test_dependencies_run_in_order_and_a_failed_one_fails_its_dependents,
         test_array_job_runs_each_index,
         test_idle_job_is_warned_then_reclaimed_and_a_busy_one_is_not,

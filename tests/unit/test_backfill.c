@@ -145,17 +145,95 @@ static void test_reservation_is_on_the_node_that_frees_up_first(void **state)
     assert_int_equal(job(10)->reserved_start_ms, 100000);
 }
 
-static void test_no_reservation_when_running_jobs_have_no_runtime_bound(void **state)
+static void
+test_blocked_job_reserves_with_an_unknown_start_when_running_jobs_give_no_runtime(void **state)
 {
     (void)state;
     add_node(1, 4);
     add_running(1, 2, 1, 0, 0);
     add_pending(10, 4, 10, 0);
     add_pending(11, 2, 0, 0);
+    assert_int_equal(pass(), 0);
+    assert_int_equal(job(10)->reserved_node_id, 1);
+    assert_int_equal(job(10)->reserved_start_ms, 0); /* unknown */
+    assert_string_equal(fx_reason(job(10)), "reserved 4 GPUs on node-1, start unknown: the jobs "
+                                            "there give no runtime (backfill)");
+    assert_int_equal(job(11)->state, JOB_PENDING); /* it could delay job 10 for ever */
+}
+
+static void test_short_job_never_backfills_before_an_unknown_start(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_running(1, 2, 1, 0, 0);
+    add_pending(10, 4, 10, 0);
+    add_pending(11, 2, 0, 1); /* one second, but job 1 may end sooner */
+    assert_int_equal(pass(), 0);
+    assert_int_equal(job(11)->state, JOB_PENDING);
+}
+
+/* The starvation this guards against: each GPU that frees goes to the
+ * next 1-GPU job unless it is held for the 4-GPU job first in line. */
+static void test_gpus_freed_under_an_unknown_start_are_held_until_the_blocked_job_fits(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    for (int64_t id = 1; id <= 4; id++)
+        add_running(id, 1, 1, 0, 0);
+    add_pending(10, 4, 0, 0);
+    for (int64_t id = 11; id <= 14; id++)
+        add_pending(id, 1, 0, 0);
+    assert_int_equal(pass(), 0);
+    for (int64_t id = 1; id <= 3; id++) {
+        cluster_remove_job(&c, id);
+        action_list_clear(&out);
+        assert_int_equal(pass(), 0);
+    }
+    cluster_remove_job(&c, 4);
+    action_list_clear(&out);
     assert_int_equal(pass(), 1);
+    assert_int_equal(job(10)->state, JOB_STARTING);
+    assert_int_equal(job(11)->state, JOB_PENDING);
+}
+
+static void test_other_nodes_take_jobs_beside_a_reservation_of_unknown_start(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_node(2, 2);
+    add_running(1, 2, 1, 0, 0);
+    add_pending(10, 4, 10, 0); /* only node 1 can ever hold it */
+    add_pending(11, 2, 0, 0);
+    assert_int_equal(pass(), 1);
+    assert_int_equal(job(10)->reserved_node_id, 1);
+    assert_int_equal(job(11)->state, JOB_STARTING);
+    assert_int_equal(job(11)->node_id, 2);
+}
+
+static void test_unknown_start_is_reserved_where_the_fewest_gpus_are_awaited(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_node(2, 4);
+    add_running(1, 3, 1, 0, 0);
+    add_running(2, 1, 2, 0, 0);
+    add_pending(10, 4, 10, 0);
+    pass();
+    assert_int_equal(job(10)->reserved_node_id, 2);
     assert_int_equal(job(10)->reserved_start_ms, 0);
-    assert_null(strstr(fx_reason(job(10)), "reserved"));
-    assert_int_equal(job(11)->state, JOB_STARTING); /* nothing to protect */
+}
+
+static void test_a_known_start_is_reserved_before_an_unknown_one(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    add_node(2, 4);
+    add_running(1, 1, 1, 0, 0);   /* node 1: 3 free, 1 held for an unknown time */
+    add_running(2, 4, 2, 100, 0); /* node 2: all held, free at 100 s */
+    add_pending(10, 4, 10, 0);
+    pass();
+    assert_int_equal(job(10)->reserved_node_id, 2);
+    assert_int_equal(job(10)->reserved_start_ms, 100000);
 }
 
 static void test_long_job_that_would_use_the_reserved_gpus_waits(void **state)
@@ -283,7 +361,7 @@ static void test_gang_never_starts_on_part_of_its_gpus(void **state)
     assert_non_null(strstr(fx_reason(job(10)), "8"));
 }
 
-static void test_waiting_gang_holds_no_gpus_without_a_reservation(void **state)
+static void test_waiting_gang_holds_no_gpus_between_passes(void **state)
 {
     (void)state;
     add_node(1, 8);
@@ -292,7 +370,7 @@ static void test_waiting_gang_holds_no_gpus_without_a_reservation(void **state)
     add_running(2, 4, 2, 0, 0);
     add_pending(10, 8, 0, 0);
     assert_int_equal(pass(), 0);
-    assert_int_equal(job(10)->reserved_start_ms, 0);
+    assert_int_equal(job(10)->reserved_node_id, 1);  /* held during the pass only */
     assert_int_equal(cluster_gpus_allocated(&c), 8); /* only the running jobs' */
     assert_int_equal(fx_gpus_held(cluster_find_node(&c, 1)), 4);
     assert_int_equal(fx_gpus_held(cluster_find_node(&c, 2)), 4);
@@ -343,6 +421,29 @@ static void test_blocked_gang_job_reserves_over_two_nodes_and_is_not_delayed(voi
     assert_int_equal(cluster_gpus_allocated(&c), 12); /* the reservation's hold is gone */
 }
 
+static void test_blocked_gang_job_reserves_an_unknown_start_over_two_nodes(void **state)
+{
+    (void)state;
+    add_node(1, 8);
+    add_node(2, 8);
+    add_node(3, 4);
+    add_running(1, 4, 1, 0, 0);
+    add_running(2, 4, 2, 0, 0);
+    struct job gang = fx_job(10, 16);
+    gang.priority = 10;
+    gang.max_nodes = 2;
+    assert_non_null(cluster_add_job(&c, &gang));
+    add_pending(11, 4, 0, 50);
+    add_pending(12, 4, 0, 0);
+    assert_int_equal(pass(), 1);
+    assert_int_equal(job(10)->reserved_node_id, 1);
+    assert_int_equal(job(10)->reserved_start_ms, 0);
+    assert_non_null(strstr(fx_reason(job(10)), "on 2 nodes (node-1, ...), start unknown"));
+    assert_int_equal(job(11)->state, JOB_STARTING);
+    assert_int_equal(job(11)->node_id, 3); /* the only node not reserved */
+    assert_int_equal(job(12)->state, JOB_PENDING);
+}
+
 static void test_without_backfill_a_long_job_takes_what_a_blocked_gang_waits_for(void **state)
 {
     (void)state;
@@ -374,7 +475,12 @@ int main(void)
         T(test_reservation_takes_est_runtime_over_max_runtime),
         T(test_reservation_waits_until_enough_gpus_have_freed),
         T(test_reservation_is_on_the_node_that_frees_up_first),
-        T(test_no_reservation_when_running_jobs_have_no_runtime_bound),
+        T(test_blocked_job_reserves_with_an_unknown_start_when_running_jobs_give_no_runtime),
+        T(test_short_job_never_backfills_before_an_unknown_start),
+        T(test_gpus_freed_under_an_unknown_start_are_held_until_the_blocked_job_fits),
+        T(test_other_nodes_take_jobs_beside_a_reservation_of_unknown_start),
+        T(test_unknown_start_is_reserved_where_the_fewest_gpus_are_awaited),
+        T(test_a_known_start_is_reserved_before_an_unknown_one),
         T(test_long_job_that_would_use_the_reserved_gpus_waits),
         T(test_without_backfill_a_long_job_takes_the_free_gpus),
         T(test_job_without_a_runtime_bound_never_backfills_onto_reserved_gpus),
@@ -385,9 +491,10 @@ int main(void)
         T(test_reserved_gpus_are_released_at_the_end_of_the_pass),
         T(test_reservation_is_made_afresh_each_pass),
         T(test_gang_never_starts_on_part_of_its_gpus),
-        T(test_waiting_gang_holds_no_gpus_without_a_reservation),
+        T(test_waiting_gang_holds_no_gpus_between_passes),
         T(test_gpus_a_waiting_gang_wants_stay_free_for_smaller_jobs),
         T(test_blocked_gang_job_reserves_over_two_nodes_and_is_not_delayed),
+        T(test_blocked_gang_job_reserves_an_unknown_start_over_two_nodes),
         T(test_without_backfill_a_long_job_takes_what_a_blocked_gang_waits_for),
         T(test_gang_larger_than_any_node_never_starts_across_nodes),
     };

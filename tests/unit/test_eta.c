@@ -454,6 +454,22 @@ static void test_a_reservation_counts_against_its_queue_from_its_start(void **st
     assert_int_equal(cluster_find_job(&c, 4)->eta_start_ms, 10 * S + ETA_DEFAULT_RUNTIME_MS);
 }
 
+static void test_a_reservation_of_unknown_start_keeps_each_gpu_its_node_frees(void **state)
+{
+    (void)state;
+    add_node(1, 4);
+    run_job(1, 1, 0, 1, 0)->max_runtime_s = 50;
+    run_job(2, 1, 1, 1, 0)->max_runtime_s = 100;
+    struct job *r = pend(10, 4);
+    r->reserved_node_id = 1; /* start unknown to the scheduler (reserved_start_ms 0) */
+    pend(11, 1)->max_runtime_s = 500;
+    plan_ids((int64_t[]){10, 11}, 2, 10 * S);
+    assert_int_equal(cluster_find_job(&c, 10)->eta_start_ms, 100 * S);
+    assert_string_equal(eta_basis_name(cluster_find_job(&c, 10)->eta_basis), "max_runtime");
+    /* neither node 1's free GPUs now nor job 1's at 50 s: all are job 10's */
+    assert_int_equal(cluster_find_job(&c, 11)->eta_start_ms, 100 * S + ETA_DEFAULT_RUNTIME_MS);
+}
+
 static void test_a_job_in_retry_backoff_starts_no_sooner_than_its_not_before(void **state)
 {
     (void)state;
@@ -550,6 +566,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_strict_order_passes_over_a_job_its_queues_cap_holds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_capped_job_of_a_gang_or_gpu_model_waits_for_its_queue_too, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_reservation_counts_against_its_queue_from_its_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_reservation_of_unknown_start_keeps_each_gpu_its_node_frees, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_job_in_retry_backoff_starts_no_sooner_than_its_not_before, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_free_job_in_backoff_gets_its_not_before, setup, teardown),
         cmocka_unit_test_setup_teardown(test_through_a_pass_a_capped_job_waits_for_its_queue_and_a_failed_one_for_its_backoff, setup, teardown),

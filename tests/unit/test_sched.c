@@ -177,6 +177,7 @@ static void test_job_that_fits_nowhere_waits_with_a_reason(void **state)
 static void test_reason_of_a_job_behind_one_of_its_shape_names_only_what_it_asked(void **state)
 {
     (void)state;
+    s.cfg.backfill = false; /* with it, the blocked job would reserve the node (test_backfill.c) */
     struct node n = fx_h200_node(1, 2);
     n.gpus[0].job_id = n.gpus[1].job_id = 999;
     add_node(n);
@@ -239,6 +240,7 @@ static void test_jobs_behind_a_failure_get_their_own_shapes_reason_in_any_order(
 static void test_placements_reasons_are_causes_that_read_as_their_sentences(void **state)
 {
     (void)state;
+    s.cfg.backfill = false; /* with it, job 3 would reserve node 2 (test_backfill.c) */
     struct node busy = fx_h200_node(1, 2); /* both GPUs free but over 90 %; 1 CPU */
     busy.gpus[0].utilization_pct = busy.gpus[1].utilization_pct = 95;
     busy.cpus = 1;
@@ -294,6 +296,7 @@ static void test_wait_reason_is_cleared_once_placed(void **state)
 static void test_big_job_that_does_not_fit_does_not_block_a_smaller_later_one(void **state)
 {
     (void)state;
+    s.cfg.backfill = false; /* with it, the blocked job would reserve the node (test_backfill.c) */
     struct node n = fx_h200_node(1, 8);
     for (int g = 0; g < 4; g++)
         n.gpus[g].job_id = 999;
@@ -391,6 +394,7 @@ static void test_a_job_that_can_never_fit_does_not_stop_a_strict_pass(void **sta
 static void test_jobs_placed_in_one_pass_do_not_share_gpus(void **state)
 {
     (void)state;
+    s.cfg.backfill = false; /* with it, the blocked job would reserve the node (test_backfill.c) */
     add_node(fx_h200_node(1, 3));
     add_job(fx_job(1, 2));
     add_job(fx_job(2, 2));
@@ -414,6 +418,7 @@ static void test_jobs_already_on_a_node_are_not_placed_again(void **state)
 static void test_job_too_big_for_any_node_is_told_so_even_after_a_smaller_one_waited(void **state)
 {
     (void)state;
+    s.cfg.backfill = false; /* with it, job 1 would reserve the node (test_backfill.c) */
     struct node n = fx_h200_node(1, 1);
     n.gpus[0].job_id = 999;
     add_node(n);

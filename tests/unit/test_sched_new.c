@@ -107,6 +107,13 @@ static void both_job(struct job j)
     add_job(&b, j);
 }
 
+/* Both sides without backfill: a blocked job at the head would reserve a
+ * node, which the tests of that (below) look at on their own. */
+static void both_without_backfill(void)
+{
+    a.s.cfg.backfill = b.s.cfg.backfill = false;
+}
+
 /* Both sides take a full pass (the one that changed nothing). */
 static void both_full_pass(int64_t now)
 {
@@ -187,6 +194,7 @@ static void test_a_new_job_that_fits_where_the_queue_did_not_is_placed(void **st
 {
     (void)state;
     both_init(&order_priority, true);
+    both_without_backfill();
     both_node(4, 2, false); /* 2 free: the queue of 4-GPU jobs waits */
     for (int64_t id = 2; id < 10; id++)
         both_job(shaped(id, 4, 0));
@@ -206,6 +214,7 @@ static void test_strict_fifo_still_stops_new_jobs_behind_the_blocked_one(void **
 {
     (void)state;
     both_init(&order_fifo_strict, true);
+    both_without_backfill();
     both_node(4, 2, false); /* 2 free, but the head wants 4 */
     both_job(shaped(2, 4, 0));
     both_job(shaped(3, 1, 0));
@@ -422,6 +431,24 @@ static void test_a_quiet_pass_over_new_jobs_keeps_the_nodes_it_compared(void **s
     assert_int_equal(sched_pass_new(&a.s, &a.c, NOW, &a.out), TIDE_ECONFLICT);
 }
 
+static void test_new_jobs_keep_off_gpus_held_by_a_reservation_of_unknown_start(void **state)
+{
+    (void)state;
+    both_init(&order_priority, true);
+    both_node(4, 2, false); /* job 1 gives no runtime: job 2's start is unknown */
+    add_node(&a, fx_h200_node(2, 1));
+    add_node(&b, fx_h200_node(2, 1));
+    both_job(shaped(2, 4, 0));
+    both_full_pass(NOW);
+    assert_int_equal(cluster_find_job(&a.c, 2)->reserved_node_id, 1);
+    assert_true(a.s.quiet.valid); /* the same reservation would be made again */
+    both_job(shaped(3, 1, 0));
+    both_job(shaped(4, 1, 0));
+    assert_new_pass_as_full(NOW, 1);
+    assert_int_equal(cluster_find_job(&a.c, 3)->node_id, 2);
+    assert_int_equal(cluster_find_job(&a.c, 4)->state, JOB_PENDING); /* node 1's 2 are held */
+}
+
 /* Both sides without explanations (the simulator's and a quiet server's
  * passes): waiting jobs get no reason written, and a walk may stop early. */
 static void both_unexplained(void)
@@ -433,6 +460,7 @@ static void test_without_explanations_new_jobs_wait_and_start_as_in_a_full_pass(
 {
     (void)state;
     both_init(&order_priority, true);
+    both_without_backfill();
     both_unexplained();
     both_node(4, 2, false); /* 2 free: the 4-GPU jobs are passed over unasked */
     for (int64_t id = 2; id < 10; id++)
@@ -499,6 +527,7 @@ int main(void)
         T(test_no_pass_before_means_a_full_pass),
         T(test_passes_keep_nothing_until_the_owner_asks),
         T(test_a_quiet_pass_over_new_jobs_keeps_the_nodes_it_compared),
+        T(test_new_jobs_keep_off_gpus_held_by_a_reservation_of_unknown_start),
         T(test_without_explanations_new_jobs_wait_and_start_as_in_a_full_pass),
         T(test_without_explanations_a_walk_cut_short_leaves_a_full_pass_next),
         T(test_without_explanations_strict_order_behind_a_blocked_job_is_full),
