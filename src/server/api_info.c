@@ -98,21 +98,10 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
 {
     if (req->token.kind != TOKEN_ADMIN)
         return api_error_msg(reply, TIDE_EPERM, NULL, "only the admin token can create tokens");
-    json_error_t jerr;
-    json_t *body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!json_is_object(body)) {
-        json_decref(body);
-        return api_error_msg(reply, TIDE_EINVAL, NULL, "body must be a JSON object");
-    }
-    const char *key;
-    json_t *v;
-    json_object_foreach(body, key, v) if (strcmp(key, "name") && strcmp(key, "projects") &&
-                                          strcmp(key, "kind") && strcmp(key, "expires_in_s") &&
-                                          strcmp(key, "node"))
-    {
-        json_decref(body);
-        return api_error_msg(reply, TIDE_EINVAL, key, "%.64s: unknown field", key);
-    }
+    static const char *const fields[] = {"name", "projects", "kind", "expires_in_s", "node", NULL};
+    json_t *body = api_body_object(req, fields, reply);
+    if (!body)
+        return 0;
     json_t *projects = json_object_get(body, "projects");
     json_t *kind = json_object_get(body, "kind");
     json_t *node = json_object_get(body, "node");
@@ -156,6 +145,7 @@ int api_tokens_create(struct server *srv, struct api_request *req, struct api_re
     else if (!json_is_array(projects) || json_array_size(projects) == 0)
         bad = api_error_msg(reply, TIDE_EINVAL, "projects", "projects: must be a non-empty array of project names") + 1;
     size_t i;
+    json_t *v;
     json_array_foreach(projects, i, v) if (!bad && (!json_is_string(v) || !json_string_length(v)))
         bad = api_error_msg(reply, TIDE_EINVAL, "projects", "projects[%zu]: must be a project name", i) + 1;
     json_t *expires_in = json_object_get(body, "expires_in_s");

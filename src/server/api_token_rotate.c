@@ -15,19 +15,10 @@ int api_tokens_rotate(struct server *srv, struct api_request *req, struct api_re
 {
     if (req->token.kind != TOKEN_ADMIN)
         return api_error_msg(reply, TIDE_EPERM, NULL, "only the admin token can rotate tokens");
-    json_error_t jerr;
-    json_t *body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!json_is_object(body)) {
-        json_decref(body);
-        return api_error_msg(reply, TIDE_EINVAL, NULL, "body must be a JSON object");
-    }
-    const char *key;
-    json_t *v;
-    json_object_foreach(body, key, v) if (strcmp(key, "kind"))
-    {
-        json_decref(body);
-        return api_error_msg(reply, TIDE_EINVAL, key, "%.64s: unknown field", key);
-    }
+    static const char *const fields[] = {"kind", NULL};
+    json_t *body = api_body_object(req, fields, reply);
+    if (!body)
+        return 0;
     const char *kind = json_string_value(json_object_get(body, "kind"));
     bool admin = kind && !strcmp(kind, "admin");
     if (!admin && !(kind && !strcmp(kind, "join"))) {

@@ -214,6 +214,13 @@ int api_error(struct api_reply *reply, const struct tide_err *err);
 int api_error_msg(struct api_reply *reply, int code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* req's body as a JSON object (a new reference; duplicate keys refused)
+ * whose fields are all in known (NULL-terminated), or NULL with reply
+ * filled: 400 "body must be a JSON object", or naming the first unknown
+ * field. */
+json_t *api_body_object(const struct api_request *req, const char *const *known,
+                        struct api_reply *reply);
+
 /* The query parameter name, or NULL. */
 const char *api_query(const struct api_request *req, const char *name);
 /* api_query in the shape the *_params_parse functions take (ctx: the
