@@ -49,20 +49,23 @@ static const struct cli_opt token_opts[] = {
     {NULL, 0, 0},
 };
 
-static int token_create(struct cli_client *c, json_t *req)
+/* POSTs req to path and prints the answer's token alone on stdout (all of
+ * the answer with --json), then says_what(answer) on stderr. */
+static int post_for_token(struct cli_client *c, const char *path, const json_t *req,
+                          void (*says_what)(const json_t *answer, const void *ctx), const void *ctx)
 {
     struct tide_err err = {0};
-    char *body = json_dumps(req, JSON_COMPACT);
+    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
     if (!body) {
         tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
         return cli_fail("token", &err);
     }
     int rc = 0;
-    json_t *answer;
+    json_t *answer = NULL;
     if (c->json) {
-        if (cli_request_and_print(c, "POST", "/v1/tokens", body, &err) < 0)
+        if (cli_request_and_print(c, "POST", path, body, &err) < 0)
             rc = cli_fail("token", &err);
-    } else if (cli_client_request_json(c, "POST", "/v1/tokens", body, &answer, &err) < 0) {
+    } else if (cli_client_request_json(c, "POST", path, body, &answer, &err) < 0) {
         rc = cli_fail("token", &err);
     } else {
         const char *token = cli_json_text(json_object_get(answer, "token"), NULL);
@@ -71,14 +74,25 @@ static int token_create(struct cli_client *c, json_t *req)
             rc = cli_fail("token", &err);
         } else {
             puts(token);
-            fprintf(stderr, "token '%s' created; keep it safe, it is not shown again\n",
-                    cli_json_text(json_object_get(answer, "name"), ""));
+            says_what(answer, ctx);
             rc = fflush(stdout) == 0 ? 0 : 1;
         }
         json_decref(answer);
     }
     free(body);
     return rc;
+}
+
+static void says_created(const json_t *answer, const void *ctx)
+{
+    (void)ctx;
+    fprintf(stderr, "token '%s' created; keep it safe, it is not shown again\n",
+            cli_json_text(json_object_get(answer, "name"), ""));
+}
+
+static int token_create(struct cli_client *c, json_t *req)
+{
+    return post_for_token(c, "/v1/tokens", req, says_created, NULL);
 }
 
 /* "3600", "90s", "90m", "12h" or "30d" as seconds (1 s to 10 years). */
@@ -154,45 +168,23 @@ static int token_revoke(struct cli_client *c, const char *name)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
-/* Prints the new token alone on stdout (like create), what happened on stderr. */
+static void says_rotated(const json_t *answer, const void *kind)
+{
+    const char *file_error = cli_json_text(json_object_get(answer, "file_error"), NULL);
+    fprintf(stderr,
+            "%s token rotated: %lld earlier one(s) stop working; the new one is above and %s\n",
+            (const char *)kind, (long long)json_integer_value(json_object_get(answer, "rotated")),
+            file_error ? "ONLY there, keep it: the server could not write its file"
+                       : "in the server's data directory");
+    if (file_error)
+        fprintf(stderr, "tide token: %s\n", file_error);
+}
+
 static int token_rotate(struct cli_client *c, const char *kind)
 {
-    struct tide_err err = {0};
     json_t *req = json_pack("{s:s}", "kind", kind);
-    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    int rc = post_for_token(c, "/v1/tokens:rotate", req, says_rotated, kind);
     json_decref(req);
-    if (!body) {
-        tide_err_set(&err, TIDE_ENOMEM, NULL, "out of memory");
-        return cli_fail("token", &err);
-    }
-    int rc = 0;
-    json_t *answer = NULL;
-    if (c->json) {
-        if (cli_request_and_print(c, "POST", "/v1/tokens:rotate", body, &err) < 0)
-            rc = cli_fail("token", &err);
-    } else if (cli_client_request_json(c, "POST", "/v1/tokens:rotate", body, &answer, &err) < 0) {
-        rc = cli_fail("token", &err);
-    } else {
-        const char *token = cli_json_text(json_object_get(answer, "token"), NULL);
-        const char *file_error = cli_json_text(json_object_get(answer, "file_error"), NULL);
-        if (!token) {
-            tide_err_set(&err, TIDE_EIO, NULL, "the server's answer has no token");
-            rc = cli_fail("token", &err);
-        } else {
-            puts(token);
-            fprintf(stderr,
-                    "%s token rotated: %lld earlier one(s) stop working; the new one is above "
-                    "and %s\n",
-                    kind, (long long)json_integer_value(json_object_get(answer, "rotated")),
-                    file_error ? "ONLY there, keep it: the server could not write its file"
-                               : "in the server's data directory");
-            if (file_error)
-                fprintf(stderr, "tide token: %s\n", file_error);
-            rc = fflush(stdout) == 0 ? 0 : 1;
-        }
-        json_decref(answer);
-    }
-    free(body);
     return rc;
 }
 
