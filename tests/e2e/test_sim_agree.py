@@ -3,7 +3,9 @@ and the same jobs run on a real server with two agents start in the same
 order on the same nodes. Durations are real seconds and the trace keeps
 every finish at least two seconds from any other event, so start and
 heartbeat latency on a loaded machine (a start late by over a second was
-seen with the full suite on 2 cores) cannot reorder what the two see."""
+seen with the full suite on 2 cores) cannot reorder what the two see. The
+simulator runs the server's defaults (priority, binpack, backfill: a job
+blocked behind jobs that give no runtime has their node held for it)."""
 import csv
 import os
 import subprocess
@@ -26,7 +28,8 @@ def simulate(workdir):
     out = os.path.join(workdir, "sim")
     subprocess.run([TIDE, "sim", "--trace", trace, "--format", "csv", "--nodes", "2",
                     "--gpus-per-node", "2", "--placement", "binpack", "--policy", "priority",
-                    "--no-oracle", "--quiet", "--out", out], check=True, capture_output=True)
+                    "--backfill", "--no-oracle", "--quiet", "--out", out], check=True,
+                   capture_output=True)
     with open(os.path.join(out, "jobs.csv")) as f:
         rows = list(csv.DictReader(f))
     return {int(r["job"]): (float(r["start_s"]), int(r["node"])) for r in rows}
