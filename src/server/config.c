@@ -236,9 +236,11 @@ static int scheduler_key(struct config_ctx *c, const char *key, const char *name
             c->sc->placement_cfg.max_gpu_utilization_pct = (int)n;
     } else {
         rc = config_fail(c, v, key,
-                  "unknown key (known: policy, placement, backfill, preemption, queue_round_robin, retry_backoff_s, "
-                  "retry_backoff_max_s, fair_share_half_life_s, max_gpu_memory_used_pct, "
-                  "max_gpu_utilization_pct)%s", "");
+                         "unknown key (known: policy, placement, backfill, preemption, "
+                         "queue_round_robin, retry_backoff_s, "
+                         "retry_backoff_max_s, fair_share_half_life_s, max_gpu_memory_used_pct, "
+                         "max_gpu_utilization_pct)%s",
+                         "");
     }
     return rc;
 }
