@@ -28,16 +28,18 @@ static const char *token_name(enum token_kind kind)
     return kind == TOKEN_ADMIN ? "admin" : "join";
 }
 
-/* Issues a token of kind and writes it to its file at path. */
-static int write_new(struct server *srv, enum token_kind kind, const char *path, char out[65],
-                     struct tide_err *err)
+/* DATA/admin.token or DATA/join.token into path. */
+static void token_path(const struct server *srv, enum token_kind kind, char path[1024])
 {
-    int rc = auth_issue(srv, kind, token_name(kind), NULL, 0, out, err);
-    if (rc)
-        return rc;
+    snprintf(path, 1024, "%s/%s", srv->cfg.data_dir, token_file(kind));
+}
+
+/* Writes token, alone on its line, as the file at path (mode 0600). */
+static int write_token_file(const char *path, const char *token, struct tide_err *err)
+{
     char line[80];
-    int n = snprintf(line, sizeof line, "%s\n", out);
-    rc = fs_write_file_atomic(path, line, (size_t)n, 0600);
+    int n = snprintf(line, sizeof line, "%s\n", token);
+    int rc = fs_write_file_atomic(path, line, (size_t)n, 0600);
     if (rc)
         return tide_err_set(err, TIDE_EIO, NULL, "cannot write %s: %s", path, strerror(-rc));
     return 0;
@@ -69,7 +71,7 @@ static bool rotated_out(struct server *srv, const char *hash)
 static int bootstrap_one(struct server *srv, enum token_kind kind, struct tide_err *err)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", srv->cfg.data_dir, token_file(kind));
+    token_path(srv, kind, path);
     char *existing = NULL;
     size_t len = 0;
     int rc = fs_read_file(path, 4096, &existing, &len);
@@ -98,7 +100,9 @@ static int bootstrap_one(struct server *srv, enum token_kind kind, struct tide_e
         return tide_err_set(err, TIDE_EIO, NULL, "cannot read %s: %s", path, strerror(-rc));
     }
     char token[65];
-    rc = write_new(srv, kind, path, token, err);
+    rc = auth_issue(srv, kind, token_name(kind), NULL, 0, token, err);
+    if (!rc)
+        rc = write_token_file(path, token, err);
     if (!rc) {
         know(srv, token);
         log_info("created %s", path);
@@ -128,19 +132,14 @@ int auth_rotate(struct server *srv, enum token_kind kind, char out[65], int *rot
         rc = store_commit(srv->store, err);
     else
         store_rollback(srv->store);
-    auth_cache_invalidate(&srv->auth_cache);
+    auth_cache_invalidate(&srv->auth_cache); /* the rotated ones, issued or not */
     if (rc)
         return rc;
     know(srv, out);
     log_info("%s token rotated: %d earlier one(s) stop working", token_name(kind), *rotated);
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", srv->cfg.data_dir, token_file(kind));
-    char line[80];
-    int n = snprintf(line, sizeof line, "%s\n", out);
-    int w = fs_write_file_atomic(path, line, (size_t)n, 0600);
-    if (w) {
-        tide_err_set(file_err, TIDE_EIO, NULL, "cannot write %s: %s", path, strerror(-w));
+    token_path(srv, kind, path);
+    if (write_token_file(path, out, file_err))
         log_error("rotated %s token not kept: %s", token_name(kind), file_err->message);
-    }
     return 0;
 }

@@ -621,24 +621,33 @@ static void test_a_stopping_node_that_falls_silent_is_lost_as_its_agent_stopped(
     assert_non_null(strstr(lost->reason, "its agent stopped"));
 }
 
+/* Gang job 7 runs on nodes 1 and 2; node 2 falls silent and is lost at
+ * the time returned, node 1 lives (s is the scheduler that saw it). */
+static int64_t gang_loses_node_2(struct scheduler *s)
+{
+    add_gang_started_on_node_1(7);
+    struct task_report r = running(7, 1);
+    heartbeat_at(2, &r, 1, NOW);
+    struct sched_config cfg;
+    sched_config_defaults(&cfg);
+    sched_init(s, &cfg);
+    int64_t later = NOW + cfg.node_timeout_ms + 1;
+    heartbeat_at(1, &r, 1, later - 1000);
+    action_list_clear(&out);
+    assert_int_equal(sched_check_nodes(s, &c, later, &out), 1);
+    return later;
+}
+
 static void
 test_a_gang_that_loses_a_node_keeps_its_other_gpus_until_its_task_there_exits(void **state)
 {
     (void)state;
-    struct job *job = add_gang_started_on_node_1(7);
-    struct task_report r = running(7, 1);
-    heartbeat_at(2, &r, 1, NOW);
     struct scheduler s;
-    struct sched_config cfg;
-    sched_config_defaults(&cfg);
-    sched_init(&s, &cfg);
-    int64_t later = NOW + cfg.node_timeout_ms + 1;
-    heartbeat_at(1, &r, 1, later - 1000); /* node 1 lives; node 2 falls silent */
-    action_list_clear(&out);
-    assert_int_equal(sched_check_nodes(&s, &c, later, &out), 1);
+    int64_t later = gang_loses_node_2(&s);
+    struct task_report r = running(7, 1);
     /* Its rank on node 1 still runs there, on its GPU and its checkpoint
      * directory: the next attempt must not start on them yet. */
-    job = cluster_find_job(&c, 7);
+    struct job *job = cluster_find_job(&c, 7);
     assert_non_null(job);
     assert_null(fx_find(&out, ACTION_REQUEUE, 7));
     assert_int_equal(cluster_find_node(&c, 1)->gpus[0].job_id, 7);
@@ -667,16 +676,8 @@ test_a_gang_that_loses_a_node_keeps_its_other_gpus_until_its_task_there_exits(vo
 static void test_deleting_a_gangs_lost_node_waits_for_its_other_ranks_too(void **state)
 {
     (void)state;
-    add_gang_started_on_node_1(7);
-    struct task_report r = running(7, 1);
-    heartbeat_at(2, &r, 1, NOW);
     struct scheduler s;
-    struct sched_config cfg;
-    sched_config_defaults(&cfg);
-    sched_init(&s, &cfg);
-    int64_t later = NOW + cfg.node_timeout_ms + 1;
-    heartbeat_at(1, &r, 1, later - 1000);
-    assert_int_equal(sched_check_nodes(&s, &c, later, &out), 1);
+    int64_t later = gang_loses_node_2(&s);
     action_list_clear(&out);
     struct tide_err err;
     assert_int_equal(operator_node_jobs(&c, 2), 0); /* nothing runs there any more */
